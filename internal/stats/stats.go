@@ -1,0 +1,326 @@
+package stats
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"sort"
+)
+
+// Call is the part of one captured model call (a ModelCallRecord, SPEC §6) that run-wide statistics
+// need. Pointer fields are nil when the record's field is null (unknown); 0 is a known value.
+type Call struct {
+	// Model is the record's "model" (response model, else request model); nil when unknown.
+	Model *string
+	// ErrorCategory is the record's "error_category" (reference §8); nil for a call without error.
+	ErrorCategory *string
+	// TokensIn, TokensOut, TokensReasoning, TokensTotal are the normalised token counts (reference §4.1).
+	TokensIn, TokensOut, TokensReasoning, TokensTotal *int64
+	// CacheHit is the record's "cache_hit" (reference §4.2): nil when the usage carried no cache field.
+	CacheHit *bool
+	// CachedTokens and CacheCreationTokens are token counts; nil when unknown.
+	CachedTokens, CacheCreationTokens *int64
+	// LatencyMS is "latency_total_ms" and TTFTMS is "latency_ttft_ms", in milliseconds; nil when unknown.
+	LatencyMS, TTFTMS *float64
+}
+
+// Report is the run-wide result; it is also the JSON object `modelcalls stats --json` prints.
+type Report struct {
+	// Rollouts is the number of rollouts with a capture file (<id>.capture.jsonl) in the directory.
+	Rollouts int `json:"rollouts"`
+	// IncompleteRollouts is the number of rollouts with the incomplete marker (<id>.capture.incomplete).
+	IncompleteRollouts int `json:"incomplete_rollouts"`
+	// DamagedLines is the number of capture lines that could not be turned into a record (SPEC §6).
+	DamagedLines int `json:"damaged_lines"`
+	// RolloutsWithDamage is the number of rollouts with at least one damaged line.
+	RolloutsWithDamage int `json:"rollouts_with_damage"`
+	Summary
+	// Models holds one summary per distinct model, most calls first, then by name; the unknown model
+	// (null) sorts last.
+	Models []ModelSummary `json:"models"`
+}
+
+// ModelSummary is the Summary of the calls of one model.
+type ModelSummary struct {
+	// Model is the model name; nil (JSON null) for calls whose model is unknown.
+	Model *string `json:"model"`
+	Summary
+}
+
+// Summary describes a set of calls.
+type Summary struct {
+	// Calls is the number of calls (records built from capture lines).
+	Calls int `json:"calls"`
+	// Errors is the number of calls with a non-null error_category.
+	Errors int `json:"errors"`
+	// ErrorsByCategory counts calls per error_category (JSON keys sorted); empty when no errors.
+	ErrorsByCategory map[string]int `json:"errors_by_category"`
+	// Tokens holds token sums.
+	Tokens Tokens `json:"tokens"`
+	// Cache holds the prompt-cache statistics.
+	Cache Cache `json:"cache"`
+	// LatencyMS describes latency_total_ms over the calls where it is known, in milliseconds.
+	LatencyMS Distribution `json:"latency_ms"`
+	// TTFTMS describes latency_ttft_ms over the calls where it is known, in milliseconds.
+	TTFTMS Distribution `json:"ttft_ms"`
+}
+
+// Tokens are sums of token counts over the calls where the count is known, like the per-rollout
+// aggregation (reference §5): nil (JSON null) when no call has a value, so "unknown" is never shown as 0.
+type Tokens struct {
+	In        *int64 `json:"in"`
+	Out       *int64 `json:"out"`
+	Reasoning *int64 `json:"reasoning"`
+	Total     *int64 `json:"total"`
+	// CallsWithUsage is the number of calls with a known tokens_total.
+	CallsWithUsage int `json:"calls_with_usage"`
+}
+
+// Cache holds prompt-cache statistics (cache signal of reference §4.2).
+type Cache struct {
+	// Known is the number of calls whose cache_hit is known (true or false).
+	Known int `json:"calls_known"`
+	// Hits is the number of calls with cache_hit true.
+	Hits int `json:"hits"`
+	// HitRate is Hits / Known, in [0, 1]; nil when Known is 0.
+	HitRate *float64 `json:"hit_rate"`
+	// CachedTokens is the sum of cached_tokens over calls where it is known; nil when none is.
+	CachedTokens *int64 `json:"cached_tokens"`
+	// CacheCreationTokens is the sum of cache_creation_tokens (Anthropic) where known; nil when none is.
+	CacheCreationTokens *int64 `json:"cache_creation_tokens"`
+}
+
+// Distribution summarises a set of durations in milliseconds. Percentiles use the nearest-rank method:
+// the p-th percentile of n sorted samples is the sample at 1-based rank ceil(p/100 * n), so every
+// percentile is a value that was actually observed. Mean uses compensated (Neumaier) summation.
+// All values are nil (JSON null) when Count is 0.
+type Distribution struct {
+	Count int      `json:"count"`
+	Min   *float64 `json:"min"`
+	Mean  *float64 `json:"mean"`
+	P50   *float64 `json:"p50"`
+	P90   *float64 `json:"p90"`
+	P99   *float64 `json:"p99"`
+	Max   *float64 `json:"max"`
+}
+
+// Percentile returns the nearest-rank p-th percentile (0 < p <= 100) of sorted, which must be sorted
+// ascending and non-empty: the element at 1-based rank ceil(p/100 * len(sorted)). p <= 0 gives the
+// minimum.
+func Percentile(sorted []float64, p float64) float64 {
+	n := len(sorted)
+	rank := int(math.Ceil(p / 100 * float64(n)))
+	rank = max(1, min(rank, n))
+	return sorted[rank-1]
+}
+
+// Distribute sorts samples in place and summarises them.
+func Distribute(samples []float64) Distribution {
+	d := Distribution{Count: len(samples)}
+	if len(samples) == 0 {
+		return d
+	}
+	slices.Sort(samples)
+	p := func(v float64) *float64 { return &v }
+	d.Min = p(samples[0])
+	d.Max = p(samples[len(samples)-1])
+	d.P50 = p(Percentile(samples, 50))
+	d.P90 = p(Percentile(samples, 90))
+	d.P99 = p(Percentile(samples, 99))
+	d.Mean = p(neumaierSum(samples) / float64(len(samples)))
+	return d
+}
+
+// neumaierSum is compensated float summation (the algorithm Python >= 3.12's sum() uses), so results
+// do not depend on accumulated rounding.
+func neumaierSum(xs []float64) float64 {
+	var sum, c float64
+	for _, x := range xs {
+		t := sum + x
+		if math.Abs(sum) >= math.Abs(x) {
+			c += (sum - t) + x
+		} else {
+			c += (x - t) + sum
+		}
+		sum = t
+	}
+	return sum + c
+}
+
+// Accumulator collects calls and rollout-level counts; the zero value is ready to use. It is not
+// safe for concurrent use. The Report does not depend on the order calls were added in (samples are
+// sorted before the mean is summed).
+type Accumulator struct {
+	rollouts, incomplete, damaged, rolloutsDamaged int
+	all                                            acc
+	models                                         map[string]*acc
+	unknownModel                                   *acc
+}
+
+// AddRollout records one rollout: whether it carries the incomplete marker and how many of its lines
+// were damaged. Call it once per capture file, in addition to Add for each of its calls.
+func (a *Accumulator) AddRollout(incomplete bool, damagedLines int) {
+	a.rollouts++
+	if incomplete {
+		a.incomplete++
+	}
+	if damagedLines > 0 {
+		a.damaged += damagedLines
+		a.rolloutsDamaged++
+	}
+}
+
+// Add records one call.
+func (a *Accumulator) Add(c Call) {
+	a.all.add(c)
+	var m *acc
+	if c.Model == nil {
+		if a.unknownModel == nil {
+			a.unknownModel = &acc{}
+		}
+		m = a.unknownModel
+	} else {
+		if a.models == nil {
+			a.models = map[string]*acc{}
+		}
+		m = a.models[*c.Model]
+		if m == nil {
+			m = &acc{}
+			a.models[*c.Model] = m
+		}
+	}
+	m.add(c)
+}
+
+// Report computes the result. The accumulator may keep receiving calls afterwards.
+func (a *Accumulator) Report() Report {
+	r := Report{
+		Rollouts:           a.rollouts,
+		IncompleteRollouts: a.incomplete,
+		DamagedLines:       a.damaged,
+		RolloutsWithDamage: a.rolloutsDamaged,
+		Summary:            a.all.summary(),
+		Models:             []ModelSummary{},
+	}
+	names := make([]string, 0, len(a.models))
+	for name := range a.models {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		ci, cj := a.models[names[i]].calls, a.models[names[j]].calls
+		if ci != cj {
+			return ci > cj
+		}
+		return names[i] < names[j]
+	})
+	for _, name := range names {
+		r.Models = append(r.Models, ModelSummary{Model: &name, Summary: a.models[name].summary()})
+	}
+	if a.unknownModel != nil {
+		r.Models = append(r.Models, ModelSummary{Model: nil, Summary: a.unknownModel.summary()})
+	}
+	return r
+}
+
+// acc accumulates one Summary.
+type acc struct {
+	calls, errors               int
+	byCategory                  map[string]int
+	in, out, reasoning, total   optSum
+	cached, creation            optSum
+	withUsage, cacheKnown, hits int
+	latency, ttft               []float64
+}
+
+type optSum struct {
+	v     int64
+	known bool
+}
+
+func (s *optSum) add(p *int64) {
+	if p != nil {
+		s.v += *p
+		s.known = true
+	}
+}
+
+func (s optSum) ptr() *int64 {
+	if !s.known {
+		return nil
+	}
+	v := s.v
+	return &v
+}
+
+func (m *acc) add(c Call) {
+	m.calls++
+	if c.ErrorCategory != nil {
+		m.errors++
+		if m.byCategory == nil {
+			m.byCategory = map[string]int{}
+		}
+		m.byCategory[*c.ErrorCategory]++
+	}
+	m.in.add(c.TokensIn)
+	m.out.add(c.TokensOut)
+	m.reasoning.add(c.TokensReasoning)
+	m.total.add(c.TokensTotal)
+	if c.TokensTotal != nil {
+		m.withUsage++
+	}
+	m.cached.add(c.CachedTokens)
+	m.creation.add(c.CacheCreationTokens)
+	if c.CacheHit != nil {
+		m.cacheKnown++
+		if *c.CacheHit {
+			m.hits++
+		}
+	}
+	if c.LatencyMS != nil && !math.IsNaN(*c.LatencyMS) {
+		m.latency = append(m.latency, *c.LatencyMS)
+	}
+	if c.TTFTMS != nil && !math.IsNaN(*c.TTFTMS) {
+		m.ttft = append(m.ttft, *c.TTFTMS)
+	}
+}
+
+func (m *acc) summary() Summary {
+	s := Summary{
+		Calls:            m.calls,
+		Errors:           m.errors,
+		ErrorsByCategory: map[string]int{},
+		Tokens: Tokens{
+			In: m.in.ptr(), Out: m.out.ptr(), Reasoning: m.reasoning.ptr(), Total: m.total.ptr(),
+			CallsWithUsage: m.withUsage,
+		},
+		Cache: Cache{
+			Known: m.cacheKnown, Hits: m.hits,
+			CachedTokens: m.cached.ptr(), CacheCreationTokens: m.creation.ptr(),
+		},
+		LatencyMS: Distribute(slices.Clone(m.latency)),
+		TTFTMS:    Distribute(slices.Clone(m.ttft)),
+	}
+	for k, v := range m.byCategory {
+		s.ErrorsByCategory[k] = v
+	}
+	if m.cacheKnown > 0 {
+		rate := float64(m.hits) / float64(m.cacheKnown)
+		s.Cache.HitRate = &rate
+	}
+	return s
+}
+
+// Categories returns the keys of ErrorsByCategory, most frequent first, ties by name.
+func (s Summary) Categories() []string {
+	keys := make([]string, 0, len(s.ErrorsByCategory))
+	for k := range s.ErrorsByCategory {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if c := cmp.Compare(s.ErrorsByCategory[b], s.ErrorsByCategory[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	return keys
+}
