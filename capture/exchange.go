@@ -1,0 +1,367 @@
+package capture
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+)
+
+// ModelRefType is the only model_ref type NeMo Gym writes: the capture sits on a model server.
+const ModelRefType = "responses_api_models"
+
+// ModelRef names the model server that observed a call: {"type": "responses_api_models", "name": ...}.
+type ModelRef struct {
+	Type string `json:"type"`
+	Name string `json:"name"`
+}
+
+// Exchange is one captured model call as written to a capture file. Field order is the JSON key
+// order of the line: the keys of reference §3.2 in NeMo Gym's write order, then the provenance and
+// client-id keys of SPEC §4, each of those written only when known (non-nil).
+type Exchange struct {
+	ModelCallID string    // "model_call_id": 32 lowercase hex characters (NewModelCallID)
+	Dialect     string    // "dialect": "responses", "chat" or "messages"
+	ModelRef    *ModelRef // "model_ref": null when the model server has no name
+	StartedAt   float64   // "started_at": wall clock, seconds since the Unix epoch
+	CompletedAt float64   // "completed_at": wall clock, seconds since the Unix epoch
+	LatencyMS   float64   // "latency_ms": monotonic duration in ms, rounded with RoundMS
+	// LatencyTTFTMS ("latency_ttft_ms") is the monotonic time to the first non-empty body chunk in
+	// ms, rounded with RoundMS; nil (null) when no body byte arrived.
+	LatencyTTFTMS *float64
+	StatusCode    *int    // "status_code": HTTP status, null when none was observed
+	ErrorCategory *string // "error_category": reference §8 vocabulary plus "cancelled"; null on success
+	// Request ("request") is the request body when it is a JSON object, compacted; nil writes null.
+	Request json.RawMessage
+	// Response ("response") is the parsed or reconstructed response object, compacted; nil writes null.
+	Response json.RawMessage
+	// RequestRaw ("request_raw") is written only when non-nil: the request body as text when it was
+	// non-empty and not a JSON object.
+	RequestRaw *string
+	// ResponseRaw ("response_raw") is written only when non-nil (or ResponseRawFrom is set): the body
+	// as text when it was non-empty and streamed or unparseable (reference §6.3 step 3).
+	ResponseRaw *string
+	// ResponseRawFrom, when non-nil, supplies response_raw's bytes instead of ResponseRaw, read to EOF
+	// while the line is written (for bodies spooled to disk). It is not itself serialised.
+	ResponseRawFrom io.Reader
+
+	ResponseSource           *string // "response_source": "upstream" or "local"
+	UpstreamAttempted        *bool   // "upstream_attempted"
+	UpstreamStatusCode       *int    // "upstream_status_code"
+	LocalResponseReason      *string // "local_response_reason", e.g. "upstream_unreachable"
+	ClientSessionID          *string // "client_session_id"
+	ClientAssistantMessageID *string // "client_assistant_message_id"
+}
+
+// EncodeExchange returns ex as one compact JSON line without the trailing newline, in the key order
+// of Exchange. Strings are written as UTF-8 without HTML escaping (as orjson does); invalid UTF-8 in
+// raw text becomes U+FFFD. Floats always carry a fraction or exponent (1.0, not 1). It fails when
+// Request or Response is set but is not a JSON object, or when ex.ResponseRawFrom fails.
+func EncodeExchange(ex *Exchange) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := WriteExchange(&buf, ex); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// WriteExchange writes ex like EncodeExchange to w, streaming response_raw from ex.ResponseRawFrom
+// when set. The output contains no newline.
+func WriteExchange(w io.Writer, ex *Exchange) error {
+	for _, obj := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"request", ex.Request}, {"response", ex.Response}} {
+		if obj.raw != nil && !isJSONObject(obj.raw) {
+			return fmt.Errorf("encode exchange: %s is not a JSON object", obj.name)
+		}
+	}
+	e := &lineWriter{w: w}
+	e.raw(`{"model_call_id":`)
+	e.str(ex.ModelCallID)
+	e.raw(`,"dialect":`)
+	e.str(ex.Dialect)
+	e.raw(`,"model_ref":`)
+	if ex.ModelRef == nil {
+		e.raw("null")
+	} else {
+		e.raw(`{"type":`)
+		e.str(ex.ModelRef.Type)
+		e.raw(`,"name":`)
+		e.str(ex.ModelRef.Name)
+		e.raw("}")
+	}
+	e.raw(`,"started_at":`)
+	e.float(ex.StartedAt)
+	e.raw(`,"completed_at":`)
+	e.float(ex.CompletedAt)
+	e.raw(`,"latency_ms":`)
+	e.float(ex.LatencyMS)
+	e.raw(`,"latency_ttft_ms":`)
+	if ex.LatencyTTFTMS == nil {
+		e.raw("null")
+	} else {
+		e.float(*ex.LatencyTTFTMS)
+	}
+	e.raw(`,"status_code":`)
+	e.optInt(ex.StatusCode)
+	e.raw(`,"error_category":`)
+	e.optStr(ex.ErrorCategory)
+	e.raw(`,"request":`)
+	e.object(ex.Request)
+	e.raw(`,"response":`)
+	e.object(ex.Response)
+	if ex.RequestRaw != nil {
+		e.raw(`,"request_raw":`)
+		e.str(*ex.RequestRaw)
+	}
+	if ex.ResponseRawFrom != nil {
+		e.raw(`,"response_raw":`)
+		e.strFrom(ex.ResponseRawFrom)
+	} else if ex.ResponseRaw != nil {
+		e.raw(`,"response_raw":`)
+		e.str(*ex.ResponseRaw)
+	}
+	if ex.ResponseSource != nil {
+		e.raw(`,"response_source":`)
+		e.str(*ex.ResponseSource)
+	}
+	if ex.UpstreamAttempted != nil {
+		e.raw(`,"upstream_attempted":`)
+		e.raw(strconv.FormatBool(*ex.UpstreamAttempted))
+	}
+	if ex.UpstreamStatusCode != nil {
+		e.raw(`,"upstream_status_code":`)
+		e.optInt(ex.UpstreamStatusCode)
+	}
+	if ex.LocalResponseReason != nil {
+		e.raw(`,"local_response_reason":`)
+		e.str(*ex.LocalResponseReason)
+	}
+	if ex.ClientSessionID != nil {
+		e.raw(`,"client_session_id":`)
+		e.str(*ex.ClientSessionID)
+	}
+	if ex.ClientAssistantMessageID != nil {
+		e.raw(`,"client_assistant_message_id":`)
+		e.str(*ex.ClientAssistantMessageID)
+	}
+	e.raw("}")
+	if e.err != nil {
+		return fmt.Errorf("encode exchange: %w", e.err)
+	}
+	return nil
+}
+
+func isJSONObject(b []byte) bool {
+	t := bytes.TrimLeft(b, " \t\r\n")
+	return len(t) > 0 && t[0] == '{' && json.Valid(b)
+}
+
+// lineWriter writes JSON pieces to w and remembers the first error.
+type lineWriter struct {
+	w       io.Writer
+	err     error
+	scratch []byte
+}
+
+func (e *lineWriter) write(b []byte) {
+	if e.err == nil {
+		_, e.err = e.w.Write(b)
+	}
+}
+
+func (e *lineWriter) raw(s string) {
+	if e.err == nil {
+		_, e.err = io.WriteString(e.w, s)
+	}
+}
+
+func (e *lineWriter) str(s string) {
+	e.scratch = AppendJSONString(e.scratch[:0], []byte(s))
+	e.write(e.scratch)
+}
+
+func (e *lineWriter) optStr(s *string) {
+	if s == nil {
+		e.raw("null")
+		return
+	}
+	e.str(*s)
+}
+
+func (e *lineWriter) optInt(n *int) {
+	if n == nil {
+		e.raw("null")
+		return
+	}
+	e.raw(strconv.Itoa(*n))
+}
+
+func (e *lineWriter) float(f float64) {
+	e.scratch = AppendFloat(e.scratch[:0], f)
+	e.write(e.scratch)
+}
+
+func (e *lineWriter) object(raw json.RawMessage) {
+	if raw == nil {
+		e.raw("null")
+		return
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		if e.err == nil {
+			e.err = err
+		}
+		return
+	}
+	e.write(buf.Bytes())
+}
+
+// strFrom writes a JSON string whose content is read from r, keeping memory to one buffer. A UTF-8
+// sequence split across reads is carried over; invalid bytes become U+FFFD.
+func (e *lineWriter) strFrom(r io.Reader) {
+	e.raw(`"`)
+	buf := make([]byte, 64<<10)
+	var carry []byte
+	for e.err == nil {
+		n, rerr := r.Read(buf[len(carry):])
+		copy(buf, carry) // carry sits at the front; Read filled after it
+		chunk := buf[:len(carry)+n]
+		keep := 0
+		if rerr == nil {
+			keep = incompleteTail(chunk)
+		}
+		e.scratch = appendEscaped(e.scratch[:0], chunk[:len(chunk)-keep])
+		e.write(e.scratch)
+		carry = append(carry[:0], chunk[len(chunk)-keep:]...)
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			e.err = fmt.Errorf("read response body spool: %w", rerr)
+			return
+		}
+	}
+	e.raw(`"`)
+}
+
+// incompleteTail returns how many bytes at the end of b start a UTF-8 sequence that may be
+// completed by the next read (0 to 3).
+func incompleteTail(b []byte) int {
+	for k := 1; k <= 3 && k <= len(b); k++ {
+		c := b[len(b)-k]
+		if c < 0x80 {
+			return 0
+		}
+		if c >= 0xC0 { // a lead byte: is its sequence longer than what we have?
+			need := 2
+			if c >= 0xF0 {
+				need = 4
+			} else if c >= 0xE0 {
+				need = 3
+			}
+			if need > k {
+				return k
+			}
+			return 0
+		}
+	}
+	return 0
+}
+
+// AppendJSONString appends s as a JSON string literal: quotes, backslashes and control characters
+// escaped, everything else written as UTF-8 (no HTML escaping, as orjson), invalid UTF-8 replaced
+// by U+FFFD (as Python's decode with errors="replace").
+func AppendJSONString(dst, s []byte) []byte {
+	dst = append(dst, '"')
+	dst = appendEscaped(dst, s)
+	return append(dst, '"')
+}
+
+const hexDigits = "0123456789abcdef"
+
+func appendEscaped(dst, s []byte) []byte {
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, "\uFFFD"...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	return append(dst, s[start:]...)
+}
+
+// AppendFloat appends f the way orjson writes a float: the shortest text that reads back to f, always
+// with a fraction or exponent (1.0, 0.02, 1795968571.513956, 1e+16). NaN and infinities, which JSON
+// cannot hold, are written as null.
+func AppendFloat(dst []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(dst, "null"...)
+	}
+	abs := math.Abs(f)
+	if abs != 0 && (abs < 1e-4 || abs >= 1e16) {
+		return strconv.AppendFloat(dst, f, 'e', -1, 64)
+	}
+	start := len(dst)
+	dst = strconv.AppendFloat(dst, f, 'f', -1, 64)
+	if bytes.IndexByte(dst[start:], '.') < 0 {
+		dst = append(dst, '.', '0')
+	}
+	return dst
+}
+
+// NewModelCallID returns a fresh model call id: a random (version 4) UUID as 32 lowercase hex
+// characters, as NeMo Gym's uuid4().hex.
+func NewModelCallID() string {
+	u := uuid.New()
+	return hex.EncodeToString(u[:])
+}
+
+// RoundMS rounds a duration in milliseconds to 2 decimals exactly as Python's round(x, 2): correctly
+// rounded on the exact binary value, ties to even (reference §3.2).
+func RoundMS(ms float64) float64 {
+	v, err := strconv.ParseFloat(strconv.FormatFloat(ms, 'f', 2, 64), 64)
+	if err != nil {
+		return ms
+	}
+	return v
+}

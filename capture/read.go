@@ -1,0 +1,201 @@
+package capture
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"unicode/utf8"
+
+	"github.com/modelcalls/modelcalls/internal/fsutil"
+)
+
+// Entry is one readable exchange line.
+type Entry struct {
+	// Index is the capture index: the 0-based position of the line among the non-blank lines of the
+	// file. Damaged lines consume an index, blank lines do not (reference §3.4).
+	Index int
+	// Line is the 1-based line number in the file, for messages.
+	Line int
+	// Data is the JSON object, exactly as stored (without the newline). It aliases the read buffer.
+	Data []byte
+}
+
+// Damage describes one damaged (unreadable) line found by ReadAvailable.
+type Damage struct {
+	Index int   // capture index the line consumed
+	Line  int   // 1-based line number in the file
+	Err   error // why it is damaged
+}
+
+// LineError is returned by the strict Read for the first damaged line: Path and the 1-based Line
+// number locate it, Err says what is wrong.
+type LineError struct {
+	Path string
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err) }
+
+// Unwrap returns the underlying decode error.
+func (e *LineError) Unwrap() error { return e.Err }
+
+// ErrNotObject is the error of a line that is valid JSON but not a JSON object.
+var ErrNotObject = errors.New("not a JSON object")
+
+// ErrInvalidUTF8 is the error of a line that is not valid UTF-8 (NeMo Gym's orjson rejects those).
+var ErrInvalidUTF8 = errors.New("invalid UTF-8")
+
+// Read is the strict read (reference §3.4): it returns every exchange of id in file order. A missing
+// file gives no entries and no error. Blank lines are skipped; the first line that is not a valid
+// UTF-8 JSON object stops the read with a *LineError naming the file and line. NaN and Infinity are
+// not JSON. I/O errors and an invalid id are returned as is.
+func (s *Store) Read(id string) ([]Entry, error) {
+	p, data, err := s.readLocked(id)
+	if err != nil || data == nil {
+		return nil, err
+	}
+	var entries []Entry
+	var lineErr error
+	scanLines(data, func(index, line int, b []byte) bool {
+		if err := CheckLine(b); err != nil {
+			lineErr = &LineError{Path: p, Line: line, Err: err}
+			return false
+		}
+		entries = append(entries, Entry{Index: index, Line: line, Data: b})
+		return true
+	})
+	if lineErr != nil {
+		return nil, lineErr
+	}
+	return entries, nil
+}
+
+// ReadAvailable is the tolerant read (reference §3.4): it returns every readable exchange of id with
+// its capture index, and one Damage per line that is not a valid UTF-8 JSON object. A missing file
+// gives nothing and no error. Only decode problems are tolerated: I/O errors, a path that is a
+// directory and an invalid id are returned.
+func (s *Store) ReadAvailable(id string) ([]Entry, []Damage, error) {
+	_, data, err := s.readLocked(id)
+	if err != nil || data == nil {
+		return nil, nil, err
+	}
+	var entries []Entry
+	var damaged []Damage
+	scanLines(data, func(index, line int, b []byte) bool {
+		if err := CheckLine(b); err != nil {
+			damaged = append(damaged, Damage{Index: index, Line: line, Err: err})
+			return true
+		}
+		entries = append(entries, Entry{Index: index, Line: line, Data: b})
+		return true
+	})
+	return entries, damaged, nil
+}
+
+// readLocked reads the whole capture file of id under a shared lock. A missing file gives nil data.
+func (s *Store) readLocked(id string) (string, []byte, error) {
+	p, err := s.CapturePath(id)
+	if err != nil {
+		return "", nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return p, nil, nil
+		}
+		return p, nil, fmt.Errorf("open capture file: %w", err)
+	}
+	defer f.Close()
+	if err := fsutil.Lock(f, false); err != nil {
+		return p, nil, err
+	}
+	defer fsutil.Unlock(f)
+	st, err := f.Stat()
+	if err != nil {
+		return p, nil, fmt.Errorf("stat capture file: %w", err)
+	}
+	if st.IsDir() {
+		return p, nil, fmt.Errorf("read capture file %s: is a directory", p)
+	}
+	data := make([]byte, 0, st.Size()+1)
+	data, err = readAll(f, data)
+	if err != nil {
+		return p, nil, fmt.Errorf("read capture file: %w", err)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return p, data, nil
+}
+
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+}
+
+// scanLines calls fn for each non-blank line of data with its capture index and 1-based line number;
+// fn returns false to stop. A line is blank when only ASCII whitespace remains after trimming.
+func scanLines(data []byte, fn func(index, line int, b []byte) bool) {
+	index, lineNo := 0, 0
+	for len(data) > 0 {
+		lineNo++
+		var b []byte
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			b, data = data[:i], data[i+1:]
+		} else {
+			b, data = data, nil
+		}
+		if isBlank(b) {
+			continue
+		}
+		if !fn(index, lineNo, b) {
+			return
+		}
+		index++
+	}
+}
+
+func isBlank(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\r' && c != '\n' && c != '\v' && c != '\f' {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckLine reports why b is not a readable exchange line: not valid UTF-8 (ErrInvalidUTF8), not
+// valid JSON (a *json.SyntaxError), or not a JSON object (ErrNotObject). nil means readable.
+func CheckLine(b []byte) error {
+	if !utf8.Valid(b) {
+		return ErrInvalidUTF8
+	}
+	if !json.Valid(b) {
+		var v json.RawMessage
+		if err := json.Unmarshal(b, &v); err != nil {
+			return err
+		}
+		return errors.New("invalid JSON")
+	}
+	t := bytes.TrimLeft(b, " \t\r\n")
+	if len(t) == 0 || t[0] != '{' {
+		return ErrNotObject
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+// Package cli owns the modelcalls command line: the subcommands (proxy, merge, calls, stats, clear,
+// demo), their output printers (tables, JSON lines) and the table that maps errors to exit codes.
+// Each subcommand lives in its own file and registers itself with register in an init function.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes returned by Main.
+const (
+	ExitOK       = 0 // the command did what was asked
+	ExitFailure  = 1 // the command ran but reported a failure (e.g. merge passed through unreadable lines)
+	ExitUsage    = 2 // a bad flag, argument or config value
+	ExitNotFound = 3 // a capture dir or rollout named on the command line does not exist
+)
+
+// Streams are the standard streams a command reads and writes; tests pass buffers.
+type Streams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// exitError carries an exit code through cobra's error return.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// withExit wraps err so that Main exits with code; a nil err stays nil.
+func withExit(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+// usageErrorf returns an error that makes Main exit with ExitUsage.
+func usageErrorf(format string, args ...any) error {
+	return withExit(ExitUsage, fmt.Errorf(format, args...))
+}
+
+// silentExit makes Main exit with code without printing anything more (the command already reported).
+type silentExit struct{ code int }
+
+func (s silentExit) Error() string { return fmt.Sprintf("exit status %d", s.code) }
+
+var commandFactories []func(*Streams) *cobra.Command
+
+// register adds a subcommand factory; called from init functions of the subcommand files.
+func register(f func(*Streams) *cobra.Command) { commandFactories = append(commandFactories, f) }
+
+// NewRootCommand builds the modelcalls command tree writing to s.
+func NewRootCommand(s *Streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "modelcalls",
+		Short:         "Capture agent model calls per rollout and attach them to rollout records",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.ErrOut)
+	for _, f := range commandFactories {
+		root.AddCommand(f(s))
+	}
+	return root
+}
+
+// Main runs the command line args and returns the process exit code. Errors are printed to errOut as
+// "modelcalls: <message>".
+func Main(args []string, in io.Reader, out, errOut io.Writer) int {
+	s := &Streams{In: in, Out: out, ErrOut: errOut}
+	root := NewRootCommand(s)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return ExitOK
+	}
+	var se silentExit
+	if errors.As(err, &se) {
+		return se.code
+	}
+	fmt.Fprintf(errOut, "modelcalls: %v\n", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	// cobra's own flag and argument errors are usage errors.
+	return ExitUsage
+}

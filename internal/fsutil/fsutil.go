@@ -1,0 +1,63 @@
+// Package fsutil owns the file-system primitives the capture store relies on: advisory whole-file
+// locks (flock), fsync of files and directories, and a liveness check for the process that holds a
+// claim. Everything here is POSIX (Linux and macOS); other systems are not supported.
+package fsutil
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Lock takes an advisory flock on f: exclusive when exclusive is true, shared otherwise. It blocks
+// until the lock is granted, retrying when interrupted by a signal (EINTR). flock locks are held per
+// open file description, so they serialise goroutines that each open the file as well as processes,
+// and they work across hosts on shared file systems that support them (NFSv4, Lustre with flock).
+func Lock(f *os.File, exclusive bool) error {
+	how := unix.LOCK_SH
+	if exclusive {
+		how = unix.LOCK_EX
+	}
+	for {
+		err := unix.Flock(int(f.Fd()), how)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, unix.EINTR) {
+			return fmt.Errorf("flock %s: %w", f.Name(), err)
+		}
+	}
+}
+
+// Unlock releases a lock taken by Lock. Closing the file also releases it.
+func Unlock(f *os.File) error {
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_UN); err != nil {
+		return fmt.Errorf("unlock %s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+// SyncDir fsyncs the directory at path so that entries created or removed in it are durable.
+func SyncDir(path string) error {
+	d, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open dir for sync: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync dir %s: %w", path, err)
+	}
+	return nil
+}
+
+// ProcessAlive reports whether a process with this pid exists on this host (signal 0 probe). A pid
+// owned by another user counts as alive (EPERM).
+func ProcessAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
+}
