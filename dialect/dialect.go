@@ -1,0 +1,133 @@
+package dialect
+
+import (
+	"strconv"
+
+	"github.com/modelcalls/modelcalls/sse"
+)
+
+// Dialect names one observed wire API. Its value is the exchange's "dialect" field in a capture
+// line (reference §3.2).
+type Dialect string
+
+// The observed dialects.
+const (
+	Responses Dialect = "responses" // OpenAI Responses API, POST /v1/responses
+	Chat      Dialect = "chat"      // OpenAI Chat Completions API, POST /v1/chat/completions
+	Messages  Dialect = "messages"  // Anthropic Messages API, POST /v1/messages
+)
+
+// ForPath returns the dialect observed on path, which must already have its /ng-rollout/<id>
+// prefix and its query stripped. The match is exact (reference §6.1): "/v1/responses",
+// "/v1/chat/completions" and "/v1/messages" only; a trailing slash, "/v1/models" or
+// "/v1/messages/count_tokens" are not observed (ok false).
+func ForPath(path string) (Dialect, bool) {
+	switch path {
+	case "/v1/responses":
+		return Responses, true
+	case "/v1/chat/completions":
+		return Chat, true
+	case "/v1/messages":
+		return Messages, true
+	}
+	return "", false
+}
+
+// Valid reports whether d is one of the three observed dialects.
+func (d Dialect) Valid() bool { return d == Responses || d == Chat || d == Messages }
+
+// Terminal is the kind of terminal event a stream ended with (reference §7.1).
+type Terminal int
+
+// Terminal kinds. TerminalIncomplete is only produced by the Responses dialect.
+const (
+	TerminalNone       Terminal = iota // no terminal event (yet)
+	TerminalComplete                   // response.completed, [DONE], message_stop
+	TerminalIncomplete                 // response.incomplete: error category "incomplete"
+	TerminalError                      // an error event: error category "upstream_error"
+)
+
+// String returns "none", "complete", "incomplete" or "error".
+func (t Terminal) String() string {
+	switch t {
+	case TerminalNone:
+		return "none"
+	case TerminalComplete:
+		return "complete"
+	case TerminalIncomplete:
+		return "incomplete"
+	case TerminalError:
+		return "error"
+	}
+	return "Terminal(" + strconv.Itoa(int(t)) + ")"
+}
+
+// TerminalOf reports whether ev is a terminal event of dialect d and which kind. The rules are
+// reference §7.1 plus SPEC §7:
+//
+//	responses: event response.completed → complete; response.incomplete → incomplete;
+//	           response.failed or error → error
+//	messages:  event message_stop → complete; error → error
+//	chat:      event error → error; data exactly [DONE] → complete; a data JSON object with an
+//	           "error" member that is not null (even false) → error
+//
+// For responses and messages an event without an event field (or with the SSE default type
+// "message") is also recognised by the "type" of its data JSON object, with the same names
+// (SPEC §7: many servers send no event line). The data lines of the event are joined with "\n"
+// before any JSON decoding (sse.Event.Data already is). Matching is exact and case-sensitive;
+// the decoder has already removed leading white space from values. Another dialect value gives
+// TerminalNone.
+func (d Dialect) TerminalOf(ev sse.Event) Terminal {
+	return d.terminalOf(ev, payload(ev.HasData, ev.Data))
+}
+
+// terminalOf is TerminalOf with the event's data already decoded by payload (nil when it is not
+// a JSON object).
+func (d Dialect) terminalOf(ev sse.Event, obj []byte) Terminal {
+	switch d {
+	case Responses, Messages:
+		if t := d.terminalType(ev.Type); t != TerminalNone {
+			return t
+		}
+		if (ev.Type == "" || ev.Type == "message") && obj != nil {
+			if typ, ok := stringValue(field(obj, "type")); ok {
+				return d.terminalType(typ)
+			}
+		}
+	case Chat:
+		if ev.Type == "error" {
+			return TerminalError
+		}
+		if ev.HasData && ev.Data == "[DONE]" {
+			return TerminalComplete
+		}
+		if e := field(obj, "error"); e != nil && !isNull(e) {
+			return TerminalError
+		}
+	}
+	return TerminalNone
+}
+
+// terminalType maps an event type name to its terminal kind for the Responses and Messages
+// dialects.
+func (d Dialect) terminalType(typ string) Terminal {
+	switch d {
+	case Responses:
+		switch typ {
+		case "response.completed":
+			return TerminalComplete
+		case "response.incomplete":
+			return TerminalIncomplete
+		case "response.failed", "error":
+			return TerminalError
+		}
+	case Messages:
+		switch typ {
+		case "message_stop":
+			return TerminalComplete
+		case "error":
+			return TerminalError
+		}
+	}
+	return TerminalNone
+}

@@ -1,0 +1,348 @@
+package dialect
+
+import (
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// This file holds the small raw-JSON toolkit the reassemblers use. Event payloads are validated
+// once with encoding/json (which rejects NaN and Infinity, SPEC §7); every helper below then
+// works on slices of that validated text, so numbers keep their literal form (10 stays 10, 10.0
+// stays 10.0) and values we never touch are copied, not re-encoded. The helpers stay defensive
+// (no index beyond the slice) so a caller handing them unvalidated bytes gets nonsense, not a panic.
+
+// payload returns an event's data as a JSON object ready for the raw helpers, or nil when the
+// data is absent, the chat "[DONE]" sentinel, not strict JSON, or not an object (reference §7.2).
+// Invalid UTF-8 is replaced with U+FFFD first: NeMo Gym decodes the body with replacement, and a
+// capture line must be valid UTF-8.
+func payload(hasData bool, data string) []byte {
+	if !hasData || data == "" || data == "[DONE]" {
+		return nil
+	}
+	b := []byte(data)
+	if !utf8.Valid(b) {
+		b = replaceInvalidUTF8(b)
+	}
+	if !json.Valid(b) {
+		return nil
+	}
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil
+	}
+	return b[i:valueEnd(b, i)]
+}
+
+// replaceInvalidUTF8 returns b with every byte that does not start a valid UTF-8 sequence
+// replaced by U+FFFD.
+func replaceInvalidUTF8(b []byte) []byte {
+	out := make([]byte, 0, len(b)+8)
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, b[:size]...)
+		}
+		b = b[size:]
+	}
+	return out
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the string literal starting at b[i] == '"'.
+func stringEnd(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// valueEnd returns the index just past the JSON value starting at b[i] (not white space).
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return len(b)
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = stringEnd(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return len(b)
+	default:
+		for i < len(b) {
+			switch b[i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return i
+			}
+			i++
+		}
+		return len(b)
+	}
+}
+
+// eachMember calls fn with the raw key literal (quotes included) and the raw value of every
+// member of the object obj, in order, until fn returns false. Non-objects have no members.
+func eachMember(obj []byte, fn func(key, val []byte) bool) {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return
+	}
+	i++
+	for {
+		i = skipSpace(obj, i)
+		if i >= len(obj) || obj[i] != '"' {
+			return
+		}
+		ke := stringEnd(obj, i)
+		key := obj[i:ke]
+		i = skipSpace(obj, ke)
+		if i >= len(obj) || obj[i] != ':' {
+			return
+		}
+		i = skipSpace(obj, i+1)
+		ve := valueEnd(obj, i)
+		if ve <= i || !fn(key, obj[i:ve]) {
+			return
+		}
+		i = skipSpace(obj, ve)
+		if i >= len(obj) || obj[i] != ',' {
+			return
+		}
+		i++
+	}
+}
+
+// eachElem calls fn with every raw element of the array arr, in order. Non-arrays have none.
+func eachElem(arr []byte, fn func(val []byte)) {
+	i := skipSpace(arr, 0)
+	if i >= len(arr) || arr[i] != '[' {
+		return
+	}
+	i++
+	for {
+		i = skipSpace(arr, i)
+		if i >= len(arr) || arr[i] == ']' {
+			return
+		}
+		ve := valueEnd(arr, i)
+		if ve <= i {
+			return
+		}
+		fn(arr[i:ve])
+		i = skipSpace(arr, ve)
+		if i >= len(arr) || arr[i] != ',' {
+			return
+		}
+		i++
+	}
+}
+
+// keyString returns the decoded text of a raw key literal.
+func keyString(lit []byte) string {
+	if s, ok := stringValue(lit); ok {
+		return s
+	}
+	return ""
+}
+
+// keyIs reports whether the raw key literal lit decodes to key, without allocating for the
+// common unescaped case.
+func keyIs(lit []byte, key string) bool {
+	if len(lit) < 2 {
+		return false
+	}
+	inner := lit[1 : len(lit)-1]
+	for _, c := range inner {
+		if c == '\\' {
+			return keyString(lit) == key
+		}
+	}
+	return string(inner) == key
+}
+
+// field returns the raw value of obj's member key, nil when absent. With duplicate keys the last
+// one wins, as in Python's json module.
+func field(obj []byte, key string) []byte {
+	var v []byte
+	eachMember(obj, func(k, val []byte) bool {
+		if keyIs(k, key) {
+			v = val
+		}
+		return true
+	})
+	return v
+}
+
+// kindOf classifies a raw value by its first byte: '{', '[', '"', 't', 'f', 'n', or '0' for a
+// number; 0 for nothing.
+func kindOf(v []byte) byte {
+	if len(v) == 0 {
+		return 0
+	}
+	switch c := v[0]; c {
+	case '{', '[', '"', 't', 'f', 'n':
+		return c
+	}
+	return '0'
+}
+
+func isNull(v []byte) bool { return kindOf(v) == 'n' }
+
+// truthy is Python's truth value of a decoded JSON value: null, false, 0, "", [] and {} are
+// false; absent (nil) is false too.
+func truthy(v []byte) bool {
+	switch kindOf(v) {
+	case 0, 'n', 'f':
+		return false
+	case 't':
+		return true
+	case '"':
+		return len(v) > 2
+	case '{', '[':
+		i := skipSpace(v, 1)
+		return i < len(v) && v[i] != '}' && v[i] != ']'
+	default:
+		f, err := strconv.ParseFloat(string(v), 64)
+		return err != nil || f != 0 // out of range means huge: not zero
+	}
+}
+
+// stringValue decodes a raw JSON string; ok is false for any other kind.
+func stringValue(v []byte) (string, bool) {
+	if kindOf(v) != '"' || len(v) < 2 {
+		return "", false
+	}
+	inner := v[1 : len(v)-1]
+	simple := true
+	for _, c := range inner {
+		if c == '\\' || c < 0x20 {
+			simple = false
+			break
+		}
+	}
+	if simple {
+		return string(inner), true
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// appendStringValue appends the decoded content of the raw JSON string v to dst.
+func appendStringValue(dst, v []byte) ([]byte, bool) {
+	if kindOf(v) != '"' || len(v) < 2 {
+		return dst, false
+	}
+	inner := v[1 : len(v)-1]
+	for _, c := range inner {
+		if c == '\\' {
+			s, ok := stringValue(v)
+			return append(dst, s...), ok
+		}
+	}
+	return append(dst, inner...), true
+}
+
+// intValue decodes a raw JSON integer literal (no fraction, no exponent).
+func intValue(v []byte) (int64, bool) {
+	if kindOf(v) != '0' {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	return n, err == nil
+}
+
+// appendCompact appends the validated raw value v without insignificant white space.
+func appendCompact(dst, v []byte) []byte {
+	for i := 0; i < len(v); {
+		c := v[i]
+		switch {
+		case c == '"':
+			e := stringEnd(v, i)
+			dst = append(dst, v[i:e]...)
+			i = e
+		case isSpace(c):
+			i++
+		default:
+			dst = append(dst, c)
+			i++
+		}
+	}
+	return dst
+}
+
+// compact returns a compact copy of the raw value v that shares no memory with it.
+func compact(v []byte) []byte {
+	if v == nil {
+		return nil
+	}
+	return appendCompact(make([]byte, 0, len(v)), v)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string literal the way orjson writes one: only '"', '\\'
+// and control characters are escaped; non-ASCII text (U+2028 and U+2029 included) and '<', '>',
+// '&' stay as they are. s must be valid UTF-8.
+func appendString[S ~string | ~[]byte](dst []byte, s S) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

@@ -1,0 +1,200 @@
+package dialect
+
+import (
+	"encoding/json"
+	"sort"
+)
+
+// messagesState rebuilds an Anthropic Messages response from its stream events (reference §7.3
+// with SPEC §7's usage rule).
+type messagesState struct {
+	message  *object           // message_start's id/type/role/model/stop_reason; nil before it
+	blocks   map[int64]*object // content blocks by their index
+	toolJSON map[int64][]byte  // input_json_delta fragments by block index
+	usage    object            // merged usage
+}
+
+// messageFields are the message_start fields kept, in the order NeMo Gym writes them.
+var messageFields = [...]string{"id", "type", "role", "model", "stop_reason"}
+
+func (m *messagesState) add(ev []byte) {
+	typ, _ := stringValue(field(ev, "type"))
+	switch typ {
+	case "message_start":
+		m.messageStart(ev)
+	case "content_block_start":
+		m.blockStart(ev)
+	case "content_block_delta":
+		m.blockDelta(ev)
+	case "message_delta":
+		m.messageDelta(ev)
+	}
+	// ping, content_block_stop, message_stop, error and unknown types add nothing.
+}
+
+func (m *messagesState) messageStart(ev []byte) {
+	msg := field(ev, "message")
+	if kindOf(msg) != '{' {
+		return // malformed: NeMo Gym fails the whole reconstruction here, we skip the event
+	}
+	o := &object{}
+	for _, k := range messageFields {
+		if v := field(msg, k); v != nil && !isNull(v) {
+			o.set(k, rawNode(v))
+		}
+	}
+	m.message = o
+	// message_start usage is taken as given, nulls included (NeMo Gym's dict update).
+	eachMember(field(msg, "usage"), func(k, v []byte) bool {
+		m.usage.set(keyString(k), rawNode(v))
+		return true
+	})
+}
+
+// blockKey returns the block index of a content block event: the "index" member when present,
+// else def. ok is false when the index is present but not an integer (NeMo Gym would fail the
+// reconstruction on unsortable keys; we skip the event).
+func blockKey(ev []byte, def int64) (int64, bool) {
+	v := field(ev, "index")
+	if v == nil {
+		return def, true
+	}
+	return intValue(v)
+}
+
+func (m *messagesState) blockStart(ev []byte) {
+	key, ok := blockKey(ev, int64(len(m.blocks)))
+	if !ok {
+		return
+	}
+	cb := field(ev, "content_block")
+	var block *object
+	switch {
+	case !truthy(cb):
+		block = &object{}
+	case kindOf(cb) == '{':
+		block = parseObject(cb)
+	default:
+		return
+	}
+	if m.blocks == nil {
+		m.blocks = make(map[int64]*object)
+	}
+	m.blocks[key] = block
+}
+
+func (m *messagesState) blockDelta(ev []byte) {
+	key, ok := blockKey(ev, 0)
+	if !ok {
+		return
+	}
+	delta := field(ev, "delta")
+	if truthy(delta) && kindOf(delta) != '{' {
+		return
+	}
+	if m.blocks == nil {
+		m.blocks = make(map[int64]*object)
+	}
+	block := m.blocks[key]
+	if block == nil {
+		block = &object{}
+		m.blocks[key] = block
+	}
+	dtyp, _ := stringValue(field(delta, "type"))
+	switch dtyp {
+	case "text_delta":
+		appendBlockText(block, "text", field(delta, "text"))
+	case "thinking_delta":
+		appendBlockText(block, "thinking", field(delta, "thinking"))
+	case "input_json_delta":
+		if m.toolJSON == nil {
+			m.toolJSON = make(map[int64][]byte)
+		}
+		buf := m.toolJSON[key]
+		if buf == nil {
+			buf = []byte{}
+		}
+		buf, _ = appendStringValue(buf, field(delta, "partial_json"))
+		m.toolJSON[key] = buf
+	}
+	// signature_delta and other delta types are ignored, as NeMo Gym does.
+}
+
+// appendBlockText sets the block's type to name if unset and appends the string fragment frag to
+// its name member. A fragment or member that is not a string is skipped.
+func appendBlockText(block *object, name string, frag []byte) {
+	block.setDefault("type", stringNode(name))
+	text, ok := appendStringValue(nil, frag)
+	if !ok {
+		return
+	}
+	n := block.get(name)
+	if n == nil {
+		block.set(name, &node{str: text, isStr: true})
+		return
+	}
+	n.appendText(text)
+}
+
+func (m *messagesState) messageDelta(ev []byte) {
+	// SPEC §7: message_delta usage replaces message_start values field by field, only with
+	// values that are not null; it never sums.
+	eachMember(field(ev, "usage"), func(k, v []byte) bool {
+		if !isNull(v) {
+			m.usage.set(keyString(k), rawNode(v))
+		}
+		return true
+	})
+	if m.message == nil {
+		return
+	}
+	if sr := field(field(ev, "delta"), "stop_reason"); truthy(sr) {
+		m.message.set("stop_reason", rawNode(sr))
+	}
+}
+
+func (m *messagesState) response() []byte {
+	if m.message == nil && len(m.blocks) == 0 {
+		return nil
+	}
+	out := &object{}
+	if m.message != nil {
+		out = m.message.with("type", stringNode("message"))
+	} else {
+		out.set("type", stringNode("message"))
+	}
+	keys := make([]int64, 0, len(m.blocks))
+	for k := range m.blocks {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	content := &node{isArr: true, arr: make([]*node, 0, len(keys))}
+	for _, k := range keys {
+		block := m.blocks[k]
+		if js, ok := m.toolJSON[k]; ok {
+			if typ, _ := block.get("type").text(); typ == "tool_use" && !block.get("input").truthy() {
+				block = block.with("input", toolInput(js))
+			}
+		}
+		content.arr = append(content.arr, &node{obj: block})
+	}
+	out = out.with("content", content)
+	if len(m.usage.keys) > 0 {
+		out = out.with("usage", &node{obj: &m.usage})
+	}
+	return out.appendJSON(nil)
+}
+
+// toolInput decodes accumulated input_json_delta text (reference §7.3): {} for empty text, the
+// decoded value when it is strict JSON, else {"_raw": text}.
+func toolInput(js []byte) *node {
+	if len(js) == 0 {
+		return &node{raw: []byte("{}")}
+	}
+	if json.Valid(js) {
+		return rawNode(js)
+	}
+	o := &object{}
+	o.set("_raw", &node{str: js, isStr: true})
+	return &node{obj: o}
+}

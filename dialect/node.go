@@ -1,0 +1,201 @@
+package dialect
+
+// node is a JSON value under reconstruction. It starts as raw compact JSON and is opened up only
+// where a stream edits it: into an ordered object (members keep their first position, as in a
+// Python dict), an array, or a string that grows by appended deltas. Untouched values stay raw, so
+// their numbers and escapes are written back exactly as the server sent them.
+type node struct {
+	raw []byte  // compact JSON when none of obj, arr, str is in use
+	obj *object // set when opened as an object
+	arr []*node // elements when opened as an array (isArr)
+	str []byte  // decoded text when opened as a string (isStr)
+
+	isArr bool
+	isStr bool
+}
+
+// object is an ordered JSON object.
+type object struct {
+	keys []string
+	vals []*node
+}
+
+// rawNode wraps a raw value, copying it compactly so it does not pin the event buffer.
+func rawNode(v []byte) *node { return &node{raw: compact(v)} }
+
+// stringNode is a string node holding s.
+func stringNode(s string) *node { return &node{str: []byte(s), isStr: true} }
+
+// parseObject opens the raw object v; nil when v is not an object. Duplicate keys keep the first
+// position and the last value.
+func parseObject(v []byte) *object {
+	if kindOf(v) != '{' {
+		return nil
+	}
+	o := &object{}
+	eachMember(v, func(k, val []byte) bool {
+		o.set(keyString(k), rawNode(val))
+		return true
+	})
+	return o
+}
+
+func (o *object) index(key string) int {
+	for i, k := range o.keys {
+		if k == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// get returns the member key, nil when absent.
+func (o *object) get(key string) *node {
+	if i := o.index(key); i >= 0 {
+		return o.vals[i]
+	}
+	return nil
+}
+
+// set replaces the member key in place, or appends it.
+func (o *object) set(key string, n *node) {
+	if i := o.index(key); i >= 0 {
+		o.vals[i] = n
+		return
+	}
+	o.keys = append(o.keys, key)
+	o.vals = append(o.vals, n)
+}
+
+// setDefault sets key to n only when key is absent (Python dict.setdefault).
+func (o *object) setDefault(key string, n *node) {
+	if o.index(key) < 0 {
+		o.set(key, n)
+	}
+}
+
+// with returns a shallow copy of o with key set to n; o is not changed.
+func (o *object) with(key string, n *node) *object {
+	c := &object{keys: append([]string(nil), o.keys...), vals: append([]*node(nil), o.vals...)}
+	c.set(key, n)
+	return c
+}
+
+// asObject opens n as an object; nil when n holds something else.
+func (n *node) asObject() *object {
+	if n.obj == nil && !n.isArr && !n.isStr {
+		n.obj = parseObject(n.raw)
+		if n.obj != nil {
+			n.raw = nil
+		}
+	}
+	return n.obj
+}
+
+// asArray opens n as an array (null counts as an empty array); ok is false for anything else.
+func (n *node) asArray() bool {
+	if n.isArr {
+		return true
+	}
+	if n.obj != nil || n.isStr {
+		return false
+	}
+	switch kindOf(n.raw) {
+	case '[':
+		eachElem(n.raw, func(v []byte) { n.arr = append(n.arr, &node{raw: v}) })
+		n.raw, n.isArr = nil, true
+		return true
+	case 'n':
+		n.raw, n.isArr = nil, true
+		return true
+	}
+	return false
+}
+
+// appendText appends s to n as a string (null counts as ""); ok is false when n holds a
+// non-string, which is then left alone.
+func (n *node) appendText(s []byte) bool {
+	if !n.isStr {
+		if n.obj != nil || n.isArr {
+			return false
+		}
+		switch kindOf(n.raw) {
+		case '"':
+			n.str, _ = appendStringValue(nil, n.raw)
+		case 'n':
+			n.str = nil
+		default:
+			return false
+		}
+		n.raw, n.isStr = nil, true
+	}
+	n.str = append(n.str, s...)
+	return true
+}
+
+// text returns n's string value; ok is false for any other kind.
+func (n *node) text() (string, bool) {
+	if n == nil {
+		return "", false
+	}
+	if n.isStr {
+		return string(n.str), true
+	}
+	if n.obj != nil || n.isArr {
+		return "", false
+	}
+	return stringValue(n.raw)
+}
+
+// truthy is Python's truth value of n.
+func (n *node) truthy() bool {
+	switch {
+	case n == nil:
+		return false
+	case n.isStr:
+		return len(n.str) > 0
+	case n.isArr:
+		return len(n.arr) > 0
+	case n.obj != nil:
+		return len(n.obj.keys) > 0
+	}
+	return truthy(n.raw)
+}
+
+// appendJSON appends n as compact JSON.
+func (n *node) appendJSON(dst []byte) []byte {
+	switch {
+	case n == nil:
+		return append(dst, "null"...)
+	case n.isStr:
+		return appendString(dst, n.str)
+	case n.isArr:
+		dst = append(dst, '[')
+		for i, e := range n.arr {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = e.appendJSON(dst)
+		}
+		return append(dst, ']')
+	case n.obj != nil:
+		return n.obj.appendJSON(dst)
+	case len(n.raw) == 0:
+		return append(dst, "null"...)
+	}
+	return append(dst, n.raw...)
+}
+
+// appendJSON appends o as a compact JSON object.
+func (o *object) appendJSON(dst []byte) []byte {
+	dst = append(dst, '{')
+	for i, k := range o.keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, k)
+		dst = append(dst, ':')
+		dst = o.vals[i].appendJSON(dst)
+	}
+	return append(dst, '}')
+}

@@ -1,0 +1,260 @@
+package dialect
+
+import (
+	"sort"
+	"strings"
+)
+
+// responsesState rebuilds an OpenAI Responses response from its stream events: the response
+// envelope of the last terminal event (reference §7.4), with its output rebuilt from the
+// streamed output items when the envelope's output is missing or empty (SPEC §7).
+type responsesState struct {
+	final  []byte // compact "response" of the last response.completed/incomplete/failed event
+	latest []byte // compact "response" of the last event carrying a response object
+
+	items map[int64]*node // output items by output_index (each an object node)
+	byID  map[string]int64
+}
+
+// Text-carrying events of the Responses stream: where their fragment goes.
+type textTarget struct {
+	list     string // "content" or "summary": the item's part list; "" for a member of the item
+	indexKey string // the event member giving the part index
+	partType string // type of a part created because the stream never announced it
+	member   string // the member of the part (or of the item) that holds the text
+	itemType string // type of an item created because the stream never announced it
+	fragment string // the event member carrying the text: "delta", or the full text on .done
+	replace  bool   // .done events carry the whole text: replace instead of append
+}
+
+var responsesTextEvents = map[string]textTarget{
+	"response.output_text.delta":             {"content", "content_index", "output_text", "text", "message", "delta", false},
+	"response.output_text.done":              {"content", "content_index", "output_text", "text", "message", "text", true},
+	"response.refusal.delta":                 {"content", "content_index", "refusal", "refusal", "message", "delta", false},
+	"response.refusal.done":                  {"content", "content_index", "refusal", "refusal", "message", "refusal", true},
+	"response.reasoning_text.delta":          {"content", "content_index", "reasoning_text", "text", "reasoning", "delta", false},
+	"response.reasoning_text.done":           {"content", "content_index", "reasoning_text", "text", "reasoning", "text", true},
+	"response.reasoning_summary_text.delta":  {"summary", "summary_index", "summary_text", "text", "reasoning", "delta", false},
+	"response.reasoning_summary_text.done":   {"summary", "summary_index", "summary_text", "text", "reasoning", "text", true},
+	"response.function_call_arguments.delta": {"", "", "", "arguments", "function_call", "delta", false},
+	"response.function_call_arguments.done":  {"", "", "", "arguments", "function_call", "arguments", true},
+	"response.custom_tool_call_input.delta":  {"", "", "", "input", "custom_tool_call", "delta", false},
+	"response.custom_tool_call_input.done":   {"", "", "", "input", "custom_tool_call", "input", true},
+}
+
+// Part events: a whole content or summary part.
+var responsesPartEvents = map[string]partTarget{
+	"response.content_part.added":           {"content", "content_index", "output_text", "message"},
+	"response.content_part.done":            {"content", "content_index", "output_text", "message"},
+	"response.reasoning_summary_part.added": {"summary", "summary_index", "summary_text", "reasoning"},
+	"response.reasoning_summary_part.done":  {"summary", "summary_index", "summary_text", "reasoning"},
+}
+
+// partTarget says where a part event's whole part goes; partType and itemType are used for
+// parts and items the stream never announced.
+type partTarget struct{ list, indexKey, partType, itemType string }
+
+func (r *responsesState) add(ev []byte) {
+	typ, _ := stringValue(field(ev, "type"))
+	if resp := field(ev, "response"); kindOf(resp) == '{' {
+		c := compact(resp)
+		r.latest = c
+		switch typ {
+		case "response.completed", "response.incomplete", "response.failed":
+			r.final = c
+		}
+	}
+	if !strings.HasPrefix(typ, "response.") {
+		return
+	}
+	switch typ {
+	case "response.output_item.added", "response.output_item.done":
+		r.itemEvent(ev)
+		return
+	}
+	if t, ok := responsesTextEvents[typ]; ok {
+		r.textEvent(ev, t)
+		return
+	}
+	if p, ok := responsesPartEvents[typ]; ok {
+		r.partEvent(ev, p)
+	}
+}
+
+// itemEvent stores the whole item of response.output_item.added / .done at its output_index;
+// .done replaces what deltas built, as it carries the finished item.
+func (r *responsesState) itemEvent(ev []byte) {
+	item := field(ev, "item")
+	if kindOf(item) != '{' {
+		return
+	}
+	idx, ok := intValue(field(ev, "output_index"))
+	if !ok {
+		if field(ev, "output_index") != nil {
+			return
+		}
+		idx = r.nextIndex()
+	}
+	n := rawNode(item)
+	r.put(idx, n)
+	if id, ok := stringValue(field(item, "id")); ok && id != "" {
+		r.byID[id] = idx
+	}
+}
+
+func (r *responsesState) nextIndex() int64 {
+	var next int64
+	for k := range r.items {
+		if k >= next {
+			next = k + 1
+		}
+	}
+	return next
+}
+
+func (r *responsesState) put(idx int64, n *node) {
+	if r.items == nil {
+		r.items = make(map[int64]*node)
+		r.byID = make(map[string]int64)
+	}
+	r.items[idx] = n
+}
+
+// target finds the item an item-level event is about: by item_id when that id is known, else by
+// output_index. When neither names a known item, an item of type itemType is created at
+// output_index (or after the last item) with the event's item_id. ok is false when the event
+// names no usable place.
+func (r *responsesState) target(ev []byte, itemType string) (*object, bool) {
+	id, hasID := stringValue(field(ev, "item_id"))
+	if hasID && id != "" {
+		if idx, ok := r.byID[id]; ok {
+			if o := r.items[idx].asObject(); o != nil {
+				return o, true
+			}
+			return nil, false
+		}
+	}
+	idxRaw := field(ev, "output_index")
+	idx, ok := intValue(idxRaw)
+	if !ok {
+		if idxRaw != nil || !hasID || id == "" {
+			return nil, false
+		}
+		idx = r.nextIndex()
+	}
+	if n := r.items[idx]; n != nil {
+		o := n.asObject()
+		return o, o != nil
+	}
+	o := &object{}
+	if hasID && id != "" {
+		o.set("id", stringNode(id))
+	}
+	o.set("type", stringNode(itemType))
+	r.put(idx, &node{obj: o})
+	if hasID && id != "" {
+		r.byID[id] = idx
+	}
+	return o, true
+}
+
+// part returns the part at the event's index in the item's list (content or summary), creating
+// parts of partType up to it when the stream never announced them.
+func part(item *object, ev []byte, list, indexKey, partType string) (*node, bool) {
+	pi := int64(0)
+	if v := field(ev, indexKey); v != nil {
+		var ok bool
+		if pi, ok = intValue(v); !ok || pi < 0 || pi > 1<<16 {
+			return nil, false
+		}
+	}
+	ln := item.get(list)
+	if ln == nil {
+		ln = &node{isArr: true}
+		item.set(list, ln)
+	}
+	if !ln.asArray() {
+		return nil, false
+	}
+	for int64(len(ln.arr)) <= pi {
+		p := &object{}
+		p.set("type", stringNode(partType))
+		ln.arr = append(ln.arr, &node{obj: p})
+	}
+	return ln.arr[pi], true
+}
+
+func (r *responsesState) textEvent(ev []byte, t textTarget) {
+	frag, ok := appendStringValue(nil, field(ev, t.fragment))
+	if !ok {
+		return
+	}
+	item, ok := r.target(ev, t.itemType)
+	if !ok {
+		return
+	}
+	holder := item
+	if t.list != "" {
+		p, ok := part(item, ev, t.list, t.indexKey, t.partType)
+		if !ok {
+			return
+		}
+		if holder = p.asObject(); holder == nil {
+			return
+		}
+	}
+	if t.replace {
+		holder.set(t.member, &node{str: frag, isStr: true})
+		return
+	}
+	n := holder.get(t.member)
+	if n == nil {
+		holder.set(t.member, &node{str: frag, isStr: true})
+		return
+	}
+	n.appendText(frag)
+}
+
+func (r *responsesState) partEvent(ev []byte, t partTarget) {
+	pv := field(ev, "part")
+	if kindOf(pv) != '{' {
+		return
+	}
+	item, ok := r.target(ev, t.itemType)
+	if !ok {
+		return
+	}
+	p, ok := part(item, ev, t.list, t.indexKey, t.partType)
+	if !ok {
+		return
+	}
+	*p = *rawNode(pv)
+}
+
+func (r *responsesState) response() []byte {
+	env := r.final
+	if env == nil {
+		env = r.latest
+	}
+	if env == nil {
+		return nil
+	}
+	if len(r.items) == 0 {
+		return append([]byte(nil), env...)
+	}
+	if out := field(env, "output"); out != nil && truthy(out) {
+		return append([]byte(nil), env...)
+	}
+	idxs := make([]int64, 0, len(r.items))
+	for k := range r.items {
+		idxs = append(idxs, k)
+	}
+	sort.Slice(idxs, func(i, j int) bool { return idxs[i] < idxs[j] })
+	output := &node{isArr: true, arr: make([]*node, 0, len(idxs))}
+	for _, k := range idxs {
+		output.arr = append(output.arr, r.items[k])
+	}
+	o := parseObject(env)
+	o.set("output", output)
+	return o.appendJSON(nil)
+}
