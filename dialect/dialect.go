@@ -71,9 +71,9 @@ func (t Terminal) String() string {
 //	chat:      event error → error; data exactly [DONE] → complete; a data JSON object with an
 //	           "error" member that is not null (even false) → error
 //
-// For responses and messages an event without an event field (or with the SSE default type
-// "message") is also recognised by the "type" of its data JSON object, with the same names
-// (SPEC §7: many servers send no event line). The data lines of the event are joined with "\n"
+// An event without an event field (or with the SSE default type "message") is also recognised
+// by the "type" of its data JSON object, with the same names (SPEC §7: many servers send no
+// event line); for chat only the type "error" counts. The data lines of the event are joined with "\n"
 // before any JSON decoding (sse.Event.Data already is). Matching is exact and case-sensitive;
 // the decoder has already removed leading white space from values. Another dialect value gives
 // TerminalNone.
@@ -103,6 +103,11 @@ func (d Dialect) terminalOf(ev sse.Event, obj []byte) Terminal {
 		}
 		if e := field(obj, "error"); e != nil && !isNull(e) {
 			return TerminalError
+		}
+		if ev.Type == "" || ev.Type == "message" {
+			if typ, _ := stringValue(field(obj, "type")); typ == "error" {
+				return TerminalError
+			}
 		}
 	}
 	return TerminalNone
