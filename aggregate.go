@@ -1,0 +1,128 @@
+package modelcalls
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/modelcalls/modelcalls/capture"
+)
+
+// Metrics are the per-rollout totals of its calls (reference §5): each sum covers the calls whose
+// value is known; a sum is nil when no call has a value (0 is a value). NumCalls counts every record.
+// cache_creation_tokens is not aggregated. JSON keys (AppendJSON) are, in order: tokens_in,
+// tokens_out, tokens_reasoning, tokens_total, cached_tokens (tokens), latency_total_ms
+// (milliseconds), num_calls.
+type Metrics struct {
+	TokensIn        *int64
+	TokensOut       *int64
+	TokensReasoning *int64
+	TokensTotal     *int64
+	CachedTokens    *int64
+	LatencyTotalMS  *float64
+	NumCalls        int
+}
+
+// AggregateRecords ports aggregate_model_call_records: sums of the token counts and latencies of
+// calls, nil where no call knows the value (reference §5). Float sums are compensated (Neumaier, as
+// Python ≥ 3.12's sum), so 0.1 + 0.2 + 0.3 gives 0.6 (SPEC §6).
+func AggregateRecords(calls []ModelCallRecord) Metrics {
+	var m Metrics
+	var tin, tout, treason, ttotal, cached intSum
+	var latency floatSum
+	for i := range calls {
+		c := &calls[i]
+		tin.add(c.TokensIn)
+		tout.add(c.TokensOut)
+		treason.add(c.TokensReasoning)
+		ttotal.add(c.TokensTotal)
+		cached.add(c.CachedTokens)
+		latency.add(c.LatencyTotalMS)
+	}
+	m.TokensIn, m.TokensOut, m.TokensReasoning = tin.result(), tout.result(), treason.result()
+	m.TokensTotal, m.CachedTokens = ttotal.result(), cached.result()
+	m.LatencyTotalMS = latency.result()
+	m.NumCalls = len(calls)
+	return m
+}
+
+// AggregateMetrics ports aggregate_model_call_metrics: AggregateRecords over the strict read of
+// rollout id (ReadRecords). A damaged line or a read error is returned as an error.
+func AggregateMetrics(store *capture.Store, id string) (Metrics, error) {
+	calls, err := ReadRecords(store, id)
+	if err != nil {
+		return Metrics{}, err
+	}
+	return AggregateRecords(calls), nil
+}
+
+// AppendJSON appends the metrics as one compact JSON object.
+func (m *Metrics) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"tokens_in":`...)
+	dst = appendOptInt64(dst, m.TokensIn)
+	dst = append(dst, `,"tokens_out":`...)
+	dst = appendOptInt64(dst, m.TokensOut)
+	dst = append(dst, `,"tokens_reasoning":`...)
+	dst = appendOptInt64(dst, m.TokensReasoning)
+	dst = append(dst, `,"tokens_total":`...)
+	dst = appendOptInt64(dst, m.TokensTotal)
+	dst = append(dst, `,"cached_tokens":`...)
+	dst = appendOptInt64(dst, m.CachedTokens)
+	dst = append(dst, `,"latency_total_ms":`...)
+	dst = appendOptFloat(dst, m.LatencyTotalMS)
+	dst = append(dst, `,"num_calls":`...)
+	dst = strconv.AppendInt(dst, int64(m.NumCalls), 10)
+	return append(dst, '}')
+}
+
+// MarshalJSON returns AppendJSON(nil).
+func (m Metrics) MarshalJSON() ([]byte, error) {
+	return m.AppendJSON(nil), nil
+}
+
+type intSum struct {
+	sum  int64
+	seen bool
+}
+
+func (s *intSum) add(v *int64) {
+	if v != nil {
+		s.sum += *v
+		s.seen = true
+	}
+}
+
+func (s *intSum) result() *int64 {
+	if !s.seen {
+		return nil
+	}
+	return new(s.sum)
+}
+
+// floatSum is Neumaier's compensated summation: the running compensation c collects the low-order
+// bits that s loses, whichever operand is larger.
+type floatSum struct {
+	s, c float64
+	seen bool
+}
+
+func (f *floatSum) add(v *float64) {
+	if v == nil {
+		return
+	}
+	f.seen = true
+	x := *v
+	t := f.s + x
+	if math.Abs(f.s) >= math.Abs(x) {
+		f.c += (f.s - t) + x
+	} else {
+		f.c += (x - t) + f.s
+	}
+	f.s = t
+}
+
+func (f *floatSum) result() *float64 {
+	if !f.seen {
+		return nil
+	}
+	return new(f.s + f.c)
+}

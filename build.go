@@ -1,0 +1,259 @@
+package modelcalls
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/modelcalls/modelcalls/capture"
+)
+
+// ErrInvalidExchange is the errors.Is target of every error BuildRecord returns: the exchange line is
+// damaged (SPEC §6). Readers count such lines as damaged.
+var ErrInvalidExchange = errors.New("invalid exchange")
+
+// BuildRecord ports build_model_call_record: it maps one captured exchange (one capture line, a JSON
+// object) and its capture index into a ModelCallRecord (reference §4 with the differences of SPEC §6).
+//
+// The exchange envelope is ours, the payloads are the world's. The line is damaged (an error wrapping
+// ErrInvalidExchange) only when it is not a valid JSON object (strict JSON: no NaN/Infinity, valid
+// UTF-8) or when an envelope field has the wrong JSON type:
+//
+//	model_call_id, dialect, error_category        string or null
+//	model_ref                                     null or {"type": "responses_api_models", "name": string, ...}
+//	status_code                                   integer literal or null
+//	started_at, completed_at, latency_ms,
+//	latency_ttft_ms                               number or null (finite float64)
+//
+// Everything else is lenient: request/response that are not objects become null; request_raw /
+// response_raw, provenance (response_source "upstream"|"local", upstream_attempted bool,
+// upstream_status_code integer, local_response_reason string) and client ids (client_session_id,
+// client_assistant_message_id strings) of the wrong type become null; malformed parts inside the
+// payloads are skipped. Absent keys read as null, unknown keys are ignored, and a repeated key's
+// last value wins (as Python's json). The record aliases exchange (Request, Response and tool-call
+// arguments are sub-slices): do not modify exchange afterwards.
+func BuildRecord(exchange []byte, callIndex int) (*ModelCallRecord, error) {
+	ex := trimWS(exchange)
+	if err := validateJSON(ex); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidExchange, err)
+	}
+	rec := new(ModelCallRecord)
+	if err := buildRecord(rec, ex, callIndex); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// envelope holds the raw values of the exchange keys a record reads (last occurrence wins).
+type envelope struct {
+	modelCallID, dialect, modelRef, startedAt, completedAt, latencyMS, latencyTTFTMS []byte
+	statusCode, errorCategory, request, response, requestRaw, responseRaw            []byte
+	responseSource, upstreamAttempted, upstreamStatusCode, localResponseReason       []byte
+	clientSessionID, clientAssistantMessageID                                        []byte
+}
+
+// buildRecord fills rec from a validated exchange ex (no surrounding whitespace).
+func buildRecord(rec *ModelCallRecord, ex []byte, callIndex int) error {
+	if !isObject(ex) {
+		return fmt.Errorf("%w: not a JSON object but %s", ErrInvalidExchange, kindName(ex))
+	}
+	var e envelope
+	forEachMember(ex, func(m member) bool {
+		v := ex[m.valStart:m.valEnd]
+		switch string(keyName(ex[m.keyStart:m.keyEnd])) {
+		case "model_call_id":
+			e.modelCallID = v
+		case "dialect":
+			e.dialect = v
+		case "model_ref":
+			e.modelRef = v
+		case "started_at":
+			e.startedAt = v
+		case "completed_at":
+			e.completedAt = v
+		case "latency_ms":
+			e.latencyMS = v
+		case "latency_ttft_ms":
+			e.latencyTTFTMS = v
+		case "status_code":
+			e.statusCode = v
+		case "error_category":
+			e.errorCategory = v
+		case "request":
+			e.request = v
+		case "response":
+			e.response = v
+		case "request_raw":
+			e.requestRaw = v
+		case "response_raw":
+			e.responseRaw = v
+		case "response_source":
+			e.responseSource = v
+		case "upstream_attempted":
+			e.upstreamAttempted = v
+		case "upstream_status_code":
+			e.upstreamStatusCode = v
+		case "local_response_reason":
+			e.localResponseReason = v
+		case "client_session_id":
+			e.clientSessionID = v
+		case "client_assistant_message_id":
+			e.clientAssistantMessageID = v
+		}
+		return true
+	})
+
+	*rec = ModelCallRecord{CallIndex: callIndex}
+	var err error
+	if rec.ModelCallID, err = envString("model_call_id", e.modelCallID); err != nil {
+		return err
+	}
+	if rec.Dialect, err = envString("dialect", e.dialect); err != nil {
+		return err
+	}
+	if rec.ErrorCategory, err = envString("error_category", e.errorCategory); err != nil {
+		return err
+	}
+	if rec.ModelRef, err = envModelRef(e.modelRef); err != nil {
+		return err
+	}
+	if rec.StatusCode, err = envInt("status_code", e.statusCode); err != nil {
+		return err
+	}
+	if rec.StartedAt, err = envFloat("started_at", e.startedAt); err != nil {
+		return err
+	}
+	if rec.CompletedAt, err = envFloat("completed_at", e.completedAt); err != nil {
+		return err
+	}
+	if rec.LatencyTotalMS, err = envFloat("latency_ms", e.latencyMS); err != nil {
+		return err
+	}
+	if rec.LatencyTTFTMS, err = envFloat("latency_ttft_ms", e.latencyTTFTMS); err != nil {
+		return err
+	}
+
+	rec.RequestRaw = stringPtr(e.requestRaw)
+	rec.ResponseRaw = stringPtr(e.responseRaw)
+	if s, ok := stringValue(e.responseSource); ok && (s == "upstream" || s == "local") {
+		rec.ResponseSource = &s
+	}
+	if isBoolLiteral(e.upstreamAttempted) {
+		rec.UpstreamAttempted = new(e.upstreamAttempted[0] == 't')
+	}
+	if n, ok := intValue(e.upstreamStatusCode); ok && n >= math.MinInt32 && n <= math.MaxInt32 {
+		rec.UpstreamStatusCode = new(int(n))
+	}
+	rec.LocalResponseReason = stringPtr(e.localResponseReason)
+	rec.ClientSessionID = stringPtr(e.clientSessionID)
+	rec.ClientAssistantMessageID = stringPtr(e.clientAssistantMessageID)
+
+	if isObject(e.request) {
+		rec.Request = e.request
+	}
+	var f responseFields
+	if isObject(e.response) {
+		rec.Response = e.response
+		f = scanResponse(e.response)
+	}
+	rec.ResponseID = stringPtr(f.id)
+	// First truthy of response.model, request.model; a truthy non-string response model gives null
+	// without falling back (reference §4). The request is only read for its model when needed.
+	model := f.model
+	if !truthy(model) {
+		model = nil
+		if rec.Request != nil {
+			model = lookup(rec.Request, "model")
+		}
+	}
+	rec.Model = stringPtr(model)
+	rec.ResponseStatus = stringPtr(f.status)
+	rec.FinishReason = finishReason(&f)
+
+	u := scanUsage(f.usage)
+	stats := extractTokenStats(u)
+	rec.TokensIn, rec.TokensOut = stats.TokensIn, stats.TokensOut
+	rec.TokensReasoning, rec.TokensTotal = stats.TokensReasoning, stats.TokensTotal
+	rec.CacheCreationTokens = stats.CacheCreationTokens
+	rec.CacheHit, rec.CachedTokens = cacheSignal(&u)
+	rec.ToolCalls, rec.ReasoningContent = toolCallsAndReasoning(&f)
+	return nil
+}
+
+func isBoolLiteral(v []byte) bool { return len(v) > 0 && (v[0] == 't' || v[0] == 'f') }
+
+func envString(key string, v []byte) (*string, error) {
+	if isNull(v) {
+		return nil, nil
+	}
+	if !isString(v) {
+		return nil, envTypeError(key, "a string", v)
+	}
+	return new(unquote(v)), nil
+}
+
+func envInt(key string, v []byte) (*int, error) {
+	if isNull(v) {
+		return nil, nil
+	}
+	n, ok := intValue(v)
+	if !ok || n < math.MinInt32 || n > math.MaxInt32 {
+		return nil, envTypeError(key, "an integer", v)
+	}
+	return new(int(n)), nil
+}
+
+func envFloat(key string, v []byte) (*float64, error) {
+	if isNull(v) {
+		return nil, nil
+	}
+	f, ok := floatValue(v)
+	if !ok {
+		return nil, envTypeError(key, "a finite number", v)
+	}
+	return &f, nil
+}
+
+func envModelRef(v []byte) (*capture.ModelRef, error) {
+	if isNull(v) {
+		return nil, nil
+	}
+	if !isObject(v) {
+		return nil, envTypeError("model_ref", "an object", v)
+	}
+	var typ, name []byte
+	forEachMember(v, func(m member) bool {
+		switch string(keyName(v[m.keyStart:m.keyEnd])) {
+		case "type":
+			typ = v[m.valStart:m.valEnd]
+		case "name":
+			name = v[m.valStart:m.valEnd]
+		}
+		return true
+	})
+	t, ok := stringValue(typ)
+	if !ok || t != capture.ModelRefType {
+		return nil, fmt.Errorf("%w: model_ref.type must be %q, got %s", ErrInvalidExchange, capture.ModelRefType, clipRaw(typ))
+	}
+	n, ok := stringValue(name)
+	if !ok {
+		return nil, envTypeError("model_ref.name", "a string", name)
+	}
+	return &capture.ModelRef{Type: t, Name: n}, nil
+}
+
+func envTypeError(key, want string, v []byte) error {
+	return fmt.Errorf("%w: %s must be %s or null, got %s", ErrInvalidExchange, key, want, kindName(v))
+}
+
+// clipRaw shortens a raw JSON value for an error message.
+func clipRaw(v []byte) string {
+	const max = 40
+	switch {
+	case len(v) == 0:
+		return "nothing"
+	case len(v) > max:
+		return string(v[:max]) + "..."
+	}
+	return string(v)
+}

@@ -1,0 +1,502 @@
+package modelcalls
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
+
+// Extraction from a response payload: token counts, the cache signal, tool calls and reasoning, and
+// the finish reason, across the three wire shapes (Responses, Chat Completions, Anthropic Messages).
+// The exported functions take raw JSON values and validate them; the record builder calls the
+// unexported forms on input it has already validated.
+
+// TokenStats are the normalised token counts of one call (reference §4.1 with SPEC §6), in tokens;
+// nil means unknown, 0 is a value.
+type TokenStats struct {
+	TokensIn            *int64 `json:"tokens_in"`
+	TokensOut           *int64 `json:"tokens_out"`
+	TokensReasoning     *int64 `json:"tokens_reasoning"`
+	TokensTotal         *int64 `json:"tokens_total"`
+	CacheCreationTokens *int64 `json:"cache_creation_tokens"`
+}
+
+// TokenCount ports _token_count: v is a valid token count when it is a JSON integer literal >= 0
+// that fits in int64 (10 is; 10.0, 1e3, true, "10", -1 are not; reference §4.1). ok is false for
+// anything else, which callers treat as absent.
+func TokenCount(v json.RawMessage) (n int64, ok bool) {
+	return tokenCount(trimWS(v))
+}
+
+func tokenCount(v []byte) (int64, bool) {
+	n, ok := intValue(v)
+	if !ok || n < 0 {
+		return 0, false
+	}
+	return n, true
+}
+
+// UsageDetailToken ports _usage_detail_token: the first valid token count among
+// usage[group][field], group-major (every field of the first group, then the next group). Groups
+// that are not objects are skipped. ok is false when none is found or usage is not an object.
+func UsageDetailToken(usage json.RawMessage, groups, fields []string) (n int64, ok bool) {
+	usage = trimWS(usage)
+	if !isObject(usage) || validateJSON(usage) != nil {
+		return 0, false
+	}
+	raw := make([][]byte, len(groups))
+	for i, g := range groups {
+		raw[i] = lookup(usage, g)
+	}
+	return detailToken(raw, fields...)
+}
+
+func detailToken(groups [][]byte, fields ...string) (int64, bool) {
+	for _, g := range groups {
+		if !isObject(g) {
+			continue
+		}
+		for _, f := range fields {
+			if n, ok := tokenCount(lookup(g, f)); ok {
+				return n, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// usageFields are the members of a usage object that the rules read.
+type usageFields struct {
+	inputTokens, promptTokens, outputTokens, completionTokens, totalTokens []byte
+	cacheRead, cacheCreation, cachedInput, reasoningOutput                 []byte
+	promptDetails, inputDetails, outputDetails, completionDetails          []byte
+	isObject                                                               bool
+}
+
+func scanUsage(usage []byte) usageFields {
+	var u usageFields
+	u.isObject = forEachMember(usage, func(m member) bool {
+		v := usage[m.valStart:m.valEnd]
+		switch string(keyName(usage[m.keyStart:m.keyEnd])) {
+		case "input_tokens":
+			u.inputTokens = v
+		case "prompt_tokens":
+			u.promptTokens = v
+		case "output_tokens":
+			u.outputTokens = v
+		case "completion_tokens":
+			u.completionTokens = v
+		case "total_tokens":
+			u.totalTokens = v
+		case "cache_read_input_tokens":
+			u.cacheRead = v
+		case "cache_creation_input_tokens":
+			u.cacheCreation = v
+		case "cached_input_tokens":
+			u.cachedInput = v
+		case "reasoning_output_tokens":
+			u.reasoningOutput = v
+		case "prompt_tokens_details":
+			u.promptDetails = v
+		case "input_tokens_details":
+			u.inputDetails = v
+		case "output_tokens_details":
+			u.outputDetails = v
+		case "completion_tokens_details":
+			u.completionDetails = v
+		}
+		return true
+	})
+	return u
+}
+
+// ExtractTokenStats ports extract_token_stats: normalised token counts from a usage object of any
+// of the three dialects (reference §4.1 with SPEC §6). usage that is absent, null, not an object or
+// not valid JSON gives all-nil stats.
+//
+//   - tokens_in: input_tokens, else prompt_tokens.
+//   - tokens_out: output_tokens, else completion_tokens.
+//   - Anthropic cache fold: top-level cache_read_input_tokens + cache_creation_input_tokens are added
+//     into tokens_in only when the prompt count came from input_tokens (or there is none) and no
+//     OpenAI-style cached subset (prompt_tokens_details / input_tokens_details cached_tokens or
+//     cached_input_tokens) is present: gateways that copy Anthropic cache fields into OpenAI-shaped
+//     usage already count them in prompt_tokens (SPEC §6). Zero-only cache fields do not invent a
+//     prompt count.
+//   - tokens_total: total_tokens as reported, else tokens_in + tokens_out when both are known.
+//   - tokens_reasoning: output_tokens_details.reasoning_tokens, completion_tokens_details.reasoning_tokens,
+//     top-level reasoning_output_tokens, then output_tokens_details.thinking_tokens (Anthropic, SPEC §6).
+//   - cache_creation_tokens: cache_creation_input_tokens as reported (whether or not it was folded).
+func ExtractTokenStats(usage json.RawMessage) TokenStats {
+	usage = trimWS(usage)
+	if !isObject(usage) || validateJSON(usage) != nil {
+		return TokenStats{}
+	}
+	return extractTokenStats(scanUsage(usage))
+}
+
+func extractTokenStats(u usageFields) TokenStats {
+	var s TokenStats
+	if !u.isObject {
+		return s
+	}
+	fromPrompt := false
+	if n, ok := tokenCount(u.inputTokens); ok {
+		s.TokensIn = new(n)
+	} else if n, ok := tokenCount(u.promptTokens); ok {
+		s.TokensIn = new(n)
+		fromPrompt = true
+	}
+	if n, ok := tokenCount(u.outputTokens); ok {
+		s.TokensOut = new(n)
+	} else if n, ok := tokenCount(u.completionTokens); ok {
+		s.TokensOut = new(n)
+	}
+
+	read, haveRead := tokenCount(u.cacheRead)
+	creation, haveCreation := tokenCount(u.cacheCreation)
+	if haveCreation {
+		s.CacheCreationTokens = new(creation)
+	}
+	if (haveRead || haveCreation) && !fromPrompt && !u.hasOpenAICachedSubset() {
+		cacheTotal := read + creation // absent ones are 0
+		if s.TokensIn != nil || cacheTotal > 0 {
+			in := cacheTotal
+			if s.TokensIn != nil {
+				in += *s.TokensIn
+			}
+			s.TokensIn = new(in)
+		}
+	}
+
+	if n, ok := tokenCount(u.totalTokens); ok {
+		s.TokensTotal = new(n)
+	} else if s.TokensIn != nil && s.TokensOut != nil {
+		s.TokensTotal = new(*s.TokensIn + *s.TokensOut)
+	}
+
+	if n, ok := detailToken([][]byte{u.outputDetails, u.completionDetails}, "reasoning_tokens"); ok {
+		s.TokensReasoning = new(n)
+	} else if n, ok := tokenCount(u.reasoningOutput); ok {
+		s.TokensReasoning = new(n)
+	} else if n, ok := detailToken([][]byte{u.outputDetails}, "thinking_tokens"); ok {
+		s.TokensReasoning = new(n)
+	}
+	return s
+}
+
+func (u *usageFields) openAICached() (int64, bool) {
+	return detailToken([][]byte{u.promptDetails, u.inputDetails}, "cached_tokens", "cached_input_tokens")
+}
+
+func (u *usageFields) hasOpenAICachedSubset() bool {
+	_, ok := u.openAICached()
+	return ok
+}
+
+// CacheSignal ports _cache_signal: whether the prompt hit the provider's cache and how many prompt
+// tokens were read from it (reference §4.2). The count is the first valid one of
+// prompt_tokens_details.{cached_tokens, cached_input_tokens}, input_tokens_details.{cached_tokens,
+// cached_input_tokens}, top-level cache_read_input_tokens, top-level cached_input_tokens; hit is
+// count > 0. The first match wins even when it is 0 and a later field is positive. Both are nil
+// when no count is present (or usage is not a valid JSON object). Cache creation is never a hit.
+func CacheSignal(usage json.RawMessage) (hit *bool, cachedTokens *int64) {
+	usage = trimWS(usage)
+	if !isObject(usage) || validateJSON(usage) != nil {
+		return nil, nil
+	}
+	u := scanUsage(usage)
+	return cacheSignal(&u)
+}
+
+func cacheSignal(u *usageFields) (*bool, *int64) {
+	if !u.isObject {
+		return nil, nil
+	}
+	n, ok := u.openAICached()
+	if !ok {
+		n, ok = tokenCount(u.cacheRead)
+	}
+	if !ok {
+		n, ok = tokenCount(u.cachedInput)
+	}
+	if !ok {
+		return nil, nil
+	}
+	return new(n > 0), new(n)
+}
+
+// NormalizeArguments ports _as_arguments with SPEC §6's difference: tool-call arguments become a
+// JSON object. An object is kept as it is; a JSON string is decoded, and kept when it holds an
+// object, else (a list, number, string, null, invalid JSON, "") it becomes {"_raw": <the string>};
+// anything else (absent, null, number, list, boolean) becomes {}. The result aliases v when v is
+// an object.
+func NormalizeArguments(v json.RawMessage) json.RawMessage {
+	v = trimWS(v)
+	if validateJSON(v) != nil {
+		return json.RawMessage("{}")
+	}
+	return normalizeArguments(v)
+}
+
+func normalizeArguments(v []byte) json.RawMessage {
+	switch {
+	case isObject(v):
+		return v
+	case isString(v):
+		s := unquote(v)
+		if inner := trimWS([]byte(s)); isObject(inner) && validateJSON(inner) == nil {
+			return compactLines(inner)
+		}
+		return rawArguments(s)
+	default:
+		return json.RawMessage("{}")
+	}
+}
+
+// rawArguments builds {"_raw": s}.
+func rawArguments(s string) json.RawMessage {
+	b := make([]byte, 0, len(s)+12)
+	b = append(b, `{"_raw":`...)
+	b = appendString(b, s)
+	return append(b, '}')
+}
+
+// compactLines returns v (valid JSON) unchanged unless it contains line breaks, which JSONL output
+// cannot carry; then it returns a compacted copy.
+func compactLines(v []byte) []byte {
+	if bytes.ContainsAny(v, "\r\n") {
+		return appendRaw(nil, v)
+	}
+	return v
+}
+
+// ToolCallsAndReasoning ports _tool_calls_and_reasoning: the client tool calls and the readable
+// reasoning text of a response object, across the three shapes (reference §4.3). The shape is the
+// first of response.output (Responses), response.choices (Chat), response.content (Anthropic) that
+// is a JSON array; an output array, even empty, stops the search. Reasoning pieces are joined with
+// "\n"; an empty join gives nil.
+//
+// Malformed parts are skipped instead of failing the record (SPEC §6): a summary or tool_calls that
+// is not an array contributes nothing. Call ids and names that are not strings become nil. Tool
+// arguments go through NormalizeArguments; Anthropic tool_use input is {} when falsy, else
+// normalised the same way.
+func ToolCallsAndReasoning(response json.RawMessage) ([]ToolCall, *string) {
+	response = trimWS(response)
+	if !isObject(response) || validateJSON(response) != nil {
+		return nil, nil
+	}
+	f := scanResponse(response)
+	return toolCallsAndReasoning(&f)
+}
+
+func toolCallsAndReasoning(f *responseFields) ([]ToolCall, *string) {
+	var calls []ToolCall
+	var reasoning []string
+	switch {
+	case isArray(f.output):
+		calls, reasoning = responsesToolCalls(f.output)
+	case isArray(f.choices):
+		calls, reasoning = chatToolCalls(f.choices)
+	case isArray(f.content):
+		calls, reasoning = anthropicToolCalls(f.content)
+	default:
+		return nil, nil
+	}
+	if joined := strings.Join(reasoning, "\n"); joined != "" {
+		return calls, &joined
+	}
+	return calls, nil
+}
+
+func responsesToolCalls(output []byte) (calls []ToolCall, reasoning []string) {
+	forEachElement(output, func(item []byte) bool {
+		if !isObject(item) {
+			return true
+		}
+		var typ, callID, id, name, args, summary []byte
+		forEachMember(item, func(m member) bool {
+			v := item[m.valStart:m.valEnd]
+			switch string(keyName(item[m.keyStart:m.keyEnd])) {
+			case "type":
+				typ = v
+			case "call_id":
+				callID = v
+			case "id":
+				id = v
+			case "name":
+				name = v
+			case "arguments":
+				args = v
+			case "summary":
+				summary = v
+			}
+			return true
+		})
+		switch t, _ := stringValue(typ); t {
+		case "function_call":
+			if !truthy(callID) {
+				callID = id
+			}
+			calls = append(calls, ToolCall{CallID: stringPtr(callID), Name: stringPtr(name), Arguments: normalizeArguments(args)})
+		case "reasoning":
+			forEachElement(summary, func(entry []byte) bool {
+				if text, ok := stringValue(lookup(entry, "text")); ok && text != "" {
+					reasoning = append(reasoning, text)
+				}
+				return true
+			})
+		}
+		return true
+	})
+	return calls, reasoning
+}
+
+func chatToolCalls(choices []byte) (calls []ToolCall, reasoning []string) {
+	forEachElement(choices, func(choice []byte) bool {
+		message := lookup(choice, "message")
+		if !isObject(message) {
+			return true
+		}
+		var toolCalls, reasoningContent, reasoningAlt []byte
+		forEachMember(message, func(m member) bool {
+			v := message[m.valStart:m.valEnd]
+			switch string(keyName(message[m.keyStart:m.keyEnd])) {
+			case "tool_calls":
+				toolCalls = v
+			case "reasoning_content":
+				reasoningContent = v
+			case "reasoning":
+				reasoningAlt = v
+			}
+			return true
+		})
+		forEachElement(toolCalls, func(tc []byte) bool {
+			if !isObject(tc) {
+				return true
+			}
+			fn := lookup(tc, "function")
+			var name, args []byte
+			if isObject(fn) {
+				name, args = lookup(fn, "name"), lookup(fn, "arguments")
+			}
+			calls = append(calls, ToolCall{CallID: stringPtr(lookup(tc, "id")), Name: stringPtr(name), Arguments: normalizeArguments(args)})
+			return true
+		})
+		// reasoning_content wins when truthy, even if it is not a string (reference §4.3).
+		text := reasoningContent
+		if !truthy(text) {
+			text = reasoningAlt
+		}
+		if s, ok := stringValue(text); ok && s != "" {
+			reasoning = append(reasoning, s)
+		}
+		return true
+	})
+	return calls, reasoning
+}
+
+func anthropicToolCalls(content []byte) (calls []ToolCall, reasoning []string) {
+	forEachElement(content, func(block []byte) bool {
+		if !isObject(block) {
+			return true
+		}
+		var typ, id, name, input, thinking []byte
+		forEachMember(block, func(m member) bool {
+			v := block[m.valStart:m.valEnd]
+			switch string(keyName(block[m.keyStart:m.keyEnd])) {
+			case "type":
+				typ = v
+			case "id":
+				id = v
+			case "name":
+				name = v
+			case "input":
+				input = v
+			case "thinking":
+				thinking = v
+			}
+			return true
+		})
+		switch t, _ := stringValue(typ); t {
+		case "tool_use":
+			args := json.RawMessage("{}")
+			if truthy(input) {
+				args = normalizeArguments(input)
+			}
+			calls = append(calls, ToolCall{CallID: stringPtr(id), Name: stringPtr(name), Arguments: args})
+		case "thinking", "redacted_thinking":
+			if s, ok := stringValue(thinking); ok {
+				reasoning = append(reasoning, s) // empty strings included (reference §4.3)
+			}
+		}
+		return true
+	})
+	return calls, reasoning
+}
+
+// FinishReason returns why generation stopped: the first string among response.stop_reason
+// (Anthropic), response.choices[0].finish_reason (Chat; only when choices is a non-empty array whose
+// first item is an object) and response.incomplete_details.reason (Responses; only when an object),
+// else nil (reference §4). response that is not a valid JSON object gives nil.
+func FinishReason(response json.RawMessage) *string {
+	response = trimWS(response)
+	if !isObject(response) || validateJSON(response) != nil {
+		return nil
+	}
+	f := scanResponse(response)
+	return finishReason(&f)
+}
+
+func finishReason(f *responseFields) *string {
+	if s := stringPtr(f.stopReason); s != nil {
+		return s
+	}
+	var first []byte
+	forEachElement(f.choices, func(v []byte) bool {
+		first = v
+		return false
+	})
+	if isObject(first) {
+		if s := stringPtr(lookup(first, "finish_reason")); s != nil {
+			return s
+		}
+	}
+	if isObject(f.incompleteDetails) {
+		return stringPtr(lookup(f.incompleteDetails, "reason"))
+	}
+	return nil
+}
+
+// responseFields are the members of a response object that the rules read.
+type responseFields struct {
+	id, model, status, stopReason, choices, incompleteDetails, usage, output, content []byte
+}
+
+func scanResponse(obj []byte) responseFields {
+	var f responseFields
+	forEachMember(obj, func(m member) bool {
+		v := obj[m.valStart:m.valEnd]
+		switch string(keyName(obj[m.keyStart:m.keyEnd])) {
+		case "id":
+			f.id = v
+		case "model":
+			f.model = v
+		case "status":
+			f.status = v
+		case "stop_reason":
+			f.stopReason = v
+		case "choices":
+			f.choices = v
+		case "incomplete_details":
+			f.incompleteDetails = v
+		case "usage":
+			f.usage = v
+		case "output":
+			f.output = v
+		case "content":
+			f.content = v
+		}
+		return true
+	})
+	return f
+}

@@ -1,0 +1,48 @@
+package modelcalls
+
+import (
+	"github.com/modelcalls/modelcalls/capture"
+)
+
+// ReadRecords ports read_model_call_records: the records of rollout id in durable append order,
+// from the strict read (capture.Store.Read), with call_index 0, 1, 2, ... (reference §3.4). A missing
+// capture file gives no records. The first line that is not a readable exchange, or whose record
+// cannot be built (BuildRecord), stops the read with a *capture.LineError naming the file and line
+// (errors.Is(err, ErrInvalidExchange) for the latter). I/O errors and an invalid id are returned as
+// the store reports them.
+func ReadRecords(store *capture.Store, id string) ([]ModelCallRecord, error) {
+	entries, err := store.Read(id)
+	if err != nil {
+		return nil, err
+	}
+	records := make([]ModelCallRecord, len(entries))
+	for i, e := range entries {
+		if err := buildRecord(&records[i], trimWS(e.Data), i); err != nil {
+			path, _ := store.CapturePath(id)
+			return nil, &capture.LineError{Path: path, Line: e.Line, Err: err}
+		}
+	}
+	return records, nil
+}
+
+// ReadAvailableRecords ports read_available_model_call_records: the records of rollout id that can
+// be read and built, each with call_index = its capture index, and the number of damaged lines
+// (reference §3.4): lines the tolerant read rejects plus lines whose record cannot be built (SPEC §6:
+// a wrong-typed envelope field). Damaged lines keep their capture index, so indices may have holes.
+// Only I/O errors and an invalid id are returned as errors.
+func ReadAvailableRecords(store *capture.Store, id string) (records []ModelCallRecord, damaged int, err error) {
+	entries, damages, err := store.ReadAvailable(id)
+	if err != nil {
+		return nil, 0, err
+	}
+	damaged = len(damages)
+	records = make([]ModelCallRecord, 0, len(entries))
+	for _, e := range entries {
+		records = append(records, ModelCallRecord{})
+		if buildRecord(&records[len(records)-1], trimWS(e.Data), e.Index) != nil {
+			records = records[:len(records)-1]
+			damaged++
+		}
+	}
+	return records, damaged, nil
+}

@@ -1,0 +1,193 @@
+package modelcalls
+
+import (
+	"encoding/json"
+
+	"github.com/modelcalls/modelcalls/capture"
+)
+
+// ModelCallRecord is the observability record derived from one captured exchange: the seed's
+// ModelCallRecord, with exactly its 33 fields and JSON names (SPEC §6). Every optional field is nil
+// when unknown; 0, false and "" are values. JSON output (AppendJSON, MarshalJSON) always carries
+// every field, null when unknown, and tool_calls is [] when empty.
+//
+// JSON key order: the 27 fields of NeMo Gym's snapshot record in its order (reference §4; what
+// merged-by-gym.jsonl shows), then the six seed additions (response_source, upstream_attempted,
+// upstream_status_code, local_response_reason, client_session_id, client_assistant_message_id).
+//
+// Request and Response hold the exchange's payload objects as the original JSON bytes (they alias the
+// line the record was built from); they are never decoded into maps or re-encoded.
+type ModelCallRecord struct {
+	ModelCallID *string           // model_call_id: 32 lowercase hex chars from the capture line
+	ResponseID  *string           // response_id: response.id when a string ("" kept)
+	CallIndex   int               // call_index: capture index, durable append order (not causal order)
+	ModelRef    *capture.ModelRef // model_ref: {"type":"responses_api_models","name":...}
+	Model       *string           // model: response.model, else request.model (reference §4)
+	Dialect     *string           // dialect: "responses", "chat" or "messages"
+	StatusCode  *int              // status_code: HTTP status the server answered with
+
+	ResponseStatus *string // response_status: response.status when a string (Responses API)
+	FinishReason   *string // finish_reason: stop_reason | choices[0].finish_reason | incomplete_details.reason
+
+	StartedAt   *float64 // started_at: wall clock, seconds since the Unix epoch
+	CompletedAt *float64 // completed_at: wall clock, seconds since the Unix epoch
+
+	TokensIn        *int64 // tokens_in: prompt size in tokens (ExtractTokenStats)
+	TokensOut       *int64 // tokens_out: completion tokens
+	TokensReasoning *int64 // tokens_reasoning: reasoning/thinking tokens, a subset of tokens_out
+	TokensTotal     *int64 // tokens_total: total_tokens as reported, else in+out
+
+	Request     json.RawMessage // request: the request object, or nil (null)
+	Response    json.RawMessage // response: the parsed/reconstructed response object, or nil (null)
+	RequestRaw  *string         // request_raw: request body text when it was not a JSON object
+	ResponseRaw *string         // response_raw: raw body text (SSE streams, unparseable bodies)
+
+	ToolCalls        []ToolCall // tool_calls: client tool calls the model asked for; never null in JSON
+	ReasoningContent *string    // reasoning_content: readable reasoning text, pieces joined with "\n"
+
+	CacheHit            *bool  // cache_hit: cached_tokens > 0 (CacheSignal)
+	CachedTokens        *int64 // cached_tokens: prompt tokens read from the provider's cache
+	CacheCreationTokens *int64 // cache_creation_tokens: Anthropic cache-write tokens
+
+	ErrorCategory  *string  // error_category: timeout, rate_limit, auth, ... (reference §8)
+	LatencyTotalMS *float64 // latency_total_ms: exchange latency_ms, milliseconds
+	LatencyTTFTMS  *float64 // latency_ttft_ms: time to first body byte, milliseconds
+
+	ResponseSource      *string // response_source: "upstream" or "local" (SPEC §5 provenance)
+	UpstreamAttempted   *bool   // upstream_attempted: whether the upstream was called at all
+	UpstreamStatusCode  *int    // upstream_status_code: the upstream's own HTTP status
+	LocalResponseReason *string // local_response_reason: why the gateway answered itself
+	ClientSessionID     *string // client_session_id: client-declared session id (evidence only)
+	// ClientAssistantMessageID is client_assistant_message_id: the client-declared message id.
+	ClientAssistantMessageID *string
+}
+
+// ToolCall is one tool call the model asked the client to run: {"call_id", "name", "arguments"}
+// (reference §4.3).
+type ToolCall struct {
+	// CallID is the provider's call id (Responses call_id or id, Chat tool_calls[].id, Anthropic
+	// tool_use id); nil when absent or not a string.
+	CallID *string
+	// Name is the function name; nil when absent or not a string.
+	Name *string
+	// Arguments is always a JSON object (SPEC §6, NormalizeArguments).
+	Arguments json.RawMessage
+}
+
+// PayloadFields are the JSON names of the four payload fields AppendJSON leaves out when asked to.
+var PayloadFields = [...]string{"request", "response", "request_raw", "response_raw"}
+
+// AppendJSON appends the record as one compact JSON object (no newline). With payloads false the
+// four payload fields (PayloadFields) are left out, as NeMo Gym's merge does unless include_payloads
+// (reference §9.2); with payloads true all 33 fields are written.
+func (r *ModelCallRecord) AppendJSON(dst []byte, payloads bool) []byte {
+	dst = append(dst, '{')
+	dst = appendKey(dst, "model_call_id")
+	dst = appendOptString(dst, r.ModelCallID)
+	dst = appendKey(dst, "response_id")
+	dst = appendOptString(dst, r.ResponseID)
+	dst = appendKey(dst, "call_index")
+	dst = appendOptInt(dst, &r.CallIndex)
+	dst = appendKey(dst, "model_ref")
+	if r.ModelRef == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, `{"type":`...)
+		dst = appendString(dst, r.ModelRef.Type)
+		dst = append(dst, `,"name":`...)
+		dst = appendString(dst, r.ModelRef.Name)
+		dst = append(dst, '}')
+	}
+	dst = appendKey(dst, "model")
+	dst = appendOptString(dst, r.Model)
+	dst = appendKey(dst, "dialect")
+	dst = appendOptString(dst, r.Dialect)
+	dst = appendKey(dst, "status_code")
+	dst = appendOptInt(dst, r.StatusCode)
+	dst = appendKey(dst, "response_status")
+	dst = appendOptString(dst, r.ResponseStatus)
+	dst = appendKey(dst, "finish_reason")
+	dst = appendOptString(dst, r.FinishReason)
+	dst = appendKey(dst, "started_at")
+	dst = appendOptFloat(dst, r.StartedAt)
+	dst = appendKey(dst, "completed_at")
+	dst = appendOptFloat(dst, r.CompletedAt)
+	dst = appendKey(dst, "tokens_in")
+	dst = appendOptInt64(dst, r.TokensIn)
+	dst = appendKey(dst, "tokens_out")
+	dst = appendOptInt64(dst, r.TokensOut)
+	dst = appendKey(dst, "tokens_reasoning")
+	dst = appendOptInt64(dst, r.TokensReasoning)
+	dst = appendKey(dst, "tokens_total")
+	dst = appendOptInt64(dst, r.TokensTotal)
+	if payloads {
+		dst = appendKey(dst, "request")
+		dst = appendRaw(dst, r.Request)
+		dst = appendKey(dst, "response")
+		dst = appendRaw(dst, r.Response)
+		dst = appendKey(dst, "request_raw")
+		dst = appendOptString(dst, r.RequestRaw)
+		dst = appendKey(dst, "response_raw")
+		dst = appendOptString(dst, r.ResponseRaw)
+	}
+	dst = appendKey(dst, "tool_calls")
+	dst = append(dst, '[')
+	for i := range r.ToolCalls {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = r.ToolCalls[i].appendJSON(dst)
+	}
+	dst = append(dst, ']')
+	dst = appendKey(dst, "reasoning_content")
+	dst = appendOptString(dst, r.ReasoningContent)
+	dst = appendKey(dst, "cache_hit")
+	dst = appendOptBool(dst, r.CacheHit)
+	dst = appendKey(dst, "cached_tokens")
+	dst = appendOptInt64(dst, r.CachedTokens)
+	dst = appendKey(dst, "cache_creation_tokens")
+	dst = appendOptInt64(dst, r.CacheCreationTokens)
+	dst = appendKey(dst, "error_category")
+	dst = appendOptString(dst, r.ErrorCategory)
+	dst = appendKey(dst, "latency_total_ms")
+	dst = appendOptFloat(dst, r.LatencyTotalMS)
+	dst = appendKey(dst, "latency_ttft_ms")
+	dst = appendOptFloat(dst, r.LatencyTTFTMS)
+	dst = appendKey(dst, "response_source")
+	dst = appendOptString(dst, r.ResponseSource)
+	dst = appendKey(dst, "upstream_attempted")
+	dst = appendOptBool(dst, r.UpstreamAttempted)
+	dst = appendKey(dst, "upstream_status_code")
+	dst = appendOptInt(dst, r.UpstreamStatusCode)
+	dst = appendKey(dst, "local_response_reason")
+	dst = appendOptString(dst, r.LocalResponseReason)
+	dst = appendKey(dst, "client_session_id")
+	dst = appendOptString(dst, r.ClientSessionID)
+	dst = appendKey(dst, "client_assistant_message_id")
+	dst = appendOptString(dst, r.ClientAssistantMessageID)
+	return append(dst, '}')
+}
+
+// MarshalJSON returns the record with all 33 fields (payloads included), as AppendJSON(nil, true).
+func (r *ModelCallRecord) MarshalJSON() ([]byte, error) {
+	return r.AppendJSON(nil, true), nil
+}
+
+func (t *ToolCall) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"call_id":`...)
+	dst = appendOptString(dst, t.CallID)
+	dst = append(dst, `,"name":`...)
+	dst = appendOptString(dst, t.Name)
+	dst = append(dst, `,"arguments":`...)
+	if len(t.Arguments) == 0 {
+		dst = append(dst, "{}"...)
+	} else {
+		dst = appendRaw(dst, t.Arguments)
+	}
+	return append(dst, '}')
+}
+
+// MarshalJSON returns {"call_id":...,"name":...,"arguments":{...}}.
+func (t ToolCall) MarshalJSON() ([]byte, error) {
+	return t.appendJSON(nil), nil
+}

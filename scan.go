@@ -1,0 +1,610 @@
+package modelcalls
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// This file is the package's JSON core: a strict validator and a set of
+// allocation-free helpers that walk an already validated JSON text by byte
+// offsets. Records are built and rollout lines are spliced with these helpers
+// instead of decoding into map[string]any, so payload bytes are never
+// re-encoded and a record costs a few passes over its line.
+//
+// Two modes:
+//   - validateJSON checks RFC 8259 syntax, strict UTF-8 inside strings (as
+//     Python's orjson and Go's utf8.Valid), and rejects NaN/Infinity (SPEC §7).
+//   - Everything else ("trusted" walkers) assumes input that validateJSON
+//     accepted. On malformed input they stop early or return partial results,
+//     but never panic and never read out of bounds.
+
+// maxNesting bounds container nesting during validation so hostile input
+// cannot exhaust the stack. Python's json module stops near 1000 levels.
+const maxNesting = 10000
+
+// syntaxError reports where a JSON text stopped being valid.
+type syntaxError struct {
+	Offset int // byte offset of the offending byte
+	Msg    string
+}
+
+func (e *syntaxError) Error() string {
+	return fmt.Sprintf("invalid JSON at byte %d: %s", e.Offset, e.Msg)
+}
+
+// validateJSON reports whether data holds exactly one JSON value, optionally
+// surrounded by JSON whitespace.
+func validateJSON(data []byte) error {
+	i := skipWS(data, 0)
+	if i >= len(data) {
+		return &syntaxError{i, "no JSON value"}
+	}
+	end, err := validValue(data, i, 0)
+	if err != nil {
+		return err
+	}
+	if j := skipWS(data, end); j != len(data) {
+		return &syntaxError{j, "data after the JSON value"}
+	}
+	return nil
+}
+
+func validValue(data []byte, i, depth int) (int, error) {
+	if i >= len(data) {
+		return i, &syntaxError{i, "unexpected end of input"}
+	}
+	switch c := data[i]; c {
+	case '{':
+		if depth >= maxNesting {
+			return i, &syntaxError{i, "nesting too deep"}
+		}
+		i = skipWS(data, i+1)
+		if i < len(data) && data[i] == '}' {
+			return i + 1, nil
+		}
+		for {
+			if i >= len(data) || data[i] != '"' {
+				return i, &syntaxError{i, "expected object key"}
+			}
+			end, err := validString(data, i)
+			if err != nil {
+				return end, err
+			}
+			i = skipWS(data, end)
+			if i >= len(data) || data[i] != ':' {
+				return i, &syntaxError{i, "expected ':' after object key"}
+			}
+			i = skipWS(data, i+1)
+			if i, err = validValue(data, i, depth+1); err != nil {
+				return i, err
+			}
+			i = skipWS(data, i)
+			if i >= len(data) {
+				return i, &syntaxError{i, "unterminated object"}
+			}
+			if data[i] == '}' {
+				return i + 1, nil
+			}
+			if data[i] != ',' {
+				return i, &syntaxError{i, "expected ',' or '}' in object"}
+			}
+			i = skipWS(data, i+1)
+		}
+	case '[':
+		if depth >= maxNesting {
+			return i, &syntaxError{i, "nesting too deep"}
+		}
+		i = skipWS(data, i+1)
+		if i < len(data) && data[i] == ']' {
+			return i + 1, nil
+		}
+		for {
+			var err error
+			if i, err = validValue(data, i, depth+1); err != nil {
+				return i, err
+			}
+			i = skipWS(data, i)
+			if i >= len(data) {
+				return i, &syntaxError{i, "unterminated array"}
+			}
+			if data[i] == ']' {
+				return i + 1, nil
+			}
+			if data[i] != ',' {
+				return i, &syntaxError{i, "expected ',' or ']' in array"}
+			}
+			i = skipWS(data, i+1)
+		}
+	case '"':
+		return validString(data, i)
+	case 't':
+		return validLiteral(data, i, "true")
+	case 'f':
+		return validLiteral(data, i, "false")
+	case 'n':
+		return validLiteral(data, i, "null")
+	default:
+		if c == '-' || (c >= '0' && c <= '9') {
+			return validNumber(data, i)
+		}
+		return i, &syntaxError{i, fmt.Sprintf("unexpected byte %q", c)}
+	}
+}
+
+func validLiteral(data []byte, i int, lit string) (int, error) {
+	if len(data)-i < len(lit) || string(data[i:i+len(lit)]) != lit {
+		return i, &syntaxError{i, "invalid literal"}
+	}
+	return i + len(lit), nil
+}
+
+func validString(data []byte, i int) (int, error) {
+	start := i
+	i++
+	for i < len(data) {
+		c := data[i]
+		switch {
+		case c == '"':
+			return i + 1, nil
+		case c == '\\':
+			if i+1 >= len(data) {
+				return i, &syntaxError{i, "unterminated escape"}
+			}
+			switch data[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if len(data)-i < 6 || !isHex4(data[i+2:i+6]) {
+					return i, &syntaxError{i, "invalid \\u escape"}
+				}
+				i += 6
+			default:
+				return i, &syntaxError{i, "invalid escape"}
+			}
+		case c < 0x20:
+			return i, &syntaxError{i, "control character in string"}
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, size := utf8.DecodeRune(data[i:])
+			if r == utf8.RuneError && size <= 1 {
+				return i, &syntaxError{i, "invalid UTF-8 in string"}
+			}
+			i += size
+		}
+	}
+	return start, &syntaxError{start, "unterminated string"}
+}
+
+func isHex4(b []byte) bool {
+	for _, c := range b[:4] {
+		if !isHexDigit(c) {
+			return false
+		}
+	}
+	return true
+}
+
+func isHexDigit(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func validNumber(data []byte, i int) (int, error) {
+	start := i
+	if data[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(data) && data[i] == '0':
+		i++
+	case i < len(data) && data[i] >= '1' && data[i] <= '9':
+		i = skipDigits(data, i)
+	default:
+		return i, &syntaxError{start, "invalid number"}
+	}
+	if i < len(data) && data[i] == '.' {
+		j := skipDigits(data, i+1)
+		if j == i+1 {
+			return j, &syntaxError{start, "invalid number"}
+		}
+		i = j
+	}
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
+		i++
+		if i < len(data) && (data[i] == '+' || data[i] == '-') {
+			i++
+		}
+		j := skipDigits(data, i)
+		if j == i {
+			return j, &syntaxError{start, "invalid number"}
+		}
+		i = j
+	}
+	return i, nil
+}
+
+func skipDigits(data []byte, i int) int {
+	for i < len(data) && data[i] >= '0' && data[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// skipWS returns the first index at or after i that is not JSON whitespace.
+func skipWS(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// trimWS removes leading and trailing JSON whitespace.
+func trimWS(data []byte) []byte {
+	i := skipWS(data, 0)
+	j := len(data)
+	for j > i {
+		switch data[j-1] {
+		case ' ', '\t', '\n', '\r':
+			j--
+			continue
+		}
+		break
+	}
+	return data[i:j]
+}
+
+// skipValue returns the end offset of the value starting at data[i] (trusted
+// input; i must not point at whitespace). Malformed input yields some offset
+// in (i, len(data)].
+func skipValue(data []byte, i int) int {
+	if i >= len(data) {
+		return len(data)
+	}
+	switch data[i] {
+	case '"':
+		return skipString(data, i)
+	case '{', '[':
+		depth := 0
+		for i < len(data) {
+			switch data[i] {
+			case '"':
+				i = skipString(data, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return len(data)
+	default:
+		// Literal or number: runs until a delimiter.
+		j := i + 1
+		for j < len(data) {
+			switch data[j] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r', ':', '"', '{', '[':
+				return j
+			}
+			j++
+		}
+		return j
+	}
+}
+
+// skipString returns the offset just past the closing quote of the string
+// starting at data[i] (trusted input).
+func skipString(data []byte, i int) int {
+	first := i + 1
+	for j := first; j < len(data); {
+		k := bytes.IndexByte(data[j:], '"')
+		if k < 0 {
+			return len(data)
+		}
+		q := j + k
+		// The quote closes the string unless an odd run of backslashes escapes it.
+		b := q - 1
+		for b >= first && data[b] == '\\' {
+			b--
+		}
+		if (q-1-b)%2 == 0 {
+			return q + 1
+		}
+		j = q + 1
+	}
+	return len(data)
+}
+
+// member locates one object member by offsets into the object's bytes.
+type member struct {
+	keyStart, keyEnd int // the key token, quotes included
+	valStart, valEnd int // the value
+}
+
+// forEachMember calls fn for each member of the object obj (trusted input)
+// until fn returns false. It returns false when obj is not an object.
+func forEachMember(obj []byte, fn func(m member) bool) bool {
+	if len(obj) == 0 || obj[0] != '{' {
+		return false
+	}
+	i := skipWS(obj, 1)
+	if i < len(obj) && obj[i] == '}' {
+		return true
+	}
+	for i < len(obj) && obj[i] == '"' {
+		var m member
+		m.keyStart = i
+		m.keyEnd = skipString(obj, i)
+		i = skipWS(obj, m.keyEnd)
+		if i >= len(obj) || obj[i] != ':' {
+			return true
+		}
+		m.valStart = skipWS(obj, i+1)
+		m.valEnd = skipValue(obj, m.valStart)
+		if m.valStart >= len(obj) || !fn(m) {
+			return true
+		}
+		i = skipWS(obj, m.valEnd)
+		if i >= len(obj) || obj[i] != ',' {
+			return true
+		}
+		i = skipWS(obj, i+1)
+	}
+	return true
+}
+
+// forEachElement calls fn for each element of the array arr (trusted input)
+// until fn returns false. It returns false when arr is not an array.
+func forEachElement(arr []byte, fn func(v []byte) bool) bool {
+	if len(arr) == 0 || arr[0] != '[' {
+		return false
+	}
+	i := skipWS(arr, 1)
+	if i < len(arr) && arr[i] == ']' {
+		return true
+	}
+	for i < len(arr) {
+		end := skipValue(arr, i)
+		if !fn(arr[i:end]) {
+			return true
+		}
+		i = skipWS(arr, end)
+		if i >= len(arr) || arr[i] != ',' {
+			return true
+		}
+		i = skipWS(arr, i+1)
+	}
+	return true
+}
+
+// keyName returns the decoded name of a key token (quotes included). It only
+// allocates when the key contains escapes.
+func keyName(tok []byte) []byte {
+	if len(tok) < 2 {
+		return nil
+	}
+	inner := tok[1 : len(tok)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return inner
+	}
+	return unescape(inner)
+}
+
+// lookup returns the value of the last member named name in obj (JSON object
+// semantics of Python and Go: a repeated key's last value wins), or nil.
+func lookup(obj []byte, name string) []byte {
+	var v []byte
+	forEachMember(obj, func(m member) bool {
+		if string(keyName(obj[m.keyStart:m.keyEnd])) == name {
+			v = obj[m.valStart:m.valEnd]
+		}
+		return true
+	})
+	return v
+}
+
+// unquote decodes a JSON string token (quotes included, trusted input).
+func unquote(tok []byte) string {
+	if len(tok) < 2 {
+		return ""
+	}
+	inner := tok[1 : len(tok)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner)
+	}
+	return string(unescape(inner))
+}
+
+// unescape decodes the escapes of a JSON string body. Unpaired UTF-16
+// surrogates become U+FFFD, as in encoding/json.
+func unescape(s []byte) []byte {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c != '\\' {
+			out = append(out, c)
+			i++
+			continue
+		}
+		if i+1 >= len(s) {
+			break
+		}
+		switch s[i+1] {
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, ok := hex4(s, i+2)
+			if !ok {
+				return out
+			}
+			i += 6
+			if utf16.IsSurrogate(r) {
+				if r2, ok := hex4(s, i+2); ok && i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
+					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+						out = utf8.AppendRune(out, dec)
+						i += 6
+						continue
+					}
+				}
+				r = utf8.RuneError
+			}
+			out = utf8.AppendRune(out, r)
+			continue
+		default: // '"', '\\', '/'
+			out = append(out, s[i+1])
+		}
+		i += 2
+	}
+	return out
+}
+
+func hex4(s []byte, i int) (rune, bool) {
+	if i < 0 || len(s)-i < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range s[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// Kind tests on a trusted raw value (no leading whitespace).
+
+func isObject(v []byte) bool { return len(v) > 0 && v[0] == '{' }
+func isArray(v []byte) bool  { return len(v) > 0 && v[0] == '[' }
+func isString(v []byte) bool { return len(v) > 0 && v[0] == '"' }
+func isNull(v []byte) bool   { return len(v) == 0 || v[0] == 'n' } // absent counts as null
+func isNumber(v []byte) bool { return len(v) > 0 && (v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) }
+
+// stringValue returns the decoded string when v is a JSON string.
+func stringValue(v []byte) (string, bool) {
+	if !isString(v) {
+		return "", false
+	}
+	return unquote(v), true
+}
+
+// stringPtr returns a pointer to the decoded string when v is a JSON string,
+// else nil.
+func stringPtr(v []byte) *string {
+	if !isString(v) {
+		return nil
+	}
+	return new(unquote(v))
+}
+
+// truthy reports Python truthiness of a JSON value: null, false, 0, 0.0,
+// "", [] and {} are false; an absent value (nil) is false.
+func truthy(v []byte) bool {
+	if len(v) == 0 {
+		return false
+	}
+	switch v[0] {
+	case 'n', 'f':
+		return false
+	case 't':
+		return true
+	case '"':
+		return len(v) > 2
+	case '{', '[':
+		i := skipWS(v, 1)
+		return i < len(v) && v[i] != '}' && v[i] != ']'
+	default:
+		// A number is zero when every mantissa digit is zero.
+		for _, c := range v {
+			switch {
+			case c == 'e' || c == 'E':
+				return false
+			case c >= '1' && c <= '9':
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// isIntLiteral reports whether v is a JSON number written without fraction
+// or exponent (Python's json decodes exactly these to int).
+func isIntLiteral(v []byte) bool {
+	if !isNumber(v) {
+		return false
+	}
+	return bytes.IndexAny(v, ".eE") < 0
+}
+
+// intValue parses v when it is an integer literal that fits in int64.
+func intValue(v []byte) (int64, bool) {
+	if !isIntLiteral(v) {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
+// floatValue parses v when it is any JSON number with a finite float64 value.
+func floatValue(v []byte) (float64, bool) {
+	if !isNumber(v) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil || math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f, true
+}
+
+// kindName names the JSON type of a raw value for error messages.
+func kindName(v []byte) string {
+	switch {
+	case len(v) == 0:
+		return "nothing"
+	case v[0] == '{':
+		return "object"
+	case v[0] == '[':
+		return "array"
+	case v[0] == '"':
+		return "string"
+	case v[0] == 't' || v[0] == 'f':
+		return "boolean"
+	case v[0] == 'n':
+		return "null"
+	case isIntLiteral(v):
+		return "integer"
+	default:
+		return "number"
+	}
+}
