@@ -1,0 +1,56 @@
+package modelcalls
+
+import (
+	"fmt"
+
+	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/rollout"
+)
+
+// RolloutID derives the rollout id of a rollout record given as one JSON object (reference §2.1,
+// SPEC §3; rollout.FromRecord on its top-level _ng_* fields). ok is false, with a nil error, when
+// the record has no derivable id. A line that is not a JSON object, or an unusable or invalid id, is
+// an error (wrapping rollout.ErrInvalidID for the latter).
+func RolloutID(record []byte) (id string, ok bool, err error) {
+	layout, err := scanRecord(record)
+	if err != nil {
+		return "", false, err
+	}
+	return rollout.FromRecord(layout.idFields)
+}
+
+// ClearCaptures ports clear_model_call_captures_for_rollouts: before dispatch, it removes the stale
+// capture of every record's rollout id (capture file, incomplete marker and claims) in every dir, so
+// a fresh run or a retry never appends to an earlier attempt's capture (reference §9.1). records are
+// rollout records, one JSON object each. No dirs is a no-op; records without a derivable id are
+// skipped; dirs are created when missing (capture.Open). Every error propagates, the first one
+// stopping the clear: a record that is not a JSON object, an unusable or invalid id, a dir that
+// cannot be created, a file that cannot be removed.
+func ClearCaptures(records [][]byte, dirs []string) error {
+	if len(dirs) == 0 {
+		return nil
+	}
+	stores := make([]*capture.Store, 0, len(dirs))
+	for _, d := range dirs {
+		s, err := capture.Open(d)
+		if err != nil {
+			return err
+		}
+		stores = append(stores, s)
+	}
+	for i, rec := range records {
+		id, ok, err := RolloutID(rec)
+		if err != nil {
+			return fmt.Errorf("record %d: %w", i+1, err)
+		}
+		if !ok {
+			continue
+		}
+		for _, s := range stores {
+			if err := s.Clear(id); err != nil {
+				return fmt.Errorf("record %d (rollout %s): %w", i+1, id, err)
+			}
+		}
+	}
+	return nil
+}

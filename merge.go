@@ -1,0 +1,330 @@
+package modelcalls
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/rollout"
+)
+
+// CaptureDrainTimeout is how long a merge waits for a rollout's outstanding capture writes (claims)
+// before reading it: the seed's CAPTURE_DRAIN_TIMEOUT_S = 10 s (SPEC §8).
+const CaptureDrainTimeout = 10 * time.Second
+
+// CaptureDrainPoll is how often the quiescence wait looks at the claims: the seed's
+// _CAPTURE_DRAIN_POLL_S = 50 ms.
+const CaptureDrainPoll = 50 * time.Millisecond
+
+// ErrNotRolloutRecord is the errors.Is target of merge errors about the line itself: it is not a
+// JSON object, or its rollout id cannot be derived or is invalid (then errors.Is(err,
+// rollout.ErrInvalidID) holds too). The caller passes such a line through and reports it (SPEC §8).
+var ErrNotRolloutRecord = errors.New("cannot merge line")
+
+// MergeOptions tune a merge. The zero value is NeMo Gym's behaviour: payloads left out, a 10 s
+// quiescence wait polled every 50 ms.
+type MergeOptions struct {
+	// IncludePayloads keeps request, response, request_raw and response_raw in each attached call
+	// (reference §9.2 include_payloads).
+	IncludePayloads bool
+	// DrainTimeout bounds the quiescence wait per rollout; 0 means CaptureDrainTimeout, a negative
+	// value means do not wait (claims are still counted once).
+	DrainTimeout time.Duration
+	// DrainPoll is the interval between claim checks; 0 means CaptureDrainPoll.
+	DrainPoll time.Duration
+}
+
+func (o MergeOptions) drain() (timeout, poll time.Duration) {
+	timeout, poll = o.DrainTimeout, o.DrainPoll
+	if timeout == 0 {
+		timeout = CaptureDrainTimeout
+	}
+	if timeout < 0 {
+		timeout = 0
+	}
+	if poll <= 0 {
+		poll = CaptureDrainPoll
+	}
+	return timeout, poll
+}
+
+// MergeResult says what a merge did with one line.
+type MergeResult struct {
+	// RolloutID is the rollout id derived from the record ("" when none).
+	RolloutID string
+	// Attached is true when ng_model_call_capture was written; false when the line came back
+	// untouched (a record without rollout fields, or no capture dirs).
+	Attached bool
+	// Calls is the number of calls attached; Damaged the number of damaged capture lines.
+	Calls, Damaged int
+	// Gaps are the gaps attached to ng_model_call_capture, in order.
+	Gaps []rollout.Gap
+	// ObservationsJoined is true when ng_agent_observations was joined and rewritten.
+	ObservationsJoined bool
+}
+
+// Merger merges capture evidence into rollout records (reference §9.2, SPEC §8). It holds the
+// capture stores of its dirs and is safe for concurrent use: Merge may run on many lines at once.
+type Merger struct {
+	stores []*capture.Store
+	opts   MergeOptions
+}
+
+// NewMerger returns a Merger over capture dirs, searched in order. Every dir must exist (a missing
+// dir is an error here rather than silently "no records" for every rollout); no dirs is allowed and
+// makes Merge a no-op, as NeMo Gym's merge without capture dirs.
+func NewMerger(dirs []string, opts MergeOptions) (*Merger, error) {
+	m := &Merger{opts: opts}
+	for _, d := range dirs {
+		s, err := capture.OpenExisting(d)
+		if err != nil {
+			return nil, err
+		}
+		m.stores = append(m.stores, s)
+	}
+	return m, nil
+}
+
+// MergeRecord ports merge_model_call_capture_into_record for one JSONL line: NewMerger(dirs, opts)
+// then Merge. Use a Merger to merge many lines.
+func MergeRecord(ctx context.Context, line []byte, dirs []string, opts MergeOptions) ([]byte, MergeResult, error) {
+	m, err := NewMerger(dirs, opts)
+	if err != nil {
+		return line, MergeResult{}, err
+	}
+	return m.Merge(ctx, line)
+}
+
+// Merge attaches ng_model_call_capture = {"rollout_id", "metrics", "calls", "gaps"?} to the rollout
+// record in line (one JSON object; surrounding whitespace is kept) and returns the new line. Every
+// byte outside the spliced values stays identical and in order: an existing ng_model_call_capture is
+// replaced in place (the last one, if the key repeats), else the field is appended as the last
+// member, in the record's own separator style; the attachment itself is compact JSON. line is not
+// modified; the result is a new slice unless the line comes back untouched.
+//
+// Steps (reference §9.2, SPEC §8):
+//  1. A line that is not a JSON object, or whose rollout id cannot be derived or is invalid, gives an
+//     error wrapping ErrNotRolloutRecord, and line itself. A record with none of the four _ng_*
+//     fields, or a Merger without dirs, gives line untouched and Attached false.
+//  2. Wait up to DrainTimeout for the rollout's claims (in every dir) to go away.
+//  3. Pick the first dir holding the capture file or the incomplete marker; read it tolerantly.
+//  4. Gaps, in order: model_call_capture_records_unreadable (detail "count=<n>") when lines are
+//     damaged; model_call_capture_incomplete when the marker exists or stale claims were found
+//     (detail "stale_claims=<n>" then); model_call_capture_pending (detail "count=<n>") for claims
+//     still live after the wait; model_call_capture_no_records when there is nothing at all (no
+//     calls, no damage, not incomplete). When the capture cannot be read (I/O), the calls are empty
+//     and the gap is model_call_capture_unreadable (detail: the error) instead of records_unreadable
+//     and no_records.
+//  5. A non-null ng_agent_observations is parsed, joined with JoinModelCallObservations and written
+//     back compactly in place; if it does not parse or validate, it stays untouched and the gap
+//     agent_observation_join_failed (detail: the reason) is added last.
+//
+// Calls leave out the payload fields unless IncludePayloads. Only a cancelled ctx (during the wait)
+// and the line errors of step 1 are returned as errors; capture problems become gaps.
+func (m *Merger) Merge(ctx context.Context, line []byte) ([]byte, MergeResult, error) {
+	var res MergeResult
+	layout, err := scanRecord(line)
+	if err != nil {
+		return line, res, fmt.Errorf("%w: %w", ErrNotRolloutRecord, err)
+	}
+	if !rollout.HasRolloutFields(layout.idFields) {
+		return line, res, nil
+	}
+	id, ok, err := rollout.FromRecord(layout.idFields)
+	if err != nil {
+		return line, res, fmt.Errorf("%w: rollout id: %w", ErrNotRolloutRecord, err)
+	}
+	if !ok {
+		return line, res, fmt.Errorf("%w: rollout id cannot be derived: %s and %s are both needed when %s is absent",
+			ErrNotRolloutRecord, rollout.FieldTaskIndex, rollout.FieldRolloutIndex, rollout.FieldRolloutID)
+	}
+	res.RolloutID = id
+	if len(m.stores) == 0 {
+		return line, res, nil
+	}
+
+	ev, err := m.collect(ctx, id)
+	if err != nil {
+		return line, res, err
+	}
+	res.Calls, res.Damaged, res.Gaps = len(ev.calls), ev.damaged, ev.gaps
+
+	var edits []edit
+	if layout.observations >= 0 {
+		mem := layout.members[layout.observations]
+		joined, jerr := joinObservations(line[mem.valStart:mem.valEnd], ev.calls)
+		switch {
+		case jerr != nil:
+			res.Gaps = append(res.Gaps, rollout.Gap{Code: rollout.GapAgentObservationJoinFailed, Detail: jerr.Error()})
+		case joined != nil:
+			edits = append(edits, edit{mem.valStart, mem.valEnd, joined})
+			res.ObservationsJoined = true
+		}
+	}
+
+	value := appendAttachment(nil, id, ev.calls, res.Gaps, m.opts.IncludePayloads)
+	edits = append(edits, layout.setFieldEdit(line, layout.capture, FieldModelCallCapture, value))
+	if len(edits) == 2 && edits[1].start < edits[0].start {
+		edits[0], edits[1] = edits[1], edits[0]
+	}
+	size := len(line) + len(value)
+	for _, e := range edits[:len(edits)-1] {
+		size += len(e.repl)
+	}
+	out := applyEdits(make([]byte, 0, size), line, edits)
+	res.Attached = true
+	return out, res, nil
+}
+
+// evidence is what the capture dirs hold for one rollout.
+type evidence struct {
+	calls   []ModelCallRecord
+	damaged int
+	gaps    []rollout.Gap
+}
+
+func (m *Merger) collect(ctx context.Context, id string) (evidence, error) {
+	var ev evidence
+	timeout, poll := m.opts.drain()
+	claims, _, err := awaitStores(ctx, m.stores, id, timeout, poll)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ev, ctxErr
+		}
+		ev.gaps = append(ev.gaps, rollout.Gap{Code: rollout.GapCaptureUnreadable, Detail: err.Error()})
+		return ev, nil
+	}
+
+	var marker bool
+	store, marker, err := selectStore(m.stores, id)
+	if err == nil && store != nil {
+		ev.calls, ev.damaged, err = ReadAvailableRecords(store, id)
+	}
+	if err != nil {
+		ev.calls, ev.damaged = nil, 0
+		ev.gaps = append(ev.gaps, rollout.Gap{Code: rollout.GapCaptureUnreadable, Detail: err.Error()})
+	} else if ev.damaged > 0 {
+		ev.gaps = append(ev.gaps, rollout.Gap{Code: rollout.GapCaptureRecordsUnreadable, Detail: "count=" + strconv.Itoa(ev.damaged)})
+	}
+	incomplete := marker || claims.Stale > 0
+	if incomplete {
+		g := rollout.Gap{Code: rollout.GapCaptureIncomplete}
+		if claims.Stale > 0 {
+			g.Detail = "stale_claims=" + strconv.Itoa(claims.Stale)
+		}
+		ev.gaps = append(ev.gaps, g)
+	}
+	if claims.Live > 0 {
+		ev.gaps = append(ev.gaps, rollout.Gap{Code: rollout.GapCapturePending, Detail: "count=" + strconv.Itoa(claims.Live)})
+	}
+	if err == nil && !incomplete && len(ev.calls) == 0 && ev.damaged == 0 {
+		ev.gaps = append(ev.gaps, rollout.Gap{Code: rollout.GapCaptureNoRecords})
+	}
+	return ev, nil
+}
+
+// StoreForRollout ports _store_for_rollout: the store of the first dir (in order) that holds the
+// capture file or the incomplete marker of rollout id, or nil when none does. Dirs that do not exist
+// are skipped (nothing is created). An invalid id or a stat error is returned.
+func StoreForRollout(id string, dirs []string) (*capture.Store, error) {
+	stores, err := existingStores(dirs)
+	if err != nil {
+		return nil, err
+	}
+	s, _, err := selectStore(stores, id)
+	return s, err
+}
+
+// selectStore returns the first store holding id's capture file or marker, and whether that store
+// has the marker.
+func selectStore(stores []*capture.Store, id string) (*capture.Store, bool, error) {
+	for _, s := range stores {
+		hasCapture, hasMarker, err := s.Stat(id)
+		if err != nil {
+			return nil, false, err
+		}
+		if hasCapture || hasMarker {
+			return s, hasMarker, nil
+		}
+	}
+	return nil, false, nil
+}
+
+// existingStores opens the stores of dirs that exist.
+func existingStores(dirs []string) ([]*capture.Store, error) {
+	var stores []*capture.Store
+	for _, d := range dirs {
+		s, err := capture.OpenExisting(d)
+		if err != nil {
+			if isNotExist(err) {
+				continue
+			}
+			return nil, err
+		}
+		stores = append(stores, s)
+	}
+	return stores, nil
+}
+
+// joinObservations parses, joins and re-encodes an ng_agent_observations value. A JSON null gives
+// (nil, nil): nothing to join.
+func joinObservations(raw []byte, calls []ModelCallRecord) ([]byte, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	b, err := rollout.ParseObservationBundle(raw)
+	if err != nil {
+		return nil, err
+	}
+	out, err := JoinModelCallObservations(b, calls).MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("encode agent observations: %w", err)
+	}
+	return out, nil
+}
+
+// appendAttachment appends {"rollout_id","metrics","calls","gaps"?}; gaps only when non-empty, each
+// without empty fields (reference §9.2).
+func appendAttachment(dst []byte, id string, calls []ModelCallRecord, gaps []rollout.Gap, payloads bool) []byte {
+	dst = append(dst, `{"rollout_id":`...)
+	dst = appendString(dst, id)
+	dst = append(dst, `,"metrics":`...)
+	metrics := AggregateRecords(calls)
+	dst = metrics.AppendJSON(dst)
+	dst = append(dst, `,"calls":[`...)
+	for i := range calls {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = calls[i].AppendJSON(dst, payloads)
+	}
+	dst = append(dst, ']')
+	if len(gaps) > 0 {
+		dst = append(dst, `,"gaps":[`...)
+		for i, g := range gaps {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendGap(dst, g)
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}')
+}
+
+func appendGap(dst []byte, g rollout.Gap) []byte {
+	dst = append(dst, `{"code":`...)
+	dst = appendString(dst, g.Code)
+	if g.InvocationID != "" {
+		dst = append(dst, `,"invocation_id":`...)
+		dst = appendString(dst, g.InvocationID)
+	}
+	if g.Detail != "" {
+		dst = append(dst, `,"detail":`...)
+		dst = appendString(dst, g.Detail)
+	}
+	return append(dst, '}')
+}

@@ -1,0 +1,113 @@
+package modelcalls
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/modelcalls/modelcalls/rollout"
+)
+
+// The splice: rollout records are edited as bytes. Only the value of ng_model_call_capture (and of
+// ng_agent_observations, when the join rewrote it) changes; every other byte of the record stays
+// where it was.
+
+// Top-level rollout record fields the merge reads or writes.
+const (
+	FieldModelCallCapture  = "ng_model_call_capture"
+	FieldAgentObservations = "ng_agent_observations"
+)
+
+// recordLayout is what one scan of a rollout record line finds.
+type recordLayout struct {
+	open, close  int                        // offsets of the top-level '{' and '}'
+	members      []member                   // top-level members in order
+	idFields     map[string]json.RawMessage // the _ng_* identity fields present (last value wins)
+	capture      int                        // index in members of the last ng_model_call_capture, -1 if none
+	observations int                        // index in members of the last ng_agent_observations, -1 if none
+}
+
+// scanRecord validates line as one JSON object (surrounding whitespace allowed) and maps its
+// top-level members.
+func scanRecord(line []byte) (*recordLayout, error) {
+	if err := validateJSON(line); err != nil {
+		return nil, err
+	}
+	l := &recordLayout{open: skipWS(line, 0), capture: -1, observations: -1}
+	if line[l.open] != '{' {
+		return nil, fmt.Errorf("not a JSON object but %s", kindName(line[l.open:]))
+	}
+	obj := line[l.open:]
+	l.close = l.open + skipValue(obj, 0) - 1
+	forEachMember(obj, func(m member) bool {
+		m.keyStart += l.open
+		m.keyEnd += l.open
+		m.valStart += l.open
+		m.valEnd += l.open
+		l.members = append(l.members, m)
+		name := keyName(line[m.keyStart:m.keyEnd])
+		switch string(name) {
+		case rollout.FieldRolloutID, rollout.FieldTaskIndex, rollout.FieldRolloutIndex, rollout.FieldAttemptIndex:
+			if l.idFields == nil {
+				l.idFields = make(map[string]json.RawMessage, 4)
+			}
+			l.idFields[string(name)] = line[m.valStart:m.valEnd]
+		case FieldModelCallCapture:
+			l.capture = len(l.members) - 1
+		case FieldAgentObservations:
+			l.observations = len(l.members) - 1
+		}
+		return true
+	})
+	return l, nil
+}
+
+// edit replaces line[start:end] with repl.
+type edit struct {
+	start, end int
+	repl       []byte
+}
+
+// applyEdits returns line with non-overlapping edits (sorted by start) applied, appended to dst.
+func applyEdits(dst, line []byte, edits []edit) []byte {
+	pos := 0
+	for _, e := range edits {
+		dst = append(dst, line[pos:e.start]...)
+		dst = append(dst, e.repl...)
+		pos = e.end
+	}
+	return append(dst, line[pos:]...)
+}
+
+// setFieldEdit returns the edit that makes the record's `name` field hold value: the value of the
+// last existing member named name is replaced in place (a reader of a record with repeated keys sees
+// the last one, in Python and Go alike); otherwise a new member is appended after the last one,
+// written in the record's own separator style.
+func (l *recordLayout) setFieldEdit(line []byte, existing int, name string, value []byte) edit {
+	if existing >= 0 {
+		m := l.members[existing]
+		return edit{m.valStart, m.valEnd, value}
+	}
+	var b []byte
+	if len(l.members) == 0 {
+		b = appendString(b, name)
+		b = append(b, ':')
+		b = append(b, value...)
+		return edit{l.open + 1, l.open + 1, b}
+	}
+	last := l.members[len(l.members)-1]
+	kvSep := line[last.keyEnd:last.valStart] // e.g. ":" or ": "
+	var memberSep []byte                     // e.g. "," or ", "
+	if len(l.members) > 1 {
+		memberSep = line[l.members[len(l.members)-2].valEnd:last.keyStart]
+	} else if bytes.IndexByte(kvSep, ' ') >= 0 {
+		memberSep = []byte(", ")
+	} else {
+		memberSep = []byte(",")
+	}
+	b = append(b, memberSep...)
+	b = appendString(b, name)
+	b = append(b, kvSep...)
+	b = append(b, value...)
+	return edit{last.valEnd, last.valEnd, b}
+}
