@@ -1,0 +1,142 @@
+package e2e
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"time"
+)
+
+// TapEntry is one request that passed through a Tap, with the answer the upstream gave.
+type TapEntry struct {
+	Method    string
+	Path      string // URL path as it reached the tap (the gateway has stripped /ng-rollout/<id>)
+	RawQuery  string
+	ReqHeader http.Header
+	ReqBody   []byte
+
+	Status     int
+	RespHeader http.Header
+	RespBody   []byte // bytes as the upstream sent them (not decoded)
+
+	Start, End time.Time // wall clock: request arrived, response finished
+}
+
+// Dialect is the entry's dialect by path, or "" for a call that is not a model call.
+func (e TapEntry) Dialect() string {
+	if e.Method != http.MethodPost {
+		return ""
+	}
+	return DialectOfPath(e.Path)
+}
+
+// Tap is a recording reverse proxy: every request is forwarded to the target unchanged (the
+// standard library's reverse proxy: hop-by-hop headers dropped, X-Forwarded-For added), every
+// response is streamed back as it arrives (flushed per write), and both are recorded.
+type Tap struct {
+	proxy *httputil.ReverseProxy
+
+	mu      sync.Mutex
+	entries []TapEntry
+}
+
+// NewTap returns a Tap forwarding to target, a base URL such as "http://127.0.0.1:8080".
+// Errors: target does not parse or is not an absolute http URL.
+func NewTap(target string) (*Tap, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil, fmt.Errorf("tap target %q: %w", target, err)
+	}
+	if u.Scheme != "http" || u.Host == "" {
+		return nil, fmt.Errorf("tap target %q: want an absolute http URL", target)
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(u)
+			pr.Out.Host = pr.In.Host
+		},
+		FlushInterval: -1,
+	}
+	return &Tap{proxy: rp}, nil
+}
+
+// Take returns the entries recorded since the last Take, in order of completion, and forgets them.
+func (t *Tap) Take() []TapEntry {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := t.entries
+	t.entries = nil
+	return out
+}
+
+// ServeHTTP implements http.Handler.
+func (t *Tap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	e := TapEntry{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, ReqHeader: r.Header.Clone(),
+		Start: time.Now()}
+	if r.Body != nil {
+		body, err := readAllLimit(r.Body, 256<<20)
+		if err != nil {
+			http.Error(w, "tap: read request body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		_ = r.Body.Close()
+		e.ReqBody = body
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	rec := &recordingWriter{ResponseWriter: w}
+	t.proxy.ServeHTTP(rec, r)
+	e.Status = rec.status
+	if e.Status == 0 {
+		e.Status = http.StatusOK
+	}
+	e.RespHeader = w.Header().Clone()
+	e.RespBody = rec.body.Bytes()
+	e.End = time.Now()
+	t.mu.Lock()
+	t.entries = append(t.entries, e)
+	t.mu.Unlock()
+}
+
+// recordingWriter copies what is written to the client.
+type recordingWriter struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recordingWriter) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recordingWriter) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	r.body.Write(p)
+	return r.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the real writer's Flush.
+func (r *recordingWriter) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+var errTooLarge = errors.New("body larger than the limit")
+
+// readAllLimit reads r to the end, failing with errTooLarge past limit bytes.
+func readAllLimit(r io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, errTooLarge
+	}
+	return b, nil
+}
