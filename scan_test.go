@@ -129,11 +129,11 @@ func TestUnquote(t *testing.T) {
 
 func TestSkipStringBackslashes(t *testing.T) {
 	cases := map[string]int{
-		`"a"rest`:          3,
-		`"a\"b"rest`:       6,
-		`"a\\"rest`:        5,
-		`"a\\\"b"rest`:     8,
-		`"\\\\"rest`:       6,
+		`"a"rest`:         3,
+		`"a\"b"rest`:      6,
+		`"a\\"rest`:       5,
+		`"a\\\"b"rest`:    8,
+		`"\\\\"rest`:      6,
 		`"unterminated\"`: 15,
 	}
 	for in, want := range cases {
