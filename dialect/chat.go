@@ -103,6 +103,10 @@ func (c *chatState) choice(ch []byte) {
 // continues the last call; a non-empty id that differs from the id its call already holds starts
 // a new call with the same index; an empty id never starts a call.
 func (st *chatChoice) toolDelta(tc []byte) {
+	fn := field(tc, "function")
+	if truthy(fn) && kindOf(fn) != '{' {
+		return // malformed function member: skip the whole delta
+	}
 	var call *toolCall
 	iv := field(tc, "index")
 	if iv == nil || isNull(iv) {
@@ -132,10 +136,6 @@ func (st *chatChoice) toolDelta(tc []byte) {
 		call.id, call.hasID = id, true
 	}
 	st.last = call
-	fn := field(tc, "function")
-	if kindOf(fn) != '{' {
-		return
-	}
 	if name := field(fn, "name"); truthy(name) {
 		if s, ok := appendStringValue(nil, name); ok {
 			call.name = s

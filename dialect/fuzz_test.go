@@ -1,0 +1,55 @@
+package dialect
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"unicode/utf8"
+)
+
+// fuzzStream checks one dialect: no panic, Response and Terminal independent of chunking, the
+// terminal reported at most once, and the response (when any) a valid UTF-8 JSON object.
+func fuzzStream(f *testing.F, d Dialect) {
+	// Fixture seeds, cut to at most 3 KB at both ends: the fuzzer minimises every new input it
+	// finds, and minimising 20 KB inputs stalls it for minutes.
+	const maxSeed = 3000
+	for _, file := range streamFixtures(f) {
+		if fixtureDialect(f, file) != d {
+			continue
+		}
+		b := mustRead(f, file)
+		if len(b) <= maxSeed {
+			f.Add(b, uint8(97))
+			continue
+		}
+		f.Add(b[:maxSeed], uint8(97))
+		f.Add(b[len(b)-maxSeed:], uint8(7))
+	}
+	f.Add([]byte("data: {\"choices\":[{\"index\":1,\"delta\":{\"tool_calls\":[{\"id\":\"a\"},{\"index\":0,\"id\":\"b\"}]}}]}\r\rdata: [DONE]"), uint8(3))
+	f.Add([]byte("data: {\"type\":\"response.output_text.delta\",\"item_id\":\"m\",\"content_index\":2,\"delta\":\"x\"}\n\ndata: {\"type\":\"response.completed\",\"response\":{}}"), uint8(5))
+	f.Add([]byte("data: {\"type\":\"content_block_delta\",\"index\":-1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\"}}\n\n"), uint8(2))
+	f.Fuzz(func(t *testing.T, in []byte, step uint8) {
+		whole := runStream(d, in, 0)
+		if whole.response != nil {
+			if !utf8.Valid(whole.response) || !json.Valid(whole.response) || whole.response[0] != '{' {
+				t.Fatalf("response is not a valid JSON object: %q", whole.response)
+			}
+		}
+		if len(whole.hits) > 1 || (len(whole.hits) == 1) != (whole.terminal != TerminalNone) {
+			t.Fatalf("terminal %v reported at %v", whole.terminal, whole.hits)
+		}
+		for _, n := range []int{int(step)%31 + 1, 1} {
+			r := runStream(d, in, n)
+			if !bytes.Equal(r.response, whole.response) || r.terminal != whole.terminal {
+				t.Fatalf("chunks of %d: (%v, %s), whole body: (%v, %s)", n, r.terminal, r.response, whole.terminal, whole.response)
+			}
+			if len(r.hits) != len(whole.hits) {
+				t.Fatalf("chunks of %d: terminal reported at %v", n, r.hits)
+			}
+		}
+	})
+}
+
+func FuzzStreamResponses(f *testing.F) { fuzzStream(f, Responses) }
+func FuzzStreamChat(f *testing.F)      { fuzzStream(f, Chat) }
+func FuzzStreamMessages(f *testing.F)  { fuzzStream(f, Messages) }
