@@ -22,7 +22,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // valueSpan is the byte span of a top-level member found with encoding/json (independent of this
 // package's scanner): member from the end of the previous value (or the '{') to the end of the value.
 type valueSpan struct {
-	key                          string
+	key                           string
 	memberStart, valStart, valEnd int
 }
 
