@@ -184,6 +184,10 @@ func TestRunOrderedCancelledContext(t *testing.T) {
 	started := make(chan struct{})
 	var once atomic.Bool
 	next := func() (int, int64, bool, error) { return 1, 1, true, nil } // endless input
+	go func() {
+		<-started
+		cancel()
+	}()
 	err := runOrdered(ctx, pipelineLimits{workers: 2, maxItems: 4, maxBytes: 100}, next,
 		func(ctx context.Context, j int) int {
 			if once.CompareAndSwap(false, true) {
@@ -193,8 +197,6 @@ func TestRunOrderedCancelledContext(t *testing.T) {
 			return j
 		},
 		func(int) error { return nil })
-	_ = started
-	cancel()
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v; want context.Canceled", err)
 	}
