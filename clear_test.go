@@ -1,0 +1,93 @@
+package modelcalls
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/rollout"
+)
+
+// Reference §11 item 42: clear removes file, marker (and claims) for the listed ids only, skips
+// id-less rows, is a no-op without dirs, and propagates errors.
+func TestClearCaptures(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	for _, id := range []string{"0-0", "0-1", "x-a1"} {
+		writeCapture(t, dir, id, ok("c", 1)+"\n")
+		if err := s.MarkIncomplete(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Claim("0-0", "stale-call"); err != nil {
+		t.Fatal(err)
+	}
+	records := [][]byte{
+		[]byte(`{"_ng_task_index": 0, "_ng_rollout_index": 0}`),
+		[]byte(`{"prompt": "no id here"}`),
+		[]byte(`{"_ng_rollout_id": "x", "_ng_attempt_index": 1}`),
+	}
+	if err := ClearCaptures(records, nil); err != nil {
+		t.Fatalf("no dirs: %v", err)
+	}
+	if has, _, _ := s.Stat("0-0"); !has {
+		t.Fatal("no-dirs clear removed a file")
+	}
+	if err := ClearCaptures(records, []string{dir}); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]bool{"0-0": false, "x-a1": false, "0-1": true} {
+		hasCapture, hasMarker, err := s.Stat(id)
+		if err != nil || hasCapture != want || hasMarker != want {
+			t.Errorf("%s: capture %v marker %v (%v), want %v", id, hasCapture, hasMarker, err, want)
+		}
+	}
+	if c, err := s.Claims("0-0"); err != nil || c.Live+c.Stale != 0 {
+		t.Errorf("claims left: %+v %v", c, err)
+	}
+
+	if err := ClearCaptures([][]byte{[]byte(`{"_ng_rollout_id": "a/b"}`)}, []string{dir}); !errors.Is(err, rollout.ErrInvalidID) {
+		t.Errorf("invalid id: %v", err)
+	}
+	if err := ClearCaptures([][]byte{[]byte(`[1]`)}, []string{dir}); err == nil {
+		t.Error("non-object record accepted")
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := ClearCaptures(records, []string{file}); err == nil {
+		t.Error("a dir that is a file was accepted")
+	}
+	// A capture path that cannot be removed propagates.
+	blocked := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(blocked, "0-0"+capture.CaptureSuffix, "child"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := ClearCaptures(records[:1], []string{blocked}); err == nil {
+		t.Error("an unremovable capture path was accepted")
+	}
+}
+
+func TestRolloutID(t *testing.T) {
+	cases := []struct {
+		in, id string
+		ok     bool
+		err    bool
+	}{
+		{`{"_ng_task_index": 3, "_ng_rollout_index": 1, "_ng_attempt_index": 2}`, "3-1-a2", true, false},
+		{`{"_ng_rollout_id": "abc", "_ng_task_index": 3, "_ng_rollout_index": 1}`, "abc", true, false},
+		{`{"other": 1}`, "", false, false},
+		{`{"_ng_task_index": 3}`, "", false, false},
+		{`{"_ng_rollout_id": ""}`, "", false, true},
+		{`not json`, "", false, true},
+	}
+	for _, c := range cases {
+		id, ok, err := RolloutID([]byte(c.in))
+		if id != c.id || ok != c.ok || (err != nil) != c.err {
+			t.Errorf("RolloutID(%s) = %q %v %v", c.in, id, ok, err)
+		}
+	}
+}
