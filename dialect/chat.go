@@ -35,13 +35,13 @@ type toolCall struct {
 
 func (c *chatState) add(ev []byte) {
 	if m := field(ev, "model"); truthy(m) {
-		c.model = compact(m)
+		c.model = keep(c.model, m)
 	}
 	if id := field(ev, "id"); kindOf(id) == '"' {
-		c.id = compact(id)
+		c.id = keep(c.id, id)
 	}
 	if u := field(ev, "usage"); truthy(u) {
-		c.usage = compact(u)
+		c.usage = keep(c.usage, u)
 	}
 	eachElem(field(ev, "choices"), func(ch []byte) {
 		if kindOf(ch) == '{' {
@@ -67,14 +67,14 @@ func (c *chatState) choice(ch []byte) {
 		c.choices[idx] = st
 	}
 	if fr := field(ch, "finish_reason"); truthy(fr) {
-		st.finish = compact(fr)
+		st.finish = keep(st.finish, fr)
 	}
 	delta := field(ch, "delta")
 	if kindOf(delta) != '{' {
 		return // falsy, or malformed: nothing to merge
 	}
 	if r := field(delta, "role"); truthy(r) {
-		st.role = compact(r)
+		st.role = keep(st.role, r)
 	}
 	if v := field(delta, "content"); truthy(v) {
 		var ok bool
@@ -129,11 +129,13 @@ func (st *chatChoice) toolDelta(tc []byte) {
 			call = st.newCall(idx)
 		}
 	}
-	if id, ok := stringValue(field(tc, "id")); ok && id != "" {
-		if call.hasID && call.id != id {
+	if id, ok := textOf(field(tc, "id")); ok && len(id) > 0 {
+		if call.hasID && call.id != string(id) {
 			call = st.newCall(call.index)
 		}
-		call.id, call.hasID = id, true
+		if !call.hasID {
+			call.id, call.hasID = string(id), true
+		}
 	}
 	st.last = call
 	if name := field(fn, "name"); truthy(name) {

@@ -90,8 +90,8 @@ func (d Dialect) terminalOf(ev sse.Event, obj []byte) Terminal {
 			return t
 		}
 		if (ev.Type == "" || ev.Type == "message") && obj != nil {
-			if typ, ok := stringValue(field(obj, "type")); ok {
-				return d.terminalType(typ)
+			if typ, ok := textOf(field(obj, "type")); ok {
+				return d.terminalType(string(typ))
 			}
 		}
 	case Chat:
@@ -105,7 +105,7 @@ func (d Dialect) terminalOf(ev sse.Event, obj []byte) Terminal {
 			return TerminalError
 		}
 		if ev.Type == "" || ev.Type == "message" {
-			if typ, _ := stringValue(field(obj, "type")); typ == "error" {
+			if typ, _ := textOf(field(obj, "type")); string(typ) == "error" {
 				return TerminalError
 			}
 		}

@@ -1,6 +1,7 @@
 package dialect
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
@@ -258,6 +259,31 @@ func stringValue(v []byte) (string, bool) {
 		return "", false
 	}
 	return s, true
+}
+
+// textOf returns the text of the raw JSON string v without allocating when it has no escapes
+// (the returned bytes then alias v); ok is false for any other kind.
+func textOf(v []byte) ([]byte, bool) {
+	if kindOf(v) != '"' || len(v) < 2 {
+		return nil, false
+	}
+	inner := v[1 : len(v)-1]
+	for _, c := range inner {
+		if c == '\\' {
+			s, ok := stringValue(v)
+			return []byte(s), ok
+		}
+	}
+	return inner, true
+}
+
+// keep returns old when it already holds the compact form of v, else a compact copy of v: values
+// repeated in every chunk (model, id) are not copied again.
+func keep(old, v []byte) []byte {
+	if bytes.Equal(old, v) {
+		return old
+	}
+	return compact(v)
 }
 
 // appendStringValue appends the decoded content of the raw JSON string v to dst.

@@ -18,8 +18,8 @@ type messagesState struct {
 var messageFields = [...]string{"id", "type", "role", "model", "stop_reason"}
 
 func (m *messagesState) add(ev []byte) {
-	typ, _ := stringValue(field(ev, "type"))
-	switch typ {
+	typ, _ := textOf(field(ev, "type"))
+	switch string(typ) {
 	case "message_start":
 		m.messageStart(ev)
 	case "content_block_start":
@@ -100,8 +100,8 @@ func (m *messagesState) blockDelta(ev []byte) {
 		block = &object{}
 		m.blocks[key] = block
 	}
-	dtyp, _ := stringValue(field(delta, "type"))
-	switch dtyp {
+	dtyp, _ := textOf(field(delta, "type"))
+	switch string(dtyp) {
 	case "text_delta":
 		appendBlockText(block, "text", field(delta, "text"))
 	case "thinking_delta":
@@ -123,14 +123,16 @@ func (m *messagesState) blockDelta(ev []byte) {
 // appendBlockText sets the block's type to name if unset and appends the string fragment frag to
 // its name member. A fragment or member that is not a string is skipped.
 func appendBlockText(block *object, name string, frag []byte) {
-	block.setDefault("type", stringNode(name))
-	text, ok := appendStringValue(nil, frag)
+	if block.index("type") < 0 {
+		block.set("type", stringNode(name))
+	}
+	text, ok := textOf(frag)
 	if !ok {
 		return
 	}
 	n := block.get(name)
 	if n == nil {
-		block.set(name, &node{str: text, isStr: true})
+		block.set(name, &node{str: append([]byte(nil), text...), isStr: true})
 		return
 	}
 	n.appendText(text)

@@ -1,8 +1,8 @@
 package dialect
 
 import (
+	"bytes"
 	"sort"
-	"strings"
 )
 
 // responsesState rebuilds an OpenAI Responses response from its stream events: the response
@@ -55,28 +55,28 @@ var responsesPartEvents = map[string]partTarget{
 type partTarget struct{ list, indexKey, partType, itemType string }
 
 func (r *responsesState) add(ev []byte) {
-	typ, _ := stringValue(field(ev, "type"))
+	typ, _ := textOf(field(ev, "type"))
 	if resp := field(ev, "response"); kindOf(resp) == '{' {
 		c := compact(resp)
 		r.latest = c
-		switch typ {
+		switch string(typ) {
 		case "response.completed", "response.incomplete", "response.failed":
 			r.final = c
 		}
 	}
-	if !strings.HasPrefix(typ, "response.") {
+	if !bytes.HasPrefix(typ, []byte("response.")) {
 		return
 	}
-	switch typ {
+	switch string(typ) {
 	case "response.output_item.added", "response.output_item.done":
 		r.itemEvent(ev)
 		return
 	}
-	if t, ok := responsesTextEvents[typ]; ok {
+	if t, ok := responsesTextEvents[string(typ)]; ok {
 		r.textEvent(ev, t)
 		return
 	}
-	if p, ok := responsesPartEvents[typ]; ok {
+	if p, ok := responsesPartEvents[string(typ)]; ok {
 		r.partEvent(ev, p)
 	}
 }
@@ -185,7 +185,7 @@ func part(item *object, ev []byte, list, indexKey, partType string) (*node, bool
 }
 
 func (r *responsesState) textEvent(ev []byte, t textTarget) {
-	frag, ok := appendStringValue(nil, field(ev, t.fragment))
+	frag, ok := textOf(field(ev, t.fragment))
 	if !ok {
 		return
 	}
@@ -203,13 +203,9 @@ func (r *responsesState) textEvent(ev []byte, t textTarget) {
 			return
 		}
 	}
-	if t.replace {
-		holder.set(t.member, &node{str: frag, isStr: true})
-		return
-	}
 	n := holder.get(t.member)
-	if n == nil {
-		holder.set(t.member, &node{str: frag, isStr: true})
+	if t.replace || n == nil {
+		holder.set(t.member, &node{str: append([]byte(nil), frag...), isStr: true})
 		return
 	}
 	n.appendText(frag)
