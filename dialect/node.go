@@ -67,13 +67,6 @@ func (o *object) set(key string, n *node) {
 	o.vals = append(o.vals, n)
 }
 
-// setDefault sets key to n only when key is absent (Python dict.setdefault).
-func (o *object) setDefault(key string, n *node) {
-	if o.index(key) < 0 {
-		o.set(key, n)
-	}
-}
-
 // with returns a shallow copy of o with key set to n; o is not changed.
 func (o *object) with(key string, n *node) *object {
 	c := &object{keys: append([]string(nil), o.keys...), vals: append([]*node(nil), o.vals...)}
