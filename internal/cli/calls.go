@@ -1,0 +1,303 @@
+package cli
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+	"github.com/spf13/cobra"
+
+	modelcalls "github.com/modelcalls/modelcalls"
+	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/rollout"
+)
+
+func init() { register(newCallsCmd) }
+
+// callsOptions are the flags of `modelcalls calls`.
+type callsOptions struct {
+	json            bool
+	includePayloads bool
+}
+
+func newCallsCmd(s *Streams) *cobra.Command {
+	var o callsOptions
+	cmd := &cobra.Command{
+		Use:   "calls DIR ROLLOUT_ID [--json] [--include-payloads]",
+		Short: "Show the captured model calls of one rollout",
+		Long: `Read <DIR>/<ROLLOUT_ID>.capture.jsonl and show one row per captured model call: dialect, model,
+HTTP status, finish reason, tokens, cache, latency, time to first token, tool calls and error
+category, then the rollout's metrics (the sums merge attaches).
+
+With --json, print one ModelCallRecord per line (the records merge attaches, every field present,
+null when unknown); --include-payloads adds request, response, request_raw and response_raw.
+
+Damaged capture lines are reported on stderr with their line numbers and skipped. The exit code is
+0 when the rollout was read, 3 when DIR or the rollout does not exist, 2 for an invalid rollout id.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCalls(s, &o, args[0], args[1])
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.json, "json", false, "print one JSON record per line instead of a table")
+	f.BoolVar(&o.includePayloads, "include-payloads", false, "with --json: include request, response, request_raw and response_raw")
+	return cmd
+}
+
+// rolloutCalls is what one rollout's capture holds, read tolerantly.
+type rolloutCalls struct {
+	path       string
+	records    []modelcalls.ModelCallRecord
+	damages    []capture.Damage // one per damaged line, in line order
+	hasCapture bool
+	incomplete bool
+	claims     capture.ClaimCount
+}
+
+// readRolloutCalls reads rollout id from store like modelcalls.ReadAvailableRecords does, but keeps
+// the line number and reason of every damaged line (unreadable lines, and lines whose record cannot
+// be built) so they can be reported.
+func readRolloutCalls(store *capture.Store, id string) (*rolloutCalls, error) {
+	rc := &rolloutCalls{}
+	var err error
+	if rc.path, err = store.CapturePath(id); err != nil {
+		return nil, err
+	}
+	if rc.hasCapture, rc.incomplete, err = store.Stat(id); err != nil {
+		return nil, err
+	}
+	if rc.claims, err = store.Claims(id); err != nil {
+		return nil, err
+	}
+	entries, damages, err := store.ReadAvailable(id)
+	if err != nil {
+		return nil, err
+	}
+	rc.records = make([]modelcalls.ModelCallRecord, 0, len(entries))
+	di := 0
+	for _, e := range entries {
+		for di < len(damages) && damages[di].Line < e.Line {
+			rc.damages = append(rc.damages, damages[di])
+			di++
+		}
+		rec, err := modelcalls.BuildRecord(e.Data, e.Index)
+		if err != nil {
+			rc.damages = append(rc.damages, capture.Damage{Index: e.Index, Line: e.Line, Err: err})
+			continue
+		}
+		rc.records = append(rc.records, *rec)
+	}
+	rc.damages = append(rc.damages, damages[di:]...)
+	return rc, nil
+}
+
+func runCalls(s *Streams, o *callsOptions, dir, id string) error {
+	if o.includePayloads && !o.json {
+		return usageErrorf("--include-payloads needs --json (the table never shows payloads)")
+	}
+	if err := rollout.Validate(id); err != nil {
+		return usageErrorf("ROLLOUT_ID: %w (rule: ^[A-Za-z0-9][A-Za-z0-9._-]*$, at most %d bytes)", err, rollout.MaxIDLen)
+	}
+	if err := checkDir(dir); err != nil {
+		return err
+	}
+	store, err := capture.OpenExisting(dir)
+	if err != nil {
+		return withExit(ExitNotFound, err)
+	}
+	rc, err := readRolloutCalls(store, id)
+	if err != nil {
+		return withExit(ExitFailure, fmt.Errorf("read rollout %s: %w", id, err))
+	}
+	if !rc.hasCapture && !rc.incomplete {
+		msg := fmt.Sprintf("rollout %s has no capture in %s (no %s%s)", id, dir, id, capture.CaptureSuffix)
+		if rc.claims.Live > 0 {
+			msg += fmt.Sprintf("; %d capture writes are still in progress", rc.claims.Live)
+		}
+		return withExit(ExitNotFound, errors.New(msg))
+	}
+	for _, d := range rc.damages {
+		fmt.Fprintf(s.ErrOut, "modelcalls calls: %s:%d: damaged line skipped: %v\n", rc.path, d.Line, d.Err)
+	}
+	if rc.incomplete {
+		fmt.Fprintf(s.ErrOut, "modelcalls calls: rollout %s is marked incomplete: a capture write failed, calls may be missing\n", id)
+	}
+	if rc.claims.Live > 0 || rc.claims.Stale > 0 {
+		fmt.Fprintf(s.ErrOut, "modelcalls calls: rollout %s: %d capture writes in progress, %d abandoned (stale claims)\n",
+			id, rc.claims.Live, rc.claims.Stale)
+	}
+
+	w := bufio.NewWriter(s.Out)
+	if o.json {
+		var buf []byte
+		for i := range rc.records {
+			buf = rc.records[i].AppendJSON(buf[:0], o.includePayloads)
+			buf = append(buf, '\n')
+			w.Write(buf)
+		}
+	} else if err := printCallsTable(w, rc); err != nil {
+		return withExit(ExitFailure, err)
+	}
+	if err := w.Flush(); err != nil {
+		return withExit(ExitFailure, fmt.Errorf("write output: %w", err))
+	}
+	return nil
+}
+
+// callsColumns are the table columns of `modelcalls calls`; numeric ones are right-aligned.
+var callsColumns = []struct {
+	name  string
+	right bool
+}{
+	{"#", true}, {"dialect", false}, {"model", false}, {"status", true}, {"finish", false},
+	{"in", true}, {"out", true}, {"reasoning", true}, {"total", true}, {"cached", true},
+	{"latency ms", true}, {"ttft ms", true}, {"tool calls", false}, {"error", false},
+}
+
+func printCallsTable(w io.Writer, rc *rolloutCalls) error {
+	names := make([]string, len(callsColumns))
+	right := make([]bool, len(callsColumns))
+	for i, c := range callsColumns {
+		names[i], right[i] = c.name, c.right
+	}
+	t := newTable(w, names, right)
+	for i := range rc.records {
+		r := &rc.records[i]
+		finish := r.FinishReason
+		if finish == nil {
+			finish = r.ResponseStatus
+		}
+		row := []string{
+			strconv.Itoa(r.CallIndex), str(r.Dialect), str(r.Model), intp(r.StatusCode), str(finish),
+			i64p(r.TokensIn), i64p(r.TokensOut), i64p(r.TokensReasoning), i64p(r.TokensTotal),
+			cachedCell(r), msp(r.LatencyTotalMS), msp(r.LatencyTTFTMS), toolCallsCell(r.ToolCalls), errorCell(r),
+		}
+		if err := t.Append(row); err != nil {
+			return fmt.Errorf("table: %w", err)
+		}
+	}
+	if err := t.Render(); err != nil {
+		return fmt.Errorf("table: %w", err)
+	}
+	m := modelcalls.AggregateRecords(rc.records)
+	fmt.Fprintf(w, "calls %d  tokens in %s out %s reasoning %s total %s  cached %s  latency total %s ms",
+		m.NumCalls, i64p(m.TokensIn), i64p(m.TokensOut), i64p(m.TokensReasoning), i64p(m.TokensTotal),
+		i64p(m.CachedTokens), msp(m.LatencyTotalMS))
+	if len(rc.damages) > 0 {
+		fmt.Fprintf(w, "  damaged lines %d", len(rc.damages))
+	}
+	if rc.incomplete {
+		fmt.Fprint(w, "  incomplete")
+	}
+	if rc.claims.Live > 0 {
+		fmt.Fprintf(w, "  pending writes %d", rc.claims.Live)
+	}
+	fmt.Fprintln(w)
+	return nil
+}
+
+// newTable returns a table with the given header; right[i] right-aligns column i.
+func newTable(w io.Writer, header []string, right []bool) *tablewriter.Table {
+	align := make([]tw.Align, len(right))
+	for i, r := range right {
+		align[i] = tw.AlignLeft
+		if r {
+			align[i] = tw.AlignRight
+		}
+	}
+	t := tablewriter.NewTable(w,
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: align}),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+	)
+	hdr := make([]any, len(header))
+	for i, h := range header {
+		hdr[i] = h
+	}
+	t.Header(hdr...)
+	return t
+}
+
+// Cell formatting: "-" stands for unknown (null).
+const unknownCell = "-"
+
+func str(p *string) string {
+	if p == nil {
+		return unknownCell
+	}
+	return *p
+}
+
+func intp(p *int) string {
+	if p == nil {
+		return unknownCell
+	}
+	return strconv.Itoa(*p)
+}
+
+func i64p(p *int64) string {
+	if p == nil {
+		return unknownCell
+	}
+	return strconv.FormatInt(*p, 10)
+}
+
+// msp formats milliseconds with two decimals (the capture rounds to 0.01 ms).
+func msp(p *float64) string {
+	if p == nil {
+		return unknownCell
+	}
+	return strconv.FormatFloat(*p, 'f', 2, 64)
+}
+
+// cachedCell shows cached_tokens, with "+<n> written" for Anthropic cache creation.
+func cachedCell(r *modelcalls.ModelCallRecord) string {
+	c := i64p(r.CachedTokens)
+	if r.CacheCreationTokens != nil && *r.CacheCreationTokens > 0 {
+		c += " +" + strconv.FormatInt(*r.CacheCreationTokens, 10) + " written"
+	}
+	return c
+}
+
+// toolCallsCell shows the tool-call count and names, e.g. "2: get_weather, search".
+func toolCallsCell(calls []modelcalls.ToolCall) string {
+	if len(calls) == 0 {
+		return ""
+	}
+	names := make([]string, len(calls))
+	for i, c := range calls {
+		names[i] = str(c.Name)
+	}
+	s := strconv.Itoa(len(calls)) + ": " + strings.Join(names, ", ")
+	const maxLen = 40
+	if len(s) > maxLen {
+		s = s[:maxLen-3] + "..."
+	}
+	return s
+}
+
+// errorCell shows error_category, and why the gateway answered itself when it did.
+func errorCell(r *modelcalls.ModelCallRecord) string {
+	s := ""
+	if r.ErrorCategory != nil {
+		s = *r.ErrorCategory
+	}
+	if r.ResponseSource != nil && *r.ResponseSource == "local" {
+		reason := "local response"
+		if r.LocalResponseReason != nil {
+			reason = "local: " + *r.LocalResponseReason
+		}
+		if s == "" {
+			return reason
+		}
+		s += " (" + reason + ")"
+	}
+	return s
+}

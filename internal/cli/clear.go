@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	modelcalls "github.com/modelcalls/modelcalls"
+	"github.com/modelcalls/modelcalls/capture"
+)
+
+func init() { register(newClearCmd) }
+
+// clearOptions are the flags of `modelcalls clear`.
+type clearOptions struct {
+	captureDirs []string
+	in          string
+}
+
+func newClearCmd(s *Streams) *cobra.Command {
+	var o clearOptions
+	cmd := &cobra.Command{
+		Use:   "clear --capture-dir DIR [--in FILE]",
+		Short: "Remove the captures of the rollouts listed in a JSONL file, before they are (re)run",
+		Long: `Read JSONL rollout records from --in (default stdin) and, for every record with a rollout id,
+remove <id>.capture.jsonl, <id>.capture.incomplete and <id>.capture.claims/ from each capture dir, so
+a fresh run or a retry never appends to an earlier attempt's capture (NeMo Gym's clear before
+dispatch). Records without rollout fields and blank lines are skipped.
+
+Prints how many rollouts were cleared. Lines that are not JSON objects, or whose rollout id is
+unusable or invalid, are reported on stderr with their line number; clear then exits 1 after
+clearing every valid rollout.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runClear(s, &o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&o.captureDirs, "capture-dir", nil, "capture directory (required; repeat to clear in several)")
+	f.StringVar(&o.in, "in", "", "JSONL rollout records (default: stdin; - is stdin)")
+	return cmd
+}
+
+func runClear(s *Streams, o *clearOptions) error {
+	if err := checkCaptureDirs(o.captureDirs); err != nil {
+		return err
+	}
+	stores := make([]*capture.Store, len(o.captureDirs))
+	for i, d := range o.captureDirs {
+		st, err := capture.OpenExisting(d)
+		if err != nil {
+			return withExit(ExitNotFound, err)
+		}
+		stores[i] = st
+	}
+	in, _, closeIn, err := openInput(s, o.in)
+	if err != nil {
+		return err
+	}
+	defer closeIn()
+
+	var listed, cleared, reported int
+	seen := map[string]bool{}
+	lr := newLineReader(in)
+	for {
+		l, ok, err := lr.next()
+		if err != nil {
+			return withExit(ExitFailure, err)
+		}
+		if !ok {
+			break
+		}
+		if len(bytes.TrimSpace(l.body)) == 0 {
+			continue
+		}
+		id, ok, err := modelcalls.RolloutID(l.body)
+		if err != nil {
+			reported++
+			fmt.Fprintf(s.ErrOut, "modelcalls clear: line %d: not cleared: %v\n", l.num, err)
+			continue
+		}
+		if !ok || seen[id] {
+			continue
+		}
+		seen[id] = true
+		listed++
+		had := false
+		for _, st := range stores {
+			hasCapture, hasMarker, err := st.Stat(id)
+			if err != nil {
+				return withExit(ExitFailure, fmt.Errorf("line %d: rollout %s: %w", l.num, id, err))
+			}
+			claims, err := st.Claims(id)
+			if err != nil {
+				return withExit(ExitFailure, fmt.Errorf("line %d: rollout %s: %w", l.num, id, err))
+			}
+			if claims.Live > 0 {
+				fmt.Fprintf(s.ErrOut, "modelcalls clear: rollout %s: %d capture writes were still in progress in %s\n", id, claims.Live, st.Dir())
+			}
+			had = had || hasCapture || hasMarker || claims.Live+claims.Stale > 0
+			if err := st.Clear(id); err != nil {
+				return withExit(ExitFailure, fmt.Errorf("line %d: rollout %s: %w", l.num, id, err))
+			}
+		}
+		if had {
+			cleared++
+		}
+	}
+	fmt.Fprintf(s.Out, "cleared %d rollouts (%d listed, %d had nothing to clear)\n", cleared, listed, listed-cleared)
+	if reported > 0 {
+		return silentExit{code: ExitFailure}
+	}
+	return nil
+}
