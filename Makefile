@@ -16,3 +16,9 @@ vet:
 
 build:
 	$(GO) build -o bin/modelcalls ./cmd/modelcalls
+
+# Measure what the gateway costs on the hot path, against baselines in the same run, and write
+# BENCHMARKS.md (ISSUE 5; a few minutes). BENCH_FLAGS=-quick for a smoke run, see go run ./bench -h.
+.PHONY: bench
+bench:
+	$(GO) run ./bench $(BENCH_FLAGS)

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/modelcalls/modelcalls/capture"
+)
+
+//go:embed testdata
+var testdata embed.FS
+
+// fixtures are the recorded bodies the upstream serves and the clients send (testdata/SOURCES.md).
+type fixtures struct {
+	jsonResponse []byte   // a recorded Responses API JSON body (~2 KiB)
+	jsonRequest  []byte   // a real agent's Responses request (pi), stream false
+	sseRequest   []byte   // a real agent's Chat Completions streaming request (pi)
+	sseEvents    [][]byte // 200 Chat Completions events, each ending in "\n\n", the last "data: [DONE]"
+	sseHead      [][]byte // big-stream pieces: the first event,
+	sseMiddle    [][]byte // the delta events repeated to fill the size,
+	sseTail      [][]byte // and the finish, usage and [DONE] events
+	gymLines     [][]byte // valid capture lines written by NeMo Gym (templates for the merge data set)
+}
+
+// streamEvents is the number of events of the standard SSE stream (ISSUE 5).
+const streamEvents = 200
+
+func loadFixtures() (*fixtures, error) {
+	read := func(name string) ([]byte, error) {
+		b, err := testdata.ReadFile(path.Join("testdata", name))
+		if err != nil {
+			return nil, fmt.Errorf("read fixture: %w", err)
+		}
+		return b, nil
+	}
+	f := &fixtures{}
+	var err error
+	if f.jsonResponse, err = read("json_reasoning_text_function_call_cached.json"); err != nil {
+		return nil, err
+	}
+	if f.jsonRequest, err = read("request_responses.json"); err != nil {
+		return nil, err
+	}
+	if f.sseRequest, err = read("request_chat_stream.json"); err != nil {
+		return nil, err
+	}
+	raw, err := read("stream_tool_call_usage_only_chunk.sse")
+	if err != nil {
+		return nil, err
+	}
+	events := splitEvents(raw)
+	// The recording is: role+tool-call header, argument deltas, finish chunk, usage-only chunk, [DONE].
+	if len(events) < 5 || !bytes.HasPrefix(events[len(events)-1], []byte("data: [DONE]")) {
+		return nil, fmt.Errorf("sse fixture: unexpected shape (%d events)", len(events))
+	}
+	f.sseHead = events[:1]
+	f.sseMiddle = events[1 : len(events)-3]
+	f.sseTail = events[len(events)-3:]
+	f.sseEvents = append(f.sseEvents, f.sseHead...)
+	for i := 0; len(f.sseEvents) < streamEvents-len(f.sseTail); i++ {
+		f.sseEvents = append(f.sseEvents, f.sseMiddle[i%len(f.sseMiddle)])
+	}
+	f.sseEvents = append(f.sseEvents, f.sseTail...)
+
+	ents, err := fs.ReadDir(testdata, "testdata/gym-capture")
+	if err != nil {
+		return nil, fmt.Errorf("read gym capture fixtures: %w", err)
+	}
+	names := []string{}
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), capture.CaptureSuffix) {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		b, err := read("gym-capture/" + n)
+		if err != nil {
+			return nil, err
+		}
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			if len(bytes.TrimSpace(line)) == 0 || capture.CheckLine(line) != nil {
+				continue // blank, or the torn line of 3-0: the merge data set holds only valid lines
+			}
+			f.gymLines = append(f.gymLines, line)
+		}
+	}
+	if len(f.gymLines) == 0 {
+		return nil, fmt.Errorf("gym capture fixtures: no valid lines")
+	}
+	return f, nil
+}
+
+// splitEvents splits an SSE body into events, each keeping its terminating blank line ("\n\n" is
+// appended to an unterminated last event).
+func splitEvents(b []byte) [][]byte {
+	var out [][]byte
+	for len(b) > 0 {
+		i := bytes.Index(b, []byte("\n\n"))
+		if i < 0 {
+			ev := append(bytes.Clone(b), '\n', '\n')
+			out = append(out, ev)
+			break
+		}
+		out = append(out, b[:i+2])
+		b = b[i+2:]
+	}
+	return out
+}
+
+// sseBody is the whole standard stream as one body.
+func (f *fixtures) sseBody() []byte { return bytes.Join(f.sseEvents, nil) }

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/gateway"
+)
+
+// gatewayHandler builds the gateway under test in front of upstreamURL, configured as
+// `modelcalls proxy` runs it: default transport, timeouts and spool threshold, a model server name.
+// With captureOn false it has no store (capture off: prefixes are still stripped and ids validated).
+// stop drains in-flight capture writes.
+func gatewayHandler(upstreamURL, captureDir string, captureOn bool) (http.Handler, func(), error) {
+	u, err := url.Parse(upstreamURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gateway upstream: %w", err)
+	}
+	h := &gateway.Handler{
+		Upstream:        u,
+		ModelServerName: "bench",
+		Logger:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+	if captureOn {
+		if h.Store, err = capture.Open(captureDir); err != nil {
+			return nil, nil, err
+		}
+	}
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		h.Shutdown(ctx)
+	}
+	return h, stop, nil
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcalls/modelcalls/sse"
+)
+
+func TestPercentileNearestRank(t *testing.T) {
+	ten := durations{}
+	for i := 10; i >= 1; i-- {
+		ten = append(ten, time.Duration(i)*time.Millisecond)
+	}
+	tests := []struct {
+		name string
+		d    durations
+		p    float64
+		want time.Duration
+	}{
+		{"empty", nil, 50, 0},
+		{"p50 of 10", ten, 50, 5 * time.Millisecond},
+		{"p90 of 10", ten, 90, 9 * time.Millisecond},
+		{"p99 of 10", ten, 99, 10 * time.Millisecond},
+		{"p100 of 10", ten, 100, 10 * time.Millisecond},
+		{"tiny p of 10", ten, 0.1, time.Millisecond},
+		{"single", durations{7}, 99, 7},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.d.pct(tt.p); got != tt.want {
+				t.Errorf("pct(%v) = %v, want %v", tt.p, got, tt.want)
+			}
+			if got := tt.d.pcts(tt.p)[0]; got != tt.want {
+				t.Errorf("pcts(%v) = %v, want %v", tt.p, got, tt.want)
+			}
+		})
+	}
+	if ten[0] != 10*time.Millisecond {
+		t.Error("pct sorted its receiver in place")
+	}
+}
+
+func TestSplitEvents(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want []string
+	}{
+		{"two", "data: a\n\ndata: b\n\n", []string{"data: a\n\n", "data: b\n\n"}},
+		{"unterminated last", "data: a\n\ndata: b\n", []string{"data: a\n\n", "data: b\n\n\n"}},
+		{"empty", "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, e := range splitEvents([]byte(tt.in)) {
+				got = append(got, string(e))
+			}
+			if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+				t.Errorf("splitEvents(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestFixtureShapes checks that the generated stream is what the report says it is: 200 events that
+// an SSE decoder sees as 200 events, ending in [DONE], and that the merge templates are non-empty.
+func TestFixtureShapes(t *testing.T) {
+	fx, err := loadFixtures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fx.sseEvents) != streamEvents {
+		t.Fatalf("stream has %d events, want %d", len(fx.sseEvents), streamEvents)
+	}
+	evs := sse.Parse(fx.sseBody())
+	if len(evs) != streamEvents || evs[len(evs)-1].Data != "[DONE]" {
+		t.Fatalf("decoder sees %d events, last %q", len(evs), evs[len(evs)-1].Data)
+	}
+	if n := len(fx.jsonResponse); n < 1500 || n > 3000 {
+		t.Errorf("JSON body is %d bytes, want about 2 KiB", n)
+	}
+	if len(fx.gymLines) < 40 {
+		t.Errorf("only %d Gym capture lines", len(fx.gymLines))
+	}
+}
+
+// TestUpstreamAndClient runs every client measurement once against the upstream directly.
+func TestUpstreamAndClient(t *testing.T) {
+	fx, err := loadFixtures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := startUpstream(fx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.close()
+	s := newSubject("direct", up.url, false)
+	defer s.closeIdle()
+	ctx := context.Background()
+	t.Run("json", func(t *testing.T) {
+		res, err := s.concurrent(ctx, fx, 4, 50*time.Millisecond, func(int) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.calls == 0 || len(res.lat) != res.calls || res.elapsed < 50*time.Millisecond {
+			t.Errorf("calls %d, samples %d, elapsed %v", res.calls, len(res.lat), res.elapsed)
+		}
+	})
+	t.Run("paced stream", func(t *testing.T) {
+		sr, err := s.stream(ctx, up, fx, "", 200*time.Microsecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sr.delivery) != streamEvents || len(sr.sendGaps) != streamEvents-1 || sr.ttft <= 0 {
+			t.Fatalf("delivery %d, send gaps %d, ttft %v", len(sr.delivery), len(sr.sendGaps), sr.ttft)
+		}
+		if g := sr.sendGaps.pct(1); g < 200*time.Microsecond {
+			t.Errorf("upstream wrote events %v apart, pace is 200µs", g)
+		}
+	})
+	t.Run("big stream", func(t *testing.T) {
+		n, d, err := s.bigStream(ctx, fx, "", 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < 1<<20-bigWriteSize || n > 1<<20+bigWriteSize || d <= 0 {
+			t.Errorf("read %d bytes in %v", n, d)
+		}
+	})
+}
+
+// TestHeldDetection feeds the stream through a proxy that holds every event until the next one
+// arrives, and checks that the client sees them as held.
+func TestHeldDetection(t *testing.T) {
+	fx, err := loadFixtures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := startUpstream(fx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.close()
+	holder, err := serve(holdingProxy{target: up.url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.close()
+	s := newSubject("holder", holder.url, false)
+	defer s.closeIdle()
+	sr, err := s.stream(context.Background(), up, fx, "", 200*time.Microsecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sr.held < streamEvents/2 {
+		t.Errorf("held %d of %d events, want most", sr.held, streamEvents-1)
+	}
+}
+
+// holdingProxy forwards a stream but writes each chunk only when the next one arrived.
+type holdingProxy struct{ target string }
+
+func (h holdingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	req, _ := http.NewRequestWithContext(r.Context(), r.Method, h.target+r.URL.Path, r.Body)
+	req.Header = r.Header.Clone()
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+	var pending []byte
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if pending != nil {
+				w.Write(pending)
+				w.(http.Flusher).Flush()
+			}
+			pending = bytes.Clone(buf[:n])
+		}
+		if err != nil {
+			break
+		}
+	}
+	w.Write(pending)
+}

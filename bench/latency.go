@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Subject names of the non-streaming rows.
+const (
+	sDirect = "direct"
+	sBare   = "bare ReverseProxy"
+	sGwOff  = "gateway, capture off"
+	sGwOn   = "gateway, capture on"
+	sGwOne  = "gateway, capture on, one file"
+	sMitm   = "mitmdump -w"
+)
+
+// subjectStats accumulates one subject's batches over all rounds.
+type subjectStats struct {
+	seq     durations // one client
+	conc    durations // concurrent rollouts
+	calls   int       // concurrent calls completed
+	elapsed time.Duration
+}
+
+func (s *subjectStats) callsPerSec() float64 {
+	if s.elapsed == 0 {
+		return 0
+	}
+	return float64(s.calls) / s.elapsed.Seconds()
+}
+
+// latencyResult holds rows 1-3 and the fsync probe.
+type latencyResult struct {
+	order    []string
+	by       map[string]*subjectStats
+	fsync    durations
+	mitm     bool
+	mitmNote string
+	lineLen  int
+}
+
+// runLatency measures non-streaming latency (one client and concurrent rollouts) and calls/s for
+// every subject, interleaving subjects within each round and reversing the order every other round
+// (ABBA...), with an fsync probe batch in every round.
+func (r *runner) runLatency(ctx context.Context) error {
+	res := &latencyResult{by: map[string]*subjectStats{}}
+	capDir := filepath.Join(r.workDir, "capture")
+	gwOn, stopOn, err := gatewayHandler(r.up.url, capDir, true)
+	if err != nil {
+		return err
+	}
+	defer stopOn()
+	gwOff, stopOff, err := gatewayHandler(r.up.url, "", false)
+	if err != nil {
+		return err
+	}
+	defer stopOff()
+	bare, err := bareProxy(r.up.url)
+	if err != nil {
+		return err
+	}
+	servers := map[string]*server{}
+	for name, h := range map[string]http.Handler{sBare: bare, sGwOff: gwOff, sGwOn: gwOn} {
+		srv, err := serve(h)
+		if err != nil {
+			return err
+		}
+		defer srv.close()
+		servers[name] = srv
+	}
+	subjects := []*subject{
+		newSubject(sDirect, r.up.url, false),
+		newSubject(sBare, servers[sBare].url, true),
+		newSubject(sGwOff, servers[sGwOff].url, true),
+		newSubject(sGwOn, servers[sGwOn].url, true),
+	}
+	oneFile := newSubject(sGwOne, servers[sGwOn].url, true)
+
+	var m *mitm
+	switch r.mitmMode {
+	case "off":
+		res.mitmNote = "skipped (-mitm off)"
+	default:
+		bin, err := findMitmdump(r.installMitm, r.logf)
+		switch {
+		case err != nil:
+			return err
+		case bin == "" && r.mitmMode == "on":
+			return fmt.Errorf("mitmdump not installed (-mitm on; add -install-mitmproxy or apt-get install mitmproxy)")
+		case bin == "":
+			res.mitmNote = "skipped: mitmdump not installed (apt-get install mitmproxy, or run with -install-mitmproxy)"
+		default:
+			m, err = startMitm(bin, r.up.url, r.workDir)
+			if err != nil {
+				return err
+			}
+			defer m.stop()
+			res.mitm = true
+			res.mitmNote = m.version
+			subjects = append(subjects, newSubject(sMitm, m.url, true))
+		}
+	}
+	r.logf("mitmproxy peer: %s", res.mitmNote)
+	for _, s := range append(subjects, oneFile) {
+		res.order = append(res.order, s.name)
+		res.by[s.name] = &subjectStats{}
+		defer s.closeIdle()
+	}
+
+	probe, err := newFsyncProbe(mustMkdir(capDir), len(r.fx.jsonRequest)+len(r.fx.jsonResponse)+400)
+	if err != nil {
+		return err
+	}
+	defer probe.close()
+	res.lineLen = len(r.fx.jsonRequest) + len(r.fx.jsonResponse) + 400
+
+	// Warm-up: connections, the capture files, the page cache; not recorded.
+	for _, s := range append(subjects, oneFile) {
+		if _, err := s.sequential(ctx, r.fx, "lat1", 20); err != nil {
+			return err
+		}
+		if _, err := s.concurrent(ctx, r.fx, r.workers, 100*time.Millisecond, r.ownFile); err != nil {
+			return err
+		}
+	}
+
+	for round := range r.rounds {
+		order := subjects
+		if round%2 == 1 {
+			order = reversed(subjects)
+		}
+		for _, s := range order {
+			st := res.by[s.name]
+			seq, err := s.sequential(ctx, r.fx, "lat1", r.seqCalls)
+			if err != nil {
+				return err
+			}
+			st.seq = append(st.seq, seq.lat...)
+			conc, err := s.concurrent(ctx, r.fx, r.workers, r.concDur, r.ownFile)
+			if err != nil {
+				return err
+			}
+			st.conc = append(st.conc, conc.lat...)
+			st.calls += conc.calls
+			st.elapsed += conc.elapsed
+			if s.name == sGwOn {
+				// 64 concurrent calls into one rollout file, right after the own-file batch.
+				one, err := oneFile.concurrent(ctx, r.fx, r.workers, r.concDur, func(int) string { return "one-file" })
+				if err != nil {
+					return err
+				}
+				o := res.by[sGwOne]
+				o.conc = append(o.conc, one.lat...)
+				o.calls += one.calls
+				o.elapsed += one.elapsed
+			}
+		}
+		f, err := probe.run(r.fsyncN)
+		if err != nil {
+			return err
+		}
+		res.fsync = append(res.fsync, f...)
+		r.logf("  round %d/%d: bare seq p50 %s ms, gw-on seq p50 %s ms, fsync p50 %s ms", round+1, r.rounds,
+			ms(res.by[sBare].seq.pct(50)), ms(res.by[sGwOn].seq.pct(50)), ms(res.fsync.pct(50)))
+	}
+	if m != nil {
+		res.mitmNote = fmt.Sprintf("%s (flow file %.1f MB)", m.version, float64(m.flowBytes())/1e6)
+	}
+	r.lat = res
+	return nil
+}
+
+func (r *runner) ownFile(w int) string { return fmt.Sprintf("rollout-%02d", w) }
+
+func reversed[T any](s []T) []T {
+	out := make([]T, len(s))
+	for i, v := range s {
+		out[len(s)-1-i] = v
+	}
+	return out
+}
+
+func mustMkdir(dir string) string {
+	os.MkdirAll(dir, 0o750)
+	return dir
+}

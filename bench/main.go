@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// plan holds the iteration counts of one run.
+type plan struct {
+	rounds    int           // ABAB rounds of the non-streaming rows
+	seqCalls  int           // calls per subject per round, one client
+	workers   int           // concurrent rollouts
+	concDur   time.Duration // per subject per round, concurrent rollouts
+	fsyncN    int           // fsync probes per round
+	sseRounds int           // ABAB rounds of the SSE row
+	streams   int           // streams per subject per SSE round
+	pace      time.Duration // upstream pause between SSE events
+	bigBytes  int64         // the big SSE stream of the memory row
+	mRollouts int           // merge data set: rollouts
+	mCalls    int           // merge data set: calls per rollout
+	mRounds   int           // ABAB rounds of the merge row
+}
+
+var fullPlan = plan{
+	rounds: 6, seqCalls: 500, workers: 64, concDur: 1500 * time.Millisecond, fsyncN: 200,
+	sseRounds: 5, streams: 8, pace: time.Millisecond,
+	bigBytes:  100 << 20,
+	mRollouts: 10000, mCalls: 20, mRounds: 2,
+}
+
+var quickPlan = plan{
+	rounds: 2, seqCalls: 100, workers: 64, concDur: 300 * time.Millisecond, fsyncN: 50,
+	sseRounds: 2, streams: 3, pace: time.Millisecond,
+	bigBytes:  8 << 20,
+	mRollouts: 200, mCalls: 20, mRounds: 1,
+}
+
+func main() {
+	var (
+		out        = flag.String("out", "BENCHMARKS.md", "where to write the results (Markdown)")
+		quick      = flag.Bool("quick", false, "small iteration counts (a smoke run; figures are noisy)")
+		mitmMode   = flag.String("mitm", "auto", "mitmproxy peer: auto (run when mitmdump is installed), off, on (fail when missing)")
+		installMit = flag.Bool("install-mitmproxy", false, "apt-get install mitmproxy first when mitmdump is missing")
+		micro      = flag.Bool("micro", true, "also run the go test -bench micro-benchmarks and include them")
+		tmpBase    = flag.String("dir", "", "directory for capture files and the merge data set (default: the system temp dir)")
+		keep       = flag.Bool("keep", false, "keep the capture files and data set")
+		only       = flag.String("only", "", "comma-separated rows to run (latency,sse,rss,merge); default all")
+
+		childMode = flag.String("child", "", "internal: serve one proxy in a child process (gateway|bare)")
+		childUp   = flag.String("child-upstream", "", "internal: upstream URL for -child")
+		childDir  = flag.String("child-capture-dir", "", "internal: capture dir for -child")
+	)
+	flag.Parse()
+	if *childMode != "" {
+		if err := childMain(*childMode, *childUp, *childDir); err != nil {
+			fmt.Fprintln(os.Stderr, "bench child:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	p := fullPlan
+	if *quick {
+		p = quickPlan
+	}
+	r := &runner{plan: p, mitmMode: *mitmMode, installMitm: *installMit, runMicroB: *micro, keep: *keep,
+		quick: *quick, rows: map[string]bool{}}
+	for _, row := range strings.Split(*only, ",") {
+		if row = strings.TrimSpace(row); row != "" {
+			r.rows[row] = true
+		}
+	}
+	r.command = "go run ./bench " + strings.Join(os.Args[1:], " ")
+	if err := r.run(*tmpBase, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// runner carries one run's setup and results.
+type runner struct {
+	plan
+	mitmMode    string
+	installMitm bool
+	runMicroB   bool
+	keep        bool
+	quick       bool
+	rows        map[string]bool
+	command     string
+
+	fx       *fixtures
+	up       *upstream
+	workDir  string
+	started  time.Time
+	loadAt   [2]string
+	phases   []phase
+	notes    []string
+	mitmInfo string
+
+	lat   *latencyResult
+	sse   *sseResult
+	rss   []rssResult
+	merge *mergeResult
+	micro []string
+	mErr  string
+}
+
+type phase struct {
+	name string
+	took time.Duration
+}
+
+func (r *runner) want(row string) bool { return len(r.rows) == 0 || r.rows[row] }
+
+func (r *runner) logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(r.started).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func (r *runner) timed(name string, f func() error) error {
+	t := time.Now()
+	r.logf("%s ...", name)
+	err := f()
+	r.phases = append(r.phases, phase{name, time.Since(t)})
+	r.logf("%s done in %.1fs", name, time.Since(t).Seconds())
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+func (r *runner) run(base, out string) error {
+	r.started = time.Now()
+	r.loadAt[0] = loadAvg()
+	r.logf("GOMAXPROCS %d, load %s", runtime.GOMAXPROCS(0), r.loadAt[0])
+	var err error
+	if r.fx, err = loadFixtures(); err != nil {
+		return err
+	}
+	if r.workDir, err = os.MkdirTemp(base, "modelcalls-bench-"); err != nil {
+		return fmt.Errorf("work dir: %w", err)
+	}
+	if !r.keep {
+		defer os.RemoveAll(r.workDir)
+	}
+	if r.up, err = startUpstream(r.fx); err != nil {
+		return err
+	}
+	defer r.up.close()
+	ctx := context.Background()
+
+	if r.want("latency") {
+		if err := r.timed("latency and throughput (rows 1-3)", func() error { return r.runLatency(ctx) }); err != nil {
+			return err
+		}
+	}
+	if r.want("sse") {
+		if err := r.timed("SSE timing (row 4)", func() error { return r.runSSE(ctx) }); err != nil {
+			return err
+		}
+	}
+	if r.want("rss") {
+		if err := r.timed("peak memory (row 5)", func() error { return r.runRSSRow(ctx) }); err != nil {
+			return err
+		}
+	}
+	if r.want("merge") {
+		if err := r.timed("merge throughput (row 6)", func() error { return r.runMergeRow() }); err != nil {
+			return err
+		}
+	}
+	if r.runMicroB && len(r.rows) == 0 {
+		if err := r.timed("micro-benchmarks", func() error { return r.runMicro() }); err != nil {
+			r.mErr = err.Error()
+			r.logf("micro-benchmarks failed: %v", err)
+		}
+	}
+	r.loadAt[1] = loadAvg()
+	report := r.report()
+	if err := os.WriteFile(out, []byte(report), 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	abs, _ := filepath.Abs(out)
+	r.logf("wrote %s (total %.1fs, load %s)", abs, time.Since(r.started).Seconds(), r.loadAt[1])
+	fmt.Print(r.summary())
+	return nil
+}
+
+func (r *runner) runRSSRow(ctx context.Context) error {
+	for _, mode := range []string{"bare", "gateway"} {
+		dir := filepath.Join(r.workDir, "rss-"+mode)
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return err
+		}
+		res, err := runRSS(ctx, mode, r.up.url, dir, r.fx, r.bigBytes)
+		if err != nil {
+			return fmt.Errorf("%s: %w", mode, err)
+		}
+		r.logf("rss %s: idle %d KiB, peak %d KiB, growth %d KiB, %.0f MB/s", mode, res.idle.VmRSS, res.peak.VmHWM,
+			res.growthKiB(), mbps(res.bytes, res.elapsed))
+		r.rss = append(r.rss, res)
+		os.RemoveAll(dir)
+	}
+	return nil
+}
+
+func (r *runner) runMergeRow() error {
+	dir := filepath.Join(r.workDir, "merge")
+	var d *mergeData
+	err := r.timed("  write merge data set", func() error {
+		var err error
+		d, err = writeMergeData(dir, r.fx, r.mRollouts, r.mCalls)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	r.logf("merge data: %d rollouts, %d lines, %.1f MB", len(d.ids), d.lines, float64(d.bytes)/1e6)
+	res, err := runMerge(d, r.mRounds)
+	if err != nil {
+		return err
+	}
+	r.merge = res
+	if !r.keep {
+		os.RemoveAll(dir)
+	}
+	return nil
+}
+
+// loadAvg returns the 1, 5 and 15 minute load averages.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	modelcalls "github.com/modelcalls/modelcalls"
+	"github.com/modelcalls/modelcalls/capture"
+)
+
+// mergeData is a capture directory of rollouts x calls lines, every line a real capture line
+// written by NeMo Gym (testdata/gym-capture), cycled.
+type mergeData struct {
+	dir   string
+	ids   []string
+	bytes int64
+	lines int
+}
+
+// writeMergeData writes the data set without fsync (it is the reader that is measured).
+func writeMergeData(dir string, fx *fixtures, rollouts, calls int) (*mergeData, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("merge data dir: %w", err)
+	}
+	d := &mergeData{dir: dir}
+	k := 0
+	for r := range rollouts {
+		id := fmt.Sprintf("%d-%d", r/100, r%100)
+		f, err := os.Create(filepath.Join(dir, id+capture.CaptureSuffix))
+		if err != nil {
+			return nil, fmt.Errorf("merge data: %w", err)
+		}
+		w := bufio.NewWriterSize(f, 256<<10)
+		for range calls {
+			line := fx.gymLines[k%len(fx.gymLines)]
+			k++
+			w.Write(line)
+			w.WriteByte('\n')
+			d.bytes += int64(len(line) + 1)
+			d.lines++
+		}
+		if err := w.Flush(); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("merge data: %w", err)
+		}
+		if err := f.Close(); err != nil {
+			return nil, fmt.Errorf("merge data: %w", err)
+		}
+		d.ids = append(d.ids, id)
+	}
+	return d, nil
+}
+
+// mergePass is one timed pass over the whole data set.
+type mergePass struct {
+	elapsed time.Duration
+	bytes   int64
+	records int
+	out     int64 // merged output bytes (merge pass only)
+}
+
+// readRaw is the baseline: every capture file opened and read line by line with bufio, nothing
+// decoded.
+func (d *mergeData) readRaw() (mergePass, error) {
+	var p mergePass
+	br := bufio.NewReaderSize(nil, 64<<10)
+	start := time.Now()
+	for _, id := range d.ids {
+		f, err := os.Open(filepath.Join(d.dir, id+capture.CaptureSuffix))
+		if err != nil {
+			return p, fmt.Errorf("raw read: %w", err)
+		}
+		br.Reset(f)
+		for {
+			line, err := br.ReadSlice('\n')
+			p.bytes += int64(len(line))
+			if err == bufio.ErrBufferFull {
+				continue
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				f.Close()
+				return p, fmt.Errorf("raw read: %w", err)
+			}
+			p.records++
+		}
+		f.Close()
+	}
+	p.elapsed = time.Since(start)
+	return p, nil
+}
+
+// readRecords is the subject: modelcalls.ReadAvailableRecords for every rollout (shared lock,
+// tolerant read, one ModelCallRecord built per line), as merge does before it aggregates.
+func (d *mergeData) readRecords() (mergePass, error) {
+	var p mergePass
+	store, err := capture.OpenExisting(d.dir)
+	if err != nil {
+		return p, err
+	}
+	start := time.Now()
+	for _, id := range d.ids {
+		recs, damaged, err := modelcalls.ReadAvailableRecords(store, id)
+		if err != nil {
+			return p, fmt.Errorf("read records: %w", err)
+		}
+		if damaged != 0 {
+			return p, fmt.Errorf("read records %s: %d damaged lines: %w", id, damaged, errUnexpected)
+		}
+		p.records += len(recs)
+	}
+	p.elapsed = time.Since(start)
+	p.bytes = d.bytes
+	return p, nil
+}
+
+// mergeRecords is the whole merge of `modelcalls merge`: one rollout record line per rollout through
+// a modelcalls.Merger with default options (claims checked, tolerant read, records built,
+// aggregated, ng_model_call_capture spliced into the line, payloads left out).
+func (d *mergeData) mergeRecords() (mergePass, error) {
+	var p mergePass
+	m, err := modelcalls.NewMerger([]string{d.dir}, modelcalls.MergeOptions{})
+	if err != nil {
+		return p, err
+	}
+	ctx := context.Background()
+	line := make([]byte, 0, 128)
+	start := time.Now()
+	for i, id := range d.ids {
+		task, idx := i/100, i%100
+		line = fmt.Appendf(line[:0], `{"_ng_task_index": %d, "_ng_rollout_index": %d, "reward": 1.0}`, task, idx)
+		out, res, err := m.Merge(ctx, line)
+		if err != nil {
+			return p, fmt.Errorf("merge %s: %w", id, err)
+		}
+		if res.RolloutID != id || !res.Attached || res.Damaged != 0 || len(out) <= len(line) {
+			return p, fmt.Errorf("merge %s: %+v: %w", id, res, errUnexpected)
+		}
+		p.records += res.Calls
+		p.out += int64(len(out))
+	}
+	p.elapsed = time.Since(start)
+	p.bytes = d.bytes
+	return p, nil
+}
+
+// mergeResult is the merge row: ABAB passes of the baseline and the subjects on one core.
+type mergeResult struct {
+	data                *mergeData
+	raw, records, merge []mergePass
+}
+
+func mbps(bytes int64, d time.Duration) float64 { return float64(bytes) / 1e6 / d.Seconds() }
+
+// best returns the fastest pass (least disturbed by other work on the machine).
+func best(ps []mergePass) mergePass {
+	b := ps[0]
+	for _, p := range ps[1:] {
+		if p.elapsed < b.elapsed {
+			b = p
+		}
+	}
+	return b
+}
+
+// runMerge measures both readers with GOMAXPROCS=1, interleaved, rounds times each.
+func runMerge(d *mergeData, rounds int) (*mergeResult, error) {
+	prev := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(prev)
+	res := &mergeResult{data: d}
+	// Warm the page cache so both readers see the same (cached) bytes.
+	if _, err := d.readRaw(); err != nil {
+		return nil, err
+	}
+	for range rounds {
+		runtime.GC()
+		r, err := d.readRaw()
+		if err != nil {
+			return nil, err
+		}
+		if r.bytes != d.bytes || r.records != d.lines {
+			return nil, fmt.Errorf("raw read saw %d bytes %d lines, wrote %d, %d: %w", r.bytes, r.records, d.bytes, d.lines, errUnexpected)
+		}
+		res.raw = append(res.raw, r)
+		runtime.GC()
+		m, err := d.readRecords()
+		if err != nil {
+			return nil, err
+		}
+		if m.records != d.lines {
+			return nil, fmt.Errorf("records: got %d, want %d: %w", m.records, d.lines, errUnexpected)
+		}
+		res.records = append(res.records, m)
+		runtime.GC()
+		g, err := d.mergeRecords()
+		if err != nil {
+			return nil, err
+		}
+		if g.records != d.lines {
+			return nil, fmt.Errorf("merge: %d calls attached, want %d: %w", g.records, d.lines, errUnexpected)
+		}
+		res.merge = append(res.merge, g)
+	}
+	return res, nil
+}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	modelcalls "github.com/modelcalls/modelcalls"
+	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/dialect"
+)
+
+// Micro-benchmarks of the per-call hot paths that have none in their own package (see
+// docs/benchmarks.md for the list of all of them). Run: go test -run '^$' -bench . -benchmem ./bench
+
+func benchFixtures(b *testing.B) *fixtures {
+	b.Helper()
+	fx, err := loadFixtures()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return fx
+}
+
+// BenchmarkChatStreamReassembly feeds the 200-event Chat Completions stream to dialect.Stream the
+// way the gateway sees it: one chunk per event (a paced upstream) or the whole body at once.
+func BenchmarkChatStreamReassembly(b *testing.B) {
+	fx := benchFixtures(b)
+	body := fx.sseBody()
+	for _, mode := range []string{"chunk=event", "chunk=body"} {
+		b.Run(mode, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				s := dialect.NewStream(dialect.Chat)
+				terminal := false
+				if mode == "chunk=body" {
+					terminal = s.Write(body)
+				} else {
+					for _, ev := range fx.sseEvents {
+						terminal = s.Write(ev) || terminal
+					}
+				}
+				s.End()
+				if !terminal || s.Response() == nil {
+					b.Fatal("stream not reassembled")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkBuildRecord builds one ModelCallRecord per capture line written by NeMo Gym (all three
+// dialects, JSON and SSE, errors), as merge does for every call.
+func BenchmarkBuildRecord(b *testing.B) {
+	fx := benchFixtures(b)
+	var n int64
+	for _, l := range fx.gymLines {
+		n += int64(len(l))
+	}
+	b.SetBytes(n)
+	b.ReportAllocs()
+	for b.Loop() {
+		for i, l := range fx.gymLines {
+			if _, err := modelcalls.BuildRecord(l, i); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.N*len(fx.gymLines))/b.Elapsed().Seconds(), "records/s")
+}
+
+// benchExchange is the exchange of one non-streaming call of the harness: a real agent's request
+// and a recorded response.
+func benchExchange(b *testing.B, fx *fixtures) *capture.Exchange {
+	b.Helper()
+	var resp bytes.Buffer
+	if err := json.Compact(&resp, fx.jsonResponse); err != nil {
+		b.Fatal(err)
+	}
+	status, ttft := 200, 1.23
+	src, attempted := "upstream", true
+	return &capture.Exchange{
+		ModelCallID: capture.NewModelCallID(), Dialect: "responses",
+		ModelRef:  &capture.ModelRef{Type: capture.ModelRefType, Name: "bench"},
+		StartedAt: 1764432000.123456, CompletedAt: 1764432000.234567, LatencyMS: 111.11, LatencyTTFTMS: &ttft,
+		StatusCode: &status, Request: fx.jsonRequest, Response: resp.Bytes(),
+		ResponseSource: &src, UpstreamAttempted: &attempted, UpstreamStatusCode: &status,
+	}
+}
+
+// BenchmarkEncodeExchange encodes that exchange into its capture line.
+func BenchmarkEncodeExchange(b *testing.B) {
+	ex := benchExchange(b, benchFixtures(b))
+	line, err := capture.EncodeExchange(ex)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := capture.EncodeExchange(ex); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStoreAppend appends that line to one rollout file: open, flock, tail check, write,
+// fsync, close. The fsync dominates; compare with BenchmarkFsync on the same disk.
+func BenchmarkStoreAppend(b *testing.B) {
+	ex := benchExchange(b, benchFixtures(b))
+	line, err := capture.EncodeExchange(ex)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := capture.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Append("bench", line); err != nil { // file exists: no directory sync in the loop
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.Append("bench", line); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFsync is the floor of BenchmarkStoreAppend: write the same number of bytes to an open
+// file and fsync it.
+func BenchmarkFsync(b *testing.B) {
+	ex := benchExchange(b, benchFixtures(b))
+	line, err := capture.EncodeExchange(ex)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := newFsyncProbe(b.TempDir(), len(line)+1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.close()
+	b.SetBytes(int64(len(line) + 1))
+	for b.Loop() {
+		if _, err := p.run(1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReadAvailableRecords reads one rollout of 20 calls (NeMo Gym lines) and builds its
+// records: the per-rollout step of merge.
+func BenchmarkReadAvailableRecords(b *testing.B) {
+	fx := benchFixtures(b)
+	d, err := writeMergeData(b.TempDir(), fx, 1, 20)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := capture.OpenExisting(d.dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(d.bytes)
+	b.ReportAllocs()
+	for b.Loop() {
+		recs, damaged, err := modelcalls.ReadAvailableRecords(s, d.ids[0])
+		if err != nil || damaged != 0 || len(recs) != 20 {
+			b.Fatal(fmt.Sprint(len(recs), damaged, err))
+		}
+	}
+}
+
+// BenchmarkMergeRollout merges one rollout record line with its 20 captured calls (claims check,
+// read, build, aggregate, splice; payloads left out).
+func BenchmarkMergeRollout(b *testing.B) {
+	fx := benchFixtures(b)
+	d, err := writeMergeData(b.TempDir(), fx, 1, 20)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := modelcalls.NewMerger([]string{d.dir}, modelcalls.MergeOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	line := []byte(`{"_ng_task_index": 0, "_ng_rollout_index": 0, "reward": 1.0}`)
+	ctx := context.Background()
+	b.SetBytes(d.bytes)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, res, err := m.Merge(ctx, line); err != nil || res.Calls != 20 {
+			b.Fatal(res, err)
+		}
+	}
+}

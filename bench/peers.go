@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// upstreamTransport is the transport every in-process proxy uses towards the upstream: the default
+// one with a keep-alive pool big enough for 64 concurrent rollouts (the default keeps 2 idle
+// connections per host, which would make every proxy open and close connections under load).
+func upstreamTransport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 1024
+	tr.MaxIdleConnsPerHost = 1024
+	tr.IdleConnTimeout = 5 * time.Minute
+	return tr
+}
+
+// server is an in-process HTTP server on a loopback port.
+type server struct {
+	srv *http.Server
+	url string
+}
+
+func serve(h http.Handler) (*server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	s := &server{srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, url: "http://" + ln.Addr().String()}
+	go s.srv.Serve(ln)
+	return s, nil
+}
+
+func (s *server) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.srv.Shutdown(ctx)
+}
+
+// bareProxy is the baseline proxy: httputil.ReverseProxy with nothing but a target (paths forwarded
+// unchanged, SSE flushed as it arrives, which ReverseProxy does by itself for text/event-stream).
+func bareProxy(target string) (http.Handler, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil, fmt.Errorf("bare proxy target: %w", err)
+	}
+	return &httputil.ReverseProxy{
+		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(u); r.Out.Host = r.In.Host },
+		Transport: upstreamTransport(),
+	}, nil
+}
+
+// mitm is a running mitmdump in reverse-proxy mode recording every flow to a file.
+type mitm struct {
+	cmd     *exec.Cmd
+	url     string
+	flows   string
+	version string
+	stderr  *bytes.Buffer
+}
+
+// findMitmdump returns the mitmdump path, installing the Debian package first when install is set
+// (apt-get, as root). It returns "" without error when mitmdump is absent and install is not set.
+func findMitmdump(install bool, logf func(string, ...any)) (string, error) {
+	if p, err := exec.LookPath("mitmdump"); err == nil {
+		return p, nil
+	}
+	if !install {
+		return "", nil
+	}
+	logf("installing mitmproxy from Debian packages (apt-get install mitmproxy)")
+	cmd := exec.Command("apt-get", "install", "-y", "--no-install-recommends", "mitmproxy")
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("apt-get install mitmproxy: %w\n%s", err, tail(out, 2000))
+	}
+	return exec.LookPath("mitmdump")
+}
+
+// startMitm starts mitmdump reverse-proxying to target and writing flows under dir. It returns when
+// the proxy answers a call.
+func startMitm(bin, target, dir string) (*mitm, error) {
+	ver, _ := exec.Command(bin, "--version").Output()
+	version := strings.TrimSpace(strings.SplitN(string(ver), "\n", 2)[0])
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("mitm port: %w", err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	flows := filepath.Join(dir, "mitm.flows")
+	m := &mitm{url: fmt.Sprintf("http://127.0.0.1:%d", port), flows: flows, version: version, stderr: &bytes.Buffer{}}
+	m.cmd = exec.Command(bin, "--mode", "reverse:"+target, "--listen-host", "127.0.0.1", "-p", fmt.Sprint(port),
+		"-w", flows, "-q", "--set", "termlog_verbosity=error")
+	m.cmd.Stderr = m.stderr
+	m.cmd.Stdout = m.stderr
+	if err := m.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start mitmdump: %w", err)
+	}
+	c := &http.Client{Timeout: time.Second}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if m.cmd.ProcessState != nil {
+			break
+		}
+		resp, err := c.Post(m.url+"/v1/responses", "application/json", strings.NewReader("{}"))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return m, nil
+			}
+		}
+	}
+	m.stop()
+	return nil, fmt.Errorf("mitmdump did not come up: %w\n%s", errUnexpected, tail(m.stderr.Bytes(), 2000))
+}
+
+// stop ends the mitmdump this harness started (by its pid) and waits for it.
+func (m *mitm) stop() {
+	if m.cmd.Process == nil {
+		return
+	}
+	m.cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- m.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		m.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// flowBytes returns the size of the flow file written so far.
+func (m *mitm) flowBytes() int64 {
+	st, err := os.Stat(m.flows)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// fsyncProbe measures write+fsync of one capture-sized line appended to a file in dir: the disk the
+// capture store writes to, in the same run.
+type fsyncProbe struct {
+	f    *os.File
+	line []byte
+}
+
+func newFsyncProbe(dir string, lineLen int) (*fsyncProbe, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "fsync-probe.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("fsync probe: %w", err)
+	}
+	line := bytes.Repeat([]byte("x"), lineLen-1)
+	line = append(line, '\n')
+	return &fsyncProbe{f: f, line: line}, nil
+}
+
+// run times n append+fsync pairs; what is recorded is the fsync alone.
+func (p *fsyncProbe) run(n int) (durations, error) {
+	out := make(durations, 0, n)
+	for range n {
+		if _, err := p.f.Write(p.line); err != nil {
+			return nil, fmt.Errorf("fsync probe write: %w", err)
+		}
+		t := time.Now()
+		if err := p.f.Sync(); err != nil {
+			return nil, fmt.Errorf("fsync probe: %w", err)
+		}
+		out = append(out, time.Since(t))
+	}
+	return out, nil
+}
+
+func (p *fsyncProbe) close() error {
+	return errors.Join(p.f.Close(), os.Remove(p.f.Name()))
+}

@@ -1,0 +1,332 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// goals of ISSUE 5.
+const (
+	goalOffRatio     = 1.2                    // capture off: added latency within 1.2x of the bare proxy's
+	goalOnSlack      = 200 * time.Microsecond // capture on: p50 <= bare p50 + fsync p50 + 0.2 ms
+	goalThroughput   = 0.5                    // capture on, own files: >= 50% of the bare proxy's calls/s
+	goalTTFT         = 500 * time.Microsecond // added TTFT p50
+	goalRSSKiB       = 64 << 10               // RSS growth for a 100 MiB stream
+	goalMergeRatio   = 0.25                   // records MB/s >= 25% of raw bufio MB/s
+	heldNoiseAllowed = 0.01                   // held events may exceed the bare proxy's by 1% of events (scheduling noise)
+)
+
+// check is one figure against its goal, for the summary table and the final report.
+type check struct {
+	row, figure, baseline, result, goal string
+	ok                                  *bool // nil: report only
+}
+
+func boolp(b bool) *bool { return &b }
+
+func (c check) verdict() string {
+	if c.ok == nil {
+		return "reported"
+	}
+	return verdict(*c.ok)
+}
+
+// checks computes every figure against its goal.
+func (r *runner) checks() []check {
+	var cs []check
+	if l := r.lat; l != nil {
+		d, b, off, on := l.by[sDirect], l.by[sBare], l.by[sGwOff], l.by[sGwOn]
+		fs := l.fsync.pct(50)
+		for _, mode := range []struct {
+			name string
+			get  func(*subjectStats) durations
+		}{{"1 client", func(s *subjectStats) durations { return s.seq }}, {fmt.Sprintf("%d concurrent rollouts", r.workers), func(s *subjectStats) durations { return s.conc }}} {
+			dp := mode.get(d).pcts(50, 99)
+			bp := mode.get(b).pcts(50, 99)
+			op := mode.get(off).pcts(50, 99)
+			np := mode.get(on).pcts(50, 99)
+			addB50, addB99 := bp[0]-dp[0], bp[1]-dp[1]
+			addO50, addO99 := op[0]-dp[0], op[1]-dp[1]
+			okOff := float64(addO50) <= goalOffRatio*float64(max(addB50, 1)) && float64(addO99) <= goalOffRatio*float64(max(addB99, 1))
+			cs = append(cs, check{
+				row:      "1",
+				figure:   "added latency, non-streaming, capture off, " + mode.name + " (p50 / p99)",
+				baseline: fmt.Sprintf("direct %s / %s ms; bare proxy adds %s / %s ms", ms(dp[0]), ms(dp[1]), msSigned(addB50), msSigned(addB99)),
+				result: fmt.Sprintf("adds %s / %s ms = %s / %s of the bare proxy's added latency (total latency %s / %s of bare)",
+					msSigned(addO50), msSigned(addO99), ratio(float64(addO50), float64(addB50)), ratio(float64(addO99), float64(addB99)),
+					ratio(float64(op[0]), float64(bp[0])), ratio(float64(op[1]), float64(bp[1]))),
+				goal: "added latency within 1.2x of the bare proxy's (p50 and p99)",
+				ok:   boolp(okOff),
+			})
+			over := np[0] - bp[0]
+			cs = append(cs, check{
+				row:      "1",
+				figure:   "added latency, non-streaming, capture on, " + mode.name + " (p50 / p99)",
+				baseline: fmt.Sprintf("bare proxy %s / %s ms; fsync p50 %s ms (same disk, same run)", ms(bp[0]), ms(bp[1]), ms(fs)),
+				result: fmt.Sprintf("%s / %s ms: p50 %s ms above bare (budget %s ms), p99 %s ms above bare",
+					ms(np[0]), ms(np[1]), msSigned(over), ms(fs+goalOnSlack), msSigned(np[1]-bp[1])),
+				goal: "p50 <= bare p50 + fsync p50 + 0.2 ms",
+				ok:   boolp(over <= fs+goalOnSlack),
+			})
+		}
+		if l.mitm {
+			m := l.by[sMitm]
+			mp := m.seq.pcts(50, 99)
+			bp := b.seq.pcts(50, 99)
+			cp := m.conc.pcts(50, 99)
+			cs = append(cs, check{
+				row: "1-2", figure: "peer: mitmdump reverse proxy recording flows (-w)",
+				baseline: "bare proxy",
+				result: fmt.Sprintf("1 client %s / %s ms (%s of bare p50); %d concurrent %s / %s ms; %.0f calls/s (%s of bare; ours with capture on: %s)",
+					ms(mp[0]), ms(mp[1]), ratio(float64(mp[0]), float64(bp[0])), r.workers, ms(cp[0]), ms(cp[1]),
+					m.callsPerSec(), ratio(m.callsPerSec(), b.callsPerSec()), ratio(on.callsPerSec(), b.callsPerSec())),
+				goal: "reported beside ours",
+			})
+		}
+		tp := on.callsPerSec() / b.callsPerSec()
+		cs = append(cs, check{
+			row: "2", figure: fmt.Sprintf("calls/s, capture on, %d concurrent rollouts, each its own file", r.workers),
+			baseline: fmt.Sprintf("bare proxy %.0f calls/s (direct %.0f)", b.callsPerSec(), d.callsPerSec()),
+			result:   fmt.Sprintf("%.0f calls/s = %.0f%% of bare (capture off: %.0f calls/s)", on.callsPerSec(), 100*tp, off.callsPerSec()),
+			goal:     ">= 50% of the bare proxy",
+			ok:       boolp(tp >= goalThroughput),
+		})
+		one := l.by[sGwOne]
+		bound := 0.0
+		if fs > 0 {
+			bound = float64(time.Second) / float64(fs)
+		}
+		cs = append(cs, check{
+			row: "3", figure: fmt.Sprintf("calls/s, capture on, %d concurrent calls into ONE rollout file", r.workers),
+			baseline: fmt.Sprintf("bare proxy %.0f calls/s", b.callsPerSec()),
+			result: fmt.Sprintf("%.0f calls/s = %.0f%% of bare; p50 %s ms, p99 %s ms; serial-append bound 1/fsync p50 = %.0f calls/s",
+				one.callsPerSec(), 100*one.callsPerSec()/b.callsPerSec(), ms(one.conc.pct(50)), ms(one.conc.pct(99)), bound),
+			goal: "report; bounded by the per-file lock held across write+fsync",
+		})
+	}
+	if s := r.sse; s != nil {
+		b, g := s.by[sBare], s.by[sGwOn]
+		added := g.ttft.pct(50) - b.ttft.pct(50)
+		cs = append(cs, check{
+			row: "4", figure: "added time to first SSE event at the client (p50)",
+			baseline: fmt.Sprintf("bare proxy TTFT p50 %s ms (direct %s ms)", ms(b.ttft.pct(50)), ms(s.by[sDirect].ttft.pct(50))),
+			result:   fmt.Sprintf("gateway TTFT p50 %s ms: %s ms added (p99 %s vs %s ms)", ms(g.ttft.pct(50)), msSigned(added), ms(g.ttft.pct(99)), ms(b.ttft.pct(99))),
+			goal:     "< 0.5 ms added",
+			ok:       boolp(added < goalTTFT),
+		})
+		bd, gd := b.delivery.pcts(50, 99), g.delivery.pcts(50, 99)
+		okHeld := float64(g.held) <= float64(b.held)+heldNoiseAllowed*float64(g.events)
+		cs = append(cs, check{
+			row: "4", figure: fmt.Sprintf("per-event delay upstream write -> client read, %d non-terminal events per stream, paced %s apart (effective p50 %s ms)", streamEvents-1, s.pace, ms(g.sendGaps.pct(50))),
+			baseline: fmt.Sprintf("bare proxy p50 %s / p99 %s ms; %s of events read only after the upstream wrote the next", ms(bd[0]), ms(bd[1]), b.heldPct()),
+			result: fmt.Sprintf("gateway p50 %s / p99 %s ms; %s of events read only after the upstream wrote the next; client read gaps p50 %s ms (bare %s)",
+				ms(gd[0]), ms(gd[1]), g.heldPct(), ms(g.gaps.pct(50)), ms(b.gaps.pct(50))),
+			goal: "no chunk held except the terminal event (held share within 1 point of the bare proxy's)",
+			ok:   boolp(okHeld),
+		})
+		cs = append(cs, check{
+			row: "4", figure: "terminal event ([DONE]) delay (p50 / p99)",
+			baseline: fmt.Sprintf("bare proxy %s / %s ms", ms(b.terminal.pct(50)), ms(b.terminal.pct(99))),
+			result:   fmt.Sprintf("gateway %s / %s ms (held until the capture line is durable)", ms(g.terminal.pct(50)), ms(g.terminal.pct(99))),
+			goal:     "held: expected about one capture append (fsync) more",
+		})
+	}
+	for _, x := range r.rss {
+		if x.mode != "gateway" {
+			continue
+		}
+		var bare *rssResult
+		for i := range r.rss {
+			if r.rss[i].mode == "bare" {
+				bare = &r.rss[i]
+			}
+		}
+		base := "the gateway process at idle"
+		if bare != nil {
+			base += fmt.Sprintf(" (bare proxy in the same setup grows %.1f MiB)", float64(bare.growthKiB())/1024)
+		}
+		cs = append(cs, check{
+			row: "5", figure: fmt.Sprintf("peak RSS while one %d MiB SSE stream passes, capture on", x.bytes>>20),
+			baseline: base,
+			result: fmt.Sprintf("idle %.1f MiB, peak %.1f MiB: growth %.1f MiB (%.0f MB/s through the gateway)",
+				float64(x.idle.VmRSS)/1024, float64(x.peak.VmHWM)/1024, float64(x.growthKiB())/1024, mbps(x.bytes, x.elapsed)),
+			goal: "growth < 64 MiB",
+			ok:   boolp(x.growthKiB() < goalRSSKiB),
+		})
+	}
+	if m := r.merge; m != nil {
+		raw, rec, mg := best(m.raw), best(m.records), best(m.merge)
+		q := mbps(rec.bytes, rec.elapsed) / mbps(raw.bytes, raw.elapsed)
+		qm := mbps(mg.bytes, mg.elapsed) / mbps(raw.bytes, raw.elapsed)
+		cs = append(cs, check{
+			row: "6", figure: fmt.Sprintf("merge read: %d rollouts x %d calls (%.0f MB), GOMAXPROCS=1", len(m.data.ids), r.mCalls, float64(m.data.bytes)/1e6),
+			baseline: fmt.Sprintf("bufio line read of the same files: %.0f MB/s", mbps(raw.bytes, raw.elapsed)),
+			result: fmt.Sprintf("ReadAvailableRecords: %.0f MB/s, %.0f records/s = %.0f%% of raw",
+				mbps(rec.bytes, rec.elapsed), float64(rec.records)/rec.elapsed.Seconds(), 100*q),
+			goal: "report; aim >= 25% of raw",
+			ok:   boolp(q >= goalMergeRatio),
+		})
+		cs = append(cs, check{
+			row: "6", figure: "whole merge (Merger.Merge per rollout record: claims, read, build, aggregate, splice), GOMAXPROCS=1",
+			baseline: "same bufio read",
+			result: fmt.Sprintf("%.0f MB/s of capture, %.0f records/s, %.0f rollouts/s = %.0f%% of raw",
+				mbps(mg.bytes, mg.elapsed), float64(mg.records)/mg.elapsed.Seconds(), float64(len(m.data.ids))/mg.elapsed.Seconds(), 100*qm),
+			goal: "report; aim >= 25% of raw",
+			ok:   boolp(qm >= goalMergeRatio),
+		})
+	}
+	return cs
+}
+
+// report renders BENCHMARKS.md.
+func (r *runner) report() string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("# Benchmarks\n\n")
+	w("What modelcalls costs on the hot path of a model call (ISSUE 5), measured by `bench/` on loopback\n")
+	w("against an in-process upstream that answers instantly with recorded bodies. Every figure is\n")
+	w("relative to a baseline measured in the same run, baseline and subject batches interleaved.\n")
+	w("Regenerate with `make bench` (= `go run ./bench`); method and decisions: [docs/benchmarks.md](docs/benchmarks.md).\n\n")
+	if r.quick {
+		w("> **Smoke run (-quick)**: small iteration counts; the figures below are noisy.\n\n")
+	}
+	w("| | |\n|---|---|\n")
+	w("| date | %s |\n", r.started.UTC().Format("2006-01-02 15:04 MST"))
+	w("| command | `%s` (from the repository root) |\n", strings.TrimSpace(r.command))
+	w("| machine | %d cores (GOMAXPROCS %d), %s, Linux %s |\n", runtime.NumCPU(), runtime.GOMAXPROCS(0), cpuModel(), kernel())
+	w("| Go | %s |\n", runtime.Version())
+	w("| load average (1/5/15 min) | at start %s, at end %s |\n", r.loadAt[0], r.loadAt[1])
+	w("| capture dir | %s (same disk as the fsync probe) |\n", r.workDir)
+	w("| mitmproxy peer | %s |\n", r.mitmNoteOr())
+	w("| wall time | %s |\n\n", time.Since(r.started).Round(time.Second))
+
+	w("## Results against goals\n\n")
+	w("| row | figure | baseline (same run) | result | goal | verdict |\n|---|---|---|---|---|---|\n")
+	for _, c := range r.checks() {
+		w("| %s | %s | %s | %s | %s | %s |\n", c.row, c.figure, c.baseline, c.result, c.goal, c.verdict())
+	}
+	w("\n")
+	if l := r.lat; l != nil {
+		w("## Non-streaming calls (rows 1-3)\n\n")
+		w("Request: a real agent's Responses request (%d B); response: a recorded Responses body (%d B). ", len(r.fx.jsonRequest), len(r.fx.jsonResponse))
+		w("%d rounds; per subject and round %d sequential calls (1 client) and %s of %d closed-loop clients, each its own rollout file.\n\n",
+			r.rounds, r.seqCalls, r.concDur, r.workers)
+		w("| subject | 1 client p50 | p99 | added p50 vs direct | %d concurrent p50 | p99 | calls/s | vs bare |\n|---|---|---|---|---|---|---|---|\n", r.workers)
+		dp := l.by[sDirect].seq.pct(50)
+		bcps := l.by[sBare].callsPerSec()
+		for _, name := range l.order {
+			s := l.by[name]
+			seq := "-"
+			seq99, add := "-", "-"
+			if len(s.seq) > 0 {
+				p := s.seq.pcts(50, 99)
+				seq, seq99, add = ms(p[0]), ms(p[1]), msSigned(p[0]-dp)
+			}
+			c := s.conc.pcts(50, 99)
+			w("| %s | %s | %s | %s | %s | %s | %.0f | %s |\n", name, seq, seq99, add, ms(c[0]), ms(c[1]), s.callsPerSec(), ratio(s.callsPerSec(), bcps))
+		}
+		f := l.fsync.pcts(50, 90, 99)
+		w("\nfsync of a %d-byte append on the capture disk: p50 %s ms, p90 %s ms, p99 %s ms (%d samples).\n", l.lineLen, ms(f[0]), ms(f[1]), ms(f[2]), len(l.fsync))
+		w("Latencies are in ms, from request sent to the last body byte read. Samples per subject: %d (1 client).\n\n", len(l.by[sDirect].seq))
+	}
+	if s := r.sse; s != nil {
+		w("## Streaming calls (row 4)\n\n")
+		w("The upstream writes %d Chat Completions events (a recorded gpt-4o stream, deltas cycled; %d B) one write and flush each, %s apart; "+
+			"the client times every event it reads against the instant the upstream wrote it. An event counts as held when the client read it only after the upstream had written the next one. %d rounds x %d streams per subject, one stream at a time.\n\n",
+			streamEvents, len(r.fx.sseBody()), s.pace, r.sseRounds, r.streams)
+		w("| subject | TTFT p50 | TTFT p99 | event delay p50 | p99 | max | read after the next was written | terminal p50 | terminal p99 | client reads per stream | read gap p50 | p99 |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, name := range s.order {
+			st := s.by[name]
+			d := st.delivery.pcts(50, 99, 100)
+			g := st.gaps.pcts(50, 99)
+			w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.1f | %s | %s |\n", name, ms(st.ttft.pct(50)), ms(st.ttft.pct(99)),
+				ms(d[0]), ms(d[1]), ms(d[2]), st.heldPct(), ms(st.terminal.pct(50)), ms(st.terminal.pct(99)),
+				float64(st.chunks)/float64(max(st.streams, 1)), ms(g[0]), ms(g[1]))
+		}
+		w("\n")
+	}
+	if len(r.rss) > 0 {
+		w("## Peak memory (row 5)\n\n")
+		w("The proxy runs in a child process (`bench -child`), reading its own `/proc/self/status`; idle = VmRSS after warm-up calls, peak = VmHWM after the stream.\n\n")
+		w("| proxy | stream | idle RSS | peak RSS (VmHWM) | growth | Go heap in use after | throughput |\n|---|---|---|---|---|---|---|\n")
+		for _, x := range r.rss {
+			w("| %s | %.1f MiB | %.1f MiB | %.1f MiB | %.1f MiB | %.1f MiB | %.0f MB/s |\n", x.mode, float64(x.bytes)/(1<<20),
+				float64(x.idle.VmRSS)/1024, float64(x.peak.VmHWM)/1024, float64(x.growthKiB())/1024, float64(x.peak.Heap)/1024, mbps(x.bytes, x.elapsed))
+		}
+		w("\n")
+	}
+	if m := r.merge; m != nil {
+		w("## Merge read (row 6)\n\n")
+		w("%d rollout files x %d lines, every line a real capture line written by NeMo Gym (testdata/gym-capture, cycled; %.1f MB), read from the page cache with GOMAXPROCS=1. Best of %d interleaved passes each.\n\n",
+			len(m.data.ids), r.mCalls, float64(m.data.bytes)/1e6, len(m.raw))
+		w("| reader | pass times | best MB/s | records/s |\n|---|---|---|---|\n")
+		for _, x := range []struct {
+			name string
+			ps   []mergePass
+		}{{"bufio lines (baseline)", m.raw}, {"modelcalls.ReadAvailableRecords", m.records}, {"modelcalls.Merger.Merge", m.merge}} {
+			var ts []string
+			for _, p := range x.ps {
+				ts = append(ts, p.elapsed.Round(time.Millisecond).String())
+			}
+			bp := best(x.ps)
+			w("| %s | %s | %.0f | %.0f |\n", x.name, strings.Join(ts, ", "), mbps(bp.bytes, bp.elapsed), float64(bp.records)/bp.elapsed.Seconds())
+		}
+		w("\n")
+	}
+	if len(r.micro) > 0 || r.mErr != "" {
+		w("## Micro-benchmarks (go test -bench, -benchmem)\n\n")
+		w("`%s`\n\n", microCommand)
+		if r.mErr != "" {
+			w("Failed: %s\n\n", r.mErr)
+		}
+		w("```\n%s\n```\n\n", strings.Join(r.micro, "\n"))
+	}
+	w("## Phases\n\n| phase | time |\n|---|---|\n")
+	for _, p := range r.phases {
+		w("| %s | %s |\n", p.name, p.took.Round(100*time.Millisecond))
+	}
+	for _, n := range r.notes {
+		w("\n%s\n", n)
+	}
+	return b.String()
+}
+
+func (r *runner) mitmNoteOr() string {
+	if r.lat == nil {
+		return "not run"
+	}
+	return r.lat.mitmNote
+}
+
+// summary is what the harness prints when done: the goal table, one line per figure.
+func (r *runner) summary() string {
+	var b strings.Builder
+	for _, c := range r.checks() {
+		fmt.Fprintf(&b, "row %s  %-11s  %s\n         %s\n", c.row, c.verdict(), c.figure, c.result)
+	}
+	return b.String()
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}
+
+func kernel() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The peak-memory row runs the proxy under test in a child process (this binary re-executed with
+// -child), so that the parent's upstream, clients and other data do not count. The child reports its
+// own /proc/self/status on memPath.
+const memPath = "/__bench/mem"
+
+// memStatus is a process's resident memory, from /proc/self/status, in KiB.
+type memStatus struct {
+	VmRSS int64 `json:"vm_rss_kib"` // resident now
+	VmHWM int64 `json:"vm_hwm_kib"` // peak resident since start
+	Heap  int64 `json:"heap_inuse_kib"`
+}
+
+func readMemStatus() (memStatus, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return memStatus{}, fmt.Errorf("read /proc/self/status: %w", err)
+	}
+	var m memStatus
+	for line := range strings.SplitSeq(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			continue
+		}
+		n, _ := strconv.ParseInt(f[0], 10, 64)
+		switch k {
+		case "VmRSS":
+			m.VmRSS = n
+		case "VmHWM":
+			m.VmHWM = n
+		}
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	m.Heap = int64(ms.HeapInuse >> 10)
+	return m, nil
+}
+
+// childMain serves the proxy named by mode ("gateway" or "bare") on a loopback port, prints
+// "LISTEN <url>" on stdout, and exits when stdin closes.
+func childMain(mode, upstreamURL, captureDir string) error {
+	var (
+		h    http.Handler
+		stop = func() {}
+		err  error
+	)
+	switch mode {
+	case "gateway":
+		h, stop, err = gatewayHandler(upstreamURL, captureDir, true)
+	case "bare":
+		h, err = bareProxy(upstreamURL)
+	default:
+		err = fmt.Errorf("unknown child mode %q", mode)
+	}
+	if err != nil {
+		return err
+	}
+	defer stop()
+	mux := http.NewServeMux()
+	mux.HandleFunc(memPath, func(w http.ResponseWriter, r *http.Request) {
+		m, err := readMemStatus()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		json.NewEncoder(w).Encode(m)
+	})
+	mux.Handle("/", h)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("child listen: %w", err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	fmt.Printf("LISTEN http://%s\n", ln.Addr())
+	io.Copy(io.Discard, os.Stdin)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(ctx)
+}
+
+// child is a running child process serving one proxy.
+type child struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	url   string
+}
+
+func startChild(mode, upstreamURL, captureDir string) (*child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find own binary: %w", err)
+	}
+	cmd := exec.Command(exe, "-child", mode, "-child-upstream", upstreamURL, "-child-capture-dir", captureDir)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start child: %w", err)
+	}
+	c := &child{cmd: cmd, stdin: stdin}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "LISTEN ") {
+		c.stop()
+		return nil, fmt.Errorf("child %s did not start (%q): %w", mode, line, errors.Join(err, errUnexpected))
+	}
+	c.url = strings.TrimSpace(strings.TrimPrefix(line, "LISTEN "))
+	return c, nil
+}
+
+func (c *child) mem() (memStatus, error) {
+	var m memStatus
+	resp, err := http.Get(c.url + memPath)
+	if err != nil {
+		return m, fmt.Errorf("child mem: %w", err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		return m, fmt.Errorf("child mem: %w", err)
+	}
+	return m, nil
+}
+
+// stop closes the child's stdin (it shuts down) and waits; it kills the child (by pid) after 15 s.
+func (c *child) stop() {
+	c.stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- c.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		c.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// rssResult is the peak-memory row for one proxy.
+type rssResult struct {
+	mode       string
+	idle, peak memStatus
+	bytes      int64
+	elapsed    time.Duration
+}
+
+// growthKiB is the peak resident size while the stream passed minus the idle resident size.
+func (r rssResult) growthKiB() int64 { return r.peak.VmHWM - r.idle.VmRSS }
+
+// runRSS starts a child serving mode, warms it with one small captured call of each kind, reads its
+// idle RSS, passes one stream of total bytes through it, and reads its peak RSS.
+func runRSS(ctx context.Context, mode, upstreamURL, captureDir string, fx *fixtures, total int64) (rssResult, error) {
+	res := rssResult{mode: mode}
+	c, err := startChild(mode, upstreamURL, captureDir)
+	if err != nil {
+		return res, err
+	}
+	defer c.stop()
+	s := newSubject("child-"+mode, c.url, true)
+	defer s.closeIdle()
+	for range 3 {
+		if _, err := s.call(ctx, "rss-warm", fx, make([]byte, 32<<10)); err != nil {
+			return res, fmt.Errorf("warm-up: %w", err)
+		}
+		if _, _, err := s.bigStream(ctx, fx, "rss-warm", 64<<10); err != nil {
+			return res, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if res.idle, err = c.mem(); err != nil {
+		return res, err
+	}
+	if res.bytes, res.elapsed, err = s.bigStream(ctx, fx, "rss-big", total); err != nil {
+		return res, err
+	}
+	if res.peak, err = c.mem(); err != nil {
+		return res, err
+	}
+	return res, nil
+}
