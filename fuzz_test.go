@@ -1,0 +1,98 @@
+package modelcalls
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"unicode/utf8"
+)
+
+// gymLines returns every line of the Gym-written capture dir (seeds and benchmark material).
+func gymLines(t testing.TB) [][]byte {
+	t.Helper()
+	files, err := filepath.Glob("testdata/gym-capture/capture/*.capture.jsonl")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("gym capture files: %v", err)
+	}
+	var lines [][]byte
+	for _, f := range files {
+		lines = append(lines, readLines(t, f)...)
+	}
+	return lines
+}
+
+// FuzzBuildRecord: BuildRecord never panics; it succeeds only on strict-JSON objects, and what it
+// builds always encodes to a JSON object with every field, tool-call arguments being objects.
+func FuzzBuildRecord(f *testing.F) {
+	for _, l := range gymLines(f) {
+		f.Add(l)
+	}
+	for _, l := range []string{`{}`, `[1]`, badModelRef, badPayload, nanLine, `{"response":{"output":[{"type":"function_call","arguments":"[1]"}]}}`,
+		`{"response":{"content":[{"type":"tool_use","input":"{\"a\":1}"},{"type":"thinking","thinking":""}]}}`} {
+		f.Add([]byte(l))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rec, err := BuildRecord(data, 1)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidExchange) {
+				t.Fatalf("error %v does not wrap ErrInvalidExchange", err)
+			}
+			return
+		}
+		if !json.Valid(data) || !utf8.Valid(data) || !bytes.HasPrefix(bytes.TrimLeft(data, " \t\r\n"), []byte("{")) {
+			t.Fatalf("built a record from %q", data)
+		}
+		out := rec.AppendJSON(nil, true)
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(out, &m); err != nil || len(m) != 33 || bytes.ContainsAny(out, "\n\r") {
+			t.Fatalf("record JSON %s: %v (%d keys)", out, err, len(m))
+		}
+		for _, tc := range rec.ToolCalls {
+			if !isObject(tc.Arguments) || !json.Valid(tc.Arguments) {
+				t.Fatalf("arguments %s are not an object", tc.Arguments)
+			}
+		}
+	})
+}
+
+// FuzzMergeSplice: a merge never panics; a line it does not attach to comes back unchanged, and a
+// line it attaches to keeps every byte outside the spliced values (checkSplice, which finds the
+// values with encoding/json, not with this package's scanner).
+func FuzzMergeSplice(f *testing.F) {
+	for _, path := range []string{"testdata/merge/splice.in.jsonl", "testdata/gym-capture/rollouts.jsonl"} {
+		for _, l := range readLines(f, path) {
+			f.Add(l)
+		}
+	}
+	dir := f.TempDir()
+	writeCapture(f, dir, "0-0", ok("call-00", 20)+"\n"+ok("call-01", 5)+"\n")
+	writeCapture(f, dir, "u-1", ok("call-u1", 10)+"\n{torn\n")
+	if err := os.WriteFile(filepath.Join(dir, "0-1.capture.incomplete"), nil, 0o640); err != nil {
+		f.Fatal(err)
+	}
+	m, err := NewMerger([]string{dir}, MergeOptions{DrainTimeout: -1})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		in := bytes.Clone(line)
+		out, res, err := m.Merge(context.Background(), line)
+		if !bytes.Equal(line, in) {
+			t.Fatal("Merge modified its input")
+		}
+		if err != nil || !res.Attached {
+			if !bytes.Equal(out, line) {
+				t.Fatalf("line not attached (err %v) but changed:\n in %q\nout %q", err, line, out)
+			}
+			return
+		}
+		if !json.Valid(line) || !utf8.Valid(line) {
+			t.Fatalf("attached to a line that is not strict JSON: %q", line)
+		}
+		checkSplice(t, line, out, res.ObservationsJoined)
+	})
+}
