@@ -1,0 +1,322 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcalls/modelcalls/capture"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/golden")
+
+// gymCapture is the capture dir NeMo Gym wrote for the shared fixtures (testdata/gym-capture/README.md).
+const gymCapture = "testdata/gym-capture/capture"
+
+// runCLI runs the command line through Main with buffers and returns stdout, stderr and the exit code.
+func runCLI(t testing.TB, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Main(args, strings.NewReader(stdin), &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+// checkGolden compares got with testdata/golden/<name>, rewriting it with -update.
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden (run go test -update to create it): %v", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (go test -update rewrites it)\n got: %s\nwant: %s", path, clipText(got), clipText(string(want)))
+	}
+}
+
+func clipText(s string) string {
+	if len(s) > 2000 {
+		return s[:2000] + "..."
+	}
+	return s
+}
+
+// jsonLines decodes each line of out as a JSON object, keeping key order.
+func jsonLines(t *testing.T, out string) []map[string]json.RawMessage {
+	t.Helper()
+	var objs []map[string]json.RawMessage
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("output line %d is not a JSON object: %v: %s", len(objs)+1, err, clipText(sc.Text()))
+		}
+		objs = append(objs, m)
+	}
+	return objs
+}
+
+// objectKeys returns the top-level keys of one JSON object in order.
+func objectKeys(t *testing.T, obj []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("not an object: %s", clipText(string(obj)))
+	}
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, tok.(string))
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
+}
+
+// compactJSON removes insignificant whitespace (Gym's file is written with ", " and ": ").
+func compactJSON(t *testing.T, v []byte) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Compact(&b, v); err != nil {
+		t.Fatalf("compact %s: %v", v, err)
+	}
+	return b.String()
+}
+
+var payloadKeys = []string{"request", "response", "request_raw", "response_raw"}
+
+func TestCallsJSONGolden(t *testing.T) {
+	tests := []struct {
+		id       string
+		payloads bool
+	}{
+		{id: "0-5"},    // Responses stream: reasoning + function call
+		{id: "1-1"},    // DeepSeek chat stream: reasoning_content, cached tokens
+		{id: "2-8"},    // Anthropic stream
+		{id: "3-0"},    // six chat calls and a torn line
+		{id: "4-0"},    // incomplete marker
+		{id: "4-1"},    // request body that is not JSON
+		{id: "4-2"},    // stream that died half-way
+		{id: "4-4-a1"}, // resumed attempt
+		{id: "4-1", payloads: true},
+		{id: "0-3", payloads: true},
+	}
+	for _, tc := range tests {
+		name := tc.id
+		args := []string{"calls", gymCapture, tc.id, "--json"}
+		if tc.payloads {
+			name += "-payloads"
+			args = append(args, "--include-payloads")
+		}
+		t.Run(name, func(t *testing.T) {
+			out, errOut, code := runCLI(t, "", args...)
+			if code != ExitOK {
+				t.Fatalf("exit %d; stderr: %s", code, errOut)
+			}
+			checkGolden(t, "calls/"+name+".jsonl", out)
+
+			records := jsonLines(t, out)
+			if len(records) == 0 {
+				t.Fatal("no records")
+			}
+			for i, rec := range records {
+				n := 29
+				if tc.payloads {
+					n = 33
+				}
+				if len(rec) != n {
+					t.Errorf("record %d has %d fields; want %d", i, len(rec), n)
+				}
+				for _, k := range payloadKeys {
+					if _, ok := rec[k]; ok != tc.payloads {
+						t.Errorf("record %d: payload field %q present = %v; want %v", i, k, ok, tc.payloads)
+					}
+				}
+				if string(rec["tool_calls"]) == "null" {
+					t.Errorf("record %d: tool_calls is null; want []", i)
+				}
+			}
+		})
+	}
+}
+
+// TestCallsAgreeWithGym checks the identity fields of every record against what NeMo Gym itself
+// attached in merged-by-gym.jsonl (the values that do not depend on SPEC's differences).
+func TestCallsAgreeWithGym(t *testing.T) {
+	data, err := os.ReadFile("testdata/gym-capture/merged-by-gym.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, rec := range jsonLines(t, string(data)) {
+		var att struct {
+			RolloutID string                       `json:"rollout_id"`
+			Calls     []map[string]json.RawMessage `json:"calls"`
+		}
+		if err := json.Unmarshal(rec["ng_model_call_capture"], &att); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(att.RolloutID, func(t *testing.T) {
+			out, errOut, code := runCLI(t, "", "calls", gymCapture, att.RolloutID, "--json")
+			if len(att.Calls) == 0 {
+				if code != ExitNotFound && code != ExitOK {
+					t.Errorf("exit %d; stderr %s", code, errOut)
+				}
+				return
+			}
+			if code != ExitOK {
+				t.Fatalf("exit %d; stderr: %s", code, errOut)
+			}
+			got := jsonLines(t, out)
+			if len(got) != len(att.Calls) {
+				t.Fatalf("%d records; Gym attached %d", len(got), len(att.Calls))
+			}
+			for i := range got {
+				for _, k := range []string{"model_call_id", "call_index", "model_ref", "dialect", "status_code", "response_id", "model", "started_at", "completed_at", "latency_total_ms", "latency_ttft_ms"} {
+					if compactJSON(t, got[i][k]) != compactJSON(t, att.Calls[i][k]) {
+						t.Errorf("call %d %s = %s; Gym says %s", i, k, got[i][k], att.Calls[i][k])
+					}
+				}
+			}
+			checked++
+		})
+	}
+	if checked < 35 {
+		t.Errorf("only %d rollouts compared", checked)
+	}
+}
+
+func TestCallsTable(t *testing.T) {
+	out, errOut, code := runCLI(t, "", "calls", gymCapture, "3-0")
+	if code != ExitOK {
+		t.Fatalf("exit %d; stderr: %s", code, errOut)
+	}
+	for _, want := range []string{"dialect", "latency ms", "deepseek-reasoner", "tool_calls", "1: weather", "calls 6  tokens in 439 out 560 reasoning 143 total 999  cached 320", "damaged lines 1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	rows := 0
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "│ chat ") {
+			rows++
+		}
+	}
+	if rows != 6 {
+		t.Errorf("%d call rows; want 6:\n%s", rows, out)
+	}
+	if !strings.Contains(errOut, "3-0.capture.jsonl:7: damaged line skipped") {
+		t.Errorf("stderr does not report the damaged line 7: %q", errOut)
+	}
+}
+
+func TestCallsIncompleteAndLocal(t *testing.T) {
+	out, errOut, code := runCLI(t, "", "calls", gymCapture, "4-0")
+	if code != ExitOK || !strings.Contains(errOut, "marked incomplete") || !strings.Contains(out, "incomplete") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 0 and the incomplete marker reported", code, out, errOut)
+	}
+
+	dir := t.TempDir()
+	st, err := capture.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, cat, src, reason := 502, "connection", "local", "upstream_unreachable"
+	attempted := true
+	ex := &capture.Exchange{ModelCallID: capture.NewModelCallID(), Dialect: "chat", StartedAt: 1, CompletedAt: 2,
+		LatencyMS: 3.5, StatusCode: &status, ErrorCategory: &cat, ResponseSource: &src, LocalResponseReason: &reason,
+		UpstreamAttempted: &attempted}
+	if err := st.AppendExchange("local-1", ex); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = runCLI(t, "", "calls", dir, "local-1")
+	if code != ExitOK || !strings.Contains(out, "connection (local: upstream_unreachable)") || !strings.Contains(out, "3.50") {
+		t.Errorf("exit %d, stderr %q; table lacks the local response:\n%s", code, errOut, out)
+	}
+}
+
+func TestCallsRecordDamageKeepsIndex(t *testing.T) {
+	dir := t.TempDir()
+	lines := []string{
+		`{"model_call_id":"a","dialect":"chat","status_code":200,"response":{"model":"x","usage":{"prompt_tokens":1,"completion_tokens":2}}}`,
+		``,
+		`{"model_call_id":"b","dialect":"chat","status_code":"200"}`, // wrong envelope type: damaged
+		`[1,2]`, // not an object: damaged
+		`{"model_call_id":"c","dialect":"messages","status_code":200}`,
+	}
+	if err := os.WriteFile(filepath.Join(dir, "r.capture.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, "", "calls", dir, "r", "--json")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	recs := jsonLines(t, out)
+	if len(recs) != 2 || string(recs[0]["call_index"]) != "0" || string(recs[1]["call_index"]) != "3" {
+		t.Fatalf("records %v; want call_index 0 and 3 (damaged lines keep their index, blank lines do not)", out)
+	}
+	for _, want := range []string{"r.capture.jsonl:3:", "r.capture.jsonl:4:"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q: %s", want, errOut)
+		}
+	}
+	if strings.Index(errOut, ":3:") > strings.Index(errOut, ":4:") {
+		t.Errorf("damaged lines not reported in line order: %s", errOut)
+	}
+}
+
+func TestCallsExitCodes(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "plain")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		code    int
+		message string
+	}{
+		{"missing dir", []string{"calls", "/nonexistent/capture", "0-0"}, ExitNotFound, "does not exist"},
+		{"dir is a file", []string{"calls", file, "0-0"}, ExitNotFound, "not a directory"},
+		{"missing rollout", []string{"calls", gymCapture, "4-3"}, ExitNotFound, "rollout 4-3 has no capture"},
+		{"slash in id", []string{"calls", gymCapture, "a/b"}, ExitUsage, "only ASCII letters, digits"},
+		{"leading dot", []string{"calls", gymCapture, ".x"}, ExitUsage, "must start with an ASCII letter or digit"},
+		{"too long", []string{"calls", gymCapture, strings.Repeat("a", 201)}, ExitUsage, "at most 200"},
+		{"one argument", []string{"calls", gymCapture}, ExitUsage, "accepts 2 arg"},
+		{"payloads without json", []string{"calls", gymCapture, "0-0", "--include-payloads"}, ExitUsage, "--include-payloads needs --json"},
+		{"unknown flag", []string{"calls", gymCapture, "0-0", "--bogus"}, ExitUsage, "unknown flag"},
+		{"found", []string{"calls", gymCapture, "0-0"}, ExitOK, ""},
+		{"marker only is found", []string{"calls", gymCapture, "4-0", "--json"}, ExitOK, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errOut, code := runCLI(t, "", tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d; want %d (stderr %q)", code, tc.code, errOut)
+			}
+			if tc.message != "" && !strings.Contains(errOut, tc.message) {
+				t.Errorf("stderr %q lacks %q", errOut, tc.message)
+			}
+		})
+	}
+}
