@@ -1,0 +1,175 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/stats"
+)
+
+func TestStatsJSONGolden(t *testing.T) {
+	out, errOut, code := runCLI(t, "", "stats", gymCapture, "--json")
+	if code != ExitOK {
+		t.Fatalf("exit %d; stderr %s", code, errOut)
+	}
+	checkGolden(t, "stats/gym-capture.json", out)
+	var r stats.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("--json output is not one report object: %v", err)
+	}
+	// Facts of the fixture (testdata/gym-capture/README.md): 39 capture files, 4-0 marked
+	// incomplete, one torn line in 3-0.
+	if r.Rollouts != 39 || r.IncompleteRollouts != 1 || r.DamagedLines != 1 || r.RolloutsWithDamage != 1 {
+		t.Errorf("rollouts %d incomplete %d damaged %d/%d; want 39, 1, 1/1", r.Rollouts, r.IncompleteRollouts, r.DamagedLines, r.RolloutsWithDamage)
+	}
+	perModel := 0
+	for _, m := range r.Models {
+		perModel += m.Calls
+	}
+	if perModel != r.Calls {
+		t.Errorf("per-model calls add up to %d; run has %d", perModel, r.Calls)
+	}
+}
+
+// exchange returns a capture line with the given model, usage object, latency and TTFT.
+func exchange(model, usage string, latency float64, ttft *float64, status int, category *string) *capture.Exchange {
+	resp := fmt.Sprintf(`{"model":%q,"usage":%s}`, model, usage)
+	if usage == "" {
+		resp = fmt.Sprintf(`{"model":%q}`, model)
+	}
+	return &capture.Exchange{
+		ModelCallID: capture.NewModelCallID(), Dialect: "chat", StartedAt: 1, CompletedAt: 2,
+		LatencyMS: latency, LatencyTTFTMS: ttft, StatusCode: &status, ErrorCategory: category,
+		Response: json.RawMessage(resp),
+	}
+}
+
+// TestStatsComputed builds a capture dir whose statistics are known by construction.
+func TestStatsComputed(t *testing.T) {
+	dir := t.TempDir()
+	st, err := capture.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := func(v float64) *float64 { return &v }
+	rl := "rate_limit"
+	// Model a: ten calls with latencies 10..100 ms over two rollouts, TTFT 1..10 ms; cache known on
+	// four calls, three of them hits (7+8+9 cached tokens).
+	for i := 1; i <= 10; i++ {
+		usage := fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":1,"total_tokens":%d}`, 10*i, 10*i+1)
+		if i >= 7 {
+			usage = fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":1,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d}}`, 10*i, 10*i+1, map[int]int{7: 7, 8: 8, 9: 9, 10: 0}[i])
+		}
+		id := "a-1"
+		if i%2 == 0 {
+			id = "a-2"
+		}
+		if err := st.AppendExchange(id, exchange("a", usage, float64(10*i), f(float64(i)), 200, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Model b: two rate-limited calls without usage or TTFT.
+	for range 2 {
+		if err := st.AppendExchange("b-1", exchange("b", "", 5, nil, 429, &rl)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.MarkIncomplete("b-1"); err != nil {
+		t.Fatal(err)
+	}
+	// A damaged line and a marker-only rollout.
+	p, _ := st.CapturePath("b-1")
+	fh, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh.WriteString("{torn\n")
+	fh.Close()
+	if err := st.MarkIncomplete("c-1"); err != nil {
+		t.Fatal(err)
+	}
+
+	out, errOut, code := runCLI(t, "", "stats", dir, "--json")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r stats.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, got, want any) {
+		t.Helper()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s = %v; want %v", name, got, want)
+		}
+	}
+	check("rollouts", r.Rollouts, 4)
+	check("incomplete", r.IncompleteRollouts, 2)
+	check("damaged", r.DamagedLines, 1)
+	check("calls", r.Calls, 12)
+	check("errors", r.Errors, 2)
+	check("errors_by_category", r.ErrorsByCategory, map[string]int{"rate_limit": 2})
+	check("tokens in", *r.Tokens.In, 550)
+	check("tokens total", *r.Tokens.Total, 560)
+	check("cache known/hits", [2]int{r.Cache.Known, r.Cache.Hits}, [2]int{4, 3})
+	check("hit rate", *r.Cache.HitRate, 0.75)
+	check("cached tokens", *r.Cache.CachedTokens, 24)
+	// Latencies: 5, 5, 10, 20, ..., 100 (12 samples). Nearest rank: p50 = rank 6 = 40,
+	// p90 = rank ceil(10.8) = 11 = 90, p99 = rank 12 = 100.
+	check("latency p50/p90/p99", [3]float64{*r.LatencyMS.P50, *r.LatencyMS.P90, *r.LatencyMS.P99}, [3]float64{40, 90, 100})
+	check("ttft count", r.TTFTMS.Count, 10)
+	check("ttft p50/p90", [2]float64{*r.TTFTMS.P50, *r.TTFTMS.P90}, [2]float64{5, 9})
+	if len(r.Models) != 2 || *r.Models[0].Model != "a" || *r.Models[1].Model != "b" {
+		t.Fatalf("models = %+v; want a then b", r.Models)
+	}
+	check("b hit rate", r.Models[1].Cache.HitRate, (*float64)(nil))
+	check("b latency p99", *r.Models[1].LatencyMS.P99, 5)
+
+	table, _, code := runCLI(t, "", "stats", dir)
+	if code != ExitOK {
+		t.Fatalf("table exit %d", code)
+	}
+	for _, want := range []string{"4 (2 incomplete, 1 with damaged lines)", "2 (rate_limit 2)", "75.0% (3 of 4 calls", "40.00 / 90.00 / 100.00 / 100.00 (12 calls)", "p50 ms"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+}
+
+func TestStatsEmptyAndErrors(t *testing.T) {
+	empty := t.TempDir()
+	out, _, code := runCLI(t, "", "stats", empty, "--json")
+	if code != ExitOK || !strings.Contains(out, `"calls": 0`) || !strings.Contains(out, `"models": []`) {
+		t.Errorf("empty dir: exit %d, output %s", code, out)
+	}
+	if out, _, code := runCLI(t, "", "stats", empty); code != ExitOK || !strings.Contains(out, "calls") {
+		t.Errorf("empty dir table: exit %d, output %s", code, out)
+	}
+
+	_, errOut, code := runCLI(t, "", "stats", "/nonexistent/dir")
+	if code != ExitNotFound || !strings.Contains(errOut, "does not exist") {
+		t.Errorf("missing dir: exit %d, stderr %q; want %d", code, errOut, ExitNotFound)
+	}
+	if _, _, code := runCLI(t, "", "stats"); code != ExitUsage {
+		t.Errorf("no DIR: exit %d; want %d", code, ExitUsage)
+	}
+
+	// A capture "file" that cannot be read is reported; the others still count.
+	bad := t.TempDir()
+	if err := os.Mkdir(filepath.Join(bad, "x-1.capture.jsonl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := capture.Open(bad)
+	if err := st.AppendExchange("ok-1", exchange("m", `{"prompt_tokens":1}`, 1, nil, 200, nil)); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = runCLI(t, "", "stats", bad, "--json")
+	if code != ExitFailure || !strings.Contains(errOut, "rollout x-1 not counted") || !strings.Contains(out, `"calls": 1`) {
+		t.Errorf("unreadable capture: exit %d, stderr %q, output %s", code, errOut, out)
+	}
+}
