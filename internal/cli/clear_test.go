@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcalls/modelcalls/capture"
+)
+
+// seedRollout gives rollout id in st a capture file, an incomplete marker and an outstanding claim.
+func seedRollout(t *testing.T, st *capture.Store, id string) {
+	t.Helper()
+	if err := st.AppendExchange(id, exchange("m", `{"prompt_tokens":1}`, 1, nil, 200, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.MarkIncomplete(id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Claim(id, capture.NewModelCallID()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rolloutFiles lists the capture artefacts of id present in dir.
+func rolloutFiles(t *testing.T, dir, id string) []string {
+	t.Helper()
+	var present []string
+	for _, suffix := range []string{capture.CaptureSuffix, capture.MarkerSuffix, capture.ClaimsSuffix} {
+		if _, err := os.Stat(filepath.Join(dir, id+suffix)); err == nil {
+			present = append(present, suffix)
+		}
+	}
+	return present
+}
+
+func TestClearRemovesListedRollouts(t *testing.T) {
+	dir1, dir2 := t.TempDir(), t.TempDir()
+	st1, _ := capture.Open(dir1)
+	st2, _ := capture.Open(dir2)
+	for _, id := range []string{"0-0", "0-1", "x-keep", "0-2-a1"} {
+		seedRollout(t, st1, id)
+	}
+	seedRollout(t, st2, "0-1")
+
+	in := strings.Join([]string{
+		`{"_ng_task_index": 0, "_ng_rollout_index": 0, "reward": 1}`,
+		`{"_ng_task_index": 0, "_ng_rollout_index": 1}`,
+		``,
+		`{"no_rollout_fields": true}`,
+		`{"_ng_task_index": 0, "_ng_rollout_index": 2, "_ng_attempt_index": 1}`,
+		`{"_ng_rollout_id": "never-captured"}`,
+		`{"_ng_task_index": 0, "_ng_rollout_index": 0}`, // listed twice: counted once
+	}, "\n") + "\n"
+	out, errOut, code := runCLI(t, in, "clear", "--capture-dir", dir1, "--capture-dir", dir2)
+	if code != ExitOK {
+		t.Fatalf("exit %d; stderr %s", code, errOut)
+	}
+	if want := "cleared 3 rollouts (4 listed, 1 had nothing to clear)\n"; out != want {
+		t.Errorf("stdout %q; want %q", out, want)
+	}
+	for _, id := range []string{"0-0", "0-1", "0-2-a1"} {
+		if got := rolloutFiles(t, dir1, id); len(got) != 0 {
+			t.Errorf("%s still has %v in the first dir", id, got)
+		}
+	}
+	if got := rolloutFiles(t, dir2, "0-1"); len(got) != 0 {
+		t.Errorf("0-1 still has %v in the second dir", got)
+	}
+	if got := rolloutFiles(t, dir1, "x-keep"); len(got) != 3 {
+		t.Errorf("unlisted rollout x-keep lost files: has %v", got)
+	}
+	if !strings.Contains(errOut, "capture writes were still in progress") {
+		t.Errorf("stderr does not warn about live claims: %q", errOut)
+	}
+}
+
+func TestClearReportsBadLines(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := capture.Open(dir)
+	seedRollout(t, st, "1-0")
+	inFile := filepath.Join(t.TempDir(), "rollouts.jsonl")
+	in := "[1,2]\n" + `{"_ng_rollout_id": "a/b"}` + "\n" + `{"_ng_task_index": 1, "_ng_rollout_index": 0}` + "\n"
+	if err := os.WriteFile(inFile, []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, "", "clear", "--capture-dir", dir, "--in", inFile)
+	if code != ExitFailure {
+		t.Errorf("exit %d; want %d", code, ExitFailure)
+	}
+	if !strings.Contains(out, "cleared 1 rollouts") {
+		t.Errorf("stdout %q; the valid rollout must still be cleared", out)
+	}
+	for _, want := range []string{"line 1: not cleared", "line 2: not cleared", "invalid rollout id"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q: %s", want, errOut)
+		}
+	}
+	if got := rolloutFiles(t, dir, "1-0"); len(got) != 0 {
+		t.Errorf("1-0 still has %v", got)
+	}
+}
+
+func TestClearUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no capture dir", []string{"clear"}, ExitUsage, "--capture-dir is required"},
+		{"missing capture dir", []string{"clear", "--capture-dir", "/nonexistent/dir"}, ExitNotFound, "does not exist"},
+		{"missing input", []string{"clear", "--capture-dir", t.TempDir(), "--in", "/nonexistent/in.jsonl"}, ExitNotFound, "does not exist"},
+		{"positional argument", []string{"clear", "--capture-dir", t.TempDir(), "extra"}, ExitUsage, "unknown command"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errOut, code := runCLI(t, "", tc.args...)
+			if code != tc.code || !strings.Contains(errOut, tc.msg) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, errOut, tc.code, tc.msg)
+			}
+		})
+	}
+}
