@@ -38,7 +38,7 @@ func BuildRecord(exchange []byte, callIndex int) (*ModelCallRecord, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidExchange, err)
 	}
 	rec := new(ModelCallRecord)
-	if err := buildRecord(rec, ex, callIndex); err != nil {
+	if err := buildRecord(rec, ex, callIndex, true); err != nil {
 		return nil, err
 	}
 	return rec, nil
@@ -52,8 +52,10 @@ type envelope struct {
 	clientSessionID, clientAssistantMessageID                                        []byte
 }
 
-// buildRecord fills rec from a validated exchange ex (no surrounding whitespace).
-func buildRecord(rec *ModelCallRecord, ex []byte, callIndex int) error {
+// buildRecord fills rec from a validated exchange ex (no surrounding whitespace). With rawText false
+// request_raw and response_raw are left nil instead of decoded: a merge without payloads never
+// writes them, and a streamed response_raw is often the largest string of the line.
+func buildRecord(rec *ModelCallRecord, ex []byte, callIndex int, rawText bool) error {
 	if !isObject(ex) {
 		return fmt.Errorf("%w: not a JSON object but %s", ErrInvalidExchange, kindName(ex))
 	}
@@ -133,8 +135,10 @@ func buildRecord(rec *ModelCallRecord, ex []byte, callIndex int) error {
 		return err
 	}
 
-	rec.RequestRaw = stringPtr(e.requestRaw)
-	rec.ResponseRaw = stringPtr(e.responseRaw)
+	if rawText {
+		rec.RequestRaw = stringPtr(e.requestRaw)
+		rec.ResponseRaw = stringPtr(e.responseRaw)
+	}
 	if s, ok := stringValue(e.responseSource); ok && (s == "upstream" || s == "local") {
 		rec.ResponseSource = &s
 	}

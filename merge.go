@@ -201,7 +201,7 @@ func (m *Merger) collect(ctx context.Context, id string) (evidence, error) {
 	var marker bool
 	store, marker, err := selectStore(m.stores, id)
 	if err == nil && store != nil {
-		ev.calls, ev.damaged, err = ReadAvailableRecords(store, id)
+		ev.calls, ev.damaged, err = readAvailable(store, id, m.opts.IncludePayloads)
 	}
 	if err != nil {
 		ev.calls, ev.damaged = nil, 0

@@ -17,7 +17,7 @@ func ReadRecords(store *capture.Store, id string) ([]ModelCallRecord, error) {
 	}
 	records := make([]ModelCallRecord, len(entries))
 	for i, e := range entries {
-		if err := buildRecord(&records[i], trimWS(e.Data), i); err != nil {
+		if err := buildRecord(&records[i], trimWS(e.Data), i, true); err != nil {
 			path, _ := store.CapturePath(id)
 			return nil, &capture.LineError{Path: path, Line: e.Line, Err: err}
 		}
@@ -31,6 +31,11 @@ func ReadRecords(store *capture.Store, id string) ([]ModelCallRecord, error) {
 // a wrong-typed envelope field). Damaged lines keep their capture index, so indices may have holes.
 // Only I/O errors and an invalid id are returned as errors.
 func ReadAvailableRecords(store *capture.Store, id string) (records []ModelCallRecord, damaged int, err error) {
+	return readAvailable(store, id, true)
+}
+
+// readAvailable is ReadAvailableRecords; rawText false skips decoding request_raw/response_raw.
+func readAvailable(store *capture.Store, id string, rawText bool) (records []ModelCallRecord, damaged int, err error) {
 	entries, damages, err := store.ReadAvailable(id)
 	if err != nil {
 		return nil, 0, err
@@ -39,7 +44,7 @@ func ReadAvailableRecords(store *capture.Store, id string) (records []ModelCallR
 	records = make([]ModelCallRecord, 0, len(entries))
 	for _, e := range entries {
 		records = append(records, ModelCallRecord{})
-		if buildRecord(&records[len(records)-1], trimWS(e.Data), e.Index) != nil {
+		if buildRecord(&records[len(records)-1], trimWS(e.Data), e.Index, rawText) != nil {
 			records = records[:len(records)-1]
 			damaged++
 		}

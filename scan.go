@@ -431,17 +431,14 @@ func unquote(tok []byte) string {
 // surrogates become U+FFFD, as in encoding/json.
 func unescape(s []byte) []byte {
 	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c != '\\' {
-			out = append(out, c)
-			i++
-			continue
+	for {
+		i := bytes.IndexByte(s, '\\')
+		if i < 0 || i+1 >= len(s) {
+			return append(out, s...)
 		}
-		if i+1 >= len(s) {
-			break
-		}
-		switch s[i+1] {
+		out = append(out, s[:i]...)
+		s = s[i:]
+		switch s[1] {
 		case 'b':
 			out = append(out, '\b')
 		case 'f':
@@ -453,17 +450,19 @@ func unescape(s []byte) []byte {
 		case 't':
 			out = append(out, '\t')
 		case 'u':
-			r, ok := hex4(s, i+2)
+			r, ok := hex4(s, 2)
 			if !ok {
 				return out
 			}
-			i += 6
+			s = s[6:]
 			if utf16.IsSurrogate(r) {
-				if r2, ok := hex4(s, i+2); ok && i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
-					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-						out = utf8.AppendRune(out, dec)
-						i += 6
-						continue
+				if len(s) >= 6 && s[0] == '\\' && s[1] == 'u' {
+					if r2, ok := hex4(s, 2); ok {
+						if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+							out = utf8.AppendRune(out, dec)
+							s = s[6:]
+							continue
+						}
 					}
 				}
 				r = utf8.RuneError
@@ -471,11 +470,10 @@ func unescape(s []byte) []byte {
 			out = utf8.AppendRune(out, r)
 			continue
 		default: // '"', '\\', '/'
-			out = append(out, s[i+1])
+			out = append(out, s[1])
 		}
-		i += 2
+		s = s[2:]
 	}
-	return out
 }
 
 func hex4(s []byte, i int) (rune, bool) {

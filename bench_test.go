@@ -1,0 +1,162 @@
+package modelcalls
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Benchmark sizes: the merge of a large run, 10,000 rollouts of 20 calls each (-short: 100).
+const (
+	benchRollouts        = 10000
+	benchCallsPerRollout = 20
+)
+
+// benchLinePool returns fixture-shaped capture lines: every readable line NeMo Gym wrote for the
+// fixtures (Responses, Chat and Messages; JSON and reassembled streams; errors; 0.4 to 21 KB).
+func benchLinePool(b *testing.B) [][]byte {
+	var pool [][]byte
+	for _, l := range gymLines(b) {
+		if _, err := BuildRecord(l, 0); err == nil {
+			pool = append(pool, l)
+		}
+	}
+	return pool
+}
+
+// writeBenchCapture writes rollouts capture files of callsPer lines each into dir, cycling through
+// the pool with a fresh 32-hex model_call_id per line, and returns the rollout records (JSONL
+// lines in Gym's style) and the total capture bytes.
+func writeBenchCapture(b *testing.B, dir string, rollouts, callsPer int) ([][]byte, int64) {
+	pool := benchLinePool(b)
+	var total int64
+	records := make([][]byte, rollouts)
+	var buf bytes.Buffer
+	n := 0
+	for r := range rollouts {
+		buf.Reset()
+		for range callsPer {
+			line := bytes.Clone(pool[n%len(pool)])
+			if i := bytes.Index(line, []byte(`"model_call_id":"`)); i >= 0 && len(line) > i+17+32 {
+				copy(line[i+17:], fmt.Sprintf("%032x", n))
+			}
+			n++
+			buf.Write(line)
+			buf.WriteByte('\n')
+		}
+		id := fmt.Sprintf("%d-%d", r/100, r%100)
+		if err := os.WriteFile(filepath.Join(dir, id+".capture.jsonl"), buf.Bytes(), 0o640); err != nil {
+			b.Fatal(err)
+		}
+		total += int64(buf.Len())
+		records[r] = fmt.Appendf(nil, `{"_ng_task_index": %d, "_ng_rollout_index": %d, "responses_create_params": {"input": "task %d"}, "reward": 1.0}`, r/100, r%100, r)
+	}
+	return records, total
+}
+
+// BenchmarkMerge merges every rollout record of a 10,000 x 20 capture dir (one op = the whole run).
+// MB/s counts capture bytes read; records/s counts calls attached. "sequential" is one goroutine,
+// "parallel" uses GOMAXPROCS workers (as modelcalls merge does).
+func BenchmarkMerge(b *testing.B) {
+	rollouts := benchRollouts
+	if testing.Short() {
+		rollouts = 100
+	}
+	dir := b.TempDir()
+	records, captureBytes := writeBenchCapture(b, dir, rollouts, benchCallsPerRollout)
+	m, err := NewMerger([]string{dir}, MergeOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	calls := rollouts * benchCallsPerRollout
+	run := func(b *testing.B, workers int) {
+		b.SetBytes(captureBytes)
+		b.ReportAllocs()
+		var outBytes int64
+		start := time.Now()
+		for b.Loop() {
+			outBytes = mergeAll(b, m, records, workers)
+		}
+		elapsed := time.Since(start).Seconds()
+		b.ReportMetric(float64(calls*b.N)/elapsed, "records/s")
+		b.ReportMetric(float64(rollouts*b.N)/elapsed, "rollouts/s")
+		b.ReportMetric(float64(outBytes)/float64(rollouts), "outB/rollout")
+	}
+	b.Run("sequential", func(b *testing.B) { run(b, 1) })
+	b.Run("parallel", func(b *testing.B) { run(b, runtime.GOMAXPROCS(0)) })
+}
+
+func mergeAll(b *testing.B, m *Merger, records [][]byte, workers int) int64 {
+	var total int64
+	var mu sync.Mutex
+	jobs := make(chan []byte)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			w := bufio.NewWriter(discard{})
+			var n int64
+			for rec := range jobs {
+				out, res, err := m.Merge(context.Background(), rec)
+				if err != nil || !res.Attached || res.Calls != benchCallsPerRollout || len(res.Gaps) != 0 {
+					b.Errorf("merge: %v %+v", err, res)
+				}
+				w.Write(out)
+				n += int64(len(out))
+			}
+			mu.Lock()
+			total += n
+			mu.Unlock()
+		})
+	}
+	for _, r := range records {
+		jobs <- r
+	}
+	close(jobs)
+	wg.Wait()
+	return total
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// BenchmarkBuildRecord builds a record from each fixture-shaped capture line in turn.
+func BenchmarkBuildRecord(b *testing.B) {
+	pool := benchLinePool(b)
+	var size int64
+	for _, l := range pool {
+		size += int64(len(l))
+	}
+	b.SetBytes(size / int64(len(pool)))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := BuildRecord(pool[i%len(pool)], i); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkRecordAppendJSON encodes records without payloads, as the merge attaches them.
+func BenchmarkRecordAppendJSON(b *testing.B) {
+	var recs []*ModelCallRecord
+	for _, l := range benchLinePool(b) {
+		r, _ := BuildRecord(l, 0)
+		recs = append(recs, r)
+	}
+	b.ReportAllocs()
+	var buf []byte
+	i := 0
+	for b.Loop() {
+		buf = recs[i%len(recs)].AppendJSON(buf[:0], false)
+		i++
+	}
+}
