@@ -1,0 +1,501 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/dialect"
+)
+
+// callKey keys the *call in the context of a captured call's outbound request.
+type callKey struct{}
+
+// Causes the gateway cancels an upstream request with.
+var (
+	errUpstreamTimeout = errors.New("upstream did not send response headers in time")
+	errIdleTimeout     = errors.New("upstream body read timed out")
+	errClientGone      = errors.New("client went away")
+)
+
+// failure is why a call ended without a complete response; its non-empty values are error
+// categories (reference §8.2 plus SPEC §5's "cancelled").
+type failure string
+
+const (
+	failNone       failure = ""
+	failCancelled  failure = "cancelled"  // the client went away before the terminal event / end of body
+	failConnection failure = "connection" // the upstream connection failed
+	failTimeout    failure = "timeout"    // a gateway timeout or a transport timeout
+	failException  failure = "exception"  // the proxy ended the call some other way
+)
+
+// call is the state of one captured call. Everything runs on the request's handler goroutine, except
+// consume, which the inflater's goroutine runs while the handler goroutine waits for it.
+type call struct {
+	h                *Handler
+	rolloutID        string
+	modelCallID      string
+	dialect          dialect.Dialect
+	start            time.Time // wall clock plus monotonic reading
+	session          *string
+	assistantMessage *string
+	claim            *capture.Claim
+	request          json.RawMessage
+	requestRaw       *string
+
+	ctx         context.Context // the outbound request's context (cancelled with a cause)
+	cancel      context.CancelCauseFunc
+	clientCtx   context.Context // the inbound request's context: done when the client went away
+	headerTimer *time.Timer
+	idleTimer   *time.Timer
+
+	status        int // upstream (or local) status; 0 before headers
+	prov          provenance
+	streaming     bool
+	contentLength int64 // upstream Content-Length, -1 when unknown
+	read          int64 // raw body bytes read from the upstream
+	firstByte     bool
+	ttft          time.Duration
+	body          *spool // decoded body bytes, for response / response_raw
+	stream        *dialect.Stream
+	inflate       *inflater
+	decodeErr     error
+	terminalHit   bool // the current chunk completed the first terminal event
+	finished      bool // the capture line is written (or marked); the call is released
+}
+
+// serveCaptured handles a call on an observed path under a valid rollout prefix: claim, read the
+// request (413 past MaxRequestBytes), forward, capture.
+func (h *Handler) serveCaptured(w http.ResponseWriter, r *http.Request, id string, d dialect.Dialect) {
+	c := &call{h: h, rolloutID: id, dialect: d, modelCallID: capture.NewModelCallID(), start: time.Now(), contentLength: -1}
+	c.session, c.assistantMessage = clientIDs(r.Header)
+	h.inflight.add()
+	h.metrics.inFlight.Inc()
+	defer func() {
+		if !c.finished { // a path that neither answered nor captured (should not happen)
+			c.finish(outcome{failure: failException})
+		}
+	}()
+	if claim, err := h.Store.Claim(id, c.modelCallID); err != nil {
+		h.metrics.claimFailures.Inc()
+		h.log.Warn("cannot claim capture write; capturing without a claim", "rollout_id", id, "model_call_id", c.modelCallID, "err", err)
+	} else {
+		c.claim = claim
+	}
+	if h.draining.Load() {
+		c.answerLocally(w, http.StatusServiceUnavailable, ReasonShuttingDown, false,
+			dialect.StatusCategory(http.StatusServiceUnavailable), "the capture gateway is shutting down; retry against another instance")
+		return
+	}
+
+	body, err := c.readRequest(r)
+	if errors.Is(err, errTooLarge) {
+		c.answerLocally(w, http.StatusRequestEntityTooLarge, ReasonRequestTooLarge, false,
+			dialect.StatusCategory(http.StatusRequestEntityTooLarge),
+			fmt.Sprintf("request body exceeds the capture gateway's limit of %d bytes", h.maxRequestBytes()))
+		return
+	}
+	if err != nil {
+		// The request body did not arrive whole: the client's side of the connection failed.
+		h.log.Info("client request body unreadable; call not forwarded", "rollout_id", id, "model_call_id", c.modelCallID, "err", err)
+		c.finish(outcome{failure: failCancelled})
+		return
+	}
+	c.request, c.requestRaw = captureRequest(body, contentCodings(r.Header), h.maxRequestBytes())
+	h.metrics.reqBytes.Add(float64(len(body)))
+
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(errClientGone) // the handler is done; anything still running upstream is abandoned
+	c.ctx, c.cancel, c.clientCtx = ctx, cancel, r.Context()
+	out := r.WithContext(context.WithValue(ctx, callKey{}, c))
+	out.ContentLength = int64(len(body))
+	out.TransferEncoding = nil
+	out.Body = http.NoBody
+	if len(body) > 0 {
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	if t := h.upstreamTimeout(); t > 0 {
+		c.headerTimer = time.AfterFunc(t, func() { cancel(errUpstreamTimeout) })
+		defer c.headerTimer.Stop()
+	}
+	h.proxy.ServeHTTP(w, out)
+}
+
+// readRequest reads the whole request body, up to MaxRequestBytes (errTooLarge beyond, without
+// reading further when Content-Length already says so).
+func (c *call) readRequest(r *http.Request) ([]byte, error) {
+	limit := c.h.maxRequestBytes()
+	if limit >= 0 && r.ContentLength > limit {
+		return nil, errTooLarge
+	}
+	if r.Body == nil {
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	src := io.Reader(r.Body)
+	if limit >= 0 {
+		src = io.LimitReader(r.Body, limit+1)
+	}
+	if _, err := buf.ReadFrom(src); err != nil {
+		return nil, fmt.Errorf("read request body: %w", err)
+	}
+	if limit >= 0 && int64(buf.Len()) > limit {
+		return nil, errTooLarge
+	}
+	return buf.Bytes(), nil
+}
+
+// captureRequest applies reference §6.3 step 4 to a request body: a JSON object (after undoing any
+// Content-Encoding) becomes request; any other non-empty body becomes request_raw (text, invalid
+// UTF-8 replaced when written); an empty body gives neither.
+func captureRequest(body []byte, codings []string, limit int64) (json.RawMessage, *string) {
+	if len(body) == 0 {
+		return nil, nil
+	}
+	b := body
+	if len(codings) > 0 {
+		if limit < 0 {
+			limit = maxParseBytes
+		}
+		if dec, err := decodeAll(codings, body, limit); err == nil {
+			b = dec
+		}
+	}
+	if isJSONObject(b) {
+		return json.RawMessage(b), nil
+	}
+	return nil, ptr(string(b))
+}
+
+// isJSONObject reports whether b is one strict JSON object in valid UTF-8 (Python's json.loads on
+// bytes fails on invalid UTF-8; Go's decoder rejects NaN and Infinity as Gym's orjson reader does).
+func isJSONObject(b []byte) bool {
+	t := bytes.TrimLeft(b, " \t\r\n")
+	return len(t) > 0 && t[0] == '{' && utf8.Valid(b) && json.Valid(b)
+}
+
+// responseStarted is called with the upstream's response headers: it records status and provenance,
+// marks the response with the model call id and wraps the body in the capture tee.
+func (c *call) responseStarted(res *http.Response) {
+	if c.headerTimer != nil {
+		c.headerTimer.Stop()
+	}
+	c.status = res.StatusCode
+	c.prov = relayed(res.Header, res.StatusCode)
+	c.streaming = isEventStream(res.Header.Get("Content-Type"))
+	c.contentLength = res.ContentLength
+	c.body = newSpool(c.h.spoolThreshold(), c.h.SpoolDir)
+	if c.streaming {
+		c.stream = dialect.NewStream(c.dialect)
+	}
+	if codings := contentCodings(res.Header); len(codings) > 0 {
+		inf, err := newInflater(codings, c.consume)
+		if err != nil {
+			c.decodeErr = err // captured as sent; the line says capture_parse_error
+		} else {
+			c.inflate = inf
+		}
+	}
+	res.Header.Set(HeaderModelCallID, c.modelCallID)
+	res.Body = &teeBody{c: c, rc: res.Body}
+}
+
+// isEventStream reports a text/event-stream media type (parameters and letter case ignored).
+func isEventStream(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "text/event-stream"
+}
+
+// observe takes one chunk read from the upstream body (as sent, maybe compressed).
+func (c *call) observe(p []byte) {
+	if !c.firstByte {
+		c.firstByte, c.ttft = true, time.Since(c.start)
+	}
+	c.read += int64(len(p))
+	if c.inflate != nil {
+		c.inflate.Write(p)
+	} else {
+		c.consume(p)
+	}
+}
+
+// consume takes decoded body bytes: spool them and feed the stream reassembly.
+func (c *call) consume(p []byte) {
+	c.body.Write(p) // a failure is remembered by the spool and reported when the line is written
+	if c.stream != nil && c.stream.Write(p) {
+		c.terminalHit = true
+	}
+}
+
+// roundTripFailed handles an upstream round trip that produced no response: the client went away
+// (cancelled, nothing to answer), or the gateway answers 504 upstream_timeout / 502
+// upstream_unreachable itself.
+func (c *call) roundTripFailed(w http.ResponseWriter, err error) {
+	switch c.classify(err) {
+	case failCancelled:
+		c.finish(outcome{failure: failCancelled})
+	case failTimeout:
+		c.answerLocally(w, http.StatusGatewayTimeout, ReasonUpstreamTimeout, true, string(failTimeout),
+			"the upstream model server did not answer in time: "+err.Error())
+	default:
+		c.answerLocally(w, http.StatusBadGateway, ReasonUpstreamUnreachable, true, string(failConnection),
+			"the upstream model server is unreachable: "+err.Error())
+	}
+}
+
+// classify names the failure behind an upstream error.
+func (c *call) classify(err error) failure {
+	if cause := context.Cause(c.ctx); cause == errUpstreamTimeout || cause == errIdleTimeout {
+		return failTimeout
+	}
+	if c.clientCtx.Err() != nil {
+		return failCancelled
+	}
+	if isTimeout(err) {
+		return failTimeout
+	}
+	return failConnection
+}
+
+// isTimeout reports a deadline or a network timeout.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// answerLocally answers the client with a dialect-shaped error the gateway produced itself, after
+// capturing it (response_source local): the body reaches the client only once the line is durable.
+func (c *call) answerLocally(w http.ResponseWriter, status int, reason string, attempted bool, category, message string) {
+	c.status = status
+	c.prov = local(reason, attempted)
+	body := dialect.ErrorBody(c.dialect, status, reason, message)
+	c.finish(outcome{localBody: body, localCategory: category})
+	writeJSON(w, status, body, http.Header{http.CanonicalHeaderKey(HeaderModelCallID): {c.modelCallID}})
+}
+
+// outcome says how a call ended.
+type outcome struct {
+	failure failure // failNone when the body ended or the terminal event was seen
+	eof     bool    // the whole upstream body was read
+	// localBody is set when the gateway answered itself: it is the response object and
+	// localCategory the error category.
+	localBody     []byte
+	localCategory string
+}
+
+// finish captures the call exactly once: builds the exchange, appends it (or marks the rollout
+// incomplete), releases the claim and the spool, and counts the call. Later calls do nothing.
+func (c *call) finish(o outcome) {
+	if c.finished {
+		return
+	}
+	c.finished = true
+	completed := time.Now()
+	latency := completed.Sub(c.start)
+	if c.inflate != nil {
+		// At the end of the body this flushes the decoder's last output into the capture; in any
+		// other case it only stops the decoder.
+		if err := c.inflate.Close(); err != nil && o.eof {
+			c.decodeErr = err
+		}
+		c.inflate = nil
+	}
+	if o.eof && c.stream != nil {
+		c.stream.End()
+	}
+
+	ex := &capture.Exchange{
+		ModelCallID:              c.modelCallID,
+		Dialect:                  string(c.dialect),
+		ModelRef:                 c.h.modelRef,
+		StartedAt:                epochSeconds(c.start),
+		CompletedAt:              epochSeconds(completed),
+		LatencyMS:                capture.RoundMS(milliseconds(latency)),
+		Request:                  c.request,
+		RequestRaw:               c.requestRaw,
+		ResponseSource:           c.prov.source,
+		UpstreamAttempted:        c.prov.attempted,
+		UpstreamStatusCode:       c.prov.upstreamCode,
+		LocalResponseReason:      c.prov.localReason,
+		ClientSessionID:          c.session,
+		ClientAssistantMessageID: c.assistantMessage,
+	}
+	if c.firstByte {
+		ex.LatencyTTFTMS = ptr(capture.RoundMS(milliseconds(c.ttft)))
+	}
+	if c.status > 0 {
+		ex.StatusCode = ptr(c.status)
+	}
+	if o.localBody != nil {
+		ex.Response = o.localBody
+		ex.ErrorCategory = ptr(o.localCategory)
+	} else {
+		ex.Response = c.response(o.failure)
+		v := verdict{status: c.status, failure: o.failure, streaming: c.streaming, decodeFailed: c.decodeErr != nil, parsed: ex.Response != nil}
+		if c.stream != nil {
+			v.terminal = c.stream.Terminal()
+		}
+		if c.body != nil {
+			v.bodyLen = c.body.Size()
+			if v.bodyLen > 0 && (c.streaming || ex.Response == nil) {
+				if b, ok := c.body.Memory(); ok {
+					ex.ResponseRaw = ptr(string(b))
+				} else {
+					ex.ResponseRawFrom = c.body.Reader()
+				}
+			}
+		}
+		ex.ErrorCategory = errorCategory(v)
+	}
+	c.write(ex)
+}
+
+// response is the exchange's response object: none after an upstream failure (reference §6.4); the
+// (partial) reconstruction of a stream; the body when it is one JSON object.
+func (c *call) response(f failure) json.RawMessage {
+	if c.body == nil || (f != failNone && f != failCancelled) {
+		return nil
+	}
+	if c.streaming {
+		return c.stream.Response()
+	}
+	b, err := c.body.Bytes(maxParseBytes)
+	if err != nil || !isJSONObject(b) {
+		return nil
+	}
+	return b
+}
+
+// write appends the line, or marks the rollout incomplete when that fails, then releases the claim.
+func (c *call) write(ex *capture.Exchange) {
+	h := c.h
+	var err error
+	if c.body != nil && c.body.Err() != nil {
+		err = c.body.Err() // the spool lost bytes: the line would be wrong
+	} else {
+		t0 := time.Now()
+		err = h.Store.AppendExchange(c.rolloutID, ex)
+		if err == nil {
+			h.metrics.writeSeconds.Observe(time.Since(t0).Seconds())
+		}
+	}
+	result := "ok"
+	if err != nil {
+		result = "failed"
+		h.log.Error("capture write failed; marking rollout incomplete", "rollout_id", c.rolloutID, "model_call_id", c.modelCallID, "err", err)
+		if merr := h.Store.MarkIncomplete(c.rolloutID); merr != nil {
+			result = "lost"
+			h.log.Error("incomplete marker failed too; this call is missing from the capture", "rollout_id", c.rolloutID, "model_call_id", c.modelCallID, "err", merr)
+		}
+	}
+	h.metrics.writes.WithLabelValues(result).Inc()
+	if c.claim != nil {
+		if err := c.claim.Release(); err != nil {
+			h.log.Warn("release capture claim", "rollout_id", c.rolloutID, "model_call_id", c.modelCallID, "err", err)
+		}
+	}
+	if c.body != nil {
+		c.body.Close()
+	}
+	category := "none"
+	if ex.ErrorCategory != nil {
+		category = *ex.ErrorCategory
+	}
+	h.metrics.calls.WithLabelValues(string(c.dialect), statusClass(c.status), category).Inc()
+	h.metrics.inFlight.Dec()
+	h.inflight.done()
+	h.log.Debug("model call captured", "rollout_id", c.rolloutID, "model_call_id", c.modelCallID, "dialect", c.dialect,
+		"status", c.status, "error_category", category, "latency_ms", ex.LatencyMS, "result", result)
+}
+
+// verdict is what the error ladder looks at.
+type verdict struct {
+	status       int // 0 when no status was seen
+	failure      failure
+	streaming    bool
+	terminal     dialect.Terminal
+	decodeFailed bool
+	bodyLen      int64
+	parsed       bool // a response object was parsed or reconstructed
+}
+
+// errorCategory is the error ladder of reference §6.3 step 2 and §6.4, plus SPEC §5's cancellation:
+//  1. the client went away before the end → "cancelled";
+//  2. the upstream failed mid-call → the status category when the status is >= 400, else
+//     "connection" / "timeout";
+//  3. status >= 400 → the status category (reference §8.1);
+//  4. terminal error event → "upstream_error"; response.incomplete → "incomplete";
+//  5. the body could not be decoded (Content-Encoding) → "capture_parse_error";
+//  6. a stream without its terminal event → "stream_truncated";
+//  7. a non-empty body that gave no response object → "capture_parse_error";
+//  8. otherwise null.
+func errorCategory(v verdict) *string {
+	switch {
+	case v.failure == failCancelled:
+		return ptr(string(failCancelled))
+	case v.failure != failNone:
+		if v.status >= 400 {
+			return ptr(dialect.StatusCategory(v.status))
+		}
+		return ptr(string(v.failure))
+	case v.status >= 400:
+		return ptr(dialect.StatusCategory(v.status))
+	case v.streaming && v.terminal == dialect.TerminalError:
+		return ptr("upstream_error")
+	case v.streaming && v.terminal == dialect.TerminalIncomplete:
+		return ptr("incomplete")
+	case v.decodeFailed:
+		return ptr("capture_parse_error")
+	case v.streaming && v.terminal == dialect.TerminalNone:
+		return ptr("stream_truncated")
+	case v.bodyLen > 0 && !v.parsed:
+		return ptr("capture_parse_error")
+	}
+	return nil
+}
+
+func epochSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+func milliseconds(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func (h *Handler) maxRequestBytes() int64 {
+	if h.MaxRequestBytes == 0 {
+		return DefaultMaxRequestBytes
+	}
+	return h.MaxRequestBytes
+}
+
+func (h *Handler) upstreamTimeout() time.Duration {
+	if h.UpstreamTimeout == 0 {
+		return DefaultUpstreamTimeout
+	}
+	return h.UpstreamTimeout
+}
+
+func (h *Handler) idleTimeout() time.Duration {
+	if h.IdleTimeout == 0 {
+		return DefaultIdleTimeout
+	}
+	return h.IdleTimeout
+}
+
+func (h *Handler) spoolThreshold() int64 {
+	if h.SpoolThreshold <= 0 {
+		return DefaultSpoolThreshold
+	}
+	return h.SpoolThreshold
+}

@@ -1,0 +1,48 @@
+package gateway
+
+import "net/http"
+
+// sessionHeaders are the request headers that carry a harness's session id, in precedence order
+// (SPEC §5): opencode sends x-session-id, Claude Code x-claude-code-session-id, Codex session-id,
+// pi's OpenAI client session_id (fixtures/clients).
+var sessionHeaders = []string{"x-session-id", "x-claude-code-session-id", "session-id", "session_id"}
+
+// assistantMessageHeader carries the harness's id for the assistant message a call produces.
+const assistantMessageHeader = "x-assistant-message-id"
+
+// clientIDs returns client_session_id and client_assistant_message_id from request headers: the
+// session id from the first of sessionHeaders that is present with a non-empty value, the message id
+// from x-assistant-message-id. A header sent several times with different values gives nil (no
+// guess); repeated equal values count once. These are correlation evidence, never authentication.
+func clientIDs(h http.Header) (session, assistantMessage *string) {
+	for _, name := range sessionHeaders {
+		if v, present := singleValue(h, name); present {
+			session = v
+			break
+		}
+	}
+	assistantMessage, _ = singleValue(h, assistantMessageHeader)
+	return session, assistantMessage
+}
+
+// singleValue returns the one distinct non-empty value of header name; present is false when the
+// header has no non-empty value, and v is nil when it has several different ones.
+func singleValue(h http.Header, name string) (v *string, present bool) {
+	var first string
+	for _, x := range h.Values(name) {
+		if x == "" {
+			continue
+		}
+		if !present {
+			first, present = x, true
+			continue
+		}
+		if x != first {
+			return nil, true
+		}
+	}
+	if !present {
+		return nil, false
+	}
+	return &first, true
+}

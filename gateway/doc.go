@@ -1,0 +1,15 @@
+// Package gateway owns the capture proxy (SPEC §5): an http.Handler, built on
+// net/http/httputil.ReverseProxy, that sits in front of one upstream model server, strips the
+// /ng-rollout/<rollout_id> prefix from each request, forwards the bytes unchanged in both
+// directions (flushing every chunk), and, for the three observed paths (/v1/responses,
+// /v1/chat/completions, /v1/messages), writes one exchange line per call to a capture.Store.
+//
+// What it owns: prefix routing and rollout-id validation, the tee of request and response
+// (incremental SSE reassembly via dialect.Stream, decoding of compressed bodies for the capture copy
+// only, bodies spooled to a temp file past a threshold), the terminal-event hold (the chunk that
+// completes the terminal event, or the last chunk of the body, reaches the client only after the
+// line is durable or the incomplete marker is written), claims around each capture write, the error
+// ladder and local error responses of reference §6 and §8, provenance and client-id fields, cancelled
+// calls, health and Prometheus endpoints, and graceful drain. Decisions where SPEC is silent are in
+// docs/gateway.md.
+package gateway

@@ -1,0 +1,366 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/dialect"
+	"github.com/modelcalls/modelcalls/rollout"
+)
+
+// Defaults of the Handler fields (docs/gateway.md says why).
+const (
+	// DefaultUpstreamTimeout bounds the wait for the upstream's response headers: the 10 minutes the
+	// OpenAI and Anthropic SDKs use as their default request timeout.
+	DefaultUpstreamTimeout = 10 * time.Minute
+	// DefaultIdleTimeout bounds the wait for each read of the upstream's body: Codex's default
+	// stream idle timeout.
+	DefaultIdleTimeout = 5 * time.Minute
+	// DefaultMaxRequestBytes is the largest request body forwarded on an observed path (64 MiB).
+	DefaultMaxRequestBytes = 64 << 20
+	// DefaultSpoolThreshold is how much of a response body is kept in memory before the rest is
+	// spooled to a temp file (1 MiB).
+	DefaultSpoolThreshold = 1 << 20
+	// maxParseBytes bounds a non-streamed response body parsed as JSON for the capture line.
+	maxParseBytes = 64 << 20
+)
+
+// Handler is the capture gateway: an http.Handler that reverse-proxies every request to Upstream and
+// captures calls to the observed paths made under a /ng-rollout/<id> prefix (SPEC §5). Configure it
+// by setting fields before the first request; fields must not change afterwards. The zero value of
+// every field but Upstream is usable.
+//
+// Besides proxying, the Handler answers GET /healthz (200 while running), GET /readyz (200, or 503
+// once Shutdown began) and GET /metrics (Prometheus text format, on the Handler's own registry),
+// unless NoAdminEndpoints is set.
+type Handler struct {
+	// Upstream is the base URL calls are forwarded to: scheme, host and an optional base path, to
+	// which the request path (prefix stripped) is appended. Required.
+	Upstream *url.URL
+
+	// Store receives one line per captured call. Nil disables capture: prefixes are still stripped
+	// and rollout ids validated.
+	Store *capture.Store
+
+	// ModelServerName is model_ref.name of every captured call ({"type":"responses_api_models",
+	// "name":...}); "" writes model_ref null (reference §3.2).
+	ModelServerName string
+
+	// Transport performs upstream requests. Nil uses a clone of http.DefaultTransport with
+	// compression handling off (the client's Accept-Encoding goes upstream as sent and compressed
+	// bodies come back as sent) and 256 idle connections per host.
+	Transport http.RoundTripper
+
+	// UpstreamTimeout bounds the time from forwarding a captured call to the upstream's response
+	// headers; past it the gateway answers 504 upstream_timeout itself. Zero means
+	// DefaultUpstreamTimeout, negative means no limit. Uncaptured requests are not limited.
+	UpstreamTimeout time.Duration
+
+	// IdleTimeout bounds each read of a captured call's response body; past it the upstream request
+	// is cancelled and the call is captured with error_category "timeout". Zero means
+	// DefaultIdleTimeout, negative means no limit.
+	IdleTimeout time.Duration
+
+	// MaxRequestBytes is the largest request body accepted on an observed path; larger requests are
+	// answered 413 request_too_large without contacting the upstream. Zero means
+	// DefaultMaxRequestBytes, negative means no limit. Captured request bodies are held in memory
+	// (the capture line stores them parsed), so this also bounds per-call request memory.
+	MaxRequestBytes int64
+
+	// SpoolThreshold is how many response body bytes of a captured call are kept in memory; the
+	// rest goes to a temp file in SpoolDir. Zero means DefaultSpoolThreshold.
+	SpoolThreshold int64
+
+	// SpoolDir is where spooled bodies go; "" means os.TempDir(). Spool files are unlinked when
+	// created (where the OS allows), so nothing is left behind.
+	SpoolDir string
+
+	// Logger receives the gateway's log records; nil means slog.Default(). Request headers are
+	// never logged.
+	Logger *slog.Logger
+
+	// NoAdminEndpoints forwards /healthz, /readyz and /metrics to the upstream instead of answering
+	// them.
+	NoAdminEndpoints bool
+
+	once     sync.Once
+	initErr  error
+	proxy    *httputil.ReverseProxy
+	metrics  *metrics
+	log      *slog.Logger
+	modelRef *capture.ModelRef
+	draining atomic.Bool
+	inflight tracker
+}
+
+func (h *Handler) init() {
+	h.log = h.Logger
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	h.metrics = newMetrics()
+	if h.ModelServerName != "" {
+		h.modelRef = &capture.ModelRef{Type: capture.ModelRefType, Name: h.ModelServerName}
+	}
+	if h.Upstream == nil || h.Upstream.Scheme == "" || h.Upstream.Host == "" {
+		h.initErr = errors.New("gateway: Upstream must be an absolute URL")
+		return
+	}
+	transport := h.Transport
+	if transport == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.DisableCompression = true
+		t.MaxIdleConnsPerHost = 256
+		transport = t
+	}
+	h.proxy = &httputil.ReverseProxy{
+		Rewrite:        h.rewrite,
+		Transport:      transport,
+		FlushInterval:  -1,
+		BufferPool:     bufferPool{},
+		ModifyResponse: h.modifyResponse,
+		ErrorHandler:   h.errorHandler,
+		ErrorLog:       slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
+	}
+}
+
+// Registry returns the Prometheus registry holding the gateway's metrics (metric names in
+// metrics.go and docs/gateway.md), e.g. to serve it elsewhere.
+func (h *Handler) Registry() *prometheus.Registry {
+	h.once.Do(h.init)
+	return h.metrics.reg
+}
+
+// Shutdown makes the Handler refuse new captured calls (503 shutting_down, captured) and waits
+// until every captured call in flight has its capture line durable or its incomplete marker
+// written. It returns ctx.Err() if ctx ends first. Uncaptured requests are still forwarded; stop
+// the http.Server (Server.Shutdown) to stop accepting connections.
+func (h *Handler) Shutdown(ctx context.Context) error {
+	h.once.Do(h.init)
+	h.draining.Store(true)
+	return h.inflight.wait(ctx)
+}
+
+// ServeHTTP routes one request: admin endpoints, invalid rollout ids (400), captured calls, and
+// everything else forwarded uncaptured with the prefix stripped.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.once.Do(h.init)
+	if !h.NoAdminEndpoints && h.serveAdmin(w, r) {
+		return
+	}
+	if h.initErr != nil {
+		http.Error(w, h.initErr.Error(), http.StatusInternalServerError)
+		return
+	}
+	id, rest, prefixed := rollout.SplitPath(r.URL.Path)
+	route := r
+	if prefixed {
+		if err := rollout.Validate(id); err != nil {
+			h.invalidRolloutID(w, r, id, rest, err)
+			return
+		}
+		u := *r.URL
+		u.Path = rest
+		u.RawPath = ""
+		if _, rawRest, ok := rollout.SplitPath(r.URL.RawPath); ok {
+			u.RawPath = rawRest // keeps the client's escaping when it is valid for rest
+		}
+		route = r.Clone(r.Context())
+		route.URL = &u
+	}
+	d, observed := dialect.ForPath(route.URL.Path)
+	switch {
+	case isUpgrade(r.Header):
+		h.metrics.uncaptured.WithLabelValues("upgrade").Inc()
+	case !prefixed:
+		h.metrics.uncaptured.WithLabelValues("unprefixed").Inc()
+	case !observed:
+		h.metrics.uncaptured.WithLabelValues("not_observed").Inc()
+	case h.Store == nil:
+		h.metrics.uncaptured.WithLabelValues("no_store").Inc()
+	default:
+		h.serveCaptured(w, route, id, d)
+		return
+	}
+	h.proxy.ServeHTTP(w, route)
+}
+
+// serveAdmin answers the admin endpoints; it reports false for every other request.
+func (h *Handler) serveAdmin(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	switch r.URL.Path {
+	case "/healthz":
+		io.WriteString(w, "ok\n")
+	case "/readyz":
+		if h.draining.Load() {
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return true
+		}
+		if h.initErr != nil {
+			http.Error(w, h.initErr.Error(), http.StatusServiceUnavailable)
+			return true
+		}
+		io.WriteString(w, "ready\n")
+	case "/metrics":
+		promhttp.HandlerFor(h.metrics.reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	default:
+		return false
+	}
+	return true
+}
+
+// invalidRolloutID answers a prefixed request whose id is invalid: 400 with a dialect-shaped body
+// (OpenAI-shaped off the observed paths), logged and counted, not forwarded and not captured (there
+// is no valid file to write to; SPEC §3).
+func (h *Handler) invalidRolloutID(w http.ResponseWriter, r *http.Request, id, rest string, err error) {
+	h.metrics.invalidIDs.Inc()
+	d, ok := dialect.ForPath(rest)
+	if !ok {
+		d = dialect.Chat
+	}
+	shown := id
+	if len(shown) > 64 {
+		shown = shown[:64] + "..."
+	}
+	h.log.Warn("invalid rollout id in request path", "rollout_id", shown, "path", rest, "method", r.Method, "err", err)
+	msg := fmt.Sprintf("invalid rollout id %q in /%s/<rollout_id>: it must match ^[A-Za-z0-9][A-Za-z0-9._-]*$ and be at most %d bytes",
+		shown, rollout.PrefixSegment, rollout.MaxIDLen)
+	writeJSON(w, http.StatusBadRequest, dialect.ErrorBody(d, http.StatusBadRequest, ReasonInvalidRolloutID, msg), nil)
+}
+
+// rewrite routes the outbound request to Upstream; the inbound path is already stripped. The
+// client's headers go upstream as sent (no X-Forwarded-* added; ReverseProxy drops hop-by-hop
+// headers and client-sent Forwarded/X-Forwarded-*), Host becomes the upstream's.
+func (h *Handler) rewrite(pr *httputil.ProxyRequest) {
+	pr.SetURL(h.Upstream)
+}
+
+// modifyResponse starts the capture of a captured call's response, and counts relayed bytes of
+// every other response.
+func (h *Handler) modifyResponse(res *http.Response) error {
+	c, _ := res.Request.Context().Value(callKey{}).(*call)
+	if c == nil {
+		if res.StatusCode != http.StatusSwitchingProtocols {
+			res.Body = &countingBody{rc: res.Body, n: h.metrics.respBytes}
+		}
+		return nil
+	}
+	c.responseStarted(res)
+	return nil
+}
+
+// errorHandler handles a failed upstream round trip: captured calls get their local answer and
+// capture line; other requests get a dialect-shaped 502 or 504 (nothing when the client is gone).
+func (h *Handler) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	if c, _ := r.Context().Value(callKey{}).(*call); c != nil {
+		c.roundTripFailed(w, err)
+		return
+	}
+	if r.Context().Err() != nil {
+		return // the client went away; nobody to answer
+	}
+	d, ok := dialect.ForPath(r.URL.Path)
+	if !ok {
+		d = dialect.Chat
+	}
+	status, reason := http.StatusBadGateway, ReasonUpstreamUnreachable
+	if isTimeout(err) {
+		status, reason = http.StatusGatewayTimeout, ReasonUpstreamTimeout
+	}
+	h.log.Warn("upstream request failed", "path", r.URL.Path, "err", err)
+	writeJSON(w, status, dialect.ErrorBody(d, status, reason, "upstream request failed: "+err.Error()), nil)
+}
+
+// writeJSON writes a complete JSON response with extra headers.
+func writeJSON(w http.ResponseWriter, status int, body []byte, extra http.Header) {
+	hdr := w.Header()
+	for k, v := range extra {
+		hdr[k] = v
+	}
+	hdr.Set("Content-Type", "application/json")
+	hdr.Set("Content-Length", fmt.Sprint(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// isUpgrade reports a protocol upgrade request (e.g. Codex's WebSocket attempt on /v1/responses):
+// a Connection header listing "upgrade" and a non-empty Upgrade header.
+func isUpgrade(h http.Header) bool {
+	if h.Get("Upgrade") == "" {
+		return false
+	}
+	for _, v := range h.Values("Connection") {
+		for tok := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(tok), "upgrade") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// tracker counts captured calls whose capture is not finished, and lets Shutdown wait for zero.
+type tracker struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed when n drops to zero; nil while n is zero
+}
+
+func (t *tracker) add() {
+	t.mu.Lock()
+	if t.n == 0 {
+		t.zero = make(chan struct{})
+	}
+	t.n++
+	t.mu.Unlock()
+}
+
+func (t *tracker) done() {
+	t.mu.Lock()
+	t.n--
+	if t.n == 0 {
+		close(t.zero)
+		t.zero = nil
+	}
+	t.mu.Unlock()
+}
+
+func (t *tracker) wait(ctx context.Context) error {
+	for {
+		t.mu.Lock()
+		ch := t.zero
+		t.mu.Unlock()
+		if ch == nil {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// bufferPool recycles ReverseProxy's 32 KiB copy buffers.
+type bufferPool struct{}
+
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (bufferPool) Get() []byte  { return *(copyBuffers.Get().(*[]byte)) }
+func (bufferPool) Put(b []byte) { copyBuffers.Put(&b) }

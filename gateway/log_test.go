@@ -1,0 +1,10 @@
+package gateway_test
+
+import (
+	"io"
+	"log/slog"
+)
+
+func slogTo(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}

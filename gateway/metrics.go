@@ -1,0 +1,90 @@
+package gateway
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metric names the gateway exports on its own registry (docs/gateway.md).
+const (
+	MetricCalls           = "modelcalls_gateway_calls_total"                 // captured calls; labels dialect, status_class, error_category
+	MetricUncaptured      = "modelcalls_gateway_uncaptured_requests_total"   // forwarded without capture; label reason
+	MetricCaptureWrites   = "modelcalls_gateway_capture_writes_total"        // label result: ok | failed (marker written) | lost (marker failed too)
+	MetricCaptureWriteSec = "modelcalls_gateway_capture_write_seconds"       // append + fsync latency
+	MetricInFlight        = "modelcalls_gateway_calls_in_flight"             // captured calls whose capture is not yet finished
+	MetricBytes           = "modelcalls_gateway_relayed_bytes_total"         // label direction: request | response
+	MetricInvalidIDs      = "modelcalls_gateway_invalid_rollout_ids_total"   // prefixed requests answered 400
+	MetricClaimFailures   = "modelcalls_gateway_capture_claim_failures_total" // claims that could not be created
+)
+
+// metrics are the gateway's Prometheus collectors, registered on reg.
+type metrics struct {
+	reg           *prometheus.Registry
+	calls         *prometheus.CounterVec
+	uncaptured    *prometheus.CounterVec
+	writes        *prometheus.CounterVec
+	writeSeconds  prometheus.Histogram
+	inFlight      prometheus.Gauge
+	bytes         *prometheus.CounterVec
+	invalidIDs    prometheus.Counter
+	claimFailures prometheus.Counter
+
+	reqBytes, respBytes prometheus.Counter
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricCalls,
+			Help: "Captured model calls by dialect, HTTP status class (2xx..5xx, none) and error category (none when clean).",
+		}, []string{"dialect", "status_class", "error_category"}),
+		uncaptured: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricUncaptured,
+			Help: "Requests forwarded without capture, by reason (unprefixed, not_observed, upgrade, no_store).",
+		}, []string{"reason"}),
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricCaptureWrites,
+			Help: "Capture line writes: ok, failed (incomplete marker written) or lost (marker failed too).",
+		}, []string{"result"}),
+		writeSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    MetricCaptureWriteSec,
+			Help:    "Time to append one capture line including fsync, in seconds.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 12), // 0.1 ms .. ~2.4 s
+		}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: MetricInFlight,
+			Help: "Captured calls in flight (capture line not yet durable or marked).",
+		}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricBytes,
+			Help: "Body bytes relayed, by direction (request: client to upstream, response: upstream to client).",
+		}, []string{"direction"}),
+		invalidIDs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricInvalidIDs,
+			Help: "Prefixed requests whose rollout id is invalid (answered 400, not captured).",
+		}),
+		claimFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricClaimFailures,
+			Help: "Captured calls whose claim file could not be created (the call still proceeds).",
+		}),
+	}
+	m.reg.MustRegister(m.calls, m.uncaptured, m.writes, m.writeSeconds, m.inFlight, m.bytes, m.invalidIDs,
+		m.claimFailures, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reqBytes = m.bytes.WithLabelValues("request")
+	m.respBytes = m.bytes.WithLabelValues("response")
+	for _, r := range []string{"ok", "failed", "lost"} {
+		m.writes.WithLabelValues(r)
+	}
+	return m
+}
+
+// statusClass is the status_class label: "2xx".."5xx", "none" when no status was seen.
+func statusClass(code int) string {
+	if code <= 0 {
+		return "none"
+	}
+	return strconv.Itoa(code/100) + "xx"
+}

@@ -1,0 +1,81 @@
+package gateway
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Provenance response headers a NeMo Gym model server behind the gateway may declare (SPEC §5).
+const (
+	HeaderModelCallID         = "x-nemo-gym-model-call-id"         // added by the gateway to every captured response
+	HeaderResponseSource      = "x-nemo-gym-response-source"       // "upstream" | "local"
+	HeaderUpstreamAttempted   = "x-nemo-gym-upstream-attempted"    // "true" | "false"
+	HeaderUpstreamStatusCode  = "x-nemo-gym-upstream-status-code"  // integer status
+	HeaderLocalResponseReason = "x-nemo-gym-local-response-reason" // e.g. "upstream_unreachable"
+)
+
+// Response sources (the exchange's response_source values).
+const (
+	SourceUpstream = "upstream"
+	SourceLocal    = "local"
+)
+
+// Local response reasons (the exchange's local_response_reason values, SPEC §5).
+const (
+	ReasonUpstreamUnreachable = "upstream_unreachable" // 502, category connection
+	ReasonUpstreamTimeout     = "upstream_timeout"     // 504, category timeout
+	ReasonRequestTooLarge     = "request_too_large"    // 413, category client_error, upstream not attempted
+	ReasonShuttingDown        = "shutting_down"        // 503, upstream not attempted
+	ReasonInvalidRolloutID    = "invalid_rollout_id"   // 400, not captured
+)
+
+// provenance is what the exchange says about who produced the response.
+type provenance struct {
+	source       *string
+	attempted    *bool
+	upstreamCode *int
+	localReason  *string
+}
+
+// relayed is the provenance of a response the gateway relayed from the upstream with status code,
+// unless the upstream declares its own provenance headers: then exactly the declared values are
+// recorded (a header that is absent or unusable gives null), since a Gym model server knows whether
+// it answered locally. Declared values are validated so the line stays readable by Gym: the source
+// must be "upstream" or "local", attempted a boolean, the status code an integer 100..999, the
+// reason valid UTF-8 of at most 200 bytes.
+func relayed(h http.Header, code int) provenance {
+	declared := false
+	for _, k := range []string{HeaderResponseSource, HeaderUpstreamAttempted, HeaderUpstreamStatusCode, HeaderLocalResponseReason} {
+		if _, ok := h[http.CanonicalHeaderKey(k)]; ok {
+			declared = true
+			break
+		}
+	}
+	if !declared {
+		return provenance{source: ptr(SourceUpstream), attempted: ptr(true), upstreamCode: ptr(code)}
+	}
+	var p provenance
+	switch v := strings.TrimSpace(h.Get(HeaderResponseSource)); v {
+	case SourceUpstream, SourceLocal:
+		p.source = ptr(v)
+	}
+	if b, err := strconv.ParseBool(strings.TrimSpace(h.Get(HeaderUpstreamAttempted))); err == nil {
+		p.attempted = ptr(b)
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(h.Get(HeaderUpstreamStatusCode))); err == nil && n >= 100 && n <= 999 {
+		p.upstreamCode = ptr(n)
+	}
+	if v := strings.TrimSpace(h.Get(HeaderLocalResponseReason)); v != "" && len(v) <= 200 && utf8.ValidString(v) {
+		p.localReason = ptr(v)
+	}
+	return p
+}
+
+// local is the provenance of a response the gateway answered itself.
+func local(reason string, attempted bool) provenance {
+	return provenance{source: ptr(SourceLocal), attempted: ptr(attempted), localReason: ptr(reason)}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,238 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/gateway"
+	"github.com/modelcalls/modelcalls/internal/config"
+)
+
+func init() { register(newProxyCmd) }
+
+// proxyOptions are the flags of `modelcalls proxy`.
+type proxyOptions struct {
+	upstream        string
+	captureDir      string
+	listen          string
+	name            string
+	configFile      string
+	upstreamTimeout time.Duration
+	idleTimeout     time.Duration
+	maxRequestBytes int64
+	shutdownTimeout time.Duration
+	logLevel        string
+}
+
+func newProxyCmd(s *Streams) *cobra.Command {
+	var o proxyOptions
+	cmd := &cobra.Command{
+		Use:   "proxy --upstream URL --capture-dir DIR [--listen ADDR] [--name MODEL_SERVER_NAME] [--config FILE] [++key=value ...]",
+		Short: "Run the capture gateway in front of one upstream model server",
+		Long: `Run the capture gateway: forward every request to --upstream unchanged, and write one line per
+model call made under {base}/ng-rollout/<rollout_id>/v1/{responses,chat/completions,messages} to
+<capture dir>/<rollout_id>.capture.jsonl.
+
+The capture dir comes from --capture-dir or, NeMo Gym style, from the global config
+(--config gym.yaml and ++key=value overrides): ++observability_enabled=true
+++model_call_capture_dir=/abs/dir. The first SIGINT or SIGTERM drains in-flight calls and their
+capture writes (up to --shutdown-timeout); a second one stops at once.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			for _, a := range args {
+				if !config.IsOverride(a) {
+					return usageErrorf("unexpected argument %q: only config overrides (++key=value) may follow the flags", a)
+				}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runProxy(cmd.Context(), s, &o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.upstream, "upstream", "", "base URL of the upstream model server (required), e.g. http://127.0.0.1:8000")
+	f.StringVar(&o.captureDir, "capture-dir", "", "capture directory (default: model_call_capture_dir from the config)")
+	f.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to listen on (port 0 picks a free port)")
+	f.StringVar(&o.name, "name", "", "model server name recorded as model_ref.name (default: none, model_ref null)")
+	f.StringVar(&o.configFile, "config", "", "NeMo Gym global config YAML file")
+	f.DurationVar(&o.upstreamTimeout, "upstream-timeout", gateway.DefaultUpstreamTimeout, "longest wait for the upstream's response headers (0: no limit)")
+	f.DurationVar(&o.idleTimeout, "idle-timeout", gateway.DefaultIdleTimeout, "longest wait between reads of a captured response body (0: no limit)")
+	f.Int64Var(&o.maxRequestBytes, "max-request-bytes", gateway.DefaultMaxRequestBytes, "largest captured request body; larger ones get 413 (0: no limit)")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "on SIGINT/SIGTERM, how long to let in-flight calls finish")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	return cmd
+}
+
+// proxyConfig is the validated setup of one proxy run.
+type proxyConfig struct {
+	upstream   *url.URL
+	captureDir string
+}
+
+// resolveProxyConfig checks the flags and merges them with the Gym config. Every error names the
+// flag or config key and the rule.
+func resolveProxyConfig(o *proxyOptions, overrides []string) (*proxyConfig, error) {
+	if o.upstream == "" {
+		return nil, usageErrorf("--upstream is required (the base URL of the model server, e.g. http://127.0.0.1:8000)")
+	}
+	u, err := url.Parse(o.upstream)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usageErrorf("--upstream %q: must be an absolute http:// or https:// URL with a host", o.upstream)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, usageErrorf("--upstream %q: must not have a query or fragment", o.upstream)
+	}
+	values := config.Values{}
+	if o.configFile != "" {
+		if values, err = config.Load(o.configFile); err != nil {
+			return nil, usageErrorf("--config: %w", err)
+		}
+	}
+	if err := values.Apply(overrides...); err != nil {
+		return nil, usageErrorf("%w", err)
+	}
+	gym, err := values.Capture()
+	if err != nil {
+		return nil, usageErrorf("config: %w", err)
+	}
+	dir := o.captureDir
+	if dir != "" {
+		if dir, err = filepath.Abs(dir); err != nil {
+			return nil, usageErrorf("--capture-dir: %w", err)
+		}
+		if gym.Enabled && gym.Dir != dir {
+			return nil, usageErrorf("--capture-dir %s and %s %s disagree: give one", dir, config.KeyModelCallCaptureDir, gym.Dir)
+		}
+	} else {
+		dir = gym.Dir
+	}
+	if dir == "" {
+		return nil, usageErrorf("no capture dir: pass --capture-dir DIR, or ++%s=true ++%s=/abs/dir",
+			config.KeyObservabilityEnabled, config.KeyModelCallCaptureDir)
+	}
+	if o.maxRequestBytes < 0 {
+		return nil, usageErrorf("--max-request-bytes must be >= 0 (0: no limit)")
+	}
+	return &proxyConfig{upstream: u, captureDir: dir}, nil
+}
+
+func parseLogLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, usageErrorf("--log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// noLimit maps the CLI's "0 means no limit" to the Handler's "negative means no limit".
+func noLimit[T ~int64](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
+}
+
+// runProxy serves until ctx ends or a signal arrives, then drains.
+func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []string) error {
+	cfg, err := resolveProxyConfig(o, overrides)
+	if err != nil {
+		return err
+	}
+	level, err := parseLogLevel(o.logLevel)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(s.ErrOut, &slog.HandlerOptions{Level: level}))
+	store, err := capture.Open(cfg.captureDir)
+	if err != nil {
+		return withExit(ExitFailure, fmt.Errorf("--capture-dir: %w", err))
+	}
+	h := &gateway.Handler{
+		Upstream:        cfg.upstream,
+		Store:           store,
+		ModelServerName: o.name,
+		UpstreamTimeout: noLimit(o.upstreamTimeout),
+		IdleTimeout:     noLimit(o.idleTimeout),
+		MaxRequestBytes: noLimit(o.maxRequestBytes),
+		Logger:          log,
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return usageErrorf("--listen %s: %w", o.listen, err)
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	// Signals are caught before the listening line is printed, so whoever waits for that line may
+	// signal at once.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("modelcalls proxy listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(),
+		"upstream", cfg.upstream.Redacted(), "capture_dir", cfg.captureDir, "name", o.name)
+
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	select {
+	case err := <-serveErr:
+		return withExit(ExitFailure, fmt.Errorf("serve: %w", err))
+	case sig := <-sigs:
+		log.Info("shutting down: finishing in-flight calls", "signal", sig.String(), "timeout", o.shutdownTimeout)
+	case <-ctx.Done():
+		log.Info("shutting down: finishing in-flight calls", "reason", context.Cause(ctx), "timeout", o.shutdownTimeout)
+	}
+	return drainProxy(srv, h, sigs, o.shutdownTimeout, log)
+}
+
+// drainProxy stops accepting connections, lets in-flight calls and their capture writes finish (up
+// to timeout, or until a second signal), then closes what is left. Calls cut off by the close are
+// still captured (as cancelled) before the handler returns, and drainProxy waits for those writes.
+func drainProxy(srv *http.Server, h *gateway.Handler, sigs <-chan os.Signal, timeout time.Duration, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	go func() {
+		select {
+		case sig := <-sigs:
+			log.Warn("second signal: closing connections now", "signal", sig.String())
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := srv.Shutdown(ctx)
+	if err != nil {
+		log.Warn("in-flight calls did not finish in time; closing connections", "err", err)
+		srv.Close()
+	}
+	// Closing connections cancels the calls still running; their capture lines are written on the
+	// way out. Give those writes a bounded moment.
+	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel()
+	if werr := h.Shutdown(wctx); werr != nil {
+		return withExit(ExitFailure, fmt.Errorf("capture writes still pending at exit: %w", werr))
+	}
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		return withExit(ExitFailure, fmt.Errorf("shutdown: %w", err))
+	}
+	log.Info("stopped")
+	return nil
+}
+
