@@ -9,13 +9,13 @@ import (
 
 // Metric names the gateway exports on its own registry (docs/gateway.md).
 const (
-	MetricCalls           = "modelcalls_gateway_calls_total"                 // captured calls; labels dialect, status_class, error_category
-	MetricUncaptured      = "modelcalls_gateway_uncaptured_requests_total"   // forwarded without capture; label reason
-	MetricCaptureWrites   = "modelcalls_gateway_capture_writes_total"        // label result: ok | failed (marker written) | lost (marker failed too)
-	MetricCaptureWriteSec = "modelcalls_gateway_capture_write_seconds"       // append + fsync latency
-	MetricInFlight        = "modelcalls_gateway_calls_in_flight"             // captured calls whose capture is not yet finished
-	MetricBytes           = "modelcalls_gateway_relayed_bytes_total"         // label direction: request | response
-	MetricInvalidIDs      = "modelcalls_gateway_invalid_rollout_ids_total"   // prefixed requests answered 400
+	MetricCalls           = "modelcalls_gateway_calls_total"                  // captured calls; labels dialect, status_class, error_category
+	MetricUncaptured      = "modelcalls_gateway_uncaptured_requests_total"    // forwarded without capture; label reason
+	MetricCaptureWrites   = "modelcalls_gateway_capture_writes_total"         // label result: ok | failed (marker written) | lost (marker failed too)
+	MetricCaptureWriteSec = "modelcalls_gateway_capture_write_seconds"        // append + fsync latency
+	MetricInFlight        = "modelcalls_gateway_calls_in_flight"              // captured calls whose capture is not yet finished
+	MetricBytes           = "modelcalls_gateway_relayed_bytes_total"          // label direction: request | response
+	MetricInvalidIDs      = "modelcalls_gateway_invalid_rollout_ids_total"    // prefixed requests answered 400
 	MetricClaimFailures   = "modelcalls_gateway_capture_claim_failures_total" // claims that could not be created
 )
 

@@ -235,4 +235,3 @@ func drainProxy(srv *http.Server, h *gateway.Handler, sigs <-chan os.Signal, tim
 	log.Info("stopped")
 	return nil
 }
-
