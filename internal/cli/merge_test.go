@@ -785,3 +785,62 @@ func TestBinarySmoke(t *testing.T) {
 		t.Errorf("clear: exit %d, output %q", code, out)
 	}
 }
+
+// BenchmarkMergeCommand runs `modelcalls merge` end to end through Main over 10,000 rollouts of 20
+// captured calls each (a Responses call with usage, reasoning and a tool call, ~1.3 KB per line),
+// written once to b.TempDir. It reports rollouts/s and MB/s, where MB counts the input records plus
+// the capture files read.
+func BenchmarkMergeCommand(b *testing.B) {
+	const rollouts, callsPer = 10_000, 20
+	dir := b.TempDir()
+	st, err := capture.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ttft := 120.5
+	status := 200
+	var file []byte
+	for k := range callsPer {
+		ex := &capture.Exchange{
+			ModelCallID: capture.NewModelCallID(), Dialect: "responses",
+			ModelRef:  &capture.ModelRef{Type: "responses_api_models", Name: "policy_model"},
+			StartedAt: 1795968571.5 + float64(k), CompletedAt: 1795968572.25 + float64(k),
+			LatencyMS: 750.25, LatencyTTFTMS: &ttft, StatusCode: &status,
+			Request: json.RawMessage(`{"model":"gpt-5-mini","input":[{"role":"user","content":"What is the weather in Tokyo today? Answer briefly, then call the tool."}],"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}],"stream":false}`),
+			Response: json.RawMessage(`{"id":"resp_0f35ed53160b395301693cc957829881909359e7f80cdd20b5","object":"response","status":"completed","model":"gpt-5-mini-2025-08-07",` +
+				`"output":[{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"The user wants the weather; call get_weather with the city."}]},` +
+				`{"type":"function_call","id":"fc_1","call_id":"call_CWXgs68YprAjp6t0371hiPOI","name":"get_weather","arguments":"{\"city\":\"Tokyo\"}"}],` +
+				`"usage":{"input_tokens":366,"input_tokens_details":{"cached_tokens":256},"output_tokens":63,"output_tokens_details":{"reasoning_tokens":18},"total_tokens":429}}`),
+		}
+		line, err := capture.EncodeExchange(ex)
+		if err != nil {
+			b.Fatal(err)
+		}
+		file = append(append(file, line...), '\n')
+	}
+	var in bytes.Buffer
+	for i := range rollouts {
+		id := fmt.Sprintf("%d-%d", i/100, i%100)
+		p, _ := st.CapturePath(id)
+		if err := os.WriteFile(p, file, 0o640); err != nil {
+			b.Fatal(err)
+		}
+		fmt.Fprintf(&in, `{"_ng_task_index": %d, "_ng_rollout_index": %d, "agent_ref": {"name": "simple_agent"}, "reward": 1.0, "response": {"output_text": "It is sunny in Tokyo."}}`+"\n", i/100, i%100)
+	}
+	input := in.Bytes()
+	bytesPerRun := int64(len(input)) + int64(rollouts)*int64(len(file))
+
+	var errOut bytes.Buffer
+	for b.Loop() {
+		errOut.Reset()
+		if code := Main([]string{"merge", "--capture-dir", dir}, bytes.NewReader(input), io.Discard, &errOut); code != ExitOK {
+			b.Fatalf("exit %d: %s", code, errOut.String())
+		}
+	}
+	sec := b.Elapsed().Seconds()
+	b.ReportMetric(float64(rollouts*b.N)/sec, "rollouts/s")
+	b.ReportMetric(float64(bytesPerRun*int64(b.N))/1e6/sec, "MB/s")
+	if !strings.Contains(errOut.String(), fmt.Sprintf("merged %d rollouts, %d calls", rollouts, rollouts*callsPer)) {
+		b.Errorf("summary: %s", errOut.String())
+	}
+}
