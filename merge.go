@@ -170,8 +170,8 @@ func (m *Merger) Merge(ctx context.Context, line []byte) ([]byte, MergeResult, e
 	if len(edits) == 2 && edits[1].start < edits[0].start {
 		edits[0], edits[1] = edits[1], edits[0]
 	}
-	size := len(line) + len(value)
-	for _, e := range edits[:len(edits)-1] {
+	size := len(line)
+	for _, e := range edits {
 		size += len(e.repl)
 	}
 	out := applyEdits(make([]byte, 0, size), line, edits)

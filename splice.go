@@ -20,7 +20,7 @@ const (
 
 // recordLayout is what one scan of a rollout record line finds.
 type recordLayout struct {
-	open, close  int                        // offsets of the top-level '{' and '}'
+	open         int                        // offset of the top-level '{'
 	members      []member                   // top-level members in order
 	idFields     map[string]json.RawMessage // the _ng_* identity fields present (last value wins)
 	capture      int                        // index in members of the last ng_model_call_capture, -1 if none
@@ -38,7 +38,6 @@ func scanRecord(line []byte) (*recordLayout, error) {
 		return nil, fmt.Errorf("not a JSON object but %s", kindName(line[l.open:]))
 	}
 	obj := line[l.open:]
-	l.close = l.open + skipValue(obj, 0) - 1
 	forEachMember(obj, func(m member) bool {
 		m.keyStart += l.open
 		m.keyEnd += l.open
