@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -141,3 +142,35 @@ func sameScalar(a, b any) bool {
 }
 
 func isIntText(n json.Number) bool { return !strings.ContainsAny(string(n), ".eE") }
+
+// TestMergerConcurrent: one Merger used by many goroutines gives what sequential merges give.
+func TestMergerConcurrent(t *testing.T) {
+	in := readLines(t, "testdata/gym-capture/rollouts.jsonl")
+	m, err := NewMerger([]string{"testdata/gym-capture/capture"}, MergeOptions{DrainTimeout: -1, IncludePayloads: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([][]byte, len(in))
+	for i, l := range in {
+		if want[i], _, err = m.Merge(context.Background(), l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := make([][]byte, len(in))
+	var wg sync.WaitGroup
+	for i, l := range in {
+		wg.Go(func() {
+			out, _, err := m.Merge(context.Background(), l)
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = out
+		})
+	}
+	wg.Wait()
+	for i := range in {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Errorf("line %d differs when merged concurrently", i+1)
+		}
+	}
+}
