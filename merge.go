@@ -198,7 +198,6 @@ func (m *Merger) collect(ctx context.Context, id string) (evidence, error) {
 		return ev, nil
 	}
 
-	var marker bool
 	store, marker, err := selectStore(m.stores, id)
 	if err == nil && store != nil {
 		ev.calls, ev.damaged, err = readAvailable(store, id, m.opts.IncludePayloads)
