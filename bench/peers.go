@@ -51,15 +51,26 @@ func (s *server) close() {
 
 // bareProxy is the baseline proxy: httputil.ReverseProxy with nothing but a target (paths forwarded
 // unchanged, SSE flushed as it arrives, which ReverseProxy does by itself for text/event-stream).
+//
+// It enables full duplex on each request. Without it, an HTTP/1 server closes the unread rest of
+// the request body when the handler starts its response; an upstream that answers the instant the
+// last request byte arrives (ours does) then races the transport's final read of the request body,
+// the transport sees "invalid Read on closed Body", closes the upstream connection and the response
+// body being relayed is cut ("ReverseProxy read error during body copy: use of closed network
+// connection", golang/go#40747). This harness hit it on about one 100 MiB stream in ten.
 func bareProxy(target string) (http.Handler, error) {
 	u, err := url.Parse(target)
 	if err != nil {
 		return nil, fmt.Errorf("bare proxy target: %w", err)
 	}
-	return &httputil.ReverseProxy{
+	rp := &httputil.ReverseProxy{
 		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(u); r.Out.Host = r.In.Host },
 		Transport: upstreamTransport(),
-	}, nil
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.NewResponseController(w).EnableFullDuplex()
+		rp.ServeHTTP(w, r)
+	}), nil
 }
 
 // mitm is a running mitmdump in reverse-proxy mode recording every flow to a file.
