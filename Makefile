@@ -22,3 +22,15 @@ build:
 .PHONY: bench
 bench:
 	$(GO) run ./bench $(BENCH_FLAGS)
+
+.PHONY: e2e e2e-ci
+
+# End to end: every agent harness (Claude Code, Codex, opencode, pi, Qwen Code; pinned, installed
+# from npm into ~/.cache/modelcalls-e2e) through `modelcalls proxy`, against a scripted tool-loop
+# upstream and a real llama-server built from source (cached), then merge; see docs/e2e.md.
+e2e:
+	scripts/e2e.sh
+
+# The CI subset: pi on all three dialects through the proxy against the scripted upstream (~1 min).
+e2e-ci:
+	MODELCALLS_E2E_HARNESSES=pi MODELCALLS_E2E_UPSTREAMS=scripted scripts/e2e.sh
