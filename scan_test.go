@@ -3,6 +3,7 @@ package modelcalls
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -31,13 +32,13 @@ func TestValidateJSON(t *testing.T) {
 			t.Errorf("case %q disagrees with encoding/json + utf8", c.in)
 		}
 	}
-	deep := strings.Repeat("[", maxNesting+1) + strings.Repeat("]", maxNesting+1)
+	deep := strings.Repeat("[", jsonscan.MaxNesting+1) + strings.Repeat("]", jsonscan.MaxNesting+1)
 	if validateJSON([]byte(deep)) == nil {
-		t.Error("nesting beyond maxNesting accepted")
+		t.Error("nesting beyond jsonscan.MaxNesting accepted")
 	}
-	ok := strings.Repeat("[", maxNesting) + strings.Repeat("]", maxNesting)
+	ok := strings.Repeat("[", jsonscan.MaxNesting) + strings.Repeat("]", jsonscan.MaxNesting)
 	if err := validateJSON([]byte(ok)); err != nil {
-		t.Errorf("nesting of maxNesting rejected: %v", err)
+		t.Errorf("nesting of jsonscan.MaxNesting rejected: %v", err)
 	}
 }
 
@@ -51,8 +52,8 @@ func FuzzValidateJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		err := validateJSON(data)
 		want := json.Valid(data) && utf8.Valid(data)
-		if (err == nil) != want && !bytes.Contains(data, bytes.Repeat([]byte("["), maxNesting)) &&
-			!bytes.Contains(data, bytes.Repeat([]byte("{"), maxNesting)) {
+		if (err == nil) != want && !bytes.Contains(data, bytes.Repeat([]byte("["), jsonscan.MaxNesting)) &&
+			!bytes.Contains(data, bytes.Repeat([]byte("{"), jsonscan.MaxNesting)) {
 			t.Fatalf("validateJSON(%q) = %v, encoding/json says valid=%v", data, err, want)
 		}
 		if err != nil {

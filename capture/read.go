@@ -2,7 +2,6 @@ package capture
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcalls/modelcalls/internal/fsutil"
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // Entry is one readable exchange line.
@@ -181,20 +181,16 @@ func isBlank(b []byte) bool {
 }
 
 // CheckLine reports why b is not a readable exchange line: not valid UTF-8 (ErrInvalidUTF8), not
-// valid JSON (a *json.SyntaxError), or not a JSON object (ErrNotObject). nil means readable.
+// valid strict JSON (a *jsonscan.SyntaxError with the byte offset; NaN and Infinity are invalid),
+// or not a JSON object (ErrNotObject). nil means readable.
 func CheckLine(b []byte) error {
-	if !utf8.Valid(b) {
-		return ErrInvalidUTF8
-	}
-	if !json.Valid(b) {
-		var v json.RawMessage
-		if err := json.Unmarshal(b, &v); err != nil {
-			return err
+	if err := jsonscan.Validate(b); err != nil {
+		if !utf8.Valid(b) {
+			return ErrInvalidUTF8
 		}
-		return errors.New("invalid JSON")
+		return err
 	}
-	t := bytes.TrimLeft(b, " \t\r\n")
-	if len(t) == 0 || t[0] != '{' {
+	if b[jsonscan.SkipWS(b, 0)] != '{' {
 		return ErrNotObject
 	}
 	return nil

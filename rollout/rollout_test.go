@@ -32,7 +32,7 @@ func TestValidate(t *testing.T) {
 func TestFromRecord(t *testing.T) {
 	for _, tc := range []struct {
 		name, record, want string
-		ok, err          bool
+		ok, err            bool
 	}{
 		{"indices", `{"_ng_task_index":3,"_ng_rollout_index":7}`, "3-7", true, false},
 		{"attempt 0 bare", `{"_ng_task_index":3,"_ng_rollout_index":7,"_ng_attempt_index":0}`, "3-7", true, false},
