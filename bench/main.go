@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 )
@@ -51,6 +52,7 @@ func main() {
 		tmpBase    = flag.String("dir", "", "directory for capture files and the merge data set (default: the system temp dir)")
 		keep       = flag.Bool("keep", false, "keep the capture files and data set")
 		only       = flag.String("only", "", "comma-separated rows to run (latency,sse,rss,merge); default all")
+		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run (clients, upstream and proxies) to this file")
 
 		childMode = flag.String("child", "", "internal: serve one proxy in a child process (gateway|bare)")
 		childUp   = flag.String("child-upstream", "", "internal: upstream URL for -child")
@@ -63,6 +65,17 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: cpu profile:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	p := fullPlan
 	if *quick {
@@ -77,6 +90,7 @@ func main() {
 	}
 	r.command = "go run ./bench " + strings.Join(os.Args[1:], " ")
 	if err := r.run(*tmpBase, *out); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	modelcalls "github.com/modelcalls/modelcalls"
@@ -195,4 +196,42 @@ func BenchmarkMergeRollout(b *testing.B) {
 			b.Fatal(res, err)
 		}
 	}
+}
+
+// BenchmarkClaimRelease creates and removes the claim of one call (SPEC §4), which the gateway does
+// around every captured call; parallel runs one rollout per goroutine.
+func BenchmarkClaimRelease(b *testing.B) {
+	s, err := capture.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c, err := s.Claim("bench", capture.NewModelCallID())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := c.Release(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		var n atomic.Int64
+		b.RunParallel(func(pb *testing.PB) {
+			id := fmt.Sprintf("bench-%d", n.Add(1))
+			for pb.Next() {
+				c, err := s.Claim(id, capture.NewModelCallID())
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				if err := c.Release(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
 }
