@@ -844,3 +844,73 @@ func BenchmarkMergeCommand(b *testing.B) {
 		b.Errorf("summary: %s", errOut.String())
 	}
 }
+
+// FuzzLineReader: the lines' bodies and terminators reproduce the input exactly, bodies hold no
+// '\n', and numbering is 1, 2, 3, ...
+func FuzzLineReader(f *testing.F) {
+	for _, s := range []string{"", "\n", "a\r\nb", "{}\n\n{\"a\":1}\r\n", "\r\r\n\n\r"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		lr := newLineReader(bytes.NewReader(in))
+		var round []byte
+		for n := 1; ; n++ {
+			l, ok, err := lr.next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				break
+			}
+			if l.num != n || bytes.IndexByte(l.body, '\n') >= 0 {
+				t.Fatalf("line %d: num %d body %q", n, l.num, l.body)
+			}
+			if len(l.eol) == 0 && lr.read != int64(len(in)) {
+				t.Fatalf("line %d has no terminator but is not the last", n)
+			}
+			round = append(append(round, l.body...), l.eol...)
+		}
+		if !bytes.Equal(round, in) {
+			t.Fatalf("lines reproduce %q; input %q", round, in)
+		}
+	})
+}
+
+// FuzzMergeKeepsLines: whatever the input, merge writes one line per input line, in order, each
+// either unchanged or the same record with only ng_model_call_capture set.
+func FuzzMergeKeepsLines(f *testing.F) {
+	for _, s := range []string{
+		`{"_ng_task_index": 0, "_ng_rollout_index": 1}` + "\n",
+		"[1]\n{\"a\":1}\n\n",
+		`{"_ng_rollout_id":"x","ng_model_call_capture":null,"z":[]}` + "\r\n" + `{"_ng_task_index":1}`,
+		`{"_ng_rollout_id":"a/b"}`,
+		`{ "_ng_task_index" : "t" , "_ng_rollout_index" : 2.5 , "_ng_attempt_index" : " 3 " }`,
+	} {
+		f.Add([]byte(s))
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var out, errOut bytes.Buffer
+		code := Main([]string{"merge", "--capture-dir", dir, "--wait", "0", "--workers", "3"}, bytes.NewReader(in), &out, &errOut)
+		if code != ExitOK && code != ExitFailure {
+			t.Fatalf("exit %d: %s", code, errOut.String())
+		}
+		inLines, outLines := splitKeepEOL(in), splitKeepEOL(out.Bytes())
+		if len(inLines) != len(outLines) {
+			t.Fatalf("%d lines in, %d out", len(inLines), len(outLines))
+		}
+		for i := range inLines {
+			if bytes.Equal(inLines[i], outLines[i]) {
+				continue
+			}
+			a, b := trimEOL(inLines[i]), trimEOL(outLines[i])
+			if !bytes.Equal(inLines[i][len(a):], outLines[i][len(b):]) {
+				t.Fatalf("line %d: terminator changed", i+1)
+			}
+			checkSplice(t, bytes.TrimSpace(a), bytes.TrimSpace(b))
+		}
+		if (code == ExitFailure) != strings.Contains(errOut.String(), "passed through unchanged") {
+			t.Fatalf("exit %d does not match the reports: %s", code, errOut.String())
+		}
+	})
+}
