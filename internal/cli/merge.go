@@ -9,11 +9,13 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -257,6 +259,9 @@ func runMerge(ctx context.Context, s *Streams, o *mergeOptions) error {
 		return err
 	}
 	defer out.abort()
+	// SIGINT/SIGTERM stop the run cleanly: workers stop waiting, the temp --out file is removed.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 
 	bar := newProgress(s.ErrOut, size)
 	lr := newLineReader(in)
@@ -314,6 +319,12 @@ func runMerge(ctx context.Context, s *Streams, o *mergeOptions) error {
 	err = runOrdered(ctx, lim, next, work, emit)
 	bar.finish()
 	if err != nil {
+		if ctx.Err() != nil {
+			err = errors.New("interrupted: nothing committed to --out")
+			if out.file == nil {
+				err = errors.New("interrupted: output is incomplete")
+			}
+		}
 		return withExit(ExitFailure, err)
 	}
 	if err := out.commit(); err != nil {
