@@ -30,7 +30,7 @@ import (
 // Environment knobs of the matrix (all optional):
 //
 //	MODELCALLS_E2E_HARNESSES  comma list of harnesses (claude-code,codex,opencode,pi,qwen-code); default all
-//	MODELCALLS_E2E_UPSTREAMS  comma list of upstreams (scripted,llama); default both
+//	MODELCALLS_E2E_UPSTREAMS  comma list of upstreams (scripted,llama,llama-tools); default all three
 //	MODELCALLS_E2E_CACHE      cache dir for llama-server and the harnesses (default ~/.cache/modelcalls-e2e)
 //	MODELCALLS_E2E_WORKDIR    keep every file of the run here (default: a temp dir, removed)
 //	MODELCALLS_E2E_REPORT     also write the summary table (markdown) to this file
@@ -93,7 +93,7 @@ func TestE2E(t *testing.T) {
 			t.Fatalf("%s: unknown harness %q (known: %s)", envHarnesses, h, strings.Join(allHarnesses, ","))
 		}
 	}
-	upstreams := listEnv(envUpstreams, []string{"scripted", "llama"})
+	upstreams := listEnv(envUpstreams, []string{"scripted", "llama", "llama-tools"})
 
 	stepStart := time.Now()
 	s.bin = buildModelcalls(t, repo, work)
@@ -108,9 +108,19 @@ func TestE2E(t *testing.T) {
 		case "scripted":
 			t.Run("scripted", func(t *testing.T) { s.runScripted(t) })
 		case "llama":
-			t.Run("llama", func(t *testing.T) { s.runLlama(t) })
+			t.Run("llama", func(t *testing.T) { s.runLlama(t, "llama", "tiny-chatml.gguf", nil, nil) })
+		case "llama-tools":
+			// The tool model calls exec_command(cmd="cat hello.txt") until a tool result is in
+			// the prompt: only Codex offers that tool, so only Codex runs here, for two turns.
+			if _, ok := s.harnesses["codex"]; !ok {
+				continue
+			}
+			t.Run("llama-tools", func(t *testing.T) {
+				s.runLlama(t, "llama-tools", "tiny-tool-exec_command.gguf", []string{"codex"},
+					&ScriptedToolCall{Name: "exec_command", Arguments: map[string]any{"cmd": "cat hello.txt"}})
+			})
 		default:
-			t.Fatalf("%s: unknown upstream %q (known: scripted, llama)", envUpstreams, up)
+			t.Fatalf("%s: unknown upstream %q (known: scripted, llama, llama-tools)", envUpstreams, up)
 		}
 	}
 	s.report.step("total", time.Since(start))
@@ -185,6 +195,11 @@ type upstreamRig struct {
 	answer func(nonce string) string
 	// twoTurns: the upstream drives a tool call, so every harness must make at least two calls.
 	twoTurns bool
+	// only, when set, names the runs this upstream serves.
+	only []string
+	// toolCall, for a model that calls a tool (llama-tools), is the call it makes on the first
+	// turn (CallID not checked: llama-server makes it up).
+	toolCall *ScriptedToolCall
 }
 
 func (s *suite) runScripted(t *testing.T) {
@@ -200,7 +215,8 @@ func (s *suite) runScripted(t *testing.T) {
 	s.runMatrix(t, rig, func(run harnessRun) string { return project })
 }
 
-func (s *suite) runLlama(t *testing.T) {
+// runLlama runs the harnesses (all, or only) against llama-server serving one of the tiny models.
+func (s *suite) runLlama(t *testing.T, name, modelFile string, only []string, toolCall *ScriptedToolCall) {
 	stepStart := time.Now()
 	cmd := exec.Command(filepath.Join(s.repo, "scripts", "build-llama-server.sh"))
 	cmd.Stderr = os.Stderr
@@ -212,13 +228,14 @@ func (s *suite) runLlama(t *testing.T) {
 	server := lines[len(lines)-1]
 	s.report.step("llama-server build or cache hit", time.Since(stepStart))
 
-	dir := filepath.Join(s.work, "llama")
-	model := filepath.Join(s.repo, "e2e", "testdata", "models", "tiny-chatml.gguf")
+	dir := filepath.Join(s.work, name)
+	model := filepath.Join(s.repo, "e2e", "testdata", "models", modelFile)
 	stepStart = time.Now()
 	url := startLlama(t, server, model, filepath.Join(dir, "llama-server.log"))
-	s.report.step("llama-server start", time.Since(stepStart))
-	rig := s.newRig(t, "llama", dir, url)
+	s.report.step(name+": llama-server start", time.Since(stepStart))
+	rig := s.newRig(t, name, dir, url)
 	rig.answer = func(string) string { return tinyAnswer }
+	rig.only, rig.toolCall, rig.twoTurns = only, toolCall, toolCall != nil
 	s.runMatrix(t, rig, func(run harnessRun) string {
 		p := filepath.Join(dir, "projects", run.name)
 		return p
@@ -243,7 +260,7 @@ func (s *suite) runMatrix(t *testing.T, rig *upstreamRig, projectDir func(harnes
 	var done []*runResult
 	for _, run := range harnessRuns() {
 		exe, ok := s.harnesses[run.harness]
-		if !ok {
+		if !ok || (rig.only != nil && !slices.Contains(rig.only, run.name)) {
 			continue
 		}
 		t.Run(run.name, func(t *testing.T) {
@@ -254,6 +271,9 @@ func (s *suite) runMatrix(t *testing.T, rig *upstreamRig, projectDir func(harnes
 		})
 	}
 	t.Run("probe", func(t *testing.T) {
+		if rig.toolCall != nil {
+			t.Skip("the tool model answers a tool-less prompt with tool-call text")
+		}
 		if res := probe(t, rig); res != nil {
 			done = append(done, res)
 		}
@@ -382,7 +402,33 @@ func (s *suite) runOne(t *testing.T, rig *upstreamRig, run harnessRun, exe, proj
 		}
 		checkRecord(t, fmt.Sprintf("call %d", i), recs[j], e, obs, sv, run.dialect, started, finished)
 	}
+	if rig.toolCall != nil {
+		checkModelToolLoop(t, rig.toolCall, recs, calls, nonce)
+	}
 	return res
+}
+
+// checkModelToolLoop checks a real model's tool loop: the first call's record holds the tool
+// call the model made (as llama-server parsed it), the last holds none, and the request after
+// the tool call carried the tool's output (the nonce), so the harness really ran it.
+func checkModelToolLoop(t *testing.T, want *ScriptedToolCall, recs []record, calls []TapEntry, nonce string) {
+	t.Helper()
+	wantArgs, _ := json.Marshal(want.Arguments)
+	first, last := recs[0], recs[len(recs)-1]
+	if len(first.ToolCalls) != 1 || !eqStr(first.ToolCalls[0].Name, &want.Name) ||
+		!jsonEqual(first.ToolCalls[0].Arguments, wantArgs) || first.ToolCalls[0].CallID == nil || *first.ToolCalls[0].CallID == "" {
+		t.Errorf("first call: tool_calls %s, want one %s(%s) with a call id", mustJSON(first.ToolCalls), want.Name, wantArgs)
+	}
+	if len(last.ToolCalls) != 0 {
+		t.Errorf("last call: tool_calls %s, want none (the answer)", mustJSON(last.ToolCalls))
+	}
+	var req map[string]json.RawMessage
+	if err := json.Unmarshal(calls[len(calls)-1].ReqBody, &req); err != nil {
+		t.Fatalf("last request: %v", err)
+	}
+	if out, ok := toolResult(calls[len(calls)-1].Dialect(), req); !ok || !strings.Contains(out, nonce) {
+		t.Errorf("the request after the tool call carries tool output %q, want it to contain %s", out, nonce)
+	}
 }
 
 func deref(p *string) string {
