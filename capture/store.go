@@ -52,8 +52,8 @@ func Open(dir string) (*Store, error) {
 	return &Store{dir: dir}, nil
 }
 
-// OpenExisting returns the store for dir without creating anything. It fails with an error wrapping
-// fs.ErrNotExist when dir does not exist, and when dir is not a directory.
+// OpenExisting returns the store for dir without creating anything. It fails when dir is empty,
+// when it does not exist (the error wraps fs.ErrNotExist), and when it is not a directory.
 func OpenExisting(dir string) (*Store, error) {
 	if dir == "" {
 		return nil, errors.New("capture dir is empty")
