@@ -953,18 +953,52 @@ func probe(t *testing.T, rig *upstreamRig) *runResult {
 			t.Errorf("probe: JSON body does not carry %q: %s", want, b)
 		}
 	}
+	// Calls that are not model calls pass through, prefix stripped, uncaptured, unchanged.
+	type passed struct {
+		method, path string
+		status       int
+		body         []byte
+	}
+	var through []passed
+	for _, pt := range []struct{ method, path, body string }{
+		{http.MethodPost, "/v1/messages/count_tokens", `{"model":"e2e-model","messages":[{"role":"user","content":"Say hello"}]}`},
+		{http.MethodGet, "/v1/models", ""},
+	} {
+		req, _ := http.NewRequest(pt.method, rig.proxy.base+"/ng-rollout/"+id+pt.path, strings.NewReader(pt.body))
+		if pt.body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("probe %s %s: %v", pt.method, pt.path, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.Header.Get("X-Nemo-Gym-Model-Call-Id") != "" {
+			t.Errorf("probe %s %s: answered with x-nemo-gym-model-call-id: it was captured", pt.method, pt.path)
+		}
+		through = append(through, passed{pt.method, pt.path, resp.StatusCode, b})
+	}
 	finished := time.Now()
 	entries := rig.tap.Take()
 	var served []Served
 	if rig.scripted != nil {
 		served = rig.scripted.Take()
 	}
-	if len(entries) != 2 {
-		t.Fatalf("probe: the upstream saw %d requests, want 2", len(entries))
+	if len(entries) != 2+len(through) {
+		t.Fatalf("probe: the upstream saw %d requests, want %d", len(entries), 2+len(through))
 	}
+	for i, pt := range through {
+		e := entries[2+i]
+		if e.Method != pt.method || e.Path != pt.path || e.Status != pt.status || !bytes.Equal(e.RespBody, pt.body) {
+			t.Errorf("probe %s %s: upstream saw %s %s -> %d; client got %d, same body %v", pt.method, pt.path, e.Method,
+				e.Path, e.Status, pt.status, bytes.Equal(e.RespBody, pt.body))
+		}
+	}
+	entries = entries[:2]
 	recs := readRecords(t, rig.bin, rig.captureDir, id)
 	if len(recs) != 2 {
-		t.Fatalf("probe: %d records, want 2", len(recs))
+		t.Fatalf("probe: %d records, want 2 (the pass-through calls must not be captured)", len(recs))
 	}
 	for i, r := range recs {
 		if r.ModelCallID != headerIDs[i] {
