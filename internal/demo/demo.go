@@ -1,0 +1,361 @@
+package demo
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/modelcalls/modelcalls"
+	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/dialect"
+	"github.com/modelcalls/modelcalls/gateway"
+	"github.com/modelcalls/modelcalls/rollout"
+)
+
+// ModelServerName is the model_ref name the demo gateway records.
+const ModelServerName = "demo_model"
+
+// Options configure Run.
+type Options struct {
+	// Dir receives the capture dir and the rollout files; "" creates a new temp dir.
+	Dir string
+	// Logger receives the gateway's log records; nil discards them.
+	Logger *slog.Logger
+}
+
+// Rollout is one scripted rollout of the demo.
+type Rollout struct {
+	ID      string          // rollout id, e.g. "demo-chat-sse"
+	Dialect dialect.Dialect // the wire API it speaks
+	Stream  bool            // SSE (true) or JSON (false)
+	Calls   int             // model calls the script made (0 for the rollout that never ran)
+	Note    string          // what the rollout shows
+	Merge   modelcalls.MergeResult
+}
+
+// Result says where the demo left its files and what it did.
+type Result struct {
+	Dir          string // the demo's directory
+	CaptureDir   string // capture store: <id>.capture.jsonl per rollout
+	RolloutsPath string // the rollout records before merge (JSONL)
+	MergedPath   string // the same records with ng_model_call_capture attached (JSONL)
+	Rollouts     []Rollout
+	Store        *capture.Store
+}
+
+// Run starts the replay upstream and the capture gateway on loopback, drives the scripted rollouts
+// through the gateway (a two-turn tool loop per dialect, as JSON and as SSE, one rate-limited call,
+// and one rollout that never ran), then merges the captures into the rollout records. Everything
+// stays on 127.0.0.1 and in Options.Dir. It fails when a listener cannot be opened, a file cannot
+// be written, or a scripted call does not get the answer the recording holds.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	dir := opts.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "modelcalls-demo-")
+		if err != nil {
+			return nil, fmt.Errorf("create demo dir: %w", err)
+		}
+		dir = d
+	}
+	res := &Result{
+		Dir:          dir,
+		CaptureDir:   filepath.Join(dir, "capture"),
+		RolloutsPath: filepath.Join(dir, "rollouts.jsonl"),
+		MergedPath:   filepath.Join(dir, "merged.jsonl"),
+	}
+	store, err := capture.Open(res.CaptureDir)
+	if err != nil {
+		return nil, err
+	}
+	res.Store = store
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+
+	upstreamURL, stopUpstream, err := serve(replayUpstream{})
+	if err != nil {
+		return nil, fmt.Errorf("start replay upstream: %w", err)
+	}
+	defer stopUpstream()
+	u, _ := url.Parse(upstreamURL)
+	gw := &gateway.Handler{Upstream: u, Store: store, ModelServerName: ModelServerName, Logger: logger}
+	gatewayURL, stopGateway, err := serve(gw)
+	if err != nil {
+		return nil, fmt.Errorf("start gateway: %w", err)
+	}
+	defer stopGateway()
+
+	client := &http.Client{Timeout: 30 * time.Second}
+	for _, d := range []dialect.Dialect{dialect.Responses, dialect.Chat, dialect.Messages} {
+		for _, stream := range []bool{false, true} {
+			kind := "json"
+			if stream {
+				kind = "sse"
+			}
+			r := Rollout{ID: fmt.Sprintf("demo-%s-%s", d, kind), Dialect: d, Stream: stream,
+				Note: "tool call, then the answer"}
+			if err := toolLoop(ctx, client, gatewayURL, &r); err != nil {
+				return nil, fmt.Errorf("rollout %s: %w", r.ID, err)
+			}
+			res.Rollouts = append(res.Rollouts, r)
+		}
+	}
+	limited := Rollout{ID: "demo-messages-rate-limited", Dialect: dialect.Messages, Note: "upstream answers 429"}
+	if _, status, err := call(ctx, client, gatewayURL, &limited, map[string]any{
+		"model": "rate-limited", "max_tokens": 256, "messages": []any{userMessage(dialect.Messages)},
+	}); err != nil || status != http.StatusTooManyRequests {
+		return nil, fmt.Errorf("rollout %s: status %d, %v", limited.ID, status, err)
+	}
+	res.Rollouts = append(res.Rollouts, limited)
+	res.Rollouts = append(res.Rollouts, Rollout{ID: "demo-never-ran", Dialect: dialect.Chat, Note: "no call reached the gateway"})
+
+	// Drain the gateway: every capture line is durable before the merge reads.
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := gw.Shutdown(sctx); err != nil {
+		return nil, fmt.Errorf("drain gateway: %w", err)
+	}
+	if err := writeRollouts(res); err != nil {
+		return nil, err
+	}
+	if err := mergeRollouts(ctx, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// serve starts h on a fresh 127.0.0.1 port and returns its base URL and a stop function.
+func serve(h http.Handler) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	}
+	return "http://" + ln.Addr().String(), stop, nil
+}
+
+// toolLoop makes the two calls of one rollout: the first is answered with a tool call, the second
+// carries that call's result and is answered with text.
+func toolLoop(ctx context.Context, client *http.Client, base string, r *Rollout) error {
+	first := firstRequest(r.Dialect, r.Stream)
+	resp, status, err := call(ctx, client, base, r, first)
+	if err != nil {
+		return err
+	}
+	if status != http.StatusOK {
+		return fmt.Errorf("first call: status %d", status)
+	}
+	tools, _ := modelcalls.ToolCallsAndReasoning(resp)
+	if len(tools) == 0 {
+		return errors.New("first call: the replayed response holds no tool call")
+	}
+	second := secondRequest(r.Dialect, first, tools[0])
+	resp, status, err = call(ctx, client, base, r, second)
+	if err != nil {
+		return err
+	}
+	if status != http.StatusOK {
+		return fmt.Errorf("second call: status %d", status)
+	}
+	if tools, _ := modelcalls.ToolCallsAndReasoning(resp); len(tools) != 0 {
+		return errors.New("second call: expected a text answer, got another tool call")
+	}
+	return nil
+}
+
+// call posts body to the rollout's prefixed path of its dialect and returns the response object
+// (reassembled from SSE when streamed) and the status.
+func call(ctx context.Context, client *http.Client, base string, r *Rollout, body map[string]any) (json.RawMessage, int, error) {
+	r.Calls++
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, 0, err
+	}
+	target := rollout.ApplyPrefix(base, r.ID) + dialectPath(r.Dialect)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(b))
+	if err != nil {
+		return nil, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer demo-key-never-captured")
+	req.Header.Set("X-Session-Id", r.ID+"-session")
+	if r.Dialect == dialect.Messages {
+		req.Header.Set("Anthropic-Version", "2023-06-01")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.Header.Get("X-Nemo-Gym-Model-Call-Id") == "" {
+		return nil, resp.StatusCode, errors.New("the gateway did not add x-nemo-gym-model-call-id")
+	}
+	if body["stream"] == true {
+		s := dialect.NewStream(r.Dialect)
+		br := bufio.NewReader(resp.Body)
+		buf := make([]byte, 4096)
+		for {
+			n, err := br.Read(buf)
+			s.Write(buf[:n])
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return nil, resp.StatusCode, fmt.Errorf("read stream: %w", err)
+			}
+		}
+		s.End()
+		return s.Response(), resp.StatusCode, nil
+	}
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, resp.StatusCode, fmt.Errorf("read response: %w", err)
+	}
+	return raw, resp.StatusCode, nil
+}
+
+func dialectPath(d dialect.Dialect) string {
+	switch d {
+	case dialect.Responses:
+		return "/v1/responses"
+	case dialect.Chat:
+		return "/v1/chat/completions"
+	default:
+		return "/v1/messages"
+	}
+}
+
+const question = "What is the weather in Tokyo? Use the tool."
+
+func userMessage(d dialect.Dialect) map[string]any {
+	return map[string]any{"role": "user", "content": question}
+}
+
+var weatherSchema = map[string]any{
+	"type":       "object",
+	"properties": map[string]any{"city": map[string]any{"type": "string"}},
+	"required":   []string{"city"},
+}
+
+func firstRequest(d dialect.Dialect, stream bool) map[string]any {
+	switch d {
+	case dialect.Responses:
+		return map[string]any{"model": "demo-model", "stream": stream,
+			"input": []any{userMessage(d)},
+			"tools": []any{map[string]any{"type": "function", "name": "get_temperature", "parameters": weatherSchema}}}
+	case dialect.Chat:
+		req := map[string]any{"model": "demo-model", "stream": stream,
+			"messages": []any{userMessage(d)},
+			"tools": []any{map[string]any{"type": "function",
+				"function": map[string]any{"name": "weather", "parameters": weatherSchema}}}}
+		if stream {
+			req["stream_options"] = map[string]any{"include_usage": true}
+		}
+		return req
+	default:
+		return map[string]any{"model": "demo-model", "stream": stream, "max_tokens": 1024,
+			"messages": []any{userMessage(d)},
+			"tools":    []any{map[string]any{"name": "json", "input_schema": weatherSchema}}}
+	}
+}
+
+// secondRequest repeats the first request with the model's tool call and its result appended, in
+// the dialect's own shape.
+func secondRequest(d dialect.Dialect, first map[string]any, tc modelcalls.ToolCall) map[string]any {
+	req := map[string]any{}
+	for k, v := range first {
+		req[k] = v
+	}
+	id, name := deref(tc.CallID), deref(tc.Name)
+	args := string(tc.Arguments)
+	const result = "22 degrees Celsius, clear sky"
+	switch d {
+	case dialect.Responses:
+		req["input"] = []any{userMessage(d),
+			map[string]any{"type": "function_call", "call_id": id, "name": name, "arguments": args},
+			map[string]any{"type": "function_call_output", "call_id": id, "output": result}}
+	case dialect.Chat:
+		req["messages"] = []any{userMessage(d),
+			map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+				"id": id, "type": "function", "function": map[string]any{"name": name, "arguments": args}}}},
+			map[string]any{"role": "tool", "tool_call_id": id, "content": result}}
+	default:
+		req["messages"] = []any{userMessage(d),
+			map[string]any{"role": "assistant", "content": []any{map[string]any{
+				"type": "tool_use", "id": id, "name": name, "input": json.RawMessage(args)}}},
+			map[string]any{"role": "user", "content": []any{map[string]any{
+				"type": "tool_result", "tool_use_id": id, "content": result}}}}
+	}
+	return req
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// writeRollouts writes one rollout record per scripted rollout, as a collector would.
+func writeRollouts(res *Result) error {
+	var b bytes.Buffer
+	for i, r := range res.Rollouts {
+		line, err := json.Marshal(map[string]any{
+			"_ng_rollout_id": r.ID, "_ng_task_index": i, "_ng_rollout_index": 0,
+			"dialect": r.Dialect, "stream": r.Stream, "reward": 1.0,
+		})
+		if err != nil {
+			return err
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(res.RolloutsPath, b.Bytes(), 0o640); err != nil {
+		return fmt.Errorf("write rollouts: %w", err)
+	}
+	return nil
+}
+
+// mergeRollouts attaches ng_model_call_capture to every rollout record, as `modelcalls merge` does.
+func mergeRollouts(ctx context.Context, res *Result) error {
+	m, err := modelcalls.NewMerger([]string{res.CaptureDir}, modelcalls.MergeOptions{DrainTimeout: 2 * time.Second})
+	if err != nil {
+		return err
+	}
+	in, err := os.ReadFile(res.RolloutsPath)
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	for i, line := range bytes.Split(bytes.TrimSuffix(in, []byte("\n")), []byte("\n")) {
+		merged, mr, err := m.Merge(ctx, line)
+		if err != nil {
+			return fmt.Errorf("merge rollout %d: %w", i, err)
+		}
+		res.Rollouts[i].Merge = mr
+		out.Write(merged)
+		out.WriteByte('\n')
+	}
+	if err := os.WriteFile(res.MergedPath, out.Bytes(), 0o640); err != nil {
+		return fmt.Errorf("write merged rollouts: %w", err)
+	}
+	return nil
+}
