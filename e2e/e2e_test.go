@@ -34,6 +34,7 @@ import (
 //	MODELCALLS_E2E_CACHE      cache dir for llama-server and the harnesses (default ~/.cache/modelcalls-e2e)
 //	MODELCALLS_E2E_WORKDIR    keep every file of the run here (default: a temp dir, removed)
 //	MODELCALLS_E2E_REPORT     also write the summary table (markdown) to this file
+//	MODELCALLS_E2E_RACE       non-empty: build modelcalls with -race (its data races fail the proxy's exit)
 const (
 	envHarnesses = "MODELCALLS_E2E_HARNESSES"
 	envUpstreams = "MODELCALLS_E2E_UPSTREAMS"
@@ -137,7 +138,11 @@ func TestE2E(t *testing.T) {
 func buildModelcalls(t *testing.T, repo, work string) string {
 	t.Helper()
 	bin := filepath.Join(work, "bin", "modelcalls")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/modelcalls")
+	args := []string{"build", "-o", bin}
+	if os.Getenv("MODELCALLS_E2E_RACE") != "" {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, "./cmd/modelcalls")...)
 	cmd.Dir = repo
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/modelcalls: %v\n%s", err, out)
@@ -282,6 +287,17 @@ func (s *suite) runMatrix(t *testing.T, rig *upstreamRig, projectDir func(harnes
 	t.Run("proxy-shutdown", func(t *testing.T) {
 		if err := rig.proxy.stop(); err != nil {
 			t.Errorf("proxy did not shut down cleanly on SIGTERM: %v\n%s", err, rig.proxy.logTail())
+		}
+		rig.proxy.mu.Lock()
+		log := rig.proxy.log.String()
+		rig.proxy.mu.Unlock()
+		if strings.Contains(log, "DATA RACE") || strings.Contains(log, "panic:") {
+			t.Errorf("proxy log shows a data race or panic; see %s", filepath.Join(filepath.Dir(rig.captureDir), "proxy.log"))
+		}
+		for _, line := range strings.Split(log, "\n") {
+			if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+				t.Logf("proxy: %s", line)
+			}
 		}
 	})
 	for _, r := range done {
