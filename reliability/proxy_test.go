@@ -1,0 +1,3 @@
+package reliability
+
+func proxyRole() int { return 0 }
