@@ -39,3 +39,33 @@ func gatewayHandler(upstreamURL, captureDir string, captureOn bool) (http.Handle
 	}
 	return h, stop, nil
 }
+
+// gatewayWriteMetric names the gateway's capture-write histogram in the report.
+const gatewayWriteMetric = gateway.MetricCaptureWriteSec
+
+// captureWrites reads the gateway's own capture-write histogram (gateway.MetricCaptureWriteSec:
+// append + fsync, per captured call): count and sum so far; zero when h is not a gateway or the
+// metric is absent.
+func captureWrites(h http.Handler) writeStat {
+	var w writeStat
+	g, ok := h.(*gateway.Handler)
+	if !ok {
+		return w
+	}
+	mfs, err := g.Registry().Gather()
+	if err != nil {
+		return w
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != gateway.MetricCaptureWriteSec {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if hg := m.GetHistogram(); hg != nil {
+				w.count += hg.GetSampleCount()
+				w.sum += hg.GetSampleSum()
+			}
+		}
+	}
+	return w
+}

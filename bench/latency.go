@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/modelcalls/modelcalls/capture"
 )
 
 // Subject names of the non-streaming rows.
@@ -39,16 +42,27 @@ type latencyResult struct {
 	order    []string
 	by       map[string]*subjectStats
 	fsync    durations
-	mitm     bool
-	mitmNote string
-	lineLen  int
+	claim    durations    // capture.Store.Claim
+	release  durations    // Claim.Release
+	storeOwn subjectStats // storeLoad, each worker its own rollout file
+	storeOne subjectStats // storeLoad, all workers into one rollout file
+	// The gateway's own capture-write histogram (append + fsync per call), by phase.
+	gwWrite map[string]*writeStat
+	// Row 2 with the gateway alone in a child process, by GOMAXPROCS of the child.
+	childProcs map[int]*subjectStats
+	mitm       bool
+	mitmNote   string
+	lineLen    int
 }
 
 // runLatency measures non-streaming latency (one client and concurrent rollouts) and calls/s for
 // every subject, interleaving subjects within each round and reversing the order every other round
 // (ABBA...), with an fsync probe batch in every round.
 func (r *runner) runLatency(ctx context.Context) error {
-	res := &latencyResult{by: map[string]*subjectStats{}}
+	res := &latencyResult{by: map[string]*subjectStats{}, gwWrite: map[string]*writeStat{}, childProcs: map[int]*subjectStats{}}
+	for _, k := range []string{"1 client", fmt.Sprintf("%d concurrent, own files", r.workers), fmt.Sprintf("%d concurrent, one file", r.workers)} {
+		res.gwWrite[k] = &writeStat{}
+	}
 	capDir := filepath.Join(r.workDir, "capture")
 	gwOn, stopOn, err := gatewayHandler(r.up.url, capDir, true)
 	if err != nil {
@@ -118,6 +132,12 @@ func (r *runner) runLatency(ctx context.Context) error {
 	}
 	defer probe.close()
 	res.lineLen = len(r.fx.jsonRequest) + len(r.fx.jsonResponse) + 400
+	probeStore, err := capture.Open(capDir)
+	if err != nil {
+		return err
+	}
+	claims := &claimProbe{store: probeStore}
+	storeLine := append(append([]byte(`{"x":"`), bytes.Repeat([]byte("x"), res.lineLen-8)...), `"}`...) // capture-sized
 
 	// Warm-up: connections, the capture files, the page cache; not recorded.
 	for _, s := range append(subjects, oneFile) {
@@ -136,14 +156,21 @@ func (r *runner) runLatency(ctx context.Context) error {
 		}
 		for _, s := range order {
 			st := res.by[s.name]
+			w0 := captureWrites(gwOn)
 			seq, err := s.sequential(ctx, r.fx, "lat1", r.seqCalls)
 			if err != nil {
 				return err
 			}
+			w1 := captureWrites(gwOn)
 			st.seq = append(st.seq, seq.lat...)
 			conc, err := s.concurrent(ctx, r.fx, r.workers, r.concDur, r.ownFile)
 			if err != nil {
 				return err
+			}
+			w2 := captureWrites(gwOn)
+			if s.name == sGwOn {
+				res.gwWrite["1 client"].add(w1.sub(w0))
+				res.gwWrite[fmt.Sprintf("%d concurrent, own files", r.workers)].add(w2.sub(w1))
 			}
 			st.conc = append(st.conc, conc.lat...)
 			st.calls += conc.calls
@@ -154,6 +181,7 @@ func (r *runner) runLatency(ctx context.Context) error {
 				if err != nil {
 					return err
 				}
+				res.gwWrite[fmt.Sprintf("%d concurrent, one file", r.workers)].add(captureWrites(gwOn).sub(w2))
 				o := res.by[sGwOne]
 				o.conc = append(o.conc, one.lat...)
 				o.calls += one.calls
@@ -165,8 +193,29 @@ func (r *runner) runLatency(ctx context.Context) error {
 			return err
 		}
 		res.fsync = append(res.fsync, f...)
+		cl, rel, err := claims.run(r.fsyncN)
+		if err != nil {
+			return err
+		}
+		res.claim = append(res.claim, cl...)
+		res.release = append(res.release, rel...)
+		for _, x := range []struct {
+			st   *subjectStats
+			idOf func(int) string
+		}{{&res.storeOwn, func(w int) string { return fmt.Sprintf("store-%02d", w) }}, {&res.storeOne, func(int) string { return "store-one" }}} {
+			sl, err := storeLoad(probeStore, storeLine, r.workers, r.concDur/3, x.idOf)
+			if err != nil {
+				return err
+			}
+			x.st.conc = append(x.st.conc, sl.lat...)
+			x.st.calls += sl.calls
+			x.st.elapsed += sl.elapsed
+		}
 		r.logf("  round %d/%d: bare seq p50 %s ms, gw-on seq p50 %s ms, fsync p50 %s ms", round+1, r.rounds,
 			ms(res.by[sBare].seq.pct(50)), ms(res.by[sGwOn].seq.pct(50)), ms(res.fsync.pct(50)))
+	}
+	if err := r.childProcsRow(ctx, res); err != nil {
+		return err
 	}
 	if m != nil {
 		res.mitmNote = fmt.Sprintf("%s (flow file %.1f MB)", m.version, float64(m.flowBytes())/1e6)
@@ -188,4 +237,65 @@ func reversed[T any](s []T) []T {
 func mustMkdir(dir string) string {
 	os.MkdirAll(dir, 0o750)
 	return dir
+}
+
+// childProcs are the GOMAXPROCS values the gateway-alone experiment compares.
+var childProcs = []int{2, 8}
+
+// childProcsRow runs row 2 (capture on, own files) against the gateway alone in a child process,
+// once per GOMAXPROCS in childProcs, interleaved over the rounds. It shows how much of the gap to
+// the bare proxy comes from goroutines blocked in file syscalls (claim create, fsync) holding the
+// process's Ps while network goroutines wait.
+func (r *runner) childProcsRow(ctx context.Context, res *latencyResult) error {
+	children := map[int]*subject{}
+	for _, n := range childProcs {
+		dir := filepath.Join(r.workDir, fmt.Sprintf("capture-child-%d", n))
+		c, err := startChild("gateway", r.up.url, dir, fmt.Sprintf("GOMAXPROCS=%d", n))
+		if err != nil {
+			return err
+		}
+		defer c.stop()
+		s := newSubject(fmt.Sprintf("gateway child GOMAXPROCS=%d", n), c.url, true)
+		defer s.closeIdle()
+		if _, err := s.concurrent(ctx, r.fx, r.workers, 100*time.Millisecond, r.ownFile); err != nil {
+			return err
+		}
+		children[n] = s
+		res.childProcs[n] = &subjectStats{}
+	}
+	rounds := max(1, r.rounds/2)
+	for round := range rounds {
+		order := childProcs
+		if round%2 == 1 {
+			order = reversed(childProcs)
+		}
+		for _, n := range order {
+			conc, err := children[n].concurrent(ctx, r.fx, r.workers, r.concDur, r.ownFile)
+			if err != nil {
+				return err
+			}
+			st := res.childProcs[n]
+			st.conc = append(st.conc, conc.lat...)
+			st.calls += conc.calls
+			st.elapsed += conc.elapsed
+		}
+	}
+	return nil
+}
+
+// writeStat accumulates count and sum of the gateway's capture-write histogram.
+type writeStat struct {
+	count uint64
+	sum   float64 // seconds
+}
+
+func (w writeStat) sub(o writeStat) writeStat { return writeStat{w.count - o.count, w.sum - o.sum} }
+
+func (w *writeStat) add(o writeStat) { w.count += o.count; w.sum += o.sum }
+
+func (w *writeStat) meanMS() float64 {
+	if w.count == 0 {
+		return 0
+	}
+	return w.sum / float64(w.count) * 1e3
 }

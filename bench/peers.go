@@ -13,7 +13,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/modelcalls/modelcalls/capture"
 )
 
 // upstreamTransport is the transport every in-process proxy uses towards the upstream: the default
@@ -204,4 +207,75 @@ func (p *fsyncProbe) run(n int) (durations, error) {
 
 func (p *fsyncProbe) close() error {
 	return errors.Join(p.f.Close(), os.Remove(p.f.Name()))
+}
+
+// claimProbe times capture.Store.Claim and Claim.Release, which the gateway does around every
+// captured call (the claim before forwarding), on the capture disk in the same run.
+type claimProbe struct {
+	store *capture.Store
+}
+
+// run times n claim/release pairs of one rollout.
+func (p *claimProbe) run(n int) (claim, release durations, err error) {
+	for range n {
+		t := time.Now()
+		c, err := p.store.Claim("claim-probe", capture.NewModelCallID())
+		if err != nil {
+			return nil, nil, err
+		}
+		t1 := time.Now()
+		if err := c.Release(); err != nil {
+			return nil, nil, err
+		}
+		claim = append(claim, t1.Sub(t))
+		release = append(release, time.Since(t1))
+	}
+	return claim, release, nil
+}
+
+// storeLoad runs, without HTTP, what the gateway does to the store for every captured call — Claim,
+// Append of one line, Release — from workers goroutines for about dur, worker w into rollout
+// idOf(w). Its rate is the ceiling the disk puts on captured calls per second.
+func storeLoad(store *capture.Store, line []byte, workers int, dur time.Duration, idOf func(int) string) (loadResult, error) {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		res      loadResult
+		firstErr error
+	)
+	start := time.Now()
+	deadline := start.Add(dur)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := idOf(w)
+			var lat durations
+			var err error
+			for time.Now().Before(deadline) {
+				t := time.Now()
+				var c *capture.Claim
+				if c, err = store.Claim(id, capture.NewModelCallID()); err != nil {
+					break
+				}
+				if err = store.Append(id, line); err != nil {
+					break
+				}
+				if err = c.Release(); err != nil {
+					break
+				}
+				lat = append(lat, time.Since(t))
+			}
+			mu.Lock()
+			res.lat = append(res.lat, lat...)
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	res.elapsed = time.Since(start)
+	res.calls = len(res.lat)
+	return res, firstErr
 }

@@ -108,13 +108,16 @@ type child struct {
 	url   string
 }
 
-func startChild(mode, upstreamURL, captureDir string) (*child, error) {
+// startChild starts this binary with -child mode; env entries ("GOMAXPROCS=8") are added to the
+// child's environment.
+func startChild(mode, upstreamURL, captureDir string, env ...string) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find own binary: %w", err)
 	}
 	cmd := exec.Command(exe, "-child", mode, "-child-upstream", upstreamURL, "-child-capture-dir", captureDir)
 	cmd.Stderr = os.Stderr
+	cmd.Env = append(os.Environ(), env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
