@@ -12,6 +12,7 @@ import (
 
 	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // mergeData is a capture directory of rollouts x calls lines, every line a real capture line
@@ -98,6 +99,47 @@ func (d *mergeData) readRaw() (mergePass, error) {
 	return p, nil
 }
 
+// readValidate is a second reference: the same bufio read, plus one strict validating scan of each
+// line (internal/jsonscan.Validate, what the readers use). No reader that checks every line can
+// beat it by much: it is the ceiling for any merge that validates each byte once.
+func (d *mergeData) readValidate() (mergePass, error) {
+	var p mergePass
+	br := bufio.NewReaderSize(nil, 64<<10)
+	start := time.Now()
+	for _, id := range d.ids {
+		f, err := os.Open(filepath.Join(d.dir, id+capture.CaptureSuffix))
+		if err != nil {
+			return p, fmt.Errorf("validate read: %w", err)
+		}
+		br.Reset(f)
+		for {
+			line, err := br.ReadSlice('\n')
+			if err == bufio.ErrBufferFull {
+				f.Close()
+				return p, fmt.Errorf("validate read: line longer than the buffer: %w", errUnexpected)
+			}
+			if len(line) > 1 {
+				if verr := jsonscan.Validate(line[:len(line)-1]); verr != nil {
+					f.Close()
+					return p, fmt.Errorf("validate read %s: %w", id, verr)
+				}
+				p.records++
+			}
+			p.bytes += int64(len(line))
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				f.Close()
+				return p, fmt.Errorf("validate read: %w", err)
+			}
+		}
+		f.Close()
+	}
+	p.elapsed = time.Since(start)
+	return p, nil
+}
+
 // readRecords is the subject: modelcalls.ReadAvailableRecords for every rollout (shared lock,
 // tolerant read, one ModelCallRecord built per line), as merge does before it aggregates.
 func (d *mergeData) readRecords() (mergePass, error) {
@@ -154,8 +196,8 @@ func (d *mergeData) mergeRecords() (mergePass, error) {
 
 // mergeResult is the merge row: ABAB passes of the baseline and the subjects on one core.
 type mergeResult struct {
-	data                *mergeData
-	raw, records, merge []mergePass
+	data                          *mergeData
+	raw, validate, records, merge []mergePass
 }
 
 func mbps(bytes int64, d time.Duration) float64 { return float64(bytes) / 1e6 / d.Seconds() }
@@ -190,6 +232,12 @@ func runMerge(d *mergeData, rounds int) (*mergeResult, error) {
 			return nil, fmt.Errorf("raw read saw %d bytes %d lines, wrote %d, %d: %w", r.bytes, r.records, d.bytes, d.lines, errUnexpected)
 		}
 		res.raw = append(res.raw, r)
+		runtime.GC()
+		v, err := d.readValidate()
+		if err != nil {
+			return nil, err
+		}
+		res.validate = append(res.validate, v)
 		runtime.GC()
 		m, err := d.readRecords()
 		if err != nil {
