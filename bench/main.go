@@ -29,8 +29,8 @@ type plan struct {
 }
 
 var fullPlan = plan{
-	rounds: 6, seqCalls: 500, workers: 64, concDur: 1500 * time.Millisecond, fsyncN: 200,
-	sseRounds: 5, streams: 8, pace: time.Millisecond,
+	rounds: 8, seqCalls: 600, workers: 64, concDur: 1500 * time.Millisecond, fsyncN: 200,
+	sseRounds: 6, streams: 10, pace: time.Millisecond,
 	bigBytes:  100 << 20,
 	mRollouts: 10000, mCalls: 20, mRounds: 2,
 }
