@@ -282,10 +282,14 @@ func isTimeout(err error) bool {
 func (c *call) answerLocally(w http.ResponseWriter, status int, reason string, attempted bool, category, message string) {
 	c.status = status
 	c.prov = local(reason, attempted)
-	body := dialect.ErrorBody(c.dialect, status, reason, message)
+	body := dialect.ErrorBody(c.dialect, status, reason, localMessage(reason, message))
 	c.finish(outcome{localBody: body, localCategory: category})
 	writeJSON(w, status, body, http.Header{http.CanonicalHeaderKey(HeaderModelCallID): {c.modelCallID}})
 }
+
+// localMessage is the message of a local error body. It starts with the reason code, because the
+// Anthropic error shape has no code member to carry it.
+func localMessage(reason, text string) string { return reason + ": " + text }
 
 // outcome says how a call ended.
 type outcome struct {

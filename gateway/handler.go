@@ -241,7 +241,7 @@ func (h *Handler) invalidRolloutID(w http.ResponseWriter, r *http.Request, id, r
 	h.log.Warn("invalid rollout id in request path", "rollout_id", shown, "path", rest, "method", r.Method, "err", err)
 	msg := fmt.Sprintf("invalid rollout id %q in /%s/<rollout_id>: it must match ^[A-Za-z0-9][A-Za-z0-9._-]*$ and be at most %d bytes",
 		shown, rollout.PrefixSegment, rollout.MaxIDLen)
-	writeJSON(w, http.StatusBadRequest, dialect.ErrorBody(d, http.StatusBadRequest, ReasonInvalidRolloutID, msg), nil)
+	writeJSON(w, http.StatusBadRequest, dialect.ErrorBody(d, http.StatusBadRequest, ReasonInvalidRolloutID, localMessage(ReasonInvalidRolloutID, msg)), nil)
 }
 
 // rewrite routes the outbound request to Upstream; the inbound path is already stripped. The
@@ -284,7 +284,7 @@ func (h *Handler) errorHandler(w http.ResponseWriter, r *http.Request, err error
 		status, reason = http.StatusGatewayTimeout, ReasonUpstreamTimeout
 	}
 	h.log.Warn("upstream request failed", "path", r.URL.Path, "err", err)
-	writeJSON(w, status, dialect.ErrorBody(d, status, reason, "upstream request failed: "+err.Error()), nil)
+	writeJSON(w, status, dialect.ErrorBody(d, status, reason, localMessage(reason, "upstream request failed: "+err.Error())), nil)
 }
 
 // writeJSON writes a complete JSON response with extra headers.

@@ -1,0 +1,19 @@
+package gateway_test
+
+import (
+	"context"
+	"os"
+)
+
+func readDir(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names, err
+}
+
+func contextWithCancel() (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.Background())
+}

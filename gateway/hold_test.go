@@ -1,0 +1,259 @@
+package gateway_test
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// steppedUpstream streams SSE chunks the test hands it one at a time, and then keeps the connection
+// open (without ending the body) until the test or the client lets go.
+type steppedUpstream struct {
+	chunks  chan []byte
+	release chan struct{}
+	gone    chan struct{} // closed when the upstream request's context ended (the proxy cancelled it)
+}
+
+func newSteppedUpstream() *steppedUpstream {
+	return &steppedUpstream{chunks: make(chan []byte), release: make(chan struct{}), gone: make(chan struct{})}
+}
+
+func (s *steppedUpstream) serve(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	http.NewResponseController(w).Flush()
+	for {
+		select {
+		case c, ok := <-s.chunks:
+			if !ok {
+				// Body finished, but keep the connection open until released.
+				select {
+				case <-s.release:
+				case <-r.Context().Done():
+					close(s.gone)
+				}
+				return
+			}
+			w.Write(c)
+			http.NewResponseController(w).Flush()
+		case <-r.Context().Done():
+			close(s.gone)
+			return
+		}
+	}
+}
+
+// clientReader reads a response body in the background, delivering exactly the sizes asked for.
+type clientReader struct {
+	want chan int
+	got  chan []byte
+	errs chan error
+}
+
+func newClientReader(body io.Reader) *clientReader {
+	cr := &clientReader{want: make(chan int), got: make(chan []byte), errs: make(chan error, 1)}
+	br := bufio.NewReader(body)
+	go func() {
+		for n := range cr.want {
+			buf := make([]byte, n)
+			if _, err := io.ReadFull(br, buf); err != nil {
+				cr.errs <- err
+				return
+			}
+			cr.got <- buf
+		}
+	}()
+	return cr
+}
+
+// expect waits for the next len(want) bytes and checks them; a chunk that does not arrive within
+// the bound is reported as delayed.
+func (cr *clientReader) expect(t *testing.T, want []byte, what string) {
+	t.Helper()
+	select {
+	case cr.want <- len(want):
+	case err := <-cr.errs:
+		t.Fatalf("%s: client read failed: %v", what, err)
+	}
+	select {
+	case got := <-cr.got:
+		if string(got) != string(want) {
+			t.Fatalf("%s: client got %q, want %q", what, got, want)
+		}
+	case err := <-cr.errs:
+		t.Fatalf("%s: client read failed: %v", what, err)
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s: not delivered to the client while the upstream waits for it", what)
+	}
+}
+
+// lockCaptureFile takes an exclusive flock on rollout id's capture file, so the gateway's append
+// blocks until unlock is called.
+func lockCaptureFile(t *testing.T, e *env, id string) (unlock func()) {
+	t.Helper()
+	p, err := e.store.CapturePath(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o640)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	done := false
+	unlock = func() {
+		if !done {
+			done = true
+			syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+			f.Close()
+		}
+	}
+	t.Cleanup(unlock)
+	return unlock
+}
+
+// captureSize is the size of rollout id's capture file (read without taking its lock).
+func captureSize(t *testing.T, e *env, id string) int64 {
+	t.Helper()
+	p, _ := e.store.CapturePath(id)
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
+}
+
+// TestHoldAndNoDelay proves both halves of the hold rule for every dialect. The capture file is
+// locked the whole time, so a capture write cannot finish: every non-terminal chunk (and the first
+// fragment of the terminal event) still reaches the client before the upstream sends the next; the
+// chunk that completes the terminal event does not, until the lock is released and the line is
+// durable. The upstream then keeps the connection open: that must not delay anything, and the
+// client leaving afterwards does not make the call "cancelled".
+func TestHoldAndNoDelay(t *testing.T) {
+	for _, tc := range []struct {
+		dialect, path, fixture string
+	}{
+		{"responses", "/v1/responses", "openai_responses/stream_reasoning_function_call.sse"},
+		{"chat", "/v1/chat/completions", "openai_chat/stream_tool_call_usage_only_chunk.sse"},
+		{"messages", "/v1/messages", "anthropic_messages/stream_thinking_signature.sse"},
+	} {
+		t.Run(tc.dialect, func(t *testing.T) {
+			events := sseEvents(fixture(t, tc.fixture))
+			up := newSteppedUpstream()
+			e := newEnv(t, up.serve)
+			const id = "hold-1"
+			unlock := lockCaptureFile(t, e, id)
+
+			req, _ := http.NewRequest(http.MethodPost, e.url(id, tc.path), strings.NewReader(`{"model":"m","stream":true}`))
+			resp, err := rawClient().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			cr := newClientReader(resp.Body)
+
+			for i, ev := range events[:len(events)-1] {
+				up.chunks <- ev
+				cr.expect(t, ev, "event "+strconv.Itoa(i))
+			}
+			last := events[len(events)-1]
+			head, tail := last[:7], last[7:]
+			up.chunks <- head
+			cr.expect(t, head, "first fragment of the terminal event")
+			if n := captureSize(t, e, id); n != 0 {
+				t.Fatalf("capture file has %d bytes before the terminal event", n)
+			}
+			if c, err := e.store.Claims(id); err != nil || c.Live != 1 {
+				t.Fatalf("claims before the terminal event: %+v, %v; want 1 live", c, err)
+			}
+
+			up.chunks <- tail
+			cr.want <- len(tail)
+			select {
+			case got := <-cr.got:
+				t.Fatalf("terminal chunk %q reached the client while the capture write was blocked", got)
+			case err := <-cr.errs:
+				t.Fatalf("client read failed: %v", err)
+			case <-time.After(300 * time.Millisecond):
+			}
+			unlock()
+			select {
+			case got := <-cr.got:
+				if string(got) != string(tail) {
+					t.Fatalf("terminal chunk %q, want %q", got, tail)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("terminal chunk not released after the capture write could finish")
+			}
+			l := e.one(id)
+			if c, _ := e.store.Claims(id); c.Live != 0 {
+				t.Errorf("claim still live after the line is durable")
+			}
+
+			// The upstream still holds the connection open; the client has its terminal event
+			// and leaves. The call's outcome stays the upstream's.
+			close(up.chunks)
+			resp.Body.Close()
+			select {
+			case <-up.gone:
+			case <-time.After(5 * time.Second):
+				t.Fatal("upstream request not cancelled after the client left")
+			}
+			e.drain()
+			if *l.StatusCode != 200 || l.ErrorCategory != nil || l.Dialect != tc.dialect {
+				t.Errorf("line: status %v category %s dialect %s", deref(l.StatusCode), l.category(), l.Dialect)
+			}
+			if l.ResponseRaw == nil || !strings.HasSuffix(*l.ResponseRaw, string(last)) {
+				t.Errorf("response_raw does not end with the terminal event")
+			}
+			if len(e.lines(id)) != 1 {
+				t.Errorf("the client leaving after the terminal event added a line")
+			}
+		})
+	}
+}
+
+// TestHoldLastChunkOfJSON: a non-streamed body's last chunk (here: the whole Content-Length body)
+// is released only once the line is durable.
+func TestHoldLastChunkOfJSON(t *testing.T) {
+	body := fixture(t, "openai_chat/json_text_usage_details.json")
+	e := newEnv(t, replay(http.StatusOK, "application/json", body))
+	const id = "hold-json"
+	unlock := lockCaptureFile(t, e, id)
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := rawClient().Post(e.url(id, "/v1/chat/completions"), "application/json", strings.NewReader(`{"model":"m"}`))
+		if err != nil {
+			done <- result{nil, err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		done <- result{b, err}
+	}()
+	select {
+	case r := <-done:
+		t.Fatalf("client got the whole body (%d bytes, %v) while the capture write was blocked", len(r.b), r.err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	unlock()
+	r := <-done
+	if r.err != nil || string(r.b) != string(body) {
+		t.Fatalf("body %d bytes, %v", len(r.b), r.err)
+	}
+	if l := e.one(id); l.ErrorCategory != nil || l.Response == nil {
+		t.Errorf("line: category %s, response %s", l.category(), l.Response)
+	}
+}
