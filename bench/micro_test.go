@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"sync/atomic"
@@ -10,11 +9,12 @@ import (
 
 	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
-	"github.com/modelcalls/modelcalls/dialect"
 )
 
-// Micro-benchmarks of the per-call hot paths that have none in their own package (see
-// docs/benchmarks.md for the list of all of them). Run: go test -run '^$' -bench . -benchmem ./bench
+// Micro-benchmarks of the per-call hot paths that have none in their own package: the capture
+// line's encoding, append (and its fsync floor), claims, and one rollout's read + build. SSE
+// decoding, stream reassembly, record building and merge have theirs in sse, dialect and the root
+// package (docs/benchmarks.md lists all). Run: go test -run '^$' -bench . -benchmem ./bench
 
 func benchFixtures(b *testing.B) *fixtures {
 	b.Helper()
@@ -23,54 +23,6 @@ func benchFixtures(b *testing.B) *fixtures {
 		b.Fatal(err)
 	}
 	return fx
-}
-
-// BenchmarkChatStreamReassembly feeds the 200-event Chat Completions stream to dialect.Stream the
-// way the gateway sees it: one chunk per event (a paced upstream) or the whole body at once.
-func BenchmarkChatStreamReassembly(b *testing.B) {
-	fx := benchFixtures(b)
-	body := fx.sseBody()
-	for _, mode := range []string{"chunk=event", "chunk=body"} {
-		b.Run(mode, func(b *testing.B) {
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
-			for b.Loop() {
-				s := dialect.NewStream(dialect.Chat)
-				terminal := false
-				if mode == "chunk=body" {
-					terminal = s.Write(body)
-				} else {
-					for _, ev := range fx.sseEvents {
-						terminal = s.Write(ev) || terminal
-					}
-				}
-				s.End()
-				if !terminal || s.Response() == nil {
-					b.Fatal("stream not reassembled")
-				}
-			}
-		})
-	}
-}
-
-// BenchmarkBuildRecord builds one ModelCallRecord per capture line written by NeMo Gym (all three
-// dialects, JSON and SSE, errors), as merge does for every call.
-func BenchmarkBuildRecord(b *testing.B) {
-	fx := benchFixtures(b)
-	var n int64
-	for _, l := range fx.gymLines {
-		n += int64(len(l))
-	}
-	b.SetBytes(n)
-	b.ReportAllocs()
-	for b.Loop() {
-		for i, l := range fx.gymLines {
-			if _, err := modelcalls.BuildRecord(l, i); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	b.ReportMetric(float64(b.N*len(fx.gymLines))/b.Elapsed().Seconds(), "records/s")
 }
 
 // benchExchange is the exchange of one non-streaming call of the harness: a real agent's request
@@ -171,29 +123,6 @@ func BenchmarkReadAvailableRecords(b *testing.B) {
 		recs, damaged, err := modelcalls.ReadAvailableRecords(s, d.ids[0])
 		if err != nil || damaged != 0 || len(recs) != 20 {
 			b.Fatal(fmt.Sprint(len(recs), damaged, err))
-		}
-	}
-}
-
-// BenchmarkMergeRollout merges one rollout record line with its 20 captured calls (claims check,
-// read, build, aggregate, splice; payloads left out).
-func BenchmarkMergeRollout(b *testing.B) {
-	fx := benchFixtures(b)
-	d, err := writeMergeData(b.TempDir(), fx, 1, 20)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := modelcalls.NewMerger([]string{d.dir}, modelcalls.MergeOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	line := []byte(`{"_ng_task_index": 0, "_ng_rollout_index": 0, "reward": 1.0}`)
-	ctx := context.Background()
-	b.SetBytes(d.bytes)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, res, err := m.Merge(ctx, line); err != nil || res.Calls != 20 {
-			b.Fatal(res, err)
 		}
 	}
 }
