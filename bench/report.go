@@ -211,7 +211,7 @@ func (r *runner) report() string {
 	w("| machine | %d cores (GOMAXPROCS %d), %s, Linux %s |\n", runtime.NumCPU(), runtime.GOMAXPROCS(0), cpuModel(), kernel())
 	w("| Go | %s |\n", runtime.Version())
 	w("| load average (1/5/15 min) | at start %s, at end %s |\n", r.loadAt[0], r.loadAt[1])
-	w("| capture dir | %s (same disk as the fsync probe) |\n", r.workDir)
+	w("| capture dir | %s (temporary, removed after the run; %s; the fsync and claim probes use the same dir) |\n", r.workDir, mountOf(r.workDir))
 	w("| mitmproxy peer | %s |\n", r.mitmNoteOr())
 	w("| wall time | %s |\n\n", time.Since(r.started).Round(time.Second))
 
@@ -369,4 +369,24 @@ func kernel() string {
 		return "unknown"
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// mountOf describes the file system holding path, from /proc/mounts: "ext4 on /dev/vda (rw,...)".
+func mountOf(path string) string {
+	b, err := os.ReadFile("/proc/mounts")
+	if err != nil {
+		return "file system unknown"
+	}
+	best, desc := -1, "file system unknown"
+	for line := range strings.SplitSeq(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 {
+			continue
+		}
+		mp := f[1]
+		if (path == mp || strings.HasPrefix(path, strings.TrimSuffix(mp, "/")+"/")) && len(mp) > best {
+			best, desc = len(mp), fmt.Sprintf("%s on %s mounted at %s (%s)", f[2], f[0], mp, f[3])
+		}
+	}
+	return desc
 }
