@@ -78,12 +78,12 @@ func (d *lazyDecoder) Read(p []byte) (int, error) {
 func (d *lazyDecoder) open() (io.Reader, error) {
 	switch d.coding {
 	case "gzip", "x-gzip":
-		zr, err := gzip.NewReader(d.src)
-		if err != nil {
-			return nil, fmt.Errorf("gzip: %w", err)
+		g := &gzipMembers{src: bufio.NewReader(d.src)}
+		if err := g.next(); err != nil {
+			return nil, fmt.Errorf("gzip: %w", noEOF(err))
 		}
-		*d.closers = append(*d.closers, func() { zr.Close() })
-		return zr, nil
+		*d.closers = append(*d.closers, func() { g.zr.Close() })
+		return g, nil
 	case "deflate":
 		// RFC 9110 says zlib-wrapped; some servers send raw deflate. A zlib header is a CMF byte
 		// with method 8 whose 16-bit big-endian value with FLG is a multiple of 31.
@@ -116,6 +116,51 @@ func (d *lazyDecoder) open() (io.Reader, error) {
 		return zr, nil
 	}
 	return nil, fmt.Errorf("%w %q", errUnknownCoding, d.coding)
+}
+
+// gzipMembers reads a gzip stream member by member. gzip.Reader's own multistream mode reads the
+// next member's header before it returns the last bytes of the current one; with a live stream that
+// would keep decoded bytes (a terminal event) back until more input arrives. Here each member ends
+// with its bytes returned, and the next header is read only on the next Read.
+type gzipMembers struct {
+	src *bufio.Reader
+	zr  *gzip.Reader
+	eof bool // the current member is done
+}
+
+func (g *gzipMembers) next() error {
+	if g.zr == nil {
+		zr, err := gzip.NewReader(g.src)
+		if err != nil {
+			return err
+		}
+		g.zr = zr
+	} else if err := g.zr.Reset(g.src); err != nil {
+		return err
+	}
+	g.zr.Multistream(false)
+	g.eof = false
+	return nil
+}
+
+func (g *gzipMembers) Read(p []byte) (int, error) {
+	if g.eof {
+		if err := g.next(); err != nil {
+			if err == io.EOF {
+				return 0, io.EOF // no further member: a clean end
+			}
+			return 0, fmt.Errorf("gzip: %w", err)
+		}
+	}
+	n, err := g.zr.Read(p)
+	if err == io.EOF {
+		g.eof = true
+		err = nil
+		if n == 0 {
+			return g.Read(p)
+		}
+	}
+	return n, err
 }
 
 func noEOF(err error) error {

@@ -177,14 +177,15 @@ func TestStreamOutcomes(t *testing.T) {
 		cut                 func([]byte) []byte
 		category            string
 		wantResponse        bool
+		rawHas              string // the terminal event the raw body must reach
 	}{
-		{"responses error event then failed", "openai_responses/stream_error_event_then_failed.sse", "/v1/responses", nil, "upstream_error", true},
-		{"messages overloaded error event", "anthropic_messages/stream_error_overloaded.sse", "/v1/messages", nil, "upstream_error", false},
-		{"chat mid-stream error payload", "openai_chat/stream_keepalive_comments_reasoning_midstream_error.sse", "/v1/chat/completions", nil, "upstream_error", true},
-		{"responses truncated", "openai_responses/stream_reasoning_function_call.sse", "/v1/responses", truncate, "stream_truncated", true},
-		{"chat truncated", "openai_chat/stream_parallel_tool_calls_usage_only_chunk.sse", "/v1/chat/completions", truncate, "stream_truncated", true},
-		{"messages truncated", "anthropic_messages/stream_thinking_signature.sse", "/v1/messages", truncate, "stream_truncated", true},
-		{"messages final event without blank line", "anthropic_messages/stream_tool_use_input_json_delta.sse", "/v1/messages", nil, "<null>", true},
+		{"responses error event then failed", "openai_responses/stream_error_event_then_failed.sse", "/v1/responses", nil, "upstream_error", true, "event: error"},
+		{"messages overloaded error event", "anthropic_messages/stream_error_overloaded.sse", "/v1/messages", nil, "upstream_error", false, "overloaded_error"},
+		{"chat mid-stream error payload", "openai_chat/stream_keepalive_comments_reasoning_midstream_error.sse", "/v1/chat/completions", nil, "upstream_error", true, "Token limit reached"},
+		{"responses truncated", "openai_responses/stream_reasoning_function_call.sse", "/v1/responses", truncate, "stream_truncated", true, ""},
+		{"chat truncated", "openai_chat/stream_parallel_tool_calls_usage_only_chunk.sse", "/v1/chat/completions", truncate, "stream_truncated", true, ""},
+		{"messages truncated", "anthropic_messages/stream_thinking_signature.sse", "/v1/messages", truncate, "stream_truncated", true, ""},
+		{"messages final event without blank line", "anthropic_messages/stream_tool_use_input_json_delta.sse", "/v1/messages", nil, "<null>", true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body := fixture(t, tc.fixture)
@@ -203,8 +204,15 @@ func TestStreamOutcomes(t *testing.T) {
 			if (l.Response != nil && string(l.Response) != "null") != tc.wantResponse {
 				t.Errorf("response %s, want present=%v", l.Response, tc.wantResponse)
 			}
-			if l.ResponseRaw == nil || *l.ResponseRaw != string(body) {
-				t.Errorf("response_raw is not the body")
+			// The line is written at the first terminal event: response_raw is the body up to the
+			// chunk that completed it (what follows is relayed, not captured).
+			if l.ResponseRaw == nil || !strings.HasPrefix(string(body), *l.ResponseRaw) || !strings.Contains(*l.ResponseRaw, tc.rawHas) {
+				t.Errorf("response_raw is not a prefix of the body holding %q", tc.rawHas)
+			}
+			if tc.cut != nil || tc.rawHas == "" {
+				if l.ResponseRaw == nil || *l.ResponseRaw != string(body) {
+					t.Errorf("response_raw is not the whole body")
+				}
 			}
 		})
 	}

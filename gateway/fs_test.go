@@ -1,7 +1,9 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 )
 
@@ -17,3 +19,5 @@ func readDir(dir string) ([]string, error) {
 func contextWithCancel() (context.Context, context.CancelFunc) {
 	return context.WithCancel(context.Background())
 }
+
+func compactJSON(dst *bytes.Buffer, src []byte) error { return json.Compact(dst, src) }

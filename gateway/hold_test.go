@@ -15,6 +15,7 @@ import (
 // steppedUpstream streams SSE chunks the test hands it one at a time, and then keeps the connection
 // open (without ending the body) until the test or the client lets go.
 type steppedUpstream struct {
+	header  http.Header // extra response headers
 	chunks  chan []byte
 	release chan struct{}
 	gone    chan struct{} // closed when the upstream request's context ended (the proxy cancelled it)
@@ -26,6 +27,9 @@ func newSteppedUpstream() *steppedUpstream {
 
 func (s *steppedUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
+	for k, v := range s.header {
+		w.Header()[k] = v
+	}
 	w.WriteHeader(http.StatusOK)
 	http.NewResponseController(w).Flush()
 	for {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -240,6 +241,13 @@ func TestSDKsThroughGateway(t *testing.T) {
 				t.Errorf("provenance: source %v attempted %v upstream status %v", deref(l.ResponseSource), deref(l.UpstreamAttempted), deref(l.UpstreamStatusCode))
 			}
 
+			raw, _ := os.ReadFile(mustPath(e.store.CapturePath("sdk-1")))
+			for _, secret := range []string{"sk-test-secret", "sk-ant-test-secret"} {
+				if strings.Contains(string(raw), secret) || strings.Contains(e.logs.String(), secret) {
+					t.Errorf("API key %q persisted in the capture file or the log", secret)
+				}
+			}
+
 			r := l.record
 			if deref(r.TokensIn) != tc.tokensIn || deref(r.TokensOut) != tc.tokensOut || deref(r.TokensTotal) != tc.tokensTotal {
 				t.Errorf("tokens in/out/total = %v/%v/%v, want %d/%d/%d", deref(r.TokensIn), deref(r.TokensOut), deref(r.TokensTotal), tc.tokensIn, tc.tokensOut, tc.tokensTotal)
@@ -313,6 +321,13 @@ func TestRawBytesUnchanged(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mustPath(p string, err error) string {
+	if err != nil {
+		panic(err)
+	}
+	return p
 }
 
 func headerString(h http.Header) string {
