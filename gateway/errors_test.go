@@ -171,7 +171,10 @@ func TestUpstreamErrorStatus(t *testing.T) {
 // TestStreamOutcomes: 200 streams with an error event, truncated streams, and a stream whose last
 // event lacks its blank line.
 func TestStreamOutcomes(t *testing.T) {
-	truncate := func(b []byte) []byte { ev := sseEvents(b); return []byte(strings.Join(bytesToStrings(ev[:len(ev)/2]), "")) }
+	truncate := func(b []byte) []byte {
+		ev := sseEvents(b)
+		return []byte(strings.Join(bytesToStrings(ev[:len(ev)/2]), ""))
+	}
 	for _, tc := range []struct {
 		name, fixture, path string
 		cut                 func([]byte) []byte
