@@ -1,0 +1,208 @@
+package gateway_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcalls/modelcalls/gateway"
+)
+
+// bigStream serves a chat-completions SSE stream of about size bytes, built on the fly from one
+// repeated event, written (and flushed) in 16 KiB batches, ending with [DONE].
+func bigStream(size int64, event []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		batch := bytes.Repeat(event, max(1, (16<<10)/len(event)))
+		rc := http.NewResponseController(w)
+		for sent := int64(0); sent < size; sent += int64(len(batch)) {
+			if _, err := w.Write(batch); err != nil {
+				return
+			}
+			rc.Flush()
+		}
+		io.WriteString(w, "data: [DONE]\n\n")
+	}
+}
+
+// peakSampler tracks the largest heap in use while running.
+type peakSampler struct {
+	stop chan struct{}
+	done chan struct{}
+	base uint64
+	peak uint64
+}
+
+func startPeakSampler() *peakSampler {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	p := &peakSampler{stop: make(chan struct{}), done: make(chan struct{}), base: ms.HeapAlloc, peak: ms.HeapAlloc}
+	go func() {
+		defer close(p.done)
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-t.C:
+				runtime.ReadMemStats(&ms)
+				p.peak = max(p.peak, ms.HeapAlloc)
+			}
+		}
+	}()
+	return p
+}
+
+// growthMiB stops sampling and returns the peak heap growth over the baseline, in MiB.
+func (p *peakSampler) growthMiB() float64 {
+	close(p.stop)
+	<-p.done
+	return float64(p.peak-p.base) / (1 << 20)
+}
+
+// procStatusKB reads a "Name:  N kB" field of /proc/self/status (0 when unavailable).
+func procStatusKB(name string) float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, name+":") {
+			f := strings.Fields(l)
+			if len(f) >= 2 {
+				n, _ := strconv.ParseFloat(f[1], 64)
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// Benchmark100MiBStream sends a 100 MiB SSE stream through the gateway and reports how much the
+// heap (sampled every 5 ms) and the resident set grew. "flat" events add nothing to the stream
+// reassembly (the gateway's own buffering is what is measured); "content" events each carry a text
+// delta, so the reassembled message (which the capture line stores) grows with the stream.
+func Benchmark100MiBStream(b *testing.B) {
+	const size = 100 << 20
+	for _, bc := range []struct {
+		name  string
+		event string
+	}{
+		{"flat", `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":null}]}` + "\n\n"},
+		{"content", `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"lorem ipsum dolor sit amet, "},"finish_reason":null}]}` + "\n\n"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			e := newEnv(b, bigStream(size, []byte(bc.event)), func(h *gateway.Handler) { h.SpoolDir = b.TempDir() })
+			client := rawClient()
+			var peakHeap, rssGrowth float64
+			b.SetBytes(size)
+			b.ResetTimer()
+			for i := range b.N {
+				id := "big-" + strconv.Itoa(i)
+				// Reset the kernel's peak-RSS mark (Linux), so VmHWM reports this run's peak.
+				os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+				rssBase := procStatusKB("VmRSS")
+				ps := startPeakSampler()
+				resp, err := client.Post(e.url(id, "/v1/chat/completions"), "application/json", strings.NewReader(`{"stream":true}`))
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, err := io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if err != nil || n < size {
+					b.Fatalf("read %d bytes, %v", n, err)
+				}
+				peakHeap = max(peakHeap, ps.growthMiB())
+				if hwm := procStatusKB("VmHWM"); hwm > 0 {
+					rssGrowth = max(rssGrowth, (hwm-rssBase)/1024)
+				}
+				b.StopTimer()
+				if l := e.one(id); l.ErrorCategory != nil || l.ResponseRaw == nil || int64(len(*l.ResponseRaw)) != n {
+					b.Fatalf("line: category %s, raw %d bytes of %d", l.category(), len(deref2(l.ResponseRaw)), n)
+				}
+				e.store.Clear(id)
+				b.StartTimer()
+			}
+			b.ReportMetric(peakHeap, "peak-heap-growth-MiB")
+			b.ReportMetric(rssGrowth, "peak-rss-growth-MiB")
+		})
+	}
+}
+
+// Benchmark100MiBStreamBare is the same 100 MiB stream through a bare httputil.ReverseProxy: the
+// throughput baseline for Benchmark100MiBStream.
+func Benchmark100MiBStreamBare(b *testing.B) {
+	const size = 100 << 20
+	event := `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"lorem ipsum dolor sit amet, "},"finish_reason":null}]}` + "\n\n"
+	up := newUpstream(b, bigStream(size, []byte(event)))
+	upURL, _ := url.Parse(up.URL)
+	bare := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(upURL) }, FlushInterval: -1})
+	b.Cleanup(bare.Close)
+	client := rawClient()
+	b.SetBytes(size)
+	for range b.N {
+		resp, err := client.Post(bare.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n, err := io.Copy(io.Discard, resp.Body); err != nil || n < size {
+			b.Fatalf("read %d bytes, %v", n, err)
+		}
+		resp.Body.Close()
+	}
+}
+
+func deref2(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// BenchmarkPerCall compares one small JSON call through the capturing gateway (which includes the
+// capture line's append and fsync) with the same call through a bare httputil.ReverseProxy, and
+// through the gateway uncaptured (no prefix).
+func BenchmarkPerCall(b *testing.B) {
+	body := fixture(b, "openai_chat/json_text_usage_details.json")
+	up := newUpstream(b, replay(200, "application/json", body))
+	upURL, _ := url.Parse(up.URL)
+	e := newEnvFor(b, up, func(h *gateway.Handler) { h.Logger = slogTo(io.Discard) })
+	bare := httptest.NewServer(&httputil.ReverseProxy{
+		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(upURL) },
+		FlushInterval: -1,
+	})
+	b.Cleanup(bare.Close)
+	for _, bc := range []struct{ name, url string }{
+		{"bare-reverseproxy", bare.URL + "/v1/chat/completions"},
+		{"gateway-uncaptured", e.url("", "/v1/chat/completions")},
+		{"gateway-captured", e.url("bench-1", "/v1/chat/completions")},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				resp, err := client.Post(bc.url, "application/json", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, _ := io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if n != int64(len(body)) {
+					b.Fatalf("read %d bytes", n)
+				}
+			}
+		})
+	}
+}
