@@ -30,7 +30,7 @@ import (
 // Environment knobs of the matrix (all optional):
 //
 //	MODELCALLS_E2E_HARNESSES  comma list of harnesses (claude-code,codex,opencode,pi,qwen-code); default all
-//	MODELCALLS_E2E_UPSTREAMS  comma list of upstreams (scripted,llama,llama-tools); default all three
+//	MODELCALLS_E2E_UPSTREAMS  comma list of upstreams (scripted,scripted-gzip,llama,llama-tools); default all
 //	MODELCALLS_E2E_CACHE      cache dir for llama-server and the harnesses (default ~/.cache/modelcalls-e2e)
 //	MODELCALLS_E2E_WORKDIR    keep every file of the run here (default: a temp dir, removed)
 //	MODELCALLS_E2E_REPORT     also write the summary table (markdown) to this file
@@ -94,7 +94,7 @@ func TestE2E(t *testing.T) {
 			t.Fatalf("%s: unknown harness %q (known: %s)", envHarnesses, h, strings.Join(allHarnesses, ","))
 		}
 	}
-	upstreams := listEnv(envUpstreams, []string{"scripted", "llama", "llama-tools"})
+	upstreams := listEnv(envUpstreams, []string{"scripted", "scripted-gzip", "llama", "llama-tools"})
 
 	stepStart := time.Now()
 	s.bin = buildModelcalls(t, repo, work)
@@ -107,7 +107,9 @@ func TestE2E(t *testing.T) {
 	for _, up := range upstreams {
 		switch up {
 		case "scripted":
-			t.Run("scripted", func(t *testing.T) { s.runScripted(t) })
+			t.Run("scripted", func(t *testing.T) { s.runScripted(t, "scripted", false) })
+		case "scripted-gzip":
+			t.Run("scripted-gzip", func(t *testing.T) { s.runScripted(t, "scripted-gzip", true) })
 		case "llama":
 			t.Run("llama", func(t *testing.T) { s.runLlama(t, "llama", "tiny-chatml.gguf", nil, nil) })
 		case "llama-tools":
@@ -121,7 +123,7 @@ func TestE2E(t *testing.T) {
 					&ScriptedToolCall{Name: "exec_command", Arguments: map[string]any{"cmd": "cat hello.txt"}})
 			})
 		default:
-			t.Fatalf("%s: unknown upstream %q (known: scripted, llama, llama-tools)", envUpstreams, up)
+			t.Fatalf("%s: unknown upstream %q (known: scripted, scripted-gzip, llama, llama-tools)", envUpstreams, up)
 		}
 	}
 	s.report.step("total", time.Since(start))
@@ -200,6 +202,8 @@ type upstreamRig struct {
 	answer func(nonce string) string
 	// twoTurns: the upstream drives a tool call, so every harness must make at least two calls.
 	twoTurns bool
+	// gzip: the upstream compresses answers when the client accepts gzip.
+	gzip bool
 	// only, when set, names the runs this upstream serves.
 	only []string
 	// toolCall, for a model that calls a tool (llama-tools), is the call it makes on the first
@@ -207,14 +211,17 @@ type upstreamRig struct {
 	toolCall *ScriptedToolCall
 }
 
-func (s *suite) runScripted(t *testing.T) {
-	dir := filepath.Join(s.work, "scripted")
+// runScripted runs the harnesses against the scripted upstream, gzip-compressing its answers
+// (as real providers do when the client accepts it) when gz is set.
+func (s *suite) runScripted(t *testing.T, name string, gz bool) {
+	dir := filepath.Join(s.work, name)
 	project := filepath.Join(dir, "project") // FilePath must be known before the server starts
-	sc := &Scripted{FilePath: filepath.Join(project, "hello.txt")}
+	sc := &Scripted{FilePath: filepath.Join(project, "hello.txt"), Gzip: gz}
 	up := httptest.NewServer(sc)
 	t.Cleanup(up.Close)
-	rig := s.newRig(t, "scripted", dir, up.URL)
+	rig := s.newRig(t, name, dir, up.URL)
 	rig.scripted = sc
+	rig.gzip = gz
 	rig.answer = AnswerForNonce
 	rig.twoTurns = true
 	s.runMatrix(t, rig, func(run harnessRun) string { return project })
@@ -231,7 +238,7 @@ func (s *suite) runLlama(t *testing.T, name, modelFile string, only []string, to
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	server := lines[len(lines)-1]
-	s.report.step("llama-server build or cache hit", time.Since(stepStart))
+	s.report.step(name+": llama-server build or cache hit", time.Since(stepStart))
 
 	dir := filepath.Join(s.work, name)
 	model := filepath.Join(s.repo, "e2e", "testdata", "models", modelFile)
@@ -400,7 +407,11 @@ func (s *suite) runOne(t *testing.T, rig *upstreamRig, run harnessRun, exe, proj
 	}
 	used := map[int]bool{}
 	for i, e := range calls {
-		obs := Observe(e.Dialect(), e.RespBody)
+		if compressed := e.RespHeader.Get("Content-Encoding") == "gzip"; compressed != (rig.gzip && acceptsGzip(e.ReqHeader)) {
+			t.Errorf("call %d: answer gzip-compressed %v; upstream compresses %v, harness accepts gzip %v (%q)", i,
+				compressed, rig.gzip, acceptsGzip(e.ReqHeader), e.ReqHeader.Get("Accept-Encoding"))
+		}
+		obs := Observe(e.Dialect(), mustDecode(t, e))
 		j := matchRecord(recs, obs, i, used)
 		if j < 0 {
 			t.Errorf("call %d (%s %s): no record with response_id %v", i, e.Method, e.Path, deref(obs.ResponseID))
@@ -1024,7 +1035,7 @@ func probe(t *testing.T, rig *upstreamRig) *runResult {
 		if i < len(served) {
 			sv = &served[i]
 		}
-		checkRecord(t, fmt.Sprintf("probe call %d", i), r, entries[i], Observe(DialectChat, entries[i].RespBody), sv,
+		checkRecord(t, fmt.Sprintf("probe call %d", i), r, entries[i], Observe(DialectChat, mustDecode(t, entries[i])), sv,
 			DialectChat, started, finished)
 		if !eqStr(r.ClientSessionID, ptr("probe-session")) {
 			t.Errorf("probe call %d: client_session_id %v, want probe-session", i, derefAny(r.ClientSessionID))
@@ -1175,4 +1186,13 @@ func (r *report) String() string {
 		b.WriteString(s + "\n")
 	}
 	return b.String()
+}
+
+func mustDecode(t *testing.T, e TapEntry) []byte {
+	t.Helper()
+	b, err := e.DecodedBody()
+	if err != nil {
+		t.Fatalf("%s %s: %v", e.Method, e.Path, err)
+	}
+	return b
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -98,6 +99,9 @@ type Scripted struct {
 	FilePath string
 	// NoReasoning leaves reasoning out of tool-call answers.
 	NoReasoning bool
+	// Gzip compresses model-call answers (JSON and SSE, flushed per event) with
+	// Content-Encoding: gzip when the request's Accept-Encoding allows it, as real providers do.
+	Gzip bool
 
 	mu     sync.Mutex
 	n      int
@@ -161,6 +165,11 @@ func (s *Scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	sv := s.decide(d, req, len(body))
 	s.record(sv)
+	if s.Gzip && acceptsGzip(r.Header) {
+		gz := newGzipWriter(w)
+		defer gz.close()
+		w = gz
+	}
 	switch d {
 	case DialectChat:
 		s.answerChat(w, req, sv)
@@ -646,3 +655,43 @@ func readBody(r *http.Request) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// acceptsGzip reports whether an Accept-Encoding header lists gzip with a non-zero weight.
+func acceptsGzip(h http.Header) bool {
+	for _, v := range h.Values("Accept-Encoding") {
+		for _, part := range strings.Split(v, ",") {
+			name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+			if strings.EqualFold(strings.TrimSpace(name), "gzip") && strings.ReplaceAll(params, " ", "") != "q=0" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// gzipWriter compresses a response; Flush pushes out everything written so far, so SSE events
+// still arrive one by one.
+type gzipWriter struct {
+	http.ResponseWriter
+	zw *gzip.Writer
+}
+
+func newGzipWriter(w http.ResponseWriter) *gzipWriter {
+	w.Header().Set("Content-Encoding", "gzip")
+	w.Header().Add("Vary", "Accept-Encoding")
+	return &gzipWriter{ResponseWriter: w, zw: gzip.NewWriter(w)}
+}
+
+func (g *gzipWriter) WriteHeader(code int) {
+	g.Header().Del("Content-Length")
+	g.ResponseWriter.WriteHeader(code)
+}
+
+func (g *gzipWriter) Write(p []byte) (int, error) { return g.zw.Write(p) }
+
+func (g *gzipWriter) Flush() {
+	_ = g.zw.Flush()
+	_ = http.NewResponseController(g.ResponseWriter).Flush()
+}
+
+func (g *gzipWriter) close() { _ = g.zw.Close() }

@@ -225,11 +225,17 @@ type sdkResult struct {
 }
 
 // TestScriptedThroughSDKs sends each dialect × JSON/SSE × turn through the official Go SDK of
-// that API (openai-go, anthropic-sdk-go) to the scripted upstream behind a Tap, and checks the
-// SDK's own parse (stream accumulation included) agrees with what the upstream says it served,
-// and that Observe reads the same usage from the tapped bytes.
+// that API (openai-go, anthropic-sdk-go) to the scripted upstream behind a Tap, plain and
+// gzip-compressed, and checks the SDK's own parse (stream accumulation included) agrees with
+// what the upstream says it served, and that Observe reads the same usage from the tapped bytes.
 func TestScriptedThroughSDKs(t *testing.T) {
-	s := &Scripted{FilePath: "/p/hello.txt"}
+	for _, gz := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "gzip"}[gz], func(t *testing.T) { testScriptedThroughSDKs(t, gz) })
+	}
+}
+
+func testScriptedThroughSDKs(t *testing.T, gz bool) {
+	s := &Scripted{FilePath: "/p/hello.txt", Gzip: gz}
 	up := httptest.NewServer(s)
 	defer up.Close()
 	tap, err := NewTap(up.URL)
@@ -288,7 +294,14 @@ func TestScriptedThroughSDKs(t *testing.T) {
 			if got.in != wantIn || got.out != int64(sv.TokensOut) {
 				t.Fatalf("SDK usage in=%d out=%d, want %d %d", got.in, got.out, wantIn, sv.TokensOut)
 			}
-			obs := Observe(c.dialect, e.RespBody)
+			if got := e.RespHeader.Get("Content-Encoding") == "gzip"; got != gz {
+				t.Fatalf("answer gzip-compressed: %v, want %v", got, gz)
+			}
+			decoded, err := e.DecodedBody()
+			if err != nil {
+				t.Fatal(err)
+			}
+			obs := Observe(c.dialect, decoded)
 			if obs.TokensIn == nil || *obs.TokensIn != sv.TokensIn || obs.TokensOut == nil || *obs.TokensOut != sv.TokensOut ||
 				obs.Cached == nil || *obs.Cached != sv.CachedTokens || obs.ResponseID == nil || *obs.ResponseID != sv.ResponseID {
 				t.Fatalf("Observe = %s, served %+v", describe(obs), sv)

@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 )
@@ -35,14 +37,34 @@ func (e TapEntry) Dialect() string {
 	return DialectOfPath(e.Path)
 }
 
+// DecodedBody is the response body with a gzip Content-Encoding undone (the only coding the
+// upstreams of these tests use); other bodies are returned as they are. Errors: a gzip body
+// that does not decode.
+func (e TapEntry) DecodedBody() ([]byte, error) {
+	if !strings.EqualFold(strings.TrimSpace(e.RespHeader.Get("Content-Encoding")), "gzip") {
+		return e.RespBody, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(e.RespBody))
+	if err != nil {
+		return nil, fmt.Errorf("gunzip response: %w", err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, fmt.Errorf("gunzip response: %w", err)
+	}
+	return b, nil
+}
+
 // Tap is a recording reverse proxy: every request is forwarded to the target unchanged (the
 // standard library's reverse proxy: hop-by-hop headers dropped, X-Forwarded-For added), every
 // response is streamed back as it arrives (flushed per write), and both are recorded.
 type Tap struct {
 	proxy *httputil.ReverseProxy
 
-	mu      sync.Mutex
-	entries []TapEntry
+	mu       sync.Mutex
+	idle     *sync.Cond // signalled when inflight drops to 0
+	inflight int
+	entries  []TapEntry
 }
 
 // NewTap returns a Tap forwarding to target, a base URL such as "http://127.0.0.1:8080".
@@ -62,13 +84,30 @@ func NewTap(target string) (*Tap, error) {
 		},
 		FlushInterval: -1,
 	}
-	return &Tap{proxy: rp}, nil
+	t := &Tap{proxy: rp}
+	t.idle = sync.NewCond(&t.mu)
+	return t, nil
 }
 
-// Take returns the entries recorded since the last Take, in order of completion, and forgets them.
+// takeTimeout bounds how long Take waits for requests still in flight.
+const takeTimeout = 30 * time.Second
+
+// Take waits until no request is in flight (a client can have read the last byte before the
+// tap has recorded the exchange), at most 30 s, then returns the entries recorded since the
+// last Take, in order of completion, and forgets them.
 func (t *Tap) Take() []TapEntry {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	deadline := time.Now().Add(takeTimeout)
+	timer := time.AfterFunc(takeTimeout, func() {
+		t.mu.Lock()
+		t.idle.Broadcast()
+		t.mu.Unlock()
+	})
+	defer timer.Stop()
+	for t.inflight > 0 && time.Now().Before(deadline) {
+		t.idle.Wait()
+	}
 	out := t.entries
 	t.entries = nil
 	return out
@@ -76,8 +115,21 @@ func (t *Tap) Take() []TapEntry {
 
 // ServeHTTP implements http.Handler.
 func (t *Tap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	t.mu.Lock()
+	t.inflight++
+	t.mu.Unlock()
 	e := TapEntry{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, ReqHeader: r.Header.Clone(),
 		Start: time.Now()}
+	defer func() {
+		e.End = time.Now()
+		t.mu.Lock()
+		t.entries = append(t.entries, e)
+		t.inflight--
+		if t.inflight == 0 {
+			t.idle.Broadcast()
+		}
+		t.mu.Unlock()
+	}()
 	if r.Body != nil {
 		body, err := readAllLimit(r.Body, 256<<20)
 		if err != nil {
@@ -96,10 +148,6 @@ func (t *Tap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	e.RespHeader = w.Header().Clone()
 	e.RespBody = rec.body.Bytes()
-	e.End = time.Now()
-	t.mu.Lock()
-	t.entries = append(t.entries, e)
-	t.mu.Unlock()
 }
 
 // recordingWriter copies what is written to the client.
