@@ -13,6 +13,7 @@ test: vet
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags e2e ./e2e/
 
 build:
 	$(GO) build -o bin/modelcalls ./cmd/modelcalls
