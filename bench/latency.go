@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
@@ -28,6 +29,25 @@ type subjectStats struct {
 	conc    durations // concurrent rollouts
 	calls   int       // concurrent calls completed
 	elapsed time.Duration
+	cpu     time.Duration // process CPU time (user + system) spent in the concurrent batches
+}
+
+// cpuPerCall is the whole process's CPU time per concurrent call (clients and upstream included,
+// which are the same for every subject, so differences between subjects are the proxy's cost).
+func (s *subjectStats) cpuPerCall() time.Duration {
+	if s.calls == 0 {
+		return 0
+	}
+	return s.cpu / time.Duration(s.calls)
+}
+
+// processCPU returns the CPU time (user + system) this process has used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func (s *subjectStats) callsPerSec() float64 {
@@ -163,10 +183,12 @@ func (r *runner) runLatency(ctx context.Context) error {
 			}
 			w1 := captureWrites(gwOn)
 			st.seq = append(st.seq, seq.lat...)
+			c0 := processCPU()
 			conc, err := s.concurrent(ctx, r.fx, r.workers, r.concDur, r.ownFile)
 			if err != nil {
 				return err
 			}
+			st.cpu += processCPU() - c0
 			w2 := captureWrites(gwOn)
 			if s.name == sGwOn {
 				res.gwWrite["1 client"].add(w1.sub(w0))
@@ -177,10 +199,12 @@ func (r *runner) runLatency(ctx context.Context) error {
 			st.elapsed += conc.elapsed
 			if s.name == sGwOn {
 				// 64 concurrent calls into one rollout file, right after the own-file batch.
+				c1 := processCPU()
 				one, err := oneFile.concurrent(ctx, r.fx, r.workers, r.concDur, func(int) string { return "one-file" })
 				if err != nil {
 					return err
 				}
+				res.by[sGwOne].cpu += processCPU() - c1
 				res.gwWrite[fmt.Sprintf("%d concurrent, one file", r.workers)].add(captureWrites(gwOn).sub(w2))
 				o := res.by[sGwOne]
 				o.conc = append(o.conc, one.lat...)
@@ -203,10 +227,12 @@ func (r *runner) runLatency(ctx context.Context) error {
 			st   *subjectStats
 			idOf func(int) string
 		}{{&res.storeOwn, func(w int) string { return fmt.Sprintf("store-%02d", w) }}, {&res.storeOne, func(int) string { return "store-one" }}} {
+			c0 := processCPU()
 			sl, err := storeLoad(probeStore, storeLine, r.workers, r.concDur/3, x.idOf)
 			if err != nil {
 				return err
 			}
+			x.st.cpu += processCPU() - c0
 			x.st.conc = append(x.st.conc, sl.lat...)
 			x.st.calls += sl.calls
 			x.st.elapsed += sl.elapsed

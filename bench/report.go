@@ -226,7 +226,7 @@ func (r *runner) report() string {
 		w("Request: a real agent's Responses request (%d B); response: a recorded Responses body (%d B). ", len(r.fx.jsonRequest), len(r.fx.jsonResponse))
 		w("%d rounds; per subject and round %d sequential calls (1 client) and %s of %d closed-loop clients, each its own rollout file.\n\n",
 			r.rounds, r.seqCalls, r.concDur, r.workers)
-		w("| subject | 1 client p50 | p99 | added p50 vs direct | %d concurrent p50 | p99 | calls/s | vs bare |\n|---|---|---|---|---|---|---|---|\n", r.workers)
+		w("| subject | 1 client p50 | p99 | added p50 vs direct | %d concurrent p50 | p99 | calls/s | vs bare | CPU per call |\n|---|---|---|---|---|---|---|---|---|\n", r.workers)
 		dp := l.by[sDirect].seq.pct(50)
 		bcps := l.by[sBare].callsPerSec()
 		for _, name := range l.order {
@@ -238,14 +238,14 @@ func (r *runner) report() string {
 				seq, seq99, add = ms(p[0]), ms(p[1]), msSigned(p[0]-dp)
 			}
 			c := s.conc.pcts(50, 99)
-			w("| %s | %s | %s | %s | %s | %s | %.0f | %s |\n", name, seq, seq99, add, ms(c[0]), ms(c[1]), s.callsPerSec(), ratio(s.callsPerSec(), bcps))
+			w("| %s | %s | %s | %s | %s | %s | %.0f | %s | %s |\n", name, seq, seq99, add, ms(c[0]), ms(c[1]), s.callsPerSec(), ratio(s.callsPerSec(), bcps), us(s.cpuPerCall()))
 		}
 		for _, x := range []struct {
 			name string
 			st   *subjectStats
 		}{{"store alone, no HTTP (Claim+Append+Release), own files", &l.storeOwn}, {"store alone, no HTTP, one file", &l.storeOne}} {
 			c := x.st.conc.pcts(50, 99)
-			w("| %s | - | - | - | %s | %s | %.0f | %s |\n", x.name, ms(c[0]), ms(c[1]), x.st.callsPerSec(), ratio(x.st.callsPerSec(), bcps))
+			w("| %s | - | - | - | %s | %s | %.0f | %s | %s |\n", x.name, ms(c[0]), ms(c[1]), x.st.callsPerSec(), ratio(x.st.callsPerSec(), bcps), us(x.st.cpuPerCall()))
 		}
 		f := l.fsync.pcts(50, 90, 99)
 		w("\nfsync of a %d-byte append on the capture disk: p50 %s ms, p90 %s ms, p99 %s ms (%d samples).\n", l.lineLen, ms(f[0]), ms(f[1]), ms(f[2]), len(l.fsync))
@@ -270,7 +270,8 @@ func (r *runner) report() string {
 			}
 			w("Row 2 against the gateway alone in a child process (capture on, %d rollouts, own files): %s.\n", r.workers, strings.Join(cp, "; "))
 		}
-		w("Latencies are in ms, from request sent to the last body byte read. Samples per subject: %d (1 client).\n\n", len(l.by[sDirect].seq))
+		w("Latencies are in ms, from request sent to the last body byte read. Samples per subject: %d (1 client). "+
+			"CPU per call: user + system CPU time of the whole bench process (clients and upstream included, the same for every subject) during the concurrent batches, divided by the calls; the difference to the bare proxy is the proxy's own cost per call.\n\n", len(l.by[sDirect].seq))
 	}
 	if s := r.sse; s != nil {
 		w("## Streaming calls (row 4)\n\n")

@@ -42,6 +42,9 @@ func rank(p float64, n int) int {
 // ms formats a duration as milliseconds with three decimals.
 func ms(d time.Duration) string { return fmt.Sprintf("%.3f", float64(d)/float64(time.Millisecond)) }
 
+// us formats a duration as whole microseconds ("412 µs").
+func us(d time.Duration) string { return fmt.Sprintf("%d µs", d.Microseconds()) }
+
 // msSigned formats a duration difference as signed milliseconds.
 func msSigned(d time.Duration) string {
 	return fmt.Sprintf("%+.3f", float64(d)/float64(time.Millisecond))
