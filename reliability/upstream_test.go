@@ -1,0 +1,371 @@
+package reliability
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/modelcalls/modelcalls/gateway"
+)
+
+// Item 5: upstream faults. Whatever the upstream does (refuses, resets mid-stream, stalls, speaks
+// garbage, answers HTML, breaks its chunked encoding), the client gets what the upstream sent or a
+// clear dialect-shaped local error, and the capture line says what happened.
+
+// lineWant is what a capture line must say; zero values mean null (or absent).
+type lineWant struct {
+	status         int
+	category       string
+	source         string
+	attempted      string // "true", "false", "" for null
+	upstreamStatus int
+	reason         string
+	raw            *string // response_raw exactly; nil: absent
+	response       bool    // response is an object (not null)
+}
+
+func checkLine(t *testing.T, x exchangeView, w lineWant) {
+	t.Helper()
+	attempted := ""
+	if x.UpstreamAttempted != nil {
+		attempted = fmt.Sprint(*x.UpstreamAttempted)
+	}
+	wantStatus, wantUp := "<nil>", "<nil>"
+	if w.status != 0 {
+		wantStatus = fmt.Sprint(w.status)
+	}
+	if w.upstreamStatus != 0 {
+		wantUp = fmt.Sprint(w.upstreamStatus)
+	}
+	got := fmt.Sprintf("status %s category %q source %q attempted %q upstream_status %s reason %q",
+		num(x.StatusCode), str(x.ErrorCategory), str(x.ResponseSource), attempted, num(x.UpstreamStatusCode), str(x.LocalResponseReason))
+	want := fmt.Sprintf("status %s category %q source %q attempted %q upstream_status %s reason %q",
+		wantStatus, orNil(w.category), orNil(w.source), w.attempted, wantUp, orNil(w.reason))
+	if got != want {
+		t.Errorf("capture line:\n got %s\nwant %s", got, want)
+	}
+	if w.raw == nil && x.ResponseRaw != nil {
+		t.Errorf("response_raw %q, want none", *x.ResponseRaw)
+	}
+	if w.raw != nil && (x.ResponseRaw == nil || *x.ResponseRaw != *w.raw) {
+		t.Errorf("response_raw %q, want %q", str(x.ResponseRaw), *w.raw)
+	}
+	isObj := len(x.Response) > 0 && x.Response[0] == '{'
+	if isObj != w.response {
+		t.Errorf("response %s, want an object: %v", x.Response, w.response)
+	}
+}
+
+func orNil(s string) string {
+	if s == "" {
+		return "<nil>"
+	}
+	return s
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// hijacked starts an upstream that takes over the connection of each request and runs fn on it
+// with the request read.
+func hijacked(t *testing.T, fn func(c net.Conn, rw *bufio.ReadWriter)) string {
+	t.Helper()
+	srv := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		c, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		fn(c, rw)
+	})
+	return srv.URL
+}
+
+// chunk encodes b as one HTTP/1.1 chunk.
+func chunk(b []byte) string { return fmt.Sprintf("%x\r\n%s\r\n", len(b), b) }
+
+// localError checks a local answer: the status, a dialect-shaped JSON error naming reason, and the
+// model call id header matching the line.
+func localError(t *testing.T, status int, hdr http.Header, body []byte, wantStatus int, reason string, x exchangeView) {
+	t.Helper()
+	var e struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if status != wantStatus || json.Unmarshal(body, &e) != nil || e.Error.Code != reason || e.Error.Message == "" {
+		t.Errorf("client got %d %s, want %d with error code %s", status, body, wantStatus, reason)
+	}
+	if hdr.Get(gateway.HeaderModelCallID) != x.ModelCallID {
+		t.Errorf("model call id header %q, line %q", hdr.Get(gateway.HeaderModelCallID), x.ModelCallID)
+	}
+}
+
+func TestUpstreamFaults(t *testing.T) {
+	const path = "/v1/chat/completions"
+	ev1 := chatEvent("n1", "Hel", "")
+	ev2 := chatEvent("n1", "lo", "")
+
+	t.Run("connection refused", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		g := startGateway(t, "http://"+addr, nil)
+		status, hdr, body, err := g.call("refused-0", path, chatRequest("n1", false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.drain()
+		x := g.only("refused-0")
+		localError(t, status, hdr, body, 502, gateway.ReasonUpstreamUnreachable, x)
+		checkLine(t, x, lineWant{status: 502, category: "connection", source: "local", attempted: "true", reason: "upstream_unreachable", response: true})
+	})
+
+	t.Run("reset mid-stream", func(t *testing.T) {
+		relayed := make(chan struct{})
+		up := hijacked(t, func(c net.Conn, rw *bufio.ReadWriter) {
+			rw.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+			rw.WriteString(chunk(ev1) + chunk(ev2))
+			rw.Flush()
+			select {
+			case <-relayed:
+			case <-t.Context().Done():
+			}
+			c.(*net.TCPConn).SetLinger(0) // close with RST
+		})
+		g := startGateway(t, up, nil)
+		res, err := g.post(t.Context(), "reset-0", path, chatRequest("n1", true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, len(ev1)+len(ev2))
+		if _, err := io.ReadFull(res.Body, got); err != nil || !bytes.Equal(got, append(ev1, ev2...)) {
+			t.Fatalf("client got %q (%v) before the reset", got, err)
+		}
+		close(relayed)
+		rest, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err == nil || len(rest) != 0 {
+			t.Errorf("after the reset the client read %q, err %v; want nothing more and an error", rest, err)
+		}
+		g.drain()
+		x := g.only("reset-0")
+		// After an upstream failure the response is null and the raw body what arrived (reference §6.4).
+		checkLine(t, x, lineWant{status: 200, category: "connection", source: "upstream", attempted: "true", upstreamStatus: 200,
+			raw: ptrTo(string(ev1) + string(ev2))})
+	})
+
+	t.Run("stall before headers", func(t *testing.T) {
+		gone := make(chan struct{})
+		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+				close(gone)
+			case <-t.Context().Done():
+			}
+		})
+		g := startGateway(t, up.URL, func(h *gateway.Handler) { h.UpstreamTimeout = 300 * time.Millisecond })
+		status, hdr, body, err := g.call("stall-0", path, chatRequest("n1", false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-gone:
+		case <-within():
+			t.Fatal("the upstream request was not cancelled after the timeout")
+		}
+		g.drain()
+		x := g.only("stall-0")
+		localError(t, status, hdr, body, 504, gateway.ReasonUpstreamTimeout, x)
+		checkLine(t, x, lineWant{status: 504, category: "timeout", source: "local", attempted: "true", reason: "upstream_timeout", response: true})
+	})
+
+	t.Run("stall mid-body", func(t *testing.T) {
+		gone := make(chan struct{})
+		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			sseHeaders(w)
+			w.Write(ev1)
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				close(gone)
+			case <-t.Context().Done():
+			}
+		})
+		g := startGateway(t, up.URL, func(h *gateway.Handler) { h.IdleTimeout = 300 * time.Millisecond })
+		status, _, body, err := g.call("idle-0", path, chatRequest("n1", true))
+		if status != 200 || !bytes.Equal(body, ev1) || err == nil {
+			t.Errorf("client got %d %q err %v; want 200, the first event, then an error", status, body, err)
+		}
+		<-gone
+		g.drain()
+		checkLine(t, g.only("idle-0"), lineWant{status: 200, category: "timeout", source: "upstream", attempted: "true", upstreamStatus: 200,
+			raw: ptrTo(string(ev1))})
+	})
+
+	t.Run("garbage bytes", func(t *testing.T) {
+		up := hijacked(t, func(c net.Conn, rw *bufio.ReadWriter) {
+			rw.WriteString("\x00\x01\xffNOT HTTP AT ALL\r\n\r\n{\"choices\":[]}")
+			rw.Flush()
+		})
+		g := startGateway(t, up, nil)
+		status, hdr, body, err := g.call("garbage-0", path, chatRequest("n1", false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.drain()
+		x := g.only("garbage-0")
+		localError(t, status, hdr, body, 502, gateway.ReasonUpstreamUnreachable, x)
+		checkLine(t, x, lineWant{status: 502, category: "connection", source: "local", attempted: "true", reason: "upstream_unreachable", response: true})
+	})
+
+	t.Run("200 with an HTML body", func(t *testing.T) {
+		html := "<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1><p>nginx</p></body></html>\n"
+		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			io.WriteString(w, html)
+		})
+		g := startGateway(t, up.URL, nil)
+		status, hdr, body, err := g.call("html-0", path, chatRequest("n1", false))
+		if err != nil || status != 200 || string(body) != html || hdr.Get("Content-Type") != "text/html; charset=utf-8" {
+			t.Fatalf("client got %d %q %v, want the upstream's HTML as sent", status, body, err)
+		}
+		g.drain()
+		checkLine(t, g.only("html-0"), lineWant{status: 200, category: "capture_parse_error", source: "upstream", attempted: "true", upstreamStatus: 200,
+			raw: &html})
+	})
+
+	t.Run("chunked encoding error", func(t *testing.T) {
+		relayed := make(chan struct{})
+		up := hijacked(t, func(c net.Conn, rw *bufio.ReadWriter) {
+			rw.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk(ev1))
+			rw.Flush()
+			select {
+			case <-relayed:
+			case <-t.Context().Done():
+			}
+			rw.WriteString("zz-not-a-chunk-size\r\n" + string(ev2) + "\r\n")
+			rw.Flush()
+		})
+		g := startGateway(t, up, nil)
+		res, err := g.post(t.Context(), "chunked-0", path, chatRequest("n1", true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, len(ev1))
+		if _, err := io.ReadFull(res.Body, got); err != nil || !bytes.Equal(got, ev1) {
+			t.Fatalf("client got %q (%v)", got, err)
+		}
+		close(relayed)
+		rest, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err == nil || len(rest) != 0 {
+			t.Errorf("after the bad chunk the client read %q, err %v; want nothing more and an error", rest, err)
+		}
+		g.drain()
+		checkLine(t, g.only("chunked-0"), lineWant{status: 200, category: "connection", source: "upstream", attempted: "true", upstreamStatus: 200,
+			raw: ptrTo(string(ev1))})
+	})
+
+	t.Run("body shorter than Content-Length", func(t *testing.T) {
+		full := chatJSON("n1", 0)
+		up := hijacked(t, func(c net.Conn, rw *bufio.ReadWriter) {
+			fmt.Fprintf(rw, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(full), full[:20])
+			rw.Flush()
+		})
+		g := startGateway(t, up, nil)
+		status, _, body, err := g.call("short-0", path, chatRequest("n1", false))
+		if status != 200 || !bytes.Equal(body, full[:20]) || !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("client got %d %q %v; want 200, the 20 bytes sent, unexpected EOF", status, body, err)
+		}
+		g.drain()
+		checkLine(t, g.only("short-0"), lineWant{status: 200, category: "connection", source: "upstream", attempted: "true", upstreamStatus: 200,
+			raw: ptrTo(string(full[:20]))})
+	})
+
+	t.Run("error status relayed", func(t *testing.T) {
+		for _, tc := range []struct {
+			status   int
+			category string
+		}{{500, "upstream_error"}, {503, "upstream_error"}, {504, "timeout"}, {429, "rate_limit"}, {401, "auth"}, {404, "not_found"}, {400, "client_error"}} {
+			errBody := fmt.Sprintf(`{"error":{"message":"upstream says %d","type":"x","code":"c%d"}}`, tc.status, tc.status)
+			up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.status)
+				io.WriteString(w, errBody)
+			})
+			g := startGateway(t, up.URL, nil)
+			status, _, body, err := g.call("status-0", path, chatRequest("n1", false))
+			if err != nil || status != tc.status || string(body) != errBody {
+				t.Fatalf("client got %d %q %v", status, body, err)
+			}
+			g.drain()
+			checkLine(t, g.only("status-0"), lineWant{status: tc.status, category: tc.category, source: "upstream", attempted: "true",
+				upstreamStatus: tc.status, response: true})
+		}
+	})
+
+	t.Run("stream ends without its terminal event", func(t *testing.T) {
+		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			sseHeaders(w)
+			w.Write(ev1)
+			w.Write(ev2)
+		})
+		g := startGateway(t, up.URL, nil)
+		status, _, body, err := g.call("trunc-0", path, chatRequest("n1", true))
+		if err != nil || status != 200 || !bytes.Equal(body, append(ev1, ev2...)) {
+			t.Fatalf("client got %d %q %v", status, body, err)
+		}
+		g.drain()
+		checkLine(t, g.only("trunc-0"), lineWant{status: 200, category: "stream_truncated", source: "upstream", attempted: "true", upstreamStatus: 200,
+			raw: ptrTo(string(ev1) + string(ev2)), response: true})
+	})
+
+	t.Run("error event mid-stream", func(t *testing.T) {
+		errEv := []byte("data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n")
+		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			sseHeaders(w)
+			w.Write(ev1)
+			w.Write(errEv)
+		})
+		g := startGateway(t, up.URL, nil)
+		status, _, body, err := g.call("errev-0", path, chatRequest("n1", true))
+		if err != nil || status != 200 || !bytes.Equal(body, append(ev1, errEv...)) {
+			t.Fatalf("client got %d %q %v", status, body, err)
+		}
+		g.drain()
+		checkLine(t, g.only("errev-0"), lineWant{status: 200, category: "upstream_error", source: "upstream", attempted: "true", upstreamStatus: 200,
+			raw: ptrTo(string(ev1) + string(errEv)), response: true})
+	})
+
+	t.Run("upstream declares its provenance", func(t *testing.T) {
+		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set(gateway.HeaderResponseSource, "local")
+			w.Header().Set(gateway.HeaderUpstreamAttempted, "true")
+			w.Header().Set(gateway.HeaderLocalResponseReason, "upstream_unreachable")
+			w.WriteHeader(502)
+			io.WriteString(w, `{"error":{"message":"model server could not reach vLLM"}}`)
+		})
+		g := startGateway(t, up.URL, nil)
+		status, _, _, err := g.call("declared-0", path, chatRequest("n1", false))
+		if err != nil || status != 502 {
+			t.Fatalf("client got %d %v", status, err)
+		}
+		g.drain()
+		checkLine(t, g.only("declared-0"), lineWant{status: 502, category: "upstream_error", source: "local", attempted: "true",
+			reason: "upstream_unreachable", response: true})
+	})
+}
