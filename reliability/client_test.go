@@ -108,9 +108,9 @@ func TestClientFaults(t *testing.T) {
 
 	for _, tc := range []struct {
 		name, dialect, path string
-		events             [][]byte
-		cut                int    // events the client reads before it leaves
-		reassembled        string // what the partial reassembly must contain
+		events              [][]byte
+		cut                 int    // events the client reads before it leaves
+		reassembled         string // what the partial reassembly must contain
 	}{
 		{"leaves mid-stream (chat)", "chat", path, stream, 2, "Hello"},
 		{"leaves mid-stream (messages)", "messages", "/v1/messages", messagesStream("Hel", "lo", " world"), 4, "Hello"},
