@@ -238,7 +238,11 @@ func (r *runner) report() string {
 				seq, seq99, add = ms(p[0]), ms(p[1]), msSigned(p[0]-dp)
 			}
 			c := s.conc.pcts(50, 99)
-			w("| %s | %s | %s | %s | %s | %s | %.0f | %s | %s |\n", name, seq, seq99, add, ms(c[0]), ms(c[1]), s.callsPerSec(), ratio(s.callsPerSec(), bcps), us(s.cpuPerCall()))
+			cpu := us(s.cpuPerCall())
+			if name == sMitm {
+				cpu += " + mitmdump's own process"
+			}
+			w("| %s | %s | %s | %s | %s | %s | %.0f | %s | %s |\n", name, seq, seq99, add, ms(c[0]), ms(c[1]), s.callsPerSec(), ratio(s.callsPerSec(), bcps), cpu)
 		}
 		for _, x := range []struct {
 			name string
