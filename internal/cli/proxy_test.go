@@ -1,0 +1,204 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcalls/modelcalls/capture"
+)
+
+func TestProxyUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "gym.yaml")
+	os.WriteFile(cfg, []byte("observability_enabled: true\nmodel_call_capture_dir: /abs/caps\n"), 0o600)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no upstream", []string{"proxy", "--capture-dir", dir}, "--upstream is required"},
+		{"upstream not http", []string{"proxy", "--upstream", "ftp://h/x", "--capture-dir", dir}, "--upstream"},
+		{"upstream relative", []string{"proxy", "--upstream", "localhost:8000", "--capture-dir", dir}, "absolute http"},
+		{"no capture dir", []string{"proxy", "--upstream", "http://h"}, "no capture dir"},
+		{"enabled without dir", []string{"proxy", "--upstream", "http://h", "++observability_enabled=true"}, "model_call_capture_dir is required"},
+		{"relative config dir", []string{"proxy", "--upstream", "http://h", "++observability_enabled=true", "++model_call_capture_dir=rel"}, "absolute"},
+		{"flag not a bool", []string{"proxy", "--upstream", "http://h", "++observability_enabled=sometimes"}, "observability_enabled"},
+		{"stray argument", []string{"proxy", "--upstream", "http://h", "--capture-dir", dir, "extra"}, "unexpected argument \"extra\""},
+		{"missing config", []string{"proxy", "--upstream", "http://h", "--config", filepath.Join(dir, "nope.yaml")}, "--config"},
+		{"dirs disagree", []string{"proxy", "--upstream", "http://h", "--config", cfg, "--capture-dir", dir}, "disagree"},
+		{"bad log level", []string{"proxy", "--upstream", "http://h", "--capture-dir", dir, "--log-level", "loud"}, "--log-level"},
+		{"bad override", []string{"proxy", "--upstream", "http://h", "--capture-dir", dir, "+a"}, "want key=value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := Main(tc.args, strings.NewReader(""), &out, &errOut)
+			if code != ExitUsage || !strings.Contains(errOut.String(), tc.want) {
+				t.Fatalf("exit %d, stderr %q; want %d and %q", code, errOut.String(), ExitUsage, tc.want)
+			}
+		})
+	}
+}
+
+// runProxyCmd starts `modelcalls args...` and returns the address it listens on, a channel with
+// its exit code, and its stderr so far.
+func runProxyCmd(t *testing.T, ctx context.Context, args []string) (addr string, exit <-chan error, stderr *lockedBuffer) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	stderr = &lockedBuffer{}
+	root := NewRootCommand(&Streams{In: strings.NewReader(""), Out: io.Discard, ErrOut: pw})
+	root.SetArgs(args)
+	done := make(chan error, 1)
+	go func() {
+		err := root.ExecuteContext(ctx)
+		pw.Close()
+		done <- err
+	}()
+	addrc := make(chan string, 1)
+	go func() {
+		re := regexp.MustCompile(`addr=(\S+)`)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			stderr.Write(append(sc.Bytes(), '\n'))
+			if m := re.FindStringSubmatch(sc.Text()); m != nil && strings.Contains(sc.Text(), "listening") {
+				addrc <- m[1]
+			}
+		}
+	}()
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatalf("proxy exited before listening: %v\n%s", err, stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("no listening line")
+	}
+	return addr, done, stderr
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestProxyServesAndDrains runs the command Gym-style (capture dir from ++ overrides) on port 0,
+// makes a streaming call, and stops the command mid-call: the call still completes, its line is
+// written, and the command returns cleanly.
+func TestProxyServesAndDrains(t *testing.T) {
+	chunks := make(chan string)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		http.NewResponseController(w).Flush()
+		for c := range chunks {
+			io.WriteString(w, c)
+			http.NewResponseController(w).Flush()
+		}
+	}))
+	defer up.Close()
+	dir := filepath.Join(t.TempDir(), "caps")
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	addr, exit, stderr := runProxyCmd(t, ctx, []string{"proxy", "--upstream", up.URL, "--listen", "127.0.0.1:0",
+		"--name", "policy_model", "++observability_enabled=true", "++model_call_capture_dir=" + dir})
+	if strings.HasSuffix(addr, ":0") {
+		t.Fatalf("listening line shows %s, not the real port", addr)
+	}
+
+	resp, err := http.Post("http://"+addr+"/ng-rollout/cli-1/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	first := "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\n"
+	chunks <- first
+	if got, _ := br.ReadString('\n'); got != first[:len(first)-1] {
+		t.Fatalf("first line %q", got)
+	}
+	br.ReadString('\n')
+
+	stop() // like SIGINT: the command starts draining with this call in flight
+	select {
+	case err := <-exit:
+		t.Fatalf("proxy exited with a call in flight: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	chunks <- "data: [DONE]\n\n"
+	close(chunks)
+	rest, err := io.ReadAll(br)
+	if err != nil || string(rest) != "data: [DONE]\n\n" {
+		t.Fatalf("rest of the stream %q, %v", rest, err)
+	}
+	select {
+	case err := <-exit:
+		if err != nil {
+			t.Fatalf("proxy exit: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("proxy did not exit after the drain")
+	}
+	store, _ := capture.OpenExisting(dir)
+	entries, err := store.Read("cli-1")
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("%d lines, %v", len(entries), err)
+	}
+	var l struct {
+		ErrorCategory *string          `json:"error_category"`
+		ModelRef      capture.ModelRef `json:"model_ref"`
+	}
+	json.Unmarshal(entries[0].Data, &l)
+	if l.ErrorCategory != nil || l.ModelRef.Name != "policy_model" {
+		t.Errorf("line: category %v model_ref %+v", *l.ErrorCategory, l.ModelRef)
+	}
+	if !strings.Contains(stderr.String(), "shutting down") {
+		t.Errorf("no shutdown log line:\n%s", stderr.String())
+	}
+}
+
+// TestProxySignal: SIGTERM stops an idle proxy cleanly.
+func TestProxySignal(t *testing.T) {
+	up := httptest.NewServer(http.NotFoundHandler())
+	defer up.Close()
+	addr, exit, stderr := runProxyCmd(t, context.Background(), []string{"proxy", "--upstream", up.URL, "--listen", "127.0.0.1:0",
+		"--capture-dir", t.TempDir()})
+	if r, err := http.Get("http://" + addr + "/healthz"); err != nil || r.StatusCode != 200 {
+		t.Fatalf("healthz: %v", err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exit:
+		if err != nil {
+			t.Fatalf("exit: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("proxy did not stop on SIGTERM")
+	}
+	if !strings.Contains(stderr.String(), "signal=terminated") {
+		t.Errorf("stderr lacks the signal: %s", stderr.String())
+	}
+}
