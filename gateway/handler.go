@@ -196,6 +196,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveCaptured(w, route, id, d)
 		return
 	}
+	if route.Body != nil && route.Body != http.NoBody {
+		if route == r {
+			route = r.Clone(r.Context())
+		}
+		route.Body = &countingBody{rc: route.Body, n: h.metrics.reqBytes}
+	}
 	h.proxy.ServeHTTP(w, route)
 }
 

@@ -310,7 +310,7 @@ func TestAdminEndpoints(t *testing.T) {
 		`modelcalls_gateway_capture_write_seconds_count 1`,
 		`modelcalls_gateway_calls_in_flight 0`,
 		`modelcalls_gateway_uncaptured_requests_total{reason="unprefixed"} 1`,
-		`modelcalls_gateway_relayed_bytes_total{direction="request"} 2`,
+		`modelcalls_gateway_relayed_bytes_total{direction="request"} 4`, // two 2-byte bodies, captured and not
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q", want)
