@@ -211,6 +211,11 @@ func (c *call) responseStarted(res *http.Response) {
 		}
 	}
 	res.Header.Set(HeaderModelCallID, c.modelCallID)
+	if res.Body == http.NoBody || res.ContentLength == 0 {
+		// No body (HEAD, 204, 304, Content-Length: 0): the client has the whole response with the
+		// headers, so the line must be durable before they go out.
+		c.finish(outcome{eof: true})
+	}
 	res.Body = &teeBody{c: c, rc: res.Body}
 }
 
