@@ -108,6 +108,7 @@ func (h *Handler) serveCaptured(w http.ResponseWriter, r *http.Request, id strin
 	if err != nil {
 		// The request body did not arrive whole: the client's side of the connection failed.
 		h.log.Info("client request body unreadable; call not forwarded", "rollout_id", id, "model_call_id", c.modelCallID, "err", err)
+		c.prov = provenance{attempted: ptr(false)}
 		c.finish(outcome{failure: failCancelled})
 		return
 	}
@@ -252,6 +253,7 @@ func (c *call) consume(p []byte) {
 func (c *call) roundTripFailed(w http.ResponseWriter, err error) {
 	switch c.classify(err) {
 	case failCancelled:
+		c.prov = provenance{attempted: ptr(true)} // sent, but nobody answered before the client left
 		c.finish(outcome{failure: failCancelled})
 	case failTimeout:
 		c.answerLocally(w, http.StatusGatewayTimeout, ReasonUpstreamTimeout, true, string(failTimeout),

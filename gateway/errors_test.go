@@ -294,7 +294,7 @@ func TestClientDisconnectBeforeHeaders(t *testing.T) {
 	}
 	e.drain()
 	l := e.one("gone-2")
-	if l.category() != "cancelled" || l.StatusCode != nil || deref(l.UpstreamAttempted) != nil || l.Response != nil && string(l.Response) != "null" {
+	if l.category() != "cancelled" || l.StatusCode != nil || deref(l.UpstreamAttempted) != true || l.has("response_source") || l.Response != nil && string(l.Response) != "null" {
 		t.Errorf("line: category %s status %v attempted %v response %s", l.category(), deref(l.StatusCode), deref(l.UpstreamAttempted), l.Response)
 	}
 }
