@@ -220,15 +220,16 @@ func (s *subject) stream(ctx context.Context, up *upstream, fx *fixtures, id str
 	return r, nil
 }
 
-// bigStream makes one call whose SSE body is total bytes and reads it to the end; it returns the
-// bytes read and the time taken.
-func (s *subject) bigStream(ctx context.Context, fx *fixtures, id string, total int64) (int64, time.Duration, error) {
+// bigStream makes one call whose SSE body is total bytes of the given shape (shapeRecorded or
+// shapeContent) and reads it to the end; it returns the bytes read and the time taken.
+func (s *subject) bigStream(ctx context.Context, fx *fixtures, id string, total int64, shape string) (int64, time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url(id, "/v1/chat/completions"), bytes.NewReader(fx.sseRequest))
 	if err != nil {
 		return 0, 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(hdrBigBytes, strconv.FormatInt(total, 10))
+	req.Header.Set(hdrBigShape, shape)
 	start := time.Now()
 	resp, err := s.client.Do(req)
 	if err != nil {

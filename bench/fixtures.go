@@ -25,7 +25,15 @@ type fixtures struct {
 	sseMiddle    [][]byte // the delta events repeated to fill the size,
 	sseTail      [][]byte // and the finish, usage and [DONE] events
 	gymLines     [][]byte // valid capture lines written by NeMo Gym (templates for the merge data set)
+	// contentMiddle replaces sseMiddle in the content-heavy big stream: text deltas in the
+	// recording's chunk envelope (same id, model, fingerprint), about half of each event being text
+	// the reassembly must keep.
+	contentMiddle [][]byte
 }
+
+// contentText is the text of one content delta of the content-heavy stream (about 200 bytes).
+const contentText = "Streaming a long answer token by token: each chunk carries a piece of prose that the " +
+	"capture has to keep, because the reconstructed message is the record's response. Filler, repeated. "
 
 // streamEvents is the number of events of the standard SSE stream (ISSUE 5).
 const streamEvents = 200
@@ -66,6 +74,12 @@ func loadFixtures() (*fixtures, error) {
 		f.sseEvents = append(f.sseEvents, f.sseMiddle[i%len(f.sseMiddle)])
 	}
 	f.sseEvents = append(f.sseEvents, f.sseTail...)
+	for i := range 8 {
+		f.contentMiddle = append(f.contentMiddle, fmt.Appendf(nil,
+			"data: {\"id\":\"chatcmpl-ABfw8AOXnoa2kzy11vVTSjuQhHCQr\",\"object\":\"chat.completion.chunk\",\"created\":1727346176,"+
+				"\"model\":\"gpt-4o-2024-08-06\",\"system_fingerprint\":\"fp_7568d46099\",\"choices\":[{\"index\":0,"+
+				"\"delta\":{\"content\":\"%d %s\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n", i, contentText))
+	}
 
 	ents, err := fs.ReadDir(testdata, "testdata/gym-capture")
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -85,6 +86,11 @@ func TestFixtureShapes(t *testing.T) {
 	if n := len(fx.jsonResponse); n < 1500 || n > 3000 {
 		t.Errorf("JSON body is %d bytes, want about 2 KiB", n)
 	}
+	for _, ev := range sse.Parse(bytes.Join(fx.contentMiddle, nil)) {
+		if !json.Valid([]byte(ev.Data)) {
+			t.Errorf("content delta is not JSON: %.80s", ev.Data)
+		}
+	}
 	if len(fx.gymLines) < 40 {
 		t.Errorf("only %d Gym capture lines", len(fx.gymLines))
 	}
@@ -125,15 +131,17 @@ func TestUpstreamAndClient(t *testing.T) {
 			t.Errorf("upstream wrote events %v apart, pace is 200µs", g)
 		}
 	})
-	t.Run("big stream", func(t *testing.T) {
-		n, d, err := s.bigStream(ctx, fx, "", 1<<20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n < 1<<20-bigWriteSize || n > 1<<20+bigWriteSize || d <= 0 {
-			t.Errorf("read %d bytes in %v", n, d)
-		}
-	})
+	for _, shape := range []string{shapeRecorded, shapeContent} {
+		t.Run("big stream "+shape, func(t *testing.T) {
+			n, d, err := s.bigStream(ctx, fx, "", 1<<20, shape)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n < 1<<20-bigWriteSize || n > 1<<20+bigWriteSize || d <= 0 {
+				t.Errorf("read %d bytes in %v", n, d)
+			}
+		})
+	}
 }
 
 // TestHeldDetection feeds the stream through a proxy that holds every event until the next one

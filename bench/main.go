@@ -205,16 +205,17 @@ func (r *runner) run(base, out string) error {
 }
 
 func (r *runner) runRSSRow(ctx context.Context) error {
-	for _, mode := range []string{"bare", "gateway"} {
-		dir := filepath.Join(r.workDir, "rss-"+mode)
+	for _, x := range []struct{ mode, shape string }{{"bare", shapeRecorded}, {"gateway", shapeRecorded}, {"gateway", shapeContent}} {
+		mode := x.mode
+		dir := filepath.Join(r.workDir, "rss-"+mode+"-"+x.shape)
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return err
 		}
-		res, err := runRSS(ctx, mode, r.up.url, dir, r.fx, r.bigBytes)
+		res, err := runRSS(ctx, mode, r.up.url, dir, r.fx, r.bigBytes, x.shape)
 		if err != nil {
 			return fmt.Errorf("%s: %w", mode, err)
 		}
-		r.logf("rss %s: idle %d KiB, peak %d KiB, growth %d KiB, %.0f MB/s", mode, res.idle.VmRSS, res.peak.VmHWM,
+		r.logf("rss %s (%s deltas): idle %d KiB, peak %d KiB, growth %d KiB, %.0f MB/s", mode, x.shape, res.idle.VmRSS, res.peak.VmHWM,
 			res.growthKiB(), mbps(res.bytes, res.elapsed))
 		r.rss = append(r.rss, res)
 		os.RemoveAll(dir)

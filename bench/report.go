@@ -149,6 +149,15 @@ func (r *runner) checks() []check {
 		if x.mode != "gateway" {
 			continue
 		}
+		figure := fmt.Sprintf("peak RSS while one %d MiB SSE stream passes, capture on (the recording's tool-call argument deltas)", x.bytes>>20)
+		goal, ok := "growth < 64 MiB", boolp(x.growthKiB() < goalRSSKiB)
+		if x.shape == shapeContent {
+			figure = fmt.Sprintf("same, content-heavy stream (text deltas, about half of the bytes are text the reassembly keeps)")
+			goal, ok = "stress case beyond the recorded shape: reported (growth < 64 MiB shown for reference)", nil
+			if x.growthKiB() >= goalRSSKiB {
+				goal += "; exceeds 64 MiB"
+			}
+		}
 		var bare *rssResult
 		for i := range r.rss {
 			if r.rss[i].mode == "bare" {
@@ -160,12 +169,12 @@ func (r *runner) checks() []check {
 			base += fmt.Sprintf(" (bare proxy in the same setup grows %.1f MiB)", float64(bare.growthKiB())/1024)
 		}
 		cs = append(cs, check{
-			row: "5", figure: fmt.Sprintf("peak RSS while one %d MiB SSE stream passes, capture on", x.bytes>>20),
+			row: "5", figure: figure,
 			baseline: base,
 			result: fmt.Sprintf("idle %.1f MiB, peak %.1f MiB: growth %.1f MiB (%.0f MB/s through the gateway)",
 				float64(x.idle.VmRSS)/1024, float64(x.peak.VmHWM)/1024, float64(x.growthKiB())/1024, mbps(x.bytes, x.elapsed)),
-			goal: "growth < 64 MiB",
-			ok:   boolp(x.growthKiB() < goalRSSKiB),
+			goal: goal,
+			ok:   ok,
 		})
 	}
 	if m := r.merge; m != nil {
@@ -296,9 +305,9 @@ func (r *runner) report() string {
 	if len(r.rss) > 0 {
 		w("## Peak memory (row 5)\n\n")
 		w("The proxy runs in a child process (`bench -child`), reading its own `/proc/self/status`; idle = VmRSS after warm-up calls, peak = VmHWM after the stream.\n\n")
-		w("| proxy | stream | idle RSS | peak RSS (VmHWM) | growth | Go heap in use after | throughput |\n|---|---|---|---|---|---|---|\n")
+		w("| proxy | stream | deltas | idle RSS | peak RSS (VmHWM) | growth | Go heap in use after | throughput |\n|---|---|---|---|---|---|---|---|\n")
 		for _, x := range r.rss {
-			w("| %s | %.1f MiB | %.1f MiB | %.1f MiB | %.1f MiB | %.1f MiB | %.0f MB/s |\n", x.mode, float64(x.bytes)/(1<<20),
+			w("| %s | %.1f MiB | %s | %.1f MiB | %.1f MiB | %.1f MiB | %.1f MiB | %.0f MB/s |\n", x.mode, float64(x.bytes)/(1<<20), x.shape,
 				float64(x.idle.VmRSS)/1024, float64(x.peak.VmHWM)/1024, float64(x.growthKiB())/1024, float64(x.peak.Heap)/1024, mbps(x.bytes, x.elapsed))
 		}
 		w("\n")

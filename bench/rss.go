@@ -168,6 +168,7 @@ func (c *child) stop() {
 // rssResult is the peak-memory row for one proxy.
 type rssResult struct {
 	mode       string
+	shape      string
 	idle, peak memStatus
 	bytes      int64
 	elapsed    time.Duration
@@ -176,10 +177,10 @@ type rssResult struct {
 // growthKiB is the peak resident size while the stream passed minus the idle resident size.
 func (r rssResult) growthKiB() int64 { return r.peak.VmHWM - r.idle.VmRSS }
 
-// runRSS starts a child serving mode, warms it with one small captured call of each kind, reads its
-// idle RSS, passes one stream of total bytes through it, and reads its peak RSS.
-func runRSS(ctx context.Context, mode, upstreamURL, captureDir string, fx *fixtures, total int64) (rssResult, error) {
-	res := rssResult{mode: mode}
+// runRSS starts a child serving mode, warms it with small captured calls, reads its idle RSS,
+// passes one stream of total bytes of the given shape through it, and reads its peak RSS.
+func runRSS(ctx context.Context, mode, upstreamURL, captureDir string, fx *fixtures, total int64, shape string) (rssResult, error) {
+	res := rssResult{mode: mode, shape: shape}
 	c, err := startChild(mode, upstreamURL, captureDir)
 	if err != nil {
 		return res, err
@@ -191,7 +192,7 @@ func runRSS(ctx context.Context, mode, upstreamURL, captureDir string, fx *fixtu
 		if _, err := s.call(ctx, "rss-warm", fx, make([]byte, 32<<10)); err != nil {
 			return res, fmt.Errorf("warm-up: %w", err)
 		}
-		if _, _, err := s.bigStream(ctx, fx, "rss-warm", 64<<10); err != nil {
+		if _, _, err := s.bigStream(ctx, fx, "rss-warm", 64<<10, shape); err != nil {
 			return res, fmt.Errorf("warm-up: %w", err)
 		}
 	}
@@ -199,7 +200,7 @@ func runRSS(ctx context.Context, mode, upstreamURL, captureDir string, fx *fixtu
 	if res.idle, err = c.mem(); err != nil {
 		return res, err
 	}
-	if res.bytes, res.elapsed, err = s.bigStream(ctx, fx, "rss-big", total); err != nil {
+	if res.bytes, res.elapsed, err = s.bigStream(ctx, fx, "rss-big", total, shape); err != nil {
 		return res, err
 	}
 	if res.peak, err = c.mem(); err != nil {

@@ -19,6 +19,7 @@ const (
 	hdrStreamID  = "X-Bench-Stream-Id"    // paced stream: key under which the upstream records send times
 	hdrPaceUS    = "X-Bench-Pace-Us"      // paced stream: microseconds between events
 	hdrBigBytes  = "X-Bench-Stream-Bytes" // big stream: total body bytes to send
+	hdrBigShape  = "X-Bench-Stream-Shape" // big stream: "content" for text deltas, else the recorded deltas
 	bigWriteSize = 32 << 10               // big stream: bytes per write
 )
 
@@ -84,7 +85,11 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				http.Error(w, "bad "+hdrBigBytes, http.StatusBadRequest)
 				return
 			}
-			u.serveBig(w, n)
+			middle := u.fx.sseMiddle
+			if r.Header.Get(hdrBigShape) == shapeContent {
+				middle = u.fx.contentMiddle
+			}
+			u.serveBig(w, n, middle)
 			return
 		}
 		if v := r.Header.Get(hdrPaceUS); v != "" {
@@ -124,8 +129,9 @@ func (u *upstream) servePaced(w http.ResponseWriter, id string, pace time.Durati
 }
 
 // serveBig writes a well-formed Chat Completions stream of about total bytes: the recorded header
-// event, the recorded delta events repeated, then the recorded finish, usage and [DONE] events.
-func (u *upstream) serveBig(w http.ResponseWriter, total int64) {
+// event, the middle events repeated (the recorded argument deltas, or the content deltas), then the
+// recorded finish, usage and [DONE] events.
+func (u *upstream) serveBig(w http.ResponseWriter, total int64, middle [][]byte) {
 	fl := w.(http.Flusher)
 	buf := make([]byte, 0, bigWriteSize+4096)
 	var sent int64
@@ -147,7 +153,7 @@ func (u *upstream) serveBig(w http.ResponseWriter, total int64) {
 		tailLen += int64(len(ev))
 	}
 	for i := 0; sent+int64(len(buf))+tailLen < total; i++ {
-		buf = append(buf, u.fx.sseMiddle[i%len(u.fx.sseMiddle)]...)
+		buf = append(buf, middle[i%len(middle)]...)
 		if len(buf) >= bigWriteSize {
 			if err := flush(); err != nil {
 				return
@@ -159,6 +165,12 @@ func (u *upstream) serveBig(w http.ResponseWriter, total int64) {
 	}
 	flush()
 }
+
+// Big-stream shapes (hdrBigShape).
+const (
+	shapeRecorded = "recorded" // the recording's tool-call argument deltas: little text per event
+	shapeContent  = "content"  // text deltas: about half of every event is text the capture keeps
+)
 
 // errUnexpected reports a response the bench did not expect (wrong status or body).
 var errUnexpected = errors.New("unexpected response")
