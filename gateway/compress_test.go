@@ -138,7 +138,7 @@ func TestCompressedStreamHold(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	cr := newClientReader(resp.Body)
+	cr := newClientReader(t, resp.Body)
 	// The last data event and [DONE] share the gzip stream's tail: send all but the [DONE] chunk.
 	for _, c := range chunks[:len(chunks)-1] {
 		up.chunks <- c

@@ -241,7 +241,7 @@ func TestClientDisconnectMidStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cr := newClientReader(resp.Body)
+	cr := newClientReader(t, resp.Body)
 	partial := ""
 	for _, ev := range events[:4] {
 		up.chunks <- ev

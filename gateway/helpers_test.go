@@ -169,10 +169,11 @@ func (e *env) url(id, path string) string {
 	return e.gw.URL + "/ng-rollout/" + id + path
 }
 
+// rawTransport does no transparent decompression; TestMain closes its idle connections.
+var rawTransport = &http.Transport{DisableCompression: true}
+
 // rawClient talks to the gateway without any transparent decompression.
-func rawClient() *http.Client {
-	return &http.Client{Transport: &http.Transport{DisableCompression: true}}
-}
+func rawClient() *http.Client { return &http.Client{Transport: rawTransport} }
 
 // post sends body to the gateway and returns the response with its whole body.
 func (e *env) post(id, path, body string, header map[string]string) (*http.Response, []byte) {

@@ -60,8 +60,9 @@ type clientReader struct {
 	errs chan error
 }
 
-func newClientReader(body io.Reader) *clientReader {
+func newClientReader(t *testing.T, body io.Reader) *clientReader {
 	cr := &clientReader{want: make(chan int), got: make(chan []byte), errs: make(chan error, 1)}
+	t.Cleanup(func() { close(cr.want) })
 	br := bufio.NewReader(body)
 	go func() {
 		for n := range cr.want {
@@ -70,7 +71,11 @@ func newClientReader(body io.Reader) *clientReader {
 				cr.errs <- err
 				return
 			}
-			cr.got <- buf
+			select {
+			case cr.got <- buf:
+			case <-time.After(10 * time.Second): // the test gave up on this read
+				return
+			}
 		}
 	}()
 	return cr
@@ -162,7 +167,7 @@ func TestHoldAndNoDelay(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer resp.Body.Close()
-			cr := newClientReader(resp.Body)
+			cr := newClientReader(t, resp.Body)
 
 			for i, ev := range events[:len(events)-1] {
 				up.chunks <- ev

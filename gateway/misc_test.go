@@ -131,8 +131,13 @@ func TestShuttingDown(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
 	checkLocal(t, e.one("sd-1"), 503, "upstream_error", "shutting_down", false)
-	if r, err := http.Get(e.gw.URL + "/readyz"); err != nil || r.StatusCode != 503 {
-		t.Errorf("readyz while draining: %v %v", r.StatusCode, err)
+	r, err := http.Get(e.gw.URL + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != 503 {
+		t.Errorf("readyz while draining: %d", r.StatusCode)
 	}
 	if n := len(e.up.requests()); n != 0 {
 		t.Errorf("upstream saw %d requests", n)

@@ -184,8 +184,13 @@ func TestProxySignal(t *testing.T) {
 	defer up.Close()
 	addr, exit, stderr := runProxyCmd(t, context.Background(), []string{"proxy", "--upstream", up.URL, "--listen", "127.0.0.1:0",
 		"--capture-dir", t.TempDir()})
-	if r, err := http.Get("http://" + addr + "/healthz"); err != nil || r.StatusCode != 200 {
-		t.Fatalf("healthz: %v", err)
+	r, err := http.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != 200 {
+		t.Fatalf("healthz: %d", r.StatusCode)
 	}
 	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
