@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"compress/gzip"
 	"compress/zlib"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -111,7 +112,7 @@ func TestCompressedResponses(t *testing.T) {
 					}
 				} else {
 					var want bytes.Buffer
-					compactJSON(&want, plain)
+					json.Compact(&want, plain)
 					if string(l.Response) != want.String() || l.has("response_raw") {
 						t.Errorf("response is not the decoded body")
 					}

@@ -1,6 +1,8 @@
 package gateway_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -171,10 +173,7 @@ func TestUpstreamErrorStatus(t *testing.T) {
 // TestStreamOutcomes: 200 streams with an error event, truncated streams, and a stream whose last
 // event lacks its blank line.
 func TestStreamOutcomes(t *testing.T) {
-	truncate := func(b []byte) []byte {
-		ev := sseEvents(b)
-		return []byte(strings.Join(bytesToStrings(ev[:len(ev)/2]), ""))
-	}
+	truncate := func(b []byte) []byte { ev := sseEvents(b); return bytes.Join(ev[:len(ev)/2], nil) }
 	for _, tc := range []struct {
 		name, fixture, path string
 		cut                 func([]byte) []byte
@@ -219,14 +218,6 @@ func TestStreamOutcomes(t *testing.T) {
 			}
 		})
 	}
-}
-
-func bytesToStrings(bs [][]byte) []string {
-	out := make([]string, len(bs))
-	for i, b := range bs {
-		out[i] = string(b)
-	}
-	return out
 }
 
 // TestClientDisconnectMidStream: the client leaves before the terminal event; the upstream request
@@ -280,7 +271,7 @@ func TestClientDisconnectBeforeHeaders(t *testing.T) {
 		close(gone)
 	})
 	req, _ := http.NewRequest(http.MethodPost, e.url("gone-2", "/v1/responses"), strings.NewReader(`{"model":"m"}`))
-	ctx, cancel := contextWithCancel()
+	ctx, cancel := context.WithCancel(context.Background())
 	req = req.WithContext(ctx)
 	errc := make(chan error, 1)
 	go func() { _, err := rawClient().Do(req); errc <- err }()

@@ -319,3 +319,13 @@ func deref[T any](p *T) any {
 	}
 	return *p
 }
+
+// readDir lists the names in dir.
+func readDir(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names, err
+}
