@@ -182,11 +182,11 @@ func captureRequest(body []byte, codings []string, limit int64) (json.RawMessage
 	return nil, ptr(string(b))
 }
 
-// isJSONObject reports whether b is one strict JSON object in valid UTF-8 (Python's json.loads on
-// bytes fails on invalid UTF-8; Go's decoder rejects NaN and Infinity as Gym's orjson reader does).
+// isJSONObject reports whether b is one strict JSON object in valid UTF-8 that the store accepts as
+// a payload (Python's json.loads on bytes fails on invalid UTF-8; NaN and Infinity are rejected as
+// Gym's orjson reader does; nesting must leave room for the line's own level, capture.IsPayloadObject).
 func isJSONObject(b []byte) bool {
-	t := bytes.TrimLeft(b, " \t\r\n")
-	return len(t) > 0 && t[0] == '{' && utf8.Valid(b) && json.Valid(b)
+	return utf8.Valid(b) && capture.IsPayloadObject(b)
 }
 
 // responseStarted is called with the upstream's response headers: it records status and provenance,
@@ -382,7 +382,10 @@ func (c *call) response(f failure) json.RawMessage {
 		return nil
 	}
 	if c.streaming {
-		return c.stream.Response()
+		if r := c.stream.Response(); r != nil && isJSONObject(r) {
+			return r
+		}
+		return nil
 	}
 	b, err := c.body.Bytes(maxParseBytes)
 	if err != nil || !isJSONObject(b) {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -536,5 +537,25 @@ func TestSpooledBody(t *testing.T) {
 	}
 	if has, marker, _ := bad.store.Stat("sp-2"); has || !marker {
 		t.Errorf("capture file %v, marker %v; want only the marker", has, marker)
+	}
+}
+
+// TestDeepRequest: a request nested deeper than a capture line can hold is forwarded unchanged and
+// captured as request_raw, not lost.
+func TestDeepRequest(t *testing.T) {
+	e := newEnv(t, replay(200, "application/json", []byte(`{"ok":1}`)))
+	for i, depth := range []int{100, 9999, 10000, 10001} {
+		body := `{"a":` + strings.Repeat("[", depth-1) + strings.Repeat("]", depth-1) + `}`
+		id := "deep-" + strconv.Itoa(i)
+		resp, _ := e.post(id, "/v1/chat/completions", body, nil)
+		if resp.StatusCode != 200 || string(e.up.requests()[i].Body) != body {
+			t.Fatalf("depth %d: call failed or body changed", depth)
+		}
+		l := e.one(id)
+		if l.Request == nil || string(l.Request) == "null" {
+			if deref(l.RequestRaw) != body {
+				t.Errorf("depth %d: neither request nor request_raw holds the body", depth)
+			}
+		}
 	}
 }
