@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // ModelRefType is the only model_ref type NeMo Gym writes: the capture sits on a model server.
@@ -62,7 +64,9 @@ type Exchange struct {
 // EncodeExchange returns ex as one compact JSON line without the trailing newline, in the key order
 // of Exchange. Strings are written as UTF-8 without HTML escaping (as orjson does); invalid UTF-8 in
 // raw text becomes U+FFFD. Floats always carry a fraction or exponent (1.0, not 1). It fails when
-// Request or Response is set but is not a JSON object, or when ex.ResponseRawFrom fails.
+// Request or Response is set but is not a JSON object the store's reads accept inside a line
+// (strict JSON in valid UTF-8, nested less than jsonscan.MaxNesting deep), or when
+// ex.ResponseRawFrom fails: the store never writes a line it cannot read back.
 func EncodeExchange(ex *Exchange) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := WriteExchange(&buf, ex); err != nil {
@@ -159,9 +163,39 @@ func WriteExchange(w io.Writer, ex *Exchange) error {
 	return nil
 }
 
+// isJSONObject reports whether b is a JSON object that reads back once it sits inside a line: the
+// strict rules of the store's reads (CheckLine: valid UTF-8, no NaN or Infinity), nested at most
+// jsonscan.MaxNesting-1 deep, since the line's own object adds a level. encoding/json accepts one
+// level more and invalid UTF-8; such a payload would make its whole line unreadable.
 func isJSONObject(b []byte) bool {
 	t := bytes.TrimLeft(b, " \t\r\n")
-	return len(t) > 0 && t[0] == '{' && json.Valid(b)
+	return len(t) > 0 && t[0] == '{' && jsonscan.Validate(b) == nil && nesting(b) < jsonscan.MaxNesting
+}
+
+// nesting returns the deepest container nesting of the valid JSON text b (0 for a scalar).
+func nesting(b []byte) int {
+	if len(b) < 2*jsonscan.MaxNesting {
+		return 0 // too short to nest that deep: each level takes an opening and a closing byte
+	}
+	depth, deepest, inString := 0, 0, false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // lineWriter writes JSON pieces to w and remembers the first error.
