@@ -327,10 +327,16 @@ func sseHeaders(w http.ResponseWriter) {
 // goes away (and cancel the request's context).
 func newUpstream(t *testing.T, handler http.HandlerFunc) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return newRawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		handler(w, r)
-	}))
+	})
+}
+
+// newRawUpstream is newUpstream with the body left for handler to read.
+func newRawUpstream(t *testing.T, handler http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
 	return srv
 }
