@@ -49,7 +49,8 @@ type call struct {
 	start            time.Time // wall clock plus monotonic reading
 	session          *string
 	assistantMessage *string
-	claim            *capture.Claim
+	claim            *capture.Claim // set by the claiming goroutine before it closes claimed
+	claimed          chan struct{}  // closed once the claim exists (or failed)
 	request          json.RawMessage
 	requestRaw       *string
 
@@ -86,12 +87,20 @@ func (h *Handler) serveCaptured(w http.ResponseWriter, r *http.Request, id strin
 			c.finish(outcome{failure: failException})
 		}
 	}()
-	if claim, err := h.Store.Claim(id, c.modelCallID); err != nil {
-		h.metrics.claimFailures.Inc()
-		h.log.Warn("cannot claim capture write; capturing without a claim", "rollout_id", id, "model_call_id", c.modelCallID, "err", err)
-	} else {
-		c.claim = claim
-	}
+	// The claim file is created while the call is forwarded, not before: creating and removing a
+	// file costs about as much as the capture append's fsync, and on the 1-client path it would
+	// add to every call's latency. write waits for it before appending, so the claim still exists
+	// for as long as the write is outstanding, which is what readers wait on.
+	c.claimed = make(chan struct{})
+	go func() {
+		defer close(c.claimed)
+		if claim, err := h.Store.Claim(id, c.modelCallID); err != nil {
+			h.metrics.claimFailures.Inc()
+			h.log.Warn("cannot claim capture write; capturing without a claim", "rollout_id", id, "model_call_id", c.modelCallID, "err", err)
+		} else {
+			c.claim = claim
+		}
+	}()
 	if h.draining.Load() {
 		c.answerLocally(w, http.StatusServiceUnavailable, ReasonShuttingDown, false,
 			dialect.StatusCategory(http.StatusServiceUnavailable), "the capture gateway is shutting down; retry against another instance")
@@ -397,6 +406,7 @@ func (c *call) response(f failure) json.RawMessage {
 // write appends the line, or marks the rollout incomplete when that fails, then releases the claim.
 func (c *call) write(ex *capture.Exchange) {
 	h := c.h
+	<-c.claimed
 	var err error
 	if c.body != nil && c.body.Err() != nil {
 		err = c.body.Err() // the spool lost bytes: the line would be wrong
