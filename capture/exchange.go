@@ -82,7 +82,7 @@ func WriteExchange(w io.Writer, ex *Exchange) error {
 		name string
 		raw  json.RawMessage
 	}{{"request", ex.Request}, {"response", ex.Response}} {
-		if obj.raw != nil && !isJSONObject(obj.raw) {
+		if obj.raw != nil && !IsPayloadObject(obj.raw) {
 			return fmt.Errorf("encode exchange: %s is not a JSON object", obj.name)
 		}
 	}
@@ -163,13 +163,40 @@ func WriteExchange(w io.Writer, ex *Exchange) error {
 	return nil
 }
 
-// isJSONObject reports whether b is a JSON object that reads back once it sits inside a line: the
-// strict rules of the store's reads (CheckLine: valid UTF-8, no NaN or Infinity), nested at most
-// jsonscan.MaxNesting-1 deep, since the line's own object adds a level. encoding/json accepts one
-// level more and invalid UTF-8; such a payload would make its whole line unreadable.
-func isJSONObject(b []byte) bool {
+// IsPayloadObject reports whether b can be stored as an exchange's request or response object: a
+// JSON object that reads back once it sits inside a line, under the strict rules of the store's
+// reads (CheckLine: valid UTF-8, no NaN or Infinity), nested at most jsonscan.MaxNesting-1 deep
+// since the line's own object adds a level. encoding/json accepts one level more and invalid UTF-8;
+// such a payload would make its whole line unreadable. The gateway asks before it chooses between
+// request and request_raw (or a response object and null), so a payload the store would refuse
+// degrades to raw text instead of costing the whole line.
+func IsPayloadObject(b []byte) bool {
 	t := bytes.TrimLeft(b, " \t\r\n")
 	return len(t) > 0 && t[0] == '{' && jsonscan.Validate(b) == nil && nesting(b) < jsonscan.MaxNesting
+}
+
+// isCompact reports whether the valid JSON text b has no whitespace outside its strings, so that
+// json.Compact would return it unchanged.
+func isCompact(b []byte) bool {
+	if bytes.IndexAny(b, " \t\r\n") < 0 {
+		return true
+	}
+	inString := false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+			return false
+		}
+	}
+	return true
 }
 
 // nesting returns the deepest container nesting of the valid JSON text b (0 for a scalar).
@@ -246,6 +273,10 @@ func (e *lineWriter) float(f float64) {
 func (e *lineWriter) object(raw json.RawMessage) {
 	if raw == nil {
 		e.raw("null")
+		return
+	}
+	if isCompact(raw) {
+		e.write(raw) // the common case: no copy of a payload that may be megabytes long
 		return
 	}
 	var buf bytes.Buffer

@@ -204,3 +204,38 @@ func FuzzReadAvailable(f *testing.F) {
 		}
 	})
 }
+
+func TestIsCompact(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{`{"a":1}`, true}, {`{"a":"b c\t"}`, true}, {`{"a": 1}`, false}, {"{\"a\":1}\n", false},
+		{`{"a":"x\" y","b":2}`, true}, {`{"a":"x\\" , "b":2}`, false},
+	} {
+		if got := isCompact([]byte(tc.in)); got != tc.want {
+			t.Errorf("isCompact(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+		var buf bytes.Buffer
+		json.Compact(&buf, []byte(tc.in))
+		if tc.want && buf.String() != tc.in {
+			t.Errorf("isCompact(%q) is true but json.Compact changes it", tc.in)
+		}
+	}
+}
+
+func TestAppendExchangeStreamsBigPayloads(t *testing.T) {
+	s := newStore(t)
+	big := `{"messages":[{"role":"user","content":"` + strings.Repeat("long context ", 200_000) + `"}]}`
+	ex := &Exchange{ModelCallID: "m", Dialect: "chat", Request: json.RawMessage(big)}
+	if err := s.AppendExchange("r", ex); err != nil {
+		t.Fatal(err)
+	}
+	want, err := EncodeExchange(ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, s, "r"); got != string(want)+"\n" {
+		t.Fatalf("streamed line (%d bytes) differs from the encoded one (%d bytes)", len(got), len(want)+1)
+	}
+}

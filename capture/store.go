@@ -110,10 +110,19 @@ func (s *Store) Append(id string, line []byte) error {
 	})
 }
 
-// AppendExchange encodes ex with EncodeExchange and appends it like Append (or, when ex has a
-// ResponseRawFrom reader, streams it like AppendFunc).
+// AppendExchange encodes ex with EncodeExchange and appends it like Append. When ex has a
+// ResponseRawFrom reader, or its payloads exceed 1 MiB, the line is streamed to the file like
+// AppendFunc instead, so a large line is never held in memory twice.
 func (s *Store) AppendExchange(id string, ex *Exchange) error {
-	if ex.ResponseRawFrom != nil {
+	size := len(ex.Request) + len(ex.Response)
+	if ex.RequestRaw != nil {
+		size += len(*ex.RequestRaw)
+	}
+	if ex.ResponseRaw != nil {
+		size += len(*ex.ResponseRaw)
+	}
+	if ex.ResponseRawFrom != nil || size > bigLineBuffer {
+		// Stream big lines to the file instead of building them in memory first.
 		return s.AppendFunc(id, func(w io.Writer) error { return WriteExchange(w, ex) })
 	}
 	line, err := EncodeExchange(ex)

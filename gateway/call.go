@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/dialect"
@@ -185,17 +184,10 @@ func captureRequest(body []byte, codings []string, limit int64) (json.RawMessage
 			b = dec
 		}
 	}
-	if isJSONObject(b) {
+	if capture.IsPayloadObject(b) {
 		return json.RawMessage(b), nil
 	}
 	return nil, ptr(string(b))
-}
-
-// isJSONObject reports whether b is one strict JSON object in valid UTF-8 that the store accepts as
-// a payload (Python's json.loads on bytes fails on invalid UTF-8; NaN and Infinity are rejected as
-// Gym's orjson reader does; nesting must leave room for the line's own level, capture.IsPayloadObject).
-func isJSONObject(b []byte) bool {
-	return utf8.Valid(b) && capture.IsPayloadObject(b)
 }
 
 // responseStarted is called with the upstream's response headers: it records status and provenance,
@@ -391,13 +383,13 @@ func (c *call) response(f failure) json.RawMessage {
 		return nil
 	}
 	if c.streaming {
-		if r := c.stream.Response(); r != nil && isJSONObject(r) {
+		if r := c.stream.Response(); r != nil && capture.IsPayloadObject(r) {
 			return r
 		}
 		return nil
 	}
 	b, err := c.body.Bytes(maxParseBytes)
-	if err != nil || !isJSONObject(b) {
+	if err != nil || !capture.IsPayloadObject(b) {
 		return nil
 	}
 	return b
