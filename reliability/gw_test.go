@@ -368,3 +368,66 @@ func num(n *int) string {
 
 // within returns a channel closed after waitFor, for selects that must not hang.
 func within() <-chan time.Time { return time.After(waitFor) }
+
+// echoRequest is a Chat Completions request whose user message is nonce; the echo upstream answers
+// with pad bytes of padding (streamed when stream is set).
+func echoRequest(nonce string, stream bool, pad int) []byte {
+	return fmt.Appendf(nil, `{"model":"test-model","messages":[{"role":"user","content":%q}],"stream":%v,"pad":%d}`, nonce, stream, pad)
+}
+
+// echoAnswer is the body the echo upstream sends for echoRequest(nonce, stream, pad).
+func echoAnswer(nonce string, stream bool, pad int) []byte {
+	if stream {
+		return bytes.Join(chatStream(nonce, nonce, strings.Repeat("y", pad)), nil)
+	}
+	return chatJSON(nonce, pad)
+}
+
+// echoHandler is an upstream that answers every Chat Completions request with echoAnswer.
+func echoHandler(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	var req struct {
+		Messages []struct {
+			Content string `json:"content"`
+		} `json:"messages"`
+		Stream bool `json:"stream"`
+		Pad    int  `json:"pad"`
+	}
+	if err := json.Unmarshal(b, &req); err != nil || len(req.Messages) == 0 {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	if req.Stream {
+		sseHeaders(w)
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	w.Write(echoAnswer(req.Messages[0].Content, req.Stream, req.Pad))
+}
+
+// echoCall makes one call through base (a gateway URL) for rollout id and checks that the client
+// got exactly the upstream's answer; it returns the model call id the gateway announced.
+func echoCall(t testing.TB, client *http.Client, base, id, nonce string, stream bool, pad int) (string, error) {
+	req, err := http.NewRequest(http.MethodPost, base+rollout.PathPrefix(id)+"/v1/chat/completions", bytes.NewReader(echoRequest(nonce, stream, pad)))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer res.Body.Close()
+	got, err := io.ReadAll(res.Body)
+	if err != nil {
+		return "", fmt.Errorf("call %s: read body: %w", nonce, err)
+	}
+	if res.StatusCode != 200 || !bytes.Equal(got, echoAnswer(nonce, stream, pad)) {
+		return "", fmt.Errorf("call %s: got %d %.120q, not the upstream's answer", nonce, res.StatusCode, got)
+	}
+	mcid := res.Header.Get(gateway.HeaderModelCallID)
+	if len(mcid) != 32 {
+		return "", fmt.Errorf("call %s: model call id header %q", nonce, mcid)
+	}
+	return mcid, nil
+}

@@ -1,0 +1,279 @@
+package reliability
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/modelcalls/modelcalls"
+	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/gateway"
+	"github.com/modelcalls/modelcalls/rollout"
+)
+
+// Item 4: disk full and write errors. Calls go on unchanged, the rollout gets its incomplete marker
+// when the marker can be written, /metrics counts every failed write (failed: marker written; lost:
+// marker failed too), and the log names the rollout. Lines written before the fault stay readable,
+// and a torn line left by a write cut short by the fault damages only itself.
+
+// faultCalls makes n calls (alternating JSON and streams, pad bytes each) for rollout id through the
+// gateway at base and fails unless every one was answered exactly as the upstream answered.
+func faultCalls(t *testing.T, client *http.Client, base, id string, n, pad int) {
+	t.Helper()
+	for i := range n {
+		if _, err := echoCall(t, client, base, id, fmt.Sprintf("%s-%d", id, i), i%2 == 1, pad); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// logNames fails unless a log record mentions both what and rollout id.
+func logNames(t *testing.T, logs, what, id string) {
+	t.Helper()
+	for line := range strings.SplitSeq(logs, "\n") {
+		if strings.Contains(line, what) && strings.Contains(line, "rollout_id="+id) {
+			return
+		}
+	}
+	t.Errorf("no log record says %q for rollout_id=%s", what, id)
+}
+
+// hasMarker reports whether rollout id has its incomplete marker.
+func hasMarker(t *testing.T, store *capture.Store, id string) bool {
+	t.Helper()
+	_, m, err := store.Stat(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// mergeGaps merges a record of rollout id over dir and returns its gap codes.
+func mergeGaps(t *testing.T, dir, id string) map[string]string {
+	t.Helper()
+	m, err := modelcalls.NewMerger([]string{dir}, modelcalls.MergeOptions{DrainTimeout: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gapCodes(mergeOne(t, m, `{"_ng_rollout_id":"`+id+`"}`).Gaps)
+}
+
+func TestWriteErrors(t *testing.T) {
+	up := newRawUpstream(t, echoHandler)
+
+	t.Run("/dev/full", func(t *testing.T) {
+		if _, err := os.Stat("/dev/full"); err != nil {
+			t.Skip("no /dev/full here")
+		}
+		g := startGateway(t, up.URL, nil)
+		const id, control = "devfull-0", "control-0"
+		p, _ := g.store.CapturePath(id)
+		if err := os.Symlink("/dev/full", p); err != nil {
+			t.Fatal(err)
+		}
+		faultCalls(t, g.client, g.srv.URL, id, 4, 100)
+		faultCalls(t, g.client, g.srv.URL, control, 2, 100)
+		g.drain()
+		if n := metric(t, g.client, g.srv.URL, gateway.MetricCaptureWrites, "result=failed"); n != 4 {
+			t.Errorf("failed writes %v, want 4", n)
+		}
+		if n := metric(t, g.client, g.srv.URL, gateway.MetricCaptureWrites, "result=ok"); n != 2 {
+			t.Errorf("ok writes %v, want 2 (the control rollout)", n)
+		}
+		if !hasMarker(t, g.store, id) || hasMarker(t, g.store, control) {
+			t.Error("the marker is missing, or set on the rollout whose writes worked")
+		}
+		logNames(t, g.logs.String(), "capture write failed", id)
+		if len(readExchanges(t, g.store, control)) != 2 {
+			t.Error("the control rollout lost lines")
+		}
+		os.Remove(p) // reading /dev/full never ends
+		if _, ok := mergeGaps(t, g.dir, id)[rollout.GapCaptureIncomplete]; !ok {
+			t.Error("a merge does not report the rollout as incomplete")
+		}
+	})
+
+	t.Run("capture file replaced by a directory", func(t *testing.T) {
+		g := startGateway(t, up.URL, nil)
+		const id = "isdir-0"
+		faultCalls(t, g.client, g.srv.URL, id, 3, 100)
+		p, _ := g.store.CapturePath(id)
+		before, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(p, p+".saved"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(p, 0o750); err != nil {
+			t.Fatal(err)
+		}
+		faultCalls(t, g.client, g.srv.URL, id, 3, 100)
+		g.drain()
+		if n := metric(t, g.client, g.srv.URL, gateway.MetricCaptureWrites, "result=failed"); n != 3 {
+			t.Errorf("failed writes %v, want 3", n)
+		}
+		if !hasMarker(t, g.store, id) {
+			t.Error("no incomplete marker")
+		}
+		logNames(t, g.logs.String(), "capture write failed", id)
+		// The lines written before the fault are all there once the file is back.
+		os.Remove(p)
+		os.Rename(p+".saved", p)
+		after, _ := os.ReadFile(p)
+		if string(after) != string(before) || len(readExchanges(t, g.store, id)) != 3 {
+			t.Error("lines written before the fault changed")
+		}
+	})
+
+	t.Run("capture dir gone: the marker fails too", func(t *testing.T) {
+		g := startGateway(t, up.URL, nil)
+		const id = "nodir-0"
+		faultCalls(t, g.client, g.srv.URL, id, 1, 100)
+		if err := os.Rename(g.dir, g.dir+".saved"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(g.dir, []byte("not a directory"), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		faultCalls(t, g.client, g.srv.URL, id, 2, 100)
+		g.drain()
+		if n := metric(t, g.client, g.srv.URL, gateway.MetricCaptureWrites, "result=lost"); n != 2 {
+			t.Errorf("lost writes %v, want 2", n)
+		}
+		if n := metric(t, g.client, g.srv.URL, gateway.MetricClaimFailures); n != 2 {
+			t.Errorf("claim failures %v, want 2", n)
+		}
+		logNames(t, g.logs.String(), "incomplete marker failed too", id)
+		os.Remove(g.dir)
+		os.Rename(g.dir+".saved", g.dir)
+		if len(readExchanges(t, g.store, id)) != 1 {
+			t.Error("the line written before the fault is gone")
+		}
+	})
+
+	t.Run("read-only capture file", func(t *testing.T) {
+		g := startGateway(t, up.URL, nil)
+		const id = "readonly-0"
+		faultCalls(t, g.client, g.srv.URL, id, 2, 100)
+		p, _ := g.store.CapturePath(id)
+		if err := os.Chmod(p, 0o440); err != nil {
+			t.Fatal(err)
+		}
+		if f, err := os.OpenFile(p, os.O_WRONLY, 0); err == nil {
+			f.Close()
+			t.Skip("running as root: file permissions do not stop writes (the other subtests fault without them)")
+		}
+		faultCalls(t, g.client, g.srv.URL, id, 2, 100)
+		g.drain()
+		if n := metric(t, g.client, g.srv.URL, gateway.MetricCaptureWrites, "result=failed"); n != 2 || !hasMarker(t, g.store, id) {
+			t.Errorf("failed writes %v, marker %v; want 2 and the marker", n, hasMarker(t, g.store, id))
+		}
+		logNames(t, g.logs.String(), "capture write failed", id)
+	})
+}
+
+// fullDiskCheck is what a filled-up capture dir must look like: every answered call either has an
+// intact line or counted as a failed write, at most one torn line (the write the fault cut short),
+// and the marker when anything failed. It returns the numbers of intact and damaged lines.
+func fullDiskCheck(t *testing.T, store *capture.Store, id string, calls int, ok, failed float64) (int, int) {
+	t.Helper()
+	entries, damaged, err := store.ReadAvailable(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if float64(len(entries)) != ok || ok+failed != float64(calls) {
+		t.Errorf("%d calls: %d intact lines, metrics ok %v failed %v; want ok = lines and ok + failed = calls", calls, len(entries), ok, failed)
+	}
+	if failed == 0 {
+		t.Error("the disk never filled up: the test injected no fault")
+	}
+	if len(damaged) > 1 {
+		t.Errorf("%d damaged lines, want at most the one torn by the fault", len(damaged))
+	}
+	if !hasMarker(t, store, id) {
+		t.Error("no incomplete marker after failed writes")
+	}
+	return len(entries), len(damaged)
+}
+
+// TestDiskFullFileSizeLimit runs the real proxy command in a process whose file size limit is
+// 64 KiB (RLIMIT_FSIZE): appends past it fail with EFBIG after a partial write, as on a full disk,
+// with no privileges needed. Afterwards an append without the limit repairs the torn tail.
+func TestDiskFullFileSizeLimit(t *testing.T) {
+	up := newRawUpstream(t, echoHandler)
+	dir := filepath.Join(t.TempDir(), "capture")
+	p := startProxy(t, up.URL, dir, nil, "MR_FSIZE=65536")
+	client := &http.Client{Transport: withSecrets{&http.Transport{}}}
+	defer client.CloseIdleConnections()
+	const id, calls = "fsize-0", 40
+	faultCalls(t, client, p.url, id, calls, 4000)
+	ok := metric(t, client, p.url, gateway.MetricCaptureWrites, "result=ok")
+	failed := metric(t, client, p.url, gateway.MetricCaptureWrites, "result=failed")
+	p.stop()
+	logs := p.stderr.String()
+	logNames(t, logs, "capture write failed", id)
+	assertNoSecretsIn(t, dir, logs)
+	assertNoClaimsIn(t, dir)
+	store, _ := capture.Open(dir)
+	intact, torn := fullDiskCheck(t, store, id, calls, ok, failed)
+	if err := store.Append(id, []byte(`{"model_call_id":"after-the-fault","dialect":"chat"}`)); err != nil {
+		t.Fatal(err)
+	}
+	entries, damaged, _ := store.ReadAvailable(id)
+	if len(entries) != intact+1 || len(damaged) != torn || string(entries[len(entries)-1].Data) != `{"model_call_id":"after-the-fault","dialect":"chat"}` {
+		t.Errorf("after the fault: %d intact lines, %d damaged; want %d and %d, the new line last", len(entries), len(damaged), intact+1, torn)
+	}
+	t.Logf("%d calls answered; %d lines intact, %d torn, %v writes failed (EFBIG), marker written", calls, intact, torn, failed)
+}
+
+// TestDiskFullTmpfs fills a 64 KiB tmpfs mounted as the capture dir (only where mounting works:
+// root with CAP_SYS_ADMIN, otherwise skipped), then grows it and checks the next append is whole.
+func TestDiskFullTmpfs(t *testing.T) {
+	mnt := filepath.Join(t.TempDir(), "tmpfs")
+	if err := os.Mkdir(mnt, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", mnt, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=64k,mode=0750"); err != nil {
+		t.Skipf("cannot mount a tmpfs here (%v); TestDiskFullFileSizeLimit covers a full disk without privileges", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(mnt, 0); err != nil {
+			unix.Unmount(mnt, unix.MNT_DETACH)
+		}
+	})
+	up := newRawUpstream(t, echoHandler)
+	g := startGateway(t, up.URL, func(h *gateway.Handler) {
+		s, err := capture.Open(mnt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Store = s
+	})
+	g.store, g.dir = g.h.Store, mnt
+	const id, calls = "tmpfs-0", 40
+	faultCalls(t, g.client, g.srv.URL, id, calls, 4000)
+	g.drain()
+	ok := metric(t, g.client, g.srv.URL, gateway.MetricCaptureWrites, "result=ok")
+	failed := metric(t, g.client, g.srv.URL, gateway.MetricCaptureWrites, "result=failed")
+	logNames(t, g.logs.String(), "capture write failed", id)
+	intact, torn := fullDiskCheck(t, g.store, id, calls, ok, failed)
+
+	// Room again: the next append repairs the torn tail and reads back whole.
+	if err := unix.Mount("tmpfs", mnt, "tmpfs", unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV, "size=1m"); err != nil {
+		t.Fatalf("grow the tmpfs: %v", err)
+	}
+	if err := g.store.Append(id, []byte(`{"model_call_id":"after-the-fault","dialect":"chat"}`)); err != nil {
+		t.Fatal(err)
+	}
+	entries, damaged, _ := g.store.ReadAvailable(id)
+	if len(entries) != intact+1 || len(damaged) != torn {
+		t.Errorf("after the fault: %d intact lines, %d damaged; want %d and %d", len(entries), len(damaged), intact+1, torn)
+	}
+	t.Logf("%d calls answered; %d lines intact, %d torn, %v writes failed (ENOSPC), marker written", calls, intact, torn, failed)
+}
