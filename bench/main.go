@@ -106,6 +106,7 @@ type runner struct {
 	quick       bool
 	rows        map[string]bool
 	command     string
+	commit      string
 
 	fx       *fixtures
 	up       *upstream
@@ -149,6 +150,7 @@ func (r *runner) timed(name string, f func() error) error {
 
 func (r *runner) run(base, out string) error {
 	r.started = time.Now()
+	r.commit = gitCommit() // before anything runs: the code the binary was built from
 	r.loadAt[0] = loadAvg()
 	r.logf("GOMAXPROCS %d, load %s", runtime.GOMAXPROCS(0), r.loadAt[0])
 	var err error

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"os/exec"
 	"os"
 	"runtime"
 	"strings"
@@ -218,6 +220,7 @@ func (r *runner) report() string {
 	w("| date | %s |\n", r.started.UTC().Format("2006-01-02 15:04 MST"))
 	w("| command | `%s` (from the repository root) |\n", strings.TrimSpace(r.command))
 	w("| machine | %d cores (GOMAXPROCS %d), %s, Linux %s |\n", runtime.NumCPU(), runtime.GOMAXPROCS(0), cpuModel(), kernel())
+	w("| code | %s |\n", r.commit)
 	w("| Go | %s |\n", runtime.Version())
 	w("| load average (1/5/15 min) | at start %s, at end %s |\n", r.loadAt[0], r.loadAt[1])
 	w("| capture dir | %s (temporary, removed after the run; %s; the fsync and claim probes use the same dir) |\n", r.workDir, mountOf(r.workDir))
@@ -401,6 +404,20 @@ func mountOf(path string) string {
 		if (path == mp || strings.HasPrefix(path, strings.TrimSuffix(mp, "/")+"/")) && len(mp) > best {
 			best, desc = len(mp), fmt.Sprintf("%s on %s mounted at %s (%s)", f[2], f[0], mp, f[3])
 		}
+	}
+	return desc
+}
+
+// gitCommit describes the code under test: the short commit of the working directory's checkout,
+// and whether tracked files differ from it.
+func gitCommit() string {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown (not a git checkout)"
+	}
+	desc := "commit " + strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+		desc += " plus uncommitted changes to tracked files"
 	}
 	return desc
 }
