@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"os/exec"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"time"
