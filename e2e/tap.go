@@ -24,7 +24,10 @@ type TapEntry struct {
 
 	Status     int
 	RespHeader http.Header
-	RespBody   []byte // bytes as the upstream sent them (not decoded)
+	RespBody   []byte // bytes as the upstream sent them (not decoded), up to where the client left
+	// ClientLeft is true when the client hung up before the upstream's last byte was relayed (the
+	// proxy aborted the copy); RespBody then ends where the relay stopped.
+	ClientLeft bool
 
 	Start, End time.Time // wall clock: request arrived, response finished
 }
@@ -49,6 +52,11 @@ func (e TapEntry) DecodedBody() ([]byte, error) {
 		return nil, fmt.Errorf("gunzip response: %w", err)
 	}
 	b, err := io.ReadAll(zr)
+	if errors.Is(err, io.ErrUnexpectedEOF) && e.ClientLeft {
+		// The client hung up after the last event it wanted (an SDK stops at [DONE]) and the
+		// gzip footer never crossed: everything before it decodes, which is what the client saw.
+		return b, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("gunzip response: %w", err)
 	}
@@ -120,8 +128,19 @@ func (t *Tap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t.mu.Unlock()
 	e := TapEntry{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, ReqHeader: r.Header.Clone(),
 		Start: time.Now()}
+	rec := &recordingWriter{ResponseWriter: w}
 	defer func() {
+		// Runs on a panic too: ReverseProxy aborts with http.ErrAbortHandler when the client hangs
+		// up before the upstream's last bytes (an SDK closes the stream at [DONE] while a gzip
+		// footer is still coming), and the exchange must still be recorded with what was relayed.
 		e.End = time.Now()
+		e.Status = rec.status
+		if e.Status == 0 {
+			e.Status = http.StatusOK
+		}
+		e.RespHeader = w.Header().Clone()
+		e.RespBody = rec.body.Bytes()
+		e.ClientLeft = r.Context().Err() != nil || rec.writeErr != nil
 		t.mu.Lock()
 		t.entries = append(t.entries, e)
 		t.inflight--
@@ -140,21 +159,15 @@ func (t *Tap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.ReqBody = body
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	rec := &recordingWriter{ResponseWriter: w}
 	t.proxy.ServeHTTP(rec, r)
-	e.Status = rec.status
-	if e.Status == 0 {
-		e.Status = http.StatusOK
-	}
-	e.RespHeader = w.Header().Clone()
-	e.RespBody = rec.body.Bytes()
 }
 
 // recordingWriter copies what is written to the client.
 type recordingWriter struct {
 	http.ResponseWriter
-	status int
-	body   bytes.Buffer
+	status   int
+	body     bytes.Buffer
+	writeErr error // the first failed write to the client: it hung up
 }
 
 func (r *recordingWriter) WriteHeader(code int) {
@@ -169,7 +182,11 @@ func (r *recordingWriter) Write(p []byte) (int, error) {
 		r.status = http.StatusOK
 	}
 	r.body.Write(p)
-	return r.ResponseWriter.Write(p)
+	n, err := r.ResponseWriter.Write(p)
+	if err != nil && r.writeErr == nil {
+		r.writeErr = err
+	}
+	return n, err
 }
 
 // Unwrap lets http.ResponseController reach the real writer's Flush.
