@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -249,6 +250,9 @@ func (e *env) lines(id string) []*line {
 		if err := json.Unmarshal(en.Data, &l.keys); err != nil {
 			e.t.Fatal(err)
 		}
+		if err := gymReadable(en.Data); err != nil {
+			e.t.Fatalf("capture line %d breaks NeMo Gym's reader rules: %v\n%s", en.Line, err, en.Data)
+		}
 		rec, err := modelcalls.BuildRecord(en.Data, en.Index)
 		if err != nil {
 			e.t.Fatalf("BuildRecord of line %d: %v\n%s", en.Line, err, en.Data)
@@ -328,4 +332,106 @@ func readDir(dir string) ([]string, error) {
 		names = append(names, e.Name())
 	}
 	return names, err
+}
+
+// gymKeys are the keys NeMo Gym's CaptureStore writes, in its order (reference §3.2); request_raw
+// and response_raw are optional.
+var gymKeys = []string{"model_call_id", "dialect", "model_ref", "started_at", "completed_at", "latency_ms",
+	"latency_ttft_ms", "status_code", "error_category", "request", "response"}
+
+// gymReadable checks a capture line against the rules NeMo Gym's Python reader applies
+// (reference §3.4 and §4): strict JSON object (the store's strict read already checked that), Gym's
+// keys first and in its order, model_ref null or {"type":"responses_api_models","name":<string>},
+// model_call_id and dialect strings, status_code an integer or null, timestamps and latencies
+// numbers, request/response objects or null, raw fields strings when present.
+func gymReadable(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if _, err := dec.Token(); err != nil {
+		return err
+	}
+	var order []string
+	vals := map[string]any{}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		order = append(order, k.(string))
+		vals[k.(string)] = v
+	}
+	if len(order) < len(gymKeys) {
+		return fmt.Errorf("keys %v, want Gym's %v first", order, gymKeys)
+	}
+	for i, k := range gymKeys {
+		if order[i] != k {
+			return fmt.Errorf("key %d is %q, Gym writes %q there", i, order[i], k)
+		}
+	}
+	isNum := func(v any) bool { _, ok := v.(json.Number); return ok }
+	isInt := func(v any) bool { n, ok := v.(json.Number); return ok && !strings.ContainsAny(string(n), ".eE") }
+	for _, k := range []string{"model_call_id", "dialect"} {
+		if _, ok := vals[k].(string); !ok {
+			return fmt.Errorf("%s is %T, not a string", k, vals[k])
+		}
+	}
+	if mr := vals["model_ref"]; mr != nil {
+		m, ok := mr.(map[string]any)
+		if _, named := m["name"].(string); !ok || m["type"] != "responses_api_models" || !named {
+			return fmt.Errorf("model_ref %v is not {type: responses_api_models, name: string}", mr)
+		}
+	}
+	for _, k := range []string{"started_at", "completed_at", "latency_ms"} {
+		if !isNum(vals[k]) {
+			return fmt.Errorf("%s is %v, not a number", k, vals[k])
+		}
+	}
+	if v := vals["latency_ttft_ms"]; v != nil && !isNum(v) {
+		return fmt.Errorf("latency_ttft_ms is %v", v)
+	}
+	if v := vals["status_code"]; v != nil && !isInt(v) {
+		return fmt.Errorf("status_code is %v, not an integer", v)
+	}
+	if v := vals["error_category"]; v != nil {
+		if _, ok := v.(string); !ok {
+			return fmt.Errorf("error_category is %T", v)
+		}
+	}
+	for _, k := range []string{"request", "response"} {
+		if v := vals[k]; v != nil {
+			if _, ok := v.(map[string]any); !ok {
+				return fmt.Errorf("%s is %T, not an object", k, v)
+			}
+		}
+	}
+	for _, k := range []string{"request_raw", "response_raw"} {
+		if v, ok := vals[k]; ok {
+			if _, ok := v.(string); !ok {
+				return fmt.Errorf("%s is %T, not a string", k, v)
+			}
+		}
+	}
+	return nil
+}
+
+// TestGymReadableCheck makes sure the checker every gateway test applies can fail.
+func TestGymReadableCheck(t *testing.T) {
+	good := `{"model_call_id":"a","dialect":"chat","model_ref":null,"started_at":1.0,"completed_at":2.0,"latency_ms":1.0,"latency_ttft_ms":null,"status_code":200,"error_category":null,"request":{},"response":null}`
+	if err := gymReadable([]byte(good)); err != nil {
+		t.Fatalf("good line rejected: %v", err)
+	}
+	for name, bad := range map[string]string{
+		"float status": strings.Replace(good, `200`, `200.0`, 1),
+		"key order":    strings.Replace(good, `"model_call_id":"a","dialect":"chat"`, `"dialect":"chat","model_call_id":"a"`, 1),
+		"model_ref":    strings.Replace(good, `"model_ref":null`, `"model_ref":{"type":"x","name":"n"}`, 1),
+		"request list": strings.Replace(good, `"request":{}`, `"request":[]`, 1),
+	} {
+		if gymReadable([]byte(bad)) == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
 }
