@@ -5,14 +5,22 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/gateway"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -215,4 +223,123 @@ func FuzzRolloutIDPath(f *testing.F) {
 			t.Fatalf("SplitPath(PathPrefix(%q)) = %q, %q, %v", id, got, rest, ok)
 		}
 	})
+}
+
+// FuzzGatewayRelay: whatever an upstream answers (any bytes, as an event stream or not, any status,
+// cut into any chunks), the client gets exactly those bytes and that status, and exactly one line
+// lands for the call, readable by the strict reader, from which a record builds; a non-empty
+// streamed body is kept whole in response_raw.
+func FuzzGatewayRelay(f *testing.F) {
+	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n"), true, uint8(0), uint8(7))
+	f.Add([]byte("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"), true, uint8(2), uint8(1))
+	f.Add([]byte(`{"id":"x","output":[{"type":"message","content":[{"type":"output_text","text":"\u00e9"}]}]}`), false, uint8(1), uint8(200))
+	f.Add([]byte("data: {\"type\":\"response.completed\",\"response\":{\"output\":[]}}\r\r\xff\xfe"), true, uint8(1), uint8(3))
+	f.Add([]byte("<html>oops</html>"), false, uint8(0), uint8(250))
+	f.Add([]byte{}, true, uint8(2), uint8(0))
+
+	var bodies sync.Map // case id -> fuzzAnswer
+	up := newRawUpstreamF(f, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		v, _ := bodies.Load(r.Header.Get("X-Fuzz-Case"))
+		a := v.(fuzzAnswer)
+		if a.sse {
+			w.Header().Set("Content-Type", "text/event-stream")
+		} else {
+			w.Header().Set("Content-Type", "application/json")
+		}
+		w.WriteHeader(a.status)
+		for b := a.body; len(b) > 0; {
+			n := min(len(b), a.chunk)
+			w.Write(b[:n])
+			w.(http.Flusher).Flush()
+			b = b[n:]
+		}
+	})
+	dir := f.TempDir()
+	store, err := capture.Open(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	u, _ := url.Parse(up.URL)
+	tr := &http.Transport{DisableCompression: true}
+	h := &gateway.Handler{Upstream: u, Store: store, Transport: tr, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	gw := httptest.NewServer(h)
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	f.Cleanup(func() {
+		gw.Close()
+		tr.CloseIdleConnections()
+		client.CloseIdleConnections()
+	})
+	paths := []string{"/v1/chat/completions", "/v1/responses", "/v1/messages"}
+	statuses := []int{200, 200, 200, 400, 429, 500, 201}
+	var n atomic.Int64
+	f.Fuzz(func(t *testing.T, body []byte, sse bool, pathSel, chunk uint8) {
+		k := strconv.FormatInt(n.Add(1), 10)
+		a := fuzzAnswer{body: body, sse: sse, status: statuses[int(chunk)%len(statuses)], chunk: int(chunk)%64 + 1}
+		bodies.Store(k, a)
+		defer bodies.Delete(k)
+		id := "fuzz-" + k
+		req, _ := http.NewRequest(http.MethodPost, gw.URL+rollout.PathPrefix(id)+paths[int(pathSel)%3], strings.NewReader(`{"model":"m","stream":true}`))
+		req.Header.Set("X-Fuzz-Case", k)
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil || res.StatusCode != a.status || !bytes.Equal(got, body) {
+			t.Fatalf("client got %d %q (%v), upstream sent %d %q", res.StatusCode, got, err, a.status, body)
+		}
+		entries, err := store.Read(id)
+		if err != nil || len(entries) != 1 {
+			t.Fatalf("%d lines (%v), want 1", len(entries), err)
+		}
+		rec, err := modelcalls.BuildRecord(entries[0].Data, 0)
+		if err != nil {
+			t.Fatalf("no record from the line: %v", err)
+		}
+		if sse && len(body) > 0 {
+			// The line is written when the terminal event is seen (SPEC §5): response_raw is the
+			// body up to there, plus whatever arrived in the same read; all of it without one.
+			k := rawPrefix(body, rec.ResponseRaw)
+			if k < 0 || (k < len(body) && deref(rec.ErrorCategory) == "stream_truncated") {
+				t.Fatalf("response_raw %q is not the body's text %q up to its terminal event", deref(rec.ResponseRaw), body)
+			}
+		}
+		if !sse && rec.ResponseRaw != nil && *rec.ResponseRaw != string([]rune(string(body))) {
+			t.Fatalf("response_raw %q, body %q", deref(rec.ResponseRaw), body)
+		}
+		if rec.StatusCode == nil || *rec.StatusCode != a.status {
+			t.Fatalf("status_code %v, want %d", rec.StatusCode, a.status)
+		}
+	})
+}
+
+// rawPrefix returns the k for which raw is the text of body[:k] (invalid UTF-8 replaced), the
+// longest one, or -1 when there is none (or raw is nil).
+func rawPrefix(body []byte, raw *string) int {
+	if raw == nil {
+		return -1
+	}
+	for k := len(body); k >= 0; k-- {
+		if string([]rune(string(body[:k]))) == *raw {
+			return k
+		}
+	}
+	return -1
+}
+
+// fuzzAnswer is what the fuzzed upstream sends for one case.
+type fuzzAnswer struct {
+	body   []byte
+	sse    bool
+	status int
+	chunk  int
+}
+
+// newRawUpstreamF is newRawUpstream for a fuzz target.
+func newRawUpstreamF(f *testing.F, h http.HandlerFunc) *httptest.Server {
+	srv := httptest.NewServer(h)
+	f.Cleanup(srv.Close)
+	return srv
 }
