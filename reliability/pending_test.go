@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strconv"
 	"sync"
@@ -242,5 +243,77 @@ func TestMergeAfterWriterDied(t *testing.T) {
 	}
 	if _, ok := g[rollout.GapCapturePending]; ok {
 		t.Fatal("claims of a dead process reported as pending")
+	}
+}
+
+// The same through the gateway: calls whose upstream has not answered yet hold claims, so a merge
+// in the meantime reports them as pending next to the calls already durable, and a rerun once they
+// were answered attaches every call.
+func TestMergeDuringGatewayCalls(t *testing.T) {
+	const done, outstanding = 4, 6
+	arrived := make(chan struct{}, outstanding)
+	release := make(chan struct{})
+	up := newRawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Hold") != "" {
+			arrived <- struct{}{}
+			select {
+			case <-release:
+			case <-t.Context().Done():
+				return
+			}
+		}
+		echoHandler(w, r)
+	})
+	g := startGateway(t, up.URL, nil)
+	const id = "gw-pending-0"
+	for i := range done {
+		if _, err := echoCall(t, g.client, g.srv.URL, id, fmt.Sprintf("done-%d", i), i%2 == 0, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, outstanding)
+	for i := range outstanding {
+		go func() {
+			status, _, body, err := g.call(id, "/v1/chat/completions", echoRequest(fmt.Sprintf("held-%d", i), i%2 == 0, 10), "X-Hold", "1")
+			if err == nil && (status != 200 || !bytes.Equal(body, echoAnswer(fmt.Sprintf("held-%d", i), i%2 == 0, 10))) {
+				err = fmt.Errorf("held call %d: got %d %q", i, status, body)
+			}
+			errs <- err
+		}()
+	}
+	for range outstanding {
+		select {
+		case <-arrived:
+		case <-within():
+			t.Fatal("the held calls did not reach the upstream")
+		}
+	}
+	record := `{"_ng_task_index":3,"_ng_rollout_index":1,"_ng_rollout_id":"gw-pending-0","response":{"output":[]}}`
+	short, err := modelcalls.NewMerger([]string{g.dir}, modelcalls.MergeOptions{DrainTimeout: 150 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := mergeOne(t, short, record)
+	if gp := gapCodes(a.Gaps); len(a.Calls) != done || gp[rollout.GapCapturePending] != fmt.Sprintf("count=%d", outstanding) || len(a.Gaps) != 1 {
+		t.Fatalf("merge during the calls: %d calls, gaps %+v; want %d and pending count=%d", len(a.Calls), a.Gaps, done, outstanding)
+	}
+	close(release)
+	for range outstanding {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	long, err := modelcalls.NewMerger([]string{g.dir}, modelcalls.MergeOptions{DrainTimeout: waitFor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a = mergeOne(t, long, record)
+	if len(a.Calls) != done+outstanding || len(a.Gaps) != 0 {
+		t.Fatalf("rerun: %d calls, gaps %+v; want %d and none", len(a.Calls), a.Gaps, done+outstanding)
+	}
+	for _, c := range a.Calls {
+		if c.ErrorCategory != nil {
+			t.Errorf("call %s: %s", c.ModelCallID, *c.ErrorCategory)
+		}
 	}
 }
