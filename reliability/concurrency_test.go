@@ -119,9 +119,12 @@ func TestManyProcessesAppend(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
+	var logs strings.Builder
 	for _, px := range proxies {
 		px.stop()
+		logs.WriteString(px.stderr.String())
 	}
+	assertNoSecretsIn(t, dir, logs.String())
 
 	ids, err := store.Rollouts()
 	if err != nil {

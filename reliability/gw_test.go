@@ -431,3 +431,10 @@ func echoCall(t testing.TB, client *http.Client, base, id, nonce string, stream 
 	}
 	return mcid, nil
 }
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+func readAllString(res *http.Response) (string, error) {
+	b, err := io.ReadAll(res.Body)
+	return string(b), err
+}

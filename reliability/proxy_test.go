@@ -25,7 +25,8 @@ const argSep = "\x1f"
 // proxyRole runs `modelcalls proxy` with the arguments in MR_ARGS through the command line's own
 // entry point (cli.Main), after lowering RLIMIT_FSIZE to MR_FSIZE bytes when set (writes past it
 // fail with EFBIG, as on a full disk; Go ignores SIGXFSZ). It prints "listening <url>" on stdout
-// once the proxy listens; its log goes to stderr. SIGTERM drains and exits.
+// once the proxy listens and "draining" when it starts to shut down; its log goes to stderr. SIGTERM
+// drains and exits.
 func proxyRole() int {
 	if v := os.Getenv("MR_FSIZE"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
@@ -54,6 +55,9 @@ type listenWatcher struct {
 }
 
 func (l *listenWatcher) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(`msg="shutting down: finishing in-flight calls"`)) {
+		fmt.Println("draining")
+	}
 	if bytes.Contains(p, []byte(`msg="modelcalls proxy listening"`)) {
 		for _, f := range strings.Fields(string(p)) {
 			if u, ok := strings.CutPrefix(f, "url="); ok {
