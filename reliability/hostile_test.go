@@ -354,3 +354,45 @@ func TestEncoderWritesOnlyReadableLines(t *testing.T) {
 		}
 	}
 }
+
+// Hostile answers: response bodies nested to encoding/json's limit (as JSON, and as a Responses
+// stream whose reconstruction nests one level deeper than any event), and invalid UTF-8 in a JSON
+// body and in stream deltas. The client gets the bytes as sent; the line is readable and keeps the
+// body's text.
+func TestHostileResponses(t *testing.T) {
+	deep := func(depth int) string { return strings.Repeat("[", depth) + strings.Repeat("]", depth) }
+	item := `{"type":"message","id":"m1","role":"assistant","content":[{"type":"output_text","text":"x","annotations":` + deep(9996) + `}]}`
+	for i, tc := range []struct {
+		name, path, ctype string
+		body              string
+	}{
+		{"JSON nested 10000", "/v1/chat/completions", "application/json", `{"id":"x","choices":` + deep(9999) + `}`},
+		{"stream item nested to the limit", "/v1/responses", "text/event-stream",
+			"data: {\"type\":\"response.output_item.done\",\"output_index\":0,\"item\":" + item + "}\n\n" +
+				"data: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"status\":\"completed\",\"output\":[]}}\n\n"},
+		{"invalid UTF-8 in JSON", "/v1/chat/completions", "application/json", "{\"id\":\"x\",\"choices\":[{\"message\":{\"content\":\"\xff\xc3(\"}}]}"},
+		{"invalid UTF-8 in stream deltas", "/v1/chat/completions", "text/event-stream",
+			"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\xe2\x82\"}}]}\n\ndata: [DONE]\n\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tc.ctype)
+				io.WriteString(w, tc.body)
+			})
+			g := startGateway(t, up.URL, nil)
+			id := fmt.Sprintf("resp-%d", i)
+			status, _, got, err := g.call(id, tc.path, chatRequest("n1", tc.ctype == "text/event-stream"))
+			if err != nil || status != 200 || string(got) != tc.body {
+				t.Fatalf("client got %d (%d bytes) %v, want the %d bytes sent", status, len(got), err, len(tc.body))
+			}
+			g.drain()
+			x := g.only(id)
+			if x.ResponseRaw == nil && (len(x.Response) == 0 || x.Response[0] != '{') {
+				t.Errorf("the answer is missing from the line")
+			}
+			if x.ResponseRaw != nil && *x.ResponseRaw != string([]rune(tc.body)) {
+				t.Errorf("response_raw is not the body's text")
+			}
+		})
+	}
+}
