@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -189,21 +190,30 @@ func TestClientFaults(t *testing.T) {
 
 	t.Run("leaves mid-body of a large JSON answer", func(t *testing.T) {
 		noLeaks(t)
-		full := chatJSON("n1", 8<<20)
+		// 16 MiB: more than the client's 64 KiB receive buffer and the gateway's send buffer (at
+		// most 4 MiB here) can hold, so the gateway cannot have read the whole body when the client
+		// leaves.
+		full := chatJSON("n1", 16<<20)
 		gone := make(chan struct{})
 		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Content-Length", fmt.Sprint(len(full)))
 			for off := 0; off < len(full); off += 64 << 10 {
 				if _, err := w.Write(full[off:min(off+64<<10, len(full))]); err != nil {
-					close(gone) // the gateway closed the upstream connection
-					return
+					break // the gateway closed the upstream connection
 				}
 			}
-			t.Error("the upstream wrote the whole body to a client that left")
+			select {
+			case <-r.Context().Done():
+				close(gone)
+			case <-t.Context().Done():
+			}
 		})
 		g := startGateway(t, up.URL, nil)
-		res, err := g.post(t.Context(), "bigjson-0", path, chatRequest("n1", false))
+		client := smallWindowClient()
+		defer client.CloseIdleConnections()
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, g.url("bigjson-0", path), bytes.NewReader(chatRequest("n1", false)))
+		res, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -224,9 +234,9 @@ func TestClientFaults(t *testing.T) {
 
 	t.Run("slow reader", func(t *testing.T) {
 		noLeaks(t)
-		// 12 MiB of events: more than loopback socket buffers hold, so the gateway blocks writing to
-		// the client while the client pauses for longer than the idle timeout. Waiting on a slow
-		// client is not an idle upstream.
+		// 12 MiB of events to a client with a 64 KiB receive buffer: more than the sockets between
+		// gateway and client hold, so the gateway blocks writing to the client while the client
+		// pauses for longer than the idle timeout. Waiting on a slow client is not an idle upstream.
 		var evs [][]byte
 		piece := strings.Repeat("z", 4000)
 		for range 3000 {
@@ -242,9 +252,12 @@ func TestClientFaults(t *testing.T) {
 				}
 			}
 		})
-		const idle = 150 * time.Millisecond
+		const idle = 400 * time.Millisecond
 		g := startGateway(t, up.URL, func(h *gateway.Handler) { h.IdleTimeout = idle })
-		res, err := g.post(t.Context(), "slow-0", path, chatRequest("n1", true))
+		client := smallWindowClient()
+		defer client.CloseIdleConnections()
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, g.url("slow-0", path), bytes.NewReader(chatRequest("n1", true)))
+		res, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,7 +270,7 @@ func TestClientFaults(t *testing.T) {
 			if err != nil {
 				t.Fatalf("after %d bytes: %v", got.Len(), err)
 			}
-			if i < 4 {
+			if i < 3 {
 				time.Sleep(2 * idle) // the fault: a client that stops reading for a while
 			}
 		}
@@ -271,6 +284,19 @@ func TestClientFaults(t *testing.T) {
 			t.Errorf("line: category %s, raw %d bytes; want a clean call with the whole %d-byte body", str(x.ErrorCategory), len(str(x.ResponseRaw)), len(body))
 		}
 	})
+}
+
+// smallWindowClient is a client whose connections have a 64 KiB receive buffer (which also stops
+// the kernel from growing it), so a gateway writing to it feels backpressure after a few MiB.
+func smallWindowClient() *http.Client {
+	d := &net.Dialer{Control: func(network, address string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10)
+		})
+		return errors.Join(err, serr)
+	}}
+	return &http.Client{Transport: withSecrets{&http.Transport{DialContext: d.DialContext, DisableCompression: true}}}
 }
 
 // messagesStream is an Anthropic Messages stream with the text pieces as deltas: message_start,

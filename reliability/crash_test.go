@@ -47,6 +47,21 @@ func parseCrashID(line []byte) (w, seq int, ok bool) {
 	return int(a), int(b), true
 }
 
+// isLineStart reports whether b could be a line torn before its model_call_id was complete: a
+// prefix of `{"model_call_id":"` followed by up to 31 hex digits.
+func isLineStart(b []byte) bool {
+	const head = `{"model_call_id":"`
+	if len(b) <= len(head) {
+		return bytes.HasPrefix([]byte(head), b)
+	}
+	rest := b[len(head):]
+	if !bytes.HasPrefix(b, []byte(head)) || len(rest) >= 32 {
+		return false
+	}
+	_, err := hex.DecodeString(string(rest[:len(rest)/2*2]))
+	return err == nil
+}
+
 // crashSize is the response_raw size of line seq of a writer in mode: steady lines are small,
 // random-kill victims mix small, medium (one write) and large (written in pieces) lines.
 func crashSize(mode string, w, seq int) int {
@@ -323,7 +338,7 @@ func TestCrashMidWrite(t *testing.T) {
 		b := lines[d.Line-1]
 		w, seq, ok := parseCrashID(b)
 		if !ok {
-			if !bytes.HasPrefix([]byte(`{"model_call_id":"`), b) {
+			if !isLineStart(b) {
 				t.Fatalf("damaged line %d is not the start of a capture line: %.80q", d.Line, b)
 			}
 			tornBy[-1]++
