@@ -277,3 +277,42 @@ func TestDiskFullTmpfs(t *testing.T) {
 	}
 	t.Logf("%d calls answered; %d lines intact, %d torn, %v writes failed (ENOSPC), marker written", calls, intact, torn, failed)
 }
+
+// TestReadOnlyCaptureDir makes the capture dir read-only mid-run with a read-only bind mount over it
+// (root only; file modes do not stop root, so chmod cannot do this), so both the append and the
+// marker fail (EROFS): calls go on, every write counts as lost, the log names the rollout, and once
+// the dir is writable again the next call lands after the lines from before.
+func TestReadOnlyCaptureDir(t *testing.T) {
+	up := newRawUpstream(t, echoHandler)
+	g := startGateway(t, up.URL, nil)
+	const id = "rofs-0"
+	faultCalls(t, g.client, g.srv.URL, id, 2, 100)
+	if err := unix.Mount(g.dir, g.dir, "", unix.MS_BIND, ""); err != nil {
+		t.Skipf("cannot bind-mount here (%v)", err)
+	}
+	mounted := true
+	unmount := func() {
+		if mounted {
+			if err := unix.Unmount(g.dir, 0); err != nil {
+				unix.Unmount(g.dir, unix.MNT_DETACH)
+			}
+			mounted = false
+		}
+	}
+	t.Cleanup(unmount)
+	if err := unix.Mount("", g.dir, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
+		t.Skipf("cannot remount read-only here (%v)", err)
+	}
+	faultCalls(t, g.client, g.srv.URL, id, 3, 100)
+	lost := metric(t, g.client, g.srv.URL, gateway.MetricCaptureWrites, "result=lost")
+	logNames(t, g.logs.String(), "incomplete marker failed too", id)
+	unmount()
+	faultCalls(t, g.client, g.srv.URL, id, 1, 100)
+	g.drain()
+	if lost != 3 {
+		t.Errorf("lost writes %v, want 3", lost)
+	}
+	if n := len(readExchanges(t, g.store, id)); n != 3 {
+		t.Errorf("%d lines, want the 2 from before and the 1 after", n)
+	}
+}
