@@ -1,10 +1,11 @@
 package modelcalls
 
 import (
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
+
 	"bytes"
 	"encoding/json"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/modelcalls/modelcalls/capture"
 )
@@ -12,56 +13,6 @@ import (
 // Output helpers: every JSON this package writes is compact, UTF-8, without
 // HTML escaping (as Python's json module and orjson), with float fields
 // always written as floats ("10.0", not "10", via capture.AppendFloat).
-// appendString takes a string where capture.AppendJSONString takes bytes, so
-// record fields are written without a conversion copy.
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
 
 func appendOptFloat(dst []byte, f *float64) []byte {
 	if f == nil {
@@ -88,7 +39,7 @@ func appendOptString(dst []byte, s *string) []byte {
 	if s == nil {
 		return append(dst, "null"...)
 	}
-	return appendString(dst, *s)
+	return jsonscan.AppendString(dst, *s)
 }
 
 func appendOptBool(dst []byte, b *bool) []byte {

@@ -1,6 +1,8 @@
 package modelcalls
 
 import (
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
+
 	"bytes"
 	"encoding/json"
 	"strings"
@@ -257,7 +259,7 @@ func normalizeArguments(v []byte) json.RawMessage {
 func rawArguments(s string) json.RawMessage {
 	b := make([]byte, 0, len(s)+12)
 	b = append(b, `{"_raw":`...)
-	b = appendString(b, s)
+	b = jsonscan.AppendString(b, s)
 	return append(b, '}')
 }
 

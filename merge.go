@@ -1,6 +1,8 @@
 package modelcalls
 
 import (
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
+
 	"context"
 	"errors"
 	"fmt"
@@ -289,7 +291,7 @@ func joinObservations(raw []byte, calls []ModelCallRecord) ([]byte, error) {
 // without empty fields (reference §9.2).
 func appendAttachment(dst []byte, id string, calls []ModelCallRecord, gaps []rollout.Gap, payloads bool) []byte {
 	dst = append(dst, `{"rollout_id":`...)
-	dst = appendString(dst, id)
+	dst = jsonscan.AppendString(dst, id)
 	dst = append(dst, `,"metrics":`...)
 	metrics := AggregateRecords(calls)
 	dst = metrics.AppendJSON(dst)
@@ -316,14 +318,14 @@ func appendAttachment(dst []byte, id string, calls []ModelCallRecord, gaps []rol
 
 func appendGap(dst []byte, g rollout.Gap) []byte {
 	dst = append(dst, `{"code":`...)
-	dst = appendString(dst, g.Code)
+	dst = jsonscan.AppendString(dst, g.Code)
 	if g.InvocationID != "" {
 		dst = append(dst, `,"invocation_id":`...)
-		dst = appendString(dst, g.InvocationID)
+		dst = jsonscan.AppendString(dst, g.InvocationID)
 	}
 	if g.Detail != "" {
 		dst = append(dst, `,"detail":`...)
-		dst = appendString(dst, g.Detail)
+		dst = jsonscan.AppendString(dst, g.Detail)
 	}
 	return append(dst, '}')
 }

@@ -1,6 +1,8 @@
 package modelcalls
 
 import (
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
+
 	"encoding/json"
 
 	"github.com/modelcalls/modelcalls/capture"
@@ -93,9 +95,9 @@ func (r *ModelCallRecord) AppendJSON(dst []byte, payloads bool) []byte {
 		dst = append(dst, "null"...)
 	} else {
 		dst = append(dst, `{"type":`...)
-		dst = appendString(dst, r.ModelRef.Type)
+		dst = jsonscan.AppendString(dst, r.ModelRef.Type)
 		dst = append(dst, `,"name":`...)
-		dst = appendString(dst, r.ModelRef.Name)
+		dst = jsonscan.AppendString(dst, r.ModelRef.Name)
 		dst = append(dst, '}')
 	}
 	dst = appendKey(dst, "model")

@@ -143,20 +143,3 @@ func TestSkipStringBackslashes(t *testing.T) {
 		}
 	}
 }
-
-func TestAppendString(t *testing.T) {
-	for _, s := range []string{"plain", "q\"b\\s", "ctl\x00\x1f\b\f\n\r\t", "é😀\u2028<>&", "bad\xffutf8"} {
-		got := appendString(nil, s)
-		var back string
-		if err := json.Unmarshal(got, &back); err != nil {
-			t.Fatalf("appendString(%q) = %s: %v", s, got, err)
-		}
-		want := strings.ToValidUTF8(s, "\uFFFD")
-		if back != want {
-			t.Errorf("round trip of %q = %q", s, back)
-		}
-		if bytes.Contains(got, []byte(`\u003c`)) {
-			t.Errorf("HTML-escaped: %s", got)
-		}
-	}
-}

@@ -1,6 +1,8 @@
 package modelcalls
 
 import (
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -89,7 +91,7 @@ func (l *recordLayout) setFieldEdit(line []byte, existing int, name string, valu
 	}
 	var b []byte
 	if len(l.members) == 0 {
-		b = appendString(b, name)
+		b = jsonscan.AppendString(b, name)
 		b = append(b, ':')
 		b = append(b, value...)
 		return edit{l.open + 1, l.open + 1, b}
@@ -105,7 +107,7 @@ func (l *recordLayout) setFieldEdit(line []byte, existing int, name string, valu
 		memberSep = []byte(",")
 	}
 	b = append(b, memberSep...)
-	b = appendString(b, name)
+	b = jsonscan.AppendString(b, name)
 	b = append(b, kvSep...)
 	b = append(b, value...)
 	return edit{last.valEnd, last.valEnd, b}

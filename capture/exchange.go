@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -245,7 +244,7 @@ func (e *lineWriter) raw(s string) {
 }
 
 func (e *lineWriter) str(s string) {
-	e.scratch = AppendJSONString(e.scratch[:0], []byte(s))
+	e.scratch = jsonscan.AppendString(e.scratch[:0], s)
 	e.write(e.scratch)
 }
 
@@ -303,7 +302,7 @@ func (e *lineWriter) strFrom(r io.Reader) {
 		if rerr == nil {
 			keep = incompleteTail(chunk)
 		}
-		e.scratch = appendEscaped(e.scratch[:0], chunk[:len(chunk)-keep])
+		e.scratch = jsonscan.AppendEscaped(e.scratch[:0], chunk[:len(chunk)-keep])
 		e.write(e.scratch)
 		carry = append(carry[:0], chunk[len(chunk)-keep:]...)
 		if rerr == io.EOF {
@@ -339,60 +338,6 @@ func incompleteTail(b []byte) int {
 		}
 	}
 	return 0
-}
-
-// AppendJSONString appends s as a JSON string literal: quotes, backslashes and control characters
-// escaped, everything else written as UTF-8 (no HTML escaping, as orjson), invalid UTF-8 replaced
-// by U+FFFD (as Python's decode with errors="replace").
-func AppendJSONString(dst, s []byte) []byte {
-	dst = append(dst, '"')
-	dst = appendEscaped(dst, s)
-	return append(dst, '"')
-}
-
-const hexDigits = "0123456789abcdef"
-
-func appendEscaped(dst, s []byte) []byte {
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRune(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, "\uFFFD"...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	return append(dst, s[start:]...)
 }
 
 // AppendFloat appends f the way orjson writes a float: the shortest text that reads back to f, always

@@ -106,22 +106,6 @@ func TestEncodeOptionalKeys(t *testing.T) {
 	}
 }
 
-func TestAppendJSONString(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"plain", `"plain"`},
-		{"a\"b\\c", `"a\"b\\c"`},
-		{"line\nbreak\r\t", `"line\nbreak\r\t"`},
-		{"\x00\x1f", `"\u0000\u001f"`},
-		{"<html>&", `"<html>&"`},
-		{"héllo ☃", `"héllo ☃"`},
-		{"bad\xffbyte", "\"bad\uFFFDbyte\""},
-	} {
-		if got := string(AppendJSONString(nil, []byte(tc.in))); got != tc.want {
-			t.Errorf("AppendJSONString(%q) = %s, want %s", tc.in, got, tc.want)
-		}
-	}
-}
-
 func TestStrFromSplitsUTF8(t *testing.T) {
 	// A 4-byte rune straddling the 64 KiB read boundary must survive intact.
 	s := strings.Repeat("a", 64<<10-2) + "😀" + "tail"

@@ -1,6 +1,8 @@
 package dialect
 
 import (
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
+
 	"sort"
 	"strconv"
 )
@@ -199,13 +201,13 @@ func (st *chatChoice) appendJSON(b []byte, idx int64) []byte {
 	}
 	b = append(b, `,"content":`...)
 	if st.hasContent {
-		b = appendString(b, st.content)
+		b = jsonscan.AppendString(b, st.content)
 	} else {
 		b = append(b, "null"...)
 	}
 	if st.hasReasoning {
 		b = append(b, `,"reasoning_content":`...)
-		b = appendString(b, st.reasoning)
+		b = jsonscan.AppendString(b, st.reasoning)
 	}
 	if len(st.calls) > 0 {
 		calls := append([]*toolCall(nil), st.calls...)
@@ -217,14 +219,14 @@ func (st *chatChoice) appendJSON(b []byte, idx int64) []byte {
 			}
 			b = append(b, `{"id":`...)
 			if call.hasID {
-				b = appendString(b, call.id)
+				b = jsonscan.AppendString(b, call.id)
 			} else {
 				b = append(b, "null"...)
 			}
 			b = append(b, `,"type":"function","function":{"name":`...)
-			b = appendString(b, call.name)
+			b = jsonscan.AppendString(b, call.name)
 			b = append(b, `,"arguments":`...)
-			b = appendString(b, call.args)
+			b = jsonscan.AppendString(b, call.args)
 			b = append(b, "}}"...)
 		}
 		b = append(b, ']')

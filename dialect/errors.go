@@ -1,5 +1,7 @@
 package dialect
 
+import "github.com/modelcalls/modelcalls/internal/jsonscan"
+
 // ErrorBody returns the body of an error response the gateway answers itself (SPEC §5: invalid
 // rollout id, unreachable or timed-out upstream, request too large, shutting down), shaped as
 // the dialect's own servers shape errors, as compact JSON without a trailing newline:
@@ -15,20 +17,20 @@ func ErrorBody(d Dialect, status int, code, message string) []byte {
 	var b []byte
 	if d == Messages {
 		b = append(b, `{"type":"error","error":{"type":`...)
-		b = appendString(b, typ)
+		b = jsonscan.AppendString(b, typ)
 		b = append(b, `,"message":`...)
-		b = appendString(b, message)
+		b = jsonscan.AppendString(b, message)
 		return append(b, "}}"...)
 	}
 	b = append(b, `{"error":{"message":`...)
-	b = appendString(b, message)
+	b = jsonscan.AppendString(b, message)
 	b = append(b, `,"type":`...)
-	b = appendString(b, typ)
+	b = jsonscan.AppendString(b, typ)
 	b = append(b, `,"param":null,"code":`...)
 	if code == "" {
 		b = append(b, "null"...)
 	} else {
-		b = appendString(b, code)
+		b = jsonscan.AppendString(b, code)
 	}
 	return append(b, "}}"...)
 }

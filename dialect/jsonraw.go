@@ -336,39 +336,3 @@ func compact(v []byte) []byte {
 	}
 	return appendCompact(make([]byte, 0, len(v)), v)
 }
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string literal the way orjson writes one: only '"', '\\'
-// and control characters are escaped; non-ASCII text (U+2028 and U+2029 included) and '<', '>',
-// '&' stay as they are. s must be valid UTF-8.
-func appendString[S ~string | ~[]byte](dst []byte, s S) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}

@@ -1,5 +1,7 @@
 package dialect
 
+import "github.com/modelcalls/modelcalls/internal/jsonscan"
+
 // node is a JSON value under reconstruction. It starts as raw compact JSON and is opened up only
 // where a stream edits it: into an ordered object (members keep their first position, as in a
 // Python dict), an array, or a string that grows by appended deltas. Untouched values stay raw, so
@@ -161,7 +163,7 @@ func (n *node) appendJSON(dst []byte) []byte {
 	case n == nil:
 		return append(dst, "null"...)
 	case n.isStr:
-		return appendString(dst, n.str)
+		return jsonscan.AppendString(dst, n.str)
 	case n.isArr:
 		dst = append(dst, '[')
 		for i, e := range n.arr {
@@ -186,7 +188,7 @@ func (o *object) appendJSON(dst []byte) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, k)
+		dst = jsonscan.AppendString(dst, k)
 		dst = append(dst, ':')
 		dst = o.vals[i].appendJSON(dst)
 	}

@@ -53,3 +53,47 @@ func BenchmarkValidate(b *testing.B) {
 		}
 	}
 }
+
+func TestAppendString(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain", `"plain"`},
+		{"a\"b\\c", `"a\"b\\c"`},
+		{"line\nbreak\r\t\b\f", `"line\nbreak\r\t\b\f"`},
+		{"\x00\x1f", `"\u0000\u001f"`},
+		{"<html>&", `"<html>&"`},
+		{"héllo ☃ 😀 \u2028", "\"héllo ☃ 😀 \u2028\""},
+		{"bad\xffbyte", "\"bad\uFFFDbyte\""},
+		{"cut\xe2\x82", "\"cut\uFFFD\uFFFD\""},
+		{"surrogate\xed\xa0\x80", "\"surrogate\uFFFD\uFFFD\uFFFD\""},
+		{"overlong\xc0\xaf", "\"overlong\uFFFD\uFFFD\""},
+	} {
+		got := string(AppendString(nil, tc.in))
+		if got != tc.want {
+			t.Errorf("AppendString(%q) = %s, want %s", tc.in, got, tc.want)
+		}
+		if b := string(AppendString(nil, []byte(tc.in))); b != got {
+			t.Errorf("AppendString([]byte(%q)) = %s, string form gives %s", tc.in, b, got)
+		}
+		var back string
+		if err := json.Unmarshal([]byte(got), &back); err != nil || (utf8.ValidString(tc.in) && back != tc.in) {
+			t.Errorf("AppendString(%q) does not round-trip: %q, %v", tc.in, back, err)
+		}
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	f.Add([]byte("h\xe9llo \"x\"\n\xf0\x9f\x98"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out := AppendString(nil, b)
+		if Validate(out) != nil {
+			t.Fatalf("AppendString(%q) = %q is not valid JSON", b, out)
+		}
+		var back string
+		if err := json.Unmarshal(out, &back); err != nil {
+			t.Fatal(err)
+		}
+		if utf8.Valid(b) && back != string(b) {
+			t.Fatalf("round trip of valid UTF-8 %q gave %q", b, back)
+		}
+	})
+}
