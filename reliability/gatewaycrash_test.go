@@ -118,6 +118,8 @@ func TestProxyKilledWithCallsInFlight(t *testing.T) {
 			t.Fatal("held calls did not reach the upstream")
 		}
 	}
+	store, _ := capture.Open(dir)
+	awaitClaims(t, store, id, n)
 	p.kill()
 	for range n {
 		if err := <-errs; err == nil {

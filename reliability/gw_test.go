@@ -438,3 +438,25 @@ func readAllString(res *http.Response) (string, error) {
 	b, err := io.ReadAll(res.Body)
 	return string(b), err
 }
+
+// awaitClaims waits until rollout id has n live claims. The gateway creates a call's claim on its
+// own goroutine while it forwards the call (docs/gateway.md, "Claims and durability"), so a call can
+// reach the upstream a fraction of a millisecond before its claim exists; tests that act on
+// "the upstream has the call" wait for the claim too. There is no event to wait on: it polls.
+func awaitClaims(t testing.TB, store *capture.Store, id string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		c, err := store.Claims(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Live == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rollout %s has %d live claims, want %d", id, c.Live, n)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

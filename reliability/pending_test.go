@@ -288,6 +288,7 @@ func TestMergeDuringGatewayCalls(t *testing.T) {
 			t.Fatal("the held calls did not reach the upstream")
 		}
 	}
+	awaitClaims(t, g.store, id, outstanding)
 	record := `{"_ng_task_index":3,"_ng_rollout_index":1,"_ng_rollout_id":"gw-pending-0","response":{"output":[]}}`
 	short, err := modelcalls.NewMerger([]string{g.dir}, modelcalls.MergeOptions{DrainTimeout: 150 * time.Millisecond})
 	if err != nil {
