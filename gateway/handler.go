@@ -166,19 +166,30 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, h.initErr.Error(), http.StatusInternalServerError)
 		return
 	}
-	id, rest, prefixed := rollout.SplitPath(r.URL.Path)
+	// The rollout id is taken from the path as the client wrote it (escaped), so an escaped slash
+	// or dot inside the id segment is part of the id, and fails validation with a 400, instead
+	// of being decoded into a path that silently goes out uncaptured.
+	escaped := r.URL.EscapedPath()
+	id, rawRest, prefixed := rollout.SplitPath(escaped)
+	if !prefixed && strings.HasPrefix(escaped, "/"+rollout.PrefixSegment+"//") {
+		// An empty id, as a base URL built from an unset variable gives: meant for a rollout.
+		rest := strings.TrimPrefix(escaped, "/"+rollout.PrefixSegment+"/")
+		h.invalidRolloutID(w, r, "", rest, rollout.Validate(""))
+		return
+	}
 	route := r
 	if prefixed {
-		if err := rollout.Validate(id); err != nil {
-			h.invalidRolloutID(w, r, id, rest, err)
+		rest, err := url.PathUnescape(rawRest)
+		if err == nil {
+			err = rollout.Validate(id)
+		}
+		if err != nil {
+			h.invalidRolloutID(w, r, id, rawRest, err)
 			return
 		}
 		u := *r.URL
 		u.Path = rest
-		u.RawPath = ""
-		if _, rawRest, ok := rollout.SplitPath(r.URL.RawPath); ok {
-			u.RawPath = rawRest // keeps the client's escaping when it is valid for rest
-		}
+		u.RawPath = rawRest // keeps the client's escaping of the rest
 		route = r.Clone(r.Context())
 		route.URL = &u
 	}

@@ -120,6 +120,9 @@ func runCalls(s *Streams, o *callsOptions, dir, id string) error {
 		if rc.claims.Live > 0 {
 			msg += fmt.Sprintf("; %d capture writes are still in progress", rc.claims.Live)
 		}
+		if rc.claims.Stale > 0 {
+			msg += fmt.Sprintf("; %d capture writes were abandoned (stale claims: the writing process is gone)", rc.claims.Stale)
+		}
 		return withExit(ExitNotFound, errors.New(msg))
 	}
 	for _, d := range rc.damages {

@@ -4,9 +4,11 @@
 package fsutil
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -53,11 +55,25 @@ func SyncDir(path string) error {
 }
 
 // ProcessAlive reports whether a process with this pid exists on this host (signal 0 probe). A pid
-// owned by another user counts as alive (EPERM).
+// owned by another user counts as alive (EPERM). A zombie (exited, not yet reaped by its parent:
+// state "Z" in /proc/<pid>/stat on Linux) is not alive: it will never write again.
 func ProcessAlive(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
-	err := unix.Kill(pid, 0)
-	return err == nil || errors.Is(err, unix.EPERM)
+	if err := unix.Kill(pid, 0); err != nil && !errors.Is(err, unix.EPERM) {
+		return false
+	}
+	return !isZombie(pid)
+}
+
+// isZombie reads the process state from /proc; where /proc is missing it says false.
+func isZombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses and may contain anything.
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
 }
