@@ -233,6 +233,26 @@ func (s *Store) appendLocked(id string, write func(f *os.File, repair bool) erro
 	return nil
 }
 
+// CheckWritable proves that the store can hold captures: it creates a hidden probe file in the
+// directory, writes and fsyncs a byte, and removes it. It fails (naming the directory) on a
+// read-only or full file system, missing permissions, or a directory that is gone; the gateway
+// calls it at startup so it never runs while losing every call.
+func (s *Store) CheckWritable() error {
+	p := filepath.Join(s.dir, fmt.Sprintf(".modelcalls-write-check-%d-%s", os.Getpid(), NewModelCallID()[:8]))
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, FileMode)
+	if err != nil {
+		return fmt.Errorf("capture dir %s is not writable: %w", s.dir, err)
+	}
+	_, werr := f.Write([]byte{'\n'})
+	serr := f.Sync()
+	cerr := f.Close()
+	rerr := os.Remove(p)
+	if err := errors.Join(werr, serr, cerr, rerr); err != nil {
+		return fmt.Errorf("capture dir %s is not writable: %w", s.dir, err)
+	}
+	return nil
+}
+
 // MarkIncomplete creates the empty incomplete marker for id (idempotent) and syncs the directory,
 // recording that a capture write for this rollout failed (reference §3.3).
 func (s *Store) MarkIncomplete(id string) error {

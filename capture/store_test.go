@@ -398,3 +398,24 @@ func TestAppendChild(t *testing.T) {
 }
 
 var _ io.Reader = (*failingReader)(nil)
+
+func TestCheckWritable(t *testing.T) {
+	s := newStore(t)
+	if err := s.CheckWritable(); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(s.Dir()); len(ents) != 0 {
+		t.Fatalf("the probe left %d entries behind", len(ents))
+	}
+	if os.Geteuid() == 0 {
+		// root writes through a read-only mode; a dir replaced by a file still fails.
+		os.RemoveAll(s.Dir())
+		os.WriteFile(s.Dir(), nil, 0o640)
+	} else {
+		os.Chmod(s.Dir(), 0o500)
+		t.Cleanup(func() { os.Chmod(s.Dir(), 0o750) })
+	}
+	if err := s.CheckWritable(); err == nil || !strings.Contains(err.Error(), "not writable") {
+		t.Fatalf("CheckWritable on an unwritable dir = %v", err)
+	}
+}

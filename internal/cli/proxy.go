@@ -89,11 +89,16 @@ func resolveProxyConfig(o *proxyOptions, overrides []string) (*proxyConfig, erro
 		return nil, usageErrorf("--upstream is required (the base URL of the model server, e.g. http://127.0.0.1:8000)")
 	}
 	u, err := url.Parse(o.upstream)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, usageErrorf("--upstream %q: must be an absolute http:// or https:// URL with a host", o.upstream)
+	if err != nil {
+		// The text may hold credentials; url.Parse's error quotes it, so neither is repeated.
+		return nil, usageErrorf("--upstream: not a URL; it must be an absolute http:// or https:// URL with a host")
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usageErrorf("--upstream %q: must be an absolute http:// or https:// URL with a host", u.Redacted())
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, usageErrorf("--upstream %q: must not have a query or fragment", o.upstream)
+		u.RawQuery = ""
+		return nil, usageErrorf("--upstream %q: must not have a query or fragment", u.Redacted())
 	}
 	values := config.Values{}
 	if o.configFile != "" {
@@ -157,6 +162,11 @@ func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []stri
 	}
 	log := slog.New(slog.NewTextHandler(s.ErrOut, &slog.HandlerOptions{Level: level}))
 	store, err := capture.Open(cfg.captureDir)
+	if err == nil {
+		// A dir that exists but cannot be written would lose every call with nothing downstream
+		// to show it (not even the incomplete marker): refuse to start instead.
+		err = store.CheckWritable()
+	}
 	if err != nil {
 		return withExit(ExitFailure, fmt.Errorf("--capture-dir: %w", err))
 	}
