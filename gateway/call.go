@@ -288,6 +288,8 @@ func isTimeout(err error) bool {
 // answerLocally answers the client with a dialect-shaped error the gateway produced itself, after
 // capturing it (response_source local): the body reaches the client only once the line is durable.
 func (c *call) answerLocally(w http.ResponseWriter, status int, reason string, attempted bool, category, message string) {
+	c.h.log.Warn("answered a captured call locally", "rollout_id", c.rolloutID, "model_call_id", c.modelCallID,
+		"status", status, "reason", reason, "detail", message)
 	c.status = status
 	c.prov = local(reason, attempted)
 	body := dialect.ErrorBody(c.dialect, status, reason, localMessage(reason, message))
