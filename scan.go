@@ -43,71 +43,6 @@ func trimWS(data []byte) []byte {
 	return data[i:j]
 }
 
-// skipValue returns the end offset of the value starting at data[i] (trusted
-// input; i must not point at whitespace). Malformed input yields some offset
-// in (i, len(data)].
-func skipValue(data []byte, i int) int {
-	if i >= len(data) {
-		return len(data)
-	}
-	switch data[i] {
-	case '"':
-		return skipString(data, i)
-	case '{', '[':
-		depth := 0
-		for i < len(data) {
-			switch data[i] {
-			case '"':
-				i = skipString(data, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return len(data)
-	default:
-		// Literal or number: runs until a delimiter.
-		j := i + 1
-		for j < len(data) {
-			switch data[j] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r', ':', '"', '{', '[':
-				return j
-			}
-			j++
-		}
-		return j
-	}
-}
-
-// skipString returns the offset just past the closing quote of the string
-// starting at data[i] (trusted input).
-func skipString(data []byte, i int) int {
-	first := i + 1
-	for j := first; j < len(data); {
-		k := bytes.IndexByte(data[j:], '"')
-		if k < 0 {
-			return len(data)
-		}
-		q := j + k
-		// The quote closes the string unless an odd run of backslashes escapes it.
-		b := q - 1
-		for b >= first && data[b] == '\\' {
-			b--
-		}
-		if (q-1-b)%2 == 0 {
-			return q + 1
-		}
-		j = q + 1
-	}
-	return len(data)
-}
-
 // member locates one object member by offsets into the object's bytes.
 type member struct {
 	keyStart, keyEnd int // the key token, quotes included
@@ -127,13 +62,13 @@ func forEachMember(obj []byte, fn func(m member) bool) bool {
 	for i < len(obj) && obj[i] == '"' {
 		var m member
 		m.keyStart = i
-		m.keyEnd = skipString(obj, i)
+		m.keyEnd = jsonscan.SkipString(obj, i)
 		i = skipWS(obj, m.keyEnd)
 		if i >= len(obj) || obj[i] != ':' {
 			return true
 		}
 		m.valStart = skipWS(obj, i+1)
-		m.valEnd = skipValue(obj, m.valStart)
+		m.valEnd = jsonscan.SkipValue(obj, m.valStart)
 		if m.valStart >= len(obj) || !fn(m) {
 			return true
 		}
@@ -157,7 +92,7 @@ func forEachElement(arr []byte, fn func(v []byte) bool) bool {
 		return true
 	}
 	for i < len(arr) {
-		end := skipValue(arr, i)
+		end := jsonscan.SkipValue(arr, i)
 		if !fn(arr[i:end]) {
 			return true
 		}

@@ -64,8 +64,8 @@ func FuzzValidateJSON(f *testing.F) {
 			return
 		}
 		v := trimWS(data)
-		if end := skipValue(v, 0); end != len(v) {
-			t.Fatalf("skipValue(%q) = %d, want %d", v, end, len(v))
+		if end := jsonscan.SkipValue(v, 0); end != len(v) {
+			t.Fatalf("jsonscan.SkipValue(%q) = %d, want %d", v, end, len(v))
 		}
 		if isObject(v) {
 			var want map[string]json.RawMessage
@@ -138,8 +138,8 @@ func TestSkipStringBackslashes(t *testing.T) {
 		`"unterminated\"`: 15,
 	}
 	for in, want := range cases {
-		if got := skipString([]byte(in), 0); got != want {
-			t.Errorf("skipString(%s) = %d, want %d", in, got, want)
+		if got := jsonscan.SkipString([]byte(in), 0); got != want {
+			t.Errorf("jsonscan.SkipString(%s) = %d, want %d", in, got, want)
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package dialect
 
 import (
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
+
 	"bytes"
 	"encoding/json"
 	"strconv"
@@ -32,7 +34,7 @@ func payload(hasData bool, data string) []byte {
 	if i >= len(b) || b[i] != '{' {
 		return nil
 	}
-	return b[i:valueEnd(b, i)]
+	return b[i:jsonscan.SkipValue(b, i)]
 }
 
 // replaceInvalidUTF8 returns b with every byte that does not start a valid UTF-8 sequence
@@ -60,57 +62,6 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// stringEnd returns the index just past the string literal starting at b[i] == '"'.
-func stringEnd(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(b)
-}
-
-// valueEnd returns the index just past the JSON value starting at b[i] (not white space).
-func valueEnd(b []byte, i int) int {
-	if i >= len(b) {
-		return len(b)
-	}
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				i = stringEnd(b, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return len(b)
-	default:
-		for i < len(b) {
-			switch b[i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return i
-			}
-			i++
-		}
-		return len(b)
-	}
-}
-
 // eachMember calls fn with the raw key literal (quotes included) and the raw value of every
 // member of the object obj, in order, until fn returns false. Non-objects have no members.
 func eachMember(obj []byte, fn func(key, val []byte) bool) {
@@ -124,14 +75,14 @@ func eachMember(obj []byte, fn func(key, val []byte) bool) {
 		if i >= len(obj) || obj[i] != '"' {
 			return
 		}
-		ke := stringEnd(obj, i)
+		ke := jsonscan.SkipString(obj, i)
 		key := obj[i:ke]
 		i = skipSpace(obj, ke)
 		if i >= len(obj) || obj[i] != ':' {
 			return
 		}
 		i = skipSpace(obj, i+1)
-		ve := valueEnd(obj, i)
+		ve := jsonscan.SkipValue(obj, i)
 		if ve <= i || !fn(key, obj[i:ve]) {
 			return
 		}
@@ -155,7 +106,7 @@ func eachElem(arr []byte, fn func(val []byte)) {
 		if i >= len(arr) || arr[i] == ']' {
 			return
 		}
-		ve := valueEnd(arr, i)
+		ve := jsonscan.SkipValue(arr, i)
 		if ve <= i {
 			return
 		}
@@ -316,7 +267,7 @@ func appendCompact(dst, v []byte) []byte {
 		c := v[i]
 		switch {
 		case c == '"':
-			e := stringEnd(v, i)
+			e := jsonscan.SkipString(v, i)
 			dst = append(dst, v[i:e]...)
 			i = e
 		case isSpace(c):
