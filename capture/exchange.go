@@ -180,20 +180,15 @@ func isCompact(b []byte) bool {
 	if bytes.IndexAny(b, " \t\r\n") < 0 {
 		return true
 	}
-	inString := false
-	for i := 0; i < len(b); i++ {
-		switch c := b[i]; {
-		case inString:
-			if c == '\\' {
-				i++
-			} else if c == '"' {
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+	for i := 0; i < len(b); {
+		switch b[i] {
+		case '"':
+			i = jsonscan.SkipString(b, i)
+			continue
+		case ' ', '\t', '\r', '\n':
 			return false
 		}
+		i++
 	}
 	return true
 }
@@ -203,23 +198,19 @@ func nesting(b []byte) int {
 	if len(b) < 2*jsonscan.MaxNesting {
 		return 0 // too short to nest that deep: each level takes an opening and a closing byte
 	}
-	depth, deepest, inString := 0, 0, false
-	for i := 0; i < len(b); i++ {
-		switch c := b[i]; {
-		case inString:
-			if c == '\\' {
-				i++
-			} else if c == '"' {
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
+	depth, deepest := 0, 0
+	for i := 0; i < len(b); {
+		switch b[i] {
+		case '"':
+			i = jsonscan.SkipString(b, i)
+			continue
+		case '{', '[':
 			depth++
 			deepest = max(deepest, depth)
-		case c == '}' || c == ']':
+		case '}', ']':
 			depth--
 		}
+		i++
 	}
 	return deepest
 }
