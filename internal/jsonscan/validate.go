@@ -1,12 +1,18 @@
 // Package jsonscan owns the strict JSON validator shared by the capture store and the record
-// builder: RFC 8259 syntax, valid UTF-8 inside strings (as NeMo Gym's orjson requires), no NaN or
-// Infinity (SPEC §7), bounded nesting. It allocates nothing on valid input and runs several times
-// faster than encoding/json.Valid followed by utf8.Valid, which matters because every capture line
-// is validated on every read.
+// builder. It accepts exactly what NeMo Gym's reader (orjson) decodes: RFC 8259 syntax, valid UTF-8
+// inside strings, no NaN or Infinity, every number finite as a double (1e400 is refused: orjson
+// fails with "number is infinity when parsed as double"; 1e-400 reads as 0.0 and is accepted),
+// every \u escape of a surrogate paired (a high half \uD800-\uDBFF followed at once by an escaped
+// low half \uDC00-\uDFFF; a lone half of either kind is refused, as orjson refuses it), and bounded
+// nesting. It allocates nothing on valid input and runs several times faster than
+// encoding/json.Valid followed by utf8.Valid, which matters because every capture line is validated
+// on every read.
 package jsonscan
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -24,8 +30,8 @@ func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("invalid JSON at byte %d: %s", e.Offset, e.Msg)
 }
 
-// Validate reports whether data holds exactly one JSON value, optionally
-// surrounded by JSON whitespace.
+// Validate reports whether data holds exactly one JSON value, optionally surrounded by JSON
+// whitespace, under the package's strict rules (orjson's). The error is a *SyntaxError.
 func Validate(data []byte) error {
 	i := SkipWS(data, 0)
 	if i >= len(data) {
@@ -146,8 +152,24 @@ func validString(data []byte, i int) (int, error) {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
-				if len(data)-i < 6 || !isHex4(data[i+2:i+6]) {
+				r, ok := hex4(data, i+2)
+				if !ok {
 					return i, &SyntaxError{i, "invalid \\u escape"}
+				}
+				if r >= 0xD800 && r <= 0xDFFF {
+					// UTF-16 surrogate: only a high half directly followed by an escaped low half
+					// encodes a character.
+					if r >= 0xDC00 {
+						return i, &SyntaxError{i, "unpaired low surrogate \\u escape"}
+					}
+					lo, ok := rune(0), len(data)-i >= 12 && data[i+6] == '\\' && data[i+7] == 'u'
+					if ok {
+						lo, ok = hex4(data, i+8)
+					}
+					if !ok || lo < 0xDC00 || lo > 0xDFFF {
+						return i, &SyntaxError{i, "unpaired high surrogate \\u escape"}
+					}
+					i += 6
 				}
 				i += 6
 			default:
@@ -168,17 +190,26 @@ func validString(data []byte, i int) (int, error) {
 	return start, &SyntaxError{start, "unterminated string"}
 }
 
-func isHex4(b []byte) bool {
-	for _, c := range b[:4] {
-		if !isHexDigit(c) {
-			return false
-		}
+// hex4 decodes the four hex digits at data[i:i+4].
+func hex4(data []byte, i int) (rune, bool) {
+	if len(data)-i < 4 {
+		return 0, false
 	}
-	return true
-}
-
-func isHexDigit(c byte) bool {
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+	var r rune
+	for _, c := range data[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
 }
 
 func validNumber(data []byte, i int) (int, error) {
@@ -186,6 +217,7 @@ func validNumber(data []byte, i int) (int, error) {
 	if data[i] == '-' {
 		i++
 	}
+	intStart := i
 	switch {
 	case i < len(data) && data[i] == '0':
 		i++
@@ -194,6 +226,10 @@ func validNumber(data []byte, i int) (int, error) {
 	default:
 		return i, &SyntaxError{start, "invalid number"}
 	}
+	// The value is below 10^(intDigits+exp): when that bound is at most 10^308 the number is a
+	// finite double, and only larger candidates are parsed.
+	intDigits := i - intStart
+	exp := 0
 	if i < len(data) && data[i] == '.' {
 		j := skipDigits(data, i+1)
 		if j == i+1 {
@@ -206,13 +242,38 @@ func validNumber(data []byte, i int) (int, error) {
 		if i < len(data) && (data[i] == '+' || data[i] == '-') {
 			i++
 		}
+		neg := data[i-1] == '-'
 		j := skipDigits(data, i)
 		if j == i {
 			return j, &SyntaxError{start, "invalid number"}
 		}
+		for _, c := range data[i:j] {
+			if exp = exp*10 + int(c-'0'); exp > expCap {
+				exp = expCap // past any double; capping keeps the bound sound either way
+				break
+			}
+		}
+		if neg {
+			exp = -exp
+		}
 		i = j
 	}
+	if intDigits+exp > maxFiniteDigits && !finite(data[start:i]) {
+		return i, &SyntaxError{start, "number overflows a double"}
+	}
 	return i, nil
+}
+
+const (
+	maxFiniteDigits = 308     // 10^308 < math.MaxFloat64
+	expCap          = 1 << 30 // exponents are clamped here while being read
+)
+
+// finite reports whether the JSON number num, rounded to the nearest double as orjson (and
+// strconv) round it, is finite. Values that underflow round to zero and are finite.
+func finite(num []byte) bool {
+	f, err := strconv.ParseFloat(string(num), 64)
+	return err == nil || !math.IsInf(f, 0)
 }
 
 func skipDigits(data []byte, i int) int {

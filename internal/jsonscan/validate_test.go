@@ -1,11 +1,16 @@
 package jsonscan
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/modelcalls/modelcalls/internal/jsonscan/orjsonrules"
 )
 
 func TestValidate(t *testing.T) {
@@ -16,7 +21,19 @@ func TestValidate(t *testing.T) {
 		{`{}`, true}, {` {"a":[1,-2.5e+3,true,false,null,"x\u00e9\n"]} `, true}, {`"s"`, true}, {`0`, true},
 		{``, false}, {`{`, false}, {`{"a":NaN}`, false}, {`Infinity`, false}, {`01`, false}, {`1.`, false},
 		{`{"a":1,}`, false}, {`[1 2]`, false}, {`"\x"`, false}, {"\"\x01\"", false}, {"\"\xff\"", false},
-		{`{} {}`, false}, {`tru`, false}, {`"\ud800"`, true}, {strings.Repeat("[", 20000) + strings.Repeat("]", 20000), false},
+		{`{} {}`, false}, {`tru`, false}, {strings.Repeat("[", 20000) + strings.Repeat("]", 20000), false},
+		// Numbers must be finite doubles (orjson: "number is infinity when parsed as double").
+		{`1e400`, false}, {`-1e400`, false}, {`1e999`, false}, {`1E+400`, false}, {`[1,{"t":1e400}]`, false},
+		{`1.79769313486231581e308`, false}, {`1.797693134862315807e308`, true}, {`1.7976931348623157e308`, true},
+		{"1" + strings.Repeat("0", 309), false}, {"-1" + strings.Repeat("0", 308), true}, {`1e308`, true},
+		{`1e-400`, true}, {`-1e-400`, true}, {`0e999999999999999999999`, true}, {`1e-999999999999999999999`, true},
+		{"0." + strings.Repeat("0", 500) + "1e400", true}, {"1" + strings.Repeat("0", 400) + "e-400", true},
+		{`1e99999999999999999999`, false}, {`18446744073709551616`, true},
+		// Escaped surrogates must come in pairs (orjson: "no matched low surrogate").
+		{`"\ud800"`, false}, {`"\udc00"`, false}, {`"a\uDBFFb"`, false}, {`"\ud800\u0041"`, false},
+		{`"\ud800\ud800\udc00"`, false}, {`"\ud800\n"`, false}, {`"\ud800\`, false}, {`{"\udfff":1}`, false},
+		{`"\ud800\udc00"`, true}, {`"\uDBFF\uDFFF"`, true}, {`"\ud83d\ude00\u00e9"`, true}, {`"\uffff\u0000"`, true},
+		{"\"\xed\xa0\x80\"", false}, // a surrogate written as raw UTF-8 is invalid UTF-8
 	} {
 		err := Validate([]byte(tc.in))
 		if (err == nil) != tc.valid {
@@ -29,18 +46,55 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// FuzzValidate checks the validator against encoding/json plus utf8.Valid, which together define
-// what NeMo Gym's reader (orjson) accepts, short of nesting depth.
+// FuzzValidate checks the validator against orjsonrules.Check, an independent reader of what NeMo
+// Gym's reader (orjson) accepts (encoding/json, utf8, strconv and a surrogate scan), short of
+// nesting depth.
 func FuzzValidate(f *testing.F) {
-	for _, s := range []string{`{"a":[1,2,{"b":null}]}`, `[1e5,-0.0]`, "\"\xe2\x82\"", `{"a":"\u2028"}`} {
+	for _, s := range []string{`{"a":[1,2,{"b":null}]}`, `[1e5,-0.0]`, "\"\xe2\x82\"", `{"a":"\u2028"}`,
+		`[1e308,1.8e308]`, `{"x":"\ud800\udc00","y":"\udc00"}`, `"\ud800\u"`, `-0.5E-400`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		want := json.Valid(b) && utf8.Valid(b)
-		if got := Validate(b) == nil; got != want {
-			t.Fatalf("Validate(%q) valid=%v, encoding/json+utf8 say %v", b, got, want)
+		want := orjsonrules.Check(b)
+		if got := Validate(b); (got == nil) != (want == nil) {
+			t.Fatalf("Validate(%q) = %v, orjson rules say %v", b, got, want)
 		}
 	})
+}
+
+// TestValidateAgreesWithOrjson runs the cases of TestValidate's kind that sit on a rule's edge
+// through Validate, orjsonrules.Check and, when python3 has the orjson module, orjson itself: all
+// must agree.
+func TestValidateAgreesWithOrjson(t *testing.T) {
+	var texts [][]byte
+	for _, s := range []string{
+		`1e400`, `-1e400`, `1e999`, `1e308`, `2e308`, `1.7976931348623158e308`, `1.7976931348623159e308`,
+		`1.797693134862315807e308`, `1.797693134862315808e308`, `1.79769313486231581e308`, `-1.79769313486231581e308`,
+		`179769313486231580793728971405303415079934132710037826936173778980444968292764750946649017977587207096330286416692887910946555547851940402630657488671505820681908902000708383676273854845817711531764475730270069855571366959622842914819860834936475292719074168444365510704342711559699508093042880177904174497792`,
+		`179769313486231580793728971405303415079934132710037826936173778980444968292764750946649017977587207096330286416692887910946555547851940402630657488671505820681908902000708383676273854845817711531764475730270069855571366959622842914819860834936475292719074168444365510704342711559699508093042880177904174497791`,
+		`1e-400`, `4.9e-324`, `2e-324`, `0e99999`, "1" + strings.Repeat("0", 309), "1" + strings.Repeat("0", 308),
+		"0." + strings.Repeat("0", 400) + "1e700", "0." + strings.Repeat("0", 400) + "1e800",
+		`"\ud800"`, `"\udc00"`, `"\ud800\udc00"`, `"\ud800\u0041"`, `"\ud800x"`, `"\ud800\\udc00"`,
+		`"\udbff\udfff"`, `"\ud800\ud800\udc00"`, `{"\ud800":1}`, `"\u0000"`, "\"\xed\xa0\x80\"", "\"\xf4\x90\x80\x80\"",
+		"\"\xef\xbf\xbf\"", `NaN`, `[Infinity]`, `-Infinity`, `{"a":1,}`, `"\u12"`,
+	} {
+		texts = append(texts, []byte(s))
+	}
+	orj, err := orjsonrules.Orjson(texts)
+	if errors.Is(err, orjsonrules.ErrNoOrjson) {
+		t.Log("python3 has no orjson module: checking against orjsonrules only")
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range texts {
+		got, rules := Validate(b), orjsonrules.Check(b)
+		if (got == nil) != (rules == nil) {
+			t.Errorf("Validate(%.60q) = %v, orjsonrules.Check = %v", b, got, rules)
+		}
+		if orj != nil && (got == nil) != (orj[i] == nil) {
+			t.Errorf("Validate(%.60q) = %v, orjson.loads: %v", b, got, orj[i])
+		}
+	}
 }
 
 func BenchmarkValidate(b *testing.B) {
@@ -96,4 +150,34 @@ func FuzzAppendString(f *testing.F) {
 			t.Fatalf("round trip of valid UTF-8 %q gave %q", b, back)
 		}
 	})
+}
+
+// BenchmarkValidateCaptureLines validates every line of the Gym-written capture fixture: real
+// provider payloads, number- and escape-heavy, unlike BenchmarkValidate's long text.
+func BenchmarkValidateCaptureLines(b *testing.B) {
+	files, err := filepath.Glob("../../testdata/gym-capture/capture/*.capture.jsonl")
+	if err != nil || len(files) == 0 {
+		b.Fatal("no capture fixture", err)
+	}
+	var lines [][]byte
+	var size int64
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, l := range bytes.Split(data, []byte("\n")) {
+			if len(l) > 0 {
+				lines = append(lines, l)
+				size += int64(len(l))
+			}
+		}
+	}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, l := range lines {
+			Validate(l) // a few fixture lines are damaged on purpose
+		}
+	}
 }
