@@ -72,6 +72,7 @@ type usageFields struct {
 	inputTokens, promptTokens, outputTokens, completionTokens, totalTokens []byte
 	cacheRead, cacheCreation, cachedInput, reasoningOutput                 []byte
 	promptDetails, inputDetails, outputDetails, completionDetails          []byte
+	promptCacheHit, promptCacheMiss, reasoningTokens                       []byte
 	isObject                                                               bool
 }
 
@@ -106,6 +107,12 @@ func scanUsage(usage []byte) usageFields {
 			u.outputDetails = v
 		case "completion_tokens_details":
 			u.completionDetails = v
+		case "prompt_cache_hit_tokens":
+			u.promptCacheHit = v
+		case "prompt_cache_miss_tokens":
+			u.promptCacheMiss = v
+		case "reasoning_tokens":
+			u.reasoningTokens = v
 		}
 		return true
 	})
@@ -113,21 +120,31 @@ func scanUsage(usage []byte) usageFields {
 }
 
 // ExtractTokenStats ports extract_token_stats: normalised token counts from a usage object of any
-// of the three dialects (reference §4.1 with SPEC §6). usage that is absent, null, not an object or
-// not valid JSON gives all-nil stats.
+// of the three dialects (reference §4.1 with SPEC §6), extended to the usage shapes of the servers
+// and gateways agents call (the provider table in docs/records-and-merge.md). usage that is absent,
+// null, not an object or not valid JSON gives all-nil stats.
 //
-//   - tokens_in: input_tokens, else prompt_tokens.
-//   - tokens_out: output_tokens, else completion_tokens.
+//   - tokens_in: input_tokens, else prompt_tokens, else (DeepSeek, which splits the prompt)
+//     prompt_cache_hit_tokens + prompt_cache_miss_tokens when both are valid.
+//   - tokens_out: output_tokens, else completion_tokens; plus tokens_reasoning when the provider's
+//     own total shows the reasoning was counted outside the completion (total_tokens ==
+//     prompt + completion + reasoning, reasoning > 0: Gemini's OpenAI-compatible endpoint, early
+//     xAI), so that tokens_out always includes tokens_reasoning, as in OpenAI's usage.
 //   - Anthropic cache fold: top-level cache_read_input_tokens + cache_creation_input_tokens are added
 //     into tokens_in only when the prompt count came from input_tokens (or there is none) and no
-//     OpenAI-style cached subset (prompt_tokens_details / input_tokens_details cached_tokens or
-//     cached_input_tokens) is present: gateways that copy Anthropic cache fields into OpenAI-shaped
-//     usage already count them in prompt_tokens (SPEC §6). Zero-only cache fields do not invent a
-//     prompt count.
+//     OpenAI-style cache subset (a cached_tokens, cached_input_tokens, cache_write_tokens or
+//     cache_creation_tokens count in prompt_tokens_details / input_tokens_details) is present:
+//     gateways that copy Anthropic cache fields into OpenAI-shaped usage already count them in the
+//     prompt (SPEC §6). Zero-only cache fields do not invent a prompt count. Counts in a details
+//     group or DeepSeek's hit/miss are subsets of the prompt and never folded.
 //   - tokens_total: total_tokens as reported, else tokens_in + tokens_out when both are known.
 //   - tokens_reasoning: output_tokens_details.reasoning_tokens, completion_tokens_details.reasoning_tokens,
-//     top-level reasoning_output_tokens, then output_tokens_details.thinking_tokens (Anthropic, SPEC §6).
-//   - cache_creation_tokens: cache_creation_input_tokens as reported (whether or not it was folded).
+//     top-level reasoning_output_tokens, output_tokens_details.thinking_tokens (SPEC §6), then
+//     top-level reasoning_tokens (Gemini's OpenAI-compatible endpoint).
+//   - cache_creation_tokens: cache_creation_input_tokens as reported (whether or not it was folded),
+//     else the first valid prompt_tokens_details.cache_write_tokens (OpenRouter, OpenAI, llama.cpp),
+//     prompt_tokens_details.cache_creation_tokens (LiteLLM), input_tokens_details.cache_write_tokens,
+//     input_tokens_details.cache_creation_tokens (Responses shape).
 func ExtractTokenStats(usage json.RawMessage) TokenStats {
 	usage = trimWS(usage)
 	if !isObject(usage) || validateJSON(usage) != nil {
@@ -147,7 +164,13 @@ func extractTokenStats(u usageFields) TokenStats {
 	} else if n, ok := tokenCount(u.promptTokens); ok {
 		s.TokensIn = new(n)
 		fromPrompt = true
+	} else if hit, ok := tokenCount(u.promptCacheHit); ok {
+		if miss, ok := tokenCount(u.promptCacheMiss); ok {
+			s.TokensIn = new(hit + miss)
+			fromPrompt = true
+		}
 	}
+	prompt := s.TokensIn // as reported, before any fold
 	if n, ok := tokenCount(u.outputTokens); ok {
 		s.TokensOut = new(n)
 	} else if n, ok := tokenCount(u.completionTokens); ok {
@@ -158,8 +181,10 @@ func extractTokenStats(u usageFields) TokenStats {
 	creation, haveCreation := tokenCount(u.cacheCreation)
 	if haveCreation {
 		s.CacheCreationTokens = new(creation)
+	} else if n, ok := u.openAICacheWrite(); ok {
+		s.CacheCreationTokens = new(n)
 	}
-	if (haveRead || haveCreation) && !fromPrompt && !u.hasOpenAICachedSubset() {
+	if (haveRead || haveCreation) && !fromPrompt && !u.hasOpenAICacheSubset() {
 		cacheTotal := read + creation // absent ones are 0
 		if s.TokensIn != nil || cacheTotal > 0 {
 			in := cacheTotal
@@ -170,18 +195,25 @@ func extractTokenStats(u usageFields) TokenStats {
 		}
 	}
 
-	if n, ok := tokenCount(u.totalTokens); ok {
-		s.TokensTotal = new(n)
-	} else if s.TokensIn != nil && s.TokensOut != nil {
-		s.TokensTotal = new(*s.TokensIn + *s.TokensOut)
-	}
-
 	if n, ok := detailToken([][]byte{u.outputDetails, u.completionDetails}, "reasoning_tokens"); ok {
 		s.TokensReasoning = new(n)
 	} else if n, ok := tokenCount(u.reasoningOutput); ok {
 		s.TokensReasoning = new(n)
 	} else if n, ok := detailToken([][]byte{u.outputDetails}, "thinking_tokens"); ok {
 		s.TokensReasoning = new(n)
+	} else if n, ok := tokenCount(u.reasoningTokens); ok {
+		s.TokensReasoning = new(n)
+	}
+
+	total, haveTotal := tokenCount(u.totalTokens)
+	if haveTotal && prompt != nil && s.TokensOut != nil && s.TokensReasoning != nil && *s.TokensReasoning > 0 &&
+		total == *prompt+*s.TokensOut+*s.TokensReasoning {
+		s.TokensOut = new(*s.TokensOut + *s.TokensReasoning)
+	}
+	if haveTotal {
+		s.TokensTotal = new(total)
+	} else if s.TokensIn != nil && s.TokensOut != nil {
+		s.TokensTotal = new(*s.TokensIn + *s.TokensOut)
 	}
 	return s
 }
@@ -190,16 +222,26 @@ func (u *usageFields) openAICached() (int64, bool) {
 	return detailToken([][]byte{u.promptDetails, u.inputDetails}, "cached_tokens", "cached_input_tokens")
 }
 
-func (u *usageFields) hasOpenAICachedSubset() bool {
-	_, ok := u.openAICached()
+// openAICacheWrite is the first valid cache-write count of the OpenAI-style detail groups.
+func (u *usageFields) openAICacheWrite() (int64, bool) {
+	return detailToken([][]byte{u.promptDetails, u.inputDetails}, "cache_write_tokens", "cache_creation_tokens")
+}
+
+// hasOpenAICacheSubset reports a valid cache read or write count inside prompt_tokens_details or
+// input_tokens_details: the mark of usage whose prompt count already includes its cache.
+func (u *usageFields) hasOpenAICacheSubset() bool {
+	if _, ok := u.openAICached(); ok {
+		return true
+	}
+	_, ok := u.openAICacheWrite()
 	return ok
 }
 
 // CacheSignal ports _cache_signal: whether the prompt hit the provider's cache and how many prompt
 // tokens were read from it (reference §4.2). The count is the first valid one of
 // prompt_tokens_details.{cached_tokens, cached_input_tokens}, input_tokens_details.{cached_tokens,
-// cached_input_tokens}, top-level cache_read_input_tokens, top-level cached_input_tokens; hit is
-// count > 0. The first match wins even when it is 0 and a later field is positive. Both are nil
+// cached_input_tokens}, top-level cache_read_input_tokens, top-level cached_input_tokens, then
+// top-level prompt_cache_hit_tokens (DeepSeek); hit is count > 0. The first match wins even when it is 0 and a later field is positive. Both are nil
 // when no count is present (or usage is not a valid JSON object). Cache creation is never a hit.
 func CacheSignal(usage json.RawMessage) (hit *bool, cachedTokens *int64) {
 	usage = trimWS(usage)
@@ -220,6 +262,9 @@ func cacheSignal(u *usageFields) (*bool, *int64) {
 	}
 	if !ok {
 		n, ok = tokenCount(u.cachedInput)
+	}
+	if !ok {
+		n, ok = tokenCount(u.promptCacheHit)
 	}
 	if !ok {
 		return nil, nil

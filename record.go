@@ -49,7 +49,7 @@ type ModelCallRecord struct {
 
 	CacheHit            *bool  // cache_hit: cached_tokens > 0 (CacheSignal)
 	CachedTokens        *int64 // cached_tokens: prompt tokens read from the provider's cache
-	CacheCreationTokens *int64 // cache_creation_tokens: Anthropic cache-write tokens
+	CacheCreationTokens *int64 // cache_creation_tokens: prompt tokens written to the provider's cache (ExtractTokenStats)
 
 	ErrorCategory  *string  // error_category: timeout, rate_limit, auth, ... (reference §8)
 	LatencyTotalMS *float64 // latency_total_ms: exchange latency_ms, milliseconds
