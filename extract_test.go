@@ -83,6 +83,29 @@ func TestExtractTokenStats(t *testing.T) {
 		{"reasoning_tokens before thinking_tokens", `{"output_tokens_details":{"thinking_tokens":9,"reasoning_tokens":2}}`,
 			"in=<nil> out=<nil> reasoning=2 total=<nil> creation=<nil>"},
 		{"detail group not a mapping", `{"output_tokens_details":[{"reasoning_tokens":1}]}`, "in=<nil> out=<nil> reasoning=<nil> total=<nil> creation=<nil>"},
+		// Provider shapes beyond the reference (docs/records-and-merge.md, provider usage table).
+		{"deepseek hit without miss gives no prompt count", `{"prompt_cache_hit_tokens":5,"completion_tokens":1}`,
+			"in=<nil> out=1 reasoning=<nil> total=<nil> creation=<nil>"},
+		{"deepseek split is never folded with anthropic fields", `{"prompt_cache_hit_tokens":5,"prompt_cache_miss_tokens":5,"cache_read_input_tokens":5}`,
+			"in=10 out=<nil> reasoning=<nil> total=<nil> creation=<nil>"},
+		{"cache write subset blocks the anthropic fold", `{"input_tokens":100,"input_tokens_details":{"cache_write_tokens":60},"cache_creation_input_tokens":60,"output_tokens":1}`,
+			"in=100 out=1 reasoning=<nil> total=101 creation=60"},
+		{"cache_creation_input_tokens before details cache_write_tokens", `{"prompt_tokens":9,"prompt_tokens_details":{"cache_write_tokens":4},"cache_creation_input_tokens":7}`,
+			"in=9 out=<nil> reasoning=<nil> total=<nil> creation=7"},
+		{"details group order for cache writes", `{"input_tokens_details":{"cache_write_tokens":3},"prompt_tokens_details":{"cache_creation_tokens":2,"cache_write_tokens":"x"}}`,
+			"in=<nil> out=<nil> reasoning=<nil> total=<nil> creation=2"},
+		{"reasoning inside the completion is not added", `{"prompt_tokens":10,"completion_tokens":50,"total_tokens":60,"completion_tokens_details":{"reasoning_tokens":40}}`,
+			"in=10 out=50 reasoning=40 total=60 creation=<nil>"},
+		{"reasoning outside the completion is added", `{"prompt_tokens":10,"completion_tokens":10,"total_tokens":60,"completion_tokens_details":{"reasoning_tokens":40}}`,
+			"in=10 out=50 reasoning=40 total=60 creation=<nil>"},
+		{"no total: reasoning cannot be placed and is not added", `{"prompt_tokens":10,"completion_tokens":10,"reasoning_tokens":40}`,
+			"in=10 out=10 reasoning=40 total=20 creation=<nil>"},
+		{"zero reasoning never changes tokens_out", `{"prompt_tokens":10,"completion_tokens":10,"total_tokens":20,"reasoning_tokens":0}`,
+			"in=10 out=10 reasoning=0 total=20 creation=<nil>"},
+		{"exclusive check uses the prompt as reported, not the fold", `{"input_tokens":5,"cache_read_input_tokens":100,"output_tokens":10,"total_tokens":55,"reasoning_tokens":40}`,
+			"in=105 out=50 reasoning=40 total=55 creation=<nil>"},
+		{"thinking_tokens before top-level reasoning_tokens", `{"output_tokens_details":{"thinking_tokens":3},"reasoning_tokens":9}`,
+			"in=<nil> out=<nil> reasoning=3 total=<nil> creation=<nil>"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -108,6 +131,10 @@ func TestCacheSignal(t *testing.T) {
 		{"read before cached_input_tokens", `{"cached_input_tokens":7,"cache_read_input_tokens":1}`, "true/1"},
 		{"invalid counts skipped", `{"prompt_tokens_details":{"cached_tokens":1.0},"cache_read_input_tokens":-2,"cached_input_tokens":3}`, "true/3"},
 		{"group not a mapping skipped", `{"prompt_tokens_details":5,"input_tokens_details":{"cached_tokens":8}}`, "true/8"},
+		{"deepseek hit last", `{"prompt_cache_hit_tokens":64,"prompt_cache_miss_tokens":10}`, "true/64"},
+		{"deepseek zero hit is a miss", `{"prompt_cache_hit_tokens":0,"prompt_cache_miss_tokens":10}`, "false/0"},
+		{"every other source before the deepseek hit", `{"cached_input_tokens":2,"prompt_cache_hit_tokens":64}`, "true/2"},
+		{"cache writes are never a hit", `{"prompt_tokens_details":{"cache_write_tokens":100}}`, "<nil>/<nil>"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -9,9 +9,10 @@ import (
 	"testing"
 )
 
-// providerUsageCases has one case per row of the provider usage table in docs/records-and-merge.md
-// (row = "provider | field"): a usage object in that provider's shape, with the record fields it
-// must give. TestProviderUsageShapes fails when a row has no case or a case no row.
+// providerUsageCases has a case per row of the provider usage table in docs/records-and-merge.md
+// (row = "provider | field", optionally followed by " (variant)" for a further case of the same
+// row): a usage object in that provider's shape, with the record fields it must give.
+// TestProviderUsageShapes fails when a row has no case or a case no row.
 var providerUsageCases = []struct {
 	row, usage, want string
 }{
@@ -54,7 +55,12 @@ var providerUsageCases = []struct {
 	{"Bedrock (InvokeModel, Messages body) | cache_read_input_tokens",
 		`{"input_tokens":4,"cache_creation_input_tokens":0,"cache_read_input_tokens":2900,"output_tokens":77}`,
 		"in=2904 out=77 reasoning=<nil> total=2981 creation=0 cached=2900 hit=true"},
+	// The usage of testdata/fixtures/openai_chat/compat_deepseek_json_reasoning_content_tool_call.json
+	// (a real DeepSeek answer): the hit count is also sent as cached_tokens and counted once.
 	{"DeepSeek | prompt_tokens",
+		`{"prompt_tokens":339,"completion_tokens":92,"total_tokens":431,"prompt_tokens_details":{"cached_tokens":320},"completion_tokens_details":{"reasoning_tokens":48},"prompt_cache_hit_tokens":320,"prompt_cache_miss_tokens":19}`,
+		"in=339 out=92 reasoning=48 total=431 creation=<nil> cached=320 hit=true"},
+	{"DeepSeek | prompt_tokens (cache fields only at top level)",
 		`{"prompt_tokens":1500,"completion_tokens":40,"total_tokens":1540,"prompt_cache_hit_tokens":1280,"prompt_cache_miss_tokens":220}`,
 		"in=1500 out=40 reasoning=<nil> total=1540 creation=<nil> cached=1280 hit=true"},
 	{"DeepSeek | prompt_cache_hit_tokens",
@@ -130,12 +136,15 @@ func usageString(u json.RawMessage) string {
 }
 
 func TestProviderUsageShapes(t *testing.T) {
-	seen := map[string]bool{}
+	seen, names := map[string]bool{}, map[string]bool{}
 	for _, c := range providerUsageCases {
-		if seen[c.row] {
-			t.Errorf("two cases for row %q", c.row)
+		if names[c.row] {
+			t.Errorf("two cases named %q", c.row)
 		}
-		seen[c.row] = true
+		names[c.row] = true
+		provider, field, _ := strings.Cut(c.row, " | ")
+		field, _, _ = strings.Cut(field, " (")
+		seen[provider+" | "+field] = true
 		t.Run(c.row, func(t *testing.T) {
 			if got := usageString(json.RawMessage(c.usage)); got != c.want {
 				t.Errorf("usage %s\n got %s\nwant %s", c.usage, got, c.want)
