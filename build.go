@@ -16,8 +16,10 @@ var ErrInvalidExchange = errors.New("invalid exchange")
 // object) and its capture index into a ModelCallRecord (reference §4 with the differences of SPEC §6).
 //
 // The exchange envelope is ours, the payloads are the world's. The line is damaged (an error wrapping
-// ErrInvalidExchange) only when it is not a valid JSON object (strict JSON: no NaN/Infinity, valid
-// UTF-8) or when an envelope field has the wrong JSON type:
+// ErrInvalidExchange) only when it is not a valid JSON object under NeMo Gym's reader's rules (strict
+// JSON: no NaN/Infinity, valid UTF-8, every number finite as a double, every escaped surrogate
+// paired; a line with 1e400 or a lone "\ud800" is damage whoever wrote it) or when an envelope field
+// has the wrong JSON type:
 //
 //	model_call_id, dialect, error_category        string or null
 //	model_ref                                     null or {"type": "responses_api_models", "name": string, ...}
