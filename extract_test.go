@@ -175,6 +175,11 @@ func TestNormalizeArguments(t *testing.T) {
 		{"empty string", `""`, `{"_raw":""}`},
 		{"invalid JSON string", `"{\"a\":"`, `{"_raw":"{\"a\":"}`},
 		{"NaN is not JSON", `"{\"a\":NaN}"`, `{"_raw":"{\"a\":NaN}"}`},
+		// Arguments whose decoded text NeMo Gym's reader would refuse stay text, so a record never
+		// carries 1e400 or a lone surrogate escape.
+		{"overflowing number stays text", `"{\"t\":1e400}"`, `{"_raw":"{\"t\":1e400}"}`},
+		{"lone surrogate escape stays text", `"{\"s\":\"\\ud800\"}"`, `{"_raw":"{\"s\":\"\\ud800\"}"}`},
+		{"paired surrogate escape is an object", `"{\"s\":\"\\ud83d\\ude00\"}"`, `{"s":"\ud83d\ude00"}`},
 		{"null", `null`, `{}`},
 		{"absent", ``, `{}`},
 		{"number", `5`, `{}`},
