@@ -1,0 +1,246 @@
+package replay
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcalls/modelcalls/capture"
+)
+
+// arrivals posts body and returns when (since the request was sent) each byte offset in ends was
+// first readable by the client, and the time the body ended.
+func arrivals(t *testing.T, url, body string, ends []int) ([]time.Duration, time.Duration, []byte) {
+	t.Helper()
+	start := time.Now()
+	res, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var got []byte
+	var at []time.Duration
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := res.Body.Read(buf)
+		now := time.Since(start)
+		got = append(got, buf[:n]...)
+		for len(at) < len(ends) && len(got) >= ends[len(at)] {
+			at = append(at, now)
+		}
+		if err == io.EOF {
+			return at, now, got
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestTimingRecorded: the first event arrives at the recorded TTFT and the terminal event at the
+// recorded latency; events in between are spread evenly; xN scales; fast sends at once.
+func TestTimingRecorded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("timing test")
+	}
+	events := []string{
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n",
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n",
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"}}]}\n\n",
+		"data: [DONE]\n\n",
+	}
+	raw := strings.Join(events, "")
+	var ends []int
+	n := 0
+	for _, e := range events {
+		n += len(e)
+		ends = append(ends, n)
+	}
+	store, _ := capture.Open(t.TempDir())
+	appendLine(t, store, "r", capture.Exchange{Request: json.RawMessage(`{"stream":true}`), StatusCode: ptr(200),
+		ResponseRaw: &raw, Response: json.RawMessage(`{"object":"chat.completion"}`), LatencyMS: 420, LatencyTTFTMS: ptr(120.0)})
+	appendLine(t, store, "r", capture.Exchange{Request: json.RawMessage(`{"stream":false}`), StatusCode: ptr(200),
+		Response: json.RawMessage(`{"object":"chat.completion"}`), LatencyMS: 200, LatencyTTFTMS: ptr(150.0)})
+
+	// The replay must never send early; how late it may be is measured in the same run: a bare
+	// server that sleeps until each recorded instant and then writes, on this machine now, is late
+	// by up to baseline (timer wake-up and scheduling on a loaded machine); the replay may be late
+	// by 10 ms more than twice that.
+	check := func(t *testing.T, what string, got, want, tolerance time.Duration) {
+		t.Helper()
+		t.Logf("%s: %v (want %v, %+.2f ms)", what, got.Round(10*time.Microsecond), want, float64(got-want)/1e6)
+		if got < want-time.Millisecond || got > want+tolerance {
+			t.Errorf("%s arrived at %v, want %v (tolerance -1 ms/+%v)", what, got, want, tolerance)
+		}
+	}
+	for _, c := range []struct {
+		timing Timing
+		scale  float64
+	}{{Recorded, 1}, {Timing{Speed: 2}, 0.5}, {Timing{Speed: 0.5}, 2}} {
+		t.Run(c.timing.String(), func(t *testing.T) {
+			offsets := []time.Duration{}
+			for _, ms := range []float64{120, 220, 320, 420} {
+				offsets = append(offsets, time.Duration(ms*c.scale*float64(time.Millisecond)))
+			}
+			base := baselineLateness(t, events, offsets, ends)
+			tol := 10*time.Millisecond + 2*base
+			t.Logf("bare timer server late by up to %v: tolerance %v", base, tol)
+			rp := newReplay(t, &Server{Source: store, Match: Sequence, Timing: c.timing})
+			at, end, body := arrivals(t, rp.URL+"/ng-rollout/r/v1/chat/completions", `{}`, ends)
+			if string(body) != raw {
+				t.Fatalf("body %q", body)
+			}
+			for i, want := range []float64{120, 220, 320, 420} {
+				check(t, fmt.Sprintf("event %d", i), at[i], time.Duration(want*c.scale*float64(time.Millisecond)), tol)
+				if i > 0 {
+					t.Logf("gap %d-%d: %v (recorded spread: %v)", i-1, i, (at[i] - at[i-1]).Round(10*time.Microsecond), offsets[i]-offsets[i-1])
+				}
+			}
+			check(t, "end of stream", end, time.Duration(420*c.scale*float64(time.Millisecond)), tol)
+			at, end, _ = arrivals(t, rp.URL+"/ng-rollout/r/v1/chat/completions", `{}`, []int{1})
+			check(t, "JSON body", at[0], time.Duration(150*c.scale*float64(time.Millisecond)), tol)
+			check(t, "end of JSON body", end, time.Duration(200*c.scale*float64(time.Millisecond)), tol)
+		})
+	}
+	t.Run("fast", func(t *testing.T) {
+		rp := newReplay(t, &Server{Source: store, Match: Sequence, Timing: Timing{Fast: true}})
+		_, end, body := arrivals(t, rp.URL+"/ng-rollout/r/v1/chat/completions", `{}`, ends)
+		if string(body) != raw || end > 100*time.Millisecond {
+			t.Errorf("fast: %v for %q", end, body)
+		}
+	})
+}
+
+// baselineLateness serves events from a bare handler that sleeps until each offset and writes,
+// and returns how much later than its offset the latest event reached the client.
+func baselineLateness(t *testing.T, events []string, offsets []time.Duration, ends []int) time.Duration {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i, e := range events {
+			time.Sleep(time.Until(start.Add(offsets[i])))
+			io.WriteString(w, e)
+			w.(http.Flusher).Flush()
+		}
+	}))
+	defer srv.Close()
+	at, _, _ := arrivals(t, srv.URL, `{}`, ends)
+	var late time.Duration
+	for i := range at {
+		late = max(late, at[i]-offsets[i])
+	}
+	return late
+}
+
+func TestSchedule(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct {
+		n             int
+		ttft, latency time.Duration
+		want          []time.Duration
+	}{
+		{0, 10 * ms, 20 * ms, []time.Duration{}},
+		{1, 10 * ms, 20 * ms, []time.Duration{10 * ms}},
+		{2, 10 * ms, 20 * ms, []time.Duration{10 * ms, 20 * ms}},
+		{5, 100 * ms, 500 * ms, []time.Duration{100 * ms, 200 * ms, 300 * ms, 400 * ms, 500 * ms}},
+		{3, 0, 0, []time.Duration{0, 0, 0}},
+	} {
+		if got := schedule(c.n, c.ttft, c.latency); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("schedule(%d, %v, %v) = %v, want %v", c.n, c.ttft, c.latency, got, c.want)
+		}
+	}
+}
+
+func TestParseTiming(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want Timing
+		err  bool
+	}{
+		{"recorded", Recorded, false}, {"fast", Timing{Fast: true}, false}, {"x2", Timing{Speed: 2}, false},
+		{"x0.25", Timing{Speed: 0.25}, false}, {"x0", Timing{}, true}, {"x-1", Timing{}, true}, {"2", Timing{}, true},
+		{"xNaN", Timing{}, true}, {"slow", Timing{}, true},
+	} {
+		got, err := ParseTiming(c.in)
+		if (err != nil) != c.err || (!c.err && got != c.want) {
+			t.Errorf("ParseTiming(%q) = %v, %v", c.in, got, err)
+		}
+	}
+}
+
+func TestSplitEvents(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"data: a\n\ndata: b\n\n", []string{"data: a\n\n", "data: b\n\n"}},
+		{"data: a\r\n\r\ndata: b\r\n\r\n", []string{"data: a\r\n\r\n", "data: b\r\n\r\n"}},
+		{"data: a\r\rdata: b", []string{"data: a\r\r", "data: b"}},
+		{"event: x\ndata: a\n\n: keepalive\n\ndata: partial", []string{"event: x\ndata: a\n\n", ": keepalive\n\n", "data: partial"}},
+		{"data: a\n\n\n\ndata: b\n\n", []string{"data: a\n\n", "\n\n", "data: b\n\n"}},
+	} {
+		var got []string
+		for _, p := range splitEvents([]byte(c.in)) {
+			got = append(got, string(p))
+		}
+		if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", c.want) {
+			t.Errorf("splitEvents(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if !bytes.Equal([]byte(strings.Join(got, "")), []byte(c.in)) {
+			t.Errorf("pieces of %q do not add up", c.in)
+		}
+	}
+}
+
+func TestCompare(t *testing.T) {
+	for _, c := range []struct {
+		a, b, path string
+		n          int
+	}{
+		{`{"a":1,"b":[1,2]}`, `{"b":[1,2],"a":1.0}`, "", 0},
+		{`{"a":{"x":"s"}}`, `{"a":{"x":"t"}}`, "$.a.x", 1},
+		{`{"a":[1,2,3]}`, `{"a":[1,2]}`, "$.a[2]", 1},
+		{`{"a":1,"z":2}`, `{"a":2,"z":3}`, "$.a", 2},
+		{`{"weird key":1}`, `{"weird key":2}`, `$["weird key"]`, 1},
+		{`{"a":null}`, `{"a":false}`, "$.a", 1},
+		{`{"a":1}`, `{"a":1,"b":1}`, "$.b", 1},
+	} {
+		x, err := parseValue([]byte(c.a))
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := parseValue([]byte(c.b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, n := compare(x, y)
+		path := ""
+		if d != nil {
+			path = d.path
+		}
+		if path != c.path || n != c.n {
+			t.Errorf("compare(%s, %s) = %q, %d; want %q, %d", c.a, c.b, path, n, c.path, c.n)
+		}
+	}
+	v, _ := parseValue([]byte(`{"metadata":{"user_id":"u","keep":1},"user":"x","m":1}`))
+	w := v.without([][]string{{"metadata", "user_id"}, {"user"}})
+	if d, _ := compare(w, mustParse(t, `{"metadata":{"keep":1},"m":1}`)); d != nil {
+		t.Errorf("without: %+v", d)
+	}
+}
+
+func mustParse(t *testing.T, s string) *value {
+	t.Helper()
+	v, err := parseValue([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
