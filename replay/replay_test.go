@@ -125,7 +125,7 @@ func TestStrictMatching(t *testing.T) {
 		return body(`{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"` + text + `"}}]}`)
 	}
 	for _, l := range []struct {
-		req, ans string
+		req, ans  string
 		cancelled bool
 	}{
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"metadata":{"s":"1"}}`, "first hi", false},
