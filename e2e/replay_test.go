@@ -30,6 +30,9 @@ type replayProc struct {
 	cmd          *exec.Cmd
 	base, admin  string
 	exited       chan error
+	logDone      chan struct{} // closed when the log pipe reached EOF
+	once         sync.Once
+	err          error
 	mu           sync.Mutex
 	stdout, logs bytes.Buffer
 }
@@ -44,8 +47,11 @@ var (
 func startReplay(t *testing.T, bin, logPath string, args ...string) *replayProc {
 	t.Helper()
 	args = append([]string{"replay", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, args...)
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(bin, args...)
-	p := &replayProc{cmd: cmd, exited: make(chan error, 1)}
+	p := &replayProc{cmd: cmd, exited: make(chan error, 1), logDone: make(chan struct{})}
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
 	cmd.Stdout = &lockedWriter{mu: &p.mu, w: &p.stdout}
@@ -55,6 +61,7 @@ func startReplay(t *testing.T, bin, logPath string, args ...string) *replayProc 
 	go func() { err := cmd.Wait(); pw.Close(); p.exited <- err }()
 	found := make(chan struct{})
 	go func() {
+		defer close(p.logDone)
 		logf, _ := os.Create(logPath)
 		if logf != nil {
 			defer logf.Close()
@@ -97,22 +104,22 @@ func (p *replayProc) logText() string {
 	return p.logs.String()
 }
 
-// stop sends SIGTERM and returns the exit error and what the command printed on stdout.
+// stop sends SIGTERM (once) and returns the exit error and what the command printed on stdout.
 func (p *replayProc) stop() (error, string) {
-	if p.cmd.ProcessState == nil {
+	p.once.Do(func() {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	}
-	var err error
-	select {
-	case err = <-p.exited:
-		p.exited <- err
-	case <-time.After(60 * time.Second):
-		_ = p.cmd.Process.Kill()
-		err = fmt.Errorf("still running 60s after SIGTERM")
-	}
+		select {
+		case p.err = <-p.exited:
+		case <-time.After(60 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+			p.err = fmt.Errorf("still running 60s after SIGTERM")
+		}
+		<-p.logDone
+	})
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return err, p.stdout.String()
+	return p.err, p.stdout.String()
 }
 
 type lockedWriter struct {
@@ -195,7 +202,7 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 	front := httptest.NewServer(tap)
 	defer front.Close()
 
-	served, misses := 0, 0
+	served, changedRuns := 0, 0
 	for _, res := range todo {
 		t.Run(res.run, func(t *testing.T) {
 			run := *res.harness
@@ -271,12 +278,13 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 			home2 := filepath.Join(dir, "runs", res.run, "home-changed")
 			changed := harnessPrompt + " please"
 			args, env = run.command(t, home2, run.baseURL(rollBase), changed)
+			before := strings.Count(rp.logText(), `msg="replay miss" rollout_id=`+res.rolloutID+" ")
 			stdout, stderr, err = runProcess(res.exe, args, env, home2, res.project, harnessTimeout)
-			misses++
 			if err == nil && strings.Contains(stdout, res.nonce) {
 				t.Errorf("a changed prompt was answered: %q", stdout)
 			}
-			out := stdout + stderr
+			// The message as the harness shows it; an Anthropic-style client prints the JSON body.
+			out := strings.ReplaceAll(stdout+stderr, `\"`, `"`)
 			want := regexp.MustCompile(`replay_miss: no recorded \w+ call of rollout "` + regexp.QuoteMeta(res.rolloutID) +
 				`" matches this request; nearest is call 0 .*first difference at \$\.\S+: recorded "` +
 				regexp.QuoteMeta(harnessPrompt) + `", request "` + regexp.QuoteMeta(changed) + `"`)
@@ -284,13 +292,23 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 				t.Errorf("the harness's output does not carry the miss message naming the difference:\nstdout:\n%s\nstderr (tail):\n%s",
 					stdout, tail(stderr, 20))
 			}
-			if !strings.Contains(rp.logText(), `msg="replay miss" rollout_id=`+res.rolloutID) {
+			// pi retries a failed call a few times by itself: every attempt is a miss, and logged.
+			// The replay logs before it answers; its log reaches us through a pipe.
+			n := 0
+			for deadline := time.Now().Add(5 * time.Second); n < 1 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				n = strings.Count(rp.logText(), `msg="replay miss" rollout_id=`+res.rolloutID+" ") - before
+			}
+			if n < 1 {
 				t.Errorf("the replay did not log the miss")
 			}
+			t.Logf("changed prompt: %d misses logged so far (the harness's attempts), exit %v", n, err)
+			changedRuns++
 		})
 	}
 
-	// /metrics of the admin listener, then the summary at shutdown.
+	// /metrics of the admin listener, then the summary at shutdown; misses are every attempt of
+	// the changed-prompt runs, as many as the replay logged.
+	var metricsText string
 	if rp.admin != "" {
 		resp, err := http.Get(rp.admin + "/metrics")
 		if err != nil {
@@ -298,13 +316,7 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		for _, m := range []string{fmt.Sprintf("modelcalls_replay_served_total %d", served),
-			fmt.Sprintf("modelcalls_replay_misses_total %d", misses), "modelcalls_replay_exhausted_total 0",
-			"modelcalls_gateway_calls_total"} {
-			if !strings.Contains(string(b), m) {
-				t.Errorf("/metrics lacks %q", m)
-			}
-		}
+		metricsText = string(b)
 	} else {
 		t.Errorf("replay logged no admin address")
 	}
@@ -312,8 +324,20 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 	if err != nil {
 		t.Errorf("replay did not exit cleanly on SIGTERM: %v\n%s", err, tail(rp.logText(), 20))
 	}
+	misses := strings.Count(rp.logText(), `msg="replay miss"`)
+	if misses < changedRuns {
+		t.Errorf("%d misses logged for %d changed-prompt runs", misses, changedRuns)
+	}
+	for _, m := range []string{fmt.Sprintf("modelcalls_replay_served_total %d\n", served),
+		fmt.Sprintf("modelcalls_replay_misses_total %d\n", misses), "modelcalls_replay_exhausted_total 0\n",
+		"modelcalls_gateway_calls_total{"} {
+		if !strings.Contains(metricsText, m) {
+			t.Errorf("/metrics lacks %q", m)
+		}
+	}
 	if want := fmt.Sprintf("replay: served %d, misses %d, exhausted 0,", served, misses); !strings.HasPrefix(stdout, want) {
 		t.Errorf("summary %q, want it to start with %q", stdout, want)
 	}
+	t.Logf("%s", strings.TrimSpace(stdout))
 	s.report.step(rig.name+": replay of "+fmt.Sprint(len(todo))+" runs", time.Since(started))
 }
