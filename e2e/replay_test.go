@@ -272,6 +272,15 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 					!eqStr(x.ReasoningContent, y.ReasoningContent) || !eqStr(x.ErrorCategory, y.ErrorCategory) {
 					t.Errorf("record %d: original %s\n re-captured %s", i, mustJSON(x), mustJSON(y))
 				}
+				// --timing recorded: the re-run's TTFT and latency are the recorded ones, never less
+				// (a loaded machine may add some).
+				if x.LatencyTTFTMS != nil && (y.LatencyTTFTMS == nil || *y.LatencyTTFTMS < *x.LatencyTTFTMS-1) ||
+					x.LatencyTotalMS != nil && (y.LatencyTotalMS == nil || *y.LatencyTotalMS < *x.LatencyTotalMS-1) {
+					t.Errorf("record %d: re-captured TTFT/latency %v/%v ms, recorded %v/%v ms: the replay answered early", i,
+						derefAny(y.LatencyTTFTMS), derefAny(y.LatencyTotalMS), derefAny(x.LatencyTTFTMS), derefAny(x.LatencyTotalMS))
+				}
+				t.Logf("call %d: TTFT/latency recorded %v/%v ms, replayed %v/%v ms", i, derefAny(x.LatencyTTFTMS),
+					derefAny(x.LatencyTotalMS), derefAny(y.LatencyTTFTMS), derefAny(y.LatencyTotalMS))
 			}
 
 			// A changed prompt: the replay has no answer and says where the request differs.
@@ -286,7 +295,7 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 			// The message as the harness shows it; an Anthropic-style client prints the JSON body.
 			out := strings.ReplaceAll(stdout+stderr, `\"`, `"`)
 			want := regexp.MustCompile(`replay_miss: no recorded \w+ call of rollout "` + regexp.QuoteMeta(res.rolloutID) +
-				`" matches this request; nearest is call 0 .*first difference at \$\.\S+: recorded "` +
+				`" matches this request; nearest is call [0-9]+ .*first difference at \$\.\S+: recorded "` +
 				regexp.QuoteMeta(harnessPrompt) + `", request "` + regexp.QuoteMeta(changed) + `"`)
 			if !want.MatchString(out) {
 				t.Errorf("the harness's output does not carry the miss message naming the difference:\nstdout:\n%s\nstderr (tail):\n%s",
