@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -342,4 +343,33 @@ func newReplayUpstream(t *testing.T, h http.HandlerFunc) string {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// TestEncodedRequestMatches: the capture stores requests decoded, so a compressed request body
+// is decoded before matching; an undecodable one is answered 400.
+func TestEncodedRequestMatches(t *testing.T) {
+	store, _ := capture.Open(t.TempDir())
+	appendLine(t, store, "r", capture.Exchange{Request: json.RawMessage(`{"q":"zipped"}`), StatusCode: ptr(200),
+		Response: json.RawMessage(`{"ok":1}`)})
+	rp := newReplay(t, &Server{Source: store, Timing: Timing{Fast: true}})
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	io.WriteString(zw, `{"q":"zipped"}`)
+	zw.Close()
+	for _, c := range []struct {
+		body   []byte
+		status int
+	}{{buf.Bytes(), 200}, {[]byte("not gzip"), 400}} {
+		req, _ := http.NewRequest(http.MethodPost, rp.URL+"/ng-rollout/r/v1/chat/completions", bytes.NewReader(c.body))
+		req.Header.Set("Content-Encoding", "gzip")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != c.status {
+			t.Errorf("%q: %d %s", c.body, res.StatusCode, b)
+		}
+	}
 }

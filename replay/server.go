@@ -49,9 +49,6 @@ const (
 // retry it (they retry 408, 409, 429 and 5xx), so a harness fails at once with the message.
 const MissStatus = http.StatusNotFound
 
-// maxRequestBytes bounds a request body read for matching (the gateway's default limit).
-const maxRequestBytes = 64 << 20
-
 // Server answers model calls under /ng-rollout/<rollout_id>/ from the rollout's capture in
 // Source. Set the fields, then serve; they must not change afterwards.
 type Server struct {
@@ -161,7 +158,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				r.Method, rest, rollout.PrefixSegment))
 		return
 	}
-	body, err := readBody(r)
+	body, raw, err := readBody(r)
 	if err != nil {
 		writeError(w, d, http.StatusBadRequest, "request_unreadable", "cannot read the request body: "+err.Error())
 		return
@@ -175,7 +172,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.log.Warn("replay miss", "rollout_id", id, "dialect", d, "reason", reason, "forwarded", s.proxy != nil, "detail", msg)
 		if s.proxy != nil {
-			s.forward(w, r, rest, rawRest, true, body)
+			s.forward(w, r, rest, rawRest, true, raw)
 			return
 		}
 		writeError(w, d, MissStatus, reason, msg)
@@ -193,20 +190,6 @@ func pathDialect(p string) dialect.Dialect {
 		return d
 	}
 	return dialect.Chat
-}
-
-func readBody(r *http.Request) ([]byte, error) {
-	if r.Body == nil {
-		return nil, nil
-	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxRequestBytes {
-		return nil, fmt.Errorf("larger than %d bytes", maxRequestBytes)
-	}
-	return b, nil
 }
 
 // state returns the rollout's recorded calls, reading its capture on first use.
