@@ -327,8 +327,8 @@ type runResult struct {
 	wall      time.Duration
 	output    string
 	// For a replay of the run (nil harness for the probe): what ran, where, with which nonce.
-	harness             *harnessRun
-	exe, project, nonce string
+	harness                   *harnessRun
+	exe, project, home, nonce string
 }
 
 func (s *suite) runOne(t *testing.T, rig *upstreamRig, run harnessRun, exe, project string) *runResult {
@@ -364,7 +364,7 @@ func (s *suite) runOne(t *testing.T, rig *upstreamRig, run harnessRun, exe, proj
 			wall.Round(time.Millisecond), stdout, tail(stderr, 40))
 	}
 	res := &runResult{run: run.name, dialect: run.dialect, rolloutID: rolloutID, wall: wall, output: stdout,
-		harness: &run, exe: exe, project: project, nonce: nonce}
+		harness: &run, exe: exe, project: project, home: home, nonce: nonce}
 
 	// The harness's own output is the model's answer, unchanged.
 	if want := rig.answer(nonce); strings.TrimRight(stdout, "\r\n") != want {

@@ -172,6 +172,17 @@ func readCaptureLines(t *testing.T, dir, id string) []captureLine {
 	return out
 }
 
+// freshHome moves the directory home to home+suffix and creates an empty one in its place.
+func freshHome(t *testing.T, home, suffix string) {
+	t.Helper()
+	if err := os.Rename(home, home+suffix); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // checkReplay stops the rig's upstream, starts `modelcalls replay` on the rig's capture (with a
 // re-capture), and re-runs every replayable harness run through a Tap in front of it: the
 // harness must print what it printed against the model, receive exactly the recorded bytes, and
@@ -208,7 +219,10 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 			run := *res.harness
 			writeFile(t, filepath.Join(res.project, "hello.txt"), res.nonce+"\n")
 			rollBase := front.URL + "/ng-rollout/" + res.rolloutID
-			home := filepath.Join(dir, "runs", res.run, "home")
+			// The same HOME path as the recorded run, fresh: Claude Code writes its home's path
+			// into the system prompt. The recorded run's home is kept beside it.
+			home := res.home
+			freshHome(t, home, "-recorded")
 			args, env := run.command(t, home, run.baseURL(rollBase), harnessPrompt)
 			tap.Take()
 			t0 := time.Now()
@@ -284,7 +298,8 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 			}
 
 			// A changed prompt: the replay has no answer and says where the request differs.
-			home2 := filepath.Join(dir, "runs", res.run, "home-changed")
+			home2 := res.home
+			freshHome(t, home2, "-replayed")
 			changed := harnessPrompt + " please"
 			args, env = run.command(t, home2, run.baseURL(rollBase), changed)
 			before := strings.Count(rp.logText(), `msg="replay miss" rollout_id=`+res.rolloutID+" ")

@@ -160,6 +160,9 @@ func compare(recorded, got *value) (*difference, int) {
 		n++
 		if first == nil {
 			first = &difference{path: path, recorded: render(a), got: render(b)}
+			if a != nil && b != nil && a.kind == 's' && b.kind == 's' {
+				first.recorded, first.got = renderStrings(a.text, b.text)
+			}
 		}
 	}
 	walk = func(path string, a, b *value) {
@@ -247,4 +250,28 @@ func render(v *value) string {
 		return "null"
 	}
 	return v.text
+}
+
+// renderStrings shows two different strings whole when both are short (80 characters at most),
+// else around where they first differ: from 30 characters before that point, up to 80
+// characters, with the offset.
+func renderStrings(a, b string) (string, string) {
+	ra, rb := []rune(a), []rune(b)
+	p := 0
+	for p < len(ra) && p < len(rb) && ra[p] == rb[p] {
+		p++
+	}
+	if p <= 30 || (len(ra) <= 80 && len(rb) <= 80) {
+		return render(&value{kind: 's', text: a}), render(&value{kind: 's', text: b})
+	}
+	cut := func(r []rune) string {
+		from := p - 30
+		to := min(len(r), from+80)
+		s := "..." + string(jsonscan.AppendString(nil, string(r[from:to])))
+		if to < len(r) {
+			s += "..."
+		}
+		return s
+	}
+	return fmt.Sprintf("%s (from character %d)", cut(ra), p-30), cut(rb)
 }

@@ -151,16 +151,16 @@ func TestStrictMatching(t *testing.T) {
 		{"identical requests answer in recorded order (key order, ignored metadata)",
 			`{"metadata":{"s":"other"},"messages":[{"content":"hi","role":"user"}],"model":"m"}`, 200, []string{"first hi"}},
 		{"then the second recording", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, 200, []string{"second hi"}},
-		{"each once", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, 404,
+		{"each once", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, MissStatus,
 			[]string{"replay_exhausted", "recorded this request 2 times"}},
 		{"numbers compare by value", `{"model":"m","messages":[{"role":"user","content":"bye"}],"temperature":0.50}`, 200, []string{`"bye"`}},
-		{"a changed prompt is a miss naming the path", `{"model":"m","messages":[{"role":"user","content":"bye!"}],"temperature":0.5}`, 404,
+		{"a changed prompt is a miss naming the path", `{"model":"m","messages":[{"role":"user","content":"bye!"}],"temperature":0.5}`, MissStatus,
 			[]string{"replay_miss", "nearest is call 2", "$.messages[0].content", `recorded "bye", request "bye!"`}},
-		{"an added member", `{"model":"m","messages":[{"role":"user","content":"bye"}],"temperature":0.5,"top_p":1}`, 404,
+		{"an added member", `{"model":"m","messages":[{"role":"user","content":"bye"}],"temperature":0.5,"top_p":1}`, MissStatus,
 			[]string{"$.top_p: recorded absent, request 1"}},
-		{"a cancelled recording is not an answer", `{"model":"m","messages":[{"role":"user","content":"left"}]}`, 404,
+		{"a cancelled recording is not an answer", `{"model":"m","messages":[{"role":"user","content":"left"}]}`, MissStatus,
 			[]string{"replay_miss", "$.messages[0].content"}},
-		{"another dialect", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, 404, []string{"dialect: recorded chat, request messages"}},
+		{"another dialect", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, MissStatus, []string{"dialect: recorded chat, request messages"}},
 	}
 	for _, st := range steps {
 		path := chat
@@ -204,9 +204,9 @@ func TestMissShapes(t *testing.T) {
 	logs := newSyncBuffer()
 	rp := newReplay(t, &Server{Source: store, Timing: Timing{Fast: true}, Logger: logTo(logs)})
 	for _, c := range []struct{ path, shape string }{
-		{"/v1/chat/completions", "openai:not_found_error:replay_miss"},
-		{"/v1/responses", "openai:not_found_error:replay_miss"},
-		{"/v1/messages", "anthropic:not_found_error"},
+		{"/v1/chat/completions", "openai:invalid_request_error:replay_miss"},
+		{"/v1/responses", "openai:invalid_request_error:replay_miss"},
+		{"/v1/messages", "anthropic:invalid_request_error"},
 	} {
 		status, hdr, b := post(t, rp.URL, "/ng-rollout/r"+c.path, `{"model":"m","input":"y"}`)
 		shape, msg := errorBody(t, b)
@@ -226,7 +226,7 @@ func TestMissShapes(t *testing.T) {
 		t.Errorf("unknown rollout: %d %s", status, msg)
 	}
 	status, _, b = post(t, rp.URL, "/ng-rollout/r/v1/models", `{}`)
-	if _, msg := errorBody(t, b); status != MissStatus || !strings.Contains(msg, "replay_not_recorded") {
+	if _, msg := errorBody(t, b); status != NotRecordedStatus || !strings.Contains(msg, "replay_not_recorded") {
 		t.Errorf("not a model call: %d %s", status, msg)
 	}
 	status, _, _ = post(t, rp.URL, "/ng-rollout/bad%2Fid/v1/chat/completions", `{}`)

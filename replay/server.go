@@ -45,9 +45,15 @@ const (
 	ReasonNotCall   = "replay_not_recorded"
 )
 
-// MissStatus is the HTTP status of a miss: 404, nothing was recorded for this request. SDKs do not
-// retry it (they retry 408, 409, 429 and 5xx), so a harness fails at once with the message.
-const MissStatus = http.StatusNotFound
+// MissStatus is the HTTP status of a miss and of an exhausted call: 400, the request is not one
+// the capture can answer. Harnesses show a 400's message
+// as it is (Claude Code turns a 404 into "an issue with the selected model" and hides it), and the
+// OpenAI and Anthropic SDKs do not retry it (they retry 408, 409, 429 and 5xx).
+const MissStatus = http.StatusBadRequest
+
+// NotRecordedStatus answers a request that is not a model call under a rollout prefix (Claude
+// Code's HEAD /api/hello, /v1/models, count_tokens): 404, as a model server without that endpoint.
+const NotRecordedStatus = http.StatusNotFound
 
 // Server answers model calls under /ng-rollout/<rollout_id>/ from the rollout's capture in
 // Source. Set the fields, then serve; they must not change afterwards.
@@ -129,7 +135,7 @@ func (s *Server) Registry() *prometheus.Registry {
 }
 
 // ServeHTTP answers one request: a model call under a rollout prefix from the capture, anything
-// else forwarded to Upstream or answered 404.
+// else forwarded to Upstream or answered NotRecordedStatus.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.once.Do(s.init)
 	start := time.Now()
@@ -153,7 +159,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.forward(w, r, rest, rawRest, prefixed, nil)
 			return
 		}
-		writeError(w, pathDialect(rest), MissStatus, ReasonNotCall,
+		writeError(w, pathDialect(rest), NotRecordedStatus, ReasonNotCall,
 			fmt.Sprintf("%s %s is not a recorded model call: replay answers POST /%s/<rollout_id>/v1/{responses,chat/completions,messages}",
 				r.Method, rest, rollout.PrefixSegment))
 		return

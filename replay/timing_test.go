@@ -244,3 +244,18 @@ func mustParse(t *testing.T, s string) *value {
 	}
 	return v
 }
+
+func TestRenderStrings(t *testing.T) {
+	long := strings.Repeat("x", 100)
+	for _, c := range []struct{ a, b, wa, wb string }{
+		{"hello", "help", `"hello"`, `"help"`},
+		{long + "ABC" + long, long + "ABD" + long, `..."` + strings.Repeat("x", 28) + "ABC" + strings.Repeat("x", 49) + `"... (from character 72)`,
+			`..."` + strings.Repeat("x", 28) + "ABD" + strings.Repeat("x", 49) + `"...`},
+		{long, long + "!", `..."` + strings.Repeat("x", 30) + `" (from character 70)`, `..."` + strings.Repeat("x", 30) + `!"`},
+	} {
+		ga, gb := renderStrings(c.a, c.b)
+		if ga != c.wa || gb != c.wb {
+			t.Errorf("renderStrings:\n got %s | %s\nwant %s | %s", ga, gb, c.wa, c.wb)
+		}
+	}
+}

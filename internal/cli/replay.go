@@ -55,7 +55,7 @@ when present, else the stored response), streams event by event on the recorded 
 --match strict (default) answers a request with a recorded request of its rollout that is equal
 as JSON once the --ignore-keys members are dropped (identical ones in recorded order, each once);
 --match sequence answers the N-th call of a rollout with its N-th recorded call. A request with no
-recorded answer gets a 404 in the dialect's error shape naming the nearest recorded request and
+recorded answer gets a 400 in the dialect's error shape naming the nearest recorded request and
 the first JSON path where they differ, or goes to --upstream with --on-miss forward.
 
 --timing recorded (default) sends the first byte at the recorded TTFT and the terminal event at the
@@ -72,7 +72,7 @@ SIGTERM stops it and prints a summary; --admin-listen serves /metrics and /healt
 	f.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to listen on (port 0 picks a free port)")
 	f.StringVar(&o.match, "match", string(replay.Strict), "how a request finds its answer: strict or sequence")
 	f.StringVar(&o.timing, "timing", "recorded", "pace of the answers: recorded, fast, or xN (N times as fast)")
-	f.StringVar(&o.onMiss, "on-miss", "error", "a request without a recorded answer: error (404) or forward (to --upstream)")
+	f.StringVar(&o.onMiss, "on-miss", "error", "a request without a recorded answer: error (400) or forward (to --upstream)")
 	f.StringVar(&o.upstream, "upstream", "", "with --on-miss forward: base URL of the model server misses go to")
 	f.StringVar(&o.captureDirOut, "capture-dir-out", "", "capture the re-run into this directory, like modelcalls proxy")
 	f.StringVar(&o.name, "name", "", "with --capture-dir-out: model server name recorded as model_ref.name")

@@ -93,7 +93,7 @@ func TestReplayCommand(t *testing.T) {
 	for _, c := range []struct {
 		body   string
 		status int
-	}{{`{"messages":[{"content":"hi","role":"user"}],"model":"m"}`, 200}, {`{"model":"m","messages":[]}`, 404}} {
+	}{{`{"messages":[{"content":"hi","role":"user"}],"model":"m"}`, 200}, {`{"model":"m","messages":[]}`, 400}} {
 		res, err := http.Post(base, "application/json", strings.NewReader(c.body))
 		if err != nil {
 			t.Fatal(err)
