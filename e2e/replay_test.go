@@ -23,7 +23,7 @@ import (
 )
 
 // replayHarnesses are the harnesses whose runs are replayed after their upstream is stopped.
-var replayHarnesses = []string{"pi", "claude-code"}
+var replayHarnesses = []string{"pi", "claude-code", "codex"}
 
 // replayProc is a running `modelcalls replay`.
 type replayProc struct {

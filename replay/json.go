@@ -107,9 +107,22 @@ func (v *value) field(k string) *value {
 }
 
 // without returns v with the members named by paths removed. A path is a member name at the top
-// level ("metadata") or a dotted path into nested objects ("metadata.user_id"). v is not modified.
+// level ("metadata") or a dotted path into nested values ("metadata.user_id"); a step into an
+// array applies to each of its elements ("input.id" drops the id of every input item). v is not
+// modified.
 func (v *value) without(paths [][]string) *value {
-	if v == nil || v.kind != 'o' || len(paths) == 0 {
+	if v == nil || len(paths) == 0 {
+		return v
+	}
+	switch v.kind {
+	case 'a':
+		out := &value{kind: 'a', elems: make([]*value, len(v.elems))}
+		for i, e := range v.elems {
+			out.elems[i] = e.without(paths)
+		}
+		return out
+	case 'o':
+	default:
 		return v
 	}
 	out := &value{kind: 'o'}

@@ -34,8 +34,10 @@ const (
 // DefaultIgnoreKeys are the request members strict matching ignores: values a harness changes
 // from run to run without changing what it asks. metadata (Claude Code's metadata.user_id holds
 // its session id), user, stream_options (usage reporting, not content), prompt_cache_key (a
-// session id in pi and Codex Responses calls), client_metadata (Codex's session and turn ids).
-var DefaultIgnoreKeys = []string{"metadata", "user", "stream_options", "prompt_cache_key", "client_metadata"}
+// session id in pi and Codex Responses calls), client_metadata (Codex's session and turn ids),
+// input.id (the ids of Responses input items: Codex makes up fresh msg_/fco_ ids for its own
+// items on every run; ids that came from the model's answers are replayed identically anyway).
+var DefaultIgnoreKeys = []string{"metadata", "user", "stream_options", "prompt_cache_key", "client_metadata", "input.id"}
 
 // Miss codes: the code of the error body and the local_response_reason of a re-capture.
 const (

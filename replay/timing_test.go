@@ -18,10 +18,18 @@ import (
 // first readable by the client, and the time the body ended.
 func arrivals(t *testing.T, url, body string, ends []int) ([]time.Duration, time.Duration, []byte) {
 	t.Helper()
+	at, end, got, err := measure(url, body, ends)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at, end, got
+}
+
+func measure(url, body string, ends []int) ([]time.Duration, time.Duration, []byte, error) {
 	start := time.Now()
 	res, err := http.Post(url, "application/json", strings.NewReader(body))
 	if err != nil {
-		t.Fatal(err)
+		return nil, 0, nil, err
 	}
 	defer res.Body.Close()
 	var got []byte
@@ -35,10 +43,10 @@ func arrivals(t *testing.T, url, body string, ends []int) ([]time.Duration, time
 			at = append(at, now)
 		}
 		if err == io.EOF {
-			return at, now, got
+			return at, now, got, nil
 		}
 		if err != nil {
-			t.Fatal(err)
+			return nil, 0, nil, err
 		}
 	}
 }
@@ -68,44 +76,55 @@ func TestTimingRecorded(t *testing.T) {
 	appendLine(t, store, "r", capture.Exchange{Request: json.RawMessage(`{"stream":false}`), StatusCode: ptr(200),
 		Response: json.RawMessage(`{"object":"chat.completion"}`), LatencyMS: 200, LatencyTTFTMS: ptr(150.0)})
 
-	// The replay must never send early; how late it may be is measured in the same run: a bare
-	// server that sleeps until each recorded instant and then writes, on this machine now, is late
-	// by up to baseline (timer wake-up and scheduling on a loaded machine); the replay may be late
-	// by 10 ms more than twice that.
-	check := func(t *testing.T, what string, got, want, tolerance time.Duration) {
-		t.Helper()
-		t.Logf("%s: %v (want %v, %+.2f ms)", what, got.Round(10*time.Microsecond), want, float64(got-want)/1e6)
-		if got < want-time.Millisecond || got > want+tolerance {
-			t.Errorf("%s arrived at %v, want %v (tolerance -1 ms/+%v)", what, got, want, tolerance)
-		}
-	}
+	// The replay must never send early (checked on every attempt). How late it may be is measured
+	// in the same run: a bare server that sleeps until each recorded instant and writes, serving
+	// the same schedule at the same time, is late by up to base (timer wake-up and scheduling on
+	// this machine now); the replay may be late by 10 ms more than twice that. Load spikes on a
+	// shared machine can still hit one server and not the other, so the lateness bound is taken
+	// from the best of three attempts; a wrong schedule fails all three (and early never passes).
 	for _, c := range []struct {
 		timing Timing
 		scale  float64
 	}{{Recorded, 1}, {Timing{Speed: 2}, 0.5}, {Timing{Speed: 0.5}, 2}} {
 		t.Run(c.timing.String(), func(t *testing.T) {
-			offsets := []time.Duration{}
-			for _, ms := range []float64{120, 220, 320, 420} {
-				offsets = append(offsets, time.Duration(ms*c.scale*float64(time.Millisecond)))
-			}
-			base := baselineLateness(t, events, offsets, ends)
-			tol := 10*time.Millisecond + 2*base
-			t.Logf("bare timer server late by up to %v: tolerance %v", base, tol)
-			rp := newReplay(t, &Server{Source: store, Match: Sequence, Timing: c.timing})
-			at, end, body := arrivals(t, rp.URL+"/ng-rollout/r/v1/chat/completions", `{}`, ends)
-			if string(body) != raw {
-				t.Fatalf("body %q", body)
-			}
-			for i, want := range []float64{120, 220, 320, 420} {
-				check(t, fmt.Sprintf("event %d", i), at[i], time.Duration(want*c.scale*float64(time.Millisecond)), tol)
-				if i > 0 {
-					t.Logf("gap %d-%d: %v (recorded spread: %v)", i-1, i, (at[i] - at[i-1]).Round(10*time.Microsecond), offsets[i]-offsets[i-1])
+			ms := func(v float64) time.Duration { return time.Duration(v * c.scale * float64(time.Millisecond)) }
+			offsets := []time.Duration{ms(120), ms(220), ms(320), ms(420)}
+			var late []string
+			for attempt := 1; attempt <= 3; attempt++ {
+				late = nil
+				rp := newReplay(t, &Server{Source: store, Match: Sequence, Timing: c.timing}) // sequence: from call 0 again
+				baseC := make(chan time.Duration, 1)
+				go func() { baseC <- baselineLateness(events, offsets, ends) }()
+				at, end, body := arrivals(t, rp.URL+"/ng-rollout/r/v1/chat/completions", `{}`, ends)
+				base := <-baseC
+				if string(body) != raw {
+					t.Fatalf("body %q", body)
+				}
+				jat, jend, _ := arrivals(t, rp.URL+"/ng-rollout/r/v1/chat/completions", `{}`, []int{1})
+				tol := 10*time.Millisecond + 2*base
+				t.Logf("attempt %d: bare timer server late by up to %v: tolerance %v", attempt, base, tol)
+				got := append(append([]time.Duration{}, at...), end, jat[0], jend)
+				want := append(append([]time.Duration{}, offsets...), ms(420), ms(150), ms(200))
+				names := []string{"event 0", "event 1", "event 2", "event 3", "end of stream", "JSON body", "end of JSON body"}
+				for i := range got {
+					t.Logf("  %s: %v (want %v, %+.2f ms)", names[i], got[i].Round(10*time.Microsecond), want[i], float64(got[i]-want[i])/1e6)
+					if got[i] < want[i]-time.Millisecond {
+						t.Errorf("%s arrived at %v, before the recorded %v", names[i], got[i], want[i])
+					}
+					if got[i] > want[i]+tol {
+						late = append(late, fmt.Sprintf("%s arrived at %v, want %v (+%v at most)", names[i], got[i], want[i], tol))
+					}
+				}
+				for i := 1; i < len(at); i++ {
+					t.Logf("  gap %d-%d: %v (recorded spread: %v)", i-1, i, (at[i] - at[i-1]).Round(10*time.Microsecond), offsets[i]-offsets[i-1])
+				}
+				if len(late) == 0 {
+					break
 				}
 			}
-			check(t, "end of stream", end, time.Duration(420*c.scale*float64(time.Millisecond)), tol)
-			at, end, _ = arrivals(t, rp.URL+"/ng-rollout/r/v1/chat/completions", `{}`, []int{1})
-			check(t, "JSON body", at[0], time.Duration(150*c.scale*float64(time.Millisecond)), tol)
-			check(t, "end of JSON body", end, time.Duration(200*c.scale*float64(time.Millisecond)), tol)
+			for _, l := range late {
+				t.Error(l)
+			}
 		})
 	}
 	t.Run("fast", func(t *testing.T) {
@@ -118,9 +137,9 @@ func TestTimingRecorded(t *testing.T) {
 }
 
 // baselineLateness serves events from a bare handler that sleeps until each offset and writes,
-// and returns how much later than its offset the latest event reached the client.
-func baselineLateness(t *testing.T, events []string, offsets []time.Duration, ends []int) time.Duration {
-	t.Helper()
+// and returns how much later than its offset the latest event reached the client (an hour when
+// the exchange failed, which makes any lateness pass: the replay's own checks still run).
+func baselineLateness(events []string, offsets []time.Duration, ends []int) time.Duration {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -131,7 +150,10 @@ func baselineLateness(t *testing.T, events []string, offsets []time.Duration, en
 		}
 	}))
 	defer srv.Close()
-	at, _, _ := arrivals(t, srv.URL, `{}`, ends)
+	at, _, _, err := measure(srv.URL, `{}`, ends)
+	if err != nil || len(at) < len(offsets) {
+		return time.Hour
+	}
 	var late time.Duration
 	for i := range at {
 		late = max(late, at[i]-offsets[i])
@@ -229,9 +251,9 @@ func TestCompare(t *testing.T) {
 			t.Errorf("compare(%s, %s) = %q, %d; want %q, %d", c.a, c.b, path, n, c.path, c.n)
 		}
 	}
-	v, _ := parseValue([]byte(`{"metadata":{"user_id":"u","keep":1},"user":"x","m":1}`))
-	w := v.without([][]string{{"metadata", "user_id"}, {"user"}})
-	if d, _ := compare(w, mustParse(t, `{"metadata":{"keep":1},"m":1}`)); d != nil {
+	v, _ := parseValue([]byte(`{"metadata":{"user_id":"u","keep":1},"user":"x","m":1,"input":[{"id":"a","t":1},"s",{"t":2}]}`))
+	w := v.without([][]string{{"metadata", "user_id"}, {"user"}, {"input", "id"}})
+	if d, _ := compare(w, mustParse(t, `{"metadata":{"keep":1},"m":1,"input":[{"t":1},"s",{"t":2}]}`)); d != nil {
 		t.Errorf("without: %+v", d)
 	}
 }
