@@ -237,9 +237,12 @@ func TestMissShapes(t *testing.T) {
 
 func TestSequenceMatching(t *testing.T) {
 	store, _ := capture.Open(t.TempDir())
-	for i, cat := range []*string{nil, ptr("cancelled"), nil} {
+	for i, cat := range []*string{nil, ptr("cancelled"), nil, ptr("cancelled")} {
 		ex := capture.Exchange{Request: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), StatusCode: ptr(200), ErrorCategory: cat,
 			Response: json.RawMessage(fmt.Sprintf(`{"answer":%d}`, i))}
+		if i == 3 { // cancelled before any header arrived: no status, no body
+			ex.StatusCode, ex.Response = nil, nil
+		}
 		appendLine(t, store, "r", ex)
 	}
 	s := &Server{Source: store, Match: Sequence, Timing: Timing{Fast: true}}
@@ -261,11 +264,15 @@ func TestSequenceMatching(t *testing.T) {
 	if _, _, b := post(t, rp.URL, p, `{}`); string(b) != `{"answer":2}` {
 		t.Errorf("call 2 got %s", b)
 	}
+	if res, err := http.Post(rp.URL+p, "application/json", strings.NewReader(`{}`)); err == nil {
+		res.Body.Close()
+		t.Errorf("call 3 (cancelled before any header when recorded): answered %d, want a broken connection", res.StatusCode)
+	}
 	status, _, b := post(t, rp.URL, p, `{}`)
 	if _, msg := errorBody(t, b); status != MissStatus || !strings.Contains(msg, "replay_exhausted") {
 		t.Errorf("call 3: %d %s", status, msg)
 	}
-	if sum := s.Summary(); sum.Served != 3 || sum.Exhausted != 1 || sum.Unused != 0 {
+	if sum := s.Summary(); sum.Served != 4 || sum.Exhausted != 1 || sum.Unused != 0 {
 		t.Errorf("summary %s", sum)
 	}
 }
