@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -122,5 +123,32 @@ func TestReplayCommand(t *testing.T) {
 	want := "replay: served 1, misses 1, exhausted 0, forwarded 0, not model calls 0, recorded answers not asked for 0\n"
 	if out.String() != want {
 		t.Errorf("summary %q, want %q", out.String(), want)
+	}
+}
+
+// TestReplayIgnoreKeysFlag: the default list, a replacement, and --ignore-keys= for none.
+func TestReplayIgnoreKeysFlag(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "[metadata user stream_options prompt_cache_key client_metadata input.id]"},
+		{[]string{"--ignore-keys", "user,metadata.user_id"}, "[user metadata.user_id]"},
+		{[]string{"--ignore-keys="}, "[]"},
+	} {
+		cmd := newReplayCmd(&Streams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
+		if err := cmd.Flags().Parse(append([]string{"--capture-dir", dir}, c.args...)); err != nil {
+			t.Fatal(err)
+		}
+		v, _ := cmd.Flags().GetStringSlice("ignore-keys")
+		o := &replayOptions{captureDir: dir, match: "strict", timing: "fast", onMiss: "error", ignoreKeys: v}
+		s, err := resolveReplay(o, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(s.IgnoreKeys); got != c.want || s.IgnoreKeys == nil {
+			t.Errorf("%q: ignore keys %s, want %s", c.args, got, c.want)
+		}
 	}
 }
