@@ -209,6 +209,8 @@ type upstreamRig struct {
 	// toolCall, for a model that calls a tool (llama-tools), is the call it makes on the first
 	// turn (CallID not checked: llama-server makes it up).
 	toolCall *ScriptedToolCall
+	// stopUpstream closes what stands behind the proxy, so a replay is answered from the capture only.
+	stopUpstream func()
 }
 
 // runScripted runs the harnesses against the scripted upstream, gzip-compressing its answers
@@ -220,6 +222,8 @@ func (s *suite) runScripted(t *testing.T, name string, gz bool) {
 	up := httptest.NewServer(sc)
 	t.Cleanup(up.Close)
 	rig := s.newRig(t, name, dir, up.URL)
+	stopTap := rig.stopUpstream
+	rig.stopUpstream = func() { stopTap(); up.Close() }
 	rig.scripted = sc
 	rig.gzip = gz
 	rig.answer = AnswerForNonce
@@ -264,7 +268,7 @@ func (s *suite) newRig(t *testing.T, name, dir, upstreamURL string) *upstreamRig
 	t.Cleanup(front.Close)
 	capDir := filepath.Join(dir, "capture")
 	p := startProxy(t, s.bin, front.URL, capDir, filepath.Join(dir, "proxy.log"))
-	return &upstreamRig{name: name, bin: s.bin, tap: tap, proxy: p, captureDir: capDir}
+	return &upstreamRig{name: name, bin: s.bin, tap: tap, proxy: p, captureDir: capDir, stopUpstream: front.Close}
 }
 
 // runMatrix runs every selected harness run through rig, then the probe, merge and shutdown checks.
@@ -307,6 +311,7 @@ func (s *suite) runMatrix(t *testing.T, rig *upstreamRig, projectDir func(harnes
 			}
 		}
 	})
+	t.Run("replay", func(t *testing.T) { s.checkReplay(t, rig, done) })
 	for _, r := range done {
 		s.report.add(rig.name, r)
 	}
@@ -321,6 +326,9 @@ type runResult struct {
 	passed    []string // non-captured requests seen by the upstream: "HEAD /api/hello 404"
 	wall      time.Duration
 	output    string
+	// For a replay of the run (nil harness for the probe): what ran, where, with which nonce.
+	harness                   *harnessRun
+	exe, project, home, nonce string
 }
 
 func (s *suite) runOne(t *testing.T, rig *upstreamRig, run harnessRun, exe, project string) *runResult {
@@ -355,7 +363,8 @@ func (s *suite) runOne(t *testing.T, rig *upstreamRig, run harnessRun, exe, proj
 		t.Fatalf("%s %s: %v (after %s)\nstdout:\n%s\nstderr (tail):\n%s", run.harness, strings.Join(args, " "), err,
 			wall.Round(time.Millisecond), stdout, tail(stderr, 40))
 	}
-	res := &runResult{run: run.name, dialect: run.dialect, rolloutID: rolloutID, wall: wall, output: stdout}
+	res := &runResult{run: run.name, dialect: run.dialect, rolloutID: rolloutID, wall: wall, output: stdout,
+		harness: &run, exe: exe, project: project, home: home, nonce: nonce}
 
 	// The harness's own output is the model's answer, unchanged.
 	if want := rig.answer(nonce); strings.TrimRight(stdout, "\r\n") != want {

@@ -1,0 +1,247 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+
+	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/replay"
+)
+
+func init() { register(newReplayCmd) }
+
+// replayOptions are the flags of `modelcalls replay`.
+type replayOptions struct {
+	captureDir      string
+	listen          string
+	match           string
+	timing          string
+	onMiss          string
+	upstream        string
+	captureDirOut   string
+	name            string
+	ignoreKeys      []string
+	adminListen     string
+	shutdownTimeout time.Duration
+	logLevel        string
+}
+
+func newReplayCmd(s *Streams) *cobra.Command {
+	var o replayOptions
+	cmd := &cobra.Command{
+		Use: "replay --capture-dir DIR [--listen ADDR] [--match strict|sequence] [--timing recorded|fast|xN] " +
+			"[--on-miss error|forward --upstream URL] [--capture-dir-out DIR2] [--ignore-keys K,...] [--admin-listen ADDR]",
+		Short: "Serve a captured run back to its harness, byte for byte, without a model",
+		Long: `Answer model calls made under {base}/ng-rollout/<rollout_id>/v1/{responses,chat/completions,messages}
+from <capture dir>/<rollout_id>.capture.jsonl: the recorded status and body bytes (response_raw
+when present, else the stored response), streams event by event on the recorded schedule.
+
+--match strict (default) answers a request with a recorded request of its rollout that is equal
+as JSON once the --ignore-keys members are dropped (identical ones in recorded order, each once);
+--match sequence answers the N-th call of a rollout with its N-th recorded call. A request with no
+recorded answer gets a 400 in the dialect's error shape naming the nearest recorded request and
+the first JSON path where they differ, or goes to --upstream with --on-miss forward.
+
+--timing recorded (default) sends the first byte at the recorded TTFT and the terminal event at the
+recorded latency; fast sends at once; xN plays N times as fast. --capture-dir-out captures the
+re-run like modelcalls proxy (response_source local, local_response_reason replay). SIGINT or
+SIGTERM stops it and prints a summary; --admin-listen serves /metrics and /healthz.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runReplay(cmd.Context(), s, &o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.captureDir, "capture-dir", "", "capture directory to answer from (required)")
+	f.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to listen on (port 0 picks a free port)")
+	f.StringVar(&o.match, "match", string(replay.Strict), "how a request finds its answer: strict or sequence")
+	f.StringVar(&o.timing, "timing", "recorded", "pace of the answers: recorded, fast, or xN (N times as fast)")
+	f.StringVar(&o.onMiss, "on-miss", "error", "a request without a recorded answer: error (400) or forward (to --upstream)")
+	f.StringVar(&o.upstream, "upstream", "", "with --on-miss forward: base URL of the model server misses go to")
+	f.StringVar(&o.captureDirOut, "capture-dir-out", "", "capture the re-run into this directory, like modelcalls proxy")
+	f.StringVar(&o.name, "name", "", "with --capture-dir-out: model server name recorded as model_ref.name")
+	f.StringSliceVar(&o.ignoreKeys, "ignore-keys", replay.DefaultIgnoreKeys,
+		"request members strict matching ignores (top-level names or dotted paths); --ignore-keys= ignores none")
+	f.StringVar(&o.adminListen, "admin-listen", "", "address for /metrics and /healthz (default: none)")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to let in-flight calls finish")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	return cmd
+}
+
+// resolveReplay checks the flags and builds the replay server (not yet serving).
+func resolveReplay(o *replayOptions, log *slog.Logger) (*replay.Server, error) {
+	if o.captureDir == "" {
+		return nil, usageErrorf("--capture-dir is required (the capture directory of the run to replay)")
+	}
+	dir, err := filepath.Abs(o.captureDir)
+	if err != nil {
+		return nil, usageErrorf("--capture-dir: %w", err)
+	}
+	src, err := capture.OpenExisting(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, withExit(ExitNotFound, fmt.Errorf("--capture-dir: %w", err))
+		}
+		return nil, usageErrorf("--capture-dir: %w", err)
+	}
+	s := &replay.Server{Source: src, Logger: log}
+	switch replay.Match(o.match) {
+	case replay.Strict, replay.Sequence:
+		s.Match = replay.Match(o.match)
+	default:
+		return nil, usageErrorf("--match %q: want strict or sequence", o.match)
+	}
+	if s.Timing, err = replay.ParseTiming(o.timing); err != nil {
+		return nil, usageErrorf("--timing: %w", err)
+	}
+	s.IgnoreKeys = []string{}
+	for _, k := range o.ignoreKeys {
+		if k = strings.TrimSpace(k); k != "" {
+			s.IgnoreKeys = append(s.IgnoreKeys, k)
+		}
+	}
+	switch o.onMiss {
+	case "error":
+		if o.upstream != "" {
+			return nil, usageErrorf("--upstream is only used with --on-miss forward")
+		}
+	case "forward":
+		if o.upstream == "" {
+			return nil, usageErrorf("--on-miss forward needs --upstream URL")
+		}
+		u, err := url.Parse(o.upstream)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return nil, usageErrorf("--upstream: must be an absolute http:// or https:// URL with a host and no query")
+		}
+		s.Upstream = u
+	default:
+		return nil, usageErrorf("--on-miss %q: want error or forward", o.onMiss)
+	}
+	if o.name != "" && o.captureDirOut == "" {
+		return nil, usageErrorf("--name is only used with --capture-dir-out")
+	}
+	return s, nil
+}
+
+// runReplay serves until ctx ends or a signal arrives, then drains and prints the summary.
+func runReplay(ctx context.Context, s *Streams, o *replayOptions) error {
+	level, err := parseLogLevel(o.logLevel)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(s.ErrOut, &slog.HandlerOptions{Level: level}))
+	srv, err := resolveReplay(o, log)
+	if err != nil {
+		return err
+	}
+	var handler http.Handler = srv
+	var recap *replay.Recapture
+	gatherers := prometheus.Gatherers{srv.Registry()}
+	if o.captureDirOut != "" {
+		outDir, err := filepath.Abs(o.captureDirOut)
+		if err != nil {
+			return usageErrorf("--capture-dir-out: %w", err)
+		}
+		if outDir == srv.Source.Dir() {
+			return usageErrorf("--capture-dir-out must differ from --capture-dir: the replay would answer from its own re-run")
+		}
+		out, err := capture.Open(outDir)
+		if err == nil {
+			err = out.CheckWritable()
+		}
+		if err != nil {
+			return withExit(ExitFailure, fmt.Errorf("--capture-dir-out: %w", err))
+		}
+		if recap, err = replay.NewRecapture(srv, out, o.name, log); err != nil {
+			return withExit(ExitFailure, err)
+		}
+		handler = recap
+		gatherers = append(gatherers, recap.Gateway().Registry())
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return usageErrorf("--listen %s: %w", o.listen, err)
+	}
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+
+	var admin *http.Server
+	if o.adminListen != "" {
+		aln, err := net.Listen("tcp", o.adminListen)
+		if err != nil {
+			ln.Close()
+			return usageErrorf("--admin-listen %s: %w", o.adminListen, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(gatherers, promhttp.HandlerOpts{}))
+		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+		admin = &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
+		go admin.Serve(aln)
+		log.Info("modelcalls replay admin listening", "admin_addr", aln.Addr().String())
+	}
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+	log.Info("modelcalls replay listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(),
+		"capture_dir", srv.Source.Dir(), "match", string(srv.Match), "timing", srv.Timing.String(),
+		"on_miss", o.onMiss, "capture_dir_out", o.captureDirOut)
+
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var result error
+	select {
+	case err := <-serveErr:
+		result = withExit(ExitFailure, fmt.Errorf("serve: %w", err))
+	case sig := <-sigs:
+		log.Info("shutting down: finishing in-flight calls", "signal", sig.String(), "timeout", o.shutdownTimeout)
+	case <-ctx.Done():
+		log.Info("shutting down: finishing in-flight calls", "reason", context.Cause(ctx), "timeout", o.shutdownTimeout)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	if err := hs.Shutdown(sctx); err != nil {
+		hs.Close()
+	}
+	if recap != nil {
+		wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := recap.Shutdown(wctx); err != nil && result == nil {
+			result = withExit(ExitFailure, fmt.Errorf("re-capture writes still pending at exit: %w", err))
+		}
+		wcancel()
+	}
+	if admin != nil {
+		admin.Close()
+	}
+	sum := srv.Summary()
+	log.Info("replay summary", "served", sum.Served, "misses", sum.Misses, "exhausted", sum.Exhausted,
+		"forwarded", sum.Forwarded, "not_recorded", sum.NotRecorded, "unused", sum.Unused)
+	fmt.Fprintf(s.Out, "replay: %s\n", sum)
+	return result
+}

@@ -1,0 +1,382 @@
+package replay
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/modelcalls/modelcalls/capture"
+)
+
+// exchangeCase is one call recorded through the gateway and replayed.
+type exchangeCase struct {
+	path, request string
+	answer        canned
+}
+
+func recordedCases(t *testing.T) []exchangeCase {
+	return []exchangeCase{
+		{"/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"weather?"}],"stream_options":{"include_usage":true}}`,
+			canned{200, "text/event-stream", fixture(t, "stream_tool_call_usage_only_chunk.sse")}},
+		{"/v1/responses", `{"model":"m","stream":true,"input":"weather?"}`,
+			canned{200, "text/event-stream", fixture(t, "stream_reasoning_function_call.sse")}},
+		{"/v1/messages", `{"model":"claude","stream":true,"max_tokens":100,"messages":[{"role":"user","content":"weather?"}]}`,
+			canned{200, "text/event-stream", fixture(t, "stream_tool_use_input_json_delta.sse")}},
+		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"a holiday?"}]}`,
+			canned{200, "application/json", fixture(t, "json_text_usage_details.json")}},
+		{"/v1/messages", `{"model":"claude","max_tokens":100,"messages":[{"role":"user","content":"too much"}]}`,
+			canned{429, "application/json", fixture(t, "error_429_rate_limit.json")}},
+	}
+}
+
+// record runs the cases through the gateway against a canned upstream, which is then stopped.
+// It returns the capture and what the client received for each case.
+func record(t *testing.T, id string, cases []exchangeCase) (*capture.Store, [][]byte) {
+	t.Helper()
+	answers := map[string][]canned{}
+	for _, c := range cases {
+		answers[c.path] = append(answers[c.path], c.answer)
+	}
+	up := cannedUpstream(t, answers)
+	gw, store := recordThroughGateway(t, up.URL)
+	var got [][]byte
+	for _, c := range cases {
+		status, _, body := post(t, gw.URL, "/ng-rollout/"+id+c.path, c.request)
+		if status != c.answer.status {
+			t.Fatalf("recording %s: status %d, want %d", c.path, status, c.answer.status)
+		}
+		got = append(got, body)
+	}
+	up.Close() // the model is gone: everything below comes from the capture
+	return store, got
+}
+
+// TestReplayServesRecordedBytes records real provider bodies of all three dialects (streams,
+// JSON, a 429) through the gateway, stops the upstream and replays: status, content type, model
+// call id and body bytes are the recorded ones.
+func TestReplayServesRecordedBytes(t *testing.T) {
+	cases := recordedCases(t)
+	store, original := record(t, "r1", cases)
+	recLines := lines(t, store, "r1")
+	if len(recLines) != len(cases) {
+		t.Fatalf("%d capture lines, want %d", len(recLines), len(cases))
+	}
+	for _, timing := range []Timing{{Fast: true}, Recorded} {
+		t.Run(timing.String(), func(t *testing.T) {
+			s := &Server{Source: store, Timing: timing}
+			rp := newReplay(t, s)
+			for i, c := range cases {
+				status, hdr, body := post(t, rp.URL, "/ng-rollout/r1"+c.path, c.request)
+				line := recLines[i]
+				if want := int(line["status_code"].(float64)); status != want {
+					t.Errorf("%d %s: status %d, recorded %d", i, c.path, status, want)
+				}
+				if ct := hdr.Get("Content-Type"); ct != c.answer.contentType {
+					t.Errorf("%d %s: Content-Type %q, want %q", i, c.path, ct, c.answer.contentType)
+				}
+				if id := hdr.Get("x-nemo-gym-model-call-id"); id != line["model_call_id"] {
+					t.Errorf("%d: model call id header %q, recorded %q", i, id, line["model_call_id"])
+				}
+				want := recordedBody(t, line)
+				if !bytes.Equal(body, want) {
+					t.Errorf("%d %s: replayed body differs from the recorded one\n got: %.200q\nwant: %.200q", i, c.path, body, want)
+				}
+				if c.answer.contentType == "text/event-stream" && !bytes.HasPrefix(original[i], body) {
+					t.Errorf("%d %s: replayed stream is not what the client received when recording", i, c.path)
+				}
+			}
+			if sum := s.Summary(); sum.Served != int64(len(cases)) || sum.Misses != 0 || sum.Unused != 0 {
+				t.Errorf("summary %s", sum)
+			}
+		})
+	}
+}
+
+// errorBody decodes a dialect error body: the message, and the shape it came in.
+func errorBody(t *testing.T, b []byte) (shape, msg string) {
+	t.Helper()
+	var v struct {
+		Type  string `json:"type"`
+		Error struct {
+			Type    string  `json:"type"`
+			Message string  `json:"message"`
+			Code    *string `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("error body %q: %v", b, err)
+	}
+	if v.Type == "error" {
+		return "anthropic:" + v.Error.Type, v.Error.Message
+	}
+	return "openai:" + v.Error.Type + ":" + *v.Error.Code, v.Error.Message
+}
+
+func TestStrictMatching(t *testing.T) {
+	store, _ := capture.Open(t.TempDir())
+	body := func(s string) json.RawMessage { return json.RawMessage(s) }
+	answer := func(text string) json.RawMessage {
+		return body(`{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"` + text + `"}}]}`)
+	}
+	for _, l := range []struct {
+		req, ans  string
+		cancelled bool
+	}{
+		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"metadata":{"s":"1"}}`, "first hi", false},
+		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"metadata":{"s":"1"}}`, "second hi", false},
+		{`{"model":"m","messages":[{"role":"user","content":"bye"}],"temperature":0.5}`, "bye", false},
+		{`{"model":"m","messages":[{"role":"user","content":"left"}]}`, "never", true},
+	} {
+		ex := capture.Exchange{Request: body(l.req), Response: answer(l.ans), StatusCode: ptr(200), LatencyMS: 1}
+		if l.cancelled {
+			ex.ErrorCategory = ptr("cancelled")
+		}
+		appendLine(t, store, "r", ex)
+	}
+	s := &Server{Source: store, Timing: Timing{Fast: true}}
+	rp := newReplay(t, s)
+	const chat = "/ng-rollout/r/v1/chat/completions"
+	steps := []struct {
+		name, req string
+		status    int
+		want      []string // substrings of the body
+	}{
+		{"identical requests answer in recorded order (key order, ignored metadata)",
+			`{"metadata":{"s":"other"},"messages":[{"content":"hi","role":"user"}],"model":"m"}`, 200, []string{"first hi"}},
+		{"then the second recording", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, 200, []string{"second hi"}},
+		{"each once", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, MissStatus,
+			[]string{"replay_exhausted", "recorded this request 2 times"}},
+		{"numbers compare by value", `{"model":"m","messages":[{"role":"user","content":"bye"}],"temperature":0.50}`, 200, []string{`"bye"`}},
+		{"a changed prompt is a miss naming the path", `{"model":"m","messages":[{"role":"user","content":"bye!"}],"temperature":0.5}`, MissStatus,
+			[]string{"replay_miss", "nearest is call 2", "$.messages[0].content", `recorded "bye", request "bye!"`}},
+		{"an added member", `{"model":"m","messages":[{"role":"user","content":"bye"}],"temperature":0.5,"top_p":1}`, MissStatus,
+			[]string{"$.top_p: recorded absent, request 1"}},
+		{"a cancelled recording is not an answer", `{"model":"m","messages":[{"role":"user","content":"left"}]}`, MissStatus,
+			[]string{"replay_miss", "$.messages[0].content"}},
+		{"another dialect", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, MissStatus, []string{"dialect: recorded chat, request messages"}},
+	}
+	for _, st := range steps {
+		path := chat
+		if st.name == "another dialect" {
+			path = "/ng-rollout/r/v1/messages"
+		}
+		status, _, b := post(t, rp.URL, path, st.req)
+		if status != st.status {
+			t.Errorf("%s: status %d, want %d (%s)", st.name, status, st.status, b)
+		}
+		for _, w := range st.want {
+			if !strings.Contains(string(b), w) && !strings.Contains(jsonUnescape(b), w) {
+				t.Errorf("%s: body %s lacks %q", st.name, b, w)
+			}
+		}
+	}
+	sum := s.Summary()
+	if sum.Served != 3 || sum.Exhausted != 1 || sum.Misses != 4 || sum.Unused != 0 {
+		t.Errorf("summary: %s", sum)
+	}
+}
+
+// jsonUnescape returns the message of an error body, unescaped, for substring checks.
+func jsonUnescape(b []byte) string {
+	var v map[string]any
+	if json.Unmarshal(b, &v) != nil {
+		return ""
+	}
+	e, _ := v["error"].(map[string]any)
+	m, _ := e["message"].(string)
+	return m
+}
+
+// TestMissShapes: a miss answers in the error shape of the path's dialect and is logged.
+func TestMissShapes(t *testing.T) {
+	store, _ := capture.Open(t.TempDir())
+	for _, d := range []string{"chat", "responses", "messages"} {
+		appendLine(t, store, "r", capture.Exchange{Dialect: d, Request: json.RawMessage(`{"model":"m","input":"x"}`),
+			Response: json.RawMessage(`{"ok":true}`), StatusCode: ptr(200)})
+	}
+	logs := newSyncBuffer()
+	rp := newReplay(t, &Server{Source: store, Timing: Timing{Fast: true}, Logger: logTo(logs)})
+	for _, c := range []struct{ path, shape string }{
+		{"/v1/chat/completions", "openai:invalid_request_error:replay_miss"},
+		{"/v1/responses", "openai:invalid_request_error:replay_miss"},
+		{"/v1/messages", "anthropic:invalid_request_error"},
+	} {
+		status, hdr, b := post(t, rp.URL, "/ng-rollout/r"+c.path, `{"model":"m","input":"y"}`)
+		shape, msg := errorBody(t, b)
+		if status != MissStatus || shape != c.shape || hdr.Get("Content-Type") != "application/json" {
+			t.Errorf("%s: %d %s %q", c.path, status, shape, hdr.Get("Content-Type"))
+		}
+		if !strings.HasPrefix(msg, "replay_miss: ") || !strings.Contains(msg, `$.input: recorded "x", request "y"`) {
+			t.Errorf("%s: message %q", c.path, msg)
+		}
+	}
+	if n := strings.Count(logs.String(), `msg="replay miss"`); n != 3 {
+		t.Errorf("%d miss log lines, want 3:\n%s", n, logs)
+	}
+	// No capture at all for the rollout, and a path that is not a model call.
+	status, _, b := post(t, rp.URL, "/ng-rollout/nobody/v1/chat/completions", `{}`)
+	if _, msg := errorBody(t, b); status != MissStatus || !strings.Contains(msg, `rollout "nobody" has no recorded calls`) {
+		t.Errorf("unknown rollout: %d %s", status, msg)
+	}
+	status, _, b = post(t, rp.URL, "/ng-rollout/r/v1/models", `{}`)
+	if _, msg := errorBody(t, b); status != NotRecordedStatus || !strings.Contains(msg, "replay_not_recorded") {
+		t.Errorf("not a model call: %d %s", status, msg)
+	}
+	status, _, _ = post(t, rp.URL, "/ng-rollout/bad%2Fid/v1/chat/completions", `{}`)
+	if status != http.StatusBadRequest {
+		t.Errorf("invalid rollout id: status %d", status)
+	}
+}
+
+func TestSequenceMatching(t *testing.T) {
+	store, _ := capture.Open(t.TempDir())
+	for i, cat := range []*string{nil, ptr("cancelled"), nil, ptr("cancelled")} {
+		ex := capture.Exchange{Request: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), StatusCode: ptr(200), ErrorCategory: cat,
+			Response: json.RawMessage(fmt.Sprintf(`{"answer":%d}`, i))}
+		if i == 3 { // cancelled before any header arrived: no status, no body
+			ex.StatusCode, ex.Response = nil, nil
+		}
+		appendLine(t, store, "r", ex)
+	}
+	s := &Server{Source: store, Match: Sequence, Timing: Timing{Fast: true}}
+	rp := newReplay(t, s)
+	const p = "/ng-rollout/r/v1/chat/completions"
+	if _, _, b := post(t, rp.URL, p, `{"anything":"else"}`); string(b) != `{"answer":0}` {
+		t.Errorf("call 0 got %s", b)
+	}
+	// The cancelled recording is replayed too under sequence: its body, then a broken connection.
+	res, err := http.Post(rp.URL+p, "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err == nil {
+		t.Errorf("call 1 (cancelled when recorded): body %q ended cleanly, want a broken connection", b)
+	}
+	if _, _, b := post(t, rp.URL, p, `{}`); string(b) != `{"answer":2}` {
+		t.Errorf("call 2 got %s", b)
+	}
+	if res, err := http.Post(rp.URL+p, "application/json", strings.NewReader(`{}`)); err == nil {
+		res.Body.Close()
+		t.Errorf("call 3 (cancelled before any header when recorded): answered %d, want a broken connection", res.StatusCode)
+	}
+	status, _, b := post(t, rp.URL, p, `{}`)
+	if _, msg := errorBody(t, b); status != MissStatus || !strings.Contains(msg, "replay_exhausted") {
+		t.Errorf("call 3: %d %s", status, msg)
+	}
+	if sum := s.Summary(); sum.Served != 4 || sum.Exhausted != 1 || sum.Unused != 0 {
+		t.Errorf("summary %s", sum)
+	}
+}
+
+// TestErrorsReplayed: recorded failures come back as failures.
+func TestErrorsReplayed(t *testing.T) {
+	store, _ := capture.Open(t.TempDir())
+	truncated := "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n" +
+		"data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"}}]}\n\n"
+	appendLine(t, store, "r", capture.Exchange{Request: json.RawMessage(`{"q":"truncated"}`), StatusCode: ptr(200),
+		ErrorCategory: ptr("stream_truncated"), ResponseRaw: &truncated, Response: json.RawMessage(`{"object":"chat.completion"}`),
+		LatencyMS: 5, LatencyTTFTMS: ptr(1.0)})
+	appendLine(t, store, "r", capture.Exchange{Request: json.RawMessage(`{"q":"broken"}`), StatusCode: ptr(200),
+		ErrorCategory: ptr("connection"), ResponseRaw: &truncated, ResponseSource: ptr("upstream"), LatencyMS: 5, LatencyTTFTMS: ptr(1.0)})
+	local := `{"error":{"message":"upstream_unreachable: the upstream model server is unreachable","type":"server_error","param":null,"code":"upstream_unreachable"}}`
+	appendLine(t, store, "r", capture.Exchange{Request: json.RawMessage(`{"q":"502"}`), StatusCode: ptr(502),
+		ErrorCategory: ptr("connection"), Response: json.RawMessage(local), ResponseSource: ptr("local"),
+		LocalResponseReason: ptr("upstream_unreachable"), LatencyMS: 3})
+	rp := newReplay(t, &Server{Source: store, Timing: Timing{Fast: true}})
+	const p = "/ng-rollout/r/v1/chat/completions"
+
+	status, hdr, b := post(t, rp.URL, p, `{"q":"truncated"}`)
+	if status != 200 || string(b) != truncated || hdr.Get("Content-Type") != "text/event-stream" {
+		t.Errorf("truncated stream: %d %q %q", status, hdr.Get("Content-Type"), b)
+	}
+	res, err := http.Post(rp.URL+p, "application/json", strings.NewReader(`{"q":"broken"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = io.ReadAll(res.Body)
+	res.Body.Close()
+	if err == nil || string(b) != truncated {
+		t.Errorf("upstream failure mid-body: read %q, err %v; want the partial body, then a read error", b, err)
+	}
+	status, _, b = post(t, rp.URL, p, `{"q":"502"}`)
+	if status != 502 || string(b) != local {
+		t.Errorf("recorded local 502: %d %s", status, b)
+	}
+}
+
+// TestForwardOnMiss: with an upstream, misses and non-model-call requests go there (prefix
+// stripped) and hits do not.
+func TestForwardOnMiss(t *testing.T) {
+	store, _ := capture.Open(t.TempDir())
+	appendLine(t, store, "r", capture.Exchange{Request: json.RawMessage(`{"q":1}`), StatusCode: ptr(200), Response: json.RawMessage(`{"from":"capture"}`)})
+	var seen []string
+	up := newReplayUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		seen = append(seen, r.URL.Path+" "+string(b))
+		io.WriteString(w, `{"from":"upstream"}`)
+	})
+	u, _ := url.Parse(up)
+	s := &Server{Source: store, Timing: Timing{Fast: true}, Upstream: u}
+	rp := newReplay(t, s)
+	if _, _, b := post(t, rp.URL, "/ng-rollout/r/v1/chat/completions", `{"q":1}`); string(b) != `{"from":"capture"}` {
+		t.Errorf("hit: %s", b)
+	}
+	if _, _, b := post(t, rp.URL, "/ng-rollout/r/v1/chat/completions", `{"q":2}`); string(b) != `{"from":"upstream"}` {
+		t.Errorf("miss: %s", b)
+	}
+	if _, _, b := post(t, rp.URL, "/ng-rollout/r/v1/messages/count_tokens", `{"q":3}`); string(b) != `{"from":"upstream"}` {
+		t.Errorf("not a call: %s", b)
+	}
+	want := []string{`/v1/chat/completions {"q":2}`, `/v1/messages/count_tokens {"q":3}`}
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Errorf("upstream saw %q, want %q", seen, want)
+	}
+	if sum := s.Summary(); sum.Served != 1 || sum.Misses != 1 || sum.Forwarded != 2 || sum.NotRecorded != 1 {
+		t.Errorf("summary %s", sum)
+	}
+}
+
+func newReplayUpstream(t *testing.T, h http.HandlerFunc) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestEncodedRequestMatches: the capture stores requests decoded, so a compressed request body
+// is decoded before matching; an undecodable one is answered 400.
+func TestEncodedRequestMatches(t *testing.T) {
+	store, _ := capture.Open(t.TempDir())
+	appendLine(t, store, "r", capture.Exchange{Request: json.RawMessage(`{"q":"zipped"}`), StatusCode: ptr(200),
+		Response: json.RawMessage(`{"ok":1}`)})
+	rp := newReplay(t, &Server{Source: store, Timing: Timing{Fast: true}})
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	io.WriteString(zw, `{"q":"zipped"}`)
+	zw.Close()
+	for _, c := range []struct {
+		body   []byte
+		status int
+	}{{buf.Bytes(), 200}, {[]byte("not gzip"), 400}} {
+		req, _ := http.NewRequest(http.MethodPost, rp.URL+"/ng-rollout/r/v1/chat/completions", bytes.NewReader(c.body))
+		req.Header.Set("Content-Encoding", "gzip")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != c.status {
+			t.Errorf("%q: %d %s", c.body, res.StatusCode, b)
+		}
+	}
+}
