@@ -59,12 +59,16 @@ func (g *bodyGuard) Read(p []byte) (int, error) {
 
 func (g *bodyGuard) Close() error { return g.rc.Close() }
 
-// finish answers 408 request_timeout when the body timed out (the call itself was captured as
-// cancelled and not forwarded). On HTTP/2 the stream is already reset and the write goes nowhere.
+// finish answers 408 request_timeout, with Connection: close, when the body timed out (the call
+// itself was captured as cancelled and not forwarded). On HTTP/2 the stream is already reset and
+// the write goes nowhere.
 func (g *bodyGuard) finish(w http.ResponseWriter, d dialect.Dialect) {
 	if g == nil || !g.timedOut {
 		return
 	}
+	// Keep the deadline expired: net/http discards an unread body after the handler returns, and
+	// without a deadline that read would wait on the stalled client forever.
+	g.ctl.SetReadDeadline(time.Now())
 	w.Header().Set("Connection", "close")
 	body := dialect.ErrorBody(d, http.StatusRequestTimeout, ReasonRequestTimeout,
 		localMessage(ReasonRequestTimeout, "the request body stopped arriving; the call was not forwarded"))

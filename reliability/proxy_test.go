@@ -24,7 +24,8 @@ const argSep = "\x1f"
 
 // proxyRole runs `modelcalls proxy` with the arguments in MR_ARGS through the command line's own
 // entry point (cli.Main), after lowering RLIMIT_FSIZE to MR_FSIZE bytes when set (writes past it
-// fail with EFBIG, as on a full disk; Go ignores SIGXFSZ). It prints "listening <url>" on stdout
+// fail with EFBIG, as on a full disk; Go ignores SIGXFSZ) and RLIMIT_NOFILE to MR_NOFILE
+// descriptors when set. It prints "listening <url>" on stdout
 // once the proxy listens and "draining" when it starts to shut down; its log goes to stderr. SIGTERM
 // drains and exits.
 func proxyRole() int {
@@ -40,6 +41,17 @@ func proxyRole() int {
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "set RLIMIT_FSIZE:", err)
+			return 1
+		}
+	}
+	if v := os.Getenv("MR_NOFILE"); v != "" {
+		// The file-descriptor limit, soft and hard (Go raised the soft one to the hard one at start).
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err == nil {
+			err = unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: n, Max: n})
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "set RLIMIT_NOFILE:", err)
 			return 1
 		}
 	}
