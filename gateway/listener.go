@@ -117,9 +117,11 @@ func (h *Handler) Listener(ln net.Listener, maxConns int) net.Listener {
 	if maxConns == 0 {
 		maxConns = DefaultMaxConnections()
 	}
-	h.fds.fill()
-	return &capListener{Listener: ln, h: h, max: maxConns,
+	h.fds.fill(markerFDs)
+	l := &capListener{Listener: ln, h: h, max: maxConns,
 		capWarn: rateLimit{every: 10 * time.Second}, errWarn: rateLimit{every: 10 * time.Second}}
+	l.spare.fill(1)
+	return l
 }
 
 // capListener is the listener of Handler.Listener.
@@ -130,6 +132,7 @@ type capListener struct {
 	open    atomic.Int64
 	capWarn rateLimit
 	errWarn rateLimit
+	spare   fdReserve // one descriptor to accept and refuse with when accept hits EMFILE
 }
 
 func (l *capListener) Accept() (net.Conn, error) {
@@ -144,7 +147,7 @@ func (l *capListener) Accept() (net.Conn, error) {
 				l.h.log.Warn("accept failed; connections wait in the backlog or are refused", "err", err,
 					"since_last_warning", n, "max_connections", l.max)
 			}
-			if isFDExhausted(err) && l.h.fds.with(1, func() { l.refuseOne() }) {
+			if isFDExhausted(err) && l.spare.with(func() { l.refuseOne() }) {
 				continue
 			}
 			return nil, err // http.Server retries temporary errors with a backoff
@@ -167,14 +170,17 @@ func (l *capListener) Accept() (net.Conn, error) {
 	}
 }
 
-// refuseOne accepts one waiting connection with a descriptor just freed, and refuses it.
+// refuseOne accepts one waiting connection with the descriptor just freed, and refuses it at
+// once (no lingering: the descriptor goes back to the reserve).
 func (l *capListener) refuseOne() {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return
 	}
 	l.h.metrics.connsRefused.WithLabelValues("limit").Inc()
-	refuse(c)
+	c.SetWriteDeadline(time.Now().Add(time.Second))
+	c.Write(refused)
+	c.Close()
 }
 
 // refused is the whole answer on a refused connection.
@@ -256,24 +262,27 @@ func (r *rateLimit) allow() (int, bool) {
 }
 
 // fdReserve holds a few open descriptors (of /dev/null) that are given up, under a lock, when an
-// operation failed for lack of descriptors and must not: writing the incomplete marker, refusing a
-// connection waiting in the backlog.
+// operation failed for lack of descriptors and must not: writing the incomplete marker (the
+// Handler's reserve), refusing a connection waiting in the backlog (the listener's).
 type fdReserve struct {
 	mu    sync.Mutex
+	size  int
 	files []*os.File
 }
 
-const reservedFDs = 4
+// markerFDs is the Handler's reserve: the marker file, the directory sync, one spare.
+const markerFDs = 3
 
-// fill opens the reserve (again); what cannot be opened now is retried the next time.
-func (r *fdReserve) fill() {
+// fill sets the reserve's size and opens it; what cannot be opened now is retried after each use.
+func (r *fdReserve) fill(size int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.size = size
 	r.fillLocked()
 }
 
 func (r *fdReserve) fillLocked() {
-	for len(r.files) < reservedFDs {
+	for len(r.files) < r.size {
 		f, err := os.Open(os.DevNull)
 		if err != nil {
 			return
@@ -282,21 +291,21 @@ func (r *fdReserve) fillLocked() {
 	}
 }
 
-// with gives up n reserved descriptors (all when n <= 0), runs fn, and takes them back. It reports
-// false, without running fn, when the reserve is empty.
-func (r *fdReserve) with(n int, fn func()) bool {
+// with gives up the reserved descriptors, runs fn, and takes them back. It reports false,
+// without running fn, when the reserve is empty.
+func (r *fdReserve) with(fn func()) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.files) == 0 {
+		r.fillLocked() // another goroutine took the descriptors freed last time; try again
+	}
+	if len(r.files) == 0 {
 		return false
 	}
-	if n <= 0 || n > len(r.files) {
-		n = len(r.files)
-	}
-	for _, f := range r.files[len(r.files)-n:] {
+	for _, f := range r.files {
 		f.Close()
 	}
-	r.files = r.files[:len(r.files)-n]
+	r.files = r.files[:0]
 	fn()
 	r.fillLocked()
 	return true
@@ -307,7 +316,7 @@ func (r *fdReserve) with(n int, fn func()) bool {
 func (h *Handler) markIncomplete(id string) error {
 	err := h.Store.MarkIncomplete(id)
 	if err != nil && isFDExhausted(err) {
-		h.fds.with(0, func() {
+		h.fds.with(func() {
 			if err = h.Store.MarkIncomplete(id); err == nil {
 				h.log.Warn("out of file descriptors: wrote the incomplete marker with a reserved descriptor", "rollout_id", id)
 			}
