@@ -87,8 +87,8 @@ type Handler struct {
 
 	// RequestBodyTimeout bounds the wait for each read of a captured call's request body (the
 	// gateway reads it whole before forwarding); past it the call is not forwarded, it is captured as
-	// "cancelled" (upstream_attempted false) and the client gets 408 request_timeout on HTTP/1 (on
-	// HTTP/2 the stream is reset). Zero means DefaultRequestBodyTimeout, negative means no limit.
+	// "cancelled" (upstream_attempted false) and the client gets 408 request_timeout (with
+	// Connection: close on HTTP/1). Zero means DefaultRequestBodyTimeout, negative means no limit.
 	RequestBodyTimeout time.Duration
 
 	// SpoolThreshold is how many response body bytes of a captured call are kept in memory; the

@@ -23,6 +23,7 @@ type bodyGuard struct {
 	rc       io.ReadCloser
 	ctl      *http.ResponseController
 	timeout  time.Duration
+	http1    bool
 	timedOut bool
 }
 
@@ -36,7 +37,7 @@ func (h *Handler) guardRequestBody(w http.ResponseWriter, r *http.Request) *body
 	if t < 0 || r.Body == nil || r.Body == http.NoBody {
 		return nil
 	}
-	g := &bodyGuard{rc: r.Body, ctl: http.NewResponseController(w), timeout: t}
+	g := &bodyGuard{rc: r.Body, ctl: http.NewResponseController(w), timeout: t, http1: r.ProtoMajor == 1}
 	r.Body = g
 	return g
 }
@@ -59,9 +60,8 @@ func (g *bodyGuard) Read(p []byte) (int, error) {
 
 func (g *bodyGuard) Close() error { return g.rc.Close() }
 
-// finish answers 408 request_timeout, with Connection: close, when the body timed out (the call
-// itself was captured as cancelled and not forwarded). On HTTP/2 the stream is already reset and
-// the write goes nowhere.
+// finish answers 408 request_timeout when the body timed out (the call itself was captured as
+// cancelled and not forwarded): with Connection: close on HTTP/1; on HTTP/2 only the stream ends.
 func (g *bodyGuard) finish(w http.ResponseWriter, d dialect.Dialect) {
 	if g == nil || !g.timedOut {
 		return
@@ -69,7 +69,9 @@ func (g *bodyGuard) finish(w http.ResponseWriter, d dialect.Dialect) {
 	// Keep the deadline expired: net/http discards an unread body after the handler returns, and
 	// without a deadline that read would wait on the stalled client forever.
 	g.ctl.SetReadDeadline(time.Now())
-	w.Header().Set("Connection", "close")
+	if g.http1 {
+		w.Header().Set("Connection", "close") // the rest of the body will not be read
+	}
 	body := dialect.ErrorBody(d, http.StatusRequestTimeout, ReasonRequestTimeout,
 		localMessage(ReasonRequestTimeout, "the request body stopped arriving; the call was not forwarded"))
 	writeJSON(w, http.StatusRequestTimeout, body, nil)

@@ -3,6 +3,7 @@ package reliability
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -152,6 +153,30 @@ func TestStalledRequestBody(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != 200 {
 		t.Errorf("slow but steady body: %d, want the upstream's 200", res.StatusCode)
+	}
+
+	// The same stall on HTTP/2 (prior knowledge): the stream's read deadline cuts it off.
+	var protos http.Protocols
+	protos.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{Protocols: &protos}
+	defer tr.CloseIdleConnections()
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go pw.Write([]byte(`{"model":`))
+	req, _ := http.NewRequest(http.MethodPost, p.url+"/ng-rollout/stall-h2/v1/chat/completions", pr)
+	req.ContentLength = 1000
+	res, err = tr.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("h2 stalled body: %v", err)
+	}
+	res.Body.Close()
+	t.Logf("HTTP/2 stalled body: %s %d", res.Proto, res.StatusCode)
+	if res.StatusCode != http.StatusRequestTimeout || res.ProtoMajor != 2 {
+		t.Errorf("h2 stalled body: %s %d, want HTTP/2.0 408", res.Proto, res.StatusCode)
+	}
+	awaitClaims(t, store, "stall-h2", 0)
+	if xs := readExchanges(t, store, "stall-h2"); len(xs) != 1 || str(xs[0].ErrorCategory) != "cancelled" {
+		t.Errorf("h2 stalled body lines %+v; want one cancelled line", xs)
 	}
 	p.stop()
 	if got := up.hits.Load(); got != 1 {

@@ -70,7 +70,7 @@ func TestProxyPortForwardsAdminPaths(t *testing.T) {
 			code, body := get(t, "http://"+addr+p)
 			want := "upstream " + strings.TrimPrefix(p, "/ng-rollout/r1") + "\n"
 			if code != 200 || body != want {
-				t.Errorf("admin=%v GET %s on the proxy port: %d %q, want the upstream's %q", withAdmin, p, code, body, want)
+				t.Errorf("admin=%v GET %s on the proxy port: %d %.80q, want the upstream's %q", withAdmin, p, code, body, want)
 			}
 		}
 		m := regexp.MustCompile(`admin_url=(\S+)`).FindStringSubmatch(stderr.String())
