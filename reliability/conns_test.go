@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/gateway"
 )
 
 // Connection hygiene: a connection cap derived from the descriptor limit refuses connections
@@ -98,7 +99,7 @@ func callOn(t *testing.T, c net.Conn, id string) int {
 func TestConnectionCap(t *testing.T) {
 	up := newRawUpstream(t, echoHandler)
 	dir := t.TempDir()
-	p := startProxy(t, up.URL, dir, nil, "MR_NOFILE="+strconv.Itoa(nofile))
+	p := startProxy(t, up.URL, dir, []string{"--admin-listen", "127.0.0.1:0"}, "MR_NOFILE="+strconv.Itoa(nofile))
 	store, err := capture.OpenExisting(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +146,14 @@ func TestConnectionCap(t *testing.T) {
 	}
 	if xs := readExchanges(t, store, "capped"); len(xs) != 1 || num(xs[0].StatusCode) != "200" {
 		t.Errorf("capture of the call: %+v", xs)
+	}
+	admin := &http.Client{Transport: &http.Transport{}}
+	defer admin.CloseIdleConnections()
+	if n := metric(t, admin, p.admin, gateway.MetricConnsRefused, "reason=limit"); n != float64(refused) {
+		t.Errorf("%s{reason=limit} = %v, want %d", gateway.MetricConnsRefused, n, refused)
+	}
+	if n := metric(t, admin, p.admin, gateway.MetricConnections); n != float64(open+1) {
+		t.Errorf("%s = %v, want %d", gateway.MetricConnections, n, open+1)
 	}
 	for _, c := range cs {
 		c.Close()
