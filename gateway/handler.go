@@ -300,8 +300,9 @@ func (h *Handler) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(h.Upstream)
 }
 
-// modifyResponse starts the capture of a captured call's response, and counts relayed bytes of
-// every other response.
+// modifyResponse keeps a redirect's Location inside the gateway (rewriteLocation), names an
+// upstream 404 on a model path once (routing.go), starts the capture of a captured call's response,
+// and counts relayed bytes of every other response.
 func (h *Handler) modifyResponse(res *http.Response) error {
 	ctx := res.Request.Context()
 	if res.StatusCode >= 300 && res.StatusCode < 400 {
