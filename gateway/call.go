@@ -151,10 +151,9 @@ func (c *call) readRequest(r *http.Request) ([]byte, error) {
 	if r.Body == nil {
 		return nil, nil
 	}
+	// The buffer grows with the bytes that arrive, never with the Content-Length announced: a
+	// client announcing 60 MB and sending one byte costs one byte.
 	var buf bytes.Buffer
-	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
-	}
 	src := io.Reader(r.Body)
 	if limit >= 0 {
 		src = io.LimitReader(r.Body, limit+1)
@@ -415,7 +414,7 @@ func (c *call) write(ex *capture.Exchange) {
 	if err != nil {
 		result = "failed"
 		h.log.Error("capture write failed; marking rollout incomplete", "rollout_id", c.rolloutID, "model_call_id", c.modelCallID, "err", err)
-		if merr := h.Store.MarkIncomplete(c.rolloutID); merr != nil {
+		if merr := h.markIncomplete(c.rolloutID); merr != nil {
 			result = "lost"
 			h.log.Error("incomplete marker failed too; this call is missing from the capture", "rollout_id", c.rolloutID, "model_call_id", c.modelCallID, "err", merr)
 		}
@@ -436,8 +435,7 @@ func (c *call) write(ex *capture.Exchange) {
 	h.metrics.calls.WithLabelValues(string(c.dialect), statusClass(c.status), category).Inc()
 	h.metrics.inFlight.Dec()
 	h.inflight.done()
-	h.log.Debug("model call captured", "rollout_id", c.rolloutID, "model_call_id", c.modelCallID, "dialect", c.dialect,
-		"status", c.status, "error_category", category, "latency_ms", ex.LatencyMS, "result", result)
+	h.logCall(c, ex, category, result) // the access log line (accesslog.go)
 }
 
 // verdict is what the error ladder looks at.

@@ -35,6 +35,9 @@ const (
 	// DefaultSpoolThreshold is how much of a response body is kept in memory before the rest is
 	// spooled to a temp file (1 MiB).
 	DefaultSpoolThreshold = 1 << 20
+	// DefaultRequestBodyTimeout is the longest wait for the next bytes of a captured call's request
+	// body (1 minute): a client that stops sending mid-body is cut off after it.
+	DefaultRequestBodyTimeout = time.Minute
 	// maxParseBytes bounds a non-streamed response body parsed as JSON for the capture line.
 	maxParseBytes = 64 << 20
 )
@@ -46,7 +49,8 @@ const (
 //
 // Besides proxying, the Handler answers GET /healthz (200 while running), GET /readyz (200, or 503
 // once Shutdown began) and GET /metrics (Prometheus text format, on the Handler's own registry),
-// unless NoAdminEndpoints is set.
+// unless NoAdminEndpoints is set; AdminHandler serves the same endpoints on a listener of their own
+// (what `modelcalls proxy --admin-listen` does, so that the proxy port forwards every path).
 type Handler struct {
 	// Upstream is the base URL calls are forwarded to: scheme, host and an optional base path, to
 	// which the request path (prefix stripped) is appended. Required.
@@ -81,6 +85,12 @@ type Handler struct {
 	// (the capture line stores them parsed), so this also bounds per-call request memory.
 	MaxRequestBytes int64
 
+	// RequestBodyTimeout bounds the wait for each read of a captured call's request body (the
+	// gateway reads it whole before forwarding); past it the call is not forwarded, it is captured as
+	// "cancelled" (upstream_attempted false) and the client gets 408 request_timeout (with
+	// Connection: close on HTTP/1). Zero means DefaultRequestBodyTimeout, negative means no limit.
+	RequestBodyTimeout time.Duration
+
 	// SpoolThreshold is how many response body bytes of a captured call are kept in memory; the
 	// rest goes to a temp file in SpoolDir. Zero means DefaultSpoolThreshold.
 	SpoolThreshold int64
@@ -105,6 +115,8 @@ type Handler struct {
 	modelRef *capture.ModelRef
 	draining atomic.Bool
 	inflight tracker
+	warned   sync.Map // routing mistake kind -> struct{}: each is logged once
+	fds      fdReserve
 }
 
 func (h *Handler) init() {
@@ -136,6 +148,7 @@ func (h *Handler) init() {
 		ErrorHandler:   h.errorHandler,
 		ErrorLog:       slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
 	}
+	h.checkUpstreamPath()
 }
 
 // Registry returns the Prometheus registry holding the gateway's metrics (metric names in
@@ -190,21 +203,28 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		u := *r.URL
 		u.Path = rest
 		u.RawPath = rawRest // keeps the client's escaping of the rest
-		route = r.Clone(r.Context())
+		// The rollout id rides in the context to the outbound request, for the redirect rewrite.
+		route = r.Clone(context.WithValue(r.Context(), prefixKey{}, id))
 		route.URL = &u
 	}
+	// An h2c upgrade request (curl --http2 on http://) is served as the HTTP/1.1 request it also
+	// is: the upgrade is declined by ignoring it, and its headers do not go upstream.
+	dropH2CUpgrade(route.Header)
 	d, observed := dialect.ForPath(route.URL.Path)
 	switch {
-	case isUpgrade(r.Header):
+	case isUpgrade(route.Header):
 		h.metrics.uncaptured.WithLabelValues("upgrade").Inc()
 	case !prefixed:
 		h.metrics.uncaptured.WithLabelValues("unprefixed").Inc()
 	case !observed:
 		h.metrics.uncaptured.WithLabelValues("not_observed").Inc()
+		h.checkModelPath(id, route.URL.Path)
 	case h.Store == nil:
 		h.metrics.uncaptured.WithLabelValues("no_store").Inc()
 	default:
+		guard := h.guardRequestBody(w, route)
 		h.serveCaptured(w, route, id, d)
+		guard.finish(w, d)
 		return
 	}
 	if route.Body != nil && route.Body != http.NoBody {
@@ -214,6 +234,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		route.Body = &countingBody{rc: route.Body, n: h.metrics.reqBytes}
 	}
 	h.proxy.ServeHTTP(w, route)
+}
+
+// AdminHandler serves the admin endpoints (GET|HEAD /healthz, /readyz, /metrics) and answers 404
+// to everything else, for a listener of their own; set NoAdminEndpoints so that the proxy itself
+// forwards those paths to the upstream.
+func (h *Handler) AdminHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.once.Do(h.init)
+		if !h.serveAdmin(w, r) {
+			http.NotFound(w, r)
+		}
+	})
 }
 
 // serveAdmin answers the admin endpoints; it reports false for every other request.
@@ -268,10 +300,20 @@ func (h *Handler) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(h.Upstream)
 }
 
-// modifyResponse starts the capture of a captured call's response, and counts relayed bytes of
-// every other response.
+// modifyResponse keeps a redirect's Location inside the gateway (rewriteLocation), names an
+// upstream 404 on a model path once (routing.go), starts the capture of a captured call's response,
+// and counts relayed bytes of every other response.
 func (h *Handler) modifyResponse(res *http.Response) error {
-	c, _ := res.Request.Context().Value(callKey{}).(*call)
+	ctx := res.Request.Context()
+	if res.StatusCode >= 300 && res.StatusCode < 400 {
+		id, _ := ctx.Value(prefixKey{}).(string)
+		h.rewriteLocation(res.Header, id)
+	}
+	c, _ := ctx.Value(callKey{}).(*call)
+	if c != nil && res.StatusCode == http.StatusNotFound {
+		h.warnOnce("upstream_404", "the upstream answered 404 on a model path: check that --upstream is the model server's base URL (scheme://host[:port], plus a base path only if the server has one, without /v1)",
+			"rollout_id", c.rolloutID, "upstream_path", res.Request.URL.Path, "upstream", h.Upstream.Redacted())
+	}
 	if c == nil {
 		if res.StatusCode != http.StatusSwitchingProtocols {
 			res.Body = &countingBody{rc: res.Body, n: h.metrics.respBytes}

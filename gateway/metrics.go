@@ -17,6 +17,9 @@ const (
 	MetricBytes           = "modelcalls_gateway_relayed_bytes_total"          // label direction: request | response
 	MetricInvalidIDs      = "modelcalls_gateway_invalid_rollout_ids_total"    // prefixed requests answered 400
 	MetricClaimFailures   = "modelcalls_gateway_capture_claim_failures_total" // claims that could not be created
+	MetricRoutingMistakes = "modelcalls_gateway_routing_mistakes_total"       // label kind (logged once per kind)
+	MetricConnections     = "modelcalls_gateway_connections_open"             // client connections accepted and not yet closed
+	MetricConnsRefused    = "modelcalls_gateway_connections_refused_total"    // label reason: limit (connection cap) | accept_error
 )
 
 // metrics are the gateway's Prometheus collectors, registered on reg.
@@ -30,6 +33,10 @@ type metrics struct {
 	bytes         *prometheus.CounterVec
 	invalidIDs    prometheus.Counter
 	claimFailures prometheus.Counter
+
+	routingMistakes *prometheus.CounterVec
+	connections     prometheus.Gauge
+	connsRefused    *prometheus.CounterVec
 
 	reqBytes, respBytes prometheus.Counter
 }
@@ -70,9 +77,21 @@ func newMetrics() *metrics {
 			Name: MetricClaimFailures,
 			Help: "Captured calls whose claim file could not be created (the call still proceeds).",
 		}),
+		routingMistakes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricRoutingMistakes,
+			Help: "Requests showing a routing mistake, by kind (prefixed_path_missing_v1, prefixed_path_extra_segments, upstream_path_v1, upstream_404); each kind is logged once at warn.",
+		}, []string{"kind"}),
+		connections: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: MetricConnections,
+			Help: "Client connections accepted through Handler.Listener and not yet closed.",
+		}),
+		connsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricConnsRefused,
+			Help: "Client connections refused (reason limit: past the connection cap, answered 503 and closed) and failed accepts (reason accept_error, e.g. out of file descriptors).",
+		}, []string{"reason"}),
 	}
 	m.reg.MustRegister(m.calls, m.uncaptured, m.writes, m.writeSeconds, m.inFlight, m.bytes, m.invalidIDs,
-		m.claimFailures, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.claimFailures, m.routingMistakes, m.connections, m.connsRefused, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reqBytes = m.bytes.WithLabelValues("request")
 	m.respBytes = m.bytes.WithLabelValues("response")
 	for _, r := range []string{"ok", "failed", "lost"} {

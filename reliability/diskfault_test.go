@@ -208,13 +208,13 @@ func fullDiskCheck(t *testing.T, store *capture.Store, id string, calls int, ok,
 func TestDiskFullFileSizeLimit(t *testing.T) {
 	up := newRawUpstream(t, echoHandler)
 	dir := filepath.Join(t.TempDir(), "capture")
-	p := startProxy(t, up.URL, dir, nil, "MR_FSIZE=65536")
+	p := startProxy(t, up.URL, dir, []string{"--admin-listen", "127.0.0.1:0"}, "MR_FSIZE=65536")
 	client := &http.Client{Transport: withSecrets{&http.Transport{}}}
 	defer client.CloseIdleConnections()
 	const id, calls = "fsize-0", 40
 	faultCalls(t, client, p.url, id, calls, 4000)
-	ok := metric(t, client, p.url, gateway.MetricCaptureWrites, "result=ok")
-	failed := metric(t, client, p.url, gateway.MetricCaptureWrites, "result=failed")
+	ok := metric(t, client, p.admin, gateway.MetricCaptureWrites, "result=ok")
+	failed := metric(t, client, p.admin, gateway.MetricCaptureWrites, "result=failed")
 	p.stop()
 	logs := p.stderr.String()
 	logNames(t, logs, "capture write failed", id)

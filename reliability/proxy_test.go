@@ -24,8 +24,9 @@ const argSep = "\x1f"
 
 // proxyRole runs `modelcalls proxy` with the arguments in MR_ARGS through the command line's own
 // entry point (cli.Main), after lowering RLIMIT_FSIZE to MR_FSIZE bytes when set (writes past it
-// fail with EFBIG, as on a full disk; Go ignores SIGXFSZ). It prints "listening <url>" on stdout
-// once the proxy listens and "draining" when it starts to shut down; its log goes to stderr. SIGTERM
+// fail with EFBIG, as on a full disk; Go ignores SIGXFSZ) and RLIMIT_NOFILE to MR_NOFILE
+// descriptors when set. It prints "listening <url>" on stdout
+// once the proxy listens (followed by the admin URL with --admin-listen) and "draining" when it starts to shut down; its log goes to stderr. SIGTERM
 // drains and exits.
 func proxyRole() int {
 	if v := os.Getenv("MR_FSIZE"); v != "" {
@@ -40,6 +41,17 @@ func proxyRole() int {
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "set RLIMIT_FSIZE:", err)
+			return 1
+		}
+	}
+	if v := os.Getenv("MR_NOFILE"); v != "" {
+		// The file-descriptor limit, soft and hard (Go raised the soft one to the hard one at start).
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err == nil {
+			err = unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: n, Max: n})
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "set RLIMIT_NOFILE:", err)
 			return 1
 		}
 	}
@@ -59,10 +71,17 @@ func (l *listenWatcher) Write(p []byte) (int, error) {
 		fmt.Println("draining")
 	}
 	if bytes.Contains(p, []byte(`msg="modelcalls proxy listening"`)) {
+		var u, admin string
 		for _, f := range strings.Fields(string(p)) {
-			if u, ok := strings.CutPrefix(f, "url="); ok {
-				l.once.Do(func() { fmt.Printf("listening %s\n", u) })
+			if v, ok := strings.CutPrefix(f, "url="); ok {
+				u = v
 			}
+			if v, ok := strings.CutPrefix(f, "admin_url="); ok && v != `""` {
+				admin = " " + v
+			}
+		}
+		if u != "" {
+			l.once.Do(func() { fmt.Printf("listening %s%s\n", u, admin) })
 		}
 	}
 	return l.w.Write(p)
@@ -71,7 +90,8 @@ func (l *listenWatcher) Write(p []byte) (int, error) {
 // proxyProc is a running proxy helper.
 type proxyProc struct {
 	*helperProc
-	url string // http://127.0.0.1:port
+	url   string // http://127.0.0.1:port
+	admin string // the admin endpoints' base URL with --admin-listen, else ""
 }
 
 // startProxy starts `modelcalls proxy --upstream upstream --capture-dir dir --listen 127.0.0.1:0`
@@ -81,7 +101,8 @@ func startProxy(t testing.TB, upstream, dir string, extra []string, env ...strin
 	args := append([]string{"--upstream", upstream, "--capture-dir", dir, "--listen", "127.0.0.1:0", "--log-level", "debug"}, extra...)
 	p := startHelper(t, "proxy", append([]string{"MR_ARGS=" + strings.Join(args, argSep)}, env...)...)
 	line := p.expect("listening ")
-	return &proxyProc{helperProc: p, url: strings.TrimPrefix(line, "listening ")}
+	u, admin, _ := strings.Cut(strings.TrimPrefix(line, "listening "), " ")
+	return &proxyProc{helperProc: p, url: u, admin: admin}
 }
 
 // stop sends SIGTERM (graceful drain) and waits for a clean exit.

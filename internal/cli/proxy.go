@@ -35,6 +35,14 @@ type proxyOptions struct {
 	maxRequestBytes int64
 	shutdownTimeout time.Duration
 	logLevel        string
+
+	// Connection hygiene, admin listener and log format.
+	adminListen        string
+	logFormat          string
+	requestBodyTimeout time.Duration
+	keepAliveTimeout   time.Duration
+	maxHeaderBytes     int
+	maxConnections     int
 }
 
 func newProxyCmd(s *Streams) *cobra.Command {
@@ -49,7 +57,17 @@ model call made under {base}/ng-rollout/<rollout_id>/v1/{responses,chat/completi
 The capture dir comes from --capture-dir or, NeMo Gym style, from the global config
 (--config gym.yaml and ++key=value overrides): ++observability_enabled=true
 ++model_call_capture_dir=/abs/dir. The first SIGINT or SIGTERM drains in-flight calls and their
-capture writes (up to --shutdown-timeout); a second one stops at once.`,
+capture writes (up to --shutdown-timeout); a second one stops at once.
+
+The proxy port forwards every path to the upstream, /healthz, /readyz and /metrics included (a
+model server's own /metrics stays reachable). The gateway's admin endpoints (GET /healthz,
+/readyz: 503 while draining, /metrics: Prometheus) are served on --admin-listen ADDR only, off
+unless given.
+
+HTTP/1.0, HTTP/1.1 and HTTP/2 cleartext with prior knowledge are served on the same port; an
+"Upgrade: h2c" request is answered in HTTP/1.1. Each captured call is logged at info ("model
+call": rollout, dialect, model, status, tokens, latency, TTFT, outcome); --log-format json
+writes one JSON object per line.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			for _, a := range args {
 				if !config.IsOverride(a) {
@@ -73,6 +91,12 @@ capture writes (up to --shutdown-timeout); a second one stops at once.`,
 	f.Int64Var(&o.maxRequestBytes, "max-request-bytes", gateway.DefaultMaxRequestBytes, "largest captured request body; larger ones get 413 (0: no limit)")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "on SIGINT/SIGTERM, how long to let in-flight calls finish")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.StringVar(&o.adminListen, "admin-listen", "", "address of the admin endpoints /healthz, /readyz, /metrics (default: none)")
+	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	f.DurationVar(&o.requestBodyTimeout, "request-body-timeout", gateway.DefaultRequestBodyTimeout, "longest wait between reads of a captured request body; then 408, captured as cancelled (0: no limit)")
+	f.DurationVar(&o.keepAliveTimeout, "keepalive-timeout", gateway.DefaultKeepAliveTimeout, "how long an idle client connection stays open (0: no limit)")
+	f.IntVar(&o.maxHeaderBytes, "max-header-bytes", gateway.DefaultMaxHeaderBytes, "largest request header block; larger ones get 431")
+	f.IntVar(&o.maxConnections, "max-connections", 0, "most client connections open at once, more are refused with 503 (0: derived from the file-descriptor limit; -1: no cap)")
 	return cmd
 }
 
@@ -131,6 +155,15 @@ func resolveProxyConfig(o *proxyOptions, overrides []string) (*proxyConfig, erro
 	if o.maxRequestBytes < 0 {
 		return nil, usageErrorf("--max-request-bytes must be >= 0 (0: no limit)")
 	}
+	if o.maxHeaderBytes <= 0 {
+		return nil, usageErrorf("--max-header-bytes must be > 0")
+	}
+	if o.maxConnections < -1 {
+		return nil, usageErrorf("--max-connections must be >= -1 (0: derived from the file-descriptor limit; -1: no cap)")
+	}
+	if o.logFormat != "text" && o.logFormat != "json" {
+		return nil, usageErrorf("--log-format %q: want text or json", o.logFormat)
+	}
 	return &proxyConfig{upstream: u, captureDir: dir}, nil
 }
 
@@ -160,7 +193,11 @@ func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []stri
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(s.ErrOut, &slog.HandlerOptions{Level: level}))
+	var logHandler slog.Handler = slog.NewTextHandler(s.ErrOut, &slog.HandlerOptions{Level: level})
+	if o.logFormat == "json" {
+		logHandler = slog.NewJSONHandler(s.ErrOut, &slog.HandlerOptions{Level: level})
+	}
+	log := slog.New(logHandler)
 	store, err := capture.Open(cfg.captureDir)
 	if err == nil {
 		// A dir that exists but cannot be written would lose every call with nothing downstream
@@ -178,15 +215,33 @@ func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []stri
 		IdleTimeout:     noLimit(o.idleTimeout),
 		MaxRequestBytes: noLimit(o.maxRequestBytes),
 		Logger:          log,
+
+		RequestBodyTimeout: noLimit(o.requestBodyTimeout),
+		NoAdminEndpoints:   true, // the proxy port forwards every path; admin is --admin-listen
 	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return usageErrorf("--listen %s: %w", o.listen, err)
 	}
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	srv := h.NewServer(gateway.ServerOptions{KeepAliveTimeout: noLimit(o.keepAliveTimeout), MaxHeaderBytes: o.maxHeaderBytes})
+	maxConns := o.maxConnections
+	if maxConns == 0 {
+		maxConns = gateway.DefaultMaxConnections()
+	}
+	capped := h.Listener(ln, maxConns)
+	var admin *http.Server
+	adminURL := ""
+	if o.adminListen != "" {
+		aln, err := net.Listen("tcp", o.adminListen)
+		if err != nil {
+			ln.Close()
+			return usageErrorf("--admin-listen %s: %w", o.adminListen, err)
+		}
+		admin = &http.Server{Handler: h.AdminHandler(), ReadHeaderTimeout: gateway.DefaultReadHeaderTimeout,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+		adminURL = "http://" + aln.Addr().String()
+		go admin.Serve(aln)
+		defer admin.Close()
 	}
 	// Signals are caught before the listening line is printed, so whoever waits for that line may
 	// signal at once.
@@ -195,9 +250,10 @@ func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []stri
 	defer signal.Stop(sigs)
 
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() { serveErr <- srv.Serve(capped) }()
 	log.Info("modelcalls proxy listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(),
-		"upstream", cfg.upstream.Redacted(), "capture_dir", cfg.captureDir, "name", o.name)
+		"upstream", cfg.upstream.Redacted(), "capture_dir", cfg.captureDir, "name", o.name,
+		"admin_url", adminURL, "max_connections", maxConns)
 
 	if ctx == nil {
 		ctx = context.Background()

@@ -41,6 +41,8 @@ func TestProxyUsageErrors(t *testing.T) {
 		{"dirs disagree", []string{"proxy", "--upstream", "http://h", "--config", cfg, "--capture-dir", dir}, "disagree"},
 		{"bad log level", []string{"proxy", "--upstream", "http://h", "--capture-dir", dir, "--log-level", "loud"}, "--log-level"},
 		{"bad override", []string{"proxy", "--upstream", "http://h", "--capture-dir", dir, "+a"}, "want key=value"},
+		{"bad log format", []string{"proxy", "--upstream", "http://h", "--capture-dir", dir, "--log-format", "xml"}, "--log-format"},
+		{"bad max connections", []string{"proxy", "--upstream", "http://h", "--capture-dir", dir, "--max-connections", "-2"}, "--max-connections"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
@@ -68,12 +70,12 @@ func runProxyCmd(t *testing.T, ctx context.Context, args []string) (addr string,
 	}()
 	addrc := make(chan string, 1)
 	go func() {
-		re := regexp.MustCompile(`addr=(\S+)`)
+		re := regexp.MustCompile(`addr=(\S+)|"addr":"([^"]+)"`) // --log-format text or json
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			stderr.Write(append(sc.Bytes(), '\n'))
 			if m := re.FindStringSubmatch(sc.Text()); m != nil && strings.Contains(sc.Text(), "listening") {
-				addrc <- m[1]
+				addrc <- m[1] + m[2]
 			}
 		}
 	}()
@@ -182,9 +184,13 @@ func TestProxyServesAndDrains(t *testing.T) {
 func TestProxySignal(t *testing.T) {
 	up := httptest.NewServer(http.NotFoundHandler())
 	defer up.Close()
-	addr, exit, stderr := runProxyCmd(t, context.Background(), []string{"proxy", "--upstream", up.URL, "--listen", "127.0.0.1:0",
-		"--capture-dir", t.TempDir()})
-	r, err := http.Get("http://" + addr + "/healthz")
+	_, exit, stderr := runProxyCmd(t, context.Background(), []string{"proxy", "--upstream", up.URL, "--listen", "127.0.0.1:0",
+		"--capture-dir", t.TempDir(), "--admin-listen", "127.0.0.1:0"})
+	admin := regexp.MustCompile(`admin_url=(\S+)`).FindStringSubmatch(stderr.String())
+	if admin == nil {
+		t.Fatalf("no admin_url in the listening line:\n%s", stderr.String())
+	}
+	r, err := http.Get(admin[1] + "/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}

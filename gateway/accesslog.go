@@ -1,0 +1,110 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+
+	"github.com/modelcalls/modelcalls"
+	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
+)
+
+// logCall writes the access log line of one captured call, at info, once its capture is finished:
+//
+//	msg="model call" rollout_id=r1 model_call_id=… dialect=chat model=gpt-x status=200
+//	tokens_in=12 tokens_out=30 latency_ms=812.4 ttft_ms=95.1 outcome=ok capture=ok
+//
+// model is the response's "model", else the request's (as the call records take it); tokens_in and
+// tokens_out are the record's normalised counts from the response's usage (the Anthropic cache
+// fold included), absent when the upstream reported none; ttft_ms is absent when no body byte
+// arrived; outcome is the line's error_category, "ok" when null; capture is ok, failed (incomplete
+// marker written) or lost. Request and response bodies and headers are never logged.
+func (h *Handler) logCall(c *call, ex *capture.Exchange, category, result string) {
+	if !h.log.Enabled(context.Background(), slog.LevelInfo) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 12)
+	attrs = append(attrs,
+		slog.String("rollout_id", c.rolloutID),
+		slog.String("model_call_id", c.modelCallID),
+		slog.String("dialect", string(c.dialect)))
+	model := stringMember(ex.Response, "model")
+	if model == "" {
+		model = stringMember(ex.Request, "model")
+	}
+	if model != "" {
+		if len(model) > 200 {
+			model = model[:200] + "..."
+		}
+		attrs = append(attrs, slog.String("model", model))
+	}
+	attrs = append(attrs, slog.Int("status", c.status))
+	if usage := member(ex.Response, "usage"); usage != nil {
+		st := modelcalls.ExtractTokenStats(usage)
+		if st.TokensIn != nil {
+			attrs = append(attrs, slog.Int64("tokens_in", *st.TokensIn))
+		}
+		if st.TokensOut != nil {
+			attrs = append(attrs, slog.Int64("tokens_out", *st.TokensOut))
+		}
+	}
+	attrs = append(attrs, slog.Float64("latency_ms", ex.LatencyMS))
+	if ex.LatencyTTFTMS != nil {
+		attrs = append(attrs, slog.Float64("ttft_ms", *ex.LatencyTTFTMS))
+	}
+	outcome := category
+	if outcome == "none" {
+		outcome = "ok"
+	}
+	attrs = append(attrs, slog.String("outcome", outcome), slog.String("capture", result))
+	h.log.LogAttrs(context.Background(), slog.LevelInfo, "model call", attrs...)
+}
+
+// member returns the raw value of the last top-level member name of the JSON object obj (a
+// payload the store accepted), or nil. Keys are compared as written (an escaped key does not match).
+func member(obj []byte, name string) []byte {
+	i := jsonscan.SkipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil
+	}
+	var v []byte
+	i++
+	for {
+		i = jsonscan.SkipWS(obj, i)
+		if i >= len(obj) || obj[i] != '"' {
+			return v
+		}
+		ks := i
+		i = jsonscan.SkipString(obj, i)
+		key := obj[ks:i]
+		i = jsonscan.SkipWS(obj, i)
+		if i >= len(obj) || obj[i] != ':' {
+			return v
+		}
+		i = jsonscan.SkipWS(obj, i+1)
+		vs := i
+		i = jsonscan.SkipValue(obj, i)
+		if len(key) == len(name)+2 && string(key[1:len(key)-1]) == name {
+			v = obj[vs:i]
+		}
+		i = jsonscan.SkipWS(obj, i)
+		if i >= len(obj) || obj[i] != ',' {
+			return v
+		}
+		i++
+	}
+}
+
+// stringMember is member decoded as a string; "" when absent or not a string.
+func stringMember(obj []byte, name string) string {
+	v := member(obj, name)
+	if len(v) == 0 || v[0] != '"' {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return ""
+	}
+	return s
+}

@@ -1,0 +1,192 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// upstreamWithAdminPaths is a model server that serves its own /metrics, /healthz and /readyz
+// (vLLM and llama-server serve /metrics) and a chat completion on /v1/chat/completions.
+func upstreamWithAdminPaths(t *testing.T) *httptest.Server {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/metrics", "/healthz", "/readyz":
+			io.WriteString(w, "upstream "+r.URL.Path+"\n")
+		case "/v1/chat/completions":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"served-model","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":11,"completion_tokens":7,"total_tokens":18}}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(up.Close)
+	return up
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	r, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	return r.StatusCode, string(b)
+}
+
+// stopProxy cancels the command's context and waits for a clean exit.
+func stopProxy(t *testing.T, stop context.CancelFunc, exit <-chan error) {
+	t.Helper()
+	stop()
+	select {
+	case err := <-exit:
+		if err != nil {
+			t.Fatalf("proxy exit: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("proxy did not exit")
+	}
+}
+
+// TestProxyPortForwardsAdminPaths: the proxy port hides none of the upstream's pages; the gateway's
+// own endpoints are on --admin-listen only, and off without it.
+func TestProxyPortForwardsAdminPaths(t *testing.T) {
+	up := upstreamWithAdminPaths(t)
+	for _, withAdmin := range []bool{false, true} {
+		ctx, stop := context.WithCancel(context.Background())
+		args := []string{"proxy", "--upstream", up.URL, "--listen", "127.0.0.1:0", "--capture-dir", t.TempDir()}
+		if withAdmin {
+			args = append(args, "--admin-listen", "127.0.0.1:0")
+		}
+		addr, exit, stderr := runProxyCmd(t, ctx, args)
+		for _, p := range []string{"/metrics", "/healthz", "/readyz", "/ng-rollout/r1/metrics"} {
+			code, body := get(t, "http://"+addr+p)
+			want := "upstream " + strings.TrimPrefix(p, "/ng-rollout/r1") + "\n"
+			if code != 200 || body != want {
+				t.Errorf("admin=%v GET %s on the proxy port: %d %.80q, want the upstream's %q", withAdmin, p, code, body, want)
+			}
+		}
+		m := regexp.MustCompile(`admin_url=(\S+)`).FindStringSubmatch(stderr.String())
+		if !withAdmin {
+			if m != nil && m[1] != `""` {
+				t.Errorf("admin endpoints without --admin-listen: %s", m[1])
+			}
+			stopProxy(t, stop, exit)
+			continue
+		}
+		if m == nil {
+			t.Fatalf("no admin_url:\n%s", stderr.String())
+		}
+		admin := m[1]
+		if code, body := get(t, admin+"/healthz"); code != 200 || body != "ok\n" {
+			t.Errorf("admin /healthz: %d %q", code, body)
+		}
+		if code, body := get(t, admin+"/readyz"); code != 200 || body != "ready\n" {
+			t.Errorf("admin /readyz: %d %q", code, body)
+		}
+		if code, body := get(t, admin+"/metrics"); code != 200 || !strings.Contains(body, "modelcalls_gateway_calls_in_flight") {
+			t.Errorf("admin /metrics: %d, no gateway series", code)
+		}
+		if code, _ := get(t, admin+"/v1/chat/completions"); code != 404 {
+			t.Errorf("admin listener forwards: %d", code)
+		}
+		stopProxy(t, stop, exit)
+	}
+}
+
+// TestProxyAccessLog: one info line per captured call with rollout, dialect, model, status,
+// tokens, latency, TTFT and outcome, as text and as JSON.
+func TestProxyAccessLog(t *testing.T) {
+	up := upstreamWithAdminPaths(t)
+	for _, format := range []string{"text", "json"} {
+		ctx, stop := context.WithCancel(context.Background())
+		addr, exit, stderr := runProxyCmd(t, ctx, []string{"proxy", "--upstream", up.URL, "--listen", "127.0.0.1:0",
+			"--capture-dir", t.TempDir(), "--log-format", format})
+		r, err := http.Post("http://"+addr+"/ng-rollout/r7/v1/chat/completions", "application/json", strings.NewReader(`{"model":"asked-model","messages":[]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+		get(t, "http://"+addr+"/v1/models") // uncaptured: no access line
+		stopProxy(t, stop, exit)
+
+		var lines []string
+		for _, l := range strings.Split(stderr.String(), "\n") {
+			if strings.Contains(l, "model call") && !strings.Contains(l, "listening") {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) != 1 {
+			t.Fatalf("%s: %d access lines, want 1:\n%s", format, len(lines), stderr.String())
+		}
+		l := lines[0]
+		if format == "text" {
+			for _, want := range []string{"level=INFO", `msg="model call"`, "rollout_id=r7", "dialect=chat", "model=served-model",
+				"status=200", "tokens_in=11", "tokens_out=7", "latency_ms=", "ttft_ms=", "outcome=ok", "capture=ok"} {
+				if !strings.Contains(l, want) {
+					t.Errorf("text access line lacks %q: %s", want, l)
+				}
+			}
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatalf("json access line %q: %v", l, err)
+		}
+		for k, v := range map[string]any{"level": "INFO", "msg": "model call", "rollout_id": "r7", "dialect": "chat",
+			"model": "served-model", "status": 200.0, "tokens_in": 11.0, "tokens_out": 7.0, "outcome": "ok", "capture": "ok"} {
+			if rec[k] != v {
+				t.Errorf("json access line %s = %v, want %v", k, rec[k], v)
+			}
+		}
+		for _, k := range []string{"latency_ms", "ttft_ms", "model_call_id"} {
+			if _, ok := rec[k]; !ok {
+				t.Errorf("json access line lacks %s", k)
+			}
+		}
+	}
+}
+
+// TestProxyRoutingMistakes: each kind of routing mistake is named once at warn, with a fix.
+func TestProxyRoutingMistakes(t *testing.T) {
+	up := upstreamWithAdminPaths(t)
+	ctx, stop := context.WithCancel(context.Background())
+	addr, exit, stderr := runProxyCmd(t, ctx, []string{"proxy", "--upstream", up.URL + "/v1", "--listen", "127.0.0.1:0",
+		"--capture-dir", t.TempDir()})
+	for range 3 {
+		for _, p := range []string{"/ng-rollout/r1/chat/completions", "/ng-rollout/r1/v1/chat/completions"} {
+			r, err := http.Post("http://"+addr+p, "application/json", strings.NewReader(`{"model":"m"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, r.Body)
+			r.Body.Close()
+		}
+	}
+	stopProxy(t, stop, exit)
+	log := stderr.String()
+	for kind, want := range map[string]string{
+		"upstream_path_v1":         "give the upstream without /v1",
+		"prefixed_path_missing_v1": "/ng-rollout/r1/v1",
+		"upstream_404":             "upstream_path=/v1/v1/chat/completions",
+	} {
+		n := strings.Count(log, "kind="+kind)
+		if n != 1 {
+			t.Errorf("kind %s logged %d times, want once:\n%s", kind, n, log)
+			continue
+		}
+		for _, l := range strings.Split(log, "\n") {
+			if strings.Contains(l, "kind="+kind) && (!strings.Contains(l, "level=WARN") || !strings.Contains(l, want)) {
+				t.Errorf("kind %s: want a warn line containing %q: %s", kind, want, l)
+			}
+		}
+	}
+}
