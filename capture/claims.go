@@ -99,6 +99,8 @@ type slotFile struct {
 	mu       sync.Mutex
 	free     []int // free slot indices
 	n        int   // slots the file holds
+	out      int   // claims outstanding in it
+	retired  bool  // replaced by a new file: closed when out drops to 0
 	dsync    bool
 }
 
@@ -198,6 +200,14 @@ func (s *Store) slotFile() (*slotFile, error) {
 			return sf, nil
 		}
 		// Keep the old file open for the claims still in it; new claims go to a new file.
+		sf.mu.Lock()
+		sf.retired = true
+		if sf.out == 0 {
+			ownSlotFiles.Delete(sf.ino)
+			sf.f.Close()
+		}
+		sf.mu.Unlock()
+		s.claims.sf = nil
 	}
 	sf, err := s.createSlotFile()
 	if err != nil {
@@ -300,6 +310,7 @@ func (sf *slotFile) claim(id, mcid string) (int, error) {
 	}
 	slot := sf.free[len(sf.free)-1]
 	sf.free = sf.free[:len(sf.free)-1]
+	sf.out++
 	sf.mu.Unlock()
 	var rec [SlotSize]byte
 	encodeSlot(rec[:], id, mcid, time.Now().UnixNano())
@@ -326,6 +337,11 @@ func (sf *slotFile) release(slot int) error {
 func (sf *slotFile) put(slot int) {
 	sf.mu.Lock()
 	sf.free = append(sf.free, slot)
+	sf.out--
+	if sf.retired && sf.out == 0 {
+		ownSlotFiles.Delete(sf.ino)
+		sf.f.Close()
+	}
 	sf.mu.Unlock()
 }
 

@@ -84,6 +84,14 @@ func (c *fileCache) acquire(s *Store, id string, create bool) (*openFile, error)
 		c.pin(e)
 	}
 	c.mu.Unlock()
+	// A dir that became read-only (a remount) is not written through descriptors opened before.
+	var fs unix.Statfs_t
+	if err := unix.Statfs(s.dir, &fs); err == nil && fs.Flags&unix.ST_RDONLY != 0 {
+		if e != nil {
+			c.release(e)
+		}
+		return nil, fmt.Errorf("open capture file: %w", &os.PathError{Op: "open", Path: p, Err: unix.EROFS})
+	}
 	if e != nil {
 		var st unix.Stat_t
 		if unix.Lstat(p, &st) == nil && uint64(st.Ino) == e.ino && uint64(st.Dev) == e.dev && !e.isBroken() {
