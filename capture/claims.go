@@ -665,8 +665,9 @@ func (s *Store) gcSlotFiles(dfd int) {
 		}
 		s.withDeadSlotFile(dfd, name, func(f *os.File, data []byte) bool {
 			for off := SlotSize; off+SlotSize <= len(data); off += SlotSize {
-				if !isZero(data[off : off+SlotSize]) {
-					return false
+				rec := data[off : off+SlotSize]
+				if _, free, ok := decodeSlot(rec); !free && (ok || tornID(rec) != "") {
+					return false // a stale claim: kept until its rollout is cleared
 				}
 			}
 			return true
@@ -745,6 +746,9 @@ func (s *Store) clearDeadClaims(id string) error {
 						empty = false
 					}
 					continue
+				}
+				if !ok && tornID(rec) == "" {
+					continue // no rollout can be named: readers ignore it, it holds nothing
 				}
 				empty = false
 			}

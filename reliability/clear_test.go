@@ -153,4 +153,3 @@ func TestNoClaimsLeftBehind(t *testing.T) {
 		t.Errorf("capture dir holds %v; want the 5 capture files only", names)
 	}
 }
-
