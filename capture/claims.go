@@ -89,7 +89,10 @@ func localHost() string {
 // ownSlotFiles holds the inode numbers of the slot files this process writes (of any Store), so a
 // reader in the same process never probes their locks (flock is per open file; on file systems that
 // emulate it with POSIX locks, a probe from the owning process would not conflict).
-var ownSlotFiles sync.Map // uint64 -> struct{}
+var ownSlotFiles sync.Map // fileID -> struct{}
+
+// fileID names a file on this host: device and inode number.
+type fileID struct{ dev, ino uint64 }
 
 // slotFile is this process's claim slot file of one store.
 type slotFile struct {
@@ -203,7 +206,7 @@ func (s *Store) slotFile() (*slotFile, error) {
 		sf.mu.Lock()
 		sf.retired = true
 		if sf.out == 0 {
-			ownSlotFiles.Delete(sf.ino)
+			ownSlotFiles.Delete(fileID{sf.dev, sf.ino})
 			sf.f.Close()
 		}
 		sf.mu.Unlock()
@@ -281,9 +284,9 @@ func (s *Store) createSlotFile() (*slotFile, error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fail(err)
 	}
-	ownSlotFiles.Store(uint64(st.Ino), struct{}{})
+	ownSlotFiles.Store(fileID{uint64(st.Dev), uint64(st.Ino)}, struct{}{})
 	if err := unix.Renameat(dfd, tmp, dfd, name); err != nil {
-		ownSlotFiles.Delete(uint64(st.Ino))
+		ownSlotFiles.Delete(fileID{uint64(st.Dev), uint64(st.Ino)})
 		return fail(err)
 	}
 	sf := &slotFile{f: f, path: f.Name(), dev: uint64(st.Dev), ino: uint64(st.Ino), n: initialSlots, dsync: dsync}
@@ -339,7 +342,7 @@ func (sf *slotFile) put(slot int) {
 	sf.free = append(sf.free, slot)
 	sf.out--
 	if sf.retired && sf.out == 0 {
-		ownSlotFiles.Delete(sf.ino)
+		ownSlotFiles.Delete(fileID{sf.dev, sf.ino})
 		sf.f.Close()
 	}
 	sf.mu.Unlock()
@@ -599,7 +602,7 @@ func scanSlotFile(dfd int, name string, fn func(rec slotRecord, live, torn bool)
 	liveKnown, live := false, false
 	isLive := func() bool {
 		if !liveKnown {
-			live, liveKnown = ownerAlive(fd, uint64(st.Ino), data[:SlotSize]), true
+			live, liveKnown = ownerAlive(fd, fileID{uint64(st.Dev), uint64(st.Ino)}, data[:SlotSize]), true
 		}
 		return live
 	}
@@ -632,8 +635,8 @@ func scanSlotFile(dfd int, name string, fn func(rec slotRecord, live, torn bool)
 // Otherwise a non-blocking shared flock answers: it is refused while the owner holds its exclusive
 // lock, and granted once the owner is gone. Where locks are not supported, the header's host and pid
 // decide: alive when on another host (it cannot be checked), else by kill(pid, 0).
-func ownerAlive(fd int, ino uint64, header []byte) bool {
-	if _, own := ownSlotFiles.Load(ino); own {
+func ownerAlive(fd int, id fileID, header []byte) bool {
+	if _, own := ownSlotFiles.Load(id); own {
 		return true
 	}
 	err := unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB)
@@ -688,7 +691,7 @@ func (s *Store) withDeadSlotFile(dfd int, name string, fn func(f *os.File, data 
 	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return
 	}
-	if _, own := ownSlotFiles.Load(uint64(st.Ino)); own {
+	if _, own := ownSlotFiles.Load(fileID{uint64(st.Dev), uint64(st.Ino)}); own {
 		return
 	}
 	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {

@@ -88,7 +88,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.claims.sf = nil
-	ownSlotFiles.Delete(sf.ino)
+	ownSlotFiles.Delete(fileID{sf.dev, sf.ino})
 	var st unix.Stat_t
 	if unix.Lstat(sf.path, &st) == nil && uint64(st.Ino) == sf.ino {
 		os.Remove(sf.path)
@@ -443,17 +443,20 @@ func (s *Store) writeCleared(id string, live map[string]bool) error {
 }
 
 // removeLocked unlinks the capture file at p under its exclusive flock (a symlink or a non-regular
-// file is unlinked as is, never opened through).
+// file is unlinked as is, never opened through). The file is opened for writing when permitted,
+// since file systems that emulate flock with POSIX locks grant an exclusive lock only then; where
+// no lock can be had, it is unlinked without (an append in progress then goes with the file).
 func removeLocked(p string) error {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(p, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EISDIR) {
+		fd, err = unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	}
 	if err == nil {
 		f := os.NewFile(uintptr(fd), p)
 		defer f.Close()
 		var st unix.Stat_t
 		if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
-			if err := fsutil.Lock(f, true); err != nil {
-				return err
-			}
+			fsutil.Lock(f, true)
 		}
 	}
 	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
