@@ -20,8 +20,10 @@ func RolloutID(record []byte) (id string, ok bool, err error) {
 }
 
 // ClearCaptures ports clear_model_call_captures_for_rollouts: before dispatch, it removes the stale
-// capture of every record's rollout id (capture file, incomplete marker and claims) in every dir, so
-// a fresh run or a retry never appends to an earlier attempt's capture (reference §9.1). records are
+// capture of every record's rollout id (capture file, incomplete marker and dead processes' claims)
+// in every dir, so a fresh run or a retry never appends to an earlier attempt's capture. It does not
+// wait for calls still in flight: their lines go to <id>.capture.orphaned.jsonl (capture.Store.
+// ClearRollout), never to the next attempt's capture; `modelcalls clear` waits first. records are
 // rollout records, one JSON object each. No dirs is a no-op; records without a derivable id are
 // skipped; dirs are created when missing (capture.Open). Every error propagates, the first one
 // stopping the clear: a record that is not a JSON object, an unusable or invalid id, a dir that

@@ -10,10 +10,11 @@ import (
 )
 
 // AwaitQuiescence ports await_model_call_capture_quiescence: it waits until no live claim (an
-// outstanding capture write, SPEC §4) of rollout id exists in any of dirs, checking every poll, for at
+// outstanding capture write) of rollout id exists in any of dirs, checking every poll, for at
 // most timeout. It returns true as soon as there is none (at once when there never was) and false on
 // timeout; a merge turns the latter into a model_call_capture_pending gap rather than a silent
-// omission. Stale claims (their process is gone) do not hold the wait. Dirs that do not exist hold
+// omission. Stale claims (their process is gone, or the claim cannot be read) do not hold the wait,
+// nor do claims a clear listed as in flight (their lines go to the orphan file, not to this capture). Dirs that do not exist hold
 // no claims. When ctx ends first it returns false and ctx's error; a claims directory that cannot be
 // listed is returned as an error too. timeout <= 0 checks once; poll <= 0 means CaptureDrainPoll.
 func AwaitQuiescence(ctx context.Context, id string, dirs []string, timeout, poll time.Duration) (bool, error) {
@@ -46,6 +47,7 @@ func awaitStores(ctx context.Context, stores []*capture.Store, id string, timeou
 			}
 			total.Live += c.Live
 			total.Stale += c.Stale
+			total.Cleared += c.Cleared
 		}
 		if total.Live == 0 {
 			return total, true, nil

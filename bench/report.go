@@ -289,6 +289,21 @@ func (r *runner) report() string {
 		w("Latencies are in ms, from request sent to the last body byte read. Samples per subject: %d (1 client). "+
 			"CPU per call: user + system CPU time of the whole bench process (clients and upstream included, the same for every subject) during the concurrent batches, divided by the calls; the difference to the bare proxy is the proxy's own cost per call.\n\n", len(l.by[sDirect].seq))
 	}
+	if st := r.store; st != nil {
+		w("## Capture store alone (store row)\n\n")
+		w("What the gateway does to the store for every captured call (claim, append one %d-byte line, release), without HTTP, "+
+			"%d goroutines in closed loop, %d rounds of %s per subject and layout, ABAB. \"before\" is the per-call-file pattern "+
+			"(a claim file created and removed per call; the capture file opened, locked, fsynced and closed per append), "+
+			"\"now\" the claim slot file, kept capture files and group commit. CPU per append: user + system time of the process over the batch, divided by the appends.\n\n",
+			len(r.fx.jsonRequest)+len(r.fx.jsonResponse)+400, r.workers, r.rounds, r.concDur/2)
+		w("| subject / layout | appends/s | p50 | p99 | CPU per append |\n|---|---|---|---|---|\n")
+		for _, k := range st.order {
+			x := st.by[k]
+			c := x.conc.pcts(50, 99)
+			w("| %s | %.0f | %s ms | %s ms | %s |\n", k, x.callsPerSec(), ms(c[0]), ms(c[1]), us(x.cpuPerCall()))
+		}
+		w("\n")
+	}
 	if s := r.sse; s != nil {
 		w("## Streaming calls (row 4)\n\n")
 		w("The upstream writes %d Chat Completions events (a recorded gpt-4o stream, deltas cycled; %d B) one write and flush each, %s apart; "+

@@ -1,34 +1,77 @@
 package capture
 
 import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
+	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/modelcalls/modelcalls/internal/fsutil"
+	"github.com/modelcalls/modelcalls/rollout"
 )
 
-// ClaimInfo is the content of a claim file: which process on which host claimed the write, and when
-// (seconds since the Unix epoch).
+// Claim slot files (docs/capture-store.md, "Claims"). Every process that claims capture writes in a
+// store owns one file <dir>/.claim-slots/<pid>-<random>.slots: a 512-byte header, then 512-byte
+// slots. A slot is all zero when free; a claim is one pwrite of a whole slot record, its release one
+// pwrite of zeros. Records carry a CRC-32C, so a torn record is recognised. The owner holds an
+// exclusive flock on its file for as long as it lives; the kernel drops it when the process dies
+// (SIGKILL included), which is how readers tell live claims from stale ones.
+const (
+	// ClaimSlotsDir is the directory of the per-process claim slot files inside a capture dir.
+	ClaimSlotsDir = ".claim-slots"
+	// SlotFileSuffix ends the name of every claim slot file.
+	SlotFileSuffix = ".slots"
+	// SlotSize is the size in bytes of the header and of each slot of a claim slot file.
+	SlotSize = 512
+	// MaxModelCallIDLen is the longest model call id a claim can hold, in bytes.
+	MaxModelCallIDLen = 255
+
+	slotMagic       = "MCC1" // a claim record
+	headerMagic     = "MCCS" // a slot file header
+	initialSlots    = 64
+	slotCRCOffset   = SlotSize - 4
+	slotIDOffset    = 24
+	slotMCIDOffset  = slotIDOffset + rollout.MaxIDLen
+	headerHostStart = 24
+	tornRetries     = 5
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// ClaimInfo is the content of a claim file of the per-call form (one file per model call under
+// <id>.capture.claims/, written by earlier versions of the gateway and still read): which process
+// on which host claimed the write, and when (seconds since the Unix epoch).
 type ClaimInfo struct {
 	PID       int     `json:"pid"`
 	Host      string  `json:"host"`
 	StartedAt float64 `json:"started_at"`
 }
 
-// Claim is an outstanding capture write for one model call: the file
-// <dir>/<id>.capture.claims/<model_call_id> exists from Claim until Release (SPEC §4). Readers wait
-// for claims to go away before they read a rollout (quiescence).
+// Claim is an outstanding capture write for one model call: a slot of this process's claim slot
+// file holds its record from Claim until Release. Readers wait for claims to go away before they read
+// a rollout (quiescence). A claim also pins the capture file it was made against: if the rollout is
+// cleared while the call is in flight, the call's line goes to <id>.capture.orphaned.jsonl instead of
+// the next attempt's capture.
 type Claim struct {
-	path string
-	once sync.Once
-	err  error
+	s           *Store
+	id          string
+	modelCallID string
+	sw          *slotFile // nil when the slot could not be written (see Claim)
+	slot        int
+	file        *openFile // the capture file the claim pins; nil when it could not be opened
+	once        sync.Once
+	err         error
 }
 
 var (
@@ -43,84 +86,734 @@ func localHost() string {
 	return hostName
 }
 
-// Claim records that a capture write for model call modelCallID of rollout id is outstanding. The
-// claims directory is created on demand. modelCallID must be a plain file name (no '/', not "." or
-// ".."). The claim file is not fsynced: it coordinates live processes, and a crash leaves a claim
-// that readers find stale.
+// ownSlotFiles holds the inode numbers of the slot files this process writes (of any Store), so a
+// reader in the same process never probes their locks (flock is per open file; on file systems that
+// emulate it with POSIX locks, a probe from the owning process would not conflict).
+var ownSlotFiles sync.Map // fileID -> struct{}
+
+// fileID names a file on this host: device and inode number.
+type fileID struct{ dev, ino uint64 }
+
+// slotFile is this process's claim slot file of one store.
+type slotFile struct {
+	f        *os.File
+	path     string
+	dev, ino uint64
+	mu       sync.Mutex
+	free     []int // free slot indices
+	n        int   // slots the file holds
+	out      int   // claims outstanding in it
+	retired  bool  // replaced by a new file: closed when out drops to 0
+	dsync    bool
+}
+
+// claims is a Store's claim state.
+type claims struct {
+	mu   sync.Mutex
+	sf   *slotFile
+	live map[string]*Claim // rollout id + "\x00" + model call id
+}
+
+func claimKey(id, mcid string) string { return id + "\x00" + mcid }
+
+// Claim records that a capture write for model call modelCallID of rollout id is outstanding.
+// modelCallID must be a plain file name (no '/', not "." or "..") of at most MaxModelCallIDLen bytes, and not already claimed in this
+// Store. The record is one pwrite into this process's slot file; it is not fsynced (claims coordinate
+// live processes; after a crash the process is gone and readers find its claims stale). On a network
+// file system the slot file is opened O_DSYNC so other hosts see the record at once. When the slot
+// cannot be written (the slot dir is a symlink, the dir is gone or read-only), Claim fails and
+// nothing is recorded.
 func (s *Store) Claim(id, modelCallID string) (*Claim, error) {
 	if modelCallID == "" || strings.ContainsAny(modelCallID, "/\x00") || modelCallID == "." || modelCallID == ".." {
 		return nil, fmt.Errorf("claim capture write: bad model call id %q", modelCallID)
 	}
-	dir, err := s.ClaimsPath(id)
-	if err != nil {
+	if len(modelCallID) > MaxModelCallIDLen {
+		return nil, fmt.Errorf("claim capture write: model call id of %d bytes, at most %d", len(modelCallID), MaxModelCallIDLen)
+	}
+	if err := rollout.Validate(id); err != nil {
 		return nil, err
 	}
-	body, _ := json.Marshal(ClaimInfo{PID: os.Getpid(), Host: localHost(), StartedAt: float64(time.Now().UnixNano()) / 1e9})
-	p := filepath.Join(dir, modelCallID)
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, FileMode)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err = os.MkdirAll(dir, DirMode); err == nil {
-			f, err = os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, FileMode)
-		}
+	key := claimKey(id, modelCallID)
+	c := &Claim{s: s, id: id, modelCallID: modelCallID}
+	s.claims.mu.Lock()
+	if s.claims.live == nil {
+		s.claims.live = map[string]*Claim{}
+	}
+	if _, dup := s.claims.live[key]; dup {
+		s.claims.mu.Unlock()
+		return nil, fmt.Errorf("claim capture write: model call %s of rollout %s is already claimed", modelCallID, id)
+	}
+	s.claims.live[key] = c
+	s.claims.mu.Unlock()
+
+	sf, err := s.slotFile()
+	if err == nil {
+		c.slot, err = sf.claim(id, modelCallID)
 	}
 	if err != nil {
+		s.claims.mu.Lock()
+		delete(s.claims.live, key)
+		s.claims.mu.Unlock()
 		return nil, fmt.Errorf("claim capture write: %w", err)
 	}
-	_, werr := f.Write(body)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(p)
-		return nil, fmt.Errorf("claim capture write: %w", err)
-	}
-	return &Claim{path: p}, nil
+	c.sw = sf
+	return c, nil
 }
 
-// Release removes the claim file. It is safe to call more than once; only the first call acts, and
-// later calls return its result. A claim already removed (e.g. by Clear) is not an error.
+// Release zeroes the claim's slot. It is safe to call more than once; only the first call acts, and
+// later calls return its result.
 func (c *Claim) Release() error {
 	c.once.Do(func() {
-		if err := os.Remove(c.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s := c.s
+		s.claims.mu.Lock()
+		if s.claims.live[claimKey(c.id, c.modelCallID)] == c {
+			delete(s.claims.live, claimKey(c.id, c.modelCallID))
+		}
+		s.claims.mu.Unlock()
+		if err := c.sw.release(c.slot); err != nil {
 			c.err = fmt.Errorf("release capture claim: %w", err)
 		}
 	})
 	return c.err
 }
 
-// ClaimCount counts the outstanding claims of a rollout.
-type ClaimCount struct {
-	// Live claims belong to a process that may still write (this host and alive, another host, or
-	// a claim file not yet readable).
-	Live int
-	// Stale claims belong to a process on this host that no longer exists: its write will never
-	// land, and readers report the rollout as incomplete.
-	Stale int
+// Append appends line for the claim's rollout like Store.Append; when the rollout was cleared while
+// the claim was live, the line goes to <id>.capture.orphaned.jsonl instead.
+func (c *Claim) Append(line []byte) error { return c.s.appendLine(c.id, c, line) }
+
+// lookupClaim returns this Store's live claim of (id, mcid), or nil.
+func (s *Store) lookupClaim(id, mcid string) *Claim {
+	if mcid == "" {
+		return nil
+	}
+	s.claims.mu.Lock()
+	defer s.claims.mu.Unlock()
+	return s.claims.live[claimKey(id, mcid)]
 }
 
-// Claims counts the outstanding claims of rollout id. A missing claims directory counts nothing.
+// slotFile returns the store's slot file, creating it on first use and again when the one it had is
+// no longer at its path (the capture dir was moved or replaced): a reader looking at the dir would
+// not see claims written there.
+func (s *Store) slotFile() (*slotFile, error) {
+	s.claims.mu.Lock()
+	defer s.claims.mu.Unlock()
+	if sf := s.claims.sf; sf != nil {
+		var st unix.Stat_t
+		if err := unix.Lstat(sf.path, &st); err == nil && uint64(st.Ino) == sf.ino && uint64(st.Dev) == sf.dev {
+			return sf, nil
+		}
+		// Keep the old file open for the claims still in it; new claims go to a new file.
+		sf.mu.Lock()
+		sf.retired = true
+		if sf.out == 0 {
+			ownSlotFiles.Delete(fileID{sf.dev, sf.ino})
+			sf.f.Close()
+		}
+		sf.mu.Unlock()
+		s.claims.sf = nil
+	}
+	sf, err := s.createSlotFile()
+	if err != nil {
+		return nil, err
+	}
+	s.claims.sf = sf
+	return sf, nil
+}
+
+// openSlotDir opens (creating when create is set) the slot directory without following a symlink.
+func (s *Store) openSlotDir(create bool) (int, error) {
+	p := filepath.Join(s.dir, ClaimSlotsDir)
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) && create {
+		if err = unix.Mkdir(p, uint32(DirMode)); err != nil && !errors.Is(err, unix.EEXIST) {
+			return -1, fmt.Errorf("create claim slot dir: %w", err)
+		}
+		fd, err = unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+			var st unix.Stat_t
+			if unix.Lstat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				s.noteSymlink()
+				return -1, fmt.Errorf("claim slot dir %s: %w", p, ErrSymlink)
+			}
+		}
+		return -1, fmt.Errorf("open claim slot dir %s: %w", p, err)
+	}
+	return fd, nil
+}
+
+// createSlotFile writes a new slot file under a temporary name, locks it, and renames it into place,
+// so a reader never sees a slot file without its header or its lock.
+func (s *Store) createSlotFile() (*slotFile, error) {
+	dfd, err := s.openSlotDir(true)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dfd)
+	var rnd [6]byte
+	rand.Read(rnd[:])
+	name := fmt.Sprintf("%d-%s%s", os.Getpid(), hex.EncodeToString(rnd[:]), SlotFileSuffix)
+	tmp := "." + name + ".tmp"
+	dsync := isNetworkFS(dfd)
+	flags := unix.O_RDWR | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	if dsync {
+		flags |= unix.O_DSYNC
+	}
+	fd, err := unix.Openat(dfd, tmp, flags, uint32(FileMode))
+	if err != nil {
+		return nil, fmt.Errorf("create claim slot file: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(s.dir, ClaimSlotsDir, name))
+	fail := func(err error) (*slotFile, error) {
+		unix.Unlinkat(dfd, tmp, 0)
+		f.Close()
+		return nil, fmt.Errorf("create claim slot file: %w", err)
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return fail(err)
+	}
+	hdr := encodeHeader(os.Getpid(), localHost(), time.Now().UnixNano())
+	if _, err := f.WriteAt(hdr, 0); err != nil {
+		return fail(err)
+	}
+	if err := f.Truncate(int64(SlotSize * (1 + initialSlots))); err != nil {
+		return fail(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fail(err)
+	}
+	ownSlotFiles.Store(fileID{uint64(st.Dev), uint64(st.Ino)}, struct{}{})
+	if err := unix.Renameat(dfd, tmp, dfd, name); err != nil {
+		ownSlotFiles.Delete(fileID{uint64(st.Dev), uint64(st.Ino)})
+		return fail(err)
+	}
+	sf := &slotFile{f: f, path: f.Name(), dev: uint64(st.Dev), ino: uint64(st.Ino), n: initialSlots, dsync: dsync}
+	for i := initialSlots - 1; i >= 0; i-- {
+		sf.free = append(sf.free, i)
+	}
+	s.gcSlotFiles(dfd)
+	return sf, nil
+}
+
+// claim writes a record for (id, mcid) into a free slot, growing the file when all are taken.
+func (sf *slotFile) claim(id, mcid string) (int, error) {
+	sf.mu.Lock()
+	if len(sf.free) == 0 {
+		grown := sf.n * 2
+		if err := sf.f.Truncate(int64(SlotSize * (1 + grown))); err != nil {
+			sf.mu.Unlock()
+			return 0, fmt.Errorf("grow claim slot file: %w", err)
+		}
+		for i := grown - 1; i >= sf.n; i-- {
+			sf.free = append(sf.free, i)
+		}
+		sf.n = grown
+	}
+	slot := sf.free[len(sf.free)-1]
+	sf.free = sf.free[:len(sf.free)-1]
+	sf.out++
+	sf.mu.Unlock()
+	var rec [SlotSize]byte
+	encodeSlot(rec[:], id, mcid, time.Now().UnixNano())
+	if _, err := sf.f.WriteAt(rec[:], slotOffset(slot)); err != nil {
+		// The slot may hold part of the record; zero it before it is reused.
+		if _, zerr := sf.f.WriteAt(make([]byte, SlotSize), slotOffset(slot)); zerr == nil {
+			sf.put(slot)
+		}
+		return 0, fmt.Errorf("write claim slot: %w", err)
+	}
+	return slot, nil
+}
+
+// release zeroes a slot, then makes it free again. A slot that cannot be zeroed is never reused.
+func (sf *slotFile) release(slot int) error {
+	var zero [SlotSize]byte
+	if _, err := sf.f.WriteAt(zero[:], slotOffset(slot)); err != nil {
+		return err
+	}
+	sf.put(slot)
+	return nil
+}
+
+func (sf *slotFile) put(slot int) {
+	sf.mu.Lock()
+	sf.free = append(sf.free, slot)
+	sf.out--
+	if sf.retired && sf.out == 0 {
+		ownSlotFiles.Delete(fileID{sf.dev, sf.ino})
+		sf.f.Close()
+	}
+	sf.mu.Unlock()
+}
+
+func slotOffset(slot int) int64 { return int64(SlotSize) * int64(slot+1) }
+
+// encodeSlot fills rec (SlotSize bytes) with a claim record:
+//
+//	0   "MCC1"
+//	4   rollout id length, 1 byte; 5: model call id length, 1 byte; 6-7 zero
+//	8   claimed at, Unix nanoseconds, int64 little-endian
+//	16  zero (reserved)
+//	24  rollout id (up to 200 bytes), then at 224 the model call id (up to 255 bytes), zero padded
+//	508 CRC-32C (Castagnoli) of bytes 0-507, little-endian
+func encodeSlot(rec []byte, id, mcid string, at int64) {
+	copy(rec, slotMagic)
+	rec[4], rec[5] = byte(len(id)), byte(len(mcid))
+	binary.LittleEndian.PutUint64(rec[8:], uint64(at))
+	copy(rec[slotIDOffset:], id)
+	copy(rec[slotMCIDOffset:], mcid)
+	binary.LittleEndian.PutUint32(rec[slotCRCOffset:], crc32.Checksum(rec[:slotCRCOffset], crcTable))
+}
+
+// slotRecord is a decoded claim record.
+type slotRecord struct {
+	id, mcid string
+	at       int64
+}
+
+// decodeSlot reads a slot: free (all zero), a complete record, or damaged (torn or foreign bytes).
+func decodeSlot(rec []byte) (r slotRecord, free, ok bool) {
+	if isZero(rec) {
+		return r, true, false
+	}
+	if string(rec[:4]) != slotMagic || binary.LittleEndian.Uint32(rec[slotCRCOffset:]) != crc32.Checksum(rec[:slotCRCOffset], crcTable) {
+		return r, false, false
+	}
+	il, ml := int(rec[4]), int(rec[5])
+	if il > rollout.MaxIDLen || ml > MaxModelCallIDLen {
+		return r, false, false
+	}
+	r.id = string(rec[slotIDOffset : slotIDOffset+il])
+	r.mcid = string(rec[slotMCIDOffset : slotMCIDOffset+ml])
+	r.at = int64(binary.LittleEndian.Uint64(rec[8:]))
+	return r, false, true
+}
+
+// tornID is the rollout id of a damaged slot when its id bytes still spell a valid one.
+func tornID(rec []byte) string {
+	il := int(rec[4])
+	if il == 0 || il > rollout.MaxIDLen {
+		return ""
+	}
+	id := string(rec[slotIDOffset : slotIDOffset+il])
+	if rollout.Validate(id) != nil {
+		return ""
+	}
+	return id
+}
+
+func isZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// encodeHeader builds the header of a slot file:
+//
+//	0   "MCCS"; 4: format version 1; 5: host name length; 6-7 zero
+//	8   pid of the owner, int64 little-endian; 16: created at, Unix nanoseconds
+//	24  host name (up to 255 bytes), zero padded; 508: CRC-32C of bytes 0-507
+func encodeHeader(pid int, host string, at int64) []byte {
+	if len(host) > 255 {
+		host = host[:255]
+	}
+	h := make([]byte, SlotSize)
+	copy(h, headerMagic)
+	h[4], h[5] = 1, byte(len(host))
+	binary.LittleEndian.PutUint64(h[8:], uint64(pid))
+	binary.LittleEndian.PutUint64(h[16:], uint64(at))
+	copy(h[headerHostStart:], host)
+	binary.LittleEndian.PutUint32(h[slotCRCOffset:], crc32.Checksum(h[:slotCRCOffset], crcTable))
+	return h
+}
+
+func decodeHeader(h []byte) (pid int, host string, ok bool) {
+	if len(h) < SlotSize || string(h[:4]) != headerMagic || binary.LittleEndian.Uint32(h[slotCRCOffset:]) != crc32.Checksum(h[:slotCRCOffset], crcTable) {
+		return 0, "", false
+	}
+	return int(binary.LittleEndian.Uint64(h[8:])), string(h[headerHostStart : headerHostStart+int(h[5])]), true
+}
+
+// network file system magic numbers (statfs f_type): NFS, SMB/CIFS, SMB2, Lustre, Ceph, GPFS, FUSE,
+// 9p, AFS. On these the slot file is written O_DSYNC so other hosts see claims at once.
+var networkFS = map[int64]bool{0x6969: true, 0xFF534D42: true, 0xFE534D42: true, 0x517B: true, 0x0BD00BD0: true,
+	0x00C36400: true, 0x47504653: true, 0x65735546: true, 0x01021997: true, 0x5346414F: true}
+
+func isNetworkFS(fd int) bool {
+	var st unix.Statfs_t
+	if unix.Fstatfs(fd, &st) != nil {
+		return false
+	}
+	return networkFS[int64(st.Type)]
+}
+
+// ClaimCount counts the outstanding claims of a rollout.
+type ClaimCount struct {
+	// Live claims belong to a process that may still write (it holds its slot file's lock, or it is
+	// on another host and locks cannot tell).
+	Live int
+	// Stale claims belong to a process that no longer exists, or cannot be read (a torn record whose
+	// rollout id is still legible, a per-call claim file that is empty or not JSON): the write will
+	// never land, and readers report the rollout as incomplete.
+	Stale int
+	// Cleared claims are live claims that a clear of the rollout listed in <id>.capture.cleared: the
+	// call was in flight when its rollout was cleared. Its line goes to <id>.capture.orphaned.jsonl,
+	// never to the current capture, so readers do not wait for it.
+	Cleared int
+}
+
+func (c *ClaimCount) add(o ClaimCount) {
+	c.Live += o.Live
+	c.Stale += o.Stale
+	c.Cleared += o.Cleared
+}
+
+// Claims counts the outstanding claims of rollout id: the records in every slot file of the store,
+// plus per-call claim files of earlier versions under <id>.capture.claims/. No claims, no slot dir,
+// or a slot dir that is a symlink (never followed) count nothing.
 func (s *Store) Claims(id string) (ClaimCount, error) {
-	dir, err := s.ClaimsPath(id)
+	if err := rollout.Validate(id); err != nil {
+		return ClaimCount{}, err
+	}
+	all, err := s.scanClaims(id)
 	if err != nil {
 		return ClaimCount{}, err
 	}
-	ents, err := os.ReadDir(dir)
+	return all[id], nil
+}
+
+// AllClaims counts the outstanding claims of every rollout that has any, keyed by rollout id (for a
+// viewer or `stats` over a whole dir). Per-call claim directories of earlier versions are included.
+func (s *Store) AllClaims() (map[string]ClaimCount, error) { return s.scanClaims("") }
+
+// scanClaims reads the claims of rollout only (all rollouts when only is "").
+func (s *Store) scanClaims(only string) (map[string]ClaimCount, error) {
+	out := map[string]ClaimCount{}
+	cleared := map[string]map[string]bool{} // per rollout, the model call ids its last clear listed
+	isCleared := func(id, mcid string) bool {
+		set, ok := cleared[id]
+		if !ok {
+			set, _ = s.readCleared(id)
+			cleared[id] = set
+		}
+		return set[mcid]
+	}
+	if err := s.scanSlotFiles(func(rec slotRecord, live, torn bool) {
+		if only != "" && rec.id != only {
+			return
+		}
+		c := out[rec.id]
+		switch {
+		case torn || !live:
+			c.Stale++
+		case isCleared(rec.id, rec.mcid):
+			c.Cleared++
+		default:
+			c.Live++
+		}
+		out[rec.id] = c
+	}); err != nil {
+		return nil, err
+	}
+	ids := []string{only}
+	if only == "" {
+		var err error
+		if ids, err = s.legacyClaimDirs(); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range ids {
+		c, err := s.legacyClaims(id)
+		if err != nil {
+			return nil, err
+		}
+		if c != (ClaimCount{}) {
+			sum := out[id]
+			sum.add(c)
+			out[id] = sum
+		}
+	}
+	return out, nil
+}
+
+// scanSlotFiles calls fn for every claim record in the store's slot files: live tells whether the
+// owner still runs, torn marks a record that stayed damaged over several reads (attributed by its
+// rollout id bytes when legible, otherwise skipped).
+func (s *Store) scanSlotFiles(fn func(rec slotRecord, live, torn bool)) error {
+	dfd, err := s.openSlotDir(false)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, ErrSymlink) {
+			return nil
+		}
+		return err
+	}
+	defer unix.Close(dfd)
+	names, err := readDirNames(dfd)
+	if err != nil {
+		return fmt.Errorf("list claim slot files: %w", err)
+	}
+	for _, name := range names {
+		if !strings.HasSuffix(name, SlotFileSuffix) || strings.HasPrefix(name, ".") {
+			continue
+		}
+		if err := scanSlotFile(dfd, name, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readDirNames(dfd int) ([]string, error) {
+	nfd, err := unix.Dup(dfd)
+	if err != nil {
+		return nil, err
+	}
+	d := os.NewFile(uintptr(nfd), ClaimSlotsDir)
+	defer d.Close()
+	return d.Readdirnames(-1)
+}
+
+func scanSlotFile(dfd int, name string, fn func(rec slotRecord, live, torn bool)) error {
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) {
+			return nil // removed while listing, or a symlink (never followed, never a claim)
+		}
+		return fmt.Errorf("open claim slot file %s: %w", name, err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return fmt.Errorf("read claim slot file %s: %w", name, err)
+	}
+	if len(data) < SlotSize {
+		return nil
+	}
+	liveKnown, live := false, false
+	isLive := func() bool {
+		if !liveKnown {
+			live, liveKnown = ownerAlive(fd, fileID{uint64(st.Dev), uint64(st.Ino)}, data[:SlotSize]), true
+		}
+		return live
+	}
+	for off := SlotSize; off+SlotSize <= len(data); off += SlotSize {
+		rec := data[off : off+SlotSize]
+		r, free, ok := decodeSlot(rec)
+		for try := 0; !free && !ok && try < tornRetries; try++ {
+			// A record being written right now can read torn; read it again.
+			time.Sleep(time.Duration(try+1) * 50 * time.Microsecond)
+			var again [SlotSize]byte
+			if n, _ := f.ReadAt(again[:], int64(off)); n == SlotSize {
+				copy(rec, again[:])
+			}
+			r, free, ok = decodeSlot(rec)
+		}
+		switch {
+		case free:
+		case ok:
+			fn(r, isLive(), false)
+		default:
+			if id := tornID(rec); id != "" {
+				fn(slotRecord{id: id}, isLive(), true)
+			}
+		}
+	}
+	return nil
+}
+
+// ownerAlive tells whether the process that owns a slot file still runs. Our own files are alive.
+// Otherwise a non-blocking shared flock answers: it is refused while the owner holds its exclusive
+// lock, and granted once the owner is gone. Where locks are not supported, the header's host and pid
+// decide: alive when on another host (it cannot be checked), else by kill(pid, 0).
+func ownerAlive(fd int, id fileID, header []byte) bool {
+	if _, own := ownSlotFiles.Load(id); own {
+		return true
+	}
+	err := unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB)
+	if err == nil {
+		unix.Flock(fd, unix.LOCK_UN)
+		return false
+	}
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return true
+	}
+	pid, host, ok := decodeHeader(header)
+	if !ok || host != localHost() {
+		return true
+	}
+	return fsutil.ProcessAlive(pid)
+}
+
+// gcSlotFiles removes slot files whose owner is gone and whose slots are all free (a process that
+// exited after releasing its claims). It takes the file's exclusive lock without blocking first, so a
+// live owner's file is never removed. Errors are ignored: a leftover costs readers one read.
+func (s *Store) gcSlotFiles(dfd int) {
+	names, err := readDirNames(dfd)
+	if err != nil {
+		return
+	}
+	for _, name := range names {
+		if !strings.HasSuffix(name, SlotFileSuffix) || strings.HasPrefix(name, ".") {
+			continue
+		}
+		s.withDeadSlotFile(dfd, name, func(f *os.File, data []byte) bool {
+			for off := SlotSize; off+SlotSize <= len(data); off += SlotSize {
+				rec := data[off : off+SlotSize]
+				if _, free, ok := decodeSlot(rec); !free && (ok || tornID(rec) != "") {
+					return false // a stale claim: kept until its rollout is cleared
+				}
+			}
+			return true
+		})
+	}
+}
+
+// withDeadSlotFile opens slot file name, and when its owner is gone (its exclusive lock can be taken
+// at once) calls fn with its content under that lock; fn returning true removes the file.
+func (s *Store) withDeadSlotFile(dfd int, name string, fn func(f *os.File, data []byte) (remove bool)) {
+	fd, err := unix.Openat(dfd, name, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return
+	}
+	if _, own := ownSlotFiles.Load(fileID{uint64(st.Dev), uint64(st.Ino)}); own {
+		return
+	}
+	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
+		return
+	}
+	defer unix.Flock(fd, unix.LOCK_UN)
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return
+	}
+	if len(data) >= SlotSize {
+		if pid, host, ok := decodeHeader(data[:SlotSize]); ok && host == localHost() && pid != os.Getpid() && fsutil.ProcessAlive(pid) {
+			// Locks granted but the owner runs: a file system without working flock. Leave it.
+			return
+		}
+	}
+	if fn(f, data) {
+		unix.Unlinkat(dfd, name, 0)
+	}
+}
+
+// clearDeadClaims zeroes the records of rollout id in slot files whose owner is gone, and removes
+// such files once all their slots are free. Live owners' records are left alone: those writers see
+// at append time that the rollout was cleared.
+func (s *Store) clearDeadClaims(id string) error {
+	dfd, err := s.openSlotDir(false)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, ErrSymlink) {
+			return nil
+		}
+		return err
+	}
+	defer unix.Close(dfd)
+	names, err := readDirNames(dfd)
+	if err != nil {
+		return fmt.Errorf("list claim slot files: %w", err)
+	}
+	var werr error
+	for _, name := range names {
+		if !strings.HasSuffix(name, SlotFileSuffix) || strings.HasPrefix(name, ".") {
+			continue
+		}
+		s.withDeadSlotFile(dfd, name, func(f *os.File, data []byte) bool {
+			empty := true
+			var zero [SlotSize]byte
+			for off := SlotSize; off+SlotSize <= len(data); off += SlotSize {
+				rec := data[off : off+SlotSize]
+				r, free, ok := decodeSlot(rec)
+				if free {
+					continue
+				}
+				if (ok && r.id == id) || (!ok && tornID(rec) == id) {
+					if _, err := f.WriteAt(zero[:], int64(off)); err != nil {
+						werr = errors.Join(werr, fmt.Errorf("clear claim in %s: %w", name, err))
+						empty = false
+					}
+					continue
+				}
+				if !ok && tornID(rec) == "" {
+					continue // no rollout can be named: readers ignore it, it holds nothing
+				}
+				empty = false
+			}
+			return empty
+		})
+	}
+	return werr
+}
+
+// legacyClaimDirs lists the rollout ids that have a per-call claims directory.
+func (s *Store) legacyClaimDirs() ([]string, error) {
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("list capture dir: %w", err)
+	}
+	var ids []string
+	for _, e := range ents {
+		if id, ok := strings.CutSuffix(e.Name(), ClaimsSuffix); ok && rollout.Validate(id) == nil && e.Type().IsDir() {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// legacyClaims counts the per-call claim files under <id>.capture.claims/ (the form earlier versions
+// wrote). A file that is empty, not JSON, or of a dead process on this host is stale; one of another
+// host or a live process is live. A symlinked claims dir or claim file is never followed and counts
+// nothing.
+func (s *Store) legacyClaims(id string) (ClaimCount, error) {
+	p := filepath.Join(s.dir, id+ClaimsSuffix)
+	dfd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
 			return ClaimCount{}, nil
 		}
 		return ClaimCount{}, fmt.Errorf("list capture claims: %w", err)
 	}
+	defer unix.Close(dfd)
+	names, err := readDirNames(dfd)
+	if err != nil {
+		return ClaimCount{}, fmt.Errorf("list capture claims: %w", err)
+	}
 	var c ClaimCount
 	host := localHost()
-	for _, e := range ents {
-		if e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+	for _, name := range names {
+		if strings.HasPrefix(name, ".") {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // released while we listed
+		fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue // released while we listed, a symlink, or a directory
 		}
+		f := os.NewFile(uintptr(fd), name)
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			f.Close()
+			continue
+		}
+		b, err := io.ReadAll(io.LimitReader(f, 4096))
+		f.Close()
 		var info ClaimInfo
-		if err == nil && json.Unmarshal(b, &info) == nil && info.Host == host && info.PID > 0 && !fsutil.ProcessAlive(info.PID) {
+		if err != nil || json.Unmarshal(b, &info) != nil || info.PID <= 0 || (info.Host == host && !fsutil.ProcessAlive(info.PID)) {
 			c.Stale++
 			continue
 		}

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/modelcalls/modelcalls/internal/fsutil"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
@@ -103,13 +104,19 @@ func (s *Store) readLocked(id string) (string, []byte, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	f, err := os.Open(p)
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		switch {
+		case errors.Is(err, unix.ENOENT):
 			return p, nil, nil
+		case errors.Is(err, unix.ELOOP):
+			s.noteSymlink()
+			return p, nil, fmt.Errorf("open capture file %s: %w", p, ErrSymlink)
 		}
-		return p, nil, fmt.Errorf("open capture file: %w", err)
+		return p, nil, fmt.Errorf("open capture file: %w", &os.PathError{Op: "open", Path: p, Err: err})
 	}
+	unix.SetNonblock(fd, false)
+	f := os.NewFile(uintptr(fd), p)
 	defer f.Close()
 	if err := fsutil.Lock(f, false); err != nil {
 		return p, nil, err

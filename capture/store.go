@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -11,6 +10,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/modelcalls/modelcalls/internal/fsutil"
 	"github.com/modelcalls/modelcalls/rollout"
@@ -20,7 +22,15 @@ import (
 const (
 	CaptureSuffix = ".capture.jsonl"
 	MarkerSuffix  = ".capture.incomplete"
-	ClaimsSuffix  = ".capture.claims"
+	// ClaimsSuffix names the per-call claims directory of earlier versions; it is still read and
+	// cleared, never created.
+	ClaimsSuffix = ".capture.claims"
+	// OrphanSuffix names the file that keeps the lines of calls that were in flight when their
+	// rollout was cleared (they belong to the earlier attempt, not to the next one's capture).
+	OrphanSuffix = ".capture.orphaned.jsonl"
+	// ClearedSuffix names the list of model calls that were in flight when the rollout was last
+	// cleared (one model call id per line); present only while such calls may still be running.
+	ClearedSuffix = ".capture.cleared"
 )
 
 // File and directory modes used for everything the store creates (before the umask).
@@ -33,11 +43,57 @@ const (
 // to this size still go out in one write(2).
 const bigLineBuffer = 1 << 20
 
-// Store is a capture directory. It holds no open files; every operation opens, locks and closes what
-// it needs, so one Store may be shared by any number of goroutines, and several processes (on several
-// hosts of a shared POSIX file system) may use the same directory at once.
+// Store is a capture directory. It keeps recently used capture files open (at most MaxOpenFiles
+// beyond those in use) and, once it has claimed a write, one claim slot file; every append still
+// locks the file it writes, so one Store may be shared by any number of goroutines, and several
+// processes (on several hosts of a shared POSIX file system) may use the same directory at once.
 type Store struct {
 	dir string
+	// MaxOpenFiles bounds the capture files kept open between appends (least recently used are
+	// closed first); 0 means DefaultMaxOpenFiles. Set it before the store is used.
+	MaxOpenFiles int
+
+	files    fileCache
+	claims   claims
+	orphaned atomic.Int64
+	symlinks atomic.Int64
+}
+
+func (s *Store) maxOpen() int {
+	if s.MaxOpenFiles > 0 {
+		return s.MaxOpenFiles
+	}
+	return DefaultMaxOpenFiles
+}
+
+// noteSymlink counts a symlink refused where a store file belongs.
+func (s *Store) noteSymlink() { s.symlinks.Add(1) }
+
+// SymlinksRefused is how many times this Store found a symlink where a capture file, marker, claim
+// slot file or claims directory belongs, and refused to follow it.
+func (s *Store) SymlinksRefused() int64 { return s.symlinks.Load() }
+
+// OrphanedLines is how many lines this Store wrote to <id>.capture.orphaned.jsonl because their
+// rollout was cleared while the call was in flight.
+func (s *Store) OrphanedLines() int64 { return s.orphaned.Load() }
+
+// Close closes the capture files kept open and removes this process's claim slot file when no claim
+// is outstanding in it. The store stays usable: later appends reopen what they need.
+func (s *Store) Close() error {
+	s.files.closeAll()
+	s.claims.mu.Lock()
+	defer s.claims.mu.Unlock()
+	sf := s.claims.sf
+	if sf == nil || len(s.claims.live) > 0 {
+		return nil
+	}
+	s.claims.sf = nil
+	ownSlotFiles.Delete(fileID{sf.dev, sf.ino})
+	var st unix.Stat_t
+	if unix.Lstat(sf.path, &st) == nil && uint64(st.Ino) == sf.ino {
+		os.Remove(sf.path)
+	}
+	return sf.f.Close()
 }
 
 // Open returns the store for dir, creating the directory (and parents, mode DirMode) when missing.
@@ -89,31 +145,31 @@ func (s *Store) MarkerPath(id string) (string, error) { return s.path(id, Marker
 func (s *Store) ClaimsPath(id string) (string, error) { return s.path(id, ClaimsSuffix) }
 
 // Append appends one exchange line for rollout id. line must be one JSON object without a newline;
-// Append adds the '\n'. The file is opened O_APPEND (created with FileMode), locked exclusively, its
-// torn tail repaired, the line written with a single write and the file fsynced before the lock is
-// released. When Append returns nil the line is durable.
+// Append adds the '\n'. The capture file is kept open across appends (Store.MaxOpenFiles), opened
+// O_APPEND|O_NOFOLLOW (created with FileMode), locked exclusively for every append, its torn tail
+// repaired, and the pending lines of concurrent callers written with one write and made durable with
+// one fdatasync before the lock is released (group commit). When Append returns nil the line is
+// durable. A symlink at the capture file's path is refused (the error wraps ErrSymlink).
 func (s *Store) Append(id string, line []byte) error {
 	if bytes.IndexByte(line, '\n') >= 0 {
 		return errors.New("append capture line: line contains a newline")
 	}
-	return s.appendLocked(id, func(f *os.File, repair bool) error {
-		buf := make([]byte, 0, len(line)+2)
-		if repair {
-			buf = append(buf, '\n')
-		}
-		buf = append(buf, line...)
-		buf = append(buf, '\n')
-		if _, err := f.Write(buf); err != nil {
-			return fmt.Errorf("write capture line: %w", err)
-		}
-		return nil
-	})
+	if err := rollout.Validate(id); err != nil {
+		return err
+	}
+	return s.appendLine(id, nil, line)
 }
 
-// AppendExchange encodes ex with EncodeExchange and appends it like Append. When ex has a
-// ResponseRawFrom reader, or its payloads exceed 1 MiB, the line is streamed to the file like
+// AppendExchange encodes ex with EncodeExchange and appends it like Append. When this Store holds a
+// live claim for (id, ex.ModelCallID), the line goes to the capture file that claim pinned, or to
+// <id>.capture.orphaned.jsonl when the rollout was cleared while the call was in flight. When ex has
+// a ResponseRawFrom reader, or its payloads exceed 1 MiB, the line is streamed to the file like
 // AppendFunc instead, so a large line is never held in memory twice.
 func (s *Store) AppendExchange(id string, ex *Exchange) error {
+	if err := rollout.Validate(id); err != nil {
+		return err
+	}
+	claim := s.lookupClaim(id, ex.ModelCallID)
 	size := len(ex.Request) + len(ex.Response)
 	if ex.RequestRaw != nil {
 		size += len(*ex.RequestRaw)
@@ -123,13 +179,13 @@ func (s *Store) AppendExchange(id string, ex *Exchange) error {
 	}
 	if ex.ResponseRawFrom != nil || size > bigLineBuffer {
 		// Stream big lines to the file instead of building them in memory first.
-		return s.AppendFunc(id, func(w io.Writer) error { return WriteExchange(w, ex) })
+		return s.commit(id, claim, &appendReq{write: func(w io.Writer) error { return WriteExchange(w, ex) }})
 	}
 	line, err := EncodeExchange(ex)
 	if err != nil {
 		return err
 	}
-	return s.Append(id, line)
+	return s.appendLine(id, claim, line)
 }
 
 // AppendFunc appends one line produced by write, for lines too large to build in memory (a spooled
@@ -139,32 +195,10 @@ func (s *Store) AppendExchange(id string, ex *Exchange) error {
 // a newline after part of the line reached the file, the partial line is terminated with '\n' (it
 // reads back as one damaged line) and the error is returned.
 func (s *Store) AppendFunc(id string, write func(w io.Writer) error) error {
-	return s.appendLocked(id, func(f *os.File, repair bool) error {
-		nw := &newlineGuard{w: f}
-		bw := bufio.NewWriterSize(nw, bigLineBuffer)
-		if repair {
-			nw.allowOne = true
-			bw.WriteByte('\n')
-		}
-		err := write(bw)
-		if err == nil {
-			err = bw.Flush()
-		}
-		if err == nil && nw.sawNewline {
-			err = errors.New("capture line contains a newline")
-		}
-		if err != nil {
-			if nw.written > 0 {
-				// Part of the line is in the file: end it so the next line starts clean.
-				f.Write([]byte{'\n'})
-			}
-			return fmt.Errorf("write capture line: %w", err)
-		}
-		if _, err := f.Write([]byte{'\n'}); err != nil {
-			return fmt.Errorf("write capture line: %w", err)
-		}
-		return nil
-	})
+	if err := rollout.Validate(id); err != nil {
+		return err
+	}
+	return s.commit(id, nil, &appendReq{write: write})
 }
 
 // newlineGuard counts bytes reaching the file and notes any newline past the repair byte.
@@ -188,49 +222,6 @@ func (g *newlineGuard) Write(p []byte) (int, error) {
 	n, err := g.w.Write(p)
 	g.written += int64(n)
 	return n, err
-}
-
-// appendLocked opens the capture file for append, takes the exclusive lock, tells write whether the
-// tail needs repair, fsyncs, and syncs the directory the first time the file gets content.
-func (s *Store) appendLocked(id string, write func(f *os.File, repair bool) error) error {
-	p, err := s.CapturePath(id)
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_APPEND|os.O_CREATE, FileMode)
-	if err != nil {
-		return fmt.Errorf("open capture file: %w", err)
-	}
-	defer f.Close()
-	if err := fsutil.Lock(f, true); err != nil {
-		return err
-	}
-	defer fsutil.Unlock(f)
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("stat capture file: %w", err)
-	}
-	repair := false
-	if size := st.Size(); size > 0 {
-		var last [1]byte
-		if _, err := f.ReadAt(last[:], size-1); err != nil {
-			return fmt.Errorf("read capture file tail: %w", err)
-		}
-		repair = last[0] != '\n'
-	}
-	if err := write(f, repair); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("fsync capture file: %w", err)
-	}
-	if st.Size() == 0 {
-		// The file may be new: make its directory entry durable too (once per rollout).
-		if err := fsutil.SyncDir(s.dir); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // CheckWritable proves that the store can hold captures: it creates a hidden probe file in the
@@ -260,11 +251,15 @@ func (s *Store) MarkIncomplete(id string) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE, FileMode)
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, uint32(FileMode))
 	if err != nil {
-		return fmt.Errorf("create incomplete marker: %w", err)
+		if errors.Is(err, unix.ELOOP) {
+			s.noteSymlink()
+			return fmt.Errorf("create incomplete marker %s: %w", p, ErrSymlink)
+		}
+		return fmt.Errorf("create incomplete marker: %w", &os.PathError{Op: "open", Path: p, Err: err})
 	}
-	if err := f.Close(); err != nil {
+	if err := unix.Close(fd); err != nil {
 		return fmt.Errorf("create incomplete marker: %w", err)
 	}
 	return fsutil.SyncDir(s.dir)
@@ -288,7 +283,7 @@ func (s *Store) Stat(id string) (hasCapture, hasMarker bool, err error) {
 }
 
 func exists(p string) (bool, error) {
-	_, err := os.Stat(p)
+	_, err := os.Lstat(p)
 	if err == nil {
 		return true, nil
 	}
@@ -298,22 +293,174 @@ func exists(p string) (bool, error) {
 	return false, fmt.Errorf("stat %s: %w", p, err)
 }
 
-// Clear removes the capture file, the incomplete marker and the claims directory of id; missing
-// files are not an error (reference §9.1, plus the claims of SPEC §4).
+// Clear removes the capture file, the incomplete marker and the per-call claims directory of
+// earlier versions of id, and the claims of id that dead processes left in slot files; missing files
+// are not an error (reference §9.1). See ClearRollout for calls still in flight.
 func (s *Store) Clear(id string) error {
+	_, err := s.ClearRollout(id)
+	return err
+}
+
+// ClearReport says what ClearRollout found.
+type ClearReport struct {
+	// InFlight is how many live claims of the rollout Clear listed in <id>.capture.cleared: calls in
+	// flight whose lines will go to <id>.capture.orphaned.jsonl.
+	InFlight int
+	// Removed is true when a capture file, marker or claim was there to remove.
+	Removed bool
+}
+
+// ClearRollout is Clear, reporting what it found. Before anything is removed, the live claims of id
+// (calls in flight, in any process) are listed in <id>.capture.cleared (written to a temporary name
+// and renamed into place; removed when none is live): their appends check that list under the
+// capture file's lock and write to <id>.capture.orphaned.jsonl instead, so an earlier attempt's call
+// never lands in the next attempt's capture. The capture file is removed while Clear holds its
+// exclusive flock, so an append in progress finishes first. Nothing is followed: a symlink at any of
+// these paths is itself removed, its target left alone. The orphan file is never removed by Clear.
+func (s *Store) ClearRollout(id string) (ClearReport, error) {
+	var rep ClearReport
 	cp, err := s.CapturePath(id)
 	if err != nil {
-		return err
+		return rep, err
 	}
 	mp, _ := s.MarkerPath(id)
 	clp, _ := s.ClaimsPath(id)
-	for _, p := range []string{cp, mp} {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("clear capture: %w", err)
+	live := map[string]bool{}
+	if err := s.scanSlotFiles(func(rec slotRecord, isLive, torn bool) {
+		if rec.id != id {
+			return
+		}
+		rep.Removed = true
+		if isLive && !torn {
+			live[rec.mcid] = true
+		}
+	}); err != nil {
+		return rep, fmt.Errorf("clear capture: %w", err)
+	}
+	rep.InFlight = len(live)
+	if err := s.writeCleared(id, live); err != nil {
+		return rep, fmt.Errorf("clear capture: %w", err)
+	}
+	for _, p := range []string{cp, mp, clp} {
+		if _, err := os.Lstat(p); err == nil {
+			rep.Removed = true
 		}
 	}
+	if err := removeLocked(cp); err != nil {
+		return rep, fmt.Errorf("clear capture: %w", err)
+	}
+	if err := os.Remove(mp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return rep, fmt.Errorf("clear capture: %w", err)
+	}
+	// RemoveAll removes a symlink itself and never descends through one.
 	if err := os.RemoveAll(clp); err != nil {
-		return fmt.Errorf("clear capture claims: %w", err)
+		return rep, fmt.Errorf("clear capture claims: %w", err)
+	}
+	if err := s.clearDeadClaims(id); err != nil {
+		return rep, fmt.Errorf("clear capture claims: %w", err)
+	}
+	return rep, nil
+}
+
+// ClearedPath returns <dir>/<id>.capture.cleared, the list of calls that were in flight when the
+// rollout was last cleared; errors as CapturePath.
+func (s *Store) ClearedPath(id string) (string, error) { return s.path(id, ClearedSuffix) }
+
+// maxClearedBytes bounds how much of a cleared list is read (about 30,000 model call ids).
+const maxClearedBytes = 1 << 20
+
+// readCleared returns the model call ids listed in <id>.capture.cleared (nil when there is none). A
+// symlink there is refused (not followed, counted) and lists nothing.
+func (s *Store) readCleared(id string) (map[string]bool, error) {
+	p, err := s.ClearedPath(id)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		switch {
+		case errors.Is(err, unix.ENOENT):
+			return nil, nil
+		case errors.Is(err, unix.ELOOP):
+			s.noteSymlink()
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read cleared list: %w", &os.PathError{Op: "open", Path: p, Err: err})
+	}
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxClearedBytes))
+	if err != nil {
+		return nil, fmt.Errorf("read cleared list: %w", err)
+	}
+	set := map[string]bool{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if l != "" {
+			set[l] = true
+		}
+	}
+	return set, nil
+}
+
+// writeCleared replaces <id>.capture.cleared with the model call ids in live (one per line), or
+// removes it when live is empty. The list is written under a temporary name and renamed into place,
+// so a reader sees the old list or the new one, never part of one.
+func (s *Store) writeCleared(id string, live map[string]bool) error {
+	p, err := s.ClearedPath(id)
+	if err != nil {
+		return err
+	}
+	if len(live) == 0 {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	ids := make([]string, 0, len(live))
+	for m := range live {
+		ids = append(ids, m)
+	}
+	sort.Strings(ids)
+	tmp := filepath.Join(s.dir, fmt.Sprintf(".%s.%d-%s.tmp", id+ClearedSuffix, os.Getpid(), NewModelCallID()[:8]))
+	fd, err := unix.Open(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(FileMode))
+	if err != nil {
+		return fmt.Errorf("write cleared list: %w", &os.PathError{Op: "open", Path: tmp, Err: err})
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	_, werr := f.WriteString(strings.Join(ids, "\n") + "\n")
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write cleared list: %w", err)
+	}
+	// rename replaces whatever is at p, a symlink included, without following it.
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write cleared list: %w", err)
+	}
+	return fsutil.SyncDir(s.dir)
+}
+
+// removeLocked unlinks the capture file at p under its exclusive flock (a symlink or a non-regular
+// file is unlinked as is, never opened through). The file is opened for writing when permitted,
+// since file systems that emulate flock with POSIX locks grant an exclusive lock only then; where
+// no lock can be had, it is unlinked without (an append in progress then goes with the file).
+func removeLocked(p string) error {
+	fd, err := unix.Open(p, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EISDIR) {
+		fd, err = unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	}
+	if err == nil {
+		f := os.NewFile(uintptr(fd), p)
+		defer f.Close()
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			fsutil.Lock(f, true)
+		}
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
 	return nil
 }

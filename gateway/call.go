@@ -86,12 +86,10 @@ func (h *Handler) serveCaptured(w http.ResponseWriter, r *http.Request, id strin
 			c.finish(outcome{failure: failException})
 		}
 	}()
-	// The claim file is created while the call is forwarded, not before: creating and removing a
-	// file costs about as much as the capture append's fsync, and on the 1-client path it would
-	// add to every call's latency. write waits for it before appending, so the claim still exists
-	// for as long as the write is outstanding, which is what readers wait on.
+	// The claim is made before the call is forwarded: it is one pwrite into this process's claim
+	// slot file (a few µs), so readers see every call from its start until its line is durable.
 	c.claimed = make(chan struct{})
-	go func() {
+	func() {
 		defer close(c.claimed)
 		if claim, err := h.Store.Claim(id, c.modelCallID); err != nil {
 			h.metrics.claimFailures.Inc()

@@ -161,11 +161,16 @@ func (h *Handler) Registry() *prometheus.Registry {
 // Shutdown makes the Handler refuse new captured calls (503 shutting_down, captured) and waits
 // until every captured call in flight has its capture line durable or its incomplete marker
 // written. It returns ctx.Err() if ctx ends first. Uncaptured requests are still forwarded; stop
-// the http.Server (Server.Shutdown) to stop accepting connections.
+// the http.Server (Server.Shutdown) to stop accepting connections. Once drained, the Store's kept
+// capture files and its claim slot file are closed (Store.Close; it stays usable).
 func (h *Handler) Shutdown(ctx context.Context) error {
 	h.once.Do(h.init)
 	h.draining.Store(true)
-	return h.inflight.wait(ctx)
+	err := h.inflight.wait(ctx)
+	if err == nil && h.Store != nil {
+		h.Store.Close()
+	}
+	return err
 }
 
 // ServeHTTP routes one request: admin endpoints, invalid rollout ids (400), captured calls, and

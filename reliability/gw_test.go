@@ -112,6 +112,7 @@ func startGateway(t *testing.T, upstream string, configure func(h *gateway.Handl
 		utr.CloseIdleConnections()
 		g.assertNoSecrets()
 		g.assertNoClaims()
+		store.Close()
 	})
 	return g
 }
@@ -232,7 +233,8 @@ func assertNoSecretsIn(t testing.TB, dir, logs string) {
 	})
 }
 
-// assertNoClaims fails when a claim file is left in the capture dir: every call released its claim.
+// assertNoClaims fails when a claim is left in the capture dir (every call released its claim) or a
+// per-rollout claims directory exists at all (the gateway never creates one).
 func (g *gw) assertNoClaims() {
 	g.t.Helper()
 	assertNoClaimsIn(g.t, g.dir)
@@ -240,9 +242,22 @@ func (g *gw) assertNoClaims() {
 
 func assertNoClaimsIn(t testing.TB, dir string) {
 	t.Helper()
-	matches, _ := filepath.Glob(filepath.Join(dir, "*"+capture.ClaimsSuffix, "*"))
+	matches, _ := filepath.Glob(filepath.Join(dir, "*"+capture.ClaimsSuffix))
 	if len(matches) > 0 {
-		t.Errorf("%d claims left behind, e.g. %s", len(matches), matches[0])
+		t.Errorf("%d per-rollout claims dirs left behind, e.g. %s", len(matches), matches[0])
+	}
+	store, err := capture.OpenExisting(dir)
+	if err != nil {
+		return // no capture dir: no claims
+	}
+	all, err := store.AllClaims()
+	if err != nil {
+		t.Errorf("read claims: %v", err)
+	}
+	for id, c := range all {
+		if c.Live+c.Stale > 0 {
+			t.Errorf("rollout %s: claims left behind: %+v", id, c)
+		}
 	}
 }
 

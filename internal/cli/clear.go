@@ -2,7 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,35 +18,56 @@ func init() { register(newClearCmd) }
 type clearOptions struct {
 	captureDirs []string
 	in          string
+	wait        time.Duration
+	force       bool
 }
 
 func newClearCmd(s *Streams) *cobra.Command {
 	var o clearOptions
 	cmd := &cobra.Command{
-		Use:   "clear --capture-dir DIR [--in FILE]",
+		Use:   "clear --capture-dir DIR [--in FILE] [--wait DUR] [--force]",
 		Short: "Remove the captures of the rollouts listed in a JSONL file, before they are (re)run",
 		Long: `Read JSONL rollout records from --in (default stdin) and, for every record with a rollout id,
-remove <id>.capture.jsonl, <id>.capture.incomplete and <id>.capture.claims/ from each capture dir, so
+remove <id>.capture.jsonl, <id>.capture.incomplete and the rollout's claims from each capture dir, so
 a fresh run or a retry never appends to an earlier attempt's capture (NeMo Gym's clear before
 dispatch). Records without rollout fields and blank lines are skipped.
+
+Calls still in flight (live claims) are waited for first, up to --wait in total, like merge does. A
+rollout whose calls are still in flight after the wait is not cleared, and clear exits 1, unless
+--force is given: then it is cleared anyway, and the lines of those calls go to
+<id>.capture.orphaned.jsonl (never to the next attempt's capture); clear names that file on stderr.
 
 Prints how many rollouts were cleared. Lines that are not JSON objects, or whose rollout id is
 unusable or invalid, are reported on stderr with their line number; clear then exits 1 after
 clearing every valid rollout.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runClear(s, &o)
+			return runClear(cmd.Context(), s, &o)
 		},
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&o.captureDirs, "capture-dir", nil, "capture directory (required; repeat to clear in several)")
 	f.StringVar(&o.in, "in", "", "JSONL rollout records (default: stdin; - is stdin)")
+	f.DurationVar(&o.wait, "wait", modelcalls.CaptureDrainTimeout, "longest wait, over all rollouts, for calls still in flight (0: look once, do not wait)")
+	f.BoolVar(&o.force, "force", false, "clear rollouts whose calls are still in flight after the wait (their lines go to <id>.capture.orphaned.jsonl)")
 	return cmd
 }
 
-func runClear(s *Streams, o *clearOptions) error {
+// clearTarget is one distinct rollout id of the input, with the line it was first listed on.
+type clearTarget struct {
+	id   string
+	line int
+}
+
+func runClear(ctx context.Context, s *Streams, o *clearOptions) error {
 	if err := checkCaptureDirs(o.captureDirs); err != nil {
 		return err
+	}
+	if o.wait < 0 {
+		return usageErrorf("--wait %s: must be >= 0 (0: look once, do not wait)", o.wait)
+	}
+	if ctx == nil {
+		ctx = context.Background()
 	}
 	stores := make([]*capture.Store, len(o.captureDirs))
 	for i, d := range o.captureDirs {
@@ -60,7 +83,8 @@ func runClear(s *Streams, o *clearOptions) error {
 	}
 	defer closeIn()
 
-	var listed, cleared, reported int
+	var targets []clearTarget
+	reported := 0
 	seen := map[string]bool{}
 	lr := newLineReader(in)
 	for {
@@ -84,32 +108,75 @@ func runClear(s *Streams, o *clearOptions) error {
 			continue
 		}
 		seen[id] = true
-		listed++
+		targets = append(targets, clearTarget{id: id, line: l.num})
+	}
+
+	// Wait for calls in flight, one deadline for the whole run.
+	deadline := time.Now().Add(o.wait)
+	var cleared, left int
+	for _, tg := range targets {
+		live, err := awaitLive(ctx, stores, tg.id, time.Until(deadline))
+		if err != nil {
+			return withExit(ExitFailure, fmt.Errorf("line %d: rollout %s: %w", tg.line, tg.id, err))
+		}
+		if live > 0 && !o.force {
+			left++
+			fmt.Fprintf(s.ErrOut, "modelcalls clear: rollout %s: not cleared: %d capture writes still in flight after waiting %s (--force clears it anyway; their lines then go to %s)\n",
+				tg.id, live, o.wait, tg.id+capture.OrphanSuffix)
+			continue
+		}
 		had := false
 		for _, st := range stores {
-			hasCapture, hasMarker, err := st.Stat(id)
+			rep, err := st.ClearRollout(tg.id)
 			if err != nil {
-				return withExit(ExitFailure, fmt.Errorf("line %d: rollout %s: %w", l.num, id, err))
+				return withExit(ExitFailure, fmt.Errorf("line %d: rollout %s: %w", tg.line, tg.id, err))
 			}
-			claims, err := st.Claims(id)
-			if err != nil {
-				return withExit(ExitFailure, fmt.Errorf("line %d: rollout %s: %w", l.num, id, err))
+			if rep.InFlight > 0 {
+				op, _ := st.OrphanPath(tg.id)
+				fmt.Fprintf(s.ErrOut, "modelcalls clear: rollout %s: cleared with %d capture writes still in flight in %s; their lines will go to %s, not to the next attempt's capture\n",
+					tg.id, rep.InFlight, st.Dir(), op)
 			}
-			if claims.Live > 0 {
-				fmt.Fprintf(s.ErrOut, "modelcalls clear: rollout %s: %d capture writes were still in progress in %s\n", id, claims.Live, st.Dir())
-			}
-			had = had || hasCapture || hasMarker || claims.Live+claims.Stale > 0
-			if err := st.Clear(id); err != nil {
-				return withExit(ExitFailure, fmt.Errorf("line %d: rollout %s: %w", l.num, id, err))
-			}
+			had = had || rep.Removed
 		}
 		if had {
 			cleared++
 		}
 	}
-	fmt.Fprintf(s.Out, "cleared %d rollouts (%d listed, %d had nothing to clear)\n", cleared, listed, listed-cleared)
-	if reported > 0 {
+	listed := len(targets)
+	if left > 0 {
+		fmt.Fprintf(s.Out, "cleared %d rollouts (%d listed, %d had nothing to clear, %d not cleared: calls still in flight)\n", cleared, listed, listed-cleared-left, left)
+	} else {
+		fmt.Fprintf(s.Out, "cleared %d rollouts (%d listed, %d had nothing to clear)\n", cleared, listed, listed-cleared)
+	}
+	if reported > 0 || left > 0 {
 		return silentExit{code: ExitFailure}
 	}
 	return nil
+}
+
+// awaitLive waits up to timeout for rollout id to have no live claim in any store, and returns how
+// many are live at the end (0 at once when there are none).
+func awaitLive(ctx context.Context, stores []*capture.Store, id string, timeout time.Duration) (int, error) {
+	deadline := time.Now().Add(max(timeout, 0))
+	for {
+		live := 0
+		for _, st := range stores {
+			c, err := st.Claims(id)
+			if err != nil {
+				return 0, err
+			}
+			live += c.Live
+		}
+		remaining := time.Until(deadline)
+		if live == 0 || remaining <= 0 {
+			return live, nil
+		}
+		t := time.NewTimer(min(modelcalls.CaptureDrainPoll, remaining))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return live, ctx.Err()
+		case <-t.C:
+		}
+	}
 }

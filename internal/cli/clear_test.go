@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
 )
@@ -23,14 +24,22 @@ func seedRollout(t *testing.T, st *capture.Store, id string) {
 	}
 }
 
-// rolloutFiles lists the capture artefacts of id present in dir.
+// rolloutFiles lists the capture artefacts of id present in dir: capture file, marker, and "claims"
+// when the rollout has live claims that count for it.
 func rolloutFiles(t *testing.T, dir, id string) []string {
 	t.Helper()
 	var present []string
-	for _, suffix := range []string{capture.CaptureSuffix, capture.MarkerSuffix, capture.ClaimsSuffix} {
+	for _, suffix := range []string{capture.CaptureSuffix, capture.MarkerSuffix} {
 		if _, err := os.Stat(filepath.Join(dir, id+suffix)); err == nil {
 			present = append(present, suffix)
 		}
+	}
+	st, err := capture.OpenExisting(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := st.Claims(id); err != nil || c.Live+c.Stale > 0 {
+		present = append(present, "claims")
 	}
 	return present
 }
@@ -53,7 +62,8 @@ func TestClearRemovesListedRollouts(t *testing.T) {
 		`{"_ng_rollout_id": "never-captured"}`,
 		`{"_ng_task_index": 0, "_ng_rollout_index": 0}`, // listed twice: counted once
 	}, "\n") + "\n"
-	out, errOut, code := runCLI(t, in, "clear", "--capture-dir", dir1, "--capture-dir", dir2)
+	// The seeded claims are live (this process): --force clears anyway, without waiting.
+	out, errOut, code := runCLI(t, in, "clear", "--capture-dir", dir1, "--capture-dir", dir2, "--force", "--wait", "0")
 	if code != ExitOK {
 		t.Fatalf("exit %d; stderr %s", code, errOut)
 	}
@@ -71,8 +81,8 @@ func TestClearRemovesListedRollouts(t *testing.T) {
 	if got := rolloutFiles(t, dir1, "x-keep"); len(got) != 3 {
 		t.Errorf("unlisted rollout x-keep lost files: has %v", got)
 	}
-	if !strings.Contains(errOut, "capture writes were still in progress") {
-		t.Errorf("stderr does not warn about live claims: %q", errOut)
+	if !strings.Contains(errOut, "capture writes still in flight") || !strings.Contains(errOut, "0-0"+capture.OrphanSuffix) {
+		t.Errorf("stderr does not warn about live claims and name the orphan file: %q", errOut)
 	}
 }
 
@@ -85,7 +95,7 @@ func TestClearReportsBadLines(t *testing.T) {
 	if err := os.WriteFile(inFile, []byte(in), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code := runCLI(t, "", "clear", "--capture-dir", dir, "--in", inFile)
+	out, errOut, code := runCLI(t, "", "clear", "--capture-dir", dir, "--in", inFile, "--force", "--wait", "0")
 	if code != ExitFailure {
 		t.Errorf("exit %d; want %d", code, ExitFailure)
 	}
@@ -112,6 +122,7 @@ func TestClearUsage(t *testing.T) {
 		{"no capture dir", []string{"clear"}, ExitUsage, "--capture-dir is required"},
 		{"missing capture dir", []string{"clear", "--capture-dir", "/nonexistent/dir"}, ExitNotFound, "does not exist"},
 		{"missing input", []string{"clear", "--capture-dir", t.TempDir(), "--in", "/nonexistent/in.jsonl"}, ExitNotFound, "does not exist"},
+		{"negative wait", []string{"clear", "--capture-dir", t.TempDir(), "--wait", "-1s"}, ExitUsage, "must be >= 0"},
 		{"positional argument", []string{"clear", "--capture-dir", t.TempDir(), "extra"}, ExitUsage, "unknown command"},
 	}
 	for _, tc := range tests {
@@ -121,5 +132,43 @@ func TestClearUsage(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want %d and %q", code, errOut, tc.code, tc.msg)
 			}
 		})
+	}
+}
+
+// A live call holds clear: without --force the rollout is left untouched and clear exits 1 once the
+// wait is over; a claim released during the wait lets clear go ahead.
+func TestClearWaitsForLiveCalls(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := capture.Open(dir)
+	if err := st.Append("2-0", []byte(`{"a":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := st.Claim("2-0", capture.NewModelCallID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := `{"_ng_task_index": 2, "_ng_rollout_index": 0}` + "\n"
+	out, errOut, code := runCLI(t, in, "clear", "--capture-dir", dir, "--wait", "20ms")
+	if code != ExitFailure {
+		t.Errorf("exit %d with a call in flight; want %d", code, ExitFailure)
+	}
+	if !strings.Contains(errOut, "rollout 2-0: not cleared: 1 capture writes still in flight") || !strings.Contains(out, "1 not cleared") {
+		t.Errorf("stdout %q stderr %q", out, errOut)
+	}
+	if got := rolloutFiles(t, dir, "2-0"); len(got) != 2 {
+		t.Errorf("rollout with a call in flight was touched: has %v", got)
+	}
+	// Released while clear waits (the wait is long; when the release comes first, clear finds
+	// nothing live at once): cleared, exit 0.
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		c.Release()
+	}()
+	out, errOut, code = runCLI(t, in, "clear", "--capture-dir", dir, "--wait", "30s")
+	if code != ExitOK || out != "cleared 1 rollouts (1 listed, 0 had nothing to clear)\n" {
+		t.Errorf("exit %d stdout %q stderr %q", code, out, errOut)
+	}
+	if got := rolloutFiles(t, dir, "2-0"); len(got) != 0 {
+		t.Errorf("2-0 still has %v", got)
 	}
 }

@@ -1,0 +1,521 @@
+package capture
+
+import (
+	"bufio"
+	"container/list"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/modelcalls/modelcalls/internal/fsutil"
+)
+
+// DefaultMaxOpenFiles is how many capture files a Store keeps open between appends when
+// Store.MaxOpenFiles is 0. Files pinned by a claim or an append in progress stay open beyond it.
+const DefaultMaxOpenFiles = 256
+
+// ErrSymlink is wrapped by the error of any store operation that found a symbolic link where a
+// capture file, marker, claim slot file or claims directory belongs. The store never follows one.
+var ErrSymlink = errors.New("refusing to follow a symlink in the capture dir")
+
+// errReplaced says the open capture file is no longer the one at its path; the append reopens and
+// tries again.
+var errReplaced = errors.New("capture file replaced")
+
+// errCleared says the append's claim was listed by a clear of its rollout: the line goes to the
+// orphan file.
+var errCleared = errors.New("rollout cleared while the call was in flight")
+
+// syncHook, when set (tests), runs in place of fdatasync on a capture file.
+var syncHook func(f *os.File) error
+
+// openFile is one capture file kept open between appends, with its group-commit queue.
+type openFile struct {
+	id       string
+	path     string
+	f        *os.File
+	dev, ino uint64
+	refs     int           // claims and appends holding it (fileCache.mu)
+	elem     *list.Element // in the LRU while refs == 0
+	gone     bool          // no longer the cache's entry for id: closed at refs == 0
+
+	gmu     sync.Mutex
+	pending []*appendReq
+	leading bool
+	broken  bool // a write or sync failed: the file's state is unknown, reopen
+}
+
+type appendReq struct {
+	line      []byte                // one line with its '\n', or nil when write is set
+	write     func(io.Writer) error // a large line streamed under the lock (AppendFunc)
+	claimMCID string                // the model call id of the append's claim ("" when unclaimed)
+	done      chan appendResult     // buffered 1
+}
+
+type appendResult struct {
+	err  error
+	lead bool // the previous leader hands the next batch to this caller
+}
+
+// fileCache keeps capture files open across appends, bounded by an LRU of unpinned files.
+type fileCache struct {
+	mu  sync.Mutex
+	m   map[string]*openFile
+	lru list.List // of *openFile with refs == 0, most recent at the front
+	// lastMax is the bound last given to evictLocked.
+	lastMax int
+}
+
+// acquire returns the open capture file of id, pinned, after checking (lstat, no symlink followed)
+// that the path still names it; a file that was removed or replaced is closed once unpinned and the
+// current one is opened instead. create makes a missing file (empty, mode FileMode).
+func (c *fileCache) acquire(s *Store, id string, create bool) (*openFile, error) {
+	p, err := s.CapturePath(id)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	e := c.m[id]
+	if e != nil {
+		c.pin(e)
+	}
+	c.mu.Unlock()
+	// A dir that became read-only (a remount) is not written through descriptors opened before.
+	var fs unix.Statfs_t
+	if err := unix.Statfs(s.dir, &fs); err == nil && fs.Flags&unix.ST_RDONLY != 0 {
+		if e != nil {
+			c.release(e)
+		}
+		return nil, fmt.Errorf("open capture file: %w", &os.PathError{Op: "open", Path: p, Err: unix.EROFS})
+	}
+	if e != nil {
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) == nil && uint64(st.Ino) == e.ino && uint64(st.Dev) == e.dev && !e.isBroken() {
+			return e, nil
+		}
+		c.retire(e)
+		c.release(e)
+	}
+	flags := unix.O_RDWR | unix.O_APPEND | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK
+	if create {
+		flags |= unix.O_CREAT
+	}
+	fd, err := unix.Open(p, flags, uint32(FileMode))
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			s.noteSymlink()
+			return nil, fmt.Errorf("open capture file %s: %w", p, ErrSymlink)
+		}
+		return nil, fmt.Errorf("open capture file: %w", &os.PathError{Op: "open", Path: p, Err: err})
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("stat capture file: %w", err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, fmt.Errorf("open capture file %s: not a regular file", p)
+	}
+	unix.SetNonblock(fd, false)
+	e = &openFile{id: id, path: p, f: os.NewFile(uintptr(fd), p), dev: uint64(st.Dev), ino: uint64(st.Ino), refs: 1}
+	c.mu.Lock()
+	if old := c.m[id]; old != nil && old.ino == e.ino && old.dev == e.dev && !old.isBroken() {
+		// Another goroutine opened the same file meanwhile: share its entry.
+		c.pin(old)
+		c.mu.Unlock()
+		e.f.Close()
+		return old, nil
+	} else if old != nil {
+		c.retireLocked(old)
+	}
+	if c.m == nil {
+		c.m = map[string]*openFile{}
+	}
+	c.m[id] = e
+	c.evictLocked(s.maxOpen())
+	c.mu.Unlock()
+	return e, nil
+}
+
+func (e *openFile) isBroken() bool {
+	e.gmu.Lock()
+	defer e.gmu.Unlock()
+	return e.broken
+}
+
+// pin takes a reference (c.mu held).
+func (c *fileCache) pin(e *openFile) {
+	if e.refs == 0 && e.elem != nil {
+		c.lru.Remove(e.elem)
+		e.elem = nil
+	}
+	e.refs++
+}
+
+// release drops a reference; an unpinned file goes to the LRU (or is closed when retired).
+func (c *fileCache) release(e *openFile) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.refs--
+	if e.refs > 0 {
+		return
+	}
+	if e.gone {
+		e.f.Close()
+		return
+	}
+	e.elem = c.lru.PushFront(e)
+	c.evictLocked(0)
+}
+
+// retire removes e from the cache; it is closed when its last reference goes.
+func (c *fileCache) retire(e *openFile) {
+	c.mu.Lock()
+	c.retireLocked(e)
+	c.mu.Unlock()
+}
+
+func (c *fileCache) retireLocked(e *openFile) {
+	if c.m[e.id] == e {
+		delete(c.m, e.id)
+	}
+	if e.gone {
+		return
+	}
+	e.gone = true
+	if e.refs == 0 {
+		if e.elem != nil {
+			c.lru.Remove(e.elem)
+			e.elem = nil
+		}
+		e.f.Close()
+	}
+}
+
+// evictLocked closes least recently used unpinned files while more than max are open (max <= 0:
+// the limit last given).
+func (c *fileCache) evictLocked(max int) {
+	if max > 0 {
+		c.lastMax = max
+	}
+	for len(c.m) > c.lastMax && c.lru.Len() > 0 {
+		e := c.lru.Remove(c.lru.Back()).(*openFile)
+		e.elem = nil
+		delete(c.m, e.id)
+		e.gone = true
+		e.f.Close()
+	}
+}
+
+// closeAll closes every unpinned file (Store.Close).
+func (c *fileCache) closeAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.lru.Len() > 0 {
+		e := c.lru.Remove(c.lru.Back()).(*openFile)
+		e.elem = nil
+		delete(c.m, e.id)
+		e.gone = true
+		e.f.Close()
+	}
+}
+
+// openCount is how many capture files the cache holds open (tests).
+func (c *fileCache) openCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
+}
+
+// appendLine appends one line (no '\n' yet) for rollout id, through the claim's pinned file when
+// claim is non-nil.
+func (s *Store) appendLine(id string, claim *Claim, line []byte) error {
+	buf := make([]byte, len(line)+1)
+	copy(buf, line)
+	buf[len(line)] = '\n'
+	return s.commit(id, claim, &appendReq{line: buf})
+}
+
+// commit hands req to the group commit of the rollout's capture file, reopening it when it was
+// removed or replaced. A claimed append whose claim a clear listed goes to the orphan file.
+func (s *Store) commit(id string, claim *Claim, req *appendReq) error {
+	if claim != nil {
+		req.claimMCID = claim.modelCallID
+	}
+	for try := 0; ; try++ {
+		e, err := s.files.acquire(s, id, true)
+		if err != nil {
+			return err
+		}
+		err = s.groupCommit(e, req)
+		if errors.Is(err, errReplaced) {
+			s.files.retire(e)
+		}
+		s.files.release(e)
+		if errors.Is(err, errCleared) {
+			return s.appendOrphan(id, req)
+		}
+		if !errors.Is(err, errReplaced) || try == 3 {
+			return err
+		}
+	}
+}
+
+// groupCommit queues req on e. The first caller to find no leader becomes the leader: it writes
+// every pending line in one write under the exclusive flock and syncs once; each caller returns only
+// after the sync that covers its line. A leader that finds more lines queued when it is done hands
+// the next batch to the first of their callers (leader/follower group commit).
+func (s *Store) groupCommit(e *openFile, req *appendReq) error {
+	req.done = make(chan appendResult, 1)
+	e.gmu.Lock()
+	e.pending = append(e.pending, req)
+	if e.leading {
+		e.gmu.Unlock()
+		r := <-req.done
+		if !r.lead {
+			return r.err
+		}
+		e.gmu.Lock()
+	} else {
+		e.leading = true
+	}
+	batch := e.pending
+	e.pending = nil
+	e.gmu.Unlock()
+
+	errs := s.writeBatch(e, batch)
+	var mine error
+	for i, r := range batch {
+		if r == req {
+			mine = errs[i]
+		} else {
+			r.done <- appendResult{err: errs[i]}
+		}
+	}
+	e.gmu.Lock()
+	if len(e.pending) > 0 {
+		next := e.pending[0]
+		e.gmu.Unlock()
+		next.done <- appendResult{lead: true}
+	} else {
+		e.leading = false
+		e.gmu.Unlock()
+	}
+	return mine
+}
+
+// writeBatch appends the batch's lines to e under the exclusive flock: it checks that e is still
+// the file at its path (else every request gets errReplaced), repairs a torn tail, writes the
+// buffered lines in one write and streamed lines in turn, and fdatasyncs once (plus the directory
+// when the file had no content yet). It returns one error per request.
+func (s *Store) writeBatch(e *openFile, batch []*appendReq) []error {
+	errs := make([]error, len(batch))
+	fail := func(err error) []error {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+		return errs
+	}
+	if err := fsutil.Lock(e.f, true); err != nil {
+		return fail(err)
+	}
+	defer fsutil.Unlock(e.f)
+	var st unix.Stat_t
+	if err := unix.Fstat(int(e.f.Fd()), &st); err != nil {
+		return fail(fmt.Errorf("stat capture file: %w", err))
+	}
+	var cur unix.Stat_t
+	if st.Nlink == 0 || unix.Lstat(e.path, &cur) != nil || uint64(cur.Ino) != e.ino || uint64(cur.Dev) != e.dev {
+		// Cleared or replaced since it was opened: Clear takes this lock before it unlinks, so a
+		// line is never written into a file that is already gone.
+		return fail(errReplaced)
+	}
+	var clearedSet map[string]bool
+	for i, r := range batch {
+		if r.claimMCID == "" {
+			continue
+		}
+		if clearedSet == nil {
+			set, err := s.readCleared(e.id)
+			if err != nil {
+				return fail(err)
+			}
+			if clearedSet = set; set == nil {
+				clearedSet = map[string]bool{}
+			}
+		}
+		if clearedSet[r.claimMCID] {
+			errs[i] = errCleared
+		}
+	}
+	size := st.Size
+	repair := false
+	if size > 0 {
+		var last [1]byte
+		if _, err := e.f.ReadAt(last[:], size-1); err != nil {
+			return fail(fmt.Errorf("read capture file tail: %w", err))
+		}
+		repair = last[0] != '\n'
+	}
+	broken := false
+	var buf []byte
+	var buffered []int
+	// flush writes the buffered lines in one write(2); after a failed write the tail may be torn, so
+	// the rest of the batch fails too (the callers mark the rollout incomplete).
+	flush := func() {
+		if len(buffered) == 0 {
+			return
+		}
+		if repair {
+			buf = append([]byte{'\n'}, buf...)
+			repair = false
+		}
+		if _, err := e.f.Write(buf); err != nil {
+			broken = true
+			err = fmt.Errorf("write capture line: %w", err)
+			for _, i := range buffered {
+				errs[i] = err
+			}
+		}
+		buf, buffered = buf[:0], buffered[:0]
+	}
+	for i, r := range batch {
+		if errs[i] != nil {
+			continue // cleared: goes to the orphan file
+		}
+		if broken {
+			errs[i] = errors.New("write capture line: an earlier write of the batch failed")
+			continue
+		}
+		if r.write == nil {
+			if len(buf) == 0 && len(batch) == 1 {
+				buf = r.line // one line: no copy
+			} else {
+				buf = append(buf, r.line...)
+			}
+			buffered = append(buffered, i)
+			continue
+		}
+		flush()
+		if broken {
+			errs[i] = errors.New("write capture line: an earlier write of the batch failed")
+			continue
+		}
+		errs[i] = streamLine(e.f, repair, r.write)
+		repair = false
+	}
+	flush()
+	serr := error(nil)
+	if syncHook != nil {
+		serr = syncHook(e.f)
+	} else {
+		serr = fdatasync(e.f)
+	}
+	if serr != nil {
+		broken = true
+		for i := range errs {
+			if errs[i] == nil || !errors.Is(errs[i], errCleared) {
+				errs[i] = fmt.Errorf("fsync capture file: %w", serr)
+			}
+		}
+	} else if size == 0 {
+		// The file may be new: make its directory entry durable too (once per rollout).
+		if err := fsutil.SyncDir(s.dir); err != nil {
+			fail(err)
+		}
+	}
+	if broken {
+		// After a failed write or sync the file's state is unknown; the next append reopens it.
+		e.gmu.Lock()
+		e.broken = true
+		e.gmu.Unlock()
+	}
+	return errs
+}
+
+// fdatasync flushes f's data and the metadata needed to read it back (its size). It is enough for
+// an append: the file's mtime is not needed after a crash.
+func fdatasync(f *os.File) error {
+	for {
+		err := unix.Fdatasync(int(f.Fd()))
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}
+
+// streamLine writes one large line produced by write to f (the exclusive lock held), the repair byte
+// first when set. The line is gathered in a 1 MiB buffer; if write fails or emits a newline after
+// part of the line reached the file, the partial line is ended with '\n' (it reads back as one
+// damaged line).
+func streamLine(f *os.File, repair bool, write func(io.Writer) error) error {
+	nw := &newlineGuard{w: f}
+	bw := bufio.NewWriterSize(nw, bigLineBuffer)
+	if repair {
+		nw.allowOne = true
+		bw.WriteByte('\n')
+	}
+	err := write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil && nw.sawNewline {
+		err = errors.New("capture line contains a newline")
+	}
+	if err != nil {
+		if nw.written > 0 {
+			f.Write([]byte{'\n'})
+		}
+		return fmt.Errorf("write capture line: %w", err)
+	}
+	if _, err := f.Write([]byte{'\n'}); err != nil {
+		return fmt.Errorf("write capture line: %w", err)
+	}
+	return nil
+}
+
+// appendOrphan appends the line of a call whose rollout was cleared while it was in flight to
+// <id>.capture.orphaned.jsonl (opened without following a symlink, locked, tail repaired, fsynced),
+// so it never mixes with the next attempt's capture and is not lost.
+func (s *Store) appendOrphan(id string, req *appendReq) error {
+	p, err := s.OrphanPath(id)
+	if err != nil {
+		return err
+	}
+	fd, err := unix.Open(p, unix.O_RDWR|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, uint32(FileMode))
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			s.noteSymlink()
+			return fmt.Errorf("open orphaned capture file %s: %w", p, ErrSymlink)
+		}
+		return fmt.Errorf("open orphaned capture file: %w", &os.PathError{Op: "open", Path: p, Err: err})
+	}
+	unix.SetNonblock(fd, false)
+	f := os.NewFile(uintptr(fd), p)
+	e := &openFile{id: id, path: p, f: f}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		f.Close()
+		return fmt.Errorf("open orphaned capture file %s: not a regular file", p)
+	}
+	e.dev, e.ino = uint64(st.Dev), uint64(st.Ino)
+	defer f.Close()
+	s.orphaned.Add(1)
+	req.claimMCID = "" // the orphan file takes it whatever the clear listed
+	errs := s.writeBatch(e, []*appendReq{req})
+	if errors.Is(errs[0], errReplaced) {
+		return fmt.Errorf("orphaned capture file %s replaced while writing", p)
+	}
+	return errs[0]
+}
+
+// OrphanPath returns <dir>/<id>.capture.orphaned.jsonl, where the lines of calls that were in
+// flight when their rollout was cleared go; errors as CapturePath.
+func (s *Store) OrphanPath(id string) (string, error) { return s.path(id, OrphanSuffix) }
