@@ -3,7 +3,6 @@ package view
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strings"
 )
 
@@ -276,16 +275,11 @@ func isNull(raw json.RawMessage) bool {
 	return len(raw) == 0 || string(raw) == "null"
 }
 
-// messageKey identifies a message for telling new from resent: role, then each part's kind, text,
-// name, call id and arguments (JSON arguments compared by value, so key order and spacing do not
-// matter).
-func messageKey(m *Message) string {
-	var b strings.Builder
-	b.WriteString(m.Role)
-	for _, p := range m.Parts {
-		fmt.Fprintf(&b, "\x00%s\x01%s\x01%s\x01%s\x01%s", p.Kind, p.Text, p.Name, p.CallID, canonicalJSON(p.Arguments))
-	}
-	return b.String()
+// partKey identifies one part of a message for telling new from resent: the message's role, the
+// part's kind, text, name, call id and arguments (JSON arguments compared by value, so key order and
+// spacing do not matter).
+func partKey(role string, p *Part) string {
+	return role + "\x00" + p.Kind + "\x00" + p.Text + "\x00" + p.Name + "\x00" + p.CallID + "\x00" + canonicalJSON(p.Arguments)
 }
 
 // canonicalJSON re-encodes JSON text with sorted keys and no spacing; text that is not JSON is
@@ -305,10 +299,12 @@ func canonicalJSON(s string) string {
 	return string(b)
 }
 
-// markNew sets Message.New on each call's input: a message is new on a call when no earlier call
-// (earlier in the order given) had an equal message in its request or its response output. Calls
-// are given in start order; a repeated identical message (the same user text twice) counts as
-// history.
+// markNew sets Message.New on each call's input: a message is new on a call when one of its parts
+// appeared in no earlier call (earlier in the order given), neither in its request nor in its
+// response output. Matching parts rather than whole messages keeps a resent turn history when the
+// harness drops some of its blocks (thinking, text beside a tool call) or regroups Responses items.
+// A message without parts is new unless an earlier call had an empty message of that role. A repeated identical message (the same user
+// text twice) counts as history.
 func markNew(convs []*Conversation) {
 	seen := map[string]bool{}
 	for _, c := range convs {
@@ -316,14 +312,25 @@ func markNew(convs []*Conversation) {
 			continue
 		}
 		for i := range c.Input {
-			c.Input[i].New = !seen[messageKey(&c.Input[i])]
+			m := &c.Input[i]
+			m.New = len(m.Parts) == 0 && !seen[m.Role+"\x00(empty)"]
+			for j := range m.Parts {
+				if !seen[partKey(m.Role, &m.Parts[j])] {
+					m.New = true
+				}
+			}
 		}
 		for i := range c.Output {
 			c.Output[i].New = true
 		}
 		for _, list := range [][]Message{c.Input, c.Output} {
 			for i := range list {
-				seen[messageKey(&list[i])] = true
+				if len(list[i].Parts) == 0 {
+					seen[list[i].Role+"\x00(empty)"] = true
+				}
+				for j := range list[i].Parts {
+					seen[partKey(list[i].Role, &list[i].Parts[j])] = true
+				}
 			}
 		}
 	}
