@@ -112,7 +112,7 @@ func BenchmarkRolloutListFirstPage(b *testing.B) {
 		first = time.Since(start)
 		for {
 			_, changed := srv.Index().Version()
-			if srv.Index().Overview().Progress.Complete {
+			if srv.Index().Progress().Complete {
 				break
 			}
 			<-changed

@@ -107,7 +107,8 @@ type Index struct {
 	version  uint64
 	changed  chan struct{} // closed and replaced when version moves
 	progress Progress
-	strs     []string // interned strings, [0] = ""
+	strMu    sync.Mutex // guards strs (appends) and strIdx; readers copy strs under it
+	strs     []string   // interned strings, [0] = ""
 	strIdx   map[string]uint32
 	records  map[string]*recordFields
 	recKeys  []string // record field names, sorted
@@ -143,6 +144,13 @@ func (x *Index) Run(ctx context.Context) {
 	}
 }
 
+// Progress returns how far indexing has got.
+func (x *Index) Progress() Progress {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.progress
+}
+
 // Version returns the change token and a channel closed when it next moves.
 func (x *Index) Version() (uint64, <-chan struct{}) {
 	x.mu.RLock()
@@ -157,6 +165,7 @@ func (x *Index) bump() {
 	x.changed = make(chan struct{})
 }
 
+// intern returns the index of *p in the string table; x.strMu must be held.
 func (x *Index) intern(p *string) uint32 {
 	if p == nil {
 		return 0
@@ -266,8 +275,38 @@ func (x *Index) scan(ctx context.Context) {
 	}
 	x.mu.Unlock()
 
-	lastPublish := time.Now()
-	dirty := false
+	// The previous pass's file keys, copied once so that the loop below takes no lock per rollout.
+	type prev struct {
+		key   fileKey
+		store *capture.Store
+	}
+	x.mu.RLock()
+	prevs := make(map[string]prev, len(x.entries))
+	for id, e := range x.entries {
+		prevs[id] = prev{e.key, e.store}
+	}
+	x.mu.RUnlock()
+
+	// Changed rollouts are applied in batches, every 200 ms, under one write lock: readers (page
+	// requests) are never held up for longer than one batch, and the indexer never waits for them
+	// once per rollout.
+	var batch []*entry
+	lastPublish, flushes := time.Now(), x.progress.Passes
+	if !x.progress.Complete {
+		flushes = 0
+	}
+	flush := func(indexed int, passDone bool) {
+		x.mu.Lock()
+		for _, e := range batch {
+			x.applyRecordLocked(e)
+			x.entries[e.sum.ID] = e
+			x.version++
+		}
+		x.mu.Unlock()
+		x.publish(indexed, passDone, errs, len(batch) > 0)
+		batch, lastPublish = batch[:0], time.Now()
+		flushes++
+	}
 	for i, id := range sorted {
 		if ctx.Err() != nil {
 			return
@@ -293,27 +332,19 @@ func (x *Index) scan(ctx context.Context) {
 		if st == nil && len(f.claimsDirs) > 0 {
 			st = f.claimsDirs[0]
 		}
-		x.mu.RLock()
-		old := x.entries[id]
-		x.mu.RUnlock()
-		if old == nil || old.key != key || old.store != st {
+		if old, ok := prevs[id]; !ok || old.key != key || old.store != st {
 			e, err := x.readRollout(id, st, key)
 			if err != nil {
 				note("read rollout %s: %v", id, err)
 			}
-			x.mu.Lock()
-			x.applyRecordLocked(e)
-			x.entries[id] = e
-			x.version++
-			x.mu.Unlock()
-			dirty = true
+			batch = append(batch, e)
 		}
-		if dirty && time.Since(lastPublish) > 200*time.Millisecond {
-			x.publish(i+1, false, nil, true)
-			dirty, lastPublish = false, time.Now()
+		// The first rollouts of the first pass go out at once: they are the list's first page.
+		if len(batch) > 0 && (time.Since(lastPublish) > 200*time.Millisecond || (flushes == 0 && len(batch) >= 100)) {
+			flush(i+1, false)
 		}
 	}
-	x.publish(len(sorted), true, errs, dirty)
+	flush(len(sorted), true)
 }
 
 // publish updates the progress and, when something changed (rollouts, the first completed pass,
@@ -364,7 +395,7 @@ func (x *Index) readRollout(id string, st *capture.Store, key fileKey) (*entry, 
 	e.calls = make([]callStat, len(recs))
 	models, dialects := map[string]int{}, map[string]int{}
 	var modelOrder, dialectOrder []string
-	x.mu.Lock()
+	x.strMu.Lock()
 	for i := range recs {
 		r := &recs[i]
 		c := &e.calls[i]
@@ -411,7 +442,7 @@ func (x *Index) readRollout(id string, st *capture.Store, key fileKey) (*entry, 
 			dialects[*r.Dialect]++
 		}
 	}
-	x.mu.Unlock()
+	x.strMu.Unlock()
 	if s.StartedAt != nil && s.EndedAt != nil {
 		s.DurationS = ptr(*s.EndedAt - *s.StartedAt)
 	}

@@ -122,6 +122,9 @@ func (x *Index) Overview() *Overview {
 		x.mu.RUnlock()
 		return &o
 	}
+	x.strMu.Lock()
+	strs := x.strs // appends never change the elements this header covers
+	x.strMu.Unlock()
 	o := &Overview{Version: x.version, Progress: x.progress, RolloutsFile: x.rolloutsPath}
 	for _, st := range x.stores {
 		o.Dirs = append(o.Dirs, st.Dir())
@@ -169,7 +172,7 @@ func (x *Index) Overview() *Overview {
 		}
 		for i := range e.calls {
 			c := &e.calls[i]
-			for _, g := range []*Group{group(models, c.model, x.strs), group(dialects, c.dialect, x.strs)} {
+			for _, g := range []*Group{group(models, c.model, strs), group(dialects, c.dialect, strs)} {
 				g.Calls++
 				addTokens(&g.Tokens, c)
 				if c.errcat != 0 {
@@ -185,7 +188,7 @@ func (x *Index) Overview() *Overview {
 			addTokens(&o.Tokens, c)
 			if c.errcat != 0 {
 				o.CallsWithError++
-				errs[x.strs[c.errcat]]++
+				errs[strs[c.errcat]]++
 			}
 			if c.cacheHit >= 0 {
 				o.Cache.Known++

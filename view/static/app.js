@@ -137,7 +137,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // barChart draws labelled vertical bars as SVG; each bar carries a <title> with its value.
 function barChart(id, title, labels, values, opts = {}) {
-  const W = 640, H = 200, L = 40, B = 34, T = 10;
+  const W = 420, H = 170, L = 34, B = 32, T = 10;
   const n = Math.max(values.length, 1);
   const max = Math.max(1, ...values);
   const bw = (W - L - 10) / n;
@@ -147,7 +147,7 @@ function barChart(id, title, labels, values, opts = {}) {
   svg.appendChild(s("line", { x1: L, y1: H - B, x2: W - 5, y2: H - B, stroke: "#d0d7de" }));
   svg.appendChild(s("text", { x: L - 4, y: T + 8, "text-anchor": "end" }, fmtInt(max)));
   svg.appendChild(s("text", { x: L - 4, y: H - B, "text-anchor": "end" }, "0"));
-  const every = Math.ceil(n / 14);
+  const every = Math.ceil(n / 7);
   values.forEach((v, i) => {
     const bh = ((H - B - T) * v) / max;
     const x = L + i * bw;
@@ -170,6 +170,8 @@ function histChart(id, title, hist) {
   const cap = `${title}: ${fmtInt(hist.count)} calls; p50 ${fmtMS(hist.p50)} ms, p90 ${fmtMS(hist.p90)} ms, p99 ${fmtMS(hist.p99)} ms, max ${fmtMS(hist.max)} ms`;
   return barChart(id, title, labels, hist.counts, { caption: cap, xlabel: "milliseconds (bucket lower edge)" });
 }
+// fmtOffset writes a time offset in seconds, in ms when the whole span is under 2 s.
+const fmtOffset = (sec, span) => (span < 2 ? "+" + fmtMS(sec * 1000) + " ms" : "+" + fmtS(sec) + " s");
 const fmtEdge = (ms) => (ms >= 1000 ? ms / 1000 + "s" : ms + "ms");
 
 // ---- overview ---------------------------------------------------------------------------------
@@ -246,7 +248,7 @@ function progressNote(p) {
 // table renders rows of strings or nodes; right[i] right-aligns column i.
 function table(caption, cols, rows, right, id) {
   return h("div", { class: "scroll" }, h("table", { id },
-    h("caption", {}, caption),
+    h("caption", { class: "sr-only" }, caption),
     h("thead", {}, h("tr", {}, cols.map((c, i) => h("th", { scope: "col", class: right && right[i] ? "num" : null }, c)))),
     h("tbody", {}, rows.map((r) => h("tr", {}, r.map((c, i) => h("td", { class: right && right[i] ? "num" : null }, c)))))));
 }
@@ -395,7 +397,7 @@ function waterfall(id, calls, pending, selected) {
   for (let i = 0; i <= 4; i++) {
     const tx = L + (i / 4) * (W - L - R);
     svg.appendChild(s("line", { x1: tx, y1: top - 4, x2: tx, y2: H - 4, stroke: "#eaeef2" }));
-    svg.appendChild(s("text", { x: tx, y: 11, "text-anchor": i === 0 ? "start" : i === 4 ? "end" : "middle" }, "+" + fmtS((span * i) / 4) + " s"));
+    svg.appendChild(s("text", { x: tx, y: 11, "text-anchor": i === 0 ? "start" : i === 4 ? "end" : "middle" }, fmtOffset((span * i) / 4, span)));
   }
   rows.forEach((r, i) => {
     const y = top + i * RH;
