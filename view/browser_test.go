@@ -204,10 +204,11 @@ func (u *heldUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 const scriptPrompt = `<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">hello`
 
 func TestBrowserClickThrough(t *testing.T) {
-	ctx := newBrowser(t)
+	chromiumPath(t) // skip (or fail under CI) before building anything
 	f := newFixture(t)
 	shots := screenshotDir(t)
 	ts := startViewer(t, []string{f.captureDir}, f.rolloutsFile)
+	ctx := newBrowser(t) // stops first (cleanups run last-in first-out), ending its long polls
 
 	// Overview: totals, the error category, the torn line called out as a gap.
 	do(t, ctx, "open overview", chromedp.Navigate(ts.URL+"/#/"))
@@ -275,10 +276,11 @@ func TestBrowserClickThrough(t *testing.T) {
 }
 
 func TestBrowserLiveAndEscaping(t *testing.T) {
-	ctx := newBrowser(t)
+	chromiumPath(t) // skip (or fail under CI) before building anything
 	f := newFixture(t)
 	shots := screenshotDir(t)
 	ts := startViewer(t, []string{f.captureDir}, f.rolloutsFile)
+	ctx := newBrowser(t) // stops first (cleanups run last-in first-out), ending its long polls
 
 	store, err := capture.Open(f.captureDir)
 	if err != nil {
@@ -313,12 +315,23 @@ func TestBrowserLiveAndEscaping(t *testing.T) {
 	}()
 	waitJS(t, ctx, "pending row", `document.querySelector('tr[data-rollout="live-script"] .b-pending')?.textContent === "1 pending"`)
 	screenshot(t, ctx, shots, "live-pending.png")
+	// A second tab on the rollout's own page: the call in flight is a dashed pending row there.
+	tab, closeTab := chromedp.NewContext(ctx)
+	defer closeTab()
+	// The first action on a tab creates it and binds it to its context: run it without a timeout.
+	if _, err := chromedp.Run(tab, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("open a second tab: %v", err)
+	}
+	do(t, tab, "open pending rollout", chromedp.Navigate(ts.URL+"/#/rollout/live-script"))
+	waitJS(t, tab, "pending note", `document.getElementById("pending-note")?.textContent.startsWith("1 call pending")`)
+	waitJS(t, tab, "pending row", `document.querySelectorAll("#waterfall g[data-pending]").length === 1`)
 	close(up.release)
 	if err := <-done; err != nil {
 		t.Fatalf("live call: %v", err)
 	}
 	waitJS(t, ctx, "captured row", `(() => { const r = document.querySelector('tr[data-rollout="live-script"]');
 		return r && !r.querySelector(".b-pending") && r.cells[1].textContent === "1"; })()`)
+	waitJS(t, tab, "captured on the rollout page", `document.querySelectorAll("#waterfall a[data-call]").length === 1 && !document.getElementById("pending-note")`)
 	if !evalJS[bool](t, ctx, `window.__samePage === true`) {
 		t.Fatal("the page reloaded to show the new call")
 	}
