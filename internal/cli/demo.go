@@ -79,5 +79,6 @@ func printDemo(s *Streams, res *demo.Result) error {
 	fmt.Fprintln(w, "  modelcalls proxy --upstream https://api.example.com --capture-dir ./captures --listen 127.0.0.1:8080")
 	fmt.Fprintln(w, "  OpenAI-style clients: base URL http://127.0.0.1:8080/ng-rollout/<rollout_id>/v1")
 	fmt.Fprintln(w, "  Claude Code:          ANTHROPIC_BASE_URL=http://127.0.0.1:8080/ng-rollout/<rollout_id>")
+	fmt.Fprintf(w, "\nBrowse this run in a web viewer:\n  modelcalls view --capture-dir %s --rollouts %s\n", res.CaptureDir, res.RolloutsPath)
 	return nil
 }

@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestViewExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"no capture dir", []string{"view"}, ExitUsage},
+		{"missing capture dir", []string{"view", "--capture-dir", filepath.Join(dir, "missing")}, ExitNotFound},
+		{"missing rollouts file", []string{"view", "--capture-dir", dir, "--rollouts", filepath.Join(dir, "r.jsonl")}, ExitNotFound},
+		{"bad listen address", []string{"view", "--capture-dir", dir, "--listen", "127.0.0.1:99999"}, ExitFailure},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			if code := Main(tc.args, strings.NewReader(""), &out, &errOut); code != tc.code {
+				t.Errorf("exit %d, want %d; stderr %s", code, tc.code, errOut.String())
+			}
+		})
+	}
+}
+
+// TestViewServes runs the command, reads the URL it prints and fetches the overview from it.
+func TestViewServes(t *testing.T) {
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		err := runView(ctx, &Streams{Out: pw, ErrOut: io.Discard}, &viewOptions{dirs: []string{t.TempDir()}, listen: "127.0.0.1:0"})
+		pw.Close()
+		done <- err
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(line, "http://")
+	if i < 0 {
+		t.Fatalf("no URL in %q", line)
+	}
+	url := strings.Fields(line[i:])[0]
+	resp, err := http.Get(url + "api/overview")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("overview: status %d", resp.StatusCode)
+	}
+	go io.Copy(io.Discard, pr)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("view: %v", err)
+	}
+}

@@ -1,0 +1,293 @@
+package view
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/rollout"
+)
+
+//go:embed static
+var static embed.FS
+
+// Options configure a Server.
+type Options struct {
+	// Dirs are the capture dirs to show, in merge's order: a rollout found in several belongs to the
+	// first that holds its capture file or marker. Each must exist; nothing is created.
+	Dirs []string
+	// RolloutsFile is an optional JSONL file of rollout records (what merge reads): its top-level
+	// scalar fields (reward, ...) become sortable, filterable columns. "" for none.
+	RolloutsFile string
+	// Logger receives the indexer's problems; nil discards them.
+	Logger *slog.Logger
+	// ScanInterval is the shortest pause between two rescans of the dirs; 0 means 500 ms.
+	ScanInterval time.Duration
+}
+
+// Server is the viewer: an http.Handler serving the pages and the JSON API, backed by an Index that
+// rescans the capture dirs. It only reads the dirs.
+type Server struct {
+	idx *Index
+	mux *http.ServeMux
+}
+
+// New opens the capture dirs read-only and returns the server. Call Run to start indexing; the
+// handler answers from whatever has been indexed so far.
+func New(opts Options) (*Server, error) {
+	if len(opts.Dirs) == 0 {
+		return nil, errors.New("view: no capture dir")
+	}
+	var stores []*capture.Store
+	for _, d := range opts.Dirs {
+		st, err := capture.OpenExisting(d)
+		if err != nil {
+			return nil, fmt.Errorf("view: capture dir: %w", err)
+		}
+		stores = append(stores, st)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{idx: newIndex(stores, opts.RolloutsFile, log), mux: http.NewServeMux()}
+	if opts.ScanInterval > 0 {
+		s.idx.MinInterval = opts.ScanInterval
+	}
+	sub, _ := fs.Sub(static, "static")
+	files := http.FileServerFS(sub)
+	s.mux.Handle("GET /static/", http.StripPrefix("/static/", files))
+	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := fs.ReadFile(sub, "index.html")
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write(b)
+	})
+	s.mux.HandleFunc("GET /api/overview", s.overview)
+	s.mux.HandleFunc("GET /api/rollouts", s.list)
+	s.mux.HandleFunc("GET /api/rollouts/{id}", s.rollout)
+	s.mux.HandleFunc("GET /api/rollouts/{id}/calls/{index}", s.call)
+	s.mux.HandleFunc("GET /api/rollouts/{id}/calls/{index}/raw", s.raw)
+	s.mux.HandleFunc("GET /api/changes", s.changes)
+	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		apiError(w, http.StatusNotFound, "no such API endpoint: "+r.URL.Path)
+	})
+	return s, nil
+}
+
+// Index returns the server's index.
+func (s *Server) Index() *Index { return s.idx }
+
+// Run indexes and rescans the dirs until ctx is done.
+func (s *Server) Run(ctx context.Context) { s.idx.Run(ctx) }
+
+// ServeHTTP serves the pages and the API. Every response carries a Content-Security-Policy that
+// allows only the viewer's own scripts and styles, so a payload that slipped into markup could not
+// run.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	s.mux.ServeHTTP(w, r)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	if err := enc.Encode(v); err != nil {
+		apiError(w, http.StatusInternalServerError, "encode: "+err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(b.Bytes())
+}
+
+// apiError answers {"error": msg} with status.
+func apiError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, s.idx.Overview())
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	lq := ListQuery{Sort: q.Get("sort"), Desc: q.Get("order") == "desc", Filter: q.Get("filter")}
+	var err error
+	if lq.Offset, err = intParam(q.Get("offset"), 0); err != nil {
+		apiError(w, http.StatusBadRequest, "offset: "+err.Error())
+		return
+	}
+	if lq.Limit, err = intParam(q.Get("limit"), 50); err != nil {
+		apiError(w, http.StatusBadRequest, "limit: "+err.Error())
+		return
+	}
+	res, err := s.idx.List(lq)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	writeJSON(w, res)
+}
+
+func intParam(v string, def int) (int, error) {
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("want a non-negative integer, got %q", v)
+	}
+	return n, nil
+}
+
+// rolloutID validates the {id} path value.
+func rolloutID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("id")
+	if err := rollout.Validate(id); err != nil {
+		apiError(w, http.StatusBadRequest, "rollout id: "+err.Error())
+		return "", false
+	}
+	return id, true
+}
+
+func callIndex(w http.ResponseWriter, r *http.Request) (int, bool) {
+	n, err := intParam(r.PathValue("index"), 0)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "call index: "+err.Error())
+		return 0, false
+	}
+	return n, true
+}
+
+func loadError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, ErrNoRollout), errors.Is(err, ErrNoCall):
+		apiError(w, http.StatusNotFound, err.Error())
+	default:
+		apiError(w, http.StatusInternalServerError, err.Error())
+	}
+}
+
+func (s *Server) rollout(w http.ResponseWriter, r *http.Request) {
+	id, ok := rolloutID(w, r)
+	if !ok {
+		return
+	}
+	d, err := s.idx.Rollout(id)
+	if err != nil {
+		loadError(w, err)
+		return
+	}
+	writeJSON(w, d)
+}
+
+func (s *Server) call(w http.ResponseWriter, r *http.Request) {
+	id, ok := rolloutID(w, r)
+	if !ok {
+		return
+	}
+	n, ok := callIndex(w, r)
+	if !ok {
+		return
+	}
+	d, err := s.idx.Call(id, n)
+	if err != nil {
+		loadError(w, err)
+		return
+	}
+	writeJSON(w, d)
+}
+
+// raw serves a stored payload as text/plain (never as HTML): ?part=request|response (JSON,
+// indented with ?indent=1) or request_raw|response_raw (the stored text).
+func (s *Server) raw(w http.ResponseWriter, r *http.Request) {
+	id, ok := rolloutID(w, r)
+	if !ok {
+		return
+	}
+	n, ok := callIndex(w, r)
+	if !ok {
+		return
+	}
+	part := r.URL.Query().Get("part")
+	switch part {
+	case "request", "response", "request_raw", "response_raw":
+	default:
+		apiError(w, http.StatusBadRequest, "part: want request, response, request_raw or response_raw")
+		return
+	}
+	data, isJSON, found, err := s.idx.Raw(id, n, part)
+	if err != nil {
+		loadError(w, err)
+		return
+	}
+	if !found {
+		apiError(w, http.StatusNotFound, "call has no "+part)
+		return
+	}
+	if isJSON && r.URL.Query().Get("indent") == "1" {
+		var b bytes.Buffer
+		if json.Indent(&b, data, "", "  ") == nil {
+			data = b.Bytes()
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	w.Write(data)
+}
+
+// changes is the live-update long poll: it answers {"version": V} as soon as the index's version
+// differs from ?since (at once when it already does), or after ?timeout seconds (default 25, at
+// most 60) with the unchanged version.
+func (s *Server) changes(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	since, err := strconv.ParseUint(cmpOr(q.Get("since"), "0"), 10, 64)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "since: want the version of an earlier answer")
+		return
+	}
+	timeout, err := intParam(q.Get("timeout"), 25)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "timeout: "+err.Error())
+		return
+	}
+	t := time.NewTimer(time.Duration(min(timeout, 60)) * time.Second)
+	defer t.Stop()
+	for {
+		v, ch := s.idx.Version()
+		if v != since {
+			writeJSON(w, map[string]any{"version": v})
+			return
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			writeJSON(w, map[string]any{"version": v})
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+func cmpOr(v, def string) string {
+	if strings.TrimSpace(v) == "" {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,552 @@
+// modelcalls view: the front end. Plain DOM, no libraries. Payload text is only ever placed with
+// text nodes (h() below) and attribute setters, never parsed as HTML.
+"use strict";
+
+const SVGNS = "http://www.w3.org/2000/svg";
+
+// h builds an element: attrs set with setAttribute (on* handlers as listeners), children appended
+// as nodes or as text nodes.
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  setAttrs(el, attrs);
+  append(el, children);
+  return el;
+}
+function s(tag, attrs, ...children) {
+  const el = document.createElementNS(SVGNS, tag);
+  setAttrs(el, attrs);
+  append(el, children);
+  return el;
+}
+function setAttrs(el, attrs) {
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? "" : String(v));
+  }
+}
+function append(el, children) {
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    el.appendChild(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+}
+
+async function api(path) {
+  const r = await fetch(path, { headers: { Accept: "application/json" } });
+  const body = await r.json().catch(() => ({ error: r.statusText }));
+  if (!r.ok) throw new Error(body.error || r.statusText);
+  return body;
+}
+
+const nf = new Intl.NumberFormat("en-US");
+const fmtInt = (n) => (n === null || n === undefined ? "—" : nf.format(n));
+const fmtMS = (v) => (v === null || v === undefined ? "—" : v >= 10000 ? nf.format(Math.round(v)) : v.toFixed(v >= 100 ? 0 : 1));
+const fmtS = (v) => (v === null || v === undefined ? "—" : v.toFixed(v >= 100 ? 0 : 2));
+const fmtPct = (v) => (v === null || v === undefined ? "—" : (v * 100).toFixed(1) + " %");
+const fmtTime = (t) => (t === null || t === undefined ? "—" : new Date(t * 1000).toISOString().replace("T", " ").replace("Z", " UTC"));
+const orDash = (v) => (v === null || v === undefined || v === "" ? "—" : v);
+
+const rolloutHref = (id, call) => "#/rollout/" + encodeURIComponent(id) + (call !== undefined ? "?call=" + call : "");
+const callHref = (id, n) => "#/rollout/" + encodeURIComponent(id) + "/call/" + n;
+
+function parseHash() {
+  const raw = location.hash.replace(/^#/, "") || "/";
+  const [path, query] = raw.split("?");
+  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  return { parts, params: new URLSearchParams(query || "") };
+}
+
+// ---- page state and live updates ----------------------------------------------------------------
+
+let current = null; // { render: async () => version, key: string }
+let shownVersion = 0;
+let lastData = ""; // JSON of the data last rendered, to skip re-rendering what did not change
+
+const main = () => document.getElementById("main");
+
+function setLive(ok, text) {
+  const el = document.getElementById("live");
+  el.className = "live " + (ok ? "on" : "off");
+  el.textContent = text;
+}
+
+async function route() {
+  const { parts, params } = parseHash();
+  let page;
+  if (parts.length === 0) page = overviewPage();
+  else if (parts[0] === "rollouts") page = listPage(params);
+  else if (parts[0] === "rollout" && parts.length === 2) page = rolloutPage(parts[1], params);
+  else if (parts[0] === "rollout" && parts.length === 4 && parts[2] === "call") page = callPage(parts[1], Number(parts[3]));
+  else page = { title: "Not found", load: async () => ({ version: shownVersion }), draw: () => [h("h1", {}, "Not found"), h("p", {}, h("a", { href: "#/" }, "Back to the overview"))] };
+  for (const a of document.querySelectorAll("[data-nav]")) {
+    const on = (a.dataset.nav === "overview" && parts.length === 0) || (a.dataset.nav === "rollouts" && parts[0] === "rollouts");
+    if (on) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
+  }
+  current = page;
+  lastData = "";
+  const m = main();
+  m.replaceChildren(h("p", { class: "muted" }, "Loading…"));
+  await refresh(true);
+  document.title = page.title + " · modelcalls view";
+  m.focus({ preventScroll: true });
+}
+
+// refresh reloads the current page's data and redraws it when it changed.
+async function refresh(first) {
+  const page = current;
+  let data;
+  try {
+    data = await page.load();
+  } catch (e) {
+    if (page !== current) return;
+    main().replaceChildren(h("h1", {}, page.title), h("p", { class: "notice err", role: "alert" }, "Could not load: " + e.message));
+    return;
+  }
+  if (page !== current) return;
+  shownVersion = Math.max(shownVersion, data.version || 0);
+  const { version, progress, ...rest } = data;
+  const key = JSON.stringify(rest) + JSON.stringify(progress || null);
+  if (!first && key === lastData) return;
+  lastData = key;
+  const y = window.scrollY;
+  if (page.update && !first) page.update(data);
+  else main().replaceChildren(...page.draw(data).flat(Infinity).filter(Boolean));
+  if (!first) window.scrollTo(0, y);
+}
+
+async function liveLoop() {
+  for (;;) {
+    try {
+      const r = await api("/api/changes?since=" + shownVersion + "&timeout=25");
+      setLive(true, "live · checked " + new Date().toLocaleTimeString());
+      if (r.version !== shownVersion) {
+        shownVersion = r.version;
+        if (current) await refresh(false);
+        await sleep(700); // at most ~1.5 redraws a second while a large dir is being indexed
+      }
+    } catch (e) {
+      setLive(false, "offline: " + e.message);
+      await sleep(2000);
+    }
+  }
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// ---- charts ---------------------------------------------------------------------------------------
+
+// barChart draws labelled vertical bars as SVG; each bar carries a <title> with its value.
+function barChart(id, title, labels, values, opts = {}) {
+  const W = 420, H = 170, L = 34, B = 32, T = 10;
+  const n = Math.max(values.length, 1);
+  const max = Math.max(1, ...values);
+  const bw = (W - L - 10) / n;
+  const svg = s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-labelledby": id + "-t " + id + "-d" },
+    s("title", { id: id + "-t" }, title),
+    s("desc", { id: id + "-d" }, labels.map((l, i) => `${l}: ${values[i]}`).join("; ")));
+  svg.appendChild(s("line", { x1: L, y1: H - B, x2: W - 5, y2: H - B, stroke: "#d0d7de" }));
+  svg.appendChild(s("text", { x: L - 4, y: T + 8, "text-anchor": "end" }, fmtInt(max)));
+  svg.appendChild(s("text", { x: L - 4, y: H - B, "text-anchor": "end" }, "0"));
+  const every = Math.ceil(n / 7);
+  values.forEach((v, i) => {
+    const bh = ((H - B - T) * v) / max;
+    const x = L + i * bw;
+    const err = opts.errors ? opts.errors[i] : 0;
+    const g = s("g", {}, s("title", {}, `${labels[i]}: ${fmtInt(v)}${opts.errors ? ", errors " + fmtInt(err) : ""}`));
+    g.appendChild(s("rect", { class: "bar", x: x + 1, y: H - B - bh, width: Math.max(bw - 2, 1), height: bh }));
+    if (err) {
+      const eh = ((H - B - T) * err) / max;
+      g.appendChild(s("rect", { class: "bar err", x: x + 1, y: H - B - eh, width: Math.max(bw - 2, 1), height: eh }));
+    }
+    svg.appendChild(g);
+    if (i % every === 0) svg.appendChild(s("text", { x: x + bw / 2, y: H - B + 14, "text-anchor": "middle" }, labels[i]));
+  });
+  if (opts.xlabel) svg.appendChild(s("text", { x: W / 2, y: H - 4, "text-anchor": "middle" }, opts.xlabel));
+  return h("figure", {}, svg, h("figcaption", {}, opts.caption || title));
+}
+
+function histChart(id, title, hist) {
+  const labels = hist.edges.map((e, i) => (i + 1 < hist.edges.length ? "≥" + fmtEdge(e) : "≥" + fmtEdge(e)));
+  const cap = `${title}: ${fmtInt(hist.count)} calls; p50 ${fmtMS(hist.p50)} ms, p90 ${fmtMS(hist.p90)} ms, p99 ${fmtMS(hist.p99)} ms, max ${fmtMS(hist.max)} ms`;
+  return barChart(id, title, labels, hist.counts, { caption: cap, xlabel: "milliseconds (bucket lower edge)" });
+}
+// fmtOffset writes a time offset in seconds, in ms when the whole span is under 2 s.
+const fmtOffset = (sec, span) => (span < 2 ? "+" + fmtMS(sec * 1000) + " ms" : "+" + fmtS(sec) + " s");
+const fmtEdge = (ms) => (ms >= 1000 ? ms / 1000 + "s" : ms + "ms");
+
+// ---- overview ---------------------------------------------------------------------------------
+
+function overviewPage() {
+  return {
+    title: "Run overview",
+    load: () => api("/api/overview"),
+    draw: (o) => {
+      const out = [h("h1", {}, "Run overview")];
+      out.push(progressNote(o.progress));
+      out.push(h("p", { class: "muted" }, "Capture dirs: " + o.capture_dirs.join(", ") + (o.rollouts_file ? " · rollouts file: " + o.rollouts_file : "")));
+      out.push(h("dl", { class: "cards", "aria-label": "Totals" },
+        card("Rollouts", fmtInt(o.rollouts), "rollouts"),
+        card("Calls", fmtInt(o.calls), "calls"),
+        card("Calls with error", fmtInt(o.calls_with_error), "errors"),
+        card("Pending calls", fmtInt(o.pending_calls), "pending"),
+        card("Tokens in", fmtInt(o.tokens.in), "tokens-in"),
+        card("Tokens out", fmtInt(o.tokens.out), "tokens-out"),
+        card("Cached tokens", fmtInt(o.tokens.cached), "tokens-cached"),
+        card("Reasoning tokens", fmtInt(o.tokens.reasoning), "tokens-reasoning"),
+        card("Cache hit rate", fmtPct(o.cache.hit_rate), "cache-hit-rate"),
+        card("Unreadable lines", fmtInt(o.damaged_lines), "damaged")));
+
+      out.push(h("h2", {}, "Gaps"));
+      const g = o.gaps;
+      const gapList = [
+        ["pending", "Pending (a call is in flight)", g.pending, g.pending_count],
+        ["incomplete", "Incomplete (a capture write failed)", g.incomplete, g.incomplete_count],
+        ["unreadable", "Unreadable lines (torn or invalid)", g.unreadable, g.unreadable_count],
+        ["abandoned", "Abandoned writes (stale claims)", g.abandoned, g.abandoned_count],
+        ["no-capture", "In the rollouts file, nothing captured", g.no_capture, g.no_capture_count],
+      ].filter((x) => x[3] > 0);
+      if (gapList.length === 0) out.push(h("p", { id: "gaps-none" }, "No gaps: every rollout is fully readable and nothing is in flight."));
+      else out.push(h("ul", { class: "gaps", id: "gaps" }, gapList.map(([k, label, ids, n]) =>
+        h("li", { "data-gap": k }, h("strong", {}, label + ": " + fmtInt(n) + " "),
+          ids.map((id, i) => [i ? ", " : "", h("a", { href: rolloutHref(id) }, id)]), n > ids.length ? " …" : ""))));
+
+      out.push(h("div", { class: "grid2" },
+        h("section", { "aria-labelledby": "h-errors" }, h("h2", { id: "h-errors" }, "Errors by category"),
+          o.errors.length === 0 ? h("p", {}, "No call has an error.") :
+            table("Errors", ["category", "calls"], o.errors.map((e) => [e.name, fmtInt(e.count)]), [false, true], "errors-table")),
+        h("section", { "aria-labelledby": "h-time" }, h("h2", { id: "h-time" }, "Calls over time"),
+          o.calls_over_time.start === null ? h("p", {}, "No calls yet.") :
+            barChart("time", "Calls started per " + o.calls_over_time.bucket_s + " s",
+              o.calls_over_time.calls.map((_, i) => "+" + fmtS(i * o.calls_over_time.bucket_s) + "s"), o.calls_over_time.calls,
+              { errors: o.calls_over_time.errors, caption: `Calls started per ${o.calls_over_time.bucket_s} s from ${fmtTime(o.calls_over_time.start)} (errors in red)` })),
+        h("section", { "aria-labelledby": "h-lat" }, h("h2", { id: "h-lat" }, "Latency"), histChart("lat", "Latency (latency_total_ms)", o.latency_ms)),
+        h("section", { "aria-labelledby": "h-ttft" }, h("h2", { id: "h-ttft" }, "Time to first token"), histChart("ttft", "TTFT (latency_ttft_ms)", o.ttft_ms))));
+
+      const groupRows = (list) => list.map((m) => [orDash(m.name), fmtInt(m.calls), fmtInt(m.errors), fmtInt(m.tokens.in), fmtInt(m.tokens.out),
+        fmtInt(m.tokens.cached), fmtInt(m.tokens.reasoning), fmtMS(m.latency_p50_ms), fmtMS(m.ttft_p50_ms)]);
+      const gcols = ["calls", "errors", "tokens in", "tokens out", "cached", "reasoning", "latency p50 ms", "TTFT p50 ms"];
+      const right = [false, true, true, true, true, true, true, true, true];
+      out.push(h("h2", {}, "Per model"), table("Per model", ["model", ...gcols], groupRows(o.models), right, "models-table"));
+      out.push(h("h2", {}, "Per dialect"), table("Per dialect", ["dialect", ...gcols], groupRows(o.dialects), right, "dialects-table"));
+      return out;
+    },
+  };
+}
+
+function card(label, value, id) {
+  return h("div", {}, h("dt", {}, label), h("dd", { id: "card-" + id }, value));
+}
+
+function progressNote(p) {
+  if (!p) return null;
+  const out = [];
+  if (!p.complete) out.push(h("p", { class: "notice", id: "indexing" }, `Indexing: ${fmtInt(p.indexed)} of ${fmtInt(p.total)} rollouts read so far.`));
+  for (const e of p.errors || []) out.push(h("p", { class: "notice err" }, e));
+  return out;
+}
+
+// table renders rows of strings or nodes; right[i] right-aligns column i.
+function table(caption, cols, rows, right, id) {
+  return h("div", { class: "scroll" }, h("table", { id },
+    h("caption", { class: "sr-only" }, caption),
+    h("thead", {}, h("tr", {}, cols.map((c, i) => h("th", { scope: "col", class: right && right[i] ? "num" : null }, c)))),
+    h("tbody", {}, rows.map((r) => h("tr", {}, r.map((c, i) => h("td", { class: right && right[i] ? "num" : null }, c)))))));
+}
+
+// ---- rollout list -----------------------------------------------------------------------------
+
+const listCols = [
+  ["id", "rollout", false], ["calls", "calls", true], ["errors", "errors", true], ["pending", "pending", true],
+  ["damaged_lines", "unreadable", true], ["tokens_in", "tokens in", true], ["tokens_out", "tokens out", true],
+  ["tokens_cached", "cached", true], ["tokens_reasoning", "reasoning", true], ["latency_ms", "latency ms (sum)", true],
+  ["duration_s", "duration s", true], ["started_at", "started", false], ["model", "model", false], ["dialect", "dialect", false],
+];
+
+function listPage(params) {
+  const q = { sort: params.get("sort") || "id", order: params.get("order") || "asc", filter: params.get("filter") || "",
+    offset: Number(params.get("offset") || 0), limit: Number(params.get("limit") || 50) };
+  const go = (patch) => {
+    const n = { ...q, ...patch };
+    const p = new URLSearchParams();
+    for (const [k, v] of Object.entries(n)) if (v !== "" && v !== null) p.set(k, v);
+    location.hash = "#/rollouts?" + p.toString();
+  };
+  let region;
+  const drawTable = (res) => {
+    const out = [progressNote(res.progress)];
+    const from = res.matched === 0 ? 0 : res.offset + 1, to = res.offset + res.rows.length;
+    out.push(h("p", { id: "list-count", role: "status" }, `Rollouts ${fmtInt(from)}–${fmtInt(to)} of ${fmtInt(res.matched)}` +
+      (res.matched !== res.total ? ` (filtered from ${fmtInt(res.total)})` : "")));
+    const cols = [...listCols, ...res.record_fields.map((f) => ["record." + f, f, true])];
+    const head = h("tr", {}, cols.map(([field, label, num]) => {
+      const sorted = res.sort === field || res.sort === field.replace(/^record\./, "");
+      return h("th", { scope: "col", class: num ? "num" : null, "aria-sort": sorted ? (res.order === "desc" ? "descending" : "ascending") : null },
+        h("button", { type: "button", "data-sort": field, onclick: () => go({ sort: field, order: sorted && res.order === "asc" ? "desc" : "asc", offset: 0 }) }, label));
+    }));
+    const body = h("tbody", {}, res.rows.map((r) => h("tr", { "data-rollout": r.id }, cols.map(([field, , num]) => {
+      const td = h("td", { class: num ? "num" : null });
+      if (field === "id") {
+        td.append(h("a", { href: rolloutHref(r.id) }, r.id));
+        if (r.pending) td.append(h("span", { class: "badge b-pending" }, r.pending + " pending"));
+        if (r.incomplete) td.append(h("span", { class: "badge b-warn" }, "incomplete"));
+        if (r.damaged_lines) td.append(h("span", { class: "badge b-err" }, "unreadable lines"));
+        if (!r.has_capture && !r.pending && !r.incomplete) td.append(h("span", { class: "badge b-hist" }, "no capture"));
+      } else if (field.startsWith("record.")) {
+        const v = r.record ? r.record[field.slice(7)] : undefined;
+        td.textContent = v === undefined ? "—" : typeof v === "string" ? v : JSON.stringify(v);
+      } else if (field === "latency_ms") td.textContent = fmtMS(r.latency_ms);
+      else if (field === "duration_s") td.textContent = fmtS(r.duration_s);
+      else if (field === "started_at") td.textContent = fmtTime(r.started_at);
+      else if (num) td.textContent = fmtInt(r[field]);
+      else td.textContent = orDash(r[field]);
+      return td;
+    }))));
+    out.push(h("div", { class: "scroll" }, h("table", { id: "rollouts-table" }, h("caption", {}, "Rollouts (select a column to sort)"), h("thead", {}, head), body)));
+    out.push(h("nav", { class: "pager", "aria-label": "Pages" },
+      h("button", { type: "button", id: "prev-page", disabled: res.offset === 0, onclick: () => go({ offset: Math.max(0, res.offset - res.limit) }) }, "← Previous"),
+      h("button", { type: "button", id: "next-page", disabled: to >= res.matched, onclick: () => go({ offset: res.offset + res.limit }) }, "Next →")));
+    return out;
+  };
+  return {
+    title: "Rollouts",
+    load: () => api("/api/rollouts?" + new URLSearchParams({ sort: q.sort, order: q.order, filter: q.filter, offset: q.offset, limit: q.limit })),
+    draw: (res) => {
+      const input = h("input", { type: "search", id: "filter", name: "filter", value: q.filter, "aria-describedby": "filter-help",
+        placeholder: "e.g. errors>0 model~gpt reward>=0.5" });
+      const size = h("select", { id: "page-size", name: "limit" }, [25, 50, 100, 200, 500].map((n) => h("option", { value: n, selected: n === q.limit }, n)));
+      const form = h("form", { class: "filter", role: "search", onsubmit: (e) => { e.preventDefault(); go({ filter: input.value.trim(), limit: Number(size.value), offset: 0 }); } },
+        h("label", {}, "Filter", input), h("label", {}, "Rows per page", size), h("button", { type: "submit", id: "apply-filter" }, "Apply"));
+      const fields = [...res.fields, ...res.record_fields].join(", ");
+      region = h("div", { id: "list-region" }, drawTable(res));
+      return [h("h1", {}, "Rollouts"), form,
+        h("p", { id: "filter-help", class: "muted" }, "Terms are ANDed. FIELD=VALUE, !=, >, >=, <, <=, ~ (contains); a bare word matches the id or model. Fields: " + fields + "."),
+        region];
+    },
+    update: (res) => region.replaceChildren(...drawTable(res).flat().filter(Boolean)),
+  };
+}
+
+// ---- one rollout --------------------------------------------------------------------------------
+
+function rolloutPage(id, params) {
+  const want = params.has("call") ? Number(params.get("call")) : null;
+  return {
+    title: "Rollout " + id,
+    load: async () => {
+      const d = await api("/api/rollouts/" + encodeURIComponent(id));
+      const calls = d.calls.map((c) => c.record);
+      const sel = want !== null && calls.some((c) => c.call_index === want) ? want : calls.length ? calls[calls.length - 1].call_index : null;
+      d.conv = sel === null ? null : await api("/api/rollouts/" + encodeURIComponent(id) + "/calls/" + sel);
+      if (d.conv) delete d.conv.version;
+      d.selected = sel;
+      return d;
+    },
+    draw: (d) => {
+      const sum = d.summary;
+      const out = [h("h1", {}, "Rollout ", h("span", { id: "rollout-id" }, id))];
+      out.push(h("p", {}, h("a", { href: "#/rollouts" }, "← all rollouts")));
+      if (sum.pending) out.push(h("p", { class: "notice", id: "pending-note", role: "status" }, `${sum.pending} call${sum.pending > 1 ? "s" : ""} pending: the capture write is in progress.`));
+      if (sum.abandoned) out.push(h("p", { class: "notice err" }, `${sum.abandoned} abandoned capture write(s): the writing process is gone, those calls are missing.`));
+      if (sum.incomplete) out.push(h("p", { class: "notice err", id: "incomplete-note" }, "Marked incomplete: a capture write failed, calls may be missing."));
+      if (d.damaged.length) out.push(h("div", { class: "notice err", id: "damaged-note" }, h("strong", {}, `${d.damaged.length} unreadable line(s):`),
+        h("ul", {}, d.damaged.map((x) => h("li", {}, `line ${x.line} (capture index ${x.call_index}): ${x.error}`)))));
+      const t = sumTokens(d.calls);
+      out.push(h("dl", { class: "cards" }, card("Calls", fmtInt(d.calls.length), "calls"), card("Errors", fmtInt(sum.errors), "errors"),
+        card("Pending", fmtInt(sum.pending), "pending"), card("Tokens in", fmtInt(t.in), "tokens-in"), card("Tokens out", fmtInt(t.out), "tokens-out"),
+        card("Cached", fmtInt(t.cached), "tokens-cached"), card("Duration s", fmtS(sum.duration_s), "duration"),
+        card("Max concurrency", fmtInt(d.max_concurrency), "concurrency")));
+      const kv = [["capture file", d.path || "—"], ["capture dir", sum.dir || "—"]];
+      if (sum.record) for (const [k, v] of Object.entries(sum.record)) kv.push(["record." + k, typeof v === "string" ? v : JSON.stringify(v)]);
+      out.push(h("dl", { class: "kv", id: "rollout-fields" }, kv.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])));
+
+      out.push(h("h2", {}, "Timeline"), waterfall(id, d.calls, sum.pending, d.selected));
+      out.push(h("h2", {}, "Calls"), callsTable(id, d.calls, d.selected));
+      if (d.conv) {
+        const picker = h("select", { id: "conv-call", onchange: (e) => { location.hash = rolloutHref(id, e.target.value); } },
+          d.calls.map((c) => h("option", { value: c.record.call_index, selected: c.record.call_index === d.selected }, "call " + c.record.call_index)));
+        out.push(h("h2", { id: "conv-h" }, "Conversation as the model saw it"),
+          h("p", {}, h("label", {}, "Show the request of ", picker), " · ", h("a", { href: callHref(id, d.selected) }, "open call " + d.selected)),
+          conversationView(d.conv.conversation, true));
+      }
+      return out;
+    },
+  };
+}
+
+function sumTokens(calls) {
+  const t = { in: 0, out: 0, cached: 0 };
+  for (const c of calls) { t.in += c.record.tokens_in || 0; t.out += c.record.tokens_out || 0; t.cached += c.record.cached_tokens || 0; }
+  return t;
+}
+
+// waterfall draws one row per call, sorted by start: the wait until the first token (light), then
+// the rest of the response (dark), errors in red; overlapping bars are concurrent calls. Pending
+// calls (no timing yet) get a dashed row at the right edge.
+function waterfall(id, calls, pending, selected) {
+  const rows = calls.map((c) => c.record).filter((r) => r.started_at !== null).sort((a, b) => a.started_at - b.started_at || a.call_index - b.call_index);
+  if (rows.length === 0 && !pending) return h("p", {}, "No calls with timing.");
+  const t0 = rows.length ? rows[0].started_at : 0;
+  const t1 = Math.max(t0 + 0.001, ...rows.map((r) => r.completed_at ?? r.started_at + (r.latency_total_ms || 0) / 1000));
+  const span = t1 - t0;
+  const W = 800, L = 90, R = 10, RH = 18, top = 18;
+  const H = top + (rows.length + pending) * RH + 8;
+  const x = (t) => L + ((t - t0) / span) * (W - L - R);
+  const svg = s("svg", { class: "chart waterfall", id: "waterfall", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-labelledby": "wf-t", style: null },
+    s("title", { id: "wf-t" }, `Timeline of ${rows.length} calls over ${fmtS(span)} s` + (pending ? `, ${pending} pending` : "")));
+  svg.setAttribute("preserveAspectRatio", "xMinYMin meet");
+  for (let i = 0; i <= 4; i++) {
+    const tx = L + (i / 4) * (W - L - R);
+    svg.appendChild(s("line", { x1: tx, y1: top - 4, x2: tx, y2: H - 4, stroke: "#eaeef2" }));
+    svg.appendChild(s("text", { x: tx, y: 11, "text-anchor": i === 0 ? "start" : i === 4 ? "end" : "middle" }, fmtOffset((span * i) / 4, span)));
+  }
+  rows.forEach((r, i) => {
+    const y = top + i * RH;
+    const start = x(r.started_at);
+    const end = x(r.completed_at ?? r.started_at + (r.latency_total_ms || 0) / 1000);
+    const ttft = r.latency_ttft_ms !== null ? Math.min(end, x(r.started_at + r.latency_ttft_ms / 1000)) : start;
+    const label = `call ${r.call_index}: ${orDash(r.model)}, status ${orDash(r.status_code)}, start +${fmtS(r.started_at - t0)} s, TTFT ${fmtMS(r.latency_ttft_ms)} ms, latency ${fmtMS(r.latency_total_ms)} ms` + (r.error_category ? ", error " + r.error_category : "");
+    const a = s("a", { href: rolloutHref(id, r.call_index), "aria-label": label, "data-call": r.call_index },
+      s("title", {}, label),
+      s("text", { x: 4, y: y + 12 }, "#" + r.call_index + (r.call_index === selected ? " ◀" : "")),
+      s("rect", { class: "wait", x: start, y: y + 3, width: Math.max(ttft - start, 0), height: RH - 6 }),
+      s("rect", { class: "bar" + (r.error_category ? " err" : ""), x: ttft, y: y + 3, width: Math.max(end - ttft, 2), height: RH - 6 }));
+    svg.appendChild(a);
+  });
+  for (let i = 0; i < pending; i++) {
+    const y = top + (rows.length + i) * RH;
+    svg.appendChild(s("g", { "data-pending": i }, s("title", {}, "pending call: capture write in progress"),
+      s("text", { x: 4, y: y + 12 }, "pending"), s("rect", { class: "pend", x: W - R - 80, y: y + 3, width: 78, height: RH - 6 })));
+  }
+  return h("figure", {}, svg, h("figcaption", {}, "Light: waiting for the first token (TTFT); dark: the rest of the response; red: error; dashed: pending. Bars that overlap ran concurrently."));
+}
+
+function callsTable(id, calls, selected) {
+  const cols = ["#", "status", "finish", "model", "dialect", "tokens in", "out", "cached", "reasoning", "latency ms", "TTFT ms", "tool calls", "new / sent messages", "error"];
+  const right = [true, true, false, false, false, true, true, true, true, true, true, false, true, false];
+  const rows = calls.map((c) => {
+    const r = c.record;
+    return { sel: r.call_index === selected, idx: r.call_index, cells: [
+      h("a", { href: callHref(id, r.call_index), "aria-label": "open call " + r.call_index }, String(r.call_index)),
+      orDash(r.status_code), orDash(r.finish_reason ?? r.response_status), orDash(r.model), orDash(r.dialect),
+      fmtInt(r.tokens_in), fmtInt(r.tokens_out), fmtInt(r.cached_tokens), fmtInt(r.tokens_reasoning),
+      fmtMS(r.latency_total_ms), fmtMS(r.latency_ttft_ms),
+      r.tool_calls.length ? r.tool_calls.map((t) => t.name || "?").join(", ") : "—",
+      `${c.new_messages} / ${c.input_messages}`,
+      r.error_category ? h("span", { class: "badge b-err" }, r.error_category) : "—",
+    ] };
+  });
+  return h("div", { class: "scroll" }, h("table", { id: "calls-table" }, h("caption", {}, "Calls in capture order"),
+    h("thead", {}, h("tr", {}, cols.map((c, i) => h("th", { scope: "col", class: right[i] ? "num" : null }, c)))),
+    h("tbody", {}, rows.map((r) => h("tr", { class: r.sel ? "sel" : null, "data-call": r.idx, "aria-current": r.sel ? "true" : null },
+      r.cells.map((c, i) => h("td", { class: right[i] ? "num" : null }, c)))))));
+}
+
+// conversationView shows the request's messages, the resent history folded away, then the output.
+function conversationView(conv, foldHistory) {
+  const out = [];
+  if (conv.tools.length) out.push(h("p", { class: "muted" }, "Tools offered: " + conv.tools.join(", ")));
+  const input = h("div", { class: "conv", id: "conv-input" });
+  let run = [];
+  const flush = () => {
+    if (!run.length) return;
+    if (foldHistory && run.length > 0) input.append(h("details", { class: "hist" }, h("summary", {}, `${run.length} message${run.length > 1 ? "s" : ""} of resent history`), run));
+    else input.append(...run);
+    run = [];
+  };
+  for (const m of conv.input) {
+    const el = messageView(m, m.new ? "new" : "history");
+    if (m.new) { flush(); input.append(el); } else run.push(el);
+  }
+  flush();
+  if (!conv.input.length) input.append(h("p", { class: "muted" }, "The request holds no messages (or was not a JSON object: see the raw request)."));
+  out.push(h("h3", {}, "Request"), input);
+  out.push(h("h3", {}, "Response"));
+  if (conv.error) out.push(h("p", { class: "notice err", id: "response-error" }, "Error: " + conv.error));
+  out.push(h("div", { class: "conv", id: "conv-output" }, conv.output.length ? conv.output.map((m) => messageView(m, "output")) : h("p", { class: "muted" }, "No response messages.")));
+  return out;
+}
+
+function messageView(m, kind) {
+  const badge = kind === "new" ? h("span", { class: "badge b-new" }, "new on this call") : kind === "history" ? h("span", { class: "badge b-hist" }, "resent history") : null;
+  return h("article", { class: "msg " + (kind === "output" ? "" : kind), "data-role": m.role },
+    h("header", {}, m.role || "?", badge),
+    m.parts.map(partView));
+}
+
+function partView(p) {
+  switch (p.kind) {
+    case "text": return h("div", { class: "part text" }, h("pre", {}, p.text));
+    case "reasoning": return h("details", { class: "part reasoning", open: true }, h("summary", {}, "Reasoning"), h("pre", {}, p.text));
+    case "tool_call": return h("div", { class: "part tool-call" }, h("div", { class: "label" }, "Tool call ", h("strong", {}, p.name || "?"), p.call_id ? " (" + p.call_id + ")" : ""), h("pre", {}, prettyJSON(p.arguments)));
+    case "tool_result": return h("div", { class: "part tool-result" }, h("div", { class: "label" }, "Tool result" + (p.call_id ? " for " + p.call_id : "")), h("pre", {}, p.text));
+    case "image": return h("div", { class: "part" }, h("span", { class: "label" }, "[" + (p.name || "image") + " not shown]"));
+    default: return h("div", { class: "part other" }, h("div", { class: "label" }, p.name || "other"), h("pre", {}, p.text));
+  }
+}
+
+function prettyJSON(text) {
+  if (!text) return "";
+  try { return JSON.stringify(JSON.parse(text), null, 2); } catch { return text; }
+}
+
+// ---- one call -----------------------------------------------------------------------------------
+
+const provenanceFields = ["response_source", "upstream_attempted", "upstream_status_code", "local_response_reason", "client_session_id", "client_assistant_message_id", "model_ref"];
+
+function callPage(id, n) {
+  return {
+    title: `Call ${n} of ${id}`,
+    load: () => api("/api/rollouts/" + encodeURIComponent(id) + "/calls/" + n),
+    draw: (d) => {
+      const r = d.record;
+      const out = [h("h1", {}, "Call ", h("span", { id: "call-index" }, String(n)), " of rollout ", h("a", { href: rolloutHref(id, n) }, id))];
+      out.push(h("nav", { class: "pager", "aria-label": "Calls" },
+        d.prev !== null ? h("a", { href: callHref(id, d.prev), id: "prev-call" }, "← call " + d.prev) : null,
+        h("a", { href: rolloutHref(id, n) }, "rollout"),
+        d.next !== null ? h("a", { href: callHref(id, d.next), id: "next-call" }, "call " + d.next + " →") : null));
+      out.push(h("dl", { class: "cards" }, card("Status", orDash(r.status_code), "status"), card("Finish", orDash(r.finish_reason ?? r.response_status), "finish"),
+        card("Tokens in", fmtInt(r.tokens_in), "tokens-in"), card("Tokens out", fmtInt(r.tokens_out), "tokens-out"),
+        card("Latency ms", fmtMS(r.latency_total_ms), "latency"), card("TTFT ms", fmtMS(r.latency_ttft_ms), "ttft"),
+        card("Error", orDash(r.error_category), "error")));
+      if (r.tool_calls.length) {
+        out.push(h("h2", {}, "Tool calls"), h("ol", { id: "tool-calls" }, r.tool_calls.map((t) =>
+          h("li", {}, h("strong", {}, t.name || "?"), t.call_id ? " (" + t.call_id + ")" : "", h("pre", {}, prettyJSON(typeof t.arguments === "string" ? t.arguments : JSON.stringify(t.arguments)))))));
+      }
+      out.push(conversationView(d.conversation, false));
+      if (r.reasoning_content) out.push(h("h3", {}, "Reasoning content (record)"), h("pre", { id: "reasoning-content" }, r.reasoning_content));
+      out.push(h("h2", {}, "Provenance"), h("dl", { class: "kv", id: "provenance" }, provenanceFields.map((f) => [h("dt", {}, f), h("dd", {}, valueText(r[f]))])));
+      const rows = Object.entries(r).filter(([k]) => k !== "tool_calls" && !provenanceFields.includes(k)).map(([k, v]) => [k, valueText(v), d.units[k] || ""]);
+      out.push(h("h2", {}, "Record"), table("Record fields (ModelCallRecord, line " + d.line + " of the capture file)", ["field", "value", "unit"], rows, [false, false, false], "record-table"));
+      out.push(h("h2", {}, "Stored payloads"));
+      const parts = Object.keys(d.raw);
+      if (!parts.length) out.push(h("p", {}, "No payload was stored."));
+      for (const part of ["request", "response", "request_raw", "response_raw"]) {
+        if (!(part in d.raw)) continue;
+        const pre = h("pre", { class: "raw", id: "raw-" + part, hidden: true, tabindex: 0 });
+        const btn = h("button", { type: "button", "aria-expanded": "false", "aria-controls": "raw-" + part, id: "show-" + part,
+          onclick: async () => {
+            const open = btn.getAttribute("aria-expanded") === "true";
+            if (!open && !pre.dataset.loaded) {
+              const res = await fetch(`/api/rollouts/${encodeURIComponent(id)}/calls/${n}/raw?part=${part}&indent=1`);
+              pre.textContent = await res.text();
+              pre.dataset.loaded = "1";
+            }
+            pre.hidden = open;
+            btn.setAttribute("aria-expanded", String(!open));
+            btn.textContent = (open ? "Show " : "Hide ") + part + ` (${fmtInt(d.raw[part])} bytes)`;
+          } }, `Show ${part} (${fmtInt(d.raw[part])} bytes)`);
+        out.push(h("div", { class: "part" }, btn, pre));
+      }
+      return out;
+    },
+  };
+}
+
+function valueText(v) {
+  if (v === null || v === undefined) return "null";
+  if (typeof v === "object") return JSON.stringify(v);
+  return String(v);
+}
+
+window.addEventListener("hashchange", route);
+window.addEventListener("DOMContentLoaded", () => { route(); liveLoop(); });
