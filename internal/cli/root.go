@@ -65,7 +65,9 @@ func NewRootCommand(s *Streams) *cobra.Command {
 		Short:         "Capture agent model calls per rollout and attach them to rollout records",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionLine(), // --version (version.go)
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)
