@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -33,7 +34,7 @@ unusable or invalid, are reported on stderr with their line number; clear then e
 clearing every valid rollout.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runClear(s, &o)
+			return runClear(cmd.Context(), s, &o)
 		},
 	}
 	f := cmd.Flags()
@@ -42,7 +43,7 @@ clearing every valid rollout.`,
 	return cmd
 }
 
-func runClear(s *Streams, o *clearOptions) error {
+func runClear(ctx context.Context, s *Streams, o *clearOptions) error {
 	if err := checkCaptureDirs(o.captureDirs); err != nil {
 		return err
 	}
@@ -54,18 +55,29 @@ func runClear(s *Streams, o *clearOptions) error {
 		}
 		stores[i] = st
 	}
-	in, _, closeIn, err := openInput(s, o.in)
+	// SIGINT/SIGTERM stop at once, even while waiting for stdin; what was cleared stays cleared.
+	ctx, stop := interruptContext(ctx)
+	defer stop()
+	in, _, closeIn, err := openInput(s, "clear", o.in)
 	if err != nil {
 		return err
 	}
 	defer closeIn()
+	in = newCtxReader(ctx, in)
 
 	var listed, cleared, reported int
 	seen := map[string]bool{}
 	lr := newLineReader(in)
 	for {
 		l, ok, err := lr.next()
+		if err == nil {
+			err = context.Cause(ctx) // a signal between lines
+		}
 		if err != nil {
+			if ctx.Err() != nil {
+				err = fmt.Errorf("%v: stopped after line %d; %s before it, the rest were not cleared",
+					context.Cause(ctx), lr.num, plural(cleared, "rollout", "rollouts")+" cleared")
+			}
 			return withExit(ExitFailure, err)
 		}
 		if !ok {
@@ -107,7 +119,7 @@ func runClear(s *Streams, o *clearOptions) error {
 			cleared++
 		}
 	}
-	fmt.Fprintf(s.Out, "cleared %d rollouts (%d listed, %d had nothing to clear)\n", cleared, listed, listed-cleared)
+	fmt.Fprintf(s.Out, "cleared %s (%d listed, %d had nothing to clear)\n", plural(cleared, "rollout", "rollouts"), listed, listed-cleared)
 	if reported > 0 {
 		return silentExit{code: ExitFailure}
 	}

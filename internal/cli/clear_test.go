@@ -89,7 +89,7 @@ func TestClearReportsBadLines(t *testing.T) {
 	if code != ExitFailure {
 		t.Errorf("exit %d; want %d", code, ExitFailure)
 	}
-	if !strings.Contains(out, "cleared 1 rollouts") {
+	if !strings.Contains(out, "cleared 1 rollout ") {
 		t.Errorf("stdout %q; the valid rollout must still be cleared", out)
 	}
 	for _, want := range []string{"line 1: not cleared", "line 2: not cleared", "invalid rollout id"} {

@@ -9,13 +9,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -107,8 +105,10 @@ func checkDir(dir string) error {
 	return nil
 }
 
-// openInput opens --in ("" or "-": stdin). size is the size of a regular file, else -1.
-func openInput(s *Streams, name string) (r io.Reader, size int64, closeFn func(), err error) {
+// openInput opens --in ("" or "-": stdin). size is the size of a regular file, else -1. When the
+// input is stdin and stdin is a terminal, it tells the user on stderr that it is waiting for input
+// (prog names the command), so a forgotten --in does not look like a hang.
+func openInput(s *Streams, prog, name string) (r io.Reader, size int64, closeFn func(), err error) {
 	regularSize := func(f *os.File) int64 {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 			return st.Size()
@@ -119,6 +119,9 @@ func openInput(s *Streams, name string) (r io.Reader, size int64, closeFn func()
 		size = -1
 		if f, ok := s.In.(*os.File); ok {
 			size = regularSize(f)
+			if isTerminal(f) {
+				fmt.Fprintf(s.ErrOut, "modelcalls %s: reading rollout records from stdin (Ctrl-D to end)\n", prog)
+			}
 		}
 		return s.In, size, func() {}, nil
 	}
@@ -203,9 +206,9 @@ type mergeSummary struct {
 
 func (m *mergeSummary) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "merged %d rollouts, %d calls", m.rollouts, m.calls)
+	fmt.Fprintf(&b, "merged %s, %s", plural(m.rollouts, "rollout", "rollouts"), plural(m.calls, "call", "calls"))
 	if m.damaged > 0 {
-		fmt.Fprintf(&b, " (%d damaged capture lines)", m.damaged)
+		fmt.Fprintf(&b, " (%s)", plural(m.damaged, "damaged capture line", "damaged capture lines"))
 	}
 	b.WriteString("; gaps: ")
 	if len(m.gaps) == 0 {
@@ -249,19 +252,22 @@ func runMerge(ctx context.Context, s *Streams, o *mergeOptions) error {
 	if err != nil {
 		return withExit(ExitNotFound, err)
 	}
-	in, size, closeIn, err := openInput(s, o.in)
+	// SIGINT/SIGTERM stop the run cleanly: the read of stdin (a terminal or pipe) is abandoned,
+	// workers stop waiting, the temp --out file is removed. The handler is in place before the
+	// stdin prompt is shown, so a Ctrl-C right after it is caught too.
+	ctx, stop := interruptContext(ctx)
+	defer stop()
+	in, size, closeIn, err := openInput(s, "merge", o.in)
 	if err != nil {
 		return err
 	}
 	defer closeIn()
+	in = newCtxReader(ctx, in)
 	out, err := openOutput(s, o.out)
 	if err != nil {
 		return err
 	}
 	defer out.abort()
-	// SIGINT/SIGTERM stop the run cleanly: workers stop waiting, the temp --out file is removed.
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 
 	bar := newProgress(s.ErrOut, size)
 	lr := newLineReader(in)
@@ -320,9 +326,9 @@ func runMerge(ctx context.Context, s *Streams, o *mergeOptions) error {
 	bar.finish()
 	if err != nil {
 		if ctx.Err() != nil {
-			err = errors.New("interrupted: nothing committed to --out")
+			err = fmt.Errorf("%v: --out %s was not replaced", context.Cause(ctx), out.target)
 			if out.file == nil {
-				err = errors.New("interrupted: output is incomplete")
+				err = fmt.Errorf("%v: the output on stdout is incomplete", context.Cause(ctx))
 			}
 		}
 		return withExit(ExitFailure, err)
