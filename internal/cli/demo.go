@@ -54,7 +54,7 @@ func printDemo(s *Streams, res *demo.Result) error {
 			return err
 		}
 		if len(rc.records) > 0 {
-			if err := printCallsTable(w, rc); err != nil {
+			if err := printCallsTable(w, rc, outputWidth(s.Out)); err != nil {
 				return err
 			}
 		}
