@@ -31,7 +31,12 @@ dispatch). Records without rollout fields and blank lines are skipped.
 
 Prints how many rollouts were cleared. Lines that are not JSON objects, or whose rollout id is
 unusable or invalid, are reported on stderr with their line number; clear then exits 1 after
-clearing every valid rollout.`,
+clearing every valid rollout.
+
+Without --in, records are read from stdin; on a terminal clear says so (end the input with
+Ctrl-D). SIGINT or SIGTERM stop it at once; the rollouts cleared until then stay cleared.`,
+		Example: `  modelcalls clear --capture-dir ./captures --in rollouts.jsonl        # before a retry of these rollouts
+  jq -c 'select(.reward == 0)' rollouts.jsonl | modelcalls clear --capture-dir ./captures`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runClear(cmd.Context(), s, &o)

@@ -58,7 +58,15 @@ Before reading a rollout's capture, merge waits up to --wait for its outstanding
 Lines that are not JSON objects, or whose rollout id cannot be derived or is invalid, are written
 unchanged and reported on stderr with their line number; merge then exits 1 after writing
 everything. Records without any _ng_* rollout field, and blank lines, are written unchanged
-silently. A summary goes to stderr; a progress bar too when stderr is a terminal.`,
+silently. A summary goes to stderr; a progress bar too when stderr is a terminal.
+
+Without --in, records are read from stdin; on a terminal merge says so (end the input with
+Ctrl-D). SIGINT or SIGTERM stop it at once, even while it waits for input; --out is then left as
+it was.`,
+		Example: `  modelcalls merge --capture-dir ./captures --in rollouts.jsonl --out merged.jsonl
+  modelcalls merge --capture-dir ./captures < rollouts.jsonl > merged.jsonl
+  modelcalls merge --capture-dir ./run1 --capture-dir ./run2 --in rollouts.jsonl --out rollouts.jsonl   # in place
+  modelcalls merge --capture-dir ./captures --in rollouts.jsonl --wait 0 --include-payloads`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runMerge(cmd.Context(), s, &o)

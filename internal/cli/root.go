@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -72,7 +73,11 @@ func NewRootCommand(s *Streams) *cobra.Command {
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)
 	for _, f := range commandFactories {
-		root.AddCommand(f(s))
+		c := f(s)
+		if c.Example == "" {
+			c.Example = fallbackExamples[c.Name()] // examples.go
+		}
+		root.AddCommand(c)
 	}
 	return root
 }
@@ -94,6 +99,10 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	fmt.Fprintf(errOut, "modelcalls: %v\n", err)
 	var ee *exitError
 	if errors.As(err, &ee) {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			// A port someone else holds is the machine's state, not a mistake in the arguments.
+			return ExitFailure
+		}
 		return ee.code
 	}
 	// cobra's own flag and argument errors are usage errors.

@@ -1,0 +1,10 @@
+package cli
+
+// fallbackExamples are the Examples sections of commands whose files do not set one themselves
+// (NewRootCommand fills them in), keyed by command name.
+var fallbackExamples = map[string]string{
+	"proxy": `  modelcalls proxy --upstream http://127.0.0.1:8000 --capture-dir ./captures
+  modelcalls proxy --upstream https://api.openai.com --capture-dir ./captures --listen 127.0.0.1:8080 --name policy_model
+  modelcalls proxy --upstream http://127.0.0.1:8000 --config gym.yaml ++model_call_capture_dir=/abs/captures
+  # then point the agent at http://127.0.0.1:8080/ng-rollout/<rollout_id>/v1 (OpenAI) or .../ng-rollout/<rollout_id> (Anthropic)`,
+}
