@@ -1,5 +1,6 @@
-// Package cli owns the modelcalls command line: the subcommands (proxy, merge, calls, stats, clear,
-// demo), their output printers (tables, JSON lines) and the table that maps errors to exit codes.
+// Package cli owns the modelcalls command line: the subcommands (proxy, run, show, merge, calls,
+// stats, clear, demo, version, ...), their output printers (tables fitted to the terminal, TSV, JSON
+// lines) and the table that maps errors to exit codes.
 // Each subcommand lives in its own file and registers itself with register in an init function.
 package cli
 
