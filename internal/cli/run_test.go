@@ -72,7 +72,11 @@ func testChild(args []string) int {
 		return 40 + int(sig.(syscall.Signal))
 	case "sleep":
 		fmt.Println("ready")
-		select {}
+		for {
+			// Blocks until a signal's default action ends the process (a timer, not select{}, so the
+			// runtime never takes the wait for a deadlock).
+			time.Sleep(time.Hour)
+		}
 	case "calls":
 		base := os.Getenv(envOpenAIBaseURL)
 		res, err := http.Post(base+"/chat/completions", "application/json",
@@ -213,6 +217,8 @@ func TestRunStartErrors(t *testing.T) {
 		{"both", []string{"run", "--rollout", "r1", "--gateway", "http://x", "--upstream", "http://y", "--capture-dir", "d", "--", "true"}, ExitUsage, "not both"},
 		{"upstream without dir", []string{"run", "--rollout", "r1", "--upstream", "http://y", "--", "true"}, ExitUsage, "--upstream needs --capture-dir"},
 		{"bad gateway", []string{"run", "--rollout", "r1", "--gateway", "127.0.0.1:8080", "--", "true"}, ExitUsage, "--gateway: must be an absolute"},
+		{"dir with gateway", []string{"run", "--rollout", "r1", "--gateway", "http://x", "--capture-dir", "d", "--", "true"}, ExitUsage, "--capture-dir goes with --upstream"},
+		{"bad upstream", []string{"run", "--rollout", "r1", "--upstream", "ftp://x", "--capture-dir", "d", "--", "true"}, ExitUsage, "--upstream"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
