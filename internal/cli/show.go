@@ -686,6 +686,10 @@ func printUsage(w io.Writer, r *modelcalls.ModelCallRecord, res map[string]any) 
 		inSource = fmt.Sprintf("usage.%s", inName)
 	}
 	folded := (haveRead || haveCreation) && inName != "prompt_tokens" && !hasSubset && (inOK || read+creation > 0)
+	if folded && read+creation == 0 {
+		folded = false // nothing to add; no need to explain the fold
+		inSource += " (cache_read_input_tokens and cache_creation_input_tokens are 0)"
+	}
 	if folded {
 		inSource = fmt.Sprintf("usage.input_tokens %d + cache_read_input_tokens %d + cache_creation_input_tokens %d (the Anthropic cache fold, below)", inVal, read, creation)
 	}
@@ -724,7 +728,7 @@ func printUsage(w io.Writer, r *modelcalls.ModelCallRecord, res map[string]any) 
 		cachedSource = "usage.cached_input_tokens"
 	}
 	if r.CacheHit != nil {
-		cachedSource += "; cache_hit " + strconv.FormatBool(*r.CacheHit) + " (cached_tokens > 0)"
+		cachedSource += "; cache_hit " + strconv.FormatBool(*r.CacheHit) + " (true when cached_tokens > 0)"
 	}
 	row("cached_tokens", i64p(r.CachedTokens), cachedSource)
 	if haveCreation {
