@@ -266,7 +266,7 @@ func printRolloutSummary(w io.Writer, o *showOptions, id string, rc *rolloutCall
 			line(&rc.records[i])
 		}
 	}
-	fmt.Fprintf(w, "\none call: modelcalls show --capture-dir %s %s %d\n", shellQuote(o.captureDir), id, rc.records[n-1].CallIndex)
+	fmt.Fprintf(w, "\none call: %s show --capture-dir %s %s %d\n", commandName(), shellQuote(o.captureDir), id, rc.records[n-1].CallIndex)
 }
 
 // clip cuts s to n characters with "…".
