@@ -21,32 +21,53 @@ func init() { register(newCallsCmd) }
 
 // callsOptions are the flags of `modelcalls calls`.
 type callsOptions struct {
+	captureDir      string
 	json            bool
+	format          string
 	includePayloads bool
+	filter          callFilter
 }
 
 func newCallsCmd(s *Streams) *cobra.Command {
 	var o callsOptions
 	cmd := &cobra.Command{
-		Use:   "calls DIR ROLLOUT_ID [--json] [--include-payloads]",
+		Use:   "calls --capture-dir DIR ROLLOUT_ID [--format table|tsv|json] [--model M] [--status S] [--error E]",
 		Short: "Show the captured model calls of one rollout",
 		Long: `Read <DIR>/<ROLLOUT_ID>.capture.jsonl and show one row per captured model call: dialect, model,
 HTTP status, finish reason, tokens, cache, latency, time to first token, tool calls and error
 category, then the rollout's metrics (the sums merge attaches).
 
-With --json, print one ModelCallRecord per line (the records merge attaches, every field present,
-null when unknown); --include-payloads adds request, response, request_raw and response_raw.
+Output: a table when stdout is a terminal (cut to the terminal's width), tab-separated values with
+a header line when it is not (a pipe or a file; unknown values are empty fields), or with
+--format json (or --json) one ModelCallRecord per line (the records merge attaches, every field
+present, null when unknown); --include-payloads adds request, response, request_raw and response_raw.
+
+--model, --status and --error keep only the matching calls (repeat a flag or comma-separate values
+for several; a call must match every flag given). The capture dir may also be given as the first
+argument (modelcalls calls DIR ROLLOUT_ID).
 
 Damaged capture lines are reported on stderr with their line numbers and skipped. The exit code is
 0 when the rollout was read, 3 when DIR or the rollout does not exist, 2 for an invalid rollout id.`,
-		Args: cobra.ExactArgs(2),
+		Example: `  modelcalls calls --capture-dir ./captures r1
+  modelcalls calls --capture-dir ./captures r1 --error any          # only the failing calls
+  modelcalls calls --capture-dir ./captures r1 --status 4xx,5xx --format json
+  modelcalls calls --capture-dir ./captures r1 | cut -f1,4,11        # TSV when piped
+  modelcalls calls ./captures r1                                     # the positional form`,
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runCalls(s, &o, args[0], args[1])
+			dir, rest, err := captureDirArgs("calls", o.captureDir, args, "ROLLOUT_ID")
+			if err != nil {
+				return err
+			}
+			return runCalls(s, &o, dir, rest[0])
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&o.json, "json", false, "print one JSON record per line instead of a table")
-	f.BoolVar(&o.includePayloads, "include-payloads", false, "with --json: include request, response, request_raw and response_raw")
+	f.StringVar(&o.captureDir, "capture-dir", "", "capture directory (or give it as the first argument)")
+	f.StringVar(&o.format, "format", "", "table, tsv or json (default: table on a terminal, tsv otherwise)")
+	f.BoolVar(&o.json, "json", false, "same as --format json: one JSON record per line")
+	f.BoolVar(&o.includePayloads, "include-payloads", false, "with --format json: include request, response, request_raw and response_raw")
+	o.filter.addFlags(f)
 	return cmd
 }
 
@@ -58,6 +79,7 @@ type rolloutCalls struct {
 	hasCapture bool
 	incomplete bool
 	claims     capture.ClaimCount
+	total      int // records before a filter was applied
 }
 
 // readRolloutCalls reads rollout id from store like modelcalls.ReadAvailableRecords does, but keeps
@@ -98,8 +120,15 @@ func readRolloutCalls(store *capture.Store, id string) (*rolloutCalls, error) {
 }
 
 func runCalls(s *Streams, o *callsOptions, dir, id string) error {
-	if o.includePayloads && !o.json {
-		return usageErrorf("--include-payloads needs --json (the table never shows payloads)")
+	format, err := resolveFormat(o.format, o.json, s.Out)
+	if err != nil {
+		return err
+	}
+	if o.includePayloads && format != formatJSON {
+		return usageErrorf("--include-payloads needs --format json (tables and TSV never show payloads)")
+	}
+	if err := o.filter.check(); err != nil {
+		return err
 	}
 	if err := rollout.Validate(id); err != nil {
 		return usageErrorf("ROLLOUT_ID: %w (rule: ^[A-Za-z0-9][A-Za-z0-9._-]*$, at most %d bytes)", err, rollout.MaxIDLen)
@@ -136,16 +165,23 @@ func runCalls(s *Streams, o *callsOptions, dir, id string) error {
 			id, rc.claims.Live, rc.claims.Stale)
 	}
 
+	rc.total = len(rc.records)
+	rc.records = o.filter.apply(rc.records)
 	w := bufio.NewWriter(s.Out)
-	if o.json {
+	switch format {
+	case formatJSON:
 		var buf []byte
 		for i := range rc.records {
 			buf = rc.records[i].AppendJSON(buf[:0], o.includePayloads)
 			buf = append(buf, '\n')
 			w.Write(buf)
 		}
-	} else if err := printCallsTable(w, rc); err != nil {
-		return withExit(ExitFailure, err)
+	case formatTSV:
+		writeCallsTSV(w, rc.records)
+	default:
+		if err := printCallsTable(w, rc, outputWidth(s.Out)); err != nil {
+			return withExit(ExitFailure, err)
+		}
 	}
 	if err := w.Flush(); err != nil {
 		return withExit(ExitFailure, fmt.Errorf("write output: %w", err))
@@ -163,35 +199,40 @@ var callsColumns = []struct {
 	{"latency ms", true}, {"ttft ms", true}, {"tool calls", false}, {"error", false},
 }
 
-func printCallsTable(w io.Writer, rc *rolloutCalls) error {
+// callsShrinkable are the columns cut first when the table is wider than the terminal.
+var callsShrinkable = []int{2, 4, 12, 13} // model, finish, tool calls, error
+
+// printCallsTable draws the table of rc's records, fitted to width (0: no limit), then the metrics
+// line.
+func printCallsTable(w io.Writer, rc *rolloutCalls, width int) error {
 	names := make([]string, len(callsColumns))
 	right := make([]bool, len(callsColumns))
 	for i, c := range callsColumns {
 		names[i], right[i] = c.name, c.right
 	}
-	t := newTable(w, names, right)
+	rows := make([][]string, 0, len(rc.records))
 	for i := range rc.records {
 		r := &rc.records[i]
 		finish := r.FinishReason
 		if finish == nil {
 			finish = r.ResponseStatus
 		}
-		row := []string{
+		rows = append(rows, []string{
 			strconv.Itoa(r.CallIndex), str(r.Dialect), str(r.Model), intp(r.StatusCode), str(finish),
 			i64p(r.TokensIn), i64p(r.TokensOut), i64p(r.TokensReasoning), i64p(r.TokensTotal),
 			cachedCell(r), msp(r.LatencyTotalMS), msp(r.LatencyTTFTMS), toolCallsCell(r.ToolCalls), errorCell(r),
-		}
-		if err := t.Append(row); err != nil {
-			return fmt.Errorf("table: %w", err)
-		}
+		})
 	}
-	if err := t.Render(); err != nil {
-		return fmt.Errorf("table: %w", err)
+	if err := renderTable(w, names, right, rows, width, callsShrinkable); err != nil {
+		return err
 	}
 	m := modelcalls.AggregateRecords(rc.records)
 	fmt.Fprintf(w, "calls %d  tokens in %s out %s reasoning %s total %s  cached %s  latency total %s ms",
 		m.NumCalls, i64p(m.TokensIn), i64p(m.TokensOut), i64p(m.TokensReasoning), i64p(m.TokensTotal),
 		i64p(m.CachedTokens), msp(m.LatencyTotalMS))
+	if rc.total > len(rc.records) {
+		fmt.Fprintf(w, "  (%d of %d calls match the filter)", len(rc.records), rc.total)
+	}
 	if len(rc.damages) > 0 {
 		fmt.Fprintf(w, "  damaged lines %d", len(rc.damages))
 	}
@@ -303,4 +344,33 @@ func errorCell(r *modelcalls.ModelCallRecord) string {
 		s += " (" + reason + ")"
 	}
 	return s
+}
+
+// callsTSVHeader names the TSV columns of `modelcalls calls` by their record fields.
+var callsTSVHeader = []string{
+	"call_index", "model_call_id", "dialect", "model", "status_code", "finish_reason", "response_status",
+	"tokens_in", "tokens_out", "tokens_reasoning", "tokens_total", "cached_tokens", "cache_creation_tokens",
+	"latency_total_ms", "latency_ttft_ms", "tool_calls", "error_category", "response_source", "local_response_reason",
+}
+
+// writeCallsTSV writes one line per record, fields as in callsTSVHeader; tool_calls is the
+// comma-separated tool names; unknown values are empty.
+func writeCallsTSV(w io.Writer, records []modelcalls.ModelCallRecord) {
+	rows := make([][]string, len(records))
+	for i := range records {
+		r := &records[i]
+		names := make([]string, len(r.ToolCalls))
+		for j, c := range r.ToolCalls {
+			names[j] = tsvStr(c.Name)
+		}
+		rows[i] = []string{
+			strconv.Itoa(r.CallIndex), tsvStr(r.ModelCallID), tsvStr(r.Dialect), tsvStr(r.Model), tsvInt(r.StatusCode),
+			tsvStr(r.FinishReason), tsvStr(r.ResponseStatus),
+			tsvInt64(r.TokensIn), tsvInt64(r.TokensOut), tsvInt64(r.TokensReasoning), tsvInt64(r.TokensTotal),
+			tsvInt64(r.CachedTokens), tsvInt64(r.CacheCreationTokens),
+			tsvFloat(r.LatencyTotalMS), tsvFloat(r.LatencyTTFTMS), strings.Join(names, ","),
+			tsvStr(r.ErrorCategory), tsvStr(r.ResponseSource), tsvStr(r.LocalResponseReason),
+		}
+	}
+	writeTSV(w, callsTSVHeader, rows)
 }

@@ -207,7 +207,7 @@ func TestCallsAgreeWithGym(t *testing.T) {
 }
 
 func TestCallsTable(t *testing.T) {
-	out, errOut, code := runCLI(t, "", "calls", gymCapture, "3-0")
+	out, errOut, code := runCLI(t, "", "calls", gymCapture, "3-0", "--format", "table")
 	if code != ExitOK {
 		t.Fatalf("exit %d; stderr: %s", code, errOut)
 	}
@@ -231,7 +231,7 @@ func TestCallsTable(t *testing.T) {
 }
 
 func TestCallsIncompleteAndLocal(t *testing.T) {
-	out, errOut, code := runCLI(t, "", "calls", gymCapture, "4-0")
+	out, errOut, code := runCLI(t, "", "calls", gymCapture, "4-0", "--format", "table")
 	if code != ExitOK || !strings.Contains(errOut, "marked incomplete") || !strings.Contains(out, "incomplete") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 0 and the incomplete marker reported", code, out, errOut)
 	}
@@ -249,7 +249,7 @@ func TestCallsIncompleteAndLocal(t *testing.T) {
 	if err := st.AppendExchange("local-1", ex); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code = runCLI(t, "", "calls", dir, "local-1")
+	out, errOut, code = runCLI(t, "", "calls", dir, "local-1", "--format", "table")
 	if code != ExitOK || !strings.Contains(out, "connection (local: upstream_unreachable)") || !strings.Contains(out, "3.50") {
 		t.Errorf("exit %d, stderr %q; table lacks the local response:\n%s", code, errOut, out)
 	}
@@ -302,8 +302,18 @@ func TestCallsExitCodes(t *testing.T) {
 		{"slash in id", []string{"calls", gymCapture, "a/b"}, ExitUsage, "only ASCII letters, digits"},
 		{"leading dot", []string{"calls", gymCapture, ".x"}, ExitUsage, "must start with an ASCII letter or digit"},
 		{"too long", []string{"calls", gymCapture, strings.Repeat("a", 201)}, ExitUsage, "at most 200"},
-		{"one argument", []string{"calls", gymCapture}, ExitUsage, "accepts 2 arg"},
-		{"payloads without json", []string{"calls", gymCapture, "0-0", "--include-payloads"}, ExitUsage, "--include-payloads needs --json"},
+		{"one argument", []string{"calls", gymCapture}, ExitUsage, "calls: missing --capture-dir DIR"},
+		{"no arguments", []string{"calls"}, ExitUsage, "calls: missing --capture-dir DIR and ROLLOUT_ID"},
+		{"flag dir without rollout", []string{"calls", "--capture-dir", gymCapture}, ExitUsage, "calls: missing ROLLOUT_ID"},
+		{"flag dir and positional dir", []string{"calls", "--capture-dir", gymCapture, gymCapture, "0-0"}, ExitUsage, "calls: unexpected argument"},
+		{"three arguments", []string{"calls", gymCapture, "0-0", "x"}, ExitUsage, `calls: unexpected argument "x"`},
+		{"flag dir", []string{"calls", "--capture-dir", gymCapture, "0-0"}, ExitOK, ""},
+		{"payloads without json", []string{"calls", gymCapture, "0-0", "--include-payloads"}, ExitUsage, "--include-payloads needs --format json"},
+		{"payloads with tsv", []string{"calls", gymCapture, "0-0", "--include-payloads", "--format", "tsv"}, ExitUsage, "--include-payloads needs --format json"},
+		{"payloads with format json", []string{"calls", gymCapture, "0-0", "--include-payloads", "--format", "json"}, ExitOK, ""},
+		{"json and table", []string{"calls", gymCapture, "0-0", "--json", "--format", "table"}, ExitUsage, "--json and --format table disagree"},
+		{"bad format", []string{"calls", gymCapture, "0-0", "--format", "csv"}, ExitUsage, `--format "csv": want table, tsv or json`},
+		{"bad status", []string{"calls", gymCapture, "0-0", "--status", "abc"}, ExitUsage, `--status "abc"`},
 		{"unknown flag", []string{"calls", gymCapture, "0-0", "--bogus"}, ExitUsage, "unknown flag"},
 		{"found", []string{"calls", gymCapture, "0-0"}, ExitOK, ""},
 		{"marker only is found", []string{"calls", gymCapture, "4-0", "--json"}, ExitOK, ""},

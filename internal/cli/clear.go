@@ -39,7 +39,12 @@ rollout whose calls are still in flight after the wait is not cleared, and clear
 
 Prints how many rollouts were cleared. Lines that are not JSON objects, or whose rollout id is
 unusable or invalid, are reported on stderr with their line number; clear then exits 1 after
-clearing every valid rollout.`,
+clearing every valid rollout.
+
+Without --in, records are read from stdin; on a terminal clear says so (end the input with
+Ctrl-D). SIGINT or SIGTERM stop it at once; the rollouts cleared until then stay cleared.`,
+		Example: `  modelcalls clear --capture-dir ./captures --in rollouts.jsonl        # before a retry of these rollouts
+  jq -c 'select(.reward == 0)' rollouts.jsonl | modelcalls clear --capture-dir ./captures`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runClear(cmd.Context(), s, &o)
@@ -77,11 +82,15 @@ func runClear(ctx context.Context, s *Streams, o *clearOptions) error {
 		}
 		stores[i] = st
 	}
-	in, _, closeIn, err := openInput(s, o.in)
+	// SIGINT/SIGTERM stop at once, even while waiting for stdin; what was cleared stays cleared.
+	ctx, stop := interruptContext(ctx)
+	defer stop()
+	in, _, closeIn, err := openInput(s, "clear", o.in)
 	if err != nil {
 		return err
 	}
 	defer closeIn()
+	in = newCtxReader(ctx, in)
 
 	var targets []clearTarget
 	reported := 0
@@ -89,7 +98,14 @@ func runClear(ctx context.Context, s *Streams, o *clearOptions) error {
 	lr := newLineReader(in)
 	for {
 		l, ok, err := lr.next()
+		if err == nil {
+			err = context.Cause(ctx) // a signal between lines
+		}
 		if err != nil {
+			if ctx.Err() != nil {
+				err = fmt.Errorf("%v: stopped after line %d, before clearing anything (rollouts are cleared once the input is read)",
+					context.Cause(ctx), lr.num)
+			}
 			return withExit(ExitFailure, err)
 		}
 		if !ok {
@@ -144,9 +160,9 @@ func runClear(ctx context.Context, s *Streams, o *clearOptions) error {
 	}
 	listed := len(targets)
 	if left > 0 {
-		fmt.Fprintf(s.Out, "cleared %d rollouts (%d listed, %d had nothing to clear, %d not cleared: calls still in flight)\n", cleared, listed, listed-cleared-left, left)
+		fmt.Fprintf(s.Out, "cleared %s (%d listed, %d had nothing to clear, %d not cleared: calls still in flight)\n", plural(cleared, "rollout", "rollouts"), listed, listed-cleared-left, left)
 	} else {
-		fmt.Fprintf(s.Out, "cleared %d rollouts (%d listed, %d had nothing to clear)\n", cleared, listed, listed-cleared)
+		fmt.Fprintf(s.Out, "cleared %s (%d listed, %d had nothing to clear)\n", plural(cleared, "rollout", "rollouts"), listed, listed-cleared)
 	}
 	if reported > 0 || left > 0 {
 		return silentExit{code: ExitFailure}

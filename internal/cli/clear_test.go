@@ -99,7 +99,7 @@ func TestClearReportsBadLines(t *testing.T) {
 	if code != ExitFailure {
 		t.Errorf("exit %d; want %d", code, ExitFailure)
 	}
-	if !strings.Contains(out, "cleared 1 rollouts") {
+	if !strings.Contains(out, "cleared 1 rollout ") {
 		t.Errorf("stdout %q; the valid rollout must still be cleared", out)
 	}
 	for _, want := range []string{"line 1: not cleared", "line 2: not cleared", "invalid rollout id"} {
@@ -165,7 +165,7 @@ func TestClearWaitsForLiveCalls(t *testing.T) {
 		c.Release()
 	}()
 	out, errOut, code = runCLI(t, in, "clear", "--capture-dir", dir, "--wait", "30s")
-	if code != ExitOK || out != "cleared 1 rollouts (1 listed, 0 had nothing to clear)\n" {
+	if code != ExitOK || out != "cleared 1 rollout (1 listed, 0 had nothing to clear)\n" {
 		t.Errorf("exit %d stdout %q stderr %q", code, out, errOut)
 	}
 	if got := rolloutFiles(t, dir, "2-0"); len(got) != 0 {

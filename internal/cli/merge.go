@@ -9,13 +9,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -60,7 +58,15 @@ Before reading a rollout's capture, merge waits up to --wait for its outstanding
 Lines that are not JSON objects, or whose rollout id cannot be derived or is invalid, are written
 unchanged and reported on stderr with their line number; merge then exits 1 after writing
 everything. Records without any _ng_* rollout field, and blank lines, are written unchanged
-silently. A summary goes to stderr; a progress bar too when stderr is a terminal.`,
+silently. A summary goes to stderr; a progress bar too when stderr is a terminal.
+
+Without --in, records are read from stdin; on a terminal merge says so (end the input with
+Ctrl-D). SIGINT or SIGTERM stop it at once, even while it waits for input; --out is then left as
+it was.`,
+		Example: `  modelcalls merge --capture-dir ./captures --in rollouts.jsonl --out merged.jsonl
+  modelcalls merge --capture-dir ./captures < rollouts.jsonl > merged.jsonl
+  modelcalls merge --capture-dir ./run1 --capture-dir ./run2 --in rollouts.jsonl --out rollouts.jsonl   # in place
+  modelcalls merge --capture-dir ./captures --in rollouts.jsonl --wait 0 --include-payloads`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runMerge(cmd.Context(), s, &o)
@@ -107,8 +113,10 @@ func checkDir(dir string) error {
 	return nil
 }
 
-// openInput opens --in ("" or "-": stdin). size is the size of a regular file, else -1.
-func openInput(s *Streams, name string) (r io.Reader, size int64, closeFn func(), err error) {
+// openInput opens --in ("" or "-": stdin). size is the size of a regular file, else -1. When the
+// input is stdin and stdin is a terminal, it tells the user on stderr that it is waiting for input
+// (prog names the command), so a forgotten --in does not look like a hang.
+func openInput(s *Streams, prog, name string) (r io.Reader, size int64, closeFn func(), err error) {
 	regularSize := func(f *os.File) int64 {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 			return st.Size()
@@ -119,6 +127,9 @@ func openInput(s *Streams, name string) (r io.Reader, size int64, closeFn func()
 		size = -1
 		if f, ok := s.In.(*os.File); ok {
 			size = regularSize(f)
+			if isTerminal(f) {
+				fmt.Fprintf(s.ErrOut, "modelcalls %s: reading rollout records from stdin (Ctrl-D to end)\n", prog)
+			}
 		}
 		return s.In, size, func() {}, nil
 	}
@@ -203,9 +214,9 @@ type mergeSummary struct {
 
 func (m *mergeSummary) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "merged %d rollouts, %d calls", m.rollouts, m.calls)
+	fmt.Fprintf(&b, "merged %s, %s", plural(m.rollouts, "rollout", "rollouts"), plural(m.calls, "call", "calls"))
 	if m.damaged > 0 {
-		fmt.Fprintf(&b, " (%d damaged capture lines)", m.damaged)
+		fmt.Fprintf(&b, " (%s)", plural(m.damaged, "damaged capture line", "damaged capture lines"))
 	}
 	b.WriteString("; gaps: ")
 	if len(m.gaps) == 0 {
@@ -249,19 +260,22 @@ func runMerge(ctx context.Context, s *Streams, o *mergeOptions) error {
 	if err != nil {
 		return withExit(ExitNotFound, err)
 	}
-	in, size, closeIn, err := openInput(s, o.in)
+	// SIGINT/SIGTERM stop the run cleanly: the read of stdin (a terminal or pipe) is abandoned,
+	// workers stop waiting, the temp --out file is removed. The handler is in place before the
+	// stdin prompt is shown, so a Ctrl-C right after it is caught too.
+	ctx, stop := interruptContext(ctx)
+	defer stop()
+	in, size, closeIn, err := openInput(s, "merge", o.in)
 	if err != nil {
 		return err
 	}
 	defer closeIn()
+	in = newCtxReader(ctx, in)
 	out, err := openOutput(s, o.out)
 	if err != nil {
 		return err
 	}
 	defer out.abort()
-	// SIGINT/SIGTERM stop the run cleanly: workers stop waiting, the temp --out file is removed.
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 
 	bar := newProgress(s.ErrOut, size)
 	lr := newLineReader(in)
@@ -320,9 +334,9 @@ func runMerge(ctx context.Context, s *Streams, o *mergeOptions) error {
 	bar.finish()
 	if err != nil {
 		if ctx.Err() != nil {
-			err = errors.New("interrupted: nothing committed to --out")
+			err = fmt.Errorf("%v: --out %s was not replaced", context.Cause(ctx), out.target)
 			if out.file == nil {
-				err = errors.New("interrupted: output is incomplete")
+				err = fmt.Errorf("%v: the output on stdout is incomplete", context.Cause(ctx))
 			}
 		}
 		return withExit(ExitFailure, err)

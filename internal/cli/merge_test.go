@@ -438,7 +438,7 @@ func TestMergeGymFixture(t *testing.T) {
 			t.Errorf("line %d: gaps %v; Gym %v", i+1, got.Gaps, want.Gaps)
 		}
 	}
-	if !strings.Contains(errOut, "merged 40 rollouts, 44 calls (1 damaged capture lines); gaps: model_call_capture_incomplete=1, model_call_capture_no_records=1, model_call_capture_records_unreadable=1; passed through: 0 lines") {
+	if !strings.Contains(errOut, "merged 40 rollouts, 44 calls (1 damaged capture line); gaps: model_call_capture_incomplete=1, model_call_capture_no_records=1, model_call_capture_records_unreadable=1; passed through: 0 lines") {
 		t.Errorf("summary line: %q", errOut)
 	}
 }
@@ -620,7 +620,7 @@ func TestMergePassesThroughBadLines(t *testing.T) {
 		"line 2: passed through unchanged", "line 3: passed through unchanged",
 		"line 4: passed through unchanged", "invalid rollout id",
 		"line 5: passed through unchanged", "line 8: passed through unchanged",
-		"merged 2 rollouts, 1 calls; gaps: model_call_capture_no_records=1; passed through: 7 lines (1 without rollout fields, 1 blank, 5 reported)",
+		"merged 2 rollouts, 1 call; gaps: model_call_capture_no_records=1; passed through: 7 lines (1 without rollout fields, 1 blank, 5 reported)",
 	} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)

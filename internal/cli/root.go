@@ -1,5 +1,6 @@
-// Package cli owns the modelcalls command line: the subcommands (proxy, merge, calls, stats, clear,
-// demo), their output printers (tables, JSON lines) and the table that maps errors to exit codes.
+// Package cli owns the modelcalls command line: the subcommands (proxy, run, show, merge, calls,
+// stats, clear, demo, version, ...), their output printers (tables fitted to the terminal, TSV, JSON
+// lines) and the table that maps errors to exit codes.
 // Each subcommand lives in its own file and registers itself with register in an init function.
 package cli
 
@@ -7,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -65,12 +67,18 @@ func NewRootCommand(s *Streams) *cobra.Command {
 		Short:         "Capture agent model calls per rollout and attach them to rollout records",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionLine(), // --version (version.go)
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)
 	for _, f := range commandFactories {
-		root.AddCommand(f(s))
+		c := f(s)
+		if c.Example == "" {
+			c.Example = fallbackExamples[c.Name()] // examples.go
+		}
+		root.AddCommand(c)
 	}
 	return root
 }
@@ -92,6 +100,10 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	fmt.Fprintf(errOut, "modelcalls: %v\n", err)
 	var ee *exitError
 	if errors.As(err, &ee) {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			// A port someone else holds is the machine's state, not a mistake in the arguments.
+			return ExitFailure
+		}
 		return ee.code
 	}
 	// cobra's own flag and argument errors are usage errors.

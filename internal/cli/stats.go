@@ -19,29 +19,58 @@ import (
 
 func init() { register(newStatsCmd) }
 
+// statsOptions are the flags of `modelcalls stats`.
+type statsOptions struct {
+	captureDir string
+	json       bool
+	format     string
+	by         string
+	filter     callFilter
+}
+
 func newStatsCmd(s *Streams) *cobra.Command {
-	var asJSON bool
+	var o statsOptions
 	cmd := &cobra.Command{
-		Use:   "stats DIR [--json]",
+		Use:   "stats --capture-dir DIR [--by model|rollout|dialect] [--format table|tsv|json] [--model M] [--status S] [--error E]",
 		Short: "Run-wide statistics over every rollout capture in a capture dir",
 		Long: `Read every <rollout_id>.capture.jsonl in DIR and summarise the run: rollouts, calls, errors by
 category, token sums (in, out, reasoning, total; unknown counts are left out, and a sum no call knows
 is shown as "-" / null), prompt-cache hit rate (calls with cache_hit true / calls whose cache_hit is
-known) and cached tokens, latency and time-to-first-token percentiles, overall and per model, and the
-number of damaged capture lines.
+known) and cached tokens, latency and time-to-first-token percentiles, overall and per group: per
+model by default, per rollout or per dialect with --by.
 
 Percentiles are nearest-rank: the p-th percentile of n sorted samples is the sample at rank
 ceil(p/100 * n), always a value that was observed. Latency is latency_total_ms, TTFT is
 latency_ttft_ms, both in milliseconds.
 
-A table by default; with --json, one JSON object. Exit code 3 when DIR does not exist; 1 when a
-capture file could not be read at all (reported on stderr, the rest still counted).`,
-		Args: cobra.ExactArgs(1),
+Output: tables when stdout is a terminal (cut to its width); tab-separated values when it is not,
+one line per group after a first line "(all)" for the whole run; with --format json (or --json),
+one JSON object. --model, --status and --error keep only the matching calls (the rollout and
+damaged-line counts stay those of the whole dir). The capture dir may also be given as the only
+argument (modelcalls stats DIR).
+
+Exit code 3 when DIR does not exist; 1 when a capture file could not be read at all (reported on
+stderr, the rest still counted).`,
+		Example: `  modelcalls stats --capture-dir ./captures
+  modelcalls stats --capture-dir ./captures --by rollout --error any    # which rollouts fail
+  modelcalls stats --capture-dir ./captures --by dialect --format json
+  modelcalls stats --capture-dir ./captures --model gpt-4.1 --status 2xx
+  modelcalls stats ./captures                                          # the positional form`,
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runStats(cmd.Context(), s, args[0], asJSON)
+			dir, _, err := captureDirArgs("stats", o.captureDir, args)
+			if err != nil {
+				return err
+			}
+			return runStats(cmd.Context(), s, &o, dir)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object instead of tables")
+	f := cmd.Flags()
+	f.StringVar(&o.captureDir, "capture-dir", "", "capture directory (or give it as the argument)")
+	f.StringVar(&o.format, "format", "", "table, tsv or json (default: table on a terminal, tsv otherwise)")
+	f.BoolVar(&o.json, "json", false, "same as --format json: one JSON object")
+	f.StringVar(&o.by, "by", stats.ByModel, "group the calls by model, rollout or dialect")
+	o.filter.addFlags(f)
 	return cmd
 }
 
@@ -55,9 +84,11 @@ type rolloutStats struct {
 }
 
 // statsCall keeps the fields statistics need from a record (not its payloads).
-func statsCall(r *modelcalls.ModelCallRecord) stats.Call {
+func statsCall(id string, r *modelcalls.ModelCallRecord) stats.Call {
 	return stats.Call{
+		Rollout:             id,
 		Model:               r.Model,
+		Dialect:             r.Dialect,
 		ErrorCategory:       r.ErrorCategory,
 		TokensIn:            r.TokensIn,
 		TokensOut:           r.TokensOut,
@@ -71,7 +102,7 @@ func statsCall(r *modelcalls.ModelCallRecord) stats.Call {
 	}
 }
 
-func readRolloutStats(store *capture.Store, id string) rolloutStats {
+func readRolloutStats(store *capture.Store, id string, filter *callFilter) rolloutStats {
 	rs := rolloutStats{id: id}
 	_, marker, err := store.Stat(id)
 	if err != nil {
@@ -85,16 +116,17 @@ func readRolloutStats(store *capture.Store, id string) rolloutStats {
 		return rs
 	}
 	rs.damaged = damaged
+	records = filter.apply(records)
 	rs.calls = make([]stats.Call, len(records))
 	for i := range records {
-		rs.calls[i] = statsCall(&records[i])
+		rs.calls[i] = statsCall(id, &records[i])
 	}
 	return rs
 }
 
 // computeStats reads every rollout of the capture dir (several at once) and accumulates them in id
 // order. Rollouts that could not be read are reported to errOut and counted in failed.
-func computeStats(ctx context.Context, dir string, errOut io.Writer) (report stats.Report, failed int, err error) {
+func computeStats(ctx context.Context, dir string, o *statsOptions, errOut io.Writer) (report stats.Report, failed int, err error) {
 	store, err := capture.OpenExisting(dir)
 	if err != nil {
 		return report, 0, withExit(ExitNotFound, err)
@@ -103,7 +135,7 @@ func computeStats(ctx context.Context, dir string, errOut io.Writer) (report sta
 	if err != nil {
 		return report, 0, withExit(ExitFailure, err)
 	}
-	var acc stats.Accumulator
+	acc := stats.Accumulator{By: o.by}
 	i := 0
 	next := func() (string, int64, bool, error) {
 		if i == len(ids) {
@@ -115,7 +147,7 @@ func computeStats(ctx context.Context, dir string, errOut io.Writer) (report sta
 	workers := max(2, runtime.GOMAXPROCS(0))
 	lim := pipelineLimits{workers: workers, maxItems: 4 * workers, maxBytes: int64(4 * workers)}
 	err = runOrdered(ctx, lim, next,
-		func(_ context.Context, id string) rolloutStats { return readRolloutStats(store, id) },
+		func(_ context.Context, id string) rolloutStats { return readRolloutStats(store, id, &o.filter) },
 		func(rs rolloutStats) error {
 			if rs.err != nil {
 				failed++
@@ -134,23 +166,40 @@ func computeStats(ctx context.Context, dir string, errOut io.Writer) (report sta
 	return acc.Report(), failed, nil
 }
 
-func runStats(ctx context.Context, s *Streams, dir string, asJSON bool) error {
+func runStats(ctx context.Context, s *Streams, o *statsOptions, dir string) error {
+	format, err := resolveFormat(o.format, o.json, s.Out)
+	if err != nil {
+		return err
+	}
+	switch o.by {
+	case stats.ByModel, stats.ByRollout, stats.ByDialect:
+	default:
+		return usageErrorf("--by %q: want model, rollout or dialect", o.by)
+	}
+	if err := o.filter.check(); err != nil {
+		return err
+	}
 	if err := checkDir(dir); err != nil {
 		return err
 	}
-	report, failed, err := computeStats(ctx, dir, s.ErrOut)
+	report, failed, err := computeStats(ctx, dir, o, s.ErrOut)
 	if err != nil {
 		return err
 	}
 	w := bufio.NewWriter(s.Out)
-	if asJSON {
+	switch format {
+	case formatJSON:
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(report); err != nil {
 			return withExit(ExitFailure, fmt.Errorf("encode stats: %w", err))
 		}
-	} else if err := printStatsTables(w, &report); err != nil {
-		return withExit(ExitFailure, err)
+	case formatTSV:
+		writeStatsTSV(w, &report, o.by)
+	default:
+		if err := printStatsTables(w, &report, o.by, outputWidth(s.Out)); err != nil {
+			return withExit(ExitFailure, err)
+		}
 	}
 	if err := w.Flush(); err != nil {
 		return withExit(ExitFailure, fmt.Errorf("write output: %w", err))
@@ -161,8 +210,59 @@ func runStats(ctx context.Context, s *Streams, dir string, asJSON bool) error {
 	return nil
 }
 
-func printStatsTables(w io.Writer, r *stats.Report) error {
-	overview := newTable(w, []string{"run", "value"}, []bool{false, false})
+// statsGroup is one row of the per-group table: its name and summary.
+type statsGroup struct {
+	name string
+	s    *stats.Summary
+}
+
+// statsGroups returns the groups of r for by: Models, or Groups for rollout and dialect.
+func statsGroups(r *stats.Report, by string) []statsGroup {
+	var out []statsGroup
+	name := func(k *string) string {
+		if k == nil {
+			return "(unknown)"
+		}
+		return *k
+	}
+	if by == stats.ByRollout || by == stats.ByDialect {
+		for i := range r.Groups {
+			out = append(out, statsGroup{name(r.Groups[i].Key), &r.Groups[i].Summary})
+		}
+		return out
+	}
+	for i := range r.Models {
+		out = append(out, statsGroup{name(r.Models[i].Model), &r.Models[i].Summary})
+	}
+	return out
+}
+
+// statsTSVHeader names the TSV columns of `modelcalls stats`; the first is the --by key.
+var statsTSVHeader = []string{"calls", "errors", "tokens_in", "tokens_out", "tokens_reasoning", "tokens_total",
+	"calls_with_usage", "cache_hit_rate", "cached_tokens", "cache_creation_tokens",
+	"latency_ms_p50", "latency_ms_p90", "latency_ms_p99", "latency_ms_max", "ttft_ms_p50", "ttft_ms_p90", "ttft_ms_p99"}
+
+// writeStatsTSV writes the run as a first line "(all)", then one line per group.
+func writeStatsTSV(w io.Writer, r *stats.Report, by string) {
+	row := func(name string, s *stats.Summary) []string {
+		rate := ""
+		if s.Cache.HitRate != nil {
+			rate = strconv.FormatFloat(*s.Cache.HitRate, 'f', 4, 64)
+		}
+		return []string{name, strconv.Itoa(s.Calls), strconv.Itoa(s.Errors),
+			tsvInt64(s.Tokens.In), tsvInt64(s.Tokens.Out), tsvInt64(s.Tokens.Reasoning), tsvInt64(s.Tokens.Total),
+			strconv.Itoa(s.Tokens.CallsWithUsage), rate, tsvInt64(s.Cache.CachedTokens), tsvInt64(s.Cache.CacheCreationTokens),
+			tsvFloat(s.LatencyMS.P50), tsvFloat(s.LatencyMS.P90), tsvFloat(s.LatencyMS.P99), tsvFloat(s.LatencyMS.Max),
+			tsvFloat(s.TTFTMS.P50), tsvFloat(s.TTFTMS.P90), tsvFloat(s.TTFTMS.P99)}
+	}
+	rows := [][]string{row("(all)", &r.Summary)}
+	for _, g := range statsGroups(r, by) {
+		rows = append(rows, row(g.name, g.s))
+	}
+	writeTSV(w, append([]string{by}, statsTSVHeader...), rows)
+}
+
+func printStatsTables(w io.Writer, r *stats.Report, by string, width int) error {
 	rows := [][]string{
 		{"rollouts", fmt.Sprintf("%d (%d incomplete, %d with damaged lines)", r.Rollouts, r.IncompleteRollouts, r.RolloutsWithDamage)},
 		{"calls", strconv.Itoa(r.Calls)},
@@ -175,37 +275,24 @@ func printStatsTables(w io.Writer, r *stats.Report) error {
 		{"latency ms p50 / p90 / p99 / max", distCell(&r.LatencyMS)},
 		{"ttft ms p50 / p90 / p99 / max", distCell(&r.TTFTMS)},
 	}
-	for _, row := range rows {
-		if err := overview.Append(row); err != nil {
-			return fmt.Errorf("table: %w", err)
-		}
+	if err := renderTable(w, []string{"run", "value"}, []bool{false, false}, rows, width, []int{0, 1}); err != nil {
+		return err
 	}
-	if err := overview.Render(); err != nil {
-		return fmt.Errorf("table: %w", err)
-	}
-	if len(r.Models) == 0 {
+	groups := statsGroups(r, by)
+	if len(groups) == 0 {
 		return nil
 	}
 	fmt.Fprintln(w)
-	models := newTable(w,
-		[]string{"model", "calls", "errors", "in", "out", "reasoning", "total", "cache hit", "p50 ms", "p90 ms", "p99 ms", "ttft p50 ms"},
-		[]bool{false, true, true, true, true, true, true, true, true, true, true, true})
-	for _, m := range r.Models {
-		name := "(unknown)"
-		if m.Model != nil {
-			name = *m.Model
-		}
-		row := []string{name, strconv.Itoa(m.Calls), strconv.Itoa(m.Errors),
+	rows = rows[:0]
+	for _, g := range groups {
+		m := g.s
+		rows = append(rows, []string{g.name, strconv.Itoa(m.Calls), strconv.Itoa(m.Errors),
 			i64p(m.Tokens.In), i64p(m.Tokens.Out), i64p(m.Tokens.Reasoning), i64p(m.Tokens.Total),
-			rateCell(m.Cache.HitRate), msp(m.LatencyMS.P50), msp(m.LatencyMS.P90), msp(m.LatencyMS.P99), msp(m.TTFTMS.P50)}
-		if err := models.Append(row); err != nil {
-			return fmt.Errorf("table: %w", err)
-		}
+			rateCell(m.Cache.HitRate), msp(m.LatencyMS.P50), msp(m.LatencyMS.P90), msp(m.LatencyMS.P99), msp(m.TTFTMS.P50)})
 	}
-	if err := models.Render(); err != nil {
-		return fmt.Errorf("table: %w", err)
-	}
-	return nil
+	return renderTable(w,
+		[]string{by, "calls", "errors", "in", "out", "reasoning", "total", "cache hit", "p50 ms", "p90 ms", "p99 ms", "ttft p50 ms"},
+		[]bool{false, true, true, true, true, true, true, true, true, true, true, true}, rows, width, []int{0})
 }
 
 // errorsCell: "5 (client_error 3, rate_limit 2)".

@@ -130,7 +130,7 @@ func TestStatsComputed(t *testing.T) {
 	check("b hit rate", r.Models[1].Cache.HitRate, (*float64)(nil))
 	check("b latency p99", *r.Models[1].LatencyMS.P99, 5)
 
-	table, _, code := runCLI(t, "", "stats", dir)
+	table, _, code := runCLI(t, "", "stats", dir, "--format", "table")
 	if code != ExitOK {
 		t.Fatalf("table exit %d", code)
 	}

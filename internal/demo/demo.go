@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -28,7 +29,9 @@ const ModelServerName = "demo_model"
 
 // Options configure Run.
 type Options struct {
-	// Dir receives the capture dir and the rollout files; "" creates a new temp dir.
+	// Dir receives the capture dir and the rollout files. It must be empty or not exist yet (it is
+	// then created): captures of an earlier run would be appended to and its rollout records
+	// overwritten. "" creates a new temp dir.
 	Dir string
 	// Logger receives the gateway's log records; nil discards them.
 	Logger *slog.Logger
@@ -47,6 +50,7 @@ type Rollout struct {
 // Result says where the demo left its files and what it did.
 type Result struct {
 	Dir          string // the demo's directory
+	TempDir      bool   // Dir was created by Run in the system's temp dir (Options.Dir was "")
 	CaptureDir   string // capture store: <id>.capture.jsonl per rollout
 	RolloutsPath string // the rollout records before merge (JSONL)
 	MergedPath   string // the same records with ng_model_call_capture attached (JSONL)
@@ -61,15 +65,19 @@ type Result struct {
 // be written, or a scripted call does not get the answer the recording holds.
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	dir := opts.Dir
-	if dir == "" {
+	temp := dir == ""
+	if temp {
 		d, err := os.MkdirTemp("", "modelcalls-demo-")
 		if err != nil {
 			return nil, fmt.Errorf("create demo dir: %w", err)
 		}
 		dir = d
+	} else if err := emptyDir(dir); err != nil {
+		return nil, err
 	}
 	res := &Result{
 		Dir:          dir,
+		TempDir:      temp,
 		CaptureDir:   filepath.Join(dir, "capture"),
 		RolloutsPath: filepath.Join(dir, "rollouts.jsonl"),
 		MergedPath:   filepath.Join(dir, "merged.jsonl"),
@@ -356,6 +364,28 @@ func mergeRollouts(ctx context.Context, res *Result) error {
 	}
 	if err := os.WriteFile(res.MergedPath, out.Bytes(), 0o640); err != nil {
 		return fmt.Errorf("write merged rollouts: %w", err)
+	}
+	return nil
+}
+
+// ErrDirNotEmpty is returned by Run when Options.Dir holds files already.
+var ErrDirNotEmpty = errors.New("directory is not empty")
+
+// emptyDir makes sure dir is an empty directory, creating it (and its parents) when it does not
+// exist.
+func emptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create demo dir: %w", err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("demo dir: %w", err)
+	case len(entries) > 0:
+		return fmt.Errorf("demo dir %s: %w (%d entries, e.g. %s): the demo would append to earlier captures and overwrite rollouts.jsonl; give an empty or new directory",
+			dir, ErrDirNotEmpty, len(entries), entries[0].Name())
 	}
 	return nil
 }

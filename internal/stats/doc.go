@@ -1,6 +1,6 @@
 // Package stats owns the run-wide statistics that `modelcalls stats` prints over a capture directory:
 // call and rollout counts, errors by category, token sums, cache hit rate, latency and time-to-first-token
-// percentiles, overall and per model.
+// percentiles, overall, per model, and per rollout or dialect on request (Accumulator.By).
 //
 // The package knows nothing about capture files or record building: the caller turns each captured
 // call into a Call (from the root package's ModelCallRecord) and feeds it to an Accumulator, which

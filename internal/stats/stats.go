@@ -10,8 +10,12 @@ import (
 // Call is the part of one captured model call (a ModelCallRecord, SPEC §6) that run-wide statistics
 // need. Pointer fields are nil when the record's field is null (unknown); 0 is a known value.
 type Call struct {
+	// Rollout is the id of the rollout the call belongs to (its capture file).
+	Rollout string
 	// Model is the record's "model" (response model, else request model); nil when unknown.
 	Model *string
+	// Dialect is the record's "dialect" ("responses", "chat", "messages"); nil when unknown.
+	Dialect *string
 	// ErrorCategory is the record's "error_category" (reference §8); nil for a call without error.
 	ErrorCategory *string
 	// TokensIn, TokensOut, TokensReasoning, TokensTotal are the normalised token counts (reference §4.1).
@@ -38,6 +42,25 @@ type Report struct {
 	// Models holds one summary per distinct model, most calls first, then by name; the unknown model
 	// (null) sorts last.
 	Models []ModelSummary `json:"models"`
+	// By is the grouping of Groups: "rollout" or "dialect"; absent (and Groups too) when the
+	// accumulator groups by model only, whose groups are Models.
+	By string `json:"by,omitempty"`
+	// Groups holds one summary per distinct rollout id or dialect, ordered like Models.
+	Groups []GroupSummary `json:"groups,omitempty"`
+}
+
+// Groupings an Accumulator can report besides the per-model one (Accumulator.By).
+const (
+	ByModel   = "model"
+	ByRollout = "rollout"
+	ByDialect = "dialect"
+)
+
+// GroupSummary is the Summary of the calls of one rollout or one dialect.
+type GroupSummary struct {
+	// Key is the rollout id or dialect; nil (JSON null) for calls whose dialect is unknown.
+	Key *string `json:"key"`
+	Summary
 }
 
 // ModelSummary is the Summary of the calls of one model.
@@ -151,10 +174,61 @@ func neumaierSum(xs []float64) float64 {
 // safe for concurrent use. The Report does not depend on the order calls were added in (samples are
 // sorted before the mean is summed).
 type Accumulator struct {
+	// By adds a second grouping to the report (Report.Groups): ByRollout or ByDialect. "" and
+	// ByModel report the per-model groups only. Set it before the first Add.
+	By string
+
 	rollouts, incomplete, damaged, rolloutsDamaged int
 	all                                            acc
-	models                                         map[string]*acc
-	unknownModel                                   *acc
+	models                                         groups
+	other                                          groups
+}
+
+// groups accumulates one Summary per key; calls with an unknown key go to unknown.
+type groups struct {
+	byKey   map[string]*acc
+	unknown *acc
+}
+
+func (g *groups) add(key *string, c Call) {
+	var m *acc
+	if key == nil {
+		if g.unknown == nil {
+			g.unknown = &acc{}
+		}
+		m = g.unknown
+	} else {
+		if g.byKey == nil {
+			g.byKey = map[string]*acc{}
+		}
+		m = g.byKey[*key]
+		if m == nil {
+			m = &acc{}
+			g.byKey[*key] = m
+		}
+	}
+	m.add(c)
+}
+
+// each calls fn for every group, most calls first, ties by key, the unknown key last.
+func (g *groups) each(fn func(key *string, s Summary)) {
+	keys := make([]string, 0, len(g.byKey))
+	for k := range g.byKey {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		ci, cj := g.byKey[keys[i]].calls, g.byKey[keys[j]].calls
+		if ci != cj {
+			return ci > cj
+		}
+		return keys[i] < keys[j]
+	})
+	for _, k := range keys {
+		fn(&k, g.byKey[k].summary())
+	}
+	if g.unknown != nil {
+		fn(nil, g.unknown.summary())
+	}
 }
 
 // AddRollout records one rollout: whether it carries the incomplete marker and how many of its lines
@@ -173,23 +247,13 @@ func (a *Accumulator) AddRollout(incomplete bool, damagedLines int) {
 // Add records one call.
 func (a *Accumulator) Add(c Call) {
 	a.all.add(c)
-	var m *acc
-	if c.Model == nil {
-		if a.unknownModel == nil {
-			a.unknownModel = &acc{}
-		}
-		m = a.unknownModel
-	} else {
-		if a.models == nil {
-			a.models = map[string]*acc{}
-		}
-		m = a.models[*c.Model]
-		if m == nil {
-			m = &acc{}
-			a.models[*c.Model] = m
-		}
+	a.models.add(c.Model, c)
+	switch a.By {
+	case ByRollout:
+		a.other.add(&c.Rollout, c)
+	case ByDialect:
+		a.other.add(c.Dialect, c)
 	}
-	m.add(c)
 }
 
 // Report computes the result. The accumulator may keep receiving calls afterwards.
@@ -202,22 +266,11 @@ func (a *Accumulator) Report() Report {
 		Summary:            a.all.summary(),
 		Models:             []ModelSummary{},
 	}
-	names := make([]string, 0, len(a.models))
-	for name := range a.models {
-		names = append(names, name)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		ci, cj := a.models[names[i]].calls, a.models[names[j]].calls
-		if ci != cj {
-			return ci > cj
-		}
-		return names[i] < names[j]
-	})
-	for _, name := range names {
-		r.Models = append(r.Models, ModelSummary{Model: &name, Summary: a.models[name].summary()})
-	}
-	if a.unknownModel != nil {
-		r.Models = append(r.Models, ModelSummary{Model: nil, Summary: a.unknownModel.summary()})
+	a.models.each(func(key *string, s Summary) { r.Models = append(r.Models, ModelSummary{Model: key, Summary: s}) })
+	if a.By == ByRollout || a.By == ByDialect {
+		r.By = a.By
+		r.Groups = []GroupSummary{}
+		a.other.each(func(key *string, s Summary) { r.Groups = append(r.Groups, GroupSummary{Key: key, Summary: s}) })
 	}
 	return r
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -186,5 +187,54 @@ func TestReportIndependentOfOrder(t *testing.T) {
 	rng.Shuffle(len(calls), func(i, j int) { calls[i], calls[j] = calls[j], calls[i] })
 	if got := report(calls); string(got) != string(want) {
 		t.Errorf("report changed with call order:\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestAccumulatorBy(t *testing.T) {
+	s := func(v string) *string { return &v }
+	calls := []Call{
+		{Rollout: "r2", Model: s("a"), Dialect: s("chat")},
+		{Rollout: "r1", Model: s("a"), Dialect: s("messages")},
+		{Rollout: "r2", Model: s("b"), Dialect: s("chat")},
+		{Rollout: "r3", Model: nil, Dialect: nil},
+	}
+	for _, tc := range []struct {
+		by   string
+		want []string // group keys in report order; "" is the unknown key
+	}{
+		{ByRollout, []string{"r2", "r1", "r3"}},
+		{ByDialect, []string{"chat", "messages", ""}},
+		{ByModel, nil},
+		{"", nil},
+	} {
+		a := Accumulator{By: tc.by}
+		for _, c := range calls {
+			a.Add(c)
+		}
+		r := a.Report()
+		var got []string
+		for _, g := range r.Groups {
+			k := ""
+			if g.Key != nil {
+				k = *g.Key
+			}
+			got = append(got, k)
+		}
+		if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("By %q: groups %q, want %q", tc.by, got, tc.want)
+		}
+		if len(r.Models) != 3 || r.Calls != 4 {
+			t.Errorf("By %q: %d models, %d calls; the per-model groups and totals must not change", tc.by, len(r.Models), r.Calls)
+		}
+		if tc.by == ByRollout && r.Groups[0].Calls != 2 {
+			t.Errorf("r2 has %d calls, want 2", r.Groups[0].Calls)
+		}
+		if wantBy := tc.by; wantBy == ByModel || wantBy == "" {
+			if r.By != "" {
+				t.Errorf("By %q: report by %q, want none", tc.by, r.By)
+			}
+		} else if r.By != tc.by {
+			t.Errorf("report by %q, want %q", r.By, tc.by)
+		}
 	}
 }

@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	modelcalls "github.com/modelcalls/modelcalls"
+)
+
+// callFilter selects calls by --model, --status and --error. Each flag may be repeated or hold a
+// comma-separated list; a call matches when it matches one value of every flag given (any of the
+// values, all of the flags). No flag: every call matches.
+type callFilter struct {
+	models   []string // exact model names (the record's "model")
+	statuses []string // "200", a class "4xx", or "none" (no HTTP status: the client left before the headers)
+	errors   []string // an error_category, "any" (any error) or "none" (no error)
+}
+
+func (f *callFilter) addFlags(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&f.models, "model", nil, "only calls of this model (repeat or comma-separate for several)")
+	fs.StringSliceVar(&f.statuses, "status", nil, "only calls with this HTTP status: 200, a class like 4xx, or none")
+	fs.StringSliceVar(&f.errors, "error", nil, "only calls with this error_category (e.g. rate_limit), any error (any), or none")
+}
+
+// check validates the --status values.
+func (f *callFilter) check() error {
+	for _, s := range f.statuses {
+		if s == "none" {
+			continue
+		}
+		if len(s) == 3 && s[0] >= '1' && s[0] <= '5' && (strings.EqualFold(s[1:], "xx") || isDigits(s[1:])) {
+			continue
+		}
+		return usageErrorf("--status %q: want a status code (200), a class (1xx to 5xx) or none", s)
+	}
+	return nil
+}
+
+func isDigits(s string) bool {
+	_, err := strconv.Atoi(s)
+	return err == nil && !strings.ContainsAny(s, "+-")
+}
+
+func (f *callFilter) active() bool { return len(f.models)+len(f.statuses)+len(f.errors) > 0 }
+
+func (f *callFilter) match(r *modelcalls.ModelCallRecord) bool {
+	if len(f.models) > 0 && !anyOf(f.models, func(m string) bool { return r.Model != nil && *r.Model == m }) {
+		return false
+	}
+	if len(f.statuses) > 0 && !anyOf(f.statuses, func(s string) bool { return statusMatches(s, r.StatusCode) }) {
+		return false
+	}
+	if len(f.errors) > 0 && !anyOf(f.errors, func(e string) bool {
+		switch e {
+		case "any":
+			return r.ErrorCategory != nil
+		case "none":
+			return r.ErrorCategory == nil
+		}
+		return r.ErrorCategory != nil && *r.ErrorCategory == e
+	}) {
+		return false
+	}
+	return true
+}
+
+func statusMatches(spec string, status *int) bool {
+	if spec == "none" {
+		return status == nil
+	}
+	if status == nil {
+		return false
+	}
+	code := strconv.Itoa(*status)
+	if strings.EqualFold(spec[1:], "xx") {
+		return len(code) == 3 && code[0] == spec[0]
+	}
+	return code == spec
+}
+
+func anyOf(values []string, ok func(string) bool) bool {
+	for _, v := range values {
+		if ok(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// apply returns the records that match, in order (records itself when no flag is given).
+func (f *callFilter) apply(records []modelcalls.ModelCallRecord) []modelcalls.ModelCallRecord {
+	if !f.active() {
+		return records
+	}
+	out := make([]modelcalls.ModelCallRecord, 0, len(records))
+	for i := range records {
+		if f.match(&records[i]) {
+			out = append(out, records[i])
+		}
+	}
+	return out
+}

@@ -1,0 +1,185 @@
+package cli
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/mattn/go-runewidth"
+)
+
+// onPTY runs `modelcalls <args>` with stdout on a pseudo-terminal of the given width and returns what
+// the terminal showed (stderr goes to the test's stderr).
+func onPTY(t *testing.T, cols int, args ...string) string {
+	t.Helper()
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 50, Cols: uint16(cols)}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := wrapper(args...)
+	cmd.Stdout, cmd.Stderr = tty, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	got := make(chan string, 1)
+	go func() { b, _ := io.ReadAll(ptmx); got <- string(b) }()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("%v did not finish", args)
+	}
+	// The read ends (EIO) once the last holder of the terminal's other end has exited.
+	return strings.ReplaceAll(<-got, "\r\n", "\n")
+}
+
+func TestTableOnTerminalTSVOtherwise(t *testing.T) {
+	for _, cols := range []int{200, 110} {
+		shown := onPTY(t, cols, "calls", "--capture-dir", gymCapture, "3-0")
+		if !strings.Contains(shown, "│ # ") || !strings.Contains(shown, "calls 6  tokens in 439") {
+			t.Fatalf("%d columns: no table on the terminal:\n%s", cols, shown)
+		}
+		for _, line := range strings.Split(shown, "\n") {
+			if strings.ContainsRune(line, '│') && runewidth.StringWidth(line) > cols {
+				t.Errorf("%d columns: line is %d wide: %s", cols, runewidth.StringWidth(line), line)
+			}
+		}
+		if cols == 110 && !strings.Contains(shown, "…") {
+			t.Errorf("110 columns: nothing was cut:\n%s", shown)
+		}
+	}
+	out, _, code := runCLI(t, "", "calls", "--capture-dir", gymCapture, "3-0")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if code != ExitOK || len(lines) != 7 || lines[0] != strings.Join(callsTSVHeader, "\t") {
+		t.Fatalf("not a terminal: want a TSV header and 6 rows, got:\n%s", out)
+	}
+	// Row 0 of rollout 3-0: deepseek-reasoner asked for the weather tool; unknown is empty.
+	f := strings.Split(lines[1], "\t")
+	if len(f) != len(callsTSVHeader) || f[3] != "deepseek-reasoner" || f[15] != "weather" || f[6] != "" || f[10] != "431" {
+		t.Errorf("row 0: %q", f)
+	}
+
+	shown := onPTY(t, 200, "stats", "--capture-dir", gymCapture, "--by", "dialect")
+	if !strings.Contains(shown, "│ dialect ") || !strings.Contains(shown, "│ responses ") {
+		t.Errorf("stats on a terminal:\n%s", shown)
+	}
+	if shown := onPTY(t, 200, "stats", "--capture-dir", gymCapture, "--format", "tsv"); !strings.HasPrefix(shown, "model\tcalls\t") {
+		t.Errorf("--format tsv on a terminal:\n%s", shown)
+	}
+}
+
+func TestCallsFilters(t *testing.T) {
+	rows := func(args ...string) []string {
+		t.Helper()
+		out, errOut, code := runCLI(t, "", append([]string{"calls", "--capture-dir", gymCapture, "--format", "tsv"}, args...)...)
+		if code != ExitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")[1:]
+		var idx []string
+		for _, l := range lines {
+			idx = append(idx, strings.SplitN(l, "\t", 2)[0])
+		}
+		return idx
+	}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"3-0"}, "0 1 2 3 4 5"},
+		{[]string{"3-0", "--model", "m"}, "2 3 4"},
+		{[]string{"3-0", "--model", "m,deepseek-reasoner"}, "0 2 3 4"},
+		{[]string{"3-0", "--model", "m", "--model", "gpt-4.1-nano-2025-04-14"}, "2 3 4 5"},
+		{[]string{"3-0", "--status", "2xx"}, "0 1 2 3 4 5"},
+		{[]string{"3-0", "--status", "200", "--error", "any"}, ""},
+		{[]string{"3-0", "--error", "none", "--model", "m"}, "2 3 4"},
+	}
+	for _, tc := range tests {
+		if got := strings.Join(rows(tc.args...), " "); got != tc.want {
+			t.Errorf("%v: call indexes %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	// Across the gym fixture: every call with an error, and by status class, agree with the records.
+	out, _, _ := runCLI(t, "", "stats", "--capture-dir", gymCapture, "--json", "--error", "any")
+	var rep struct {
+		Calls, Errors int
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Calls != 15 || rep.Errors != 15 {
+		t.Errorf("stats --error any: %d calls, %d errors; want 15 and 15", rep.Calls, rep.Errors)
+	}
+	out, _, _ = runCLI(t, "", "stats", "--capture-dir", gymCapture, "--json", "--error", "rate_limit", "--status", "429")
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Calls != 3 {
+		t.Errorf("stats --error rate_limit --status 429: %d calls, want 3", rep.Calls)
+	}
+}
+
+func TestStatsBy(t *testing.T) {
+	for _, tc := range []struct {
+		by, first string
+		groups    int
+	}{
+		{"rollout", "", 39},
+		{"dialect", "chat", 3},
+	} {
+		out, errOut, code := runCLI(t, "", "stats", gymCapture, "--by", tc.by, "--json")
+		if code != ExitOK {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		var rep struct {
+			Calls  int
+			By     string
+			Groups []struct {
+				Key   *string
+				Calls int
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		sum := 0
+		for _, g := range rep.Groups {
+			sum += g.Calls
+		}
+		if rep.By != tc.by || sum != rep.Calls {
+			t.Errorf("--by %s: by %q, group calls sum to %d of %d", tc.by, rep.By, sum, rep.Calls)
+		}
+		if tc.by == "dialect" && (len(rep.Groups) != tc.groups || *rep.Groups[0].Key != tc.first) {
+			t.Errorf("--by dialect: %d groups, first %v", len(rep.Groups), rep.Groups)
+		}
+		if tc.by == "rollout" && len(rep.Groups) == 0 {
+			t.Errorf("--by rollout: no groups")
+		}
+		tsv, _, _ := runCLI(t, "", "stats", gymCapture, "--by", tc.by)
+		if !strings.HasPrefix(tsv, tc.by+"\tcalls\t") || !strings.Contains(tsv, "\n(all)\t44\t") {
+			t.Errorf("--by %s TSV:\n%s", tc.by, tsv)
+		}
+	}
+	if _, errOut, code := runCLI(t, "", "stats", gymCapture, "--by", "week"); code != ExitUsage || !strings.Contains(errOut, `--by "week": want model, rollout or dialect`) {
+		t.Errorf("bad --by: exit %d, %q", code, errOut)
+	}
+	for _, args := range [][]string{{"stats"}, {"stats", "a", "b"}, {"stats", "--capture-dir", gymCapture, "x"}} {
+		if _, errOut, code := runCLI(t, "", args...); code != ExitUsage || !strings.Contains(errOut, "modelcalls: stats: ") {
+			t.Errorf("%v: exit %d, %q", args, code, errOut)
+		}
+	}
+}

@@ -1,0 +1,366 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/gateway"
+	"github.com/modelcalls/modelcalls/rollout"
+)
+
+func init() { register(newRunCmd) }
+
+// runOptions are the flags of `modelcalls run`.
+type runOptions struct {
+	rolloutID       string
+	gatewayURL      string
+	upstream        string
+	captureDir      string
+	name            string
+	shutdownTimeout time.Duration
+	logLevel        string
+}
+
+// Exit codes of `modelcalls run` when the command cannot be started, as POSIX shells use them.
+const (
+	exitCannotExecute = 126 // the command exists but could not be executed
+	exitNotFoundCmd   = 127 // the command was not found
+)
+
+// Environment variables `modelcalls run` sets for the child (docs/guide.md lists which harness
+// reads which).
+const (
+	envOpenAIBaseURL    = "OPENAI_BASE_URL"    // OpenAI SDKs (Python, Node, Go), Qwen Code: base URL with /v1
+	envOpenAIAPIBase    = "OPENAI_API_BASE"    // older OpenAI clients and LiteLLM-style tools: same value
+	envAnthropicBaseURL = "ANTHROPIC_BASE_URL" // Anthropic SDKs, Claude Code: base URL without /v1
+	envRolloutID        = "MODELCALLS_ROLLOUT_ID"
+)
+
+func newRunCmd(s *Streams) *cobra.Command {
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "run --rollout ID (--gateway URL | --upstream URL --capture-dir DIR) -- CMD [ARGS...]",
+		Short: "Run an agent command with its model calls captured under one rollout",
+		Long: `Run CMD with the base-URL variables the model SDKs and harnesses read pointed at a capture gateway
+under the rollout's prefix, for the child only:
+
+  OPENAI_BASE_URL, OPENAI_API_BASE   <gateway>/ng-rollout/<ID>/v1
+  ANTHROPIC_BASE_URL                 <gateway>/ng-rollout/<ID>
+  MODELCALLS_ROLLOUT_ID              <ID>
+
+Every other variable is kept; stdin, stdout and stderr are the child's. SIGINT, SIGTERM and SIGHUP
+sent to modelcalls are forwarded to the child. On a terminal the child runs as the foreground job,
+so Ctrl-C reaches it once, directly. modelcalls exits with the child's exit status, or 128+N when a
+signal N ended it (126: the command could not be executed, 127: not found).
+
+With --gateway, calls go to a gateway that is already running (modelcalls proxy). With --upstream and
+--capture-dir instead, modelcalls starts a gateway of its own on a free 127.0.0.1 port for the
+child's lifetime, and after the child exits waits for every capture write in flight (up to
+--shutdown-timeout) before it exits.
+
+Claude Code, Qwen Code and the OpenAI and Anthropic SDKs honour these variables. Codex and opencode
+read their base URL from their config file only; modelcalls prints the URL to put there when CMD is
+one of them.`,
+		Example: `  # a gateway of its own, for this run only
+  modelcalls run --rollout r1 --upstream http://127.0.0.1:8000 --capture-dir ./captures -- claude -p "fix the test"
+
+  # through a running modelcalls proxy
+  modelcalls run --rollout r2 --gateway http://127.0.0.1:8080 -- python agent.py
+
+  # then look at what was captured
+  modelcalls calls --capture-dir ./captures r1`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("run: missing CMD (put it after --, e.g. modelcalls run --rollout r1 --gateway URL -- claude -p hi)")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRun(cmd.Context(), s, &o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.SetInterspersed(false) // everything after CMD belongs to CMD
+	f.StringVar(&o.rolloutID, "rollout", "", "rollout id the child's calls are captured under (required)")
+	f.StringVar(&o.gatewayURL, "gateway", "", "base URL of a running capture gateway, e.g. http://127.0.0.1:8080")
+	f.StringVar(&o.upstream, "upstream", "", "start a gateway of its own in front of this model server URL (needs --capture-dir)")
+	f.StringVar(&o.captureDir, "capture-dir", "", "with --upstream: capture directory the gateway writes to")
+	f.StringVar(&o.name, "name", "", "with --upstream: model server name recorded as model_ref.name")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "with --upstream: how long to let calls in flight finish after the child exits")
+	f.StringVar(&o.logLevel, "log-level", "warn", "with --upstream: the gateway's log level on stderr (debug, info, warn, error)")
+	return cmd
+}
+
+// childEnv returns env with the base-URL variables for gatewayBase and rollout id set (replacing
+// any earlier values) and every other variable kept in order.
+func childEnv(env []string, gatewayBase, id string) []string {
+	base := strings.TrimRight(gatewayBase, "/") + "/" + rollout.PrefixSegment + "/" + id
+	set := [][2]string{
+		{envOpenAIBaseURL, base + "/v1"},
+		{envOpenAIAPIBase, base + "/v1"},
+		{envAnthropicBaseURL, base},
+		{envRolloutID, id},
+	}
+	out := make([]string, 0, len(env)+len(set))
+outer:
+	for _, kv := range env {
+		for _, s := range set {
+			if strings.HasPrefix(kv, s[0]+"=") {
+				continue outer
+			}
+		}
+		out = append(out, kv)
+	}
+	for _, s := range set {
+		out = append(out, s[0]+"="+s[1])
+	}
+	return out
+}
+
+// configHint is what to tell the user when cmd is a harness that ignores the base-URL variables.
+func configHint(cmdName, gatewayBase, id string) string {
+	base := strings.TrimRight(gatewayBase, "/") + "/" + rollout.PrefixSegment + "/" + id + "/v1"
+	switch filepath.Base(cmdName) {
+	case "codex":
+		return fmt.Sprintf("modelcalls run: codex reads its base URL from $CODEX_HOME/config.toml only, not from the environment:\n"+
+			"  set base_url = %q in a [model_providers.<name>] table with wire_api = \"responses\" (README: Use it with your agent)\n", base)
+	case "opencode":
+		return fmt.Sprintf("modelcalls run: opencode reads its base URL from opencode.json only, not from the environment:\n"+
+			"  set provider.<name>.options.baseURL to %q (README: Use it with your agent)\n", base)
+	}
+	return ""
+}
+
+func runRun(ctx context.Context, s *Streams, o *runOptions, args []string) error {
+	if o.rolloutID == "" {
+		return usageErrorf("run: missing --rollout ID (the rollout the child's calls are captured under)")
+	}
+	if err := rollout.Validate(o.rolloutID); err != nil {
+		return usageErrorf("--rollout: %w (rule: ^[A-Za-z0-9][A-Za-z0-9._-]*$, at most %d bytes)", err, rollout.MaxIDLen)
+	}
+	switch {
+	case o.gatewayURL != "" && o.upstream != "":
+		return usageErrorf("run: give --gateway (a running gateway) or --upstream with --capture-dir (a gateway of its own), not both")
+	case o.gatewayURL == "" && o.upstream == "":
+		return usageErrorf("run: missing --gateway URL, or --upstream URL with --capture-dir DIR")
+	case o.upstream != "" && o.captureDir == "":
+		return usageErrorf("run: --upstream needs --capture-dir DIR (where the gateway writes the captures)")
+	case o.gatewayURL != "" && o.captureDir != "":
+		return usageErrorf("run: --capture-dir goes with --upstream; with --gateway the running gateway decides where captures go")
+	}
+	if o.shutdownTimeout < 0 {
+		return usageErrorf("--shutdown-timeout %s: must be >= 0", o.shutdownTimeout)
+	}
+
+	gatewayBase := o.gatewayURL
+	var gw *ownGateway
+	if o.gatewayURL != "" {
+		u, err := url.Parse(o.gatewayURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return usageErrorf("--gateway: must be an absolute http:// or https:// URL with a host, no query or fragment, e.g. http://127.0.0.1:8080")
+		}
+	} else {
+		var err error
+		if gw, err = startOwnGateway(s, o); err != nil {
+			return err
+		}
+		gatewayBase = gw.url
+	}
+
+	if hint := configHint(args[0], gatewayBase, o.rolloutID); hint != "" {
+		fmt.Fprint(s.ErrOut, hint)
+	}
+	status, runErr := runChild(ctx, s, args, childEnv(os.Environ(), gatewayBase, o.rolloutID))
+	if gw != nil {
+		if err := gw.drain(o.shutdownTimeout); err != nil {
+			fmt.Fprintf(s.ErrOut, "modelcalls run: %v\n", err)
+			if runErr == nil && status == 0 {
+				status = ExitFailure
+			}
+		}
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if status != 0 {
+		return silentExit{code: status}
+	}
+	return nil
+}
+
+// ownGateway is the gateway `run --upstream` starts for the child's lifetime.
+type ownGateway struct {
+	url   string
+	srv   *http.Server
+	h     *gateway.Handler
+	serve chan error
+}
+
+func startOwnGateway(s *Streams, o *runOptions) (*ownGateway, error) {
+	// The proxy's own checks of --upstream and --capture-dir, so both commands say the same.
+	cfg, err := resolveProxyConfig(&proxyOptions{upstream: o.upstream, captureDir: o.captureDir,
+		maxHeaderBytes: gateway.DefaultMaxHeaderBytes, logFormat: "text"}, nil)
+	if err != nil {
+		return nil, err
+	}
+	level, err := parseLogLevel(o.logLevel)
+	if err != nil {
+		return nil, err
+	}
+	log := slog.New(slog.NewTextHandler(s.ErrOut, &slog.HandlerOptions{Level: level}))
+	store, err := capture.Open(cfg.captureDir)
+	if err == nil {
+		err = store.CheckWritable()
+	}
+	if err != nil {
+		return nil, withExit(ExitFailure, fmt.Errorf("--capture-dir: %w", err))
+	}
+	h := &gateway.Handler{Upstream: cfg.upstream, Store: store, ModelServerName: o.name, Logger: log}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, withExit(ExitFailure, fmt.Errorf("start gateway: %w", err))
+	}
+	g := &ownGateway{
+		url:   "http://" + ln.Addr().String(),
+		h:     h,
+		srv:   h.NewServer(gateway.ServerOptions{MaxHeaderBytes: gateway.DefaultMaxHeaderBytes}),
+		serve: make(chan error, 1),
+	}
+	g.srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelDebug)
+	go func() { g.serve <- g.srv.Serve(ln) }()
+	log.Info("modelcalls run: gateway listening", "url", g.url, "upstream", cfg.upstream.Redacted(), "capture_dir", cfg.captureDir)
+	return g, nil
+}
+
+// drain stops accepting connections, lets calls in flight finish (up to timeout) and waits for
+// their capture writes. Calls still running at the timeout are cut off; their lines (cancelled) are
+// still written before drain returns, within a further 30 s.
+func (g *ownGateway) drain(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	err := g.srv.Shutdown(ctx)
+	if err != nil {
+		g.srv.Close()
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel()
+	if werr := g.h.Shutdown(wctx); werr != nil {
+		return fmt.Errorf("gateway: capture writes still pending at exit: %w", werr)
+	}
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("gateway shutdown: %w", err)
+	}
+	if err != nil {
+		return fmt.Errorf("gateway: calls still in flight after %s were cut off (captured as cancelled)", timeout)
+	}
+	return nil
+}
+
+// forwardedSignals are passed on to the child.
+var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+
+// runChild runs args with env and the streams of s, forwards signals, and returns the exit status
+// the wrapper should exit with: the child's code, or 128+N when signal N ended it. err is set when
+// the child could not be started (it then carries exit code 126 or 127).
+func runChild(ctx context.Context, s *Streams, args []string, env []string) (int, error) {
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.In, s.Out, s.ErrOut
+	if cmd.Stdin == nil {
+		cmd.Stdin = os.Stdin
+	}
+
+	// On a terminal where we are the foreground job, the child becomes the foreground job in a process
+	// group of its own, as a shell does it: the terminal's Ctrl-C (SIGINT), Ctrl-\ and hangup reach it
+	// once, from the kernel, and not through us too (a harness that treats a second Ctrl-C as "quit at
+	// once" would otherwise see two). Signals sent to our pid are forwarded.
+	tty, foreground := foregroundTTY(cmd.Stdin)
+	if foreground {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: int(tty.Fd())}
+	}
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, forwardedSignals...)
+	defer signal.Stop(sigs)
+
+	if err := cmd.Start(); err != nil {
+		code := exitCannotExecute
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			code = exitNotFoundCmd
+		}
+		return code, withExit(code, fmt.Errorf("run: start %s: %w", args[0], err))
+	}
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case sig := <-sigs:
+				// The child may have exited between the signal and here; then there is no one to tell.
+				_ = cmd.Process.Signal(sig)
+			case <-done:
+				return
+			}
+		}
+	}()
+	if ctx != nil {
+		stop := context.AfterFunc(ctx, func() { _ = cmd.Process.Signal(syscall.SIGTERM) })
+		defer stop()
+	}
+	err := cmd.Wait()
+	close(done)
+	if foreground {
+		reclaimTerminal(tty)
+	}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), nil
+		}
+		return ee.ExitCode(), nil
+	default:
+		return ExitFailure, withExit(ExitFailure, fmt.Errorf("run: wait for %s: %w", args[0], err))
+	}
+}
+
+// foregroundTTY reports whether in is a terminal whose foreground process group is ours.
+func foregroundTTY(in io.Reader) (*os.File, bool) {
+	f, ok := in.(*os.File)
+	if !ok || !isTerminal(f) {
+		return nil, false
+	}
+	pgrp, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
+	if err != nil || pgrp != unix.Getpgrp() {
+		return nil, false
+	}
+	return f, true
+}
+
+// reclaimTerminal makes our process group the terminal's foreground group again after the child's
+// group held it. We are a background job at that point, so SIGTTOU is ignored for the call (a
+// background tcsetpgrp would otherwise stop us).
+func reclaimTerminal(tty *os.File) {
+	signal.Ignore(syscall.SIGTTOU)
+	defer signal.Reset(syscall.SIGTTOU)
+	_ = unix.IoctlSetPointerInt(int(tty.Fd()), unix.TIOCSPGRP, unix.Getpgrp())
+}

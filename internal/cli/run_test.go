@@ -1,0 +1,365 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	modelcalls "github.com/modelcalls/modelcalls"
+	"github.com/modelcalls/modelcalls/capture"
+)
+
+// The test binary plays two more parts, so `run` is tested with real processes and real signals:
+//   - with MODELCALLS_TEST_ROLE=cli it is the modelcalls command (Main on its arguments);
+//   - with first argument childArg it is the wrapped child (testChild).
+const (
+	roleEnv  = "MODELCALLS_TEST_ROLE"
+	childArg = "__child__"
+)
+
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == childArg {
+		os.Exit(testChild(os.Args[2:]))
+	}
+	if os.Getenv(roleEnv) == "cli" {
+		os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// testChild is the wrapped command. Modes:
+//   - env CODE: print the base-URL variables, exit CODE;
+//   - wait-signal: print "ready", wait for SIGINT/SIGTERM/SIGHUP, print "got <signal>", exit 40+N;
+//   - sleep: print "ready", block until a signal's default action ends the process;
+//   - foreground: print whether our process group is the terminal's foreground group, then wait-signal;
+//   - calls: one Chat Completions call to $OPENAI_BASE_URL, then a streamed one whose first chunk
+//     is read before the process exits with 7 mid-stream.
+func testChild(args []string) int {
+	mode := args[0]
+	switch mode {
+	case "env":
+		for _, k := range []string{envOpenAIBaseURL, envOpenAIAPIBase, envAnthropicBaseURL, envRolloutID, "KEEP_ME"} {
+			fmt.Printf("%s=%s\n", k, os.Getenv(k))
+		}
+		var code int
+		fmt.Sscan(args[1], &code)
+		return code
+	case "wait-signal", "foreground":
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, forwardedSignals...)
+		if mode == "foreground" {
+			fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
+			fmt.Printf("foreground=%v own-group=%v\n", err == nil && fg == unix.Getpgrp(), unix.Getpgrp() != unix.Getppid())
+		}
+		fmt.Println("ready")
+		sig := <-sigs
+		fmt.Printf("got %v\n", sig)
+		return 40 + int(sig.(syscall.Signal))
+	case "sleep":
+		fmt.Println("ready")
+		for {
+			// Blocks until a signal's default action ends the process (a timer, not select{}, so the
+			// runtime never takes the wait for a deadlock).
+			time.Sleep(time.Hour)
+		}
+	case "calls":
+		base := os.Getenv(envOpenAIBaseURL)
+		res, err := http.Post(base+"/chat/completions", "application/json",
+			strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		res, err = http.Post(base+"/chat/completions", "application/json",
+			strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		line, _ := bufio.NewReader(res.Body).ReadString('\n')
+		fmt.Printf("first chunk %q\n", line)
+		os.Exit(7) // mid-stream: the gateway sees the client go away
+	}
+	return 99
+}
+
+// wrapper returns the command `modelcalls <args>` played by the test binary.
+func wrapper(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), roleEnv+"=cli", "KEEP_ME=kept", envOpenAIBaseURL+"=http://overridden.invalid")
+	return cmd
+}
+
+func child(mode string, args ...string) []string {
+	return append([]string{"--", os.Args[0], childArg, mode}, args...)
+}
+
+func exitCode(t *testing.T, err error) int {
+	t.Helper()
+	var ee *exec.ExitError
+	if err == nil {
+		return 0
+	}
+	if !errors.As(err, &ee) {
+		t.Fatalf("wait: %v", err)
+	}
+	return ee.ExitCode()
+}
+
+func TestRunSetsEnvForChildAndExitsWithItsStatus(t *testing.T) {
+	for _, code := range []int{0, 3} {
+		cmd := wrapper(append([]string{"run", "--rollout", "r-1", "--gateway", "http://127.0.0.1:9/base/"}, child("env", fmt.Sprint(code))...)...)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		got := exitCode(t, cmd.Run())
+		if got != code {
+			t.Errorf("exit %d, want the child's %d (stderr %s)", got, code, errOut.String())
+		}
+		want := "OPENAI_BASE_URL=http://127.0.0.1:9/base/ng-rollout/r-1/v1\n" +
+			"OPENAI_API_BASE=http://127.0.0.1:9/base/ng-rollout/r-1/v1\n" +
+			"ANTHROPIC_BASE_URL=http://127.0.0.1:9/base/ng-rollout/r-1\n" +
+			"MODELCALLS_ROLLOUT_ID=r-1\n" +
+			"KEEP_ME=kept\n"
+		if out.String() != want {
+			t.Errorf("child saw\n%s\nwant\n%s", out.String(), want)
+		}
+	}
+}
+
+// startWrapper starts cmd and returns a reader of its stdout positioned after the child's "ready".
+func startWrapper(t *testing.T, cmd *exec.Cmd) *bufio.Reader {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	r := bufio.NewReader(stdout)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("child never got ready: %v", err)
+		}
+		if line == "ready\n" {
+			return r
+		}
+	}
+}
+
+func TestRunForwardsSignals(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cmd := wrapper(append([]string{"run", "--rollout", "r1", "--gateway", "http://127.0.0.1:9"}, child("wait-signal")...)...)
+			r := startWrapper(t, cmd)
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			rest, _ := io.ReadAll(r)
+			if want := fmt.Sprintf("got %v\n", sig); string(rest) != want {
+				t.Errorf("child printed %q, want %q", rest, want)
+			}
+			if got, want := exitCode(t, cmd.Wait()), 40+int(sig); got != want {
+				t.Errorf("exit %d, want the child's %d", got, want)
+			}
+		})
+	}
+}
+
+func TestRunExits128PlusSignal(t *testing.T) {
+	// The child has no handler: the forwarded SIGHUP / SIGTERM ends it, and the wrapper says so as
+	// a shell does.
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM} {
+		cmd := wrapper(append([]string{"run", "--rollout", "r1", "--gateway", "http://127.0.0.1:9"}, child("sleep")...)...)
+		startWrapper(t, cmd)
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := exitCode(t, cmd.Wait()), 128+int(sig); got != want {
+			t.Errorf("%v: exit %d, want %d", sig, got, want)
+		}
+	}
+}
+
+func TestRunStartErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"not found", []string{"run", "--rollout", "r1", "--gateway", "http://127.0.0.1:9", "--", "no-such-command-xyz"}, exitNotFoundCmd, "executable file not found"},
+		{"not executable", []string{"run", "--rollout", "r1", "--gateway", "http://127.0.0.1:9", "--", "./testdata"}, exitCannotExecute, "start ./testdata"},
+		{"no command", []string{"run", "--rollout", "r1", "--gateway", "http://127.0.0.1:9"}, ExitUsage, "run: missing CMD"},
+		{"no rollout", []string{"run", "--gateway", "http://127.0.0.1:9", "--", "true"}, ExitUsage, "run: missing --rollout ID"},
+		{"bad rollout", []string{"run", "--rollout", "../x", "--gateway", "http://127.0.0.1:9", "--", "true"}, ExitUsage, "--rollout"},
+		{"no gateway", []string{"run", "--rollout", "r1", "--", "true"}, ExitUsage, "missing --gateway URL, or --upstream URL with --capture-dir DIR"},
+		{"both", []string{"run", "--rollout", "r1", "--gateway", "http://x", "--upstream", "http://y", "--capture-dir", "d", "--", "true"}, ExitUsage, "not both"},
+		{"upstream without dir", []string{"run", "--rollout", "r1", "--upstream", "http://y", "--", "true"}, ExitUsage, "--upstream needs --capture-dir"},
+		{"bad gateway", []string{"run", "--rollout", "r1", "--gateway", "127.0.0.1:8080", "--", "true"}, ExitUsage, "--gateway: must be an absolute"},
+		{"dir with gateway", []string{"run", "--rollout", "r1", "--gateway", "http://x", "--capture-dir", "d", "--", "true"}, ExitUsage, "--capture-dir goes with --upstream"},
+		{"bad upstream", []string{"run", "--rollout", "r1", "--upstream", "ftp://x", "--capture-dir", "d", "--", "true"}, ExitUsage, "--upstream"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errOut, code := runCLI(t, "", tc.args...)
+			if code != tc.code || !strings.Contains(errOut, tc.msg) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, errOut, tc.code, tc.msg)
+			}
+		})
+	}
+}
+
+func TestRunHintsForConfigFileHarnesses(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"codex", "opencode"} {
+		// A stand-in of that name, so the hint is printed and the command still runs.
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_, errOut, code := runCLI(t, "", "run", "--rollout", "r1", "--gateway", "http://127.0.0.1:8080", "--", path)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", name, code, errOut)
+		}
+		if !strings.Contains(errOut, name+" reads its base URL from") || !strings.Contains(errOut, `"http://127.0.0.1:8080/ng-rollout/r1/v1"`) {
+			t.Errorf("%s: hint missing: %q", name, errOut)
+		}
+	}
+	_, errOut, _ := runCLI(t, "", "run", "--rollout", "r1", "--gateway", "http://127.0.0.1:8080", "--", "true")
+	if errOut != "" {
+		t.Errorf("no hint expected for true, got %q", errOut)
+	}
+}
+
+// TestRunOwnGatewayCapturesAndDrains runs a child against `run --upstream`: its finished call and the
+// call it abandoned mid-stream are both in the capture when the wrapper has exited.
+func TestRunOwnGatewayCapturesAndDrains(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if !bytes.Contains(body, []byte(`"stream":true`)) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"id":"c2","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"he"}}]}`+"\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // held until the gateway gives up on it
+	}))
+	defer upstream.Close()
+	dir := t.TempDir()
+	cmd := wrapper(append([]string{"run", "--rollout", "own-1", "--upstream", upstream.URL, "--capture-dir", dir}, child("calls")...)...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if got := exitCode(t, cmd.Run()); got != 7 {
+		t.Fatalf("exit %d, want the child's 7; stdout %s stderr %s", got, out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), `first chunk "data: `) {
+		t.Fatalf("child did not read the stream: %s", out.String())
+	}
+	store, err := capture.OpenExisting(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := modelcalls.ReadRecords(store, "own-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want 2 (the finished call and the abandoned one)", len(recs))
+	}
+	if recs[0].ErrorCategory != nil || str(recs[0].FinishReason) != "stop" || i64p(recs[0].TokensTotal) != "6" {
+		t.Errorf("first call: error %s finish %s total %s", str(recs[0].ErrorCategory), str(recs[0].FinishReason), i64p(recs[0].TokensTotal))
+	}
+	if str(recs[1].ErrorCategory) != "cancelled" {
+		t.Errorf("abandoned call: error_category %s, want cancelled", str(recs[1].ErrorCategory))
+	}
+	claims, err := store.Claims("own-1")
+	if err != nil || claims.Live+claims.Stale != 0 {
+		t.Errorf("claims left after the wrapper exited: %+v %v", claims, err)
+	}
+}
+
+// TestRunForegroundOnTerminal runs the wrapper on a pseudo-terminal: the child is the terminal's
+// foreground job in its own process group, so Ctrl-C reaches the child (once, from the kernel), and
+// the wrapper exits with its status.
+func TestRunForegroundOnTerminal(t *testing.T) {
+	cmd := wrapper(append([]string{"run", "--rollout", "r1", "--gateway", "http://127.0.0.1:9"}, child("foreground")...)...)
+	ptmx, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	r := bufio.NewReader(ptmx)
+	var seen []string
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("read pty: %v (seen %q)", err, seen)
+		}
+		line = strings.TrimRight(line, "\r\n")
+		seen = append(seen, line)
+		if line == "ready" {
+			break
+		}
+	}
+	if !slicesContains(seen, "foreground=true own-group=true") {
+		t.Fatalf("child is not the foreground job in its own group: %q", seen)
+	}
+	if _, err := ptmx.Write([]byte{0x03}); err != nil { // Ctrl-C
+		t.Fatal(err)
+	}
+	var rest strings.Builder
+	for {
+		line, err := r.ReadString('\n')
+		rest.WriteString(line)
+		if err != nil || strings.Contains(line, "got") {
+			break
+		}
+	}
+	if !strings.Contains(rest.String(), "got interrupt") {
+		t.Errorf("child did not get SIGINT: %q", rest.String())
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	go io.Copy(io.Discard, r)
+	select {
+	case err := <-done:
+		if got, want := exitCode(t, err), 40+int(syscall.SIGINT); got != want {
+			t.Errorf("exit %d, want %d", got, want)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("wrapper did not exit after the child did")
+	}
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

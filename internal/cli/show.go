@@ -1,0 +1,746 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	modelcalls "github.com/modelcalls/modelcalls"
+	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/rollout"
+)
+
+func init() { register(newShowCmd) }
+
+// showOptions are the flags of `modelcalls show`.
+type showOptions struct {
+	captureDir string
+	raw        string // "", "both", "request" or "response"
+	full       bool
+}
+
+// Limits of the person-sized view (--full lifts them).
+const (
+	showTextLimit    = 600 // characters of one text block (system prompt, message, response text)
+	showMessageLimit = 12  // messages shown: the first 2 and the last 10
+	showSummaryCalls = 20  // calls listed in a rollout summary: the first 5 and the last 15
+)
+
+func newShowCmd(s *Streams) *cobra.Command {
+	var o showOptions
+	cmd := &cobra.Command{
+		Use:   "show --capture-dir DIR ROLLOUT_ID [CALL_INDEX | MODEL_CALL_ID] [--raw[=request|response]] [--full]",
+		Short: "Show one captured model call as a person reads it, or a one-screen summary of a rollout",
+		Long: `With a call (its call_index, as calls lists it, or its 32-hex model_call_id): the request's system
+prompt, messages and tool names; the response's text, reasoning and tool calls with their arguments;
+usage, with the usage field each number came from (and the Anthropic cache fold spelled out);
+timing, HTTP status, where the answer came from, and the error. Long texts are cut to 600
+characters and long conversations to their first 2 and last 10 messages; --full shows everything.
+
+--raw prints the stored bytes instead: the request as captured and the response body as received
+(response_raw: the SSE stream, or a body that was not JSON) or else the parsed response object.
+--raw=request and --raw=response print only that one, without headings, for piping to jq.
+
+Without a call: one screen about the rollout: its metrics (calls, errors, tokens, cache, latency),
+and one line per call (the first 5 and the last 15 when there are more than 20).`,
+		Example: `  modelcalls show --capture-dir ./captures r1          # the rollout on one screen
+  modelcalls show --capture-dir ./captures r1 3        # call_index 3
+  modelcalls show --capture-dir ./captures r1 5f0c3b2a9d8e4f1a0b2c3d4e5f6a7b8c
+  modelcalls show --capture-dir ./captures r1 3 --raw=request | jq .messages`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.captureDir == "" {
+				return usageErrorf("show: missing --capture-dir DIR")
+			}
+			switch len(args) {
+			case 0:
+				return usageErrorf("show: missing ROLLOUT_ID")
+			case 1, 2:
+			default:
+				return usageErrorf("show: unexpected argument %q (give ROLLOUT_ID and at most one call)", args[2])
+			}
+			call := ""
+			if len(args) == 2 {
+				call = args[1]
+			}
+			return runShow(s, &o, args[0], call)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.captureDir, "capture-dir", "", "capture directory (required)")
+	f.StringVar(&o.raw, "raw", "", "print the stored bytes: request and response, or only request or response")
+	f.Lookup("raw").NoOptDefVal = "both"
+	f.BoolVar(&o.full, "full", false, "do not cut long texts and conversations")
+	return cmd
+}
+
+func runShow(s *Streams, o *showOptions, id, call string) error {
+	switch o.raw {
+	case "", "both", "request", "response":
+	default:
+		return usageErrorf("--raw=%s: want --raw, --raw=request or --raw=response", o.raw)
+	}
+	if err := rollout.Validate(id); err != nil {
+		return usageErrorf("ROLLOUT_ID: %w (rule: ^[A-Za-z0-9][A-Za-z0-9._-]*$, at most %d bytes)", err, rollout.MaxIDLen)
+	}
+	if o.raw != "" && call == "" {
+		return usageErrorf("--raw needs a call: show --capture-dir DIR %s CALL_INDEX --raw", id)
+	}
+	if err := checkDir(o.captureDir); err != nil {
+		return err
+	}
+	store, err := capture.OpenExisting(o.captureDir)
+	if err != nil {
+		return withExit(ExitNotFound, err)
+	}
+	rc, err := readRolloutCalls(store, id)
+	if err != nil {
+		return withExit(ExitFailure, fmt.Errorf("read rollout %s: %w", id, err))
+	}
+	if !rc.hasCapture && !rc.incomplete {
+		return withExit(ExitNotFound, fmt.Errorf("rollout %s has no capture in %s (no %s%s)", id, o.captureDir, id, capture.CaptureSuffix))
+	}
+	w := bufio.NewWriter(s.Out)
+	if call == "" {
+		printRolloutSummary(w, o, id, rc)
+	} else {
+		r, err := findCall(rc, call)
+		if err != nil {
+			return err
+		}
+		if o.raw != "" {
+			printRaw(w, r, o.raw)
+		} else {
+			printCall(w, o, id, r)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return withExit(ExitFailure, fmt.Errorf("write output: %w", err))
+	}
+	return nil
+}
+
+// findCall picks the call named by a call_index (all digits) or a model_call_id.
+func findCall(rc *rolloutCalls, call string) (*modelcalls.ModelCallRecord, error) {
+	if n, err := strconv.Atoi(call); err == nil && n >= 0 && isDigits(call) {
+		for i := range rc.records {
+			if rc.records[i].CallIndex == n {
+				return &rc.records[i], nil
+			}
+		}
+		for _, d := range rc.damages {
+			if d.Index == n {
+				return nil, withExit(ExitFailure, fmt.Errorf("call %d: its capture line (line %d) is damaged: %v", n, d.Line, d.Err))
+			}
+		}
+		return nil, withExit(ExitNotFound, fmt.Errorf("call %d: no call with that call_index (the rollout has %s; modelcalls calls lists them)",
+			n, plural(len(rc.records), "call", "calls")))
+	}
+	for i := range rc.records {
+		if id := rc.records[i].ModelCallID; id != nil && *id == call {
+			return &rc.records[i], nil
+		}
+	}
+	return nil, withExit(ExitNotFound, fmt.Errorf("call %q: neither a call_index nor a model_call_id of this rollout", call))
+}
+
+// printRaw writes the stored request and/or response bytes.
+func printRaw(w io.Writer, r *modelcalls.ModelCallRecord, which string) {
+	req, reqWhat := []byte(nil), ""
+	switch {
+	case r.Request != nil:
+		req, reqWhat = r.Request, "request (JSON object as captured)"
+	case r.RequestRaw != nil:
+		req, reqWhat = []byte(*r.RequestRaw), "request_raw (body that was not a JSON object)"
+	}
+	res, resWhat := []byte(nil), ""
+	switch {
+	case r.ResponseRaw != nil:
+		res, resWhat = []byte(*r.ResponseRaw), "response_raw (body as received)"
+	case r.Response != nil:
+		res, resWhat = r.Response, "response (JSON object as captured)"
+	}
+	section := func(what string, b []byte) {
+		if which == "both" {
+			fmt.Fprintf(w, "── %s ──\n", what)
+		}
+		if b == nil {
+			if which == "both" {
+				fmt.Fprintln(w, "(none stored)")
+			}
+			return
+		}
+		w.Write(b)
+		if !bytes.HasSuffix(b, []byte("\n")) {
+			fmt.Fprintln(w)
+		}
+	}
+	if which != "response" {
+		section(orDefault(reqWhat, "request"), req)
+	}
+	if which != "request" {
+		section(orDefault(resWhat, "response"), res)
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// printRolloutSummary writes one screen about the rollout: metrics, then one line per call.
+func printRolloutSummary(w io.Writer, o *showOptions, id string, rc *rolloutCalls) {
+	m := modelcalls.AggregateRecords(rc.records)
+	fmt.Fprintf(w, "rollout %s: %s", id, plural(m.NumCalls, "call", "calls"))
+	errs := map[string]int{}
+	var errOrder []string
+	for i := range rc.records {
+		if c := rc.records[i].ErrorCategory; c != nil {
+			if errs[*c] == 0 {
+				errOrder = append(errOrder, *c)
+			}
+			errs[*c]++
+		}
+	}
+	if len(errOrder) > 0 {
+		parts := make([]string, len(errOrder))
+		n := 0
+		for i, c := range errOrder {
+			parts[i] = fmt.Sprintf("%s %d", c, errs[c])
+			n += errs[c]
+		}
+		fmt.Fprintf(w, ", %s (%s)", plural(n, "error", "errors"), strings.Join(parts, ", "))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "tokens   in %s  out %s  reasoning %s  total %s  cached %s\n",
+		i64p(m.TokensIn), i64p(m.TokensOut), i64p(m.TokensReasoning), i64p(m.TokensTotal), i64p(m.CachedTokens))
+	fmt.Fprintf(w, "latency  %s ms summed over the calls\n", msp(m.LatencyTotalMS))
+	if len(rc.damages) > 0 {
+		fmt.Fprintf(w, "damaged  %s skipped (modelcalls calls reports them)\n", plural(len(rc.damages), "capture line", "capture lines"))
+	}
+	if rc.incomplete {
+		fmt.Fprintln(w, "incomplete: a capture write failed, calls may be missing")
+	}
+	if rc.claims.Live > 0 {
+		fmt.Fprintf(w, "pending  %s still in progress\n", plural(rc.claims.Live, "capture write", "capture writes"))
+	}
+	if len(rc.records) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	line := func(r *modelcalls.ModelCallRecord) {
+		finish := r.FinishReason
+		if finish == nil {
+			finish = r.ResponseStatus
+		}
+		extra := toolCallsCell(r.ToolCalls)
+		if e := errorCell(r); e != "" {
+			extra = strings.TrimSpace("error " + e + "  " + extra)
+		}
+		l := fmt.Sprintf("%4d  %-9s %-24s %3s %-12s in %-6s out %-6s %9s ms  %s",
+			r.CallIndex, str(r.Dialect), clip(str(r.Model), 24), intp(r.StatusCode), clip(str(finish), 12),
+			i64p(r.TokensIn), i64p(r.TokensOut), msp(r.LatencyTotalMS), extra)
+		fmt.Fprintln(w, strings.TrimRight(l, " "))
+	}
+	n := len(rc.records)
+	if o.full || n <= showSummaryCalls {
+		for i := range rc.records {
+			line(&rc.records[i])
+		}
+	} else {
+		for i := range 5 {
+			line(&rc.records[i])
+		}
+		fmt.Fprintf(w, "      … %d more calls (--full lists all; modelcalls calls shows every column)\n", n-showSummaryCalls)
+		for i := n - (showSummaryCalls - 5); i < n; i++ {
+			line(&rc.records[i])
+		}
+	}
+	fmt.Fprintf(w, "\none call: %s show --capture-dir %s %s %d\n", commandName(), shellQuote(o.captureDir), id, rc.records[n-1].CallIndex)
+}
+
+// clip cuts s to n characters with "…".
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// printCall writes one call as a person reads it.
+func printCall(w io.Writer, o *showOptions, id string, r *modelcalls.ModelCallRecord) {
+	fmt.Fprintf(w, "rollout %s  call %d  model_call_id %s\n", id, r.CallIndex, str(r.ModelCallID))
+	fmt.Fprintf(w, "dialect %s  model %s", str(r.Dialect), str(r.Model))
+	if r.ModelRef != nil {
+		fmt.Fprintf(w, "  model server %s", r.ModelRef.Name)
+	}
+	fmt.Fprintln(w)
+
+	req := decodeObject(r.Request)
+	res := decodeObject(r.Response)
+	cut := func(s string) string {
+		if o.full {
+			return s
+		}
+		return cutText(s, showTextLimit)
+	}
+
+	heading(w, "request")
+	switch {
+	case req == nil && r.RequestRaw != nil:
+		fmt.Fprintf(w, "not a JSON object (%d bytes; --raw=request prints it)\n", len(*r.RequestRaw))
+	case req == nil:
+		fmt.Fprintln(w, "not captured")
+	default:
+		view := requestView(str(r.Dialect), req)
+		if view.system != "" {
+			fmt.Fprintln(w, "system:")
+			writeIndented(w, cut(view.system))
+		}
+		fmt.Fprintf(w, "messages (%d):\n", len(view.messages))
+		msgs := view.messages
+		skipFrom, skipTo := -1, -1
+		if !o.full && len(msgs) > showMessageLimit {
+			skipFrom, skipTo = 2, len(msgs)-(showMessageLimit-2)
+		}
+		for i, m := range msgs {
+			if i == skipFrom {
+				fmt.Fprintf(w, "  … %d earlier messages (--full shows them)\n", skipTo-skipFrom)
+			}
+			if i >= skipFrom && i < skipTo {
+				continue
+			}
+			fmt.Fprintf(w, "  [%s]\n", m.role)
+			writeIndentedBy(w, cut(m.text), "    ")
+		}
+		if len(view.tools) > 0 {
+			fmt.Fprintf(w, "tools (%d): %s\n", len(view.tools), strings.Join(view.tools, ", "))
+		} else {
+			fmt.Fprintln(w, "tools: none")
+		}
+	}
+
+	heading(w, "response")
+	switch {
+	case res == nil && r.ResponseRaw != nil:
+		fmt.Fprintf(w, "no response object; the body as received is %d bytes (--raw=response prints it)\n", len(*r.ResponseRaw))
+	case res == nil:
+		fmt.Fprintln(w, "none (no body was received)")
+	default:
+		if text := responseText(str(r.Dialect), res); text != "" {
+			fmt.Fprintln(w, "text:")
+			writeIndented(w, cut(text))
+		} else {
+			fmt.Fprintln(w, "text: none")
+		}
+	}
+	if r.ReasoningContent != nil {
+		fmt.Fprintln(w, "reasoning:")
+		writeIndented(w, cut(*r.ReasoningContent))
+	}
+	if len(r.ToolCalls) > 0 {
+		fmt.Fprintf(w, "tool calls (%d):\n", len(r.ToolCalls))
+		for _, c := range r.ToolCalls {
+			fmt.Fprintf(w, "  %s", str(c.Name))
+			if c.CallID != nil {
+				fmt.Fprintf(w, "  (call_id %s)", *c.CallID)
+			}
+			fmt.Fprintln(w)
+			writeIndentedBy(w, cut(string(c.Arguments)), "    ")
+		}
+	}
+
+	heading(w, "usage")
+	printUsage(w, r, res)
+
+	heading(w, "timing")
+	if r.StartedAt != nil {
+		fmt.Fprintf(w, "started    %s\n", epochTime(*r.StartedAt))
+	}
+	if r.CompletedAt != nil {
+		fmt.Fprintf(w, "completed  %s\n", epochTime(*r.CompletedAt))
+	}
+	fmt.Fprintf(w, "latency    %s ms (request received to terminal event, end of body or failure)\n", msp(r.LatencyTotalMS))
+	fmt.Fprintf(w, "ttft       %s ms (request received to the first body byte from the upstream)\n", msp(r.LatencyTTFTMS))
+
+	heading(w, "status")
+	fmt.Fprintf(w, "http       %s", intp(r.StatusCode))
+	if r.ResponseSource != nil {
+		fmt.Fprintf(w, "  answered by the %s", *r.ResponseSource)
+		if *r.ResponseSource == "local" {
+			fmt.Fprint(w, " gateway")
+			if r.LocalResponseReason != nil {
+				fmt.Fprintf(w, " (%s)", *r.LocalResponseReason)
+			}
+		}
+	}
+	fmt.Fprintln(w)
+	if r.UpstreamStatusCode != nil {
+		fmt.Fprintf(w, "upstream   %d\n", *r.UpstreamStatusCode)
+	}
+	if r.UpstreamAttempted != nil && !*r.UpstreamAttempted {
+		fmt.Fprintln(w, "upstream   not called")
+	}
+	if r.FinishReason != nil {
+		fmt.Fprintf(w, "finish     %s\n", *r.FinishReason)
+	}
+	if r.ResponseStatus != nil {
+		fmt.Fprintf(w, "status     %s (response.status)\n", *r.ResponseStatus)
+	}
+	if r.ClientSessionID != nil {
+		fmt.Fprintf(w, "session    %s (client-declared)\n", *r.ClientSessionID)
+	}
+
+	heading(w, "error")
+	if r.ErrorCategory == nil {
+		fmt.Fprintln(w, "none")
+	} else {
+		fmt.Fprintf(w, "category   %s\n", *r.ErrorCategory)
+		if msg := errorMessage(res); msg != "" {
+			fmt.Fprintf(w, "message    %s\n", cut(msg))
+		}
+	}
+}
+
+func heading(w io.Writer, name string) {
+	fmt.Fprintf(w, "\n── %s %s\n", name, strings.Repeat("─", max(4, 60-len(name))))
+}
+
+func writeIndented(w io.Writer, s string) { writeIndentedBy(w, s, "  ") }
+
+func writeIndentedBy(w io.Writer, s, indent string) {
+	for _, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		fmt.Fprintf(w, "%s%s\n", indent, line)
+	}
+}
+
+// cutText cuts s to n characters, saying how many were left out.
+func cutText(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + fmt.Sprintf("… (%d more characters; --full shows all)", len(r)-n)
+}
+
+func epochTime(sec float64) string {
+	whole, frac := math.Modf(sec)
+	t := time.Unix(int64(whole), int64(frac*1e9)).UTC()
+	return t.Format("2006-01-02T15:04:05.000Z")
+}
+
+// decodeObject decodes a JSON object with numbers kept as json.Number; nil when raw is not one.
+func decodeObject(raw json.RawMessage) map[string]any {
+	if len(raw) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil
+	}
+	return m
+}
+
+// JSON accessors on decoded values; each returns the zero value when the shape is not as asked.
+func jStr(v any) string         { s, _ := v.(string); return s }
+func jArr(v any) []any          { a, _ := v.([]any); return a }
+func jObj(v any) map[string]any { m, _ := v.(map[string]any); return m }
+
+// jNum returns a JSON integer and whether v is one.
+func jNum(v any) (int64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	i, err := n.Int64()
+	return i, err == nil
+}
+
+type messageView struct{ role, text string }
+
+type requestSummary struct {
+	system   string
+	messages []messageView
+	tools    []string
+}
+
+// requestView pulls the system prompt, messages and tool names out of a request of the dialect:
+// Chat Completions (messages with system/developer roles, tools[].function.name), Responses
+// (instructions, input as a string or items, tools[].name or their type for built-in tools) and
+// Messages (system, messages, tools[].name).
+func requestView(dialect string, req map[string]any) requestSummary {
+	var v requestSummary
+	var system []string
+	switch dialect {
+	case "responses":
+		if s := jStr(req["instructions"]); s != "" {
+			system = append(system, s)
+		}
+		switch in := req["input"].(type) {
+		case string:
+			v.messages = append(v.messages, messageView{"user", in})
+		case []any:
+			for _, it := range in {
+				item := jObj(it)
+				role := jStr(item["role"])
+				switch typ := jStr(item["type"]); {
+				case typ == "function_call":
+					v.messages = append(v.messages, messageView{"assistant → tool call", jStr(item["name"]) + " " + jStr(item["arguments"])})
+				case typ == "function_call_output":
+					v.messages = append(v.messages, messageView{"tool result " + jStr(item["call_id"]), partsText(item["output"])})
+				case typ == "reasoning":
+					v.messages = append(v.messages, messageView{"reasoning", partsText(item["summary"])})
+				case role == "system" || role == "developer":
+					system = append(system, partsText(item["content"]))
+				case role != "":
+					v.messages = append(v.messages, messageView{role, partsText(item["content"])})
+				default:
+					v.messages = append(v.messages, messageView{orDefault(typ, "item"), partsText(item["content"])})
+				}
+			}
+		}
+	case "messages":
+		system = append(system, partsText(req["system"]))
+		for _, mv := range jArr(req["messages"]) {
+			m := jObj(mv)
+			v.messages = append(v.messages, messageView{jStr(m["role"]), partsText(m["content"])})
+		}
+	default: // chat
+		for _, mv := range jArr(req["messages"]) {
+			m := jObj(mv)
+			role := jStr(m["role"])
+			text := partsText(m["content"])
+			for _, tc := range jArr(m["tool_calls"]) {
+				fn := jObj(jObj(tc)["function"])
+				text = strings.TrimSpace(text + "\n→ tool call " + jStr(fn["name"]) + " " + jStr(fn["arguments"]))
+			}
+			if role == "system" || role == "developer" {
+				system = append(system, text)
+				continue
+			}
+			if id := jStr(m["tool_call_id"]); role == "tool" && id != "" {
+				role = "tool result " + id
+			}
+			v.messages = append(v.messages, messageView{role, text})
+		}
+	}
+	v.system = strings.TrimSpace(strings.Join(system, "\n"))
+	for _, tv := range jArr(req["tools"]) {
+		t := jObj(tv)
+		name := jStr(t["name"])
+		if name == "" {
+			name = jStr(jObj(t["function"])["name"])
+		}
+		if name == "" {
+			name = jStr(t["type"])
+		}
+		if name != "" {
+			v.tools = append(v.tools, name)
+		}
+	}
+	return v
+}
+
+// partsText renders message content: a string, or a list of parts (text, input_text, output_text,
+// tool_use, tool_result, thinking, images and files as placeholders).
+func partsText(v any) string {
+	switch c := v.(type) {
+	case string:
+		return c
+	case []any:
+		var out []string
+		for _, pv := range c {
+			p := jObj(pv)
+			switch typ := jStr(p["type"]); typ {
+			case "text", "input_text", "output_text", "summary_text":
+				out = append(out, jStr(p["text"]))
+			case "thinking":
+				out = append(out, "(thinking) "+jStr(p["thinking"]))
+			case "tool_use":
+				args, _ := json.Marshal(p["input"])
+				out = append(out, "→ tool call "+jStr(p["name"])+" "+string(args))
+			case "tool_result":
+				out = append(out, "← tool result "+jStr(p["tool_use_id"])+": "+partsText(p["content"]))
+			case "refusal":
+				out = append(out, "(refusal) "+jStr(p["refusal"]))
+			case "":
+				if s, ok := pv.(string); ok {
+					out = append(out, s)
+				}
+			default:
+				out = append(out, "["+typ+"]")
+			}
+		}
+		return strings.Join(out, "\n")
+	}
+	return ""
+}
+
+// responseText is the answer text of a response object: Chat choices[0].message.content, Responses
+// output message items, Messages content text blocks.
+func responseText(dialect string, res map[string]any) string {
+	switch dialect {
+	case "responses":
+		var out []string
+		for _, it := range jArr(res["output"]) {
+			item := jObj(it)
+			if jStr(item["type"]) == "message" {
+				out = append(out, partsText(item["content"]))
+			}
+		}
+		return strings.Join(out, "\n")
+	case "messages":
+		var out []string
+		for _, bv := range jArr(res["content"]) {
+			if b := jObj(bv); jStr(b["type"]) == "text" {
+				out = append(out, jStr(b["text"]))
+			}
+		}
+		return strings.Join(out, "\n")
+	default:
+		choices := jArr(res["choices"])
+		if len(choices) == 0 {
+			return ""
+		}
+		return partsText(jObj(jObj(choices[0])["message"])["content"])
+	}
+}
+
+// errorMessage is error.message of an error body (all three dialects use that shape), or the
+// Responses API's incomplete_details.reason.
+func errorMessage(res map[string]any) string {
+	if res == nil {
+		return ""
+	}
+	if e := jObj(res["error"]); e != nil {
+		msg := jStr(e["message"])
+		if t := jStr(e["type"]); t != "" {
+			msg = t + ": " + msg
+		}
+		return msg
+	}
+	if d := jObj(res["incomplete_details"]); d != nil {
+		return "incomplete: " + jStr(d["reason"])
+	}
+	return ""
+}
+
+// printUsage writes the record's token numbers with the usage field each came from, following the
+// rules of modelcalls.ExtractTokenStats and modelcalls.CacheSignal.
+func printUsage(w io.Writer, r *modelcalls.ModelCallRecord, res map[string]any) {
+	usage := jObj(res["usage"])
+	if usage == nil {
+		fmt.Fprintln(w, "no usage object in the response: every token count is unknown (null), not 0")
+	}
+	field := func(obj map[string]any, names ...string) (string, int64, bool) {
+		for _, n := range names {
+			if v, ok := jNum(obj[n]); ok {
+				return n, v, true
+			}
+		}
+		return "", 0, false
+	}
+	detail := func(groups []string, names ...string) (string, int64, bool) {
+		for _, g := range groups {
+			if n, v, ok := field(jObj(usage[g]), names...); ok {
+				return "usage." + g + "." + n, v, true
+			}
+		}
+		return "", 0, false
+	}
+	row := func(name, value, source string) {
+		fmt.Fprintf(w, "%-22s %8s  %s\n", name, value, source)
+	}
+	if usage == nil {
+		return
+	}
+
+	inName, inVal, inOK := field(usage, "input_tokens", "prompt_tokens")
+	_, _, hasSubset := detail([]string{"prompt_tokens_details", "input_tokens_details"}, "cached_tokens", "cached_input_tokens")
+	read, haveRead := jNum(usage["cache_read_input_tokens"])
+	creation, haveCreation := jNum(usage["cache_creation_input_tokens"])
+	inSource := "unknown: no input_tokens or prompt_tokens"
+	if inOK {
+		inSource = fmt.Sprintf("usage.%s", inName)
+	}
+	folded := (haveRead || haveCreation) && inName != "prompt_tokens" && !hasSubset && (inOK || read+creation > 0)
+	if folded && read+creation == 0 {
+		folded = false // nothing to add; no need to explain the fold
+		inSource += " (cache_read_input_tokens and cache_creation_input_tokens are 0)"
+	}
+	if folded {
+		inSource = fmt.Sprintf("usage.input_tokens %d + cache_read_input_tokens %d + cache_creation_input_tokens %d (the Anthropic cache fold, below)", inVal, read, creation)
+	}
+	row("tokens_in", i64p(r.TokensIn), inSource)
+
+	outSource := "unknown: no output_tokens or completion_tokens"
+	if n, _, ok := field(usage, "output_tokens", "completion_tokens"); ok {
+		outSource = "usage." + n
+	}
+	row("tokens_out", i64p(r.TokensOut), outSource)
+
+	reasonSource := "unknown: no reasoning count in the usage (not the same as 0)"
+	if n, _, ok := detail([]string{"output_tokens_details", "completion_tokens_details"}, "reasoning_tokens"); ok {
+		reasonSource = n + " (part of tokens_out)"
+	} else if _, ok := jNum(usage["reasoning_output_tokens"]); ok {
+		reasonSource = "usage.reasoning_output_tokens (part of tokens_out)"
+	} else if n, _, ok := detail([]string{"output_tokens_details"}, "thinking_tokens"); ok {
+		reasonSource = n + " (part of tokens_out)"
+	}
+	row("tokens_reasoning", i64p(r.TokensReasoning), reasonSource)
+
+	totalSource := "unknown: needs tokens_in and tokens_out"
+	if _, ok := jNum(usage["total_tokens"]); ok {
+		totalSource = "usage.total_tokens as reported"
+	} else if r.TokensTotal != nil {
+		totalSource = "tokens_in + tokens_out (the usage has no total_tokens)"
+	}
+	row("tokens_total", i64p(r.TokensTotal), totalSource)
+
+	cachedSource := "unknown: the usage has no cache field (cache_hit is null)"
+	if n, _, ok := detail([]string{"prompt_tokens_details", "input_tokens_details"}, "cached_tokens", "cached_input_tokens"); ok {
+		cachedSource = n + " (a subset of tokens_in)"
+	} else if haveRead {
+		cachedSource = "usage.cache_read_input_tokens"
+	} else if _, ok := jNum(usage["cached_input_tokens"]); ok {
+		cachedSource = "usage.cached_input_tokens"
+	}
+	if r.CacheHit != nil {
+		cachedSource += "; cache_hit " + strconv.FormatBool(*r.CacheHit) + " (true when cached_tokens > 0)"
+	}
+	row("cached_tokens", i64p(r.CachedTokens), cachedSource)
+	if haveCreation {
+		row("cache_creation_tokens", i64p(r.CacheCreationTokens), "usage.cache_creation_input_tokens (tokens written to the cache)")
+	}
+	if folded {
+		fmt.Fprintln(w, "\nThe Anthropic cache fold: Anthropic's input_tokens counts only the prompt tokens after the last")
+		fmt.Fprintln(w, "cache breakpoint; tokens read from the cache (cache_read_input_tokens) and written to it")
+		fmt.Fprintln(w, "(cache_creation_input_tokens) are reported apart. tokens_in adds the three, so it is the whole")
+		fmt.Fprintln(w, "prompt, as OpenAI's prompt_tokens is; cached_tokens is the part read from the cache.")
+	} else if (haveRead || haveCreation) && (inName == "prompt_tokens" || hasSubset) {
+		fmt.Fprintln(w, "\nThe cache fields are not added to tokens_in: the usage is OpenAI-shaped (prompt_tokens or a")
+		fmt.Fprintln(w, "cached_tokens subset), whose prompt count already includes the cached tokens.")
+	}
+}

@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/modelcalls/modelcalls/capture"
+)
+
+// showStore writes one call per dialect with a system prompt, a conversation and tools, as the
+// harnesses send them, into a fresh capture dir under rollout "conv".
+func showStore(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := capture.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, rl := 200, 429
+	src := "upstream"
+	rlCat := "rate_limit"
+	ttft := 12.5
+	calls := []*capture.Exchange{
+		{Dialect: "chat", StatusCode: &ok, ResponseSource: &src, LatencyTTFTMS: &ttft,
+			Request: []byte(`{"model":"gpt-4.1","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Weather in Paris?"},` +
+				`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},` +
+				`{"role":"tool","tool_call_id":"c1","content":"18C, sunny"}],"tools":[{"type":"function","function":{"name":"get_weather"}},{"type":"function","function":{"name":"search"}}]}`),
+			Response: []byte(`{"id":"r1","model":"gpt-4.1","choices":[{"index":0,"message":{"role":"assistant","content":"18C and sunny.","reasoning_content":"The tool said so."},"finish_reason":"stop"}],` +
+				`"usage":{"prompt_tokens":120,"completion_tokens":7,"total_tokens":127,"prompt_tokens_details":{"cached_tokens":100},"completion_tokens_details":{"reasoning_tokens":3}}}`)},
+		{Dialect: "responses", StatusCode: &ok,
+			Request: []byte(`{"model":"o4","instructions":"Be brief.","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"List files"}]}],"tools":[{"type":"function","name":"shell"},{"type":"web_search"}]}`),
+			Response: []byte(`{"id":"resp_1","model":"o4","status":"completed","output":[{"type":"reasoning","summary":[{"type":"summary_text","text":"Use ls."}]},` +
+				`{"type":"function_call","call_id":"fc1","name":"shell","arguments":"{\"cmd\":[\"ls\"]}"}],"usage":{"input_tokens":50,"output_tokens":20,"output_tokens_details":{"reasoning_tokens":8},"total_tokens":70}}`)},
+		{Dialect: "messages", StatusCode: &ok,
+			Request: []byte(`{"model":"claude-x","system":[{"type":"text","text":"You are Claude Code."}],"messages":[{"role":"user","content":[{"type":"text","text":"fix it"}]}],"tools":[{"name":"Bash"},{"name":"Edit"}]}`),
+			Response: []byte(`{"id":"msg_1","model":"claude-x","type":"message","role":"assistant","content":[{"type":"thinking","thinking":"Look first."},{"type":"text","text":"Running tests."},` +
+				`{"type":"tool_use","id":"tu1","name":"Bash","input":{"command":"go test ./..."}}],"stop_reason":"tool_use",` +
+				`"usage":{"input_tokens":4,"cache_read_input_tokens":9000,"cache_creation_input_tokens":500,"output_tokens":60}}`)},
+		{Dialect: "messages", StatusCode: &rl, ErrorCategory: &rlCat,
+			Request:  []byte(`{"model":"claude-x","messages":[{"role":"user","content":"again"}]}`),
+			Response: []byte(`{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`)},
+	}
+	for i, ex := range calls {
+		ex.ModelCallID = strings.Repeat(string(rune('a'+i)), 32)
+		ex.StartedAt, ex.CompletedAt, ex.LatencyMS = 1795968571.5+float64(i), 1795968572+float64(i), 500.25
+		if err := st.AppendExchange("conv", ex); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestShowGolden(t *testing.T) {
+	dir := showStore(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"summary", []string{"conv"}},
+		{"chat-tool-result", []string{"conv", "0"}},
+		{"responses-function-call", []string{"conv", "1"}},
+		{"messages-cache-fold", []string{"conv", "cccccccccccccccccccccccccccccccc"}},
+		{"messages-rate-limit", []string{"conv", "3"}},
+		{"raw-both", []string{"conv", "1", "--raw"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := runCLI(t, "", append([]string{"show", "--capture-dir", dir}, tc.args...)...)
+			if code != ExitOK {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			checkGolden(t, "show/"+tc.name+".txt", strings.ReplaceAll(out, dir, "DIR"))
+		})
+	}
+}
+
+func TestShowRawIsStoredBytes(t *testing.T) {
+	dir := showStore(t)
+	out, _, code := runCLI(t, "", "show", "--capture-dir", dir, "conv", "3", "--raw=response")
+	if want := `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}` + "\n"; code != ExitOK || out != want {
+		t.Errorf("exit %d, got %q", code, out)
+	}
+	out, _, _ = runCLI(t, "", "show", "--capture-dir", dir, "conv", "3", "--raw=request")
+	if out != `{"model":"claude-x","messages":[{"role":"user","content":"again"}]}`+"\n" {
+		t.Errorf("request: %q", out)
+	}
+}
+
+func TestShowCutsAndFull(t *testing.T) {
+	dir := t.TempDir()
+	st, err := capture.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []string
+	for i := range 30 {
+		msgs = append(msgs, `{"role":"user","content":"message `+string(rune('A'+i%26))+`"}`)
+	}
+	long := strings.Repeat("x", 2000)
+	ok := 200
+	ex := &capture.Exchange{ModelCallID: capture.NewModelCallID(), Dialect: "chat", StatusCode: &ok,
+		Request: []byte(`{"model":"m","messages":[{"role":"system","content":"` + long + `"},` + strings.Join(msgs, ",") + `]}`)}
+	if err := st.AppendExchange("long", ex); err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ := runCLI(t, "", "show", "--capture-dir", dir, "long", "0")
+	if !strings.Contains(out, "… (1400 more characters; --full shows all)") || !strings.Contains(out, "… 18 earlier messages (--full shows them)") || !strings.Contains(out, "messages (30):") {
+		t.Errorf("not cut as expected:\n%s", out)
+	}
+	out, _, _ = runCLI(t, "", "show", "--capture-dir", dir, "long", "0", "--full")
+	if !strings.Contains(out, long) || strings.Contains(out, "earlier messages") || strings.Count(out, "[user]") != 30 {
+		t.Errorf("--full cut something:\n%s", clipText(out))
+	}
+}
+
+func TestShowErrors(t *testing.T) {
+	dir := showStore(t)
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"show", "conv"}, ExitUsage, "show: missing --capture-dir DIR"},
+		{[]string{"show", "--capture-dir", dir}, ExitUsage, "show: missing ROLLOUT_ID"},
+		{[]string{"show", "--capture-dir", dir, "conv", "1", "2"}, ExitUsage, `show: unexpected argument "2"`},
+		{[]string{"show", "--capture-dir", dir, "conv", "9"}, ExitNotFound, "call 9: no call with that call_index (the rollout has 4 calls"},
+		{[]string{"show", "--capture-dir", dir, "conv", "ffff"}, ExitNotFound, `call "ffff": neither a call_index nor a model_call_id`},
+		{[]string{"show", "--capture-dir", dir, "nope"}, ExitNotFound, "rollout nope has no capture"},
+		{[]string{"show", "--capture-dir", dir, "conv", "--raw"}, ExitUsage, "--raw needs a call"},
+		{[]string{"show", "--capture-dir", dir, "conv", "1", "--raw=headers"}, ExitUsage, "--raw=headers: want"},
+		{[]string{"show", "--capture-dir", gymCapture, "3-0", "6"}, ExitFailure, "call 6: its capture line (line 7) is damaged"},
+	} {
+		_, errOut, code := runCLI(t, "", tc.args...)
+		if code != tc.code || !strings.Contains(errOut, tc.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, errOut, tc.code, tc.msg)
+		}
+	}
+}

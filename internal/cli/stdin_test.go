@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// onTerminal starts `modelcalls <args>` (the test binary, see TestMain) with stdin, stdout and
+// stderr on a pseudo-terminal, and reads the terminal until want appears.
+func onTerminal(t *testing.T, want string, args ...string) (*exec.Cmd, *os.File, *strings.Builder) {
+	t.Helper()
+	cmd := wrapper(args...)
+	ptmx, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ptmx.Close(); cmd.Process.Kill() })
+	var seen strings.Builder
+	r := bufio.NewReader(ptmx)
+	for !strings.Contains(seen.String(), want) {
+		line, err := r.ReadString('\n')
+		seen.WriteString(line)
+		if err != nil {
+			t.Fatalf("terminal never showed %q: %v; it showed %q", want, err, seen.String())
+		}
+	}
+	return cmd, ptmx, &seen
+}
+
+// finish waits for cmd (a timeout here is a failure: the command did not stop) and returns its exit
+// code and everything else the terminal showed.
+func finish(t *testing.T, cmd *exec.Cmd, ptmx *os.File, seen *strings.Builder) (int, string) {
+	t.Helper()
+	rest := make(chan string, 1)
+	go func() { b, _ := io.ReadAll(ptmx); rest <- string(b) }()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		code := exitCode(t, err)
+		ptmx.Close()
+		return code, seen.String() + <-rest
+	case <-time.After(30 * time.Second):
+		t.Fatalf("command still running 30 s after the signal; terminal: %q", seen.String())
+	}
+	return 0, ""
+}
+
+const stdinPrompt = "reading rollout records from stdin (Ctrl-D to end)"
+
+func TestMergeOnTerminalStopsOnSignal(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		send func(cmd *exec.Cmd, ptmx *os.File) error
+		sig  string
+	}{
+		{"ctrl-c", func(_ *exec.Cmd, ptmx *os.File) error { _, err := ptmx.Write([]byte{0x03}); return err }, "interrupt"},
+		{"sigterm", func(cmd *exec.Cmd, _ *os.File) error { return cmd.Process.Signal(syscall.SIGTERM) }, "terminated"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			out := filepath.Join(dir, "merged.jsonl")
+			if err := os.WriteFile(out, []byte("earlier result\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd, ptmx, seen := onTerminal(t, "modelcalls merge: "+stdinPrompt, "merge", "--capture-dir", dir, "--out", out)
+			if err := tc.send(cmd, ptmx); err != nil {
+				t.Fatal(err)
+			}
+			code, shown := finish(t, cmd, ptmx, seen)
+			if want := "interrupted by signal " + tc.sig + ": --out " + out + " was not replaced"; code != ExitFailure || !strings.Contains(shown, want) {
+				t.Errorf("exit %d, terminal %q; want exit 1 and %q", code, shown, want)
+			}
+			if b, _ := os.ReadFile(out); string(b) != "earlier result\n" {
+				t.Errorf("--out was changed: %q", b)
+			}
+			if left, _ := filepath.Glob(filepath.Join(dir, ".merged.jsonl.tmp-*")); len(left) > 0 {
+				t.Errorf("temp files left: %v", left)
+			}
+		})
+	}
+}
+
+func TestMergeOnTerminalReadsUntilCtrlD(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "merged.jsonl")
+	cmd, ptmx, seen := onTerminal(t, stdinPrompt, "merge", "--capture-dir", dir, "--out", out, "--wait", "0")
+	if _, err := ptmx.Write([]byte(`{"_ng_rollout_id":"r1"}` + "\n\x04")); err != nil {
+		t.Fatal(err)
+	}
+	code, shown := finish(t, cmd, ptmx, seen)
+	if code != ExitOK || !strings.Contains(shown, "merged 1 rollout, 0 calls") {
+		t.Fatalf("exit %d, terminal %q", code, shown)
+	}
+	b, _ := os.ReadFile(out)
+	if !strings.HasPrefix(string(b), `{"_ng_rollout_id":"r1","ng_model_call_capture":`) {
+		t.Errorf("--out holds %q", b)
+	}
+}
+
+func TestClearOnTerminalStopsOnCtrlC(t *testing.T) {
+	dir := t.TempDir()
+	cmd, ptmx, seen := onTerminal(t, "modelcalls clear: "+stdinPrompt, "clear", "--capture-dir", dir)
+	if _, err := ptmx.Write([]byte{0x03}); err != nil {
+		t.Fatal(err)
+	}
+	code, shown := finish(t, cmd, ptmx, seen)
+	if want := "interrupted by signal interrupt: stopped after line 0, before clearing anything"; code != ExitFailure || !strings.Contains(shown, want) {
+		t.Errorf("exit %d, terminal %q; want exit 1 and %q", code, shown, want)
+	}
+}
+
+func TestNoStdinPromptOffTerminal(t *testing.T) {
+	_, errOut, code := runCLI(t, "", "clear", "--capture-dir", t.TempDir())
+	if code != ExitOK || strings.Contains(errOut, stdinPrompt) {
+		t.Errorf("exit %d, stderr %q: the prompt is for terminals only", code, errOut)
+	}
+}
