@@ -33,6 +33,7 @@ var gymDifferences = []struct {
 var seedAdditions = []string{"response_source", "upstream_attempted", "upstream_status_code",
 	"local_response_reason", "client_session_id", "client_assistant_message_id"}
 
+// TestMergeAgreesWithGym checks the rules of docs/format.md, sections 6-8 (read, record, attachment).
 func TestMergeAgreesWithGym(t *testing.T) {
 	in := readLines(t, "testdata/gym-capture/rollouts.jsonl")
 	want := readLines(t, "testdata/gym-capture/merged-by-gym.jsonl")

@@ -37,6 +37,7 @@ func nullToNil(r json.RawMessage) json.RawMessage {
 // TestEncodeMatchesGymBytes re-encodes every complete line NeMo Gym's CaptureStore wrote
 // (testdata/gym, from shared/fixtures/gym-capture) and expects the very same bytes: key names and
 // order, compact separators, float and string forms.
+// The rule it checks: docs/format.md, section 3 (the capture line) and 3.1 (its bytes).
 func TestEncodeMatchesGymBytes(t *testing.T) {
 	files, _ := filepath.Glob("testdata/gym/*.capture.jsonl")
 	if len(files) < 30 {
