@@ -463,6 +463,10 @@ func runOrdered[J, R any](ctx context.Context, lim pipelineLimits, next func() (
 			if !ok || !bud.acquire(weight) {
 				return
 			}
+			if ctx.Err() != nil {
+				bud.release(weight)
+				return
+			}
 			s := &slot{job: job, weight: weight, done: make(chan R, 1)}
 			select {
 			case work <- s:
@@ -479,7 +483,10 @@ func runOrdered[J, R any](ctx context.Context, lim pipelineLimits, next func() (
 		r := <-s.done
 		if emitErr == nil {
 			if emitErr = emit(r); emitErr != nil {
+				// Close the budget here, not only from the AfterFunc (which runs in a goroutine of
+				// its own): the releases below must not admit more jobs in the meantime.
 				cancel()
+				bud.close()
 			}
 		}
 		bud.release(s.weight)
