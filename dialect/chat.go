@@ -226,7 +226,13 @@ func (st *chatChoice) appendJSON(b []byte, idx int64) []byte {
 			b = append(b, `,"type":"function","function":{"name":`...)
 			b = jsonscan.AppendString(b, call.name)
 			b = append(b, `,"arguments":`...)
-			b = jsonscan.AppendString(b, call.args)
+			if len(call.args) == 0 {
+				// No argument text was streamed: the non-streaming API answers a call without
+				// arguments with "{}", so the record's arguments come out {} (not {"_raw": ""}).
+				b = append(b, `"{}"`...)
+			} else {
+				b = jsonscan.AppendString(b, call.args)
+			}
 			b = append(b, "}}"...)
 		}
 		b = append(b, ']')

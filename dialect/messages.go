@@ -103,9 +103,14 @@ func (m *messagesState) blockDelta(ev []byte) {
 	dtyp, _ := textOf(field(delta, "type"))
 	switch string(dtyp) {
 	case "text_delta":
-		appendBlockText(block, "text", field(delta, "text"))
+		appendBlockText(block, "text", "text", field(delta, "text"))
 	case "thinking_delta":
-		appendBlockText(block, "thinking", field(delta, "thinking"))
+		appendBlockText(block, "thinking", "thinking", field(delta, "thinking"))
+	case "signature_delta":
+		// The signature a client must send back with the thinking block on its next turn. The
+		// non-streaming API returns it whole; the stream sends it in signature_delta events
+		// (content_block_start carries "signature": ""). Fragments append.
+		appendBlockText(block, "thinking", "signature", field(delta, "signature"))
 	case "input_json_delta":
 		if m.toolJSON == nil {
 			m.toolJSON = make(map[int64][]byte)
@@ -117,14 +122,14 @@ func (m *messagesState) blockDelta(ev []byte) {
 		buf, _ = appendStringValue(buf, field(delta, "partial_json"))
 		m.toolJSON[key] = buf
 	}
-	// signature_delta and other delta types are ignored, as NeMo Gym does.
+	// citations_delta and unknown delta types are ignored.
 }
 
-// appendBlockText sets the block's type to name if unset and appends the string fragment frag to
+// appendBlockText sets the block's type to typ if unset and appends the string fragment frag to
 // its name member. A fragment or member that is not a string is skipped.
-func appendBlockText(block *object, name string, frag []byte) {
+func appendBlockText(block *object, typ, name string, frag []byte) {
 	if block.index("type") < 0 {
-		block.set("type", stringNode(name))
+		block.set("type", stringNode(typ))
 	}
 	text, ok := textOf(frag)
 	if !ok {
@@ -173,10 +178,11 @@ func (m *messagesState) response() []byte {
 	content := &node{isArr: true, arr: make([]*node, 0, len(keys))}
 	for _, k := range keys {
 		block := m.blocks[k]
-		if js, ok := m.toolJSON[k]; ok {
-			if typ, _ := block.get("type").text(); typ == "tool_use" && !block.get("input").truthy() {
-				block = block.with("input", toolInput(js))
-			}
+		// Every block that streamed input_json_delta (tool_use, server_tool_use, mcp_tool_use
+		// and any later tool block) gets the streamed input, as the non-streaming API returns
+		// it; content_block_start announces such blocks with "input": {}.
+		if js, ok := m.toolJSON[k]; ok && !block.get("input").truthy() {
+			block = block.with("input", toolInput(js))
 		}
 		content.arr = append(content.arr, &node{obj: block})
 	}
