@@ -1,8 +1,9 @@
 package dialect
 
 import (
-	"encoding/json"
 	"sort"
+
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // messagesState rebuilds an Anthropic Messages response from its stream events (reference §7.3
@@ -12,6 +13,7 @@ type messagesState struct {
 	blocks   map[int64]*object // content blocks by their index
 	toolJSON map[int64][]byte  // input_json_delta fragments by block index
 	usage    object            // merged usage
+	sp       *spill
 }
 
 // messageFields are the message_start fields kept, in the order NeMo Gym writes them.
@@ -103,14 +105,14 @@ func (m *messagesState) blockDelta(ev []byte) {
 	dtyp, _ := textOf(field(delta, "type"))
 	switch string(dtyp) {
 	case "text_delta":
-		appendBlockText(block, "text", "text", field(delta, "text"))
+		appendBlockText(block, "text", "text", field(delta, "text"), m.sp)
 	case "thinking_delta":
-		appendBlockText(block, "thinking", "thinking", field(delta, "thinking"))
+		appendBlockText(block, "thinking", "thinking", field(delta, "thinking"), m.sp)
 	case "signature_delta":
 		// The signature a client must send back with the thinking block on its next turn. The
 		// non-streaming API returns it whole; the stream sends it in signature_delta events
 		// (content_block_start carries "signature": ""). Fragments append.
-		appendBlockText(block, "thinking", "signature", field(delta, "signature"))
+		appendBlockText(block, "thinking", "signature", field(delta, "signature"), m.sp)
 	case "input_json_delta":
 		if m.toolJSON == nil {
 			m.toolJSON = make(map[int64][]byte)
@@ -127,7 +129,7 @@ func (m *messagesState) blockDelta(ev []byte) {
 
 // appendBlockText sets the block's type to typ if unset and appends the string fragment frag to
 // its name member. A fragment or member that is not a string is skipped.
-func appendBlockText(block *object, typ, name string, frag []byte) {
+func appendBlockText(block *object, typ, name string, frag []byte, sp *spill) {
 	if block.index("type") < 0 {
 		block.set("type", stringNode(typ))
 	}
@@ -137,10 +139,10 @@ func appendBlockText(block *object, typ, name string, frag []byte) {
 	}
 	n := block.get(name)
 	if n == nil {
-		block.set(name, &node{str: append([]byte(nil), text...), isStr: true})
+		block.set(name, textNode(text))
 		return
 	}
-	n.appendText(text)
+	n.appendText(text, sp)
 }
 
 func (m *messagesState) messageDelta(ev []byte) {
@@ -160,10 +162,9 @@ func (m *messagesState) messageDelta(ev []byte) {
 	}
 }
 
-func (m *messagesState) response() []byte {
-	if m.message == nil && len(m.blocks) == 0 {
-		return nil
-	}
+func (m *messagesState) has() bool { return m.message != nil || len(m.blocks) > 0 }
+
+func (m *messagesState) encode(e *enc) {
 	out := &object{}
 	if m.message != nil {
 		out = m.message.with("type", stringNode("message"))
@@ -190,7 +191,7 @@ func (m *messagesState) response() []byte {
 	if len(m.usage.keys) > 0 {
 		out = out.with("usage", &node{obj: &m.usage})
 	}
-	return out.appendJSON(nil)
+	out.encode(e)
 }
 
 // toolInput decodes accumulated input_json_delta text (reference §7.3): {} for empty text, the
@@ -199,10 +200,10 @@ func toolInput(js []byte) *node {
 	if len(js) == 0 {
 		return &node{raw: []byte("{}")}
 	}
-	if json.Valid(js) {
+	if jsonscan.Validate(js) == nil && nesting(js) <= maxPayloadNesting {
 		return rawNode(js)
 	}
 	o := &object{}
-	o.set("_raw", &node{str: js, isStr: true})
+	o.set("_raw", &node{str: newText(js), isStr: true})
 	return &node{obj: o}
 }
