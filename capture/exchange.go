@@ -289,6 +289,9 @@ func (e *lineWriter) object(raw json.RawMessage) {
 	}
 	// The payload is valid JSON (checked above or by the caller): drop the white space outside
 	// strings in pieces, without a second validating pass or a compacted copy of the whole.
+	if piece := min(len(raw), 64<<10); cap(e.scratch) < piece {
+		e.scratch = make([]byte, 0, piece)
+	}
 	for i := 0; i < len(raw) && e.err == nil; {
 		e.scratch = e.scratch[:0]
 		for i < len(raw) && len(e.scratch) < 64<<10 {
