@@ -47,8 +47,9 @@ type Decoder struct {
 	// limit. An upstream that sends hundreds of MiB without a line break costs at most Max bytes.
 	Max int
 
-	lineOver bool // the current line passed Max: only its prefix is kept, the rest is dropped
-	over     bool // the current event's data passed Max (or held an over-long line)
+	ev       RawEvent // the event being emitted (a field, so emitting does not allocate)
+	lineOver bool     // the current line passed Max: only its prefix is kept, the rest is dropped
+	over     bool     // the current event's data passed Max (or held an over-long line)
 
 	line    []byte // bytes of the current line not yet terminated
 	data    []byte // data field values of the current event, joined with '\n'
@@ -241,8 +242,9 @@ func (d *Decoder) dispatch(emit func(*RawEvent)) {
 	if !d.pending {
 		return
 	}
-	ev := RawEvent{Type: d.typ, Data: d.data, HasData: d.hasData, ID: d.id, Truncated: d.over}
-	emit(&ev)
+	d.ev = RawEvent{Type: d.typ, Data: d.data, HasData: d.hasData, ID: d.id, Truncated: d.over}
+	emit(&d.ev)
+	d.ev = RawEvent{}
 	d.data = d.data[:0]
 	d.typ, d.id = "", ""
 	d.hasData, d.pending, d.over = false, false, false
