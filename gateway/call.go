@@ -16,6 +16,13 @@ import (
 	"github.com/modelcalls/modelcalls/dialect"
 )
 
+// maxEventBytes is the largest SSE event a capture reassembles (or MaxCaptureBytes when that is
+// smaller): a line or an event longer than this is not held in memory; it is left out of the
+// reassembly and the line says capture_too_large. The largest events real servers send are a
+// Responses envelope that repeats the whole output (a 128K-token answer is about 0.5 MiB), so
+// 16 MiB leaves a wide margin while an upstream sending a newline-less line costs at most this.
+const maxEventBytes = 16 << 20
+
 // callKey keys the *call in the context of a captured call's outbound request.
 type callKey struct{}
 
@@ -204,7 +211,11 @@ func (c *call) responseStarted(res *http.Response) {
 	c.body = newSpool(c.h.spoolThreshold(), c.h.SpoolDir)
 	if c.streaming {
 		c.stream = dialect.NewStream(c.dialect)
-		c.stream.Limit(int(max(c.h.maxCaptureBytes(), 0)), int(c.h.spoolThreshold()), c.h.SpoolDir)
+		maxEvent := int64(maxEventBytes)
+		if limit := c.h.maxCaptureBytes(); limit >= 0 {
+			maxEvent = min(maxEvent, limit)
+		}
+		c.stream.Limit(int(maxEvent), int(c.h.spoolThreshold()), c.h.SpoolDir)
 	}
 	if codings := contentCodings(res.Header); len(codings) > 0 {
 		inf, err := newInflater(codings, c.consume)

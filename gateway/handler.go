@@ -88,8 +88,8 @@ type Handler struct {
 	// rest goes to a temp file in SpoolDir. Zero means DefaultSpoolThreshold.
 	SpoolThreshold int64
 
-	// MaxCaptureBytes is how many decoded response body bytes one capture keeps, and the largest
-	// SSE event it reassembles. The client always gets every byte; past the limit the capture
+	// MaxCaptureBytes is how many decoded response body bytes one capture keeps (and, when below
+	// 16 MiB, the largest SSE event it reassembles). The client always gets every byte; past the limit the capture
 	// keeps the first MaxCaptureBytes as response_raw (and what they reconstruct), stops decoding
 	// a compressed non-streamed body, and marks the line error_category "capture_too_large". Zero
 	// means DefaultMaxCaptureBytes, negative means no limit.

@@ -84,6 +84,7 @@ func TestGzipBombCaptureCapped(t *testing.T) {
 	}
 	bomb := gzipBomb(t, 1<<30)
 	want := sha256.Sum256(bomb)
+	t.Logf("gzip body %d bytes, decoding to 1 GiB", len(bomb))
 	up := newRawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
@@ -126,9 +127,10 @@ func TestGzipBombCaptureCapped(t *testing.T) {
 }
 
 // TestNewlinelessSSELine: an upstream SSE line of 256 MiB without a line break passes to the
-// client whole, while the proxy holds at most its capture limit (here 16 MiB) of it: the capture
-// keeps the first 16 MiB as response_raw, says capture_too_large, and the [DONE] after the line
-// still ends the stream (the terminal hold works past the limit).
+// client whole, while the proxy holds at most 16 MiB of it (the largest event it reassembles, or
+// the capture limit when that is lower): the capture keeps the first bytes up to the limit as response_raw,
+// says capture_too_large, and the [DONE] after the line still ends the stream (the terminal hold
+// works past the limit).
 func TestNewlinelessSSELine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("streams 256 MiB")
@@ -154,27 +156,40 @@ func TestNewlinelessSSELine(t *testing.T) {
 		}
 		w.Write([]byte("\n\ndata: [DONE]\n\n"))
 	})
-	dir := filepath.Join(t.TempDir(), "capture")
-	p := startProxy(t, up.URL, dir, []string{"--max-capture-bytes", strconv.Itoa(16 << 20)})
-	idle := procHWMKiB(t, p.cmd.Process.Pid)
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		kept      int
+		maxGrowth int64 // KiB
+	}{
+		{"default limit", nil, 64 << 20, 96 << 10},
+		{"16 MiB limit", []string{"--max-capture-bytes", strconv.Itoa(16 << 20)}, 16 << 20, 96 << 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "capture")
+			p := startProxy(t, up.URL, dir, tc.args)
+			idle := procHWMKiB(t, p.cmd.Process.Pid)
 
-	status, sum, n := passThrough(t, p.url+"/ng-rollout/longline/v1/chat/completions", chatRequest("longline", true))
-	if status != http.StatusOK || sum != want {
-		t.Fatalf("client got status %d, %d bytes, body as sent: %v", status, n, sum == want)
-	}
-	peak := procHWMKiB(t, p.cmd.Process.Pid)
-	p.stop()
+			status, sum, n := passThrough(t, p.url+"/ng-rollout/longline/v1/chat/completions", chatRequest("longline", true))
+			if status != http.StatusOK || sum != want {
+				t.Fatalf("client got status %d, %d bytes, body as sent: %v", status, n, sum == want)
+			}
+			peak := procHWMKiB(t, p.cmd.Process.Pid)
+			p.stop()
 
-	store, err := capture.Open(dir)
-	if err != nil {
-		t.Fatal(err)
+			store, err := capture.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := readExchanges(t, store, "longline")
+			if len(x) != 1 || str(x[0].ErrorCategory) != "capture_too_large" || x[0].ResponseRaw == nil || len(*x[0].ResponseRaw) != tc.kept {
+				t.Fatalf("line: %d exchanges, category %s, response_raw %d bytes, want %d", len(x), str(x[0].ErrorCategory),
+					len(deref(x[0].ResponseRaw)), tc.kept)
+			}
+			if growth := peak - idle; growth > tc.maxGrowth {
+				t.Fatalf("proxy grew by %d MiB for one 256 MiB line (idle %d KiB, peak %d KiB)", growth>>10, idle, peak)
+			}
+			t.Logf("proxy RSS idle %d MiB, peak %d MiB", idle>>10, peak>>10)
+		})
 	}
-	x := readExchanges(t, store, "longline")
-	if len(x) != 1 || str(x[0].ErrorCategory) != "capture_too_large" || x[0].ResponseRaw == nil || len(*x[0].ResponseRaw) != 16<<20 {
-		t.Fatalf("line: %d exchanges, category %s, response_raw %d bytes", len(x), str(x[0].ErrorCategory), len(deref(x[0].ResponseRaw)))
-	}
-	if growth := peak - idle; growth > 96<<10 {
-		t.Fatalf("proxy grew by %d MiB for one 256 MiB line (idle %d KiB, peak %d KiB)", growth>>10, idle, peak)
-	}
-	t.Logf("proxy RSS idle %d MiB, peak %d MiB", idle>>10, peak>>10)
 }

@@ -72,7 +72,7 @@ capture writes (up to --shutdown-timeout); a second one stops at once.`,
 	f.DurationVar(&o.upstreamTimeout, "upstream-timeout", gateway.DefaultUpstreamTimeout, "longest wait for the upstream's response headers (0: no limit)")
 	f.DurationVar(&o.idleTimeout, "idle-timeout", gateway.DefaultIdleTimeout, "longest wait between reads of a captured response body (0: no limit)")
 	f.Int64Var(&o.maxRequestBytes, "max-request-bytes", gateway.DefaultMaxRequestBytes, "largest captured request body; larger ones get 413 (0: no limit)")
-	f.Int64Var(&o.maxCaptureBytes, "max-capture-bytes", gateway.DefaultMaxCaptureBytes, "decoded response bytes one capture keeps, and the largest SSE event reassembled; past it the line keeps the first bytes and says capture_too_large (0: no limit)")
+	f.Int64Var(&o.maxCaptureBytes, "max-capture-bytes", gateway.DefaultMaxCaptureBytes, "decoded response bytes one capture keeps; past it the line keeps the first bytes and says capture_too_large (0: no limit)")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "on SIGINT/SIGTERM, how long to let in-flight calls finish")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return cmd
