@@ -138,11 +138,10 @@ func runCalls(s *Streams, o *callsOptions, dir, id string) error {
 
 	w := bufio.NewWriter(s.Out)
 	if o.json {
-		var buf []byte
 		for i := range rc.records {
-			buf = rc.records[i].AppendJSON(buf[:0], o.includePayloads)
-			buf = append(buf, '\n')
-			w.Write(buf)
+			// Written in pieces: a record with payloads is never built whole in memory.
+			rc.records[i].WriteJSON(w, o.includePayloads)
+			w.WriteByte('\n')
 		}
 	} else if err := printCallsTable(w, rc); err != nil {
 		return withExit(ExitFailure, err)
