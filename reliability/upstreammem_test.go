@@ -93,7 +93,13 @@ func TestGzipBombCaptureCapped(t *testing.T) {
 		w.Write(bomb)
 	})
 	dir := filepath.Join(t.TempDir(), "capture")
-	p := startProxy(t, up.URL, dir, nil)
+	kept, args := 64<<20, []string(nil) // the default limit
+	if raceOn {
+		// Race-instrumented, reading back a 64 MiB line takes minutes: the same bomb against a
+		// lower limit.
+		kept, args = 8<<20, []string{"--max-capture-bytes", strconv.Itoa(8 << 20)}
+	}
+	p := startProxy(t, up.URL, dir, args)
 	idle := procHWMKiB(t, p.cmd.Process.Pid)
 
 	status, sum, n := passThrough(t, p.url+"/ng-rollout/bomb/v1/chat/completions", chatRequest("bomb", false))
@@ -107,8 +113,8 @@ func TestGzipBombCaptureCapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Size() > 64<<20+64<<10 {
-		t.Fatalf("capture line is %d bytes: the 1 GiB decoded body was kept past the 64 MiB limit", st.Size())
+	if st.Size() > int64(kept)+64<<10 {
+		t.Fatalf("capture line is %d bytes: the 1 GiB decoded body was kept past the %d MiB limit", st.Size(), kept>>20)
 	}
 	store, err := capture.Open(dir)
 	if err != nil {
@@ -116,7 +122,7 @@ func TestGzipBombCaptureCapped(t *testing.T) {
 	}
 	x := readExchanges(t, store, "bomb")
 	if len(x) != 1 || str(x[0].ErrorCategory) != "capture_too_large" || string(x[0].Response) != "null" ||
-		x[0].ResponseRaw == nil || len(*x[0].ResponseRaw) != 64<<20 {
+		x[0].ResponseRaw == nil || len(*x[0].ResponseRaw) != kept {
 		t.Fatalf("line: %d exchanges, category %s, response %.40s, response_raw %d bytes", len(x), str(x[0].ErrorCategory),
 			x[0].Response, len(deref(x[0].ResponseRaw)))
 	}
@@ -135,7 +141,23 @@ func TestNewlinelessSSELine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("streams 256 MiB")
 	}
-	const lineBytes = 256 << 20
+	lineBytes := 256 << 20
+	cases := []struct {
+		name      string
+		args      []string
+		kept      int
+		maxGrowth int64 // KiB
+	}{
+		{"default limit", nil, 64 << 20, 96 << 10},
+		{"16 MiB limit", []string{"--max-capture-bytes", strconv.Itoa(16 << 20)}, 16 << 20, 96 << 10},
+	}
+	if raceOn {
+		// Race-instrumented, the proxy passes a few MB/s: a 64 MiB line against an 8 MiB limit.
+		lineBytes = 64 << 20
+		cases = cases[1:]
+		cases[0].name, cases[0].args, cases[0].kept = "8 MiB limit", []string{"--max-capture-bytes", strconv.Itoa(8 << 20)}, 8<<20
+		cases[0].maxGrowth = 160 << 10 // the race detector's shadow memory roughly doubles the heap
+	}
 	chunk := bytes.Repeat([]byte("x"), 1<<20)
 	h := sha256.New()
 	h.Write([]byte("data: "))
@@ -156,15 +178,7 @@ func TestNewlinelessSSELine(t *testing.T) {
 		}
 		w.Write([]byte("\n\ndata: [DONE]\n\n"))
 	})
-	for _, tc := range []struct {
-		name      string
-		args      []string
-		kept      int
-		maxGrowth int64 // KiB
-	}{
-		{"default limit", nil, 64 << 20, 96 << 10},
-		{"16 MiB limit", []string{"--max-capture-bytes", strconv.Itoa(16 << 20)}, 16 << 20, 96 << 10},
-	} {
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "capture")
 			p := startProxy(t, up.URL, dir, tc.args)
@@ -187,7 +201,7 @@ func TestNewlinelessSSELine(t *testing.T) {
 					len(deref(x[0].ResponseRaw)), tc.kept)
 			}
 			if growth := peak - idle; growth > tc.maxGrowth {
-				t.Fatalf("proxy grew by %d MiB for one 256 MiB line (idle %d KiB, peak %d KiB)", growth>>10, idle, peak)
+				t.Fatalf("proxy grew by %d MiB for one %d MiB line (idle %d KiB, peak %d KiB)", growth>>10, lineBytes>>20, idle, peak)
 			}
 			t.Logf("proxy RSS idle %d MiB, peak %d MiB", idle>>10, peak>>10)
 		})
