@@ -65,3 +65,36 @@ func TestDecoderNoMax(t *testing.T) {
 		t.Fatalf("got %d events", len(evs))
 	}
 }
+
+// FuzzDecoderMax: a Max never adds, drops or merges events; an event within the limit is decoded
+// exactly as without one, and a truncated event's data and type are prefixes of the full ones.
+func FuzzDecoderMax(f *testing.F) {
+	f.Add([]byte("event: a\ndata: 0123456789abcdef\n\ndata: x\r\n\r\n: comment that is long\ndata: y"), uint8(8), uint8(3))
+	f.Add([]byte("data: 1\ndata: 22222222222\nid: 7\n\n\xef\xbb\xbfdata: z\n\n"), uint8(4), uint8(1))
+	f.Fuzz(func(t *testing.T, body []byte, max, chunk uint8) {
+		want := Parse(body)
+		d := Decoder{Max: int(max) + 1}
+		var got []Event
+		emit := func(ev Event) { got = append(got, ev) }
+		n := int(chunk) + 1
+		for off := 0; off < len(body); off += n {
+			d.Feed(body[off:min(off+n, len(body))], emit)
+		}
+		d.Flush(emit)
+		if len(got) != len(want) {
+			t.Fatalf("%d events with Max %d, %d without", len(got), d.Max, len(want))
+		}
+		for i := range got {
+			g, w := got[i], want[i]
+			if !g.Truncated {
+				if g != w {
+					t.Fatalf("event %d within the limit differs: %+v vs %+v", i, g, w)
+				}
+				continue
+			}
+			if !strings.HasPrefix(w.Data, g.Data) || !strings.HasPrefix(w.Type, g.Type) || g.HasData != w.HasData {
+				t.Fatalf("truncated event %d is not a prefix: %+v vs %+v", i, g, w)
+			}
+		}
+	})
+}
