@@ -14,7 +14,8 @@ import (
 )
 
 // gatewayHandler builds the gateway under test in front of upstreamURL, configured as
-// `modelcalls proxy` runs it: default transport, timeouts and spool threshold, a model server name.
+// `modelcalls proxy` runs it: default transport, timeouts and spool threshold, a model server name,
+// and a capture limit raised to 256 MiB.
 // With captureOn false it has no store (capture off: prefixes are still stripped and ids validated).
 // stop drains in-flight capture writes.
 func gatewayHandler(upstreamURL, captureDir string, captureOn bool) (http.Handler, func(), error) {
@@ -25,6 +26,9 @@ func gatewayHandler(upstreamURL, captureDir string, captureOn bool) (http.Handle
 	h := &gateway.Handler{
 		Upstream:        u,
 		ModelServerName: "bench",
+		// The memory row passes a 100 MiB stream and records it whole (its shape is part of the
+		// row), above the 64 MiB the proxy keeps per capture by default.
+		MaxCaptureBytes: 256 << 20,
 		Logger:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	if captureOn {

@@ -15,6 +15,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/dialect"
 )
 
 // The peak-memory row runs the proxy under test in a child process (this binary re-executed with
@@ -206,5 +209,47 @@ func runRSS(ctx context.Context, mode, upstreamURL, captureDir string, fx *fixtu
 	if res.peak, err = c.mem(); err != nil {
 		return res, err
 	}
+	if mode == "gateway" {
+		if err := checkBigLine(captureDir, "rss-big", res.bytes); err != nil {
+			return res, err
+		}
+	}
 	return res, nil
+}
+
+// checkBigLine checks the shape the gateway recorded for the big stream: one line, no error
+// category, response_raw the whole body, and a response equal, byte for byte, to the in-memory
+// reassembly of that body (the gateway's spooled and streamed reconstruction changes nothing).
+func checkBigLine(captureDir, id string, n int64) error {
+	store, err := capture.Open(captureDir)
+	if err != nil {
+		return err
+	}
+	entries, err := store.Read(id)
+	if err != nil {
+		return fmt.Errorf("big stream line: %w", err)
+	}
+	if len(entries) != 1 {
+		return fmt.Errorf("big stream: %d capture lines, want 1: %w", len(entries), errUnexpected)
+	}
+	var line struct {
+		ErrorCategory *string         `json:"error_category"`
+		Response      json.RawMessage `json:"response"`
+		ResponseRaw   string          `json:"response_raw"`
+	}
+	if err := json.Unmarshal(entries[0].Data, &line); err != nil {
+		return fmt.Errorf("big stream line: %w", err)
+	}
+	if line.ErrorCategory != nil || int64(len(line.ResponseRaw)) != n {
+		return fmt.Errorf("big stream line: error_category %v, response_raw %d bytes (client read %d): %w",
+			*line.ErrorCategory, len(line.ResponseRaw), n, errUnexpected)
+	}
+	s := dialect.NewStream(dialect.Chat)
+	s.Write([]byte(line.ResponseRaw))
+	s.End()
+	if want := s.Response(); string(want) != string(line.Response) {
+		return fmt.Errorf("big stream line: recorded response (%d bytes) differs from the reassembly of its body (%d bytes): %w",
+			len(line.Response), len(want), errUnexpected)
+	}
+	return nil
 }

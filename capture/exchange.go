@@ -51,6 +51,14 @@ type Exchange struct {
 	// ResponseRawFrom, when non-nil, supplies response_raw's bytes instead of ResponseRaw, read to EOF
 	// while the line is written (for bodies spooled to disk). It is not itself serialised.
 	ResponseRawFrom io.Reader
+	// ResponseTo, when non-nil, writes the response value instead of Response, while the line is
+	// written (a stream's reconstruction, streamed from its spooled text instead of built in
+	// memory). It must write one compact JSON object, or null, that IsPayloadObject would accept;
+	// it is not checked again.
+	ResponseTo func(io.Writer) error
+	// PayloadsChecked says the caller already checked Request and Response with IsPayloadObject,
+	// so writing the line does not validate them a second time.
+	PayloadsChecked bool
 
 	ResponseSource           *string // "response_source": "upstream" or "local"
 	UpstreamAttempted        *bool   // "upstream_attempted"
@@ -77,12 +85,14 @@ func EncodeExchange(ex *Exchange) ([]byte, error) {
 // WriteExchange writes ex like EncodeExchange to w, streaming response_raw from ex.ResponseRawFrom
 // when set. The output contains no newline.
 func WriteExchange(w io.Writer, ex *Exchange) error {
-	for _, obj := range []struct {
-		name string
-		raw  json.RawMessage
-	}{{"request", ex.Request}, {"response", ex.Response}} {
-		if obj.raw != nil && !IsPayloadObject(obj.raw) {
-			return fmt.Errorf("encode exchange: %s is not a JSON object", obj.name)
+	if !ex.PayloadsChecked {
+		for _, obj := range []struct {
+			name string
+			raw  json.RawMessage
+		}{{"request", ex.Request}, {"response", ex.Response}} {
+			if obj.raw != nil && !IsPayloadObject(obj.raw) {
+				return fmt.Errorf("encode exchange: %s is not a JSON object", obj.name)
+			}
 		}
 	}
 	e := &lineWriter{w: w}
@@ -119,7 +129,15 @@ func WriteExchange(w io.Writer, ex *Exchange) error {
 	e.raw(`,"request":`)
 	e.object(ex.Request)
 	e.raw(`,"response":`)
-	e.object(ex.Response)
+	if ex.ResponseTo != nil {
+		if e.err == nil {
+			if err := ex.ResponseTo(e.w); err != nil {
+				e.err = fmt.Errorf("write reconstructed response: %w", err)
+			}
+		}
+	} else {
+		e.object(ex.Response)
+	}
 	if ex.RequestRaw != nil {
 		e.raw(`,"request_raw":`)
 		e.str(*ex.RequestRaw)
@@ -269,14 +287,28 @@ func (e *lineWriter) object(raw json.RawMessage) {
 		e.write(raw) // the common case: no copy of a payload that may be megabytes long
 		return
 	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		if e.err == nil {
-			e.err = err
-		}
-		return
+	// The payload is valid JSON (checked above or by the caller): drop the white space outside
+	// strings in pieces, without a second validating pass or a compacted copy of the whole.
+	if piece := min(len(raw), 64<<10); cap(e.scratch) < piece {
+		e.scratch = make([]byte, 0, piece)
 	}
-	e.write(buf.Bytes())
+	for i := 0; i < len(raw) && e.err == nil; {
+		e.scratch = e.scratch[:0]
+		for i < len(raw) && len(e.scratch) < 64<<10 {
+			switch c := raw[i]; c {
+			case '"':
+				j := jsonscan.SkipString(raw, i)
+				e.scratch = append(e.scratch, raw[i:j]...)
+				i = j
+			case ' ', '\t', '\r', '\n':
+				i++
+			default:
+				e.scratch = append(e.scratch, c)
+				i++
+			}
+		}
+		e.write(e.scratch)
+	}
 }
 
 // strFrom writes a JSON string whose content is read from r, keeping memory to one buffer. A UTF-8

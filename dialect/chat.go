@@ -14,13 +14,14 @@ type chatState struct {
 	id      []byte // last chunk id that is a string
 	usage   []byte // last truthy chunk usage
 	choices map[int64]*chatChoice
+	sp      *spill
 }
 
 type chatChoice struct {
 	role         []byte // last truthy delta role; "assistant" when never given
-	content      []byte
+	content      text
 	hasContent   bool
-	reasoning    []byte
+	reasoning    text
 	hasReasoning bool
 	finish       []byte // last truthy finish_reason
 	calls        []*toolCall
@@ -32,7 +33,7 @@ type toolCall struct {
 	id    string
 	hasID bool
 	name  []byte
-	args  []byte
+	args  text
 }
 
 func (c *chatState) add(ev []byte) {
@@ -78,25 +79,21 @@ func (c *chatState) choice(ch []byte) {
 	if r := field(delta, "role"); truthy(r) {
 		st.role = keep(st.role, r)
 	}
-	if v := field(delta, "content"); truthy(v) {
-		var ok bool
-		if st.content, ok = appendStringValue(st.content, v); ok {
-			st.hasContent = true
-		}
+	if v, ok := textOf(field(delta, "content")); ok && len(v) > 0 {
+		st.content.append(v, c.sp)
+		st.hasContent = true
 	}
 	rc := field(delta, "reasoning_content")
 	if !truthy(rc) {
 		rc = field(delta, "reasoning")
 	}
-	if truthy(rc) {
-		var ok bool
-		if st.reasoning, ok = appendStringValue(st.reasoning, rc); ok {
-			st.hasReasoning = true
-		}
+	if v, ok := textOf(rc); ok && len(v) > 0 {
+		st.reasoning.append(v, c.sp)
+		st.hasReasoning = true
 	}
 	eachElem(field(delta, "tool_calls"), func(tc []byte) {
 		if kindOf(tc) == '{' {
-			st.toolDelta(tc)
+			st.toolDelta(tc, c.sp)
 		}
 	})
 }
@@ -104,7 +101,7 @@ func (c *chatState) choice(ch []byte) {
 // toolDelta applies one tool-call delta (SPEC §7): a delta without index (or with a null index)
 // continues the last call; a non-empty id that differs from the id its call already holds starts
 // a new call with the same index; an empty id never starts a call.
-func (st *chatChoice) toolDelta(tc []byte) {
+func (st *chatChoice) toolDelta(tc []byte, sp *spill) {
 	fn := field(tc, "function")
 	if truthy(fn) && kindOf(fn) != '{' {
 		return // malformed function member: skip the whole delta
@@ -145,8 +142,8 @@ func (st *chatChoice) toolDelta(tc []byte) {
 			call.name = s
 		}
 	}
-	if args := field(fn, "arguments"); truthy(args) {
-		call.args, _ = appendStringValue(call.args, args)
+	if args, ok := textOf(field(fn, "arguments")); ok && len(args) > 0 {
+		call.args.append(args, sp)
 	}
 }
 
@@ -156,17 +153,16 @@ func (st *chatChoice) newCall(idx int64) *toolCall {
 	return call
 }
 
-func (c *chatState) response() []byte {
-	if len(c.choices) == 0 {
-		return nil
-	}
-	b := []byte(`{"object":"chat.completion","model":`)
+func (c *chatState) has() bool { return len(c.choices) > 0 }
+
+func (c *chatState) encode(e *enc) {
+	e.raw(`{"object":"chat.completion","model":`)
 	if c.model != nil {
-		b = append(b, c.model...)
+		e.bytes(c.model)
 	} else {
-		b = append(b, "null"...)
+		e.raw("null")
 	}
-	b = append(b, `,"choices":[`...)
+	e.raw(`,"choices":[`)
 	idxs := make([]int64, 0, len(c.choices))
 	for k := range c.choices {
 		idxs = append(idxs, k)
@@ -174,68 +170,74 @@ func (c *chatState) response() []byte {
 	sort.Slice(idxs, func(i, j int) bool { return idxs[i] < idxs[j] })
 	for i, idx := range idxs {
 		if i > 0 {
-			b = append(b, ',')
+			e.raw(",")
 		}
-		b = c.choices[idx].appendJSON(b, idx)
+		c.choices[idx].encode(e, idx)
 	}
-	b = append(b, ']')
+	e.raw("]")
 	if c.id != nil {
-		b = append(b, `,"id":`...)
-		b = append(b, c.id...)
+		e.raw(`,"id":`)
+		e.bytes(c.id)
 	}
 	if c.usage != nil {
-		b = append(b, `,"usage":`...)
-		b = append(b, c.usage...)
+		e.raw(`,"usage":`)
+		e.bytes(c.usage)
 	}
-	return append(b, '}')
+	e.raw("}")
 }
 
-func (st *chatChoice) appendJSON(b []byte, idx int64) []byte {
-	b = append(b, `{"index":`...)
-	b = strconv.AppendInt(b, idx, 10)
-	b = append(b, `,"message":{"role":`...)
+func (st *chatChoice) encode(e *enc, idx int64) {
+	e.raw(`{"index":`)
+	e.b = strconv.AppendInt(e.b, idx, 10)
+	e.raw(`,"message":{"role":`)
 	if st.role != nil {
-		b = append(b, st.role...)
+		e.bytes(st.role)
 	} else {
-		b = append(b, `"assistant"`...)
+		e.raw(`"assistant"`)
 	}
-	b = append(b, `,"content":`...)
+	e.raw(`,"content":`)
 	if st.hasContent {
-		b = jsonscan.AppendString(b, st.content)
+		e.text(&st.content)
 	} else {
-		b = append(b, "null"...)
+		e.raw("null")
 	}
 	if st.hasReasoning {
-		b = append(b, `,"reasoning_content":`...)
-		b = jsonscan.AppendString(b, st.reasoning)
+		e.raw(`,"reasoning_content":`)
+		e.text(&st.reasoning)
 	}
 	if len(st.calls) > 0 {
 		calls := append([]*toolCall(nil), st.calls...)
 		sort.SliceStable(calls, func(i, j int) bool { return calls[i].index < calls[j].index })
-		b = append(b, `,"tool_calls":[`...)
+		e.raw(`,"tool_calls":[`)
 		for i, call := range calls {
 			if i > 0 {
-				b = append(b, ',')
+				e.raw(",")
 			}
-			b = append(b, `{"id":`...)
+			e.raw(`{"id":`)
 			if call.hasID {
-				b = jsonscan.AppendString(b, call.id)
+				e.str(call.id)
 			} else {
-				b = append(b, "null"...)
+				e.raw("null")
 			}
-			b = append(b, `,"type":"function","function":{"name":`...)
-			b = jsonscan.AppendString(b, call.name)
-			b = append(b, `,"arguments":`...)
-			b = jsonscan.AppendString(b, call.args)
-			b = append(b, "}}"...)
+			e.raw(`,"type":"function","function":{"name":`)
+			e.b = jsonscan.AppendString(e.b, call.name)
+			e.raw(`,"arguments":`)
+			if call.args.size() == 0 {
+				// No argument text was streamed: the non-streaming API answers a call without
+				// arguments with "{}", so the record's arguments come out {} (not {"_raw": ""}).
+				e.raw(`"{}"`)
+			} else {
+				e.text(&call.args)
+			}
+			e.raw("}}")
 		}
-		b = append(b, ']')
+		e.raw("]")
 	}
-	b = append(b, `},"finish_reason":`...)
+	e.raw(`},"finish_reason":`)
 	if st.finish != nil {
-		b = append(b, st.finish...)
+		e.bytes(st.finish)
 	} else {
-		b = append(b, "null"...)
+		e.raw("null")
 	}
-	return append(b, '}')
+	e.raw("}")
 }

@@ -3,6 +3,7 @@ package dialect
 import (
 	"strconv"
 
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 	"github.com/modelcalls/modelcalls/sse"
 )
 
@@ -78,19 +79,25 @@ func (t Terminal) String() string {
 // the decoder has already removed leading white space from values. Another dialect value gives
 // TerminalNone.
 func (d Dialect) TerminalOf(ev sse.Event) Terminal {
-	return d.terminalOf(ev, payload(ev.HasData, ev.Data))
+	data := []byte(ev.Data)
+	if ev.Truncated {
+		return d.terminalOfPrefix(&sse.RawEvent{Type: ev.Type, Data: data, HasData: ev.HasData})
+	}
+	return d.terminalOf(ev.Type, ev.HasData, data, payload(ev.HasData, data))
 }
 
-// terminalOf is TerminalOf with the event's data already decoded by payload (nil when it is not
-// a JSON object).
-func (d Dialect) terminalOf(ev sse.Event, obj []byte) Terminal {
+// terminalOfPrefix is TerminalOf for an event too large to hold (sse.Event.Truncated): its event
+// type decides, or for a data-only event the "type" member when it is the first member of the
+// data's JSON object (as every provider writes it). Chat's [DONE] and error objects are small,
+// so a truncated chat event is never terminal unless its event type says error.
+func (d Dialect) terminalOfPrefix(ev *sse.RawEvent) Terminal {
 	switch d {
 	case Responses, Messages:
 		if t := d.terminalType(ev.Type); t != TerminalNone {
 			return t
 		}
-		if (ev.Type == "" || ev.Type == "message") && obj != nil {
-			if typ, ok := textOf(field(obj, "type")); ok {
+		if ev.Type == "" || ev.Type == "message" {
+			if typ, ok := leadingType(ev.Data); ok {
 				return d.terminalType(string(typ))
 			}
 		}
@@ -98,13 +105,61 @@ func (d Dialect) terminalOf(ev sse.Event, obj []byte) Terminal {
 		if ev.Type == "error" {
 			return TerminalError
 		}
-		if ev.HasData && ev.Data == "[DONE]" {
+	}
+	return TerminalNone
+}
+
+// leadingType returns the text of the "type" member when it is the first member of the JSON
+// object that data starts with (the rest of data may be cut off).
+func leadingType(data []byte) ([]byte, bool) {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return nil, false
+	}
+	i = skipSpace(data, i+1)
+	const key = `"type"`
+	if len(data)-i < len(key) || string(data[i:i+len(key)]) != key {
+		return nil, false
+	}
+	i = skipSpace(data, i+len(key))
+	if i >= len(data) || data[i] != ':' {
+		return nil, false
+	}
+	i = skipSpace(data, i+1)
+	if i >= len(data) || data[i] != '"' {
+		return nil, false
+	}
+	e := jsonscan.SkipString(data, i)
+	if e > len(data) || e <= i+1 || data[e-1] != '"' {
+		return nil, false
+	}
+	return textOf(data[i:e])
+}
+
+// terminalOf is TerminalOf with the event's data already decoded by payload (nil when it is not
+// a JSON object).
+func (d Dialect) terminalOf(typ string, hasData bool, data, obj []byte) Terminal {
+	switch d {
+	case Responses, Messages:
+		if t := d.terminalType(typ); t != TerminalNone {
+			return t
+		}
+		if (typ == "" || typ == "message") && obj != nil {
+			if typ, ok := textOf(field(obj, "type")); ok {
+				return d.terminalType(string(typ))
+			}
+		}
+	case Chat:
+		if typ == "error" {
+			return TerminalError
+		}
+		if hasData && string(data) == "[DONE]" {
 			return TerminalComplete
 		}
 		if e := field(obj, "error"); e != nil && !isNull(e) {
 			return TerminalError
 		}
-		if ev.Type == "" || ev.Type == "message" {
+		if typ == "" || typ == "message" {
 			if typ, _ := textOf(field(obj, "type")); string(typ) == "error" {
 				return TerminalError
 			}

@@ -10,7 +10,7 @@ import (
 )
 
 // This file holds the small raw-JSON toolkit the reassemblers use. Event payloads are validated
-// once with encoding/json (which rejects NaN and Infinity, SPEC §7); every helper below then
+// once with the capture store's validator (strict JSON: no NaN or Infinity, SPEC §7); every helper below then
 // works on slices of that validated text, so numbers keep their literal form (10 stays 10, 10.0
 // stays 10.0) and values we never touch are copied, not re-encoded. The helpers stay defensive
 // (no index beyond the slice) so a caller handing them unvalidated bytes gets nonsense, not a panic.
@@ -18,23 +18,50 @@ import (
 // payload returns an event's data as a JSON object ready for the raw helpers, or nil when the
 // data is absent, the chat "[DONE]" sentinel, not strict JSON, or not an object (reference §7.2).
 // Invalid UTF-8 is replaced with U+FFFD first: NeMo Gym decodes the body with replacement, and a
-// capture line must be valid UTF-8.
-func payload(hasData bool, data string) []byte {
-	if !hasData || data == "" || data == "[DONE]" {
+// capture line must be valid UTF-8. The data is checked once, with the capture store's own rules
+// (jsonscan.Validate: strict JSON, as a capture line must be) and a nesting bound that leaves
+// room for the levels the reconstruction adds, so the reconstruction never needs checking again.
+// The result may alias data.
+func payload(hasData bool, data []byte) []byte {
+	if !hasData || len(data) == 0 || string(data) == "[DONE]" {
 		return nil
 	}
-	b := []byte(data)
+	b := data
 	if !utf8.Valid(b) {
 		b = replaceInvalidUTF8(b)
 	}
-	if !json.Valid(b) {
-		return nil
-	}
 	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
+	if i >= len(b) || b[i] != '{' || jsonscan.Validate(b) != nil || nesting(b) > maxPayloadNesting {
 		return nil
 	}
 	return b[i:jsonscan.SkipValue(b, i)]
+}
+
+// maxPayloadNesting is the deepest event payload (or decoded tool input) reassembled: the
+// reconstruction puts a value at most 4 levels below where it was, and the capture line adds one
+// more; the store reads lines nested less than jsonscan.MaxNesting deep.
+const maxPayloadNesting = jsonscan.MaxNesting - 8
+
+// nesting returns the deepest container nesting of the valid JSON text b (0 for a scalar).
+func nesting(b []byte) int {
+	if len(b) < 2*maxPayloadNesting {
+		return 0 // too short to nest that deep: each level takes an opening and a closing byte
+	}
+	depth, deepest := 0, 0
+	for i := 0; i < len(b); {
+		switch b[i] {
+		case '"':
+			i = jsonscan.SkipString(b, i)
+			continue
+		case '{', '[':
+			depth++
+			deepest = max(deepest, depth)
+		case '}', ']':
+			depth--
+		}
+		i++
+	}
+	return deepest
 }
 
 // replaceInvalidUTF8 returns b with every byte that does not start a valid UTF-8 sequence

@@ -1,8 +1,9 @@
 package dialect
 
 import (
-	"encoding/json"
 	"sort"
+
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // messagesState rebuilds an Anthropic Messages response from its stream events (reference §7.3
@@ -12,6 +13,7 @@ type messagesState struct {
 	blocks   map[int64]*object // content blocks by their index
 	toolJSON map[int64][]byte  // input_json_delta fragments by block index
 	usage    object            // merged usage
+	sp       *spill
 }
 
 // messageFields are the message_start fields kept, in the order NeMo Gym writes them.
@@ -103,9 +105,14 @@ func (m *messagesState) blockDelta(ev []byte) {
 	dtyp, _ := textOf(field(delta, "type"))
 	switch string(dtyp) {
 	case "text_delta":
-		appendBlockText(block, "text", field(delta, "text"))
+		appendBlockText(block, "text", "text", field(delta, "text"), m.sp)
 	case "thinking_delta":
-		appendBlockText(block, "thinking", field(delta, "thinking"))
+		appendBlockText(block, "thinking", "thinking", field(delta, "thinking"), m.sp)
+	case "signature_delta":
+		// The signature a client must send back with the thinking block on its next turn. The
+		// non-streaming API returns it whole; the stream sends it in signature_delta events
+		// (content_block_start carries "signature": ""). Fragments append.
+		appendBlockText(block, "thinking", "signature", field(delta, "signature"), m.sp)
 	case "input_json_delta":
 		if m.toolJSON == nil {
 			m.toolJSON = make(map[int64][]byte)
@@ -117,14 +124,14 @@ func (m *messagesState) blockDelta(ev []byte) {
 		buf, _ = appendStringValue(buf, field(delta, "partial_json"))
 		m.toolJSON[key] = buf
 	}
-	// signature_delta and other delta types are ignored, as NeMo Gym does.
+	// citations_delta and unknown delta types are ignored.
 }
 
-// appendBlockText sets the block's type to name if unset and appends the string fragment frag to
+// appendBlockText sets the block's type to typ if unset and appends the string fragment frag to
 // its name member. A fragment or member that is not a string is skipped.
-func appendBlockText(block *object, name string, frag []byte) {
+func appendBlockText(block *object, typ, name string, frag []byte, sp *spill) {
 	if block.index("type") < 0 {
-		block.set("type", stringNode(name))
+		block.set("type", stringNode(typ))
 	}
 	text, ok := textOf(frag)
 	if !ok {
@@ -132,10 +139,10 @@ func appendBlockText(block *object, name string, frag []byte) {
 	}
 	n := block.get(name)
 	if n == nil {
-		block.set(name, &node{str: append([]byte(nil), text...), isStr: true})
+		block.set(name, textNode(text))
 		return
 	}
-	n.appendText(text)
+	n.appendText(text, sp)
 }
 
 func (m *messagesState) messageDelta(ev []byte) {
@@ -155,10 +162,9 @@ func (m *messagesState) messageDelta(ev []byte) {
 	}
 }
 
-func (m *messagesState) response() []byte {
-	if m.message == nil && len(m.blocks) == 0 {
-		return nil
-	}
+func (m *messagesState) has() bool { return m.message != nil || len(m.blocks) > 0 }
+
+func (m *messagesState) encode(e *enc) {
 	out := &object{}
 	if m.message != nil {
 		out = m.message.with("type", stringNode("message"))
@@ -173,10 +179,11 @@ func (m *messagesState) response() []byte {
 	content := &node{isArr: true, arr: make([]*node, 0, len(keys))}
 	for _, k := range keys {
 		block := m.blocks[k]
-		if js, ok := m.toolJSON[k]; ok {
-			if typ, _ := block.get("type").text(); typ == "tool_use" && !block.get("input").truthy() {
-				block = block.with("input", toolInput(js))
-			}
+		// Every block that streamed input_json_delta (tool_use, server_tool_use, mcp_tool_use
+		// and any later tool block) gets the streamed input, as the non-streaming API returns
+		// it; content_block_start announces such blocks with "input": {}.
+		if js, ok := m.toolJSON[k]; ok && !block.get("input").truthy() {
+			block = block.with("input", toolInput(js))
 		}
 		content.arr = append(content.arr, &node{obj: block})
 	}
@@ -184,7 +191,7 @@ func (m *messagesState) response() []byte {
 	if len(m.usage.keys) > 0 {
 		out = out.with("usage", &node{obj: &m.usage})
 	}
-	return out.appendJSON(nil)
+	out.encode(e)
 }
 
 // toolInput decodes accumulated input_json_delta text (reference §7.3): {} for empty text, the
@@ -193,10 +200,10 @@ func toolInput(js []byte) *node {
 	if len(js) == 0 {
 		return &node{raw: []byte("{}")}
 	}
-	if json.Valid(js) {
+	if jsonscan.Validate(js) == nil && nesting(js) <= maxPayloadNesting {
 		return rawNode(js)
 	}
 	o := &object{}
-	o.set("_raw", &node{str: js, isStr: true})
+	o.set("_raw", &node{str: newText(js), isStr: true})
 	return &node{obj: o}
 }

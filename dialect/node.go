@@ -1,7 +1,5 @@
 package dialect
 
-import "github.com/modelcalls/modelcalls/internal/jsonscan"
-
 // node is a JSON value under reconstruction. It starts as raw compact JSON and is opened up only
 // where a stream edits it: into an ordered object (members keep their first position, as in a
 // Python dict), an array, or a string that grows by appended deltas. Untouched values stay raw, so
@@ -10,7 +8,7 @@ type node struct {
 	raw []byte  // compact JSON when none of obj, arr, str is in use
 	obj *object // set when opened as an object
 	arr []*node // elements when opened as an array (isArr)
-	str []byte  // decoded text when opened as a string (isStr)
+	str *text   // decoded text when opened as a string (isStr)
 
 	isArr bool
 	isStr bool
@@ -26,7 +24,10 @@ type object struct {
 func rawNode(v []byte) *node { return &node{raw: compact(v)} }
 
 // stringNode is a string node holding s.
-func stringNode(s string) *node { return &node{str: []byte(s), isStr: true} }
+func stringNode(s string) *node { return &node{str: newText([]byte(s)), isStr: true} }
+
+// textNode is a string node holding a copy of b.
+func textNode(b []byte) *node { return &node{str: newText(append([]byte(nil), b...)), isStr: true} }
 
 // parseObject opens the raw object v; nil when v is not an object. Duplicate keys keep the first
 // position and the last value.
@@ -108,23 +109,24 @@ func (n *node) asArray() bool {
 }
 
 // appendText appends s to n as a string (null counts as ""); ok is false when n holds a
-// non-string, which is then left alone.
-func (n *node) appendText(s []byte) bool {
+// non-string, which is then left alone. A long string moves to sp's spill file.
+func (n *node) appendText(s []byte, sp *spill) bool {
 	if !n.isStr {
 		if n.obj != nil || n.isArr {
 			return false
 		}
 		switch kindOf(n.raw) {
 		case '"':
-			n.str, _ = appendStringValue(nil, n.raw)
+			b, _ := appendStringValue(nil, n.raw)
+			n.str = newText(b)
 		case 'n':
-			n.str = nil
+			n.str = newText(nil)
 		default:
 			return false
 		}
 		n.raw, n.isStr = nil, true
 	}
-	n.str = append(n.str, s...)
+	n.str.append(s, sp)
 	return true
 }
 
@@ -134,7 +136,7 @@ func (n *node) text() (string, bool) {
 		return "", false
 	}
 	if n.isStr {
-		return string(n.str), true
+		return string(n.str.bytes()), true
 	}
 	if n.obj != nil || n.isArr {
 		return "", false
@@ -148,7 +150,7 @@ func (n *node) truthy() bool {
 	case n == nil:
 		return false
 	case n.isStr:
-		return len(n.str) > 0
+		return n.str.size() > 0
 	case n.isArr:
 		return len(n.arr) > 0
 	case n.obj != nil:
@@ -159,38 +161,46 @@ func (n *node) truthy() bool {
 
 // appendJSON appends n as compact JSON.
 func (n *node) appendJSON(dst []byte) []byte {
-	switch {
-	case n == nil:
-		return append(dst, "null"...)
-	case n.isStr:
-		return jsonscan.AppendString(dst, n.str)
-	case n.isArr:
-		dst = append(dst, '[')
-		for i, e := range n.arr {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = e.appendJSON(dst)
-		}
-		return append(dst, ']')
-	case n.obj != nil:
-		return n.obj.appendJSON(dst)
-	case len(n.raw) == 0:
-		return append(dst, "null"...)
-	}
-	return append(dst, n.raw...)
+	e := enc{b: dst}
+	n.encode(&e)
+	return e.b
 }
 
-// appendJSON appends o as a compact JSON object.
-func (o *object) appendJSON(dst []byte) []byte {
-	dst = append(dst, '{')
+// encode writes n as compact JSON.
+func (n *node) encode(e *enc) {
+	switch {
+	case n == nil:
+		e.raw("null")
+	case n.isStr:
+		e.text(n.str)
+	case n.isArr:
+		e.raw("[")
+		for i, el := range n.arr {
+			if i > 0 {
+				e.raw(",")
+			}
+			el.encode(e)
+		}
+		e.raw("]")
+	case n.obj != nil:
+		n.obj.encode(e)
+	case len(n.raw) == 0:
+		e.raw("null")
+	default:
+		e.bytes(n.raw)
+	}
+}
+
+// encode writes o as a compact JSON object.
+func (o *object) encode(e *enc) {
+	e.raw("{")
 	for i, k := range o.keys {
 		if i > 0 {
-			dst = append(dst, ',')
+			e.raw(",")
 		}
-		dst = jsonscan.AppendString(dst, k)
-		dst = append(dst, ':')
-		dst = o.vals[i].appendJSON(dst)
+		e.str(k)
+		e.raw(":")
+		o.vals[i].encode(e)
 	}
-	return append(dst, '}')
+	e.raw("}")
 }

@@ -14,6 +14,7 @@ type responsesState struct {
 
 	items map[int64]*node // output items by output_index (each an object node)
 	byID  map[string]int64
+	sp    *spill
 }
 
 // Text-carrying events of the Responses stream: where their fragment goes.
@@ -205,10 +206,10 @@ func (r *responsesState) textEvent(ev []byte, t textTarget) {
 	}
 	n := holder.get(t.member)
 	if t.replace || n == nil {
-		holder.set(t.member, &node{str: append([]byte(nil), frag...), isStr: true})
+		holder.set(t.member, textNode(frag))
 		return
 	}
-	n.appendText(frag)
+	n.appendText(frag, r.sp)
 }
 
 func (r *responsesState) partEvent(ev []byte, t partTarget) {
@@ -227,19 +228,20 @@ func (r *responsesState) partEvent(ev []byte, t partTarget) {
 	*p = *rawNode(pv)
 }
 
-func (r *responsesState) response() []byte {
+func (r *responsesState) has() bool { return r.final != nil || r.latest != nil }
+
+func (r *responsesState) encode(e *enc) {
 	env := r.final
 	if env == nil {
 		env = r.latest
 	}
-	if env == nil {
-		return nil
-	}
 	if len(r.items) == 0 {
-		return append([]byte(nil), env...)
+		e.bytes(env)
+		return
 	}
 	if out := field(env, "output"); out != nil && truthy(out) {
-		return append([]byte(nil), env...)
+		e.bytes(env)
+		return
 	}
 	idxs := make([]int64, 0, len(r.items))
 	for k := range r.items {
@@ -252,5 +254,5 @@ func (r *responsesState) response() []byte {
 	}
 	o := parseObject(env)
 	o.set("output", output)
-	return o.appendJSON(nil)
+	o.encode(e)
 }

@@ -2,6 +2,8 @@ package dialect
 
 import (
 	"encoding/json"
+	"errors"
+	"io"
 
 	"github.com/modelcalls/modelcalls/sse"
 )
@@ -18,21 +20,26 @@ import (
 //
 // A Stream is not safe for concurrent use.
 type Stream struct {
-	d      Dialect
-	dec    sse.Decoder
-	emit   func(sse.Event) // s.onEvent, bound once so Write does not allocate a closure
-	term   Terminal
-	hit    bool // the first terminal event was seen during the current Write or End
-	r      reassembler
-	events int
+	d         Dialect
+	dec       sse.Decoder
+	emit      func(*sse.RawEvent) // s.onEvent, bound once so Write does not allocate a closure
+	term      Terminal
+	hit       bool // the first terminal event was seen during the current Write or End
+	r         reassembler
+	sp        spill
+	events    int
+	truncated int  // events over the decoder's Max, left out of the reassembly
+	stopped   bool // Stop was called: events are only checked for the terminal
 }
 
 // reassembler folds decoded event payloads (JSON objects) into a reconstructed response.
 type reassembler interface {
 	add(obj []byte)
-	// response returns the reconstruction as compact JSON, or nil when there is nothing to
-	// rebuild. It must not change the state: it may be called again after more events.
-	response() []byte
+	// has reports whether there is anything to rebuild.
+	has() bool
+	// encode writes the reconstruction as compact JSON; only called when has. It must not change
+	// the state: it may be called again after more events.
+	encode(e *enc)
 }
 
 // NewStream returns a Stream for dialect d. A value other than the three dialects is
@@ -41,15 +48,41 @@ func NewStream(d Dialect) *Stream {
 	s := &Stream{d: d}
 	switch d {
 	case Messages:
-		s.r = &messagesState{}
+		s.r = &messagesState{sp: &s.sp}
 	case Responses:
-		s.r = &responsesState{}
+		s.r = &responsesState{sp: &s.sp}
 	default:
-		s.r = &chatState{}
+		s.r = &chatState{sp: &s.sp}
 	}
 	s.emit = s.onEvent
 	return s
 }
+
+// Limit bounds the Stream's memory: an event larger than maxEvent bytes (0: no limit) is not
+// held whole; it still counts for terminal detection (by its event type, or by the "type" member
+// that starts its data) but is left out of the reassembly and counted by Truncated. Text the
+// reassembly joins (content, reasoning, arguments) beyond spillAt bytes per text (0: never)
+// moves to an unlinked temp file in dir ("" for the system temp dir) until Close. Call Limit
+// before the first Write.
+func (s *Stream) Limit(maxEvent, spillAt int, dir string) {
+	s.dec.Max = maxEvent
+	s.sp.threshold, s.sp.dir = spillAt, dir
+}
+
+// Stop ends the reassembly: later events are still decoded for terminal detection, but add
+// nothing (the gateway stops keeping a capture at its size limit). Response then rebuilds what
+// came before.
+func (s *Stream) Stop() { s.stopped = true }
+
+// Truncated returns how many events were too large to reassemble (see Limit).
+func (s *Stream) Truncated() int { return s.truncated }
+
+// Err reports a failure to spool reassembled text: the reconstruction is then incomplete and
+// must not be stored.
+func (s *Stream) Err() error { return s.sp.err }
+
+// Close releases the temp files of spooled text. The Stream must not be used afterwards.
+func (s *Stream) Close() { s.sp.close() }
 
 // Dialect returns the dialect the Stream was made for.
 func (s *Stream) Dialect() Dialect { return s.d }
@@ -60,7 +93,7 @@ func (s *Stream) Dialect() Dialect { return s.d }
 // reports true at most once per Stream, counting End.
 func (s *Stream) Write(chunk []byte) (terminalInChunk bool) {
 	s.hit = false
-	s.dec.Feed(chunk, s.emit)
+	s.dec.FeedRaw(chunk, s.emit)
 	return s.hit
 }
 
@@ -69,7 +102,7 @@ func (s *Stream) Write(chunk []byte) (terminalInChunk bool) {
 // reports true iff that event was the first terminal event. Call End once, after the last Write.
 func (s *Stream) End() (terminalInFlush bool) {
 	s.hit = false
-	s.dec.Flush(s.emit)
+	s.dec.FlushRaw(s.emit)
 	return s.hit
 }
 
@@ -86,21 +119,49 @@ func (s *Stream) Events() int { return s.events }
 // stream ends (partial reconstruction of a truncated or cancelled stream), and does not change
 // the Stream.
 func (s *Stream) Response() json.RawMessage {
-	if b := s.r.response(); b != nil {
-		return json.RawMessage(b)
+	if !s.r.has() {
+		return nil
 	}
-	return nil
+	var e enc
+	s.r.encode(&e)
+	return json.RawMessage(e.b)
 }
 
-func (s *Stream) onEvent(ev sse.Event) {
+// HasResponse reports whether Response would return an object.
+func (s *Stream) HasResponse() bool { return s.r.has() }
+
+// WriteResponse writes what Response returns to w (null when there is nothing to rebuild)
+// without building it in memory: spooled text is streamed from its file. The JSON is compact,
+// valid UTF-8 and nested less than jsonscan.MaxNesting deep.
+func (s *Stream) WriteResponse(w io.Writer) error {
+	e := enc{w: w, b: make([]byte, 0, encFlush+encFlush/4)}
+	if s.r.has() {
+		s.r.encode(&e)
+	} else {
+		e.raw("null")
+	}
+	e.flush()
+	return errors.Join(e.err, s.sp.err)
+}
+
+func (s *Stream) onEvent(ev *sse.RawEvent) {
 	s.events++
+	if ev.Truncated {
+		s.truncated++
+		if s.term == TerminalNone {
+			if t := s.d.terminalOfPrefix(ev); t != TerminalNone {
+				s.term, s.hit = t, true
+			}
+		}
+		return
+	}
 	obj := payload(ev.HasData, ev.Data)
 	if s.term == TerminalNone {
-		if t := s.d.terminalOf(ev, obj); t != TerminalNone {
+		if t := s.d.terminalOf(ev.Type, ev.HasData, ev.Data, obj); t != TerminalNone {
 			s.term, s.hit = t, true
 		}
 	}
-	if obj != nil {
+	if obj != nil && !s.stopped {
 		s.r.add(obj)
 	}
 }

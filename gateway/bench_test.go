@@ -104,7 +104,10 @@ func Benchmark100MiBStream(b *testing.B) {
 		{"content", `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"lorem ipsum dolor sit amet, "},"finish_reason":null}]}` + "\n\n"},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			e := newEnv(b, bigStream(size, []byte(bc.event)), func(h *gateway.Handler) { h.SpoolDir = b.TempDir() })
+			e := newEnv(b, bigStream(size, []byte(bc.event)), func(h *gateway.Handler) {
+				h.SpoolDir = b.TempDir()
+				h.MaxCaptureBytes = 256 << 20 // recorded whole, above the 64 MiB default
+			})
 			client := rawClient()
 			var peakHeap, rssGrowth float64
 			b.SetBytes(size)

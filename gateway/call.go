@@ -16,6 +16,13 @@ import (
 	"github.com/modelcalls/modelcalls/dialect"
 )
 
+// maxEventBytes is the largest SSE event a capture reassembles (or MaxCaptureBytes when that is
+// smaller): a line or an event longer than this is not held in memory; it is left out of the
+// reassembly and the line says capture_too_large. The largest events real servers send are a
+// Responses envelope that repeats the whole output (a 128K-token answer is about 0.5 MiB), so
+// 16 MiB leaves a wide margin while an upstream sending a newline-less line costs at most this.
+const maxEventBytes = 16 << 20
+
 // callKey keys the *call in the context of a captured call's outbound request.
 type callKey struct{}
 
@@ -67,6 +74,7 @@ type call struct {
 	firstByte     bool
 	ttft          time.Duration
 	body          *spool // decoded body bytes, for response / response_raw
+	capped        bool   // the decoded body passed MaxCaptureBytes: body holds only its first bytes
 	stream        *dialect.Stream
 	inflate       *inflater
 	decodeErr     error
@@ -200,6 +208,11 @@ func (c *call) responseStarted(res *http.Response) {
 	c.body = newSpool(c.h.spoolThreshold(), c.h.SpoolDir)
 	if c.streaming {
 		c.stream = dialect.NewStream(c.dialect)
+		maxEvent := int64(maxEventBytes)
+		if limit := c.h.maxCaptureBytes(); limit >= 0 {
+			maxEvent = min(maxEvent, limit)
+		}
+		c.stream.Limit(int(maxEvent), int(c.h.spoolThreshold()), c.h.SpoolDir)
 	}
 	if codings := contentCodings(res.Header); len(codings) > 0 {
 		inf, err := newInflater(codings, c.consume)
@@ -231,15 +244,39 @@ func (c *call) observe(p []byte) {
 	}
 	c.read += int64(len(p))
 	if c.inflate != nil {
+		if c.capped && c.stream == nil {
+			return // nothing more is kept, and only a stream needs decoding for its terminal event
+		}
 		c.inflate.Write(p)
 	} else {
 		c.consume(p)
 	}
 }
 
-// consume takes decoded body bytes: spool them and feed the stream reassembly.
+// consume takes decoded body bytes: spool them (up to MaxCaptureBytes) and feed the stream
+// reassembly. Past the limit a stream is still decoded, for its terminal event only: the hold
+// before that event stays.
 func (c *call) consume(p []byte) {
-	c.body.Write(p) // a failure is remembered by the spool and reported when the line is written
+	if !c.capped {
+		keep := p
+		if limit := c.h.maxCaptureBytes(); limit >= 0 && c.body.Size()+int64(len(p)) > limit {
+			keep = p[:limit-c.body.Size()]
+			c.capped = true
+			c.h.log.Warn("response body exceeds the capture limit; keeping its first bytes", "rollout_id", c.rolloutID,
+				"model_call_id", c.modelCallID, "max_capture_bytes", limit)
+		}
+		c.body.Write(keep) // a failure is remembered by the spool and reported when the line is written
+		if c.stream != nil && c.stream.Write(keep) {
+			c.terminalHit = true
+		}
+		if !c.capped {
+			return
+		}
+		if c.stream != nil {
+			c.stream.Stop()
+		}
+		p = p[len(keep):]
+	}
 	if c.stream != nil && c.stream.Write(p) {
 		c.terminalHit = true
 	}
@@ -320,7 +357,7 @@ func (c *call) finish(o outcome) {
 	if c.inflate != nil {
 		// At the end of the body this flushes the decoder's last output into the capture; in any
 		// other case it only stops the decoder.
-		if err := c.inflate.Close(); err != nil && o.eof {
+		if err := c.inflate.Close(); err != nil && o.eof && !(c.capped && c.stream == nil) {
 			c.decodeErr = err
 		}
 		c.inflate = nil
@@ -344,6 +381,7 @@ func (c *call) finish(o outcome) {
 		LocalResponseReason:      c.prov.localReason,
 		ClientSessionID:          c.session,
 		ClientAssistantMessageID: c.assistantMessage,
+		PayloadsChecked:          true, // request by captureRequest, response by c.response
 	}
 	if c.firstByte {
 		ex.LatencyTTFTMS = ptr(capture.RoundMS(milliseconds(c.ttft)))
@@ -355,10 +393,21 @@ func (c *call) finish(o outcome) {
 		ex.Response = o.localBody
 		ex.ErrorCategory = ptr(o.localCategory)
 	} else {
-		ex.Response = c.response(o.failure)
-		v := verdict{status: c.status, failure: o.failure, streaming: c.streaming, decodeFailed: c.decodeErr != nil, parsed: ex.Response != nil}
+		parsed := false
+		if c.streaming {
+			// The reconstruction goes straight into the line writer: its joined text may be
+			// spooled, and is never built in memory.
+			if c.body != nil && (o.failure == failNone || o.failure == failCancelled) && c.stream.HasResponse() && c.stream.Err() == nil {
+				ex.ResponseTo, parsed = c.stream.WriteResponse, true
+			}
+		} else {
+			ex.Response = c.response(o.failure)
+			parsed = ex.Response != nil
+		}
+		v := verdict{status: c.status, failure: o.failure, streaming: c.streaming, decodeFailed: c.decodeErr != nil, parsed: parsed, tooLarge: c.capped}
 		if c.stream != nil {
 			v.terminal = c.stream.Terminal()
+			v.tooLarge = v.tooLarge || c.stream.Truncated() > 0
 		}
 		if c.body != nil {
 			v.bodyLen = c.body.Size()
@@ -375,17 +424,14 @@ func (c *call) finish(o outcome) {
 	c.write(ex)
 }
 
-// response is the exchange's response object: none after an upstream failure (reference §6.4); the
-// (partial) reconstruction of a stream; the body when it is one JSON object.
+// response is a non-streamed exchange's response object: none after an upstream failure
+// (reference §6.4) or past the capture limit; the body when it is one JSON object.
 func (c *call) response(f failure) json.RawMessage {
 	if c.body == nil || (f != failNone && f != failCancelled) {
 		return nil
 	}
-	if c.streaming {
-		if r := c.stream.Response(); r != nil && capture.IsPayloadObject(r) {
-			return r
-		}
-		return nil
+	if c.capped {
+		return nil // only a prefix of the body was kept
 	}
 	b, err := c.body.Bytes(maxParseBytes)
 	if err != nil || !capture.IsPayloadObject(b) {
@@ -426,6 +472,9 @@ func (c *call) write(ex *capture.Exchange) {
 	if c.body != nil {
 		c.body.Close()
 	}
+	if c.stream != nil {
+		c.stream.Close()
+	}
 	category := "none"
 	if ex.ErrorCategory != nil {
 		category = *ex.ErrorCategory
@@ -445,6 +494,7 @@ type verdict struct {
 	decodeFailed bool
 	bodyLen      int64
 	parsed       bool // a response object was parsed or reconstructed
+	tooLarge     bool // the body passed MaxCaptureBytes, or a stream event was too large to reassemble
 }
 
 // errorCategory is the error ladder of reference §6.3 step 2 and §6.4, plus SPEC §5's cancellation:
@@ -453,10 +503,12 @@ type verdict struct {
 //     "connection" / "timeout";
 //  3. status >= 400 → the status category (reference §8.1);
 //  4. terminal error event → "upstream_error"; response.incomplete → "incomplete";
-//  5. the body could not be decoded (Content-Encoding) → "capture_parse_error";
-//  6. a stream without its terminal event → "stream_truncated";
-//  7. a non-empty body that gave no response object → "capture_parse_error";
-//  8. otherwise null.
+//  5. the body passed MaxCaptureBytes (response_raw holds its first bytes), or a stream event was
+//     too large to reassemble → "capture_too_large";
+//  6. the body could not be decoded (Content-Encoding) → "capture_parse_error";
+//  7. a stream without its terminal event → "stream_truncated";
+//  8. a non-empty body that gave no response object → "capture_parse_error";
+//  9. otherwise null.
 func errorCategory(v verdict) *string {
 	switch {
 	case v.failure == failCancelled:
@@ -472,6 +524,8 @@ func errorCategory(v verdict) *string {
 		return ptr("upstream_error")
 	case v.streaming && v.terminal == dialect.TerminalIncomplete:
 		return ptr("incomplete")
+	case v.tooLarge:
+		return ptr("capture_too_large")
 	case v.decodeFailed:
 		return ptr("capture_parse_error")
 	case v.streaming && v.terminal == dialect.TerminalNone:
@@ -505,6 +559,16 @@ func (h *Handler) idleTimeout() time.Duration {
 		return DefaultIdleTimeout
 	}
 	return h.IdleTimeout
+}
+
+func (h *Handler) maxCaptureBytes() int64 {
+	if h.MaxCaptureBytes == 0 {
+		return DefaultMaxCaptureBytes
+	}
+	if h.MaxCaptureBytes < 0 {
+		return -1
+	}
+	return h.MaxCaptureBytes
 }
 
 func (h *Handler) spoolThreshold() int64 {

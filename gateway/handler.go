@@ -38,6 +38,9 @@ const (
 	// DefaultRequestBodyTimeout is the longest wait for the next bytes of a captured call's request
 	// body (1 minute): a client that stops sending mid-body is cut off after it.
 	DefaultRequestBodyTimeout = time.Minute
+	// DefaultMaxCaptureBytes is how many decoded response body bytes one capture keeps (64 MiB,
+	// like the request limit).
+	DefaultMaxCaptureBytes = 64 << 20
 	// maxParseBytes bounds a non-streamed response body parsed as JSON for the capture line.
 	maxParseBytes = 64 << 20
 )
@@ -94,6 +97,13 @@ type Handler struct {
 	// SpoolThreshold is how many response body bytes of a captured call are kept in memory; the
 	// rest goes to a temp file in SpoolDir. Zero means DefaultSpoolThreshold.
 	SpoolThreshold int64
+
+	// MaxCaptureBytes is how many decoded response body bytes one capture keeps (and, when below
+	// 16 MiB, the largest SSE event it reassembles). The client always gets every byte; past the limit the capture
+	// keeps the first MaxCaptureBytes as response_raw (and what they reconstruct), stops decoding
+	// a compressed non-streamed body, and marks the line error_category "capture_too_large". Zero
+	// means DefaultMaxCaptureBytes, negative means no limit.
+	MaxCaptureBytes int64
 
 	// SpoolDir is where spooled bodies go; "" means os.TempDir(). Spool files are unlinked when
 	// created (where the OS allows), so nothing is left behind.

@@ -17,13 +17,40 @@ type Event struct {
 	HasData bool
 	// ID is the value of the event's "id:" field, "" when it had none.
 	ID string
+	// Truncated reports an event larger than the Decoder's Max: Data then holds only the first
+	// PrefixBytes of the event's data, and the event must not be taken for the whole.
+	Truncated bool
 }
+
+// RawEvent is an Event whose Data aliases the Decoder's buffer: valid only until the emit
+// function returns, for consumers that parse the data in place instead of keeping it.
+type RawEvent struct {
+	Type      string
+	Data      []byte
+	HasData   bool
+	ID        string
+	Truncated bool
+}
+
+// PrefixBytes is how much of an over-long line or event a Decoder with a Max keeps: enough for
+// the field name and the start of a JSON payload (its "type" member, for terminal detection).
+const PrefixBytes = 4 << 10
 
 // Decoder decodes a text/event-stream body fed to it in chunks of any size. The zero value is
 // ready to use. A Decoder buffers only the current unfinished line and the fields of the current
-// unfinished event; memory does not grow with the number of events. It is not safe for
-// concurrent use.
+// unfinished event; memory does not grow with the number of events. With Max set, it does not
+// grow with the size of a line or an event either: a line or an event's data longer than Max
+// bytes is cut to its first PrefixBytes and the event is emitted with Truncated set. It is not
+// safe for concurrent use.
 type Decoder struct {
+	// Max is the largest line, and the largest data of one event, buffered whole; 0 means no
+	// limit. An upstream that sends hundreds of MiB without a line break costs at most Max bytes.
+	Max int
+
+	ev       RawEvent // the event being emitted (a field, so emitting does not allocate)
+	lineOver bool     // the current line passed Max: only its prefix is kept, the rest is dropped
+	over     bool     // the current event's data passed Max (or held an over-long line)
+
 	line    []byte // bytes of the current line not yet terminated
 	data    []byte // data field values of the current event, joined with '\n'
 	typ     string // event field of the current event
@@ -38,6 +65,16 @@ type Decoder struct {
 // after the last line break are kept until the next Feed or Flush. The Event's strings are
 // copies: emit may keep them.
 func (d *Decoder) Feed(chunk []byte, emit func(Event)) {
+	d.FeedRaw(chunk, func(ev *RawEvent) { emit(ev.event()) })
+}
+
+func (ev *RawEvent) event() Event {
+	return Event{Type: ev.Type, Data: string(ev.Data), HasData: ev.HasData, ID: ev.ID, Truncated: ev.Truncated}
+}
+
+// FeedRaw is Feed without the copy of each event's data: the RawEvent and its Data are valid
+// only while emit runs.
+func (d *Decoder) FeedRaw(chunk []byte, emit func(*RawEvent)) {
 	for len(chunk) > 0 {
 		if d.skipLF {
 			d.skipLF = false
@@ -48,13 +85,16 @@ func (d *Decoder) Feed(chunk []byte, emit func(Event)) {
 		}
 		i := indexLineBreak(chunk)
 		if i < 0 {
-			d.line = append(d.line, chunk...)
+			d.appendLine(chunk)
 			return
 		}
 		line := chunk[:i]
-		if len(d.line) > 0 {
-			d.line = append(d.line, line...)
+		if len(d.line) > 0 || d.lineOver {
+			d.appendLine(line)
 			line = d.line
+		} else if d.Max > 0 && len(line) > d.Max {
+			d.lineOver = true
+			line = line[:min(len(line), PrefixBytes)]
 		}
 		if chunk[i] == '\r' {
 			if i+1 < len(chunk) {
@@ -68,18 +108,45 @@ func (d *Decoder) Feed(chunk []byte, emit func(Event)) {
 		chunk = chunk[i+1:]
 		d.processLine(line, emit)
 		d.line = d.line[:0]
+		d.lineOver = false
 	}
+}
+
+// appendLine adds p to the unfinished line, keeping only its prefix once it passes Max.
+func (d *Decoder) appendLine(p []byte) {
+	if d.lineOver {
+		if room := PrefixBytes - len(d.line); room > 0 {
+			d.line = append(d.line, p[:min(room, len(p))]...)
+		}
+		return
+	}
+	if d.Max > 0 && len(d.line)+len(p) > d.Max {
+		// Drop the big buffer for a small one: memory goes back to the prefix.
+		prefix := make([]byte, 0, PrefixBytes)
+		prefix = append(prefix, d.line[:min(len(d.line), PrefixBytes)]...)
+		if room := PrefixBytes - len(prefix); room > 0 {
+			prefix = append(prefix, p[:min(room, len(p))]...)
+		}
+		d.line, d.lineOver = prefix, true
+		return
+	}
+	d.line = append(d.line, p...)
 }
 
 // Flush ends the stream: an unterminated last line is processed as if it had ended, and an event
 // that was started but not yet dispatched by a blank line is emitted (SPEC §7: at end of stream,
 // an unterminated last event is parsed). The Decoder is then reset and may decode a new stream.
 func (d *Decoder) Flush(emit func(Event)) {
+	d.FlushRaw(func(ev *RawEvent) { emit(ev.event()) })
+}
+
+// FlushRaw is Flush for FeedRaw's callers.
+func (d *Decoder) FlushRaw(emit func(*RawEvent)) {
 	if len(d.line) > 0 {
 		d.processLine(d.line, emit)
 	}
 	d.dispatch(emit)
-	*d = Decoder{line: d.line[:0], data: d.data[:0]}
+	*d = Decoder{Max: d.Max, line: d.line[:0], data: d.data[:0]}
 }
 
 // Parse decodes a whole body: Feed followed by Flush. It returns nil when the body holds no event.
@@ -105,7 +172,7 @@ func indexLineBreak(b []byte) int {
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 // processLine interprets one complete line (without its line break).
-func (d *Decoder) processLine(line []byte, emit func(Event)) {
+func (d *Decoder) processLine(line []byte, emit func(*RawEvent)) {
 	if !d.started {
 		d.started = true
 		line = bytes.TrimPrefix(line, utf8BOM)
@@ -123,18 +190,27 @@ func (d *Decoder) processLine(line []byte, emit func(Event)) {
 	}
 	switch string(field) {
 	case "data":
-		if d.hasData {
-			d.data = append(d.data, '\n')
+		if d.lineOver {
+			d.over = true
 		}
-		d.data = append(d.data, value...)
+		if d.hasData {
+			d.appendData([]byte{'\n'})
+		}
+		d.appendData(value)
 		d.hasData = true
 		d.pending = true
 	case "event":
+		if d.lineOver {
+			d.over = true
+		}
 		if string(value) != d.typ { // keep the previous string when equal: no allocation
 			d.typ = string(value)
 		}
 		d.pending = true
 	case "id":
+		if d.lineOver {
+			d.over = true
+		}
 		if string(value) != d.id {
 			d.id = string(value)
 		}
@@ -143,15 +219,35 @@ func (d *Decoder) processLine(line []byte, emit func(Event)) {
 	// Other fields (retry and unknown names) are ignored, as the standard says.
 }
 
+// appendData adds p to the current event's data, keeping only its prefix once it passes Max.
+func (d *Decoder) appendData(p []byte) {
+	if d.over {
+		if room := PrefixBytes - len(d.data); room > 0 {
+			d.data = append(d.data, p[:min(room, len(p))]...)
+		}
+		return
+	}
+	if d.Max > 0 && len(d.data)+len(p) > d.Max {
+		prefix := make([]byte, 0, PrefixBytes)
+		prefix = append(prefix, d.data[:min(len(d.data), PrefixBytes)]...)
+		d.data, d.over = prefix, true
+		d.appendData(p)
+		return
+	}
+	d.data = append(d.data, p...)
+}
+
 // dispatch emits the current event, if any field started one, and clears it.
-func (d *Decoder) dispatch(emit func(Event)) {
+func (d *Decoder) dispatch(emit func(*RawEvent)) {
 	if !d.pending {
 		return
 	}
-	emit(Event{Type: d.typ, Data: string(d.data), HasData: d.hasData, ID: d.id})
+	d.ev = RawEvent{Type: d.typ, Data: d.data, HasData: d.hasData, ID: d.id, Truncated: d.over}
+	emit(&d.ev)
+	d.ev = RawEvent{}
 	d.data = d.data[:0]
 	d.typ, d.id = "", ""
-	d.hasData, d.pending = false, false
+	d.hasData, d.pending, d.over = false, false, false
 }
 
 // trimLeftSpace removes leading white space as Python's str.lstrip does: ASCII white space, the

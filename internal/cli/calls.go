@@ -170,11 +170,10 @@ func runCalls(s *Streams, o *callsOptions, dir, id string) error {
 	w := bufio.NewWriter(s.Out)
 	switch format {
 	case formatJSON:
-		var buf []byte
 		for i := range rc.records {
-			buf = rc.records[i].AppendJSON(buf[:0], o.includePayloads)
-			buf = append(buf, '\n')
-			w.Write(buf)
+			// Written in pieces: a record with payloads is never built whole in memory.
+			rc.records[i].WriteJSON(w, o.includePayloads)
+			w.WriteByte('\n')
 		}
 	case formatTSV:
 		writeCallsTSV(w, rc.records)

@@ -33,6 +33,7 @@ type proxyOptions struct {
 	upstreamTimeout time.Duration
 	idleTimeout     time.Duration
 	maxRequestBytes int64
+	maxCaptureBytes int64
 	shutdownTimeout time.Duration
 	logLevel        string
 
@@ -89,6 +90,7 @@ writes one JSON object per line.`,
 	f.DurationVar(&o.upstreamTimeout, "upstream-timeout", gateway.DefaultUpstreamTimeout, "longest wait for the upstream's response headers (0: no limit)")
 	f.DurationVar(&o.idleTimeout, "idle-timeout", gateway.DefaultIdleTimeout, "longest wait between reads of a captured response body (0: no limit)")
 	f.Int64Var(&o.maxRequestBytes, "max-request-bytes", gateway.DefaultMaxRequestBytes, "largest captured request body; larger ones get 413 (0: no limit)")
+	f.Int64Var(&o.maxCaptureBytes, "max-capture-bytes", gateway.DefaultMaxCaptureBytes, "decoded response bytes one capture keeps; past it the line keeps the first bytes and says capture_too_large (0: no limit)")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "on SIGINT/SIGTERM, how long to let in-flight calls finish")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&o.adminListen, "admin-listen", "", "address of the admin endpoints /healthz, /readyz, /metrics (default: none)")
@@ -214,6 +216,7 @@ func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []stri
 		UpstreamTimeout: noLimit(o.upstreamTimeout),
 		IdleTimeout:     noLimit(o.idleTimeout),
 		MaxRequestBytes: noLimit(o.maxRequestBytes),
+		MaxCaptureBytes: noLimit(o.maxCaptureBytes),
 		Logger:          log,
 
 		RequestBodyTimeout: noLimit(o.requestBodyTimeout),

@@ -1,0 +1,6 @@
+//go:build !race
+
+package reliability
+
+// raceOn reports a -race build (see race_on_test.go).
+const raceOn = false
