@@ -543,3 +543,7 @@ func (r *rateLog) warn(msg string, args ...any) {
 	}
 	r.log.Warn(msg, args...)
 }
+
+// Handle logs an error of the OpenTelemetry SDK (rate-limited, with the export failures): install
+// it with otel.SetErrorHandler so the SDK's own reports do not flood the log.
+func (e *Exporter) Handle(err error) { e.log.warn("otlp export: sdk error", "err", err) }

@@ -35,6 +35,7 @@ type proxyOptions struct {
 	maxRequestBytes int64
 	shutdownTimeout time.Duration
 	logLevel        string
+	otlp            otlpOptions // otlp.go
 }
 
 func newProxyCmd(s *Streams) *cobra.Command {
@@ -73,6 +74,7 @@ capture writes (up to --shutdown-timeout); a second one stops at once.`,
 	f.Int64Var(&o.maxRequestBytes, "max-request-bytes", gateway.DefaultMaxRequestBytes, "largest captured request body; larger ones get 413 (0: no limit)")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "on SIGINT/SIGTERM, how long to let in-flight calls finish")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	addOTLPFlags(f, &o.otlp)
 	return cmd
 }
 
@@ -179,6 +181,12 @@ func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []stri
 		MaxRequestBytes: noLimit(o.maxRequestBytes),
 		Logger:          log,
 	}
+	// Live OTLP export; stopOTLP flushes it after the drain (deferred: drainProxy runs first).
+	stopOTLP, err := startOTLP(&o.otlp, h, cfg.upstream, log)
+	if err != nil {
+		return err
+	}
+	defer stopOTLP()
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return usageErrorf("--listen %s: %w", o.listen, err)
