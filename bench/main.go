@@ -51,7 +51,7 @@ func main() {
 		micro      = flag.Bool("micro", true, "also run the go test -bench micro-benchmarks and include them")
 		tmpBase    = flag.String("dir", "", "directory for capture files and the merge data set (default: the system temp dir)")
 		keep       = flag.Bool("keep", false, "keep the capture files and data set")
-		only       = flag.String("only", "", "comma-separated rows to run (latency,sse,rss,merge); default all")
+		only       = flag.String("only", "", "comma-separated rows to run (latency,sse,rss,merge,otel); default all")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run (clients, upstream and proxies) to this file")
 
 		childMode = flag.String("child", "", "internal: serve one proxy in a child process (gateway|bare)")
@@ -121,6 +121,7 @@ type runner struct {
 	sse   *sseResult
 	rss   []rssResult
 	merge *mergeResult
+	otel  *otelResult // row 7, otel.go
 	micro []string
 	mErr  string
 }
@@ -186,6 +187,11 @@ func (r *runner) run(base, out string) error {
 	}
 	if r.want("merge") {
 		if err := r.timed("merge throughput (row 6)", func() error { return r.runMergeRow() }); err != nil {
+			return err
+		}
+	}
+	if r.want("otel") {
+		if err := r.timed("live OTLP export (row 7)", func() error { return r.runOTelRow(ctx) }); err != nil {
 			return err
 		}
 	}
