@@ -2,6 +2,7 @@ package otelexport
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
@@ -59,17 +60,49 @@ func (e *Exporter) worker() {
 	defer close(e.workerDone)
 	for c := range e.queue {
 		e.queueBytes.Add(-c.bytes)
-		line, err := capture.EncodeExchange(c.ex)
-		var rec *modelcalls.ModelCallRecord
-		if err == nil {
-			rec, err = modelcalls.BuildRecord(line, 0)
+		if !e.cfg.Content {
+			c.ex.Request = slimRequest(c.ex.Request)
 		}
-		if err != nil {
-			e.invalid.Add(1)
-			e.cInv.Inc()
-			e.log.warn("otlp export: captured call not exportable", "rollout_id", c.rolloutID, "model_call_id", c.ex.ModelCallID, "err", err)
-			continue
-		}
-		e.Emit(context.Background(), c.rolloutID, rec, c.traceparent)
+		e.emitExchange(c.ex, c.rolloutID, c.traceparent)
 	}
+}
+
+// emitExchange reads the exchange back as its capture line and emits its span.
+func (e *Exporter) emitExchange(ex *capture.Exchange, rolloutID, traceparent string) {
+	line, err := capture.EncodeExchange(ex)
+	var rec *modelcalls.ModelCallRecord
+	if err == nil {
+		rec, err = modelcalls.BuildRecord(line, 0)
+	}
+	if err != nil {
+		e.invalid.Add(1)
+		e.cInv.Inc()
+		e.log.warn("otlp export: captured call not exportable", "rollout_id", rolloutID, "model_call_id", ex.ModelCallID, "err", err)
+		return
+	}
+	e.Emit(context.Background(), rolloutID, rec, traceparent)
+}
+
+// slimRequest keeps of a request object only the members a span reads without content (model,
+// stream), so the worker does not re-encode and re-read an agent's whole prompt: the span comes
+// out the same as from the full line. Anything but an object is returned as it is.
+func slimRequest(req json.RawMessage) json.RawMessage {
+	if len(req) == 0 || req[0] != '{' {
+		return req
+	}
+	out := make([]byte, 0, 64)
+	out = append(out, '{')
+	forTopMembers(req, func(key string, v []byte) {
+		if key != "model" && key != "stream" {
+			return
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, '"')
+		out = append(out, key...)
+		out = append(out, '"', ':')
+		out = append(out, v...)
+	})
+	return append(out, '}')
 }
