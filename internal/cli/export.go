@@ -11,6 +11,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel"
 
 	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
@@ -116,6 +117,7 @@ func runExportOTLP(ctx context.Context, s *Streams, o *exportOptions) error {
 	if err != nil {
 		return usageErrorf("%w", err)
 	}
+	otel.SetErrorHandler(exp) // the SDK's own reports, rate-limited with ours
 	var bar *progressbar.ProgressBar
 	if isTerminal(s.ErrOut) {
 		bar = progressbar.NewOptions(len(rollouts), progressbar.OptionSetWriter(s.ErrOut),
