@@ -24,7 +24,7 @@ build:
 bench:
 	$(GO) run ./bench $(BENCH_FLAGS)
 
-.PHONY: e2e e2e-ci
+.PHONY: e2e e2e-ci e2e-otel
 
 # End to end: every agent harness (Claude Code, Codex, opencode, pi, Qwen Code; pinned, installed
 # from npm into ~/.cache/modelcalls-e2e) through `modelcalls proxy`, against a scripted tool-loop
@@ -36,3 +36,9 @@ e2e:
 # and gzip-compressed (about 25 s with an empty cache: npm installs pi).
 e2e-ci:
 	MODELCALLS_E2E_HARNESSES=pi MODELCALLS_E2E_UPSTREAMS=scripted,scripted-gzip scripts/e2e.sh
+
+# OpenTelemetry export end to end: a real Collector (built from e2e/otelcol, its own Go module, cached
+# in ~/.cache/modelcalls-e2e; ~9 min on a cold module cache, ~2 min warm) receives the spans of real
+# proxies over OTLP/HTTP and gRPC and of `export otlp`; then the Collector is down. See docs/otel.md.
+e2e-otel:
+	scripts/e2e-otel.sh

@@ -51,7 +51,7 @@ func main() {
 		micro      = flag.Bool("micro", true, "also run the go test -bench micro-benchmarks and include them")
 		tmpBase    = flag.String("dir", "", "directory for capture files and the merge data set (default: the system temp dir)")
 		keep       = flag.Bool("keep", false, "keep the capture files and data set")
-		only       = flag.String("only", "", "comma-separated rows to run (latency,sse,rss,merge,store); default all")
+		only       = flag.String("only", "", "comma-separated rows to run (latency,sse,rss,merge,store,otel); default all")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run (clients, upstream and proxies) to this file")
 
 		childMode = flag.String("child", "", "internal: serve one proxy in a child process (gateway|bare)")
@@ -122,6 +122,7 @@ type runner struct {
 	rss   []rssResult
 	merge *mergeResult
 	store *storeRow
+	otel  *otelResult // row 7, otel.go
 	micro []string
 	mErr  string
 }
@@ -192,6 +193,11 @@ func (r *runner) run(base, out string) error {
 	}
 	if r.want("store") {
 		if err := r.timed("capture store alone (store row)", func() error { return r.runStoreRow() }); err != nil {
+			return err
+		}
+	}
+	if r.want("otel") {
+		if err := r.timed("live OTLP export (row 7)", func() error { return r.runOTelRow(ctx) }); err != nil {
 			return err
 		}
 	}

@@ -198,6 +198,7 @@ func (r *runner) checks() []check {
 			ok:   boolp(qm >= goalMergeRatio),
 		})
 	}
+	cs = append(cs, r.otelChecks()...)
 	return cs
 }
 
@@ -353,6 +354,7 @@ func (r *runner) report() string {
 		}
 		w("```\n%s\n```\n\n", strings.Join(r.micro, "\n"))
 	}
+	b.WriteString(r.otelSection())
 	w("## Phases\n\n| phase | time |\n|---|---|\n")
 	for _, p := range r.phases {
 		w("| %s | %s |\n", p.name, p.took.Round(100*time.Millisecond))

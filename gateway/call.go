@@ -80,6 +80,8 @@ type call struct {
 	decodeErr     error
 	terminalHit   bool // the current chunk completed the first terminal event
 	finished      bool // the capture line is written (or marked); the call is released
+
+	traceparent string // the client's traceparent header, kept only for OnCaptured (captured.go)
 }
 
 // serveCaptured handles a call on an observed path under a valid rollout prefix: claim, read the
@@ -87,6 +89,7 @@ type call struct {
 func (h *Handler) serveCaptured(w http.ResponseWriter, r *http.Request, id string, d dialect.Dialect) {
 	c := &call{h: h, rolloutID: id, dialect: d, modelCallID: capture.NewModelCallID(), start: time.Now(), contentLength: -1}
 	c.session, c.assistantMessage = clientIDs(r.Header)
+	c.noteTrace(r.Header)
 	h.inflight.add()
 	h.metrics.inFlight.Inc()
 	defer func() {
@@ -464,6 +467,9 @@ func (c *call) write(ex *capture.Exchange) {
 		}
 	}
 	h.metrics.writes.WithLabelValues(result).Inc()
+	if err == nil {
+		c.captured(ex)
+	}
 	if c.claim != nil {
 		if err := c.claim.Release(); err != nil {
 			h.log.Warn("release capture claim", "rollout_id", c.rolloutID, "model_call_id", c.modelCallID, "err", err)

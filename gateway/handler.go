@@ -117,6 +117,12 @@ type Handler struct {
 	// them.
 	NoAdminEndpoints bool
 
+	// OnCaptured, when set, is called once for every captured call right after its capture line is
+	// durable (not for calls whose write failed), on the call's goroutine and before the client
+	// reads the terminal event: it must return at once (live OTLP export only enqueues). See
+	// CapturedCall.
+	OnCaptured func(CapturedCall)
+
 	once     sync.Once
 	initErr  error
 	proxy    *httputil.ReverseProxy

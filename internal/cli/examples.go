@@ -14,4 +14,6 @@ var fallbackExamples = map[string]string{
   # point the agent at http://127.0.0.1:8081/ng-rollout/<rollout_id>/v1 as it was at the gateway
   modelcalls replay --capture-dir ./captures --match sequence --timing fast
   modelcalls replay --capture-dir ./captures --on-miss forward --upstream http://127.0.0.1:8000 --capture-dir-out ./replayed`,
+	"export": `  modelcalls export otlp --capture-dir ./captures --endpoint http://127.0.0.1:4318
+  modelcalls export otlp --capture-dir ./captures --in rollouts.jsonl    # plus a root span per rollout (reward, totals)`,
 }

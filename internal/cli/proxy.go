@@ -44,6 +44,7 @@ type proxyOptions struct {
 	keepAliveTimeout   time.Duration
 	maxHeaderBytes     int
 	maxConnections     int
+	otlp               otlpOptions // otlp.go
 }
 
 func newProxyCmd(s *Streams) *cobra.Command {
@@ -99,6 +100,7 @@ writes one JSON object per line.`,
 	f.DurationVar(&o.keepAliveTimeout, "keepalive-timeout", gateway.DefaultKeepAliveTimeout, "how long an idle client connection stays open (0: no limit)")
 	f.IntVar(&o.maxHeaderBytes, "max-header-bytes", gateway.DefaultMaxHeaderBytes, "largest request header block; larger ones get 431")
 	f.IntVar(&o.maxConnections, "max-connections", 0, "most client connections open at once, more are refused with 503 (0: derived from the file-descriptor limit; -1: no cap)")
+	addOTLPFlags(f, &o.otlp)
 	return cmd
 }
 
@@ -222,6 +224,12 @@ func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []stri
 		RequestBodyTimeout: noLimit(o.requestBodyTimeout),
 		NoAdminEndpoints:   true, // the proxy port forwards every path; admin is --admin-listen
 	}
+	// Live OTLP export; stopOTLP flushes it after the drain (deferred: drainProxy runs first).
+	stopOTLP, err := startOTLP(&o.otlp, h, cfg.upstream, log)
+	if err != nil {
+		return err
+	}
+	defer stopOTLP()
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return usageErrorf("--listen %s: %w", o.listen, err)

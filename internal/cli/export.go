@@ -1,0 +1,226 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel"
+
+	"github.com/modelcalls/modelcalls"
+	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/otelexport"
+)
+
+func init() { register(newExportCmd) }
+
+// exportOptions are the flags of `modelcalls export otlp`.
+type exportOptions struct {
+	captureDir string
+	in         string
+	endpoint   string
+	protocol   string
+	content    bool
+	upstream   string
+	timeout    time.Duration
+}
+
+func newExportCmd(s *Streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "export",
+		Short: "Copy existing captures to another system",
+	}
+	var o exportOptions
+	otlp := &cobra.Command{
+		Use:   "otlp --capture-dir DIR [--in ROLLOUTS.jsonl] [--endpoint URL]",
+		Short: "Send the captured calls as OpenTelemetry GenAI spans (and metrics) to an OTLP endpoint",
+		Long: `Send every captured call of DIR (or of the rollouts listed in --in) as the span the live export
+of modelcalls proxy --otlp-endpoint sends: same trace and span ids, same attributes. With --in, each
+listed rollout also gets its root span (the parent of its calls' spans) carrying the rollout record's
+reward and task index and the calls' count, errors and token totals.
+
+The endpoint is --endpoint (an OTLP base URL) or the standard OTEL_EXPORTER_OTLP_* variables. Exits
+1 when the endpoint refused or could not be reached for any span, 3 when DIR does not exist.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runExportOTLP(cmd.Context(), s, &o) },
+	}
+	f := otlp.Flags()
+	f.StringVar(&o.captureDir, "capture-dir", "", "capture directory (required)")
+	f.StringVar(&o.in, "in", "", "JSONL rollout records: export only their rollouts, each with a root span (- is stdin)")
+	f.StringVar(&o.endpoint, "endpoint", "", "OTLP base URL, e.g. http://127.0.0.1:4318 (default: OTEL_EXPORTER_OTLP_ENDPOINT)")
+	f.StringVar(&o.protocol, "protocol", "", "OTLP protocol: http/protobuf or grpc (default: OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)")
+	f.BoolVar(&o.content, "content", false, "also export message content (gen_ai.input.messages, gen_ai.output.messages)")
+	f.StringVar(&o.upstream, "upstream", "", "the model server's URL, for server.address and server.port (as the proxy's --upstream)")
+	f.DurationVar(&o.timeout, "timeout", time.Minute, "longest wait for the endpoint to take the last spans")
+	cmd.AddCommand(otlp)
+	return cmd
+}
+
+// exportRollout is one rollout to export, with the fields of its record (--in).
+type exportRollout struct {
+	id        string
+	reward    *float64
+	taskIndex *int64
+	root      bool
+}
+
+func runExportOTLP(ctx context.Context, s *Streams, o *exportOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if o.captureDir == "" {
+		return usageErrorf("--capture-dir is required")
+	}
+	if !otelexport.Enabled(o.endpoint) {
+		return usageErrorf("no endpoint: pass --endpoint URL or set OTEL_EXPORTER_OTLP_ENDPOINT")
+	}
+	var upstream *url.URL
+	if o.upstream != "" {
+		u, err := url.Parse(o.upstream)
+		if err != nil || u.Host == "" {
+			return usageErrorf("--upstream: want an absolute URL with a host")
+		}
+		upstream = u
+	}
+	if err := checkDir(o.captureDir); err != nil {
+		return err
+	}
+	store, err := capture.OpenExisting(o.captureDir)
+	if err != nil {
+		return withExit(ExitNotFound, err)
+	}
+	var rollouts []exportRollout
+	if o.in != "" {
+		if rollouts, err = readExportRollouts(s, o.in); err != nil {
+			return err
+		}
+	} else {
+		ids, err := store.Rollouts()
+		if err != nil {
+			return withExit(ExitFailure, err)
+		}
+		for _, id := range ids {
+			rollouts = append(rollouts, exportRollout{id: id})
+		}
+	}
+
+	log := slog.New(slog.NewTextHandler(s.ErrOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	exp, err := otelexport.New(ctx, otelexport.Config{
+		Endpoint: o.endpoint, Protocol: o.protocol, Content: o.content, Upstream: upstream, Logger: log,
+	})
+	if err != nil {
+		return usageErrorf("%w", err)
+	}
+	otel.SetErrorHandler(exp) // the SDK's own reports, rate-limited with ours
+	var bar *progressbar.ProgressBar
+	if isTerminal(s.ErrOut) {
+		bar = progressbar.NewOptions(len(rollouts), progressbar.OptionSetWriter(s.ErrOut),
+			progressbar.OptionSetDescription("exporting"), progressbar.OptionShowCount(),
+			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish(), progressbar.OptionSetWidth(30))
+	}
+	var calls, roots, damaged, unreadable int
+	for _, r := range rollouts {
+		if err := ctx.Err(); err != nil {
+			break
+		}
+		recs, bad, err := modelcalls.ReadAvailableRecords(store, r.id)
+		if err != nil {
+			unreadable++
+			fmt.Fprintf(s.ErrOut, "modelcalls export: rollout %s not exported: %v\n", r.id, err)
+			continue
+		}
+		if bad > 0 {
+			damaged += bad
+			fmt.Fprintf(s.ErrOut, "modelcalls export: rollout %s: %d damaged capture lines skipped\n", r.id, bad)
+		}
+		for i := range recs {
+			exp.Emit(ctx, r.id, &recs[i], "")
+		}
+		calls += len(recs)
+		if r.root {
+			exp.EmitRollout(ctx, otelexport.Rollout{ID: r.id, Calls: recs, Reward: r.reward, TaskIndex: r.taskIndex})
+			roots++
+		}
+		if bar != nil {
+			bar.Add(1)
+		}
+	}
+	if bar != nil {
+		bar.Finish()
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	shutdownErr := exp.Shutdown(sctx)
+	c := exp.Counts()
+	fmt.Fprintf(s.Out, "exported %d spans (%d calls, %d rollout spans) of %d rollouts; %d failed", c.Exported, calls, roots, len(rollouts), c.Failed)
+	if damaged > 0 || unreadable > 0 {
+		fmt.Fprintf(s.Out, "; %d damaged lines skipped, %d rollouts unreadable", damaged, unreadable)
+	}
+	fmt.Fprintln(s.Out)
+	if want := int64(calls + roots); c.Failed > 0 || c.Exported < want {
+		if shutdownErr != nil {
+			return withExit(ExitFailure, fmt.Errorf("the OTLP endpoint took %d of %d spans: %w", c.Exported, want, shutdownErr))
+		}
+		return withExit(ExitFailure, fmt.Errorf("the OTLP endpoint took %d of %d spans", c.Exported, want))
+	}
+	if unreadable > 0 || ctx.Err() != nil {
+		return silentExit{code: ExitFailure}
+	}
+	return nil
+}
+
+// readExportRollouts reads the --in records: one rollout per distinct id, with reward (a number)
+// and _ng_task_index (an integer) when the record has them. Records without an id are skipped; a
+// record that is not a JSON object is a usage error naming its line.
+func readExportRollouts(s *Streams, name string) ([]exportRollout, error) {
+	in, _, closeIn, err := openInput(s, "export otlp", name)
+	if err != nil {
+		return nil, err
+	}
+	defer closeIn()
+	var out []exportRollout
+	seen := map[string]bool{}
+	lr := newLineReader(in)
+	for {
+		l, ok, err := lr.next()
+		if err != nil {
+			return nil, withExit(ExitFailure, err)
+		}
+		if !ok {
+			return out, nil
+		}
+		if len(bytes.TrimSpace(l.body)) == 0 {
+			continue
+		}
+		id, ok, err := modelcalls.RolloutID(l.body)
+		if err != nil {
+			return nil, usageErrorf("--in line %d: %w", l.num, err)
+		}
+		if !ok || seen[id] {
+			continue
+		}
+		seen[id] = true
+		r := exportRollout{id: id, root: true}
+		var fields struct {
+			Reward    json.RawMessage `json:"reward"`
+			TaskIndex json.RawMessage `json:"_ng_task_index"`
+		}
+		if json.Unmarshal(l.body, &fields) == nil {
+			var f float64
+			if json.Unmarshal(fields.Reward, &f) == nil && len(fields.Reward) > 0 && fields.Reward[0] != 'n' {
+				r.reward = &f
+			}
+			var n int64
+			if json.Unmarshal(fields.TaskIndex, &n) == nil && len(fields.TaskIndex) > 0 && fields.TaskIndex[0] != 'n' {
+				r.taskIndex = &n
+			}
+		}
+		out = append(out, r)
+	}
+}

@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcalls/modelcalls/capture"
+)
+
+// otlpReceiver is a loopback OTLP/HTTP endpoint answering status to every request, counting the
+// trace requests it got.
+func otlpReceiver(t *testing.T, status int) (*httptest.Server, *atomic.Int64) {
+	var traces atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.URL.Path == "/v1/traces" {
+			traces.Add(1)
+		}
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &traces
+}
+
+func TestExportOTLP(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	dir := t.TempDir()
+	st, _ := capture.Open(dir)
+	for _, id := range []string{"r1", "r2"} {
+		for range 2 {
+			if err := st.AppendExchange(id, exchange("m", `{"prompt_tokens":3,"completion_tokens":1}`, 5, nil, 200, nil)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	t.Run("accepted", func(t *testing.T) {
+		srv, traces := otlpReceiver(t, http.StatusOK)
+		out, errOut, code := runCLI(t, "", "export", "otlp", "--capture-dir", dir, "--endpoint", srv.URL)
+		if code != ExitOK || !strings.Contains(out, "exported 4 spans (4 calls, 0 rollout spans) of 2 rollouts; 0 failed") {
+			t.Errorf("exit %d, out %q, err %q", code, out, errOut)
+		}
+		if traces.Load() == 0 {
+			t.Error("no trace request reached the endpoint")
+		}
+	})
+	t.Run("--in adds root spans", func(t *testing.T) {
+		srv, _ := otlpReceiver(t, http.StatusOK)
+		out, errOut, code := runCLI(t, `{"_ng_rollout_id":"r2","reward":1}`+"\n", "export", "otlp", "--capture-dir", dir, "--in", "-", "--endpoint", srv.URL)
+		if code != ExitOK || !strings.Contains(out, "exported 3 spans (2 calls, 1 rollout spans) of 1 rollouts; 0 failed") {
+			t.Errorf("exit %d, out %q, err %q", code, out, errOut)
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		srv, _ := otlpReceiver(t, http.StatusBadRequest)
+		out, errOut, code := runCLI(t, "", "export", "otlp", "--capture-dir", dir, "--endpoint", srv.URL)
+		if code != ExitFailure || !strings.Contains(out, "exported 0 spans") || !strings.Contains(errOut, "took 0 of 4 spans") {
+			t.Errorf("exit %d, out %q, err %q", code, out, errOut)
+		}
+	})
+	t.Run("usage", func(t *testing.T) {
+		for _, tc := range []struct {
+			args []string
+			code int
+			msg  string
+		}{
+			{[]string{"export", "otlp", "--capture-dir", dir}, ExitUsage, "no endpoint"},
+			{[]string{"export", "otlp", "--endpoint", "http://127.0.0.1:1"}, ExitUsage, "--capture-dir is required"},
+			{[]string{"export", "otlp", "--capture-dir", dir, "--endpoint", "127.0.0.1:4318"}, ExitUsage, "absolute http://"},
+			{[]string{"export", "otlp", "--capture-dir", dir, "--endpoint", "http://127.0.0.1:1", "--protocol", "http/json"}, ExitUsage, "want http/protobuf or grpc"},
+			{[]string{"export", "otlp", "--capture-dir", dir + "/missing", "--endpoint", "http://127.0.0.1:1"}, ExitNotFound, ""},
+			{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--capture-dir", dir, "--otlp-content"}, ExitUsage, "need --otlp-endpoint"},
+		} {
+			_, errOut, code := runCLI(t, "", tc.args...)
+			if code != tc.code || !strings.Contains(errOut, tc.msg) {
+				t.Errorf("%v: exit %d, err %q; want %d with %q", tc.args, code, errOut, tc.code, tc.msg)
+			}
+		}
+	})
+}

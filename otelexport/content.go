@@ -1,0 +1,292 @@
+package otelexport
+
+import (
+	"encoding/json"
+
+	"github.com/modelcalls/modelcalls"
+)
+
+// Message content (--otlp-content) in the GenAI conventions' JSON shapes:
+//
+//	gen_ai.input.messages       [{"role": ..., "parts": [part, ...]}, ...]
+//	gen_ai.output.messages      [{"role": "assistant", "parts": [...], "finish_reason": ...}]
+//	gen_ai.system_instructions  [part, ...]
+//
+// with parts {"type":"text","content":s}, {"type":"reasoning","content":s},
+// {"type":"tool_call","id":s,"name":s,"arguments":any} and
+// {"type":"tool_call_response","id":s,"response":any}. Other content (images, files, audio) becomes
+// a part with only its type: the span says it was there without carrying the bytes. Chat
+// Completions system messages stay in the input messages with role "system"; the Responses API's
+// instructions and the Messages API's system prompt are the system instructions. Tool-call
+// arguments that are JSON text are carried as JSON.
+
+type part struct {
+	Type      string `json:"type"`
+	Content   any    `json:"content,omitempty"`
+	ID        string `json:"id,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Arguments any    `json:"arguments,omitempty"`
+	Response  any    `json:"response,omitempty"`
+}
+
+type message struct {
+	Role         string `json:"role"`
+	Parts        []part `json:"parts"`
+	FinishReason string `json:"finish_reason,omitempty"`
+}
+
+// contentAttributes returns gen_ai.input.messages, gen_ai.output.messages and
+// gen_ai.system_instructions as JSON text ("" when there is nothing to say).
+func contentAttributes(rec *modelcalls.ModelCallRecord) (input, output, system string) {
+	if rec.Dialect == nil {
+		return "", "", ""
+	}
+	var req, resp map[string]any
+	if rec.Request != nil {
+		_ = json.Unmarshal(rec.Request, &req)
+	}
+	if rec.Response != nil {
+		_ = json.Unmarshal(rec.Response, &resp)
+	}
+	var in, out []message
+	var sys []part
+	switch *rec.Dialect {
+	case "chat":
+		in = chatInput(req)
+		out = chatOutput(resp)
+	case "responses":
+		in, sys = responsesInput(req)
+		out = responsesOutput(resp, rec.FinishReason)
+	case "messages":
+		in, sys = messagesInput(req)
+		out = messagesOutput(resp)
+	}
+	return marshalOrEmpty(in), marshalOrEmpty(out), marshalOrEmpty(sys)
+}
+
+func marshalOrEmpty[T any](v []T) string {
+	if len(v) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+func str(v any) string { s, _ := v.(string); return s }
+
+func list(v any) []any { l, _ := v.([]any); return l }
+
+func obj(v any) map[string]any { m, _ := v.(map[string]any); return m }
+
+// jsonArg carries JSON text as JSON when it parses, else as the string.
+func jsonArg(v any) any {
+	s, ok := v.(string)
+	if !ok {
+		return v
+	}
+	var parsed any
+	if json.Unmarshal([]byte(s), &parsed) == nil {
+		return parsed
+	}
+	return s
+}
+
+// textParts reads content that is a string or a list of typed blocks with "text".
+func textParts(content any) []part {
+	if s, ok := content.(string); ok {
+		return []part{{Type: "text", Content: s}}
+	}
+	var parts []part
+	for _, b := range list(content) {
+		m := obj(b)
+		switch t := str(m["type"]); t {
+		case "text", "input_text", "output_text":
+			parts = append(parts, part{Type: "text", Content: str(m["text"])})
+		case "refusal":
+			parts = append(parts, part{Type: "text", Content: str(m["refusal"])})
+		case "":
+		default:
+			parts = append(parts, part{Type: t})
+		}
+	}
+	return parts
+}
+
+func chatInput(req map[string]any) []message {
+	var msgs []message
+	for _, m := range list(req["messages"]) {
+		mm := obj(m)
+		role := str(mm["role"])
+		if role == "developer" {
+			role = "system"
+		}
+		var parts []part
+		if role == "tool" {
+			parts = append(parts, part{Type: "tool_call_response", ID: str(mm["tool_call_id"]), Response: mm["content"]})
+		} else {
+			parts = textParts(mm["content"])
+		}
+		for _, tc := range list(mm["tool_calls"]) {
+			t := obj(tc)
+			fn := obj(t["function"])
+			parts = append(parts, part{Type: "tool_call", ID: str(t["id"]), Name: str(fn["name"]), Arguments: jsonArg(fn["arguments"])})
+		}
+		msgs = append(msgs, message{Role: role, Parts: nonNil(parts)})
+	}
+	return msgs
+}
+
+func chatOutput(resp map[string]any) []message {
+	var msgs []message
+	for _, c := range list(resp["choices"]) {
+		cm := obj(c)
+		m := obj(cm["message"])
+		var parts []part
+		if r := str(m["reasoning_content"]); r != "" {
+			parts = append(parts, part{Type: "reasoning", Content: r})
+		}
+		if m["content"] != nil {
+			parts = append(parts, textParts(m["content"])...)
+		}
+		for _, tc := range list(m["tool_calls"]) {
+			t := obj(tc)
+			fn := obj(t["function"])
+			parts = append(parts, part{Type: "tool_call", ID: str(t["id"]), Name: str(fn["name"]), Arguments: jsonArg(fn["arguments"])})
+		}
+		role := str(m["role"])
+		if role == "" {
+			role = "assistant"
+		}
+		msgs = append(msgs, message{Role: role, Parts: nonNil(parts), FinishReason: str(cm["finish_reason"])})
+	}
+	return msgs
+}
+
+func responsesInput(req map[string]any) ([]message, []part) {
+	var sys []part
+	if s := str(req["instructions"]); s != "" {
+		sys = []part{{Type: "text", Content: s}}
+	}
+	if s, ok := req["input"].(string); ok {
+		return []message{{Role: "user", Parts: []part{{Type: "text", Content: s}}}}, sys
+	}
+	var msgs []message
+	for _, it := range list(req["input"]) {
+		m := obj(it)
+		switch t := str(m["type"]); t {
+		case "", "message":
+			role := str(m["role"])
+			if role == "developer" {
+				role = "system"
+			}
+			msgs = append(msgs, message{Role: role, Parts: nonNil(textParts(m["content"]))})
+		case "function_call":
+			msgs = append(msgs, message{Role: "assistant", Parts: []part{{Type: "tool_call", ID: str(m["call_id"]), Name: str(m["name"]), Arguments: jsonArg(m["arguments"])}}})
+		case "function_call_output":
+			msgs = append(msgs, message{Role: "tool", Parts: []part{{Type: "tool_call_response", ID: str(m["call_id"]), Response: m["output"]}}})
+		case "reasoning":
+			msgs = append(msgs, message{Role: "assistant", Parts: nonNil(reasoningParts(m))})
+		default:
+			msgs = append(msgs, message{Role: "user", Parts: []part{{Type: t}}})
+		}
+	}
+	return msgs, sys
+}
+
+func reasoningParts(m map[string]any) []part {
+	var parts []part
+	for _, s := range list(m["summary"]) {
+		if t := str(obj(s)["text"]); t != "" {
+			parts = append(parts, part{Type: "reasoning", Content: t})
+		}
+	}
+	return parts
+}
+
+func responsesOutput(resp map[string]any, finish *string) []message {
+	if resp == nil {
+		return nil
+	}
+	var parts []part
+	toolCall := false
+	for _, it := range list(resp["output"]) {
+		m := obj(it)
+		switch t := str(m["type"]); t {
+		case "message":
+			parts = append(parts, textParts(m["content"])...)
+		case "function_call":
+			toolCall = true
+			parts = append(parts, part{Type: "tool_call", ID: str(m["call_id"]), Name: str(m["name"]), Arguments: jsonArg(m["arguments"])})
+		case "reasoning":
+			parts = append(parts, reasoningParts(m)...)
+		case "":
+		default:
+			parts = append(parts, part{Type: t})
+		}
+	}
+	// The Responses API has no finish reason on a completed response: the convention's
+	// "stop" / "tool_call" are used then; incomplete_details.reason otherwise.
+	reason := "stop"
+	if toolCall {
+		reason = "tool_call"
+	}
+	if finish != nil {
+		reason = *finish
+	}
+	return []message{{Role: "assistant", Parts: nonNil(parts), FinishReason: reason}}
+}
+
+func messagesBlocks(content any) []part {
+	if s, ok := content.(string); ok {
+		return []part{{Type: "text", Content: s}}
+	}
+	var parts []part
+	for _, b := range list(content) {
+		m := obj(b)
+		switch t := str(m["type"]); t {
+		case "text":
+			parts = append(parts, part{Type: "text", Content: str(m["text"])})
+		case "thinking":
+			parts = append(parts, part{Type: "reasoning", Content: str(m["thinking"])})
+		case "tool_use":
+			parts = append(parts, part{Type: "tool_call", ID: str(m["id"]), Name: str(m["name"]), Arguments: m["input"]})
+		case "tool_result":
+			parts = append(parts, part{Type: "tool_call_response", ID: str(m["tool_use_id"]), Response: m["content"]})
+		case "":
+		default:
+			parts = append(parts, part{Type: t})
+		}
+	}
+	return parts
+}
+
+func messagesInput(req map[string]any) ([]message, []part) {
+	sys := messagesBlocks(req["system"])
+	var msgs []message
+	for _, m := range list(req["messages"]) {
+		mm := obj(m)
+		msgs = append(msgs, message{Role: str(mm["role"]), Parts: nonNil(messagesBlocks(mm["content"]))})
+	}
+	return msgs, sys
+}
+
+func messagesOutput(resp map[string]any) []message {
+	if resp == nil || resp["content"] == nil {
+		return nil
+	}
+	role := str(resp["role"])
+	if role == "" {
+		role = "assistant"
+	}
+	return []message{{Role: role, Parts: nonNil(messagesBlocks(resp["content"])), FinishReason: str(resp["stop_reason"])}}
+}
+
+func nonNil(p []part) []part {
+	if p == nil {
+		return []part{}
+	}
+	return p
+}

@@ -1,0 +1,549 @@
+package otelexport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/modelcalls/modelcalls"
+)
+
+// Protocols accepted by Config.Protocol (the OTEL_EXPORTER_OTLP_PROTOCOL values the Go SDK's
+// exporters support for both traces and metrics).
+const (
+	ProtocolHTTP = "http/protobuf"
+	ProtocolGRPC = "grpc"
+)
+
+// ScopeName is the instrumentation scope of every span and metric.
+const ScopeName = "github.com/modelcalls/modelcalls/otelexport"
+
+// Metric names in the gateway's Prometheus registry (Config.Registerer).
+const (
+	// MetricSpans counts call spans by result: exported (the endpoint accepted them), failed (the
+	// endpoint refused them or could not be reached), dropped (the export queue was full or the
+	// gateway stopped before they could be sent) and invalid (the line could not be read back).
+	MetricSpans = "modelcalls_gateway_otlp_spans_total"
+)
+
+// Config configures an Exporter. The zero value exports over OTLP/HTTP to wherever the standard
+// OTEL_EXPORTER_OTLP_* variables say (the SDK exporters read them: endpoint, headers, timeout,
+// certificates, compression).
+type Config struct {
+	// Endpoint is a base URL (as OTEL_EXPORTER_OTLP_ENDPOINT is read): for OTLP/HTTP, /v1/traces
+	// and /v1/metrics are appended to its path; for gRPC it names host and port, and http://
+	// means no TLS. "" leaves the endpoint to the OTEL_EXPORTER_OTLP_* variables.
+	Endpoint string
+	// Protocol is ProtocolHTTP or ProtocolGRPC; "" reads OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, then
+	// OTEL_EXPORTER_OTLP_PROTOCOL, then defaults to ProtocolHTTP.
+	Protocol string
+	// Content adds gen_ai.input.messages, gen_ai.output.messages and gen_ai.system_instructions.
+	Content bool
+	// Upstream, when set, gives server.address and server.port (the model server called).
+	Upstream *url.URL
+	// Registerer receives MetricSpans; nil registers nowhere.
+	Registerer prometheus.Registerer
+	// Logger receives export failures and drops, at most one line per LogEvery; nil is
+	// slog.Default().
+	Logger *slog.Logger
+	// QueueCalls and QueueBytes bound the live queue (Enqueue): calls waiting to become spans, and
+	// the payload bytes they hold. Zero means DefaultQueueCalls and DefaultQueueBytes.
+	QueueCalls int
+	QueueBytes int64
+
+	// SpanExporter and MetricReader replace the OTLP exporters (tests: tracetest, ManualReader).
+	SpanExporter sdktrace.SpanExporter
+	MetricReader sdkmetric.Reader
+	// Resource replaces the resource built from OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES.
+	Resource *resource.Resource
+}
+
+// Defaults of the live queue (docs/otel.md).
+const (
+	DefaultQueueCalls = 1024
+	DefaultQueueBytes = 64 << 20
+	// LogEvery is the least time between two log lines about failed or dropped spans.
+	LogEvery = 10 * time.Second
+)
+
+// Enabled reports whether export is asked for: an endpoint flag, or one of the standard endpoint
+// variables set in the environment.
+func Enabled(endpoint string) bool {
+	return endpoint != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+}
+
+// Exporter turns captured calls into GenAI client spans and metrics, batched and exported over
+// OTLP. Emit exports one record synchronously into the batch; Enqueue is the live path's
+// non-blocking hand-off. Safe for concurrent use.
+type Exporter struct {
+	cfg    Config
+	tp     *sdktrace.TracerProvider
+	mp     *sdkmetric.MeterProvider
+	tracer trace.Tracer
+	srv    server
+	log    *rateLog
+
+	duration, tokens, ttfc metric.Float64Histogram
+
+	spans                              *prometheus.CounterVec
+	exported, failed, dropped, invalid atomic.Int64
+	cExported, cFailed, cDropped, cInv prometheus.Counter
+
+	queue      chan liveCall
+	queueBytes atomic.Int64
+	closing    atomic.Bool
+	closeOnce  sync.Once
+	workerDone chan struct{}
+	mu         sync.RWMutex // held shared by Enqueue while it sends, exclusively by Shutdown to close the queue
+}
+
+// New builds the exporter: the OTLP exporters (or cfg's replacements), a tracer provider with a
+// batch span processor (its OTEL_BSP_* variables apply), a meter provider with a periodic reader
+// (OTEL_METRIC_EXPORT_INTERVAL applies), and the live queue's worker.
+func New(ctx context.Context, cfg Config) (*Exporter, error) {
+	proto, err := protocol(cfg.Protocol)
+	if err != nil {
+		return nil, err
+	}
+	e := &Exporter{cfg: cfg, log: newRateLog(cfg.Logger)}
+	if cfg.Upstream != nil {
+		e.srv = upstreamServer(cfg.Upstream)
+	}
+	se := cfg.SpanExporter
+	if se == nil {
+		if se, err = newSpanExporter(ctx, proto, cfg.Endpoint); err != nil {
+			return nil, err
+		}
+	}
+	reader := cfg.MetricReader
+	if reader == nil {
+		me, err := newMetricExporter(ctx, proto, cfg.Endpoint)
+		if err != nil {
+			se.Shutdown(ctx)
+			return nil, err
+		}
+		reader = sdkmetric.NewPeriodicReader(&loggedMetricExporter{Exporter: me, log: e.log})
+	}
+	res := cfg.Resource
+	if res == nil {
+		// Later options win: OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES override the default name.
+		res, err = resource.New(ctx,
+			resource.WithAttributes(attribute.String("service.name", "modelcalls")),
+			resource.WithTelemetrySDK(),
+			resource.WithFromEnv())
+		if err != nil {
+			return nil, fmt.Errorf("otlp resource: %w", err)
+		}
+	}
+	e.tp = sdktrace.NewTracerProvider(
+		sdktrace.WithResource(res),
+		sdktrace.WithIDGenerator(idGenerator{}),
+		// Every captured call is exported: the capture is a record, not a sample, so a client's
+		// unsampled traceparent does not drop it.
+		sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		// Blocking: a full batch queue holds the worker back, and the live queue in front of it
+		// counts what cannot wait.
+		sdktrace.WithBatcher(&countingExporter{SpanExporter: se, e: e}, sdktrace.WithBlocking()),
+	)
+	e.mp = sdkmetric.NewMeterProvider(sdkmetric.WithResource(res), sdkmetric.WithReader(reader))
+	e.tracer = e.tp.Tracer(ScopeName)
+	if err := e.initInstruments(); err != nil {
+		return nil, err
+	}
+	e.initCounters(cfg.Registerer)
+	n := cfg.QueueCalls
+	if n <= 0 {
+		n = DefaultQueueCalls
+	}
+	e.queue = make(chan liveCall, n)
+	e.workerDone = make(chan struct{})
+	go e.worker()
+	return e, nil
+}
+
+func protocol(p string) (string, error) {
+	if p == "" {
+		p = os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+	}
+	if p == "" {
+		p = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
+	}
+	switch p {
+	case "", ProtocolHTTP:
+		return ProtocolHTTP, nil
+	case ProtocolGRPC:
+		return ProtocolGRPC, nil
+	}
+	return "", fmt.Errorf("otlp protocol %q: want %s or %s", p, ProtocolHTTP, ProtocolGRPC)
+}
+
+// checkEndpoint validates a base URL.
+func checkEndpoint(endpoint string) (*url.URL, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("otlp endpoint %q: want an absolute http:// or https:// URL with a host", endpoint)
+	}
+	return u, nil
+}
+
+// signalURL is base + "/v1/<signal>", as OTEL_EXPORTER_OTLP_ENDPOINT is read for OTLP/HTTP.
+func signalURL(u *url.URL, signal string) string {
+	v := *u
+	v.Path = strings.TrimSuffix(v.Path, "/") + "/v1/" + signal
+	return v.String()
+}
+
+func newSpanExporter(ctx context.Context, proto, endpoint string) (sdktrace.SpanExporter, error) {
+	var u *url.URL
+	if endpoint != "" {
+		var err error
+		if u, err = checkEndpoint(endpoint); err != nil {
+			return nil, err
+		}
+	}
+	var (
+		se  sdktrace.SpanExporter
+		err error
+	)
+	if proto == ProtocolGRPC {
+		var opts []otlptracegrpc.Option
+		if u != nil {
+			opts = append(opts, otlptracegrpc.WithEndpointURL(u.String()))
+		}
+		se, err = otlptracegrpc.New(ctx, opts...)
+	} else {
+		var opts []otlptracehttp.Option
+		if u != nil {
+			opts = append(opts, otlptracehttp.WithEndpointURL(signalURL(u, "traces")))
+		}
+		se, err = otlptracehttp.New(ctx, opts...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("otlp trace exporter: %w", err)
+	}
+	return se, nil
+}
+
+func newMetricExporter(ctx context.Context, proto, endpoint string) (sdkmetric.Exporter, error) {
+	var u *url.URL
+	if endpoint != "" {
+		var err error
+		if u, err = checkEndpoint(endpoint); err != nil {
+			return nil, err
+		}
+	}
+	var (
+		me  sdkmetric.Exporter
+		err error
+	)
+	if proto == ProtocolGRPC {
+		var opts []otlpmetricgrpc.Option
+		if u != nil {
+			opts = append(opts, otlpmetricgrpc.WithEndpointURL(u.String()))
+		}
+		me, err = otlpmetricgrpc.New(ctx, opts...)
+	} else {
+		var opts []otlpmetrichttp.Option
+		if u != nil {
+			opts = append(opts, otlpmetrichttp.WithEndpointURL(signalURL(u, "metrics")))
+		}
+		me, err = otlpmetrichttp.New(ctx, opts...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("otlp metric exporter: %w", err)
+	}
+	return me, nil
+}
+
+func upstreamServer(u *url.URL) server {
+	s := server{address: u.Hostname()}
+	if p := u.Port(); p != "" {
+		s.port, _ = strconv.Atoi(p)
+	} else if u.Scheme == "https" {
+		s.port = 443
+	} else if u.Scheme == "http" {
+		s.port = 80
+	}
+	return s
+}
+
+// Metric instruments, with the bucket boundaries the GenAI conventions advise.
+func (e *Exporter) initInstruments() error {
+	m := e.mp.Meter(ScopeName)
+	var err error
+	e.duration, err = m.Float64Histogram("gen_ai.client.operation.duration",
+		metric.WithUnit("s"), metric.WithDescription("GenAI operation duration."),
+		metric.WithExplicitBucketBoundaries(0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92))
+	if err != nil {
+		return fmt.Errorf("otlp metric: %w", err)
+	}
+	e.tokens, err = m.Float64Histogram("gen_ai.client.token.usage",
+		metric.WithUnit("{token}"), metric.WithDescription("Number of input and output tokens used."),
+		metric.WithExplicitBucketBoundaries(1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864))
+	if err != nil {
+		return fmt.Errorf("otlp metric: %w", err)
+	}
+	e.ttfc, err = m.Float64Histogram("gen_ai.client.operation.time_to_first_chunk",
+		metric.WithUnit("s"), metric.WithDescription("Time to receive the first chunk of a streamed response."),
+		metric.WithExplicitBucketBoundaries(0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92))
+	if err != nil {
+		return fmt.Errorf("otlp metric: %w", err)
+	}
+	return nil
+}
+
+func (e *Exporter) initCounters(reg prometheus.Registerer) {
+	e.spans = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: MetricSpans,
+		Help: "Call spans for OTLP export by result: exported, failed (endpoint refused or unreachable), dropped (queue full or stopped), invalid (line unreadable).",
+	}, []string{"result"})
+	e.cExported = e.spans.WithLabelValues("exported")
+	e.cFailed = e.spans.WithLabelValues("failed")
+	e.cDropped = e.spans.WithLabelValues("dropped")
+	e.cInv = e.spans.WithLabelValues("invalid")
+	if reg != nil {
+		reg.MustRegister(e.spans)
+	}
+}
+
+// Counts are the span results so far (MetricSpans).
+type Counts struct{ Exported, Failed, Dropped, Invalid int64 }
+
+// Counts returns the span results so far.
+func (e *Exporter) Counts() Counts {
+	return Counts{Exported: e.exported.Load(), Failed: e.failed.Load(), Dropped: e.dropped.Load(), Invalid: e.invalid.Load()}
+}
+
+func (e *Exporter) countDropped(n int, why string) {
+	e.dropped.Add(int64(n))
+	e.cDropped.Add(float64(n))
+	e.log.warn("otlp export: spans dropped", "reason", why, "dropped_total", e.dropped.Load())
+}
+
+// Emit records the span (and metrics) of one captured call of rollout rolloutID into the batch.
+// traceparent is the client's W3C traceparent header ("" when none): a valid one makes the span a
+// child of the client's span; otherwise the span is in the rollout's trace, child of the rollout
+// span (RolloutTraceID, RolloutSpanID). The span id is CallSpanID(model_call_id).
+func (e *Exporter) Emit(ctx context.Context, rolloutID string, rec *modelcalls.ModelCallRecord, traceparent string) {
+	ri := scanPayloads(rec)
+	parent := trace.SpanContext{}
+	if traceparent != "" {
+		pctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent})
+		parent = trace.SpanContextFromContext(pctx)
+	}
+	if !parent.IsValid() {
+		parent = trace.NewSpanContext(trace.SpanContextConfig{
+			TraceID: RolloutTraceID(rolloutID), SpanID: RolloutSpanID(rolloutID),
+			TraceFlags: trace.FlagsSampled, Remote: true,
+		})
+	}
+	sctx := trace.ContextWithRemoteSpanContext(ctx, parent)
+	sctx = withIDs(sctx, parent.TraceID(), callSpanID(rolloutID, rec.ModelCallID, rec.CallIndex))
+
+	start, end := callTimes(rec)
+	attrs := callAttributes(rolloutID, rec, ri, e.srv)
+	if e.cfg.Content {
+		in, out, sys := contentAttributes(rec)
+		if in != "" {
+			attrs = append(attrs, attribute.String(AttrInputMessages, in))
+		}
+		if out != "" {
+			attrs = append(attrs, attribute.String(AttrOutputMessages, out))
+		}
+		if sys != "" {
+			attrs = append(attrs, attribute.String(AttrSystemInstructions, sys))
+		}
+	}
+	_, span := e.tracer.Start(sctx, spanName(ri),
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start), trace.WithAttributes(attrs...))
+	if rec.ErrorCategory != nil {
+		desc := *rec.ErrorCategory
+		if rec.LocalResponseReason != nil {
+			desc += ": " + *rec.LocalResponseReason
+		}
+		span.SetStatus(codes.Error, desc)
+	}
+	span.End(trace.WithTimestamp(end))
+	e.record(ctx, rec, ri, end.Sub(start))
+}
+
+// callTimes are the call's real start and end (started_at, completed_at); a capture without them
+// (foreign writers) gets the export time for the missing ones.
+func callTimes(rec *modelcalls.ModelCallRecord) (start, end time.Time) {
+	now := time.Now()
+	start, end = now, now
+	if rec.StartedAt != nil {
+		start = epoch(*rec.StartedAt)
+	}
+	if rec.CompletedAt != nil {
+		end = epoch(*rec.CompletedAt)
+	} else if rec.LatencyTotalMS != nil {
+		end = start.Add(time.Duration(*rec.LatencyTotalMS * float64(time.Millisecond)))
+	}
+	if end.Before(start) {
+		end = start
+	}
+	return start, end
+}
+
+func epoch(sec float64) time.Time {
+	s := int64(sec)
+	return time.Unix(s, int64((sec-float64(s))*1e9))
+}
+
+// record adds the call to the three GenAI client histograms.
+func (e *Exporter) record(ctx context.Context, rec *modelcalls.ModelCallRecord, ri requestInfo, d time.Duration) {
+	base := make([]attribute.KeyValue, 0, 8)
+	base = append(base, attribute.String(AttrOperationName, OperationChat))
+	if rec.Dialect != nil {
+		if p := providerName(*rec.Dialect); p != "" {
+			base = append(base, attribute.String(AttrProviderName, p))
+		}
+	}
+	base = optString(base, AttrRequestModel, ri.requestModel)
+	base = optString(base, AttrResponseModel, ri.responseModel)
+	if e.srv.address != "" {
+		base = append(base, attribute.String(AttrServerAddress, e.srv.address))
+		if e.srv.port > 0 {
+			base = append(base, attribute.Int(AttrServerPort, e.srv.port))
+		}
+	}
+	durAttrs := base
+	if rec.ErrorCategory != nil {
+		durAttrs = append(durAttrs[:len(durAttrs):len(durAttrs)], attribute.String(AttrErrorType, *rec.ErrorCategory))
+	}
+	secs := d.Seconds()
+	if rec.LatencyTotalMS != nil {
+		secs = *rec.LatencyTotalMS / 1000
+	}
+	e.duration.Record(ctx, secs, metric.WithAttributes(durAttrs...))
+	if rec.TokensIn != nil {
+		e.tokens.Record(ctx, float64(*rec.TokensIn), metric.WithAttributes(append(base[:len(base):len(base)], attribute.String(AttrTokenType, "input"))...))
+	}
+	if rec.TokensOut != nil {
+		e.tokens.Record(ctx, float64(*rec.TokensOut), metric.WithAttributes(append(base[:len(base):len(base)], attribute.String(AttrTokenType, "output"))...))
+	}
+	if ri.stream && rec.LatencyTTFTMS != nil {
+		e.ttfc.Record(ctx, *rec.LatencyTTFTMS/1000, metric.WithAttributes(base...))
+	}
+}
+
+// Flush exports every span recorded so far and the metrics, and returns the first error.
+func (e *Exporter) Flush(ctx context.Context) error {
+	return errors.Join(e.tp.ForceFlush(ctx), e.mp.ForceFlush(ctx))
+}
+
+// Shutdown stops taking live calls, turns the queued ones into spans, exports everything and
+// closes the exporters, all within ctx. Calls still queued when ctx ends are counted dropped.
+func (e *Exporter) Shutdown(ctx context.Context) error {
+	e.closeOnce.Do(func() {
+		e.closing.Store(true)
+		e.mu.Lock()
+		close(e.queue)
+		e.mu.Unlock()
+	})
+	select {
+	case <-e.workerDone:
+	case <-ctx.Done():
+		// The worker is still turning calls into spans; what is left in the queue is lost.
+		if n := len(e.queue); n > 0 {
+			e.countDropped(n, "shutdown")
+		}
+	}
+	return errors.Join(e.tp.Shutdown(ctx), e.mp.Shutdown(ctx))
+}
+
+// countingExporter counts exported and failed spans on their way to the real exporter.
+type countingExporter struct {
+	sdktrace.SpanExporter
+	e *Exporter
+}
+
+func (c *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	err := c.SpanExporter.ExportSpans(ctx, spans)
+	n := int64(len(spans))
+	if err != nil {
+		c.e.failed.Add(n)
+		c.e.cFailed.Add(float64(n))
+		c.e.log.warn("otlp export: spans failed", "spans", n, "failed_total", c.e.failed.Load(), "err", err)
+		return err
+	}
+	c.e.exported.Add(n)
+	c.e.cExported.Add(float64(n))
+	return nil
+}
+
+// loggedMetricExporter logs (rate-limited) metric exports that fail.
+type loggedMetricExporter struct {
+	sdkmetric.Exporter
+	log *rateLog
+}
+
+func (l *loggedMetricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
+	err := l.Exporter.Export(ctx, rm)
+	if err != nil {
+		l.log.warn("otlp export: metrics failed", "err", err)
+	}
+	return err
+}
+
+// rateLog writes at most one line per LogEvery; the lines in between are counted and the count
+// goes with the next line.
+type rateLog struct {
+	log        *slog.Logger
+	mu         sync.Mutex
+	last       time.Time
+	suppressed int
+}
+
+func newRateLog(l *slog.Logger) *rateLog {
+	if l == nil {
+		l = slog.Default()
+	}
+	return &rateLog{log: l}
+}
+
+func (r *rateLog) warn(msg string, args ...any) {
+	r.mu.Lock()
+	now := time.Now()
+	if !r.last.IsZero() && now.Sub(r.last) < LogEvery {
+		r.suppressed++
+		r.mu.Unlock()
+		return
+	}
+	r.last = now
+	n := r.suppressed
+	r.suppressed = 0
+	r.mu.Unlock()
+	if n > 0 {
+		args = append(args, "suppressed_lines", n)
+	}
+	r.log.Warn(msg, args...)
+}
+
+// Handle logs an error of the OpenTelemetry SDK (rate-limited, with the export failures): install
+// it with otel.SetErrorHandler so the SDK's own reports do not flood the log.
+func (e *Exporter) Handle(err error) { e.log.warn("otlp export: sdk error", "err", err) }
