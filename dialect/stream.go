@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"unicode/utf8"
 
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 	"github.com/modelcalls/modelcalls/sse"
 )
 
@@ -30,6 +32,11 @@ type Stream struct {
 	events    int
 	truncated int  // events over the decoder's Max, left out of the reassembly
 	stopped   bool // Stop was called: events are only checked for the terminal
+	// unstorable: an event held JSON the store cannot hold (a number overflowing a double, an
+	// unpaired surrogate escape). Leaving it out would rebuild a different response (an earlier
+	// envelope in place of the final one), so there is no reconstruction: response stays null and
+	// the stream is kept as response_raw.
+	unstorable bool
 }
 
 // reassembler folds decoded event payloads (JSON objects) into a reconstructed response.
@@ -119,7 +126,7 @@ func (s *Stream) Events() int { return s.events }
 // stream ends (partial reconstruction of a truncated or cancelled stream), and does not change
 // the Stream.
 func (s *Stream) Response() json.RawMessage {
-	if !s.r.has() {
+	if !s.has() {
 		return nil
 	}
 	var e enc
@@ -128,14 +135,16 @@ func (s *Stream) Response() json.RawMessage {
 }
 
 // HasResponse reports whether Response would return an object.
-func (s *Stream) HasResponse() bool { return s.r.has() }
+func (s *Stream) HasResponse() bool { return s.has() }
+
+func (s *Stream) has() bool { return !s.unstorable && s.r.has() }
 
 // WriteResponse writes what Response returns to w (null when there is nothing to rebuild)
 // without building it in memory: spooled text is streamed from its file. The JSON is compact,
 // valid UTF-8 and nested less than jsonscan.MaxNesting deep.
 func (s *Stream) WriteResponse(w io.Writer) error {
 	e := enc{w: w, b: make([]byte, 0, encFlush+encFlush/4)}
-	if s.r.has() {
+	if s.has() {
 		s.r.encode(&e)
 	} else {
 		e.raw("null")
@@ -156,6 +165,9 @@ func (s *Stream) onEvent(ev *sse.RawEvent) {
 		return
 	}
 	obj := payload(ev.HasData, ev.Data)
+	if obj == nil && ev.HasData && !s.stopped && unrepresentable(ev.Data) {
+		s.unstorable = true
+	}
 	if s.term == TerminalNone {
 		if t := s.d.terminalOf(ev.Type, ev.HasData, ev.Data, obj); t != TerminalNone {
 			s.term, s.hit = t, true
@@ -164,4 +176,19 @@ func (s *Stream) onEvent(ev *sse.RawEvent) {
 	if obj != nil && !s.stopped {
 		s.r.add(obj)
 	}
+}
+
+// unrepresentable reports whether an event's data, refused by payload, is a JSON object refused
+// only for a value the store cannot hold (jsonscan.SyntaxError.Unrepresentable). Rare: called only
+// for data payload refused.
+func unrepresentable(data []byte) bool {
+	if !utf8.Valid(data) {
+		data = replaceInvalidUTF8(data) // as payload does, so the first refusal is the same
+	}
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return false
+	}
+	var se *jsonscan.SyntaxError
+	return errors.As(jsonscan.Validate(data), &se) && se.Unrepresentable()
 }

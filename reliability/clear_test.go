@@ -58,7 +58,7 @@ func TestClearDuringLiveCall(t *testing.T) {
 
 	code, out, errOut = runCLIClear(rec, "--capture-dir", dir, "--force", "--wait", "0")
 	orphan, _ := store.OrphanPath(id)
-	if code != cli.ExitOK || !strings.Contains(errOut, orphan) || out != "cleared 1 rollouts (1 listed, 0 had nothing to clear)\n" {
+	if code != cli.ExitOK || !strings.Contains(errOut, orphan) || out != "cleared 1 rollout (1 listed, 0 had nothing to clear)\n" {
 		t.Fatalf("clear --force: exit %d, stdout %q, stderr %q; want exit 0 and the orphan file named", code, out, errOut)
 	}
 	if c, err := store.Claims(id); err != nil || c.Live != 0 || c.Cleared != 1 {

@@ -30,6 +30,24 @@ func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("invalid JSON at byte %d: %s", e.Offset, e.Msg)
 }
 
+// Unrepresentable reports whether the text was refused only for a value a lenient reader (Python's
+// json, Go's encoding/json with UseNumber) still accepts but the store cannot hold: a number that
+// overflows a double or an unpaired surrogate escape. Such text was meant as JSON; a reader that
+// must not silently drop it (a stream event) can tell it apart from text that is not JSON at all.
+func (e *SyntaxError) Unrepresentable() bool {
+	switch e.Msg {
+	case msgOverflow, msgLoneLow, msgLoneHigh:
+		return true
+	}
+	return false
+}
+
+const (
+	msgOverflow = "number overflows a double"
+	msgLoneLow  = "unpaired low surrogate \\u escape"
+	msgLoneHigh = "unpaired high surrogate \\u escape"
+)
+
 // Validate reports whether data holds exactly one JSON value, optionally surrounded by JSON
 // whitespace, under the package's strict rules (orjson's). The error is a *SyntaxError.
 func Validate(data []byte) error {
@@ -160,14 +178,14 @@ func validString(data []byte, i int) (int, error) {
 					// UTF-16 surrogate: only a high half directly followed by an escaped low half
 					// encodes a character.
 					if r >= 0xDC00 {
-						return i, &SyntaxError{i, "unpaired low surrogate \\u escape"}
+						return i, &SyntaxError{i, msgLoneLow}
 					}
 					lo, ok := rune(0), len(data)-i >= 12 && data[i+6] == '\\' && data[i+7] == 'u'
 					if ok {
 						lo, ok = hex4(data, i+8)
 					}
 					if !ok || lo < 0xDC00 || lo > 0xDFFF {
-						return i, &SyntaxError{i, "unpaired high surrogate \\u escape"}
+						return i, &SyntaxError{i, msgLoneHigh}
 					}
 					i += 6
 				}
@@ -259,7 +277,7 @@ func validNumber(data []byte, i int) (int, error) {
 		i = j
 	}
 	if intDigits+exp > maxFiniteDigits && !finite(data[start:i]) {
-		return i, &SyntaxError{start, "number overflows a double"}
+		return i, &SyntaxError{start, msgOverflow}
 	}
 	return i, nil
 }
