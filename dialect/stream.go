@@ -134,6 +134,19 @@ func (s *Stream) Response() json.RawMessage {
 	return json.RawMessage(e.b)
 }
 
+// Summary returns what Response returns, except that texts that spilled to a temp file (see
+// Limit) are written as empty strings: the ids, model, usage, finish reasons and tool-call names
+// of a reconstruction, in bounded memory, for consumers that need those and not the text (the
+// gateway's access log line, live span export). Nil when Response would be.
+func (s *Stream) Summary() json.RawMessage {
+	if !s.has() {
+		return nil
+	}
+	e := enc{elide: true}
+	s.r.encode(&e)
+	return json.RawMessage(e.b)
+}
+
 // HasResponse reports whether Response would return an object.
 func (s *Stream) HasResponse() bool { return s.has() }
 

@@ -125,6 +125,8 @@ type enc struct {
 	b   []byte
 	w   io.Writer
 	err error
+	// elide writes texts that spilled to a file as "" (Stream.Summary): what stays is small.
+	elide bool
 }
 
 const encFlush = 32 << 10
@@ -166,6 +168,10 @@ func (e *enc) str(s string) { e.b = jsonscan.AppendString(e.b, s) }
 // text writes t as a JSON string literal, piece by piece; a UTF-8 sequence split between pieces
 // is carried over to the next one.
 func (e *enc) text(t *text) {
+	if e.elide && t.f != nil {
+		e.b = append(e.b, `""`...)
+		return
+	}
 	e.b = append(e.b, '"')
 	var carry []byte
 	err := t.each(func(p []byte) {

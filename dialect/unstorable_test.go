@@ -1,6 +1,9 @@
 package dialect
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // An event that is JSON a lenient reader accepts but the store cannot hold (a number overflowing
 // a double, an unpaired surrogate escape) leaves no reconstruction: leaving the event out would
@@ -43,5 +46,23 @@ func TestUnstorableEventLeavesNoResponse(t *testing.T) {
 				t.Fatalf("terminal not detected")
 			}
 		})
+	}
+}
+
+// Summary keeps the reconstruction but for texts that spilled to a file, which it writes as "".
+func TestSummaryElidesSpilledText(t *testing.T) {
+	s := NewStream(Chat)
+	defer s.Close()
+	s.Limit(0, 16, t.TempDir())
+	s.Write([]byte("data: {\"id\":\"c\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"0123456789abcdefghij\"}}]}\n\n" +
+		"data: {\"id\":\"c\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"short\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":1}}\n\ndata: [DONE]\n\n"))
+	s.End()
+	full, sum := string(s.Response()), string(s.Summary())
+	if !strings.Contains(full, `"content":"0123456789abcdefghij"`) {
+		t.Fatalf("Response %s lacks the spilled text", full)
+	}
+	want := strings.Replace(full, `"content":"0123456789abcdefghij"`, `"content":""`, 1)
+	if sum != want {
+		t.Fatalf("Summary\n %s\nwant\n %s", sum, want)
 	}
 }

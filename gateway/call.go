@@ -81,7 +81,8 @@ type call struct {
 	terminalHit   bool // the current chunk completed the first terminal event
 	finished      bool // the capture line is written (or marked); the call is released
 
-	traceparent string // the client's traceparent header, kept only for OnCaptured (captured.go)
+	traceparent string          // the client's traceparent header, kept only for OnCaptured (captured.go)
+	summary     json.RawMessage // a streamed reconstruction's Summary, for the access log and OnCaptured
 }
 
 // serveCaptured handles a call on an observed path under a valid rollout prefix: claim, read the
@@ -402,6 +403,7 @@ func (c *call) finish(o outcome) {
 			// spooled, and is never built in memory.
 			if c.body != nil && (o.failure == failNone || o.failure == failCancelled) && c.stream.HasResponse() && c.stream.Err() == nil {
 				ex.ResponseTo, parsed = c.stream.WriteResponse, true
+				c.summary = c.stream.Summary()
 			}
 		} else {
 			ex.Response = c.response(o.failure)
@@ -467,8 +469,16 @@ func (c *call) write(ex *capture.Exchange) {
 		}
 	}
 	h.metrics.writes.WithLabelValues(result).Inc()
+	// The access log and OnCaptured read the response's model, usage and ids: for a streamed
+	// reconstruction (written through ResponseTo, which ends with the stream) they get its summary.
+	seen := ex
+	if ex.ResponseTo != nil {
+		cp := *ex
+		cp.ResponseTo, cp.Response = nil, c.summary
+		seen = &cp
+	}
 	if err == nil {
-		c.captured(ex)
+		c.captured(seen)
 	}
 	if c.claim != nil {
 		if err := c.claim.Release(); err != nil {
@@ -488,7 +498,7 @@ func (c *call) write(ex *capture.Exchange) {
 	h.metrics.calls.WithLabelValues(string(c.dialect), statusClass(c.status), category).Inc()
 	h.metrics.inFlight.Dec()
 	h.inflight.done()
-	h.logCall(c, ex, category, result) // the access log line (accesslog.go)
+	h.logCall(c, seen, category, result) // the access log line (accesslog.go)
 }
 
 // verdict is what the error ladder looks at.

@@ -1,0 +1,81 @@
+package gateway
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcalls/modelcalls/capture"
+)
+
+// A streamed call's reconstruction is written into the line through ResponseTo; the access log
+// line and OnCaptured still see its model and usage (the stream's Summary), in every dialect.
+func TestStreamedCallSummaryReachesLogAndOnCaptured(t *testing.T) {
+	tests := []struct {
+		dialect, path, stream, model, tokens string
+	}{
+		{"chat", "/v1/chat/completions",
+			"data: {\"id\":\"c1\",\"model\":\"m-chat\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\n" +
+				"data: {\"id\":\"c1\",\"model\":\"m-chat\",\"choices\":[],\"usage\":{\"prompt_tokens\":11,\"completion_tokens\":7}}\n\ndata: [DONE]\n\n",
+			"m-chat", "tokens_in=11 tokens_out=7"},
+		{"messages", "/v1/messages",
+			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m1\",\"role\":\"assistant\",\"model\":\"m-msg\",\"content\":[],\"usage\":{\"input_tokens\":5}}}\n\n" +
+				"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+				"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n" +
+				"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n" +
+				"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+			"m-msg", "tokens_in=5 tokens_out=2"},
+		{"responses", "/v1/responses",
+			"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r1\",\"model\":\"m-resp\",\"status\":\"completed\",\"output\":[],\"usage\":{\"input_tokens\":3,\"output_tokens\":4}}}\n\n",
+			"m-resp", "tokens_in=3 tokens_out=4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.dialect, func(t *testing.T) {
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, tt.stream)
+			}))
+			defer up.Close()
+			u, _ := url.Parse(up.URL)
+			store, err := capture.Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logs bytes.Buffer
+			var mu sync.Mutex
+			var seen []byte
+			h := &Handler{Upstream: u, Store: store, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+				OnCaptured: func(c CapturedCall) {
+					mu.Lock()
+					defer mu.Unlock()
+					seen = append([]byte(nil), c.Exchange.Response...)
+					if c.Exchange.ResponseTo != nil {
+						t.Error("OnCaptured got an exchange whose response is written by ResponseTo")
+					}
+				}}
+			gw := httptest.NewServer(h)
+			defer gw.Close()
+			resp, err := http.Post(gw.URL+"/ng-rollout/r1"+tt.path, "application/json", strings.NewReader(`{"model":"asked","stream":true}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			if !bytes.Contains(seen, []byte(`"model":"`+tt.model+`"`)) || !bytes.Contains(seen, []byte(`"usage"`)) {
+				t.Errorf("OnCaptured response %s; want the stream's model and usage", seen)
+			}
+			line := logs.String()
+			if !strings.Contains(line, "model="+tt.model) || !strings.Contains(line, tt.tokens) {
+				t.Errorf("access log %q; want model=%s and %s", line, tt.model, tt.tokens)
+			}
+		})
+	}
+}
