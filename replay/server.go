@@ -288,8 +288,8 @@ func (s *Server) match(id string, d dialect.Dialect, body []byte) (*recorded, st
 		}
 	}
 	if equal > 0 {
-		return nil, ReasonExhausted, fmt.Sprintf("%s: rollout %q recorded this request %d times and every answer was served",
-			ReasonExhausted, id, equal)
+		return nil, ReasonExhausted, fmt.Sprintf("%s: rollout %q recorded this request %s and every answer was served",
+			ReasonExhausted, id, timesText(equal))
 	}
 	if nearest == nil {
 		return nil, ReasonMiss, fmt.Sprintf("%s: rollout %q has no completed recorded call (all were cancelled while recording; --match sequence replays them)", ReasonMiss, id)
@@ -483,4 +483,12 @@ func (s *Server) unused() int64 {
 		st.mu.Unlock()
 	}
 	return n
+}
+
+// timesText is "once" or "N times".
+func timesText(n int) string {
+	if n == 1 {
+		return "once"
+	}
+	return fmt.Sprintf("%d times", n)
 }
