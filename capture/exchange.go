@@ -189,7 +189,7 @@ func WriteExchange(w io.Writer, ex *Exchange) error {
 // degrades to raw text instead of costing the whole line.
 func IsPayloadObject(b []byte) bool {
 	t := bytes.TrimLeft(b, " \t\r\n")
-	return len(t) > 0 && t[0] == '{' && jsonscan.Validate(b) == nil && nesting(b) < jsonscan.MaxNesting
+	return len(t) > 0 && t[0] == '{' && jsonscan.Validate(b) == nil && !jsonscan.DeeperThan(b, jsonscan.MaxNesting-1)
 }
 
 // isCompact reports whether the valid JSON text b has no whitespace outside its strings, so that
@@ -209,28 +209,6 @@ func isCompact(b []byte) bool {
 		i++
 	}
 	return true
-}
-
-// nesting returns the deepest container nesting of the valid JSON text b (0 for a scalar).
-func nesting(b []byte) int {
-	if len(b) < 2*jsonscan.MaxNesting {
-		return 0 // too short to nest that deep: each level takes an opening and a closing byte
-	}
-	depth, deepest := 0, 0
-	for i := 0; i < len(b); {
-		switch b[i] {
-		case '"':
-			i = jsonscan.SkipString(b, i)
-			continue
-		case '{', '[':
-			depth++
-			deepest = max(deepest, depth)
-		case '}', ']':
-			depth--
-		}
-		i++
-	}
-	return deepest
 }
 
 // lineWriter writes JSON pieces to w and remembers the first error.

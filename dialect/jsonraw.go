@@ -31,7 +31,7 @@ func payload(hasData bool, data []byte) []byte {
 		b = replaceInvalidUTF8(b)
 	}
 	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' || jsonscan.Validate(b) != nil || nesting(b) > maxPayloadNesting {
+	if i >= len(b) || b[i] != '{' || jsonscan.Validate(b) != nil || jsonscan.DeeperThan(b, maxPayloadNesting) {
 		return nil
 	}
 	return b[i:jsonscan.SkipValue(b, i)]
@@ -41,28 +41,6 @@ func payload(hasData bool, data []byte) []byte {
 // reconstruction puts a value at most 4 levels below where it was, and the capture line adds one
 // more; the store reads lines nested less than jsonscan.MaxNesting deep.
 const maxPayloadNesting = jsonscan.MaxNesting - 8
-
-// nesting returns the deepest container nesting of the valid JSON text b (0 for a scalar).
-func nesting(b []byte) int {
-	if len(b) < 2*maxPayloadNesting {
-		return 0 // too short to nest that deep: each level takes an opening and a closing byte
-	}
-	depth, deepest := 0, 0
-	for i := 0; i < len(b); {
-		switch b[i] {
-		case '"':
-			i = jsonscan.SkipString(b, i)
-			continue
-		case '{', '[':
-			depth++
-			deepest = max(deepest, depth)
-		case '}', ']':
-			depth--
-		}
-		i++
-	}
-	return deepest
-}
 
 // replaceInvalidUTF8 returns b with every byte that does not start a valid UTF-8 sequence
 // replaced by U+FFFD.

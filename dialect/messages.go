@@ -200,7 +200,7 @@ func toolInput(js []byte) *node {
 	if len(js) == 0 {
 		return &node{raw: []byte("{}")}
 	}
-	if jsonscan.Validate(js) == nil && nesting(js) <= maxPayloadNesting {
+	if jsonscan.Validate(js) == nil && !jsonscan.DeeperThan(js, maxPayloadNesting) {
 		return rawNode(js)
 	}
 	o := &object{}

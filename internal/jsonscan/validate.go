@@ -313,3 +313,27 @@ func SkipWS(data []byte, i int) int {
 	}
 	return i
 }
+
+// DeeperThan reports whether the valid JSON text b nests containers more than limit levels deep
+// (a scalar is 0 levels, {} is 1). Text shorter than 2*limit bytes cannot, and is not scanned.
+func DeeperThan(b []byte, limit int) bool {
+	if len(b) < 2*limit {
+		return false // each level takes an opening and a closing byte
+	}
+	depth := 0
+	for i := 0; i < len(b); {
+		switch b[i] {
+		case '"':
+			i = SkipString(b, i)
+			continue
+		case '{', '[':
+			if depth++; depth > limit {
+				return true
+			}
+		case '}', ']':
+			depth--
+		}
+		i++
+	}
+	return false
+}

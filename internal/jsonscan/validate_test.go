@@ -181,3 +181,24 @@ func BenchmarkValidateCaptureLines(b *testing.B) {
 		}
 	}
 }
+
+func TestDeeperThan(t *testing.T) {
+	tests := []struct {
+		in    string
+		limit int
+		want  bool
+	}{
+		{`1`, 0, false},
+		{`{}`, 0, true},
+		{`{}`, 1, false},
+		{`[[1],{"a":[2]}]`, 2, true},
+		{`[[1],{"a":[2]}]`, 3, false},
+		{`["[[[[","]]]]"]`, 1, false}, // brackets inside strings do not count
+		{`{"a":"\"[[["}`, 1, false},
+	}
+	for _, tt := range tests {
+		if got := DeeperThan([]byte(tt.in), tt.limit); got != tt.want {
+			t.Errorf("DeeperThan(%s, %d) = %v, want %v", tt.in, tt.limit, got, tt.want)
+		}
+	}
+}
