@@ -637,7 +637,11 @@ func scanSlotFile(dfd int, name string, fn func(rec slotRecord, live, torn bool)
 // decide: alive when on another host (it cannot be checked), else by kill(pid, 0).
 func ownerAlive(fd int, id fileID, header []byte) bool {
 	if _, own := ownSlotFiles.Load(id); own {
-		return true
+		// Ours, unless the inode number was reused for another process's file: the header names
+		// the owner.
+		if pid, _, ok := decodeHeader(header); !ok || pid == os.Getpid() {
+			return true
+		}
 	}
 	err := unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB)
 	if err == nil {
