@@ -51,7 +51,7 @@ func main() {
 		micro      = flag.Bool("micro", true, "also run the go test -bench micro-benchmarks and include them")
 		tmpBase    = flag.String("dir", "", "directory for capture files and the merge data set (default: the system temp dir)")
 		keep       = flag.Bool("keep", false, "keep the capture files and data set")
-		only       = flag.String("only", "", "comma-separated rows to run (latency,sse,rss,merge,store,otel); default all")
+		only       = flag.String("only", "", "comma-separated rows to run (latency,sse,rss,merge,store,otel,view); default all")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run (clients, upstream and proxies) to this file")
 
 		childMode = flag.String("child", "", "internal: serve one proxy in a child process (gateway|bare)")
@@ -123,6 +123,7 @@ type runner struct {
 	merge *mergeResult
 	store *storeRow
 	otel  *otelResult // row 7, otel.go
+	view  *viewResult // row 8, view.go
 	micro []string
 	mErr  string
 }
@@ -198,6 +199,11 @@ func (r *runner) run(base, out string) error {
 	}
 	if r.want("otel") {
 		if err := r.timed("live OTLP export (row 7)", func() error { return r.runOTelRow(ctx) }); err != nil {
+			return err
+		}
+	}
+	if r.want("view") {
+		if err := r.timed("viewer first page (row 8)", func() error { return r.runViewRow() }); err != nil {
 			return err
 		}
 	}

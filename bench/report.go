@@ -199,6 +199,7 @@ func (r *runner) checks() []check {
 		})
 	}
 	cs = append(cs, r.otelChecks()...)
+	cs = append(cs, r.viewChecks()...)
 	return cs
 }
 
