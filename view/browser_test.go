@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -293,6 +294,11 @@ func TestBrowserLiveAndEscaping(t *testing.T) {
 	gw := &gateway.Handler{Upstream: u, Store: store, ModelServerName: "live_model"}
 	gwSrv := httptest.NewServer(gw)
 	defer gwSrv.Close()
+	// Released on every path, first of the deferred calls: a failed wait must not leave the held
+	// call blocking the servers' Close forever.
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(up.release) }) }
+	defer release()
 
 	do(t, ctx, "open list", chromedp.Navigate(ts.URL+"/#/rollouts?sort=id"))
 	waitJS(t, ctx, "list rows", `document.querySelectorAll("#rollouts-table tbody tr").length === `+strconv.Itoa(f.rollouts))
@@ -325,7 +331,7 @@ func TestBrowserLiveAndEscaping(t *testing.T) {
 	do(t, tab, "open pending rollout", chromedp.Navigate(ts.URL+"/#/rollout/live-script"))
 	waitJS(t, tab, "pending note", `document.getElementById("pending-note")?.textContent.startsWith("1 call pending")`)
 	waitJS(t, tab, "pending row", `document.querySelectorAll("#waterfall g[data-pending]").length === 1`)
-	close(up.release)
+	release()
 	if err := <-done; err != nil {
 		t.Fatalf("live call: %v", err)
 	}

@@ -181,10 +181,11 @@ func (x *Index) intern(p *string) uint32 {
 
 // found is one rollout id seen in a dir listing.
 type found struct {
-	store      *capture.Store
-	capture    fs.DirEntry
-	marker     bool
-	claimsDirs []*capture.Store
+	store       *capture.Store
+	capture     fs.DirEntry
+	marker      bool
+	claimStores []*capture.Store   // dirs holding claims of the rollout
+	claims      capture.ClaimCount // summed over those dirs
 }
 
 // scan makes one pass over the capture dirs: it lists them, reads every rollout whose files changed
@@ -214,8 +215,6 @@ func (x *Index) scan(ctx context.Context) {
 				id, kind = strings.TrimSuffix(name, capture.CaptureSuffix), "capture"
 			case strings.HasSuffix(name, capture.MarkerSuffix):
 				id, kind = strings.TrimSuffix(name, capture.MarkerSuffix), "marker"
-			case strings.HasSuffix(name, capture.ClaimsSuffix) && e.IsDir():
-				id, kind = strings.TrimSuffix(name, capture.ClaimsSuffix), "claims"
 			default:
 				continue
 			}
@@ -238,9 +237,27 @@ func (x *Index) scan(ctx context.Context) {
 				if f.store == nil || f.store == st {
 					f.store, f.marker = st, true
 				}
-			case "claims":
-				f.claimsDirs = append(f.claimsDirs, st)
 			}
+		}
+		// Claims live in the dir's claim slot files (and per-call dirs of earlier versions): one
+		// read per dir and pass gives every rollout's counts, including rollouts whose only trace
+		// so far is a call in flight.
+		cl, err := st.AllClaims()
+		if err != nil {
+			note("claims in %s: %v", st.Dir(), err)
+		}
+		for id, c := range cl {
+			if rollout.Validate(id) != nil {
+				continue
+			}
+			f := ids[id]
+			if f == nil {
+				f = &found{}
+				ids[id] = f
+			}
+			f.claimStores = append(f.claimStores, st)
+			f.claims.Live += c.Live
+			f.claims.Stale += c.Stale
 		}
 	}
 	x.mu.RLock()
@@ -319,18 +336,10 @@ func (x *Index) scan(ctx context.Context) {
 			}
 		}
 		key.marker = f.marker
-		for _, st := range f.claimsDirs {
-			c, err := st.Claims(id)
-			if err != nil {
-				note("claims of %s: %v", id, err)
-				continue
-			}
-			key.live += c.Live
-			key.stale += c.Stale
-		}
+		key.live, key.stale = f.claims.Live, f.claims.Stale
 		st := f.store
-		if st == nil && len(f.claimsDirs) > 0 {
-			st = f.claimsDirs[0]
+		if st == nil && len(f.claimStores) > 0 {
+			st = f.claimStores[0]
 		}
 		if old, ok := prevs[id]; !ok || old.key != key || old.store != st {
 			e, err := x.readRollout(id, st, key)
