@@ -25,6 +25,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcalls/modelcalls/capture"
 )
 
 // Environment knobs of the matrix (all optional):
@@ -753,9 +755,12 @@ func checkNoGapFiles(t *testing.T, dir, id string) {
 	if _, err := os.Stat(filepath.Join(dir, id+".capture.incomplete")); err == nil {
 		t.Errorf("%s.capture.incomplete exists: a capture write failed", id)
 	}
-	claims, _ := os.ReadDir(filepath.Join(dir, id+".capture.claims"))
-	if len(claims) > 0 {
-		t.Errorf("%d claims still outstanding after the harness exited", len(claims))
+	store, err := capture.OpenExisting(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := store.Claims(id); err != nil || c.Live+c.Stale > 0 {
+		t.Errorf("claims still outstanding after the harness exited: %+v %v", c, err)
 	}
 }
 
