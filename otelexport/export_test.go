@@ -524,3 +524,53 @@ func TestEnabledAndProtocol(t *testing.T) {
 		t.Errorf("signalURL %s", got)
 	}
 }
+
+// TestShutdownDeadline: span exports still in flight when Shutdown's context ends are cancelled
+// and their spans counted failed, with the export's error; the metrics' result is reported apart.
+func TestShutdownDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		fail       error // the exporter's answer once released; nil with release = never
+		release    bool
+		wantFailed int64
+		wantSpans  error
+	}{
+		{"never answers", nil, false, 3, context.DeadlineExceeded},
+		{"refuses", errors.New("collector says no"), true, 3, nil},
+		{"takes them", nil, true, 0, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			be := &blockingExporter{release: make(chan struct{}), fail: tc.fail}
+			if tc.release {
+				close(be.release)
+			}
+			h := newHarness(t, Config{SpanExporter: be})
+			for range 3 {
+				h.e.Emit(context.Background(), "r1", record(t, exchange("chat", chatReq, chatResp, nil)), "")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			err := h.e.Shutdown(ctx)
+			c := h.e.Counts()
+			if c.Failed != tc.wantFailed || c.Exported != 3-tc.wantFailed {
+				t.Errorf("counts %+v at Shutdown's return, want failed %d", c, tc.wantFailed)
+			}
+			if tc.wantFailed == 0 {
+				if err != nil {
+					t.Errorf("Shutdown: %v", err)
+				}
+				return
+			}
+			var se *ShutdownError
+			if !errors.As(err, &se) || se.Spans == nil || se.Metrics != nil {
+				t.Fatalf("Shutdown error %#v, want a *ShutdownError with Spans only", err)
+			}
+			if tc.wantSpans != nil && !errors.Is(se.Spans, tc.wantSpans) {
+				t.Errorf("spans error %v, want %v", se.Spans, tc.wantSpans)
+			}
+			if tc.fail != nil && !errors.Is(se.Spans, tc.fail) {
+				t.Errorf("spans error %v, want %v", se.Spans, tc.fail)
+			}
+		})
+	}
+}

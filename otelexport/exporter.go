@@ -118,6 +118,42 @@ type Exporter struct {
 	closeOnce  sync.Once
 	workerDone chan struct{}
 	mu         sync.RWMutex // held shared by Enqueue while it sends, exclusively by Shutdown to close the queue
+
+	// stop ends the span exports in flight when Shutdown's context ends (the gRPC exporter would
+	// otherwise retry on its own timeout, past the caller's deadline); inflight counts them and
+	// exportDone wakes Shutdown as each returns.
+	stop       context.Context
+	stopNow    context.CancelCauseFunc
+	inflight   atomic.Int64
+	exportDone chan struct{}
+	errMu      sync.Mutex
+	spanErr    error // the last span export's error; nil when it succeeded
+}
+
+// ShutdownError is what Shutdown returns when the spans or the metrics did not all reach the
+// endpoint: Spans is the last span export's error when it failed (else the trace provider's),
+// Metrics the meter provider's. One of them is nil when only the other failed.
+type ShutdownError struct{ Spans, Metrics error }
+
+func (e *ShutdownError) Error() string {
+	switch {
+	case e.Spans != nil && e.Metrics != nil:
+		return fmt.Sprintf("spans: %v; metrics: %v", e.Spans, e.Metrics)
+	case e.Spans != nil:
+		return "spans: " + e.Spans.Error()
+	default:
+		return "metrics: " + e.Metrics.Error()
+	}
+}
+
+func (e *ShutdownError) Unwrap() []error {
+	var errs []error
+	for _, err := range []error{e.Spans, e.Metrics} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
 }
 
 // New builds the exporter: the OTLP exporters (or cfg's replacements), a tracer provider with a
@@ -128,7 +164,8 @@ func New(ctx context.Context, cfg Config) (*Exporter, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Exporter{cfg: cfg, log: newRateLog(cfg.Logger)}
+	e := &Exporter{cfg: cfg, log: newRateLog(cfg.Logger), exportDone: make(chan struct{}, 1)}
+	e.stop, e.stopNow = context.WithCancelCause(context.Background())
 	if cfg.Upstream != nil {
 		e.srv = upstreamServer(cfg.Upstream)
 	}
@@ -457,7 +494,9 @@ func (e *Exporter) Flush(ctx context.Context) error {
 }
 
 // Shutdown stops taking live calls, turns the queued ones into spans, exports everything and
-// closes the exporters, all within ctx. Calls still queued when ctx ends are counted dropped.
+// closes the exporters, all within ctx. Calls still queued when ctx ends are counted dropped;
+// span exports still in flight then are cancelled and their spans counted failed. Traces and
+// metrics shut down concurrently, each with all of ctx. The error is a *ShutdownError.
 func (e *Exporter) Shutdown(ctx context.Context) error {
 	e.closeOnce.Do(func() {
 		e.closing.Store(true)
@@ -473,7 +512,47 @@ func (e *Exporter) Shutdown(ctx context.Context) error {
 			e.countDropped(n, "shutdown")
 		}
 	}
-	return errors.Join(e.tp.Shutdown(ctx), e.mp.Shutdown(ctx))
+	// At ctx's end the span exports in flight are cancelled: their spans count as failed, with
+	// the exporter's last error (a gRPC exporter retrying a refused connection says so).
+	stopAfter := context.AfterFunc(ctx, func() { e.stopNow(context.Cause(ctx)) })
+	defer stopAfter()
+	// Traces and metrics shut down side by side, each with all of ctx.
+	var metricsErr error
+	metricsDone := make(chan struct{})
+	go func() { metricsErr = e.mp.Shutdown(ctx); close(metricsDone) }()
+	tracesErr := e.tp.Shutdown(ctx)
+	e.waitExports()
+	<-metricsDone
+	e.errMu.Lock()
+	if e.spanErr != nil {
+		tracesErr = e.spanErr
+	}
+	e.errMu.Unlock()
+	if errors.Is(tracesErr, context.Canceled) && ctx.Err() != nil && !errors.Is(tracesErr, context.Cause(ctx)) {
+		// The export was cancelled above: say why.
+		tracesErr = fmt.Errorf("cancelled at the end of shutdown (%w): %w", context.Cause(ctx), tracesErr)
+	}
+	if tracesErr == nil && metricsErr == nil {
+		return nil
+	}
+	return &ShutdownError{Spans: tracesErr, Metrics: metricsErr}
+}
+
+// exportGrace bounds the wait for a cancelled span export to return and count its spans.
+const exportGrace = 2 * time.Second
+
+// waitExports waits (at most exportGrace) for the span exports in flight to return; after
+// Shutdown's context ended they have been cancelled and return at once.
+func (e *Exporter) waitExports() {
+	timer := time.NewTimer(exportGrace)
+	defer timer.Stop()
+	for e.inflight.Load() > 0 {
+		select {
+		case <-e.exportDone:
+		case <-timer.C:
+			return
+		}
+	}
 }
 
 // countingExporter counts exported and failed spans on their way to the real exporter.
@@ -483,14 +562,31 @@ type countingExporter struct {
 }
 
 func (c *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	c.e.inflight.Add(1)
+	defer func() {
+		c.e.inflight.Add(-1)
+		select {
+		case c.e.exportDone <- struct{}{}:
+		default:
+		}
+	}()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer context.AfterFunc(c.e.stop, func() { cancel(context.Cause(c.e.stop)) })()
 	err := c.SpanExporter.ExportSpans(ctx, spans)
 	n := int64(len(spans))
 	if err != nil {
+		c.e.errMu.Lock()
+		c.e.spanErr = err
+		c.e.errMu.Unlock()
 		c.e.failed.Add(n)
 		c.e.cFailed.Add(float64(n))
 		c.e.log.warn("otlp export: spans failed", "spans", n, "failed_total", c.e.failed.Load(), "err", err)
 		return err
 	}
+	c.e.errMu.Lock()
+	c.e.spanErr = nil
+	c.e.errMu.Unlock()
 	c.e.exported.Add(n)
 	c.e.cExported.Add(float64(n))
 	return nil

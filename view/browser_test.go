@@ -230,6 +230,11 @@ func TestBrowserClickThrough(t *testing.T) {
 	do(t, ctx, "sort by calls", chromedp.Click(`button[data-sort="calls"]`))
 	waitJS(t, ctx, "sorted asc", `document.querySelector('th[aria-sort="ascending"] button[data-sort="calls"]') !== null`)
 	waitJS(t, ctx, "fewest calls first", `document.querySelector("#rollouts-table tbody tr").dataset.rollout === "demo-never-ran"`)
+	// Unknown token sums show as unknown, never as 0: the 429 rollout has no usage, the Messages
+	// rollouts no reasoning count; a known 0 (cached tokens of demo-chat-sse) shows as 0.
+	waitJS(t, ctx, "unknown tokens", `(() => { const row = (id) => [...document.querySelector('#rollouts-table tbody tr[data-rollout="' + id + '"]').cells].map(c => c.textContent);
+		const rl = row("demo-messages-rate-limited"), ms = row("demo-messages-sse"), cs = row("demo-chat-sse");
+		return rl[5] === "—" && rl[6] === "—" && ms[8] === "—" && ms[5] !== "—" && cs[7] === "0"; })()`)
 	do(t, ctx, "sort desc", chromedp.Click(`button[data-sort="calls"]`))
 	waitJS(t, ctx, "sorted desc", `document.querySelector('th[aria-sort="descending"] button[data-sort="calls"]') !== null`)
 	do(t, ctx, "filter", chromedp.SetValue(`#filter`, "stream=true calls>=2"), chromedp.Click(`#apply-filter`))

@@ -22,8 +22,8 @@ import (
 )
 
 // RolloutSummary is one row of the rollout list (GET /api/rollouts) and the head of a rollout's page.
-// Token and latency sums add the calls where the value is known; a rollout whose calls report no
-// tokens shows 0.
+// Token sums add the calls where the count is known and are null when no call knows it (0 is a
+// count: a call that reports 0 makes the sum 0); the latency sum adds the calls that have one.
 type RolloutSummary struct {
 	ID              string   `json:"id"`
 	Dir             string   `json:"dir"`              // capture dir holding the rollout
@@ -34,10 +34,10 @@ type RolloutSummary struct {
 	Abandoned       int      `json:"abandoned"`        // stale claims: writes whose process is gone
 	DamagedLines    int      `json:"damaged_lines"`    // unreadable lines (torn, invalid JSON, bad envelope)
 	Incomplete      bool     `json:"incomplete"`       // the <id>.capture.incomplete marker exists
-	TokensIn        int64    `json:"tokens_in"`        // tokens
-	TokensOut       int64    `json:"tokens_out"`       // tokens
-	TokensCached    int64    `json:"tokens_cached"`    // prompt tokens read from the cache
-	TokensReasoning int64    `json:"tokens_reasoning"` // reasoning tokens (part of tokens_out)
+	TokensIn        *int64   `json:"tokens_in"`        // tokens
+	TokensOut       *int64   `json:"tokens_out"`       // tokens
+	TokensCached    *int64   `json:"tokens_cached"`    // prompt tokens read from the cache
+	TokensReasoning *int64   `json:"tokens_reasoning"` // reasoning tokens (part of tokens_out)
 	LatencyMS       float64  `json:"latency_ms"`       // sum of the calls' latency_total_ms, milliseconds
 	MaxTTFTMS       *float64 `json:"max_ttft_ms"`      // largest latency_ttft_ms, milliseconds
 	StartedAt       *float64 `json:"started_at"`       // earliest started_at, seconds since the Unix epoch
@@ -422,10 +422,10 @@ func (x *Index) readRollout(id string, st *capture.Store, key fileKey) (*entry, 
 		if r.ErrorCategory != nil {
 			s.Errors++
 		}
-		s.TokensIn += max(c.in, 0)
-		s.TokensOut += max(c.out, 0)
-		s.TokensCached += max(c.cached, 0)
-		s.TokensReasoning += max(c.reasoning, 0)
+		addKnown(&s.TokensIn, c.in)
+		addKnown(&s.TokensOut, c.out)
+		addKnown(&s.TokensCached, c.cached)
+		addKnown(&s.TokensReasoning, c.reasoning)
 		if r.LatencyTotalMS != nil {
 			s.LatencyMS += *r.LatencyTotalMS
 		}
@@ -586,3 +586,14 @@ func i64(p *int64) int64 {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// addKnown adds a count to a sum that is null until a known count (v >= 0; -1 is unknown) arrives.
+func addKnown(sum **int64, v int64) {
+	if v < 0 {
+		return
+	}
+	if *sum == nil {
+		*sum = new(int64)
+	}
+	**sum += v
+}

@@ -46,13 +46,14 @@ type Count struct {
 	Count int    `json:"count"`
 }
 
-// Tokens are token sums over the calls where each count is known.
+// Tokens are token sums over the calls where each count is known; a sum is null when no call knows
+// its count (0 is a count).
 type Tokens struct {
-	In            int64 `json:"in"`
-	Out           int64 `json:"out"`
-	Cached        int64 `json:"cached"`
-	Reasoning     int64 `json:"reasoning"`
-	CacheCreation int64 `json:"cache_creation"`
+	In            *int64 `json:"in"`
+	Out           *int64 `json:"out"`
+	Cached        *int64 `json:"cached"`
+	Reasoning     *int64 `json:"reasoning"`
+	CacheCreation *int64 `json:"cache_creation"`
 }
 
 // Cache is the prompt-cache signal: hits among calls whose cache_hit is known.
@@ -287,11 +288,11 @@ func groups(m map[uint32]*Group) []Group {
 }
 
 func addTokens(t *Tokens, c *callStat) {
-	t.In += max(c.in, 0)
-	t.Out += max(c.out, 0)
-	t.Cached += max(c.cached, 0)
-	t.Reasoning += max(c.reasoning, 0)
-	t.CacheCreation += max(c.creation, 0)
+	addKnown(&t.In, c.in)
+	addKnown(&t.Out, c.out)
+	addKnown(&t.Cached, c.cached)
+	addKnown(&t.Reasoning, c.reasoning)
+	addKnown(&t.CacheCreation, c.creation)
 }
 
 func histogram(samples []float64) Hist {
@@ -323,7 +324,9 @@ func niceBucket(s float64) float64 {
 
 // ListQuery selects a page of the rollout list.
 type ListQuery struct {
-	Sort   string // a sortable field (SortFields) or a rollout-record field; "" = id
+	// Sort is a sortable field (SortFields) or a field found in the rollout records (bare or as
+	// record.FIELD); "" = id. Any other name is an error.
+	Sort   string
 	Desc   bool
 	Filter string // see ParseFilter
 	Offset int
@@ -370,13 +373,13 @@ func (s *RolloutSummary) field(name string, recs map[string]*recordFields) any {
 	case "incomplete":
 		return s.Incomplete
 	case "tokens_in":
-		return float64(s.TokensIn)
+		return intOrNil(s.TokensIn)
 	case "tokens_out":
-		return float64(s.TokensOut)
+		return intOrNil(s.TokensOut)
 	case "tokens_cached":
-		return float64(s.TokensCached)
+		return intOrNil(s.TokensCached)
 	case "tokens_reasoning":
-		return float64(s.TokensReasoning)
+		return intOrNil(s.TokensReasoning)
 	case "latency_ms":
 		return s.LatencyMS
 	case "max_ttft_ms":
@@ -397,6 +400,14 @@ func (s *RolloutSummary) field(name string, recs map[string]*recordFields) any {
 		return nil
 	}
 	return rf.val[strings.TrimPrefix(name, "record.")]
+}
+
+// intOrNil returns *p as float64, or nil when p is nil (unknown).
+func intOrNil(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return float64(*p)
 }
 
 func nilOr[T any](p *T) any {
@@ -543,6 +554,17 @@ func (x *Index) List(q ListQuery) (*ListResult, error) {
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
+	if !slices.Contains(SortFields, q.Sort) && !slices.Contains(x.recKeys, strings.TrimPrefix(q.Sort, "record.")) {
+		recs := "none: no --rollouts file"
+		if x.rolloutsPath != "" {
+			recs = "none found"
+			if len(x.recKeys) > 0 {
+				recs = strings.Join(x.recKeys, ", ")
+			}
+		}
+		return nil, fmt.Errorf("sort %q: want a list field (%s) or a field of the --rollouts records, bare or as record.FIELD (%s)",
+			q.Sort, strings.Join(SortFields, ", "), recs)
+	}
 	res := &ListResult{Version: x.version, Progress: x.progress, Total: len(x.entries), Offset: q.Offset,
 		Limit: q.Limit, Sort: q.Sort, Order: "asc", Fields: SortFields, RecordFields: x.recKeys}
 	if q.Desc {

@@ -127,6 +127,10 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	lq := ListQuery{Sort: q.Get("sort"), Desc: q.Get("order") == "desc", Filter: q.Get("filter")}
+	if o := q.Get("order"); o != "" && o != "asc" && o != "desc" {
+		apiError(w, http.StatusBadRequest, fmt.Sprintf("order %q: want asc or desc", o))
+		return
+	}
 	var err error
 	if lq.Offset, err = intParam(q.Get("offset"), 0); err != nil {
 		apiError(w, http.StatusBadRequest, "offset: "+err.Error())

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -157,22 +160,45 @@ func runExportOTLP(ctx context.Context, s *Streams, o *exportOptions) error {
 	sctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 	shutdownErr := exp.Shutdown(sctx)
+	var spansErr, metricsErr error
+	if se := (*otelexport.ShutdownError)(nil); errors.As(shutdownErr, &se) {
+		spansErr, metricsErr = se.Spans, se.Metrics
+	} else {
+		spansErr = shutdownErr
+	}
 	c := exp.Counts()
-	fmt.Fprintf(s.Out, "exported %d spans (%d calls, %d rollout spans) of %d rollouts; %d failed", c.Exported, calls, roots, len(rollouts), c.Failed)
+	want := int64(calls + roots)
+	// A span the endpoint did not confirm by the deadline is a failed span, whatever the exporter
+	// was still doing with it.
+	failed := max(c.Failed, want-c.Exported)
+	fmt.Fprintf(s.Out, "exported %d spans (%d calls, %d rollout spans) of %d rollouts; %d failed", c.Exported, calls, roots, len(rollouts), failed)
 	if damaged > 0 || unreadable > 0 {
 		fmt.Fprintf(s.Out, "; %d damaged lines skipped, %d rollouts unreadable", damaged, unreadable)
 	}
 	fmt.Fprintln(s.Out)
-	if want := int64(calls + roots); c.Failed > 0 || c.Exported < want {
-		if shutdownErr != nil {
-			return withExit(ExitFailure, fmt.Errorf("the OTLP endpoint took %d of %d spans: %w", c.Exported, want, shutdownErr))
+	if failed > 0 {
+		msg := fmt.Sprintf("the OTLP endpoint took %d of %d spans", c.Exported, want)
+		if spansErr != nil && isConnRefused(spansErr) {
+			msg = fmt.Sprintf("the OTLP endpoint refused the connection (is a collector listening there?); it took %d of %d spans", c.Exported, want)
 		}
-		return withExit(ExitFailure, fmt.Errorf("the OTLP endpoint took %d of %d spans", c.Exported, want))
+		if spansErr != nil {
+			return withExit(ExitFailure, fmt.Errorf("%s: %w", msg, spansErr))
+		}
+		return withExit(ExitFailure, errors.New(msg))
+	}
+	if metricsErr != nil {
+		return withExit(ExitFailure, fmt.Errorf("all %d spans exported, but the metrics upload failed: %w", want, metricsErr))
 	}
 	if unreadable > 0 || ctx.Err() != nil {
 		return silentExit{code: ExitFailure}
 	}
 	return nil
+}
+
+// isConnRefused tells whether err comes from a refused connection: a wrapped ECONNREFUSED
+// (OTLP/HTTP), or a gRPC status, which keeps only the text of its transport error.
+func isConnRefused(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(err.Error(), "connection refused")
 }
 
 // readExportRollouts reads the --in records: one rollout per distinct id, with reward (a number)

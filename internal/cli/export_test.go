@@ -2,6 +2,7 @@ package cli
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -82,4 +83,71 @@ func TestExportOTLP(t *testing.T) {
 			}
 		}
 	})
+	t.Run("failure names the spans' cause", func(t *testing.T) {
+		closed := closedPort(t)
+		// Traces taken, metrics refused: only then is the metrics upload the error.
+		metricsOnly := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			if r.URL.Path != "/v1/traces" {
+				w.WriteHeader(http.StatusBadRequest)
+			}
+		}))
+		t.Cleanup(metricsOnly.Close)
+		for _, tc := range []struct {
+			name     string
+			args     []string
+			out      string
+			errHas   []string
+			errHasnt []string
+		}{
+			{"http closed port", []string{"--endpoint", "http://" + closed},
+				"0 spans (4 calls, 0 rollout spans) of 2 rollouts; 4 failed",
+				[]string{"refused the connection", "took 0 of 4 spans", "traces export", "/v1/traces"}, []string{"failed to upload metrics"}},
+			{"grpc closed port", []string{"--endpoint", "http://" + closed, "--protocol", "grpc", "--timeout", "1s"},
+				"0 spans (4 calls, 0 rollout spans) of 2 rollouts; 4 failed",
+				[]string{"refused the connection", "took 0 of 4 spans", "traces export", "connection refused"}, []string{"failed to upload metrics"}},
+			{"metrics alone refused", []string{"--endpoint", metricsOnly.URL},
+				"4 spans (4 calls, 0 rollout spans) of 2 rollouts; 0 failed",
+				[]string{"all 4 spans exported, but the metrics upload failed"}, []string{"refused the connection"}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				out, errOut, code := runCLI(t, "", append([]string{"export", "otlp", "--capture-dir", dir}, tc.args...)...)
+				if code != ExitFailure || !strings.Contains(out, "exported "+tc.out) {
+					t.Errorf("exit %d, out %q; want exit 1 and %q", code, out, tc.out)
+				}
+				// One error line, prefixed; the rest are the (rate-limited) log's lines.
+				var errLines []string
+				for _, l := range strings.Split(strings.TrimSpace(errOut), "\n") {
+					if !strings.HasPrefix(l, "time=") {
+						errLines = append(errLines, l)
+					}
+				}
+				if len(errLines) != 1 || !strings.HasPrefix(errLines[0], "modelcalls: ") {
+					t.Fatalf("error lines %q, want one starting with modelcalls:", errLines)
+				}
+				for _, s := range tc.errHas {
+					if !strings.Contains(errLines[0], s) {
+						t.Errorf("error %q does not contain %q", errLines[0], s)
+					}
+				}
+				for _, s := range tc.errHasnt {
+					if strings.Contains(errLines[0], s) {
+						t.Errorf("error %q contains %q", errLines[0], s)
+					}
+				}
+			})
+		}
+	})
+}
+
+// closedPort returns a loopback host:port nothing listens on (it was listening a moment ago).
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
 }

@@ -350,7 +350,7 @@ function rolloutPage(id, params) {
       if (sum.incomplete) out.push(h("p", { class: "notice err", id: "incomplete-note" }, "Marked incomplete: a capture write failed, calls may be missing."));
       if (d.damaged.length) out.push(h("div", { class: "notice err", id: "damaged-note" }, h("strong", {}, `${d.damaged.length} unreadable line(s):`),
         h("ul", {}, d.damaged.map((x) => h("li", {}, `line ${x.line} (capture index ${x.call_index}): ${x.error}`)))));
-      const t = sumTokens(d.calls);
+      const t = { in: sum.tokens_in, out: sum.tokens_out, cached: sum.tokens_cached };
       out.push(h("dl", { class: "cards" }, card("Calls", fmtInt(d.calls.length), "calls"), card("Errors", fmtInt(sum.errors), "errors"),
         card("Pending", fmtInt(sum.pending), "pending"), card("Tokens in", fmtInt(t.in), "tokens-in"), card("Tokens out", fmtInt(t.out), "tokens-out"),
         card("Cached", fmtInt(t.cached), "tokens-cached"), card("Duration s", fmtS(sum.duration_s), "duration"),
@@ -373,11 +373,6 @@ function rolloutPage(id, params) {
   };
 }
 
-function sumTokens(calls) {
-  const t = { in: 0, out: 0, cached: 0 };
-  for (const c of calls) { t.in += c.record.tokens_in || 0; t.out += c.record.tokens_out || 0; t.cached += c.record.cached_tokens || 0; }
-  return t;
-}
 
 // waterfall draws one row per call, sorted by start: the wait until the first token (light), then
 // the rest of the response (dark), errors in red; overlapping bars are concurrent calls. Pending
