@@ -140,7 +140,7 @@ func TestOTelCollector(t *testing.T) {
 		// Every export attempt fails; the spans are counted, nothing else happens.
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			failed := scrapeCounter(t, p.base+"/metrics", `modelcalls_gateway_otlp_spans_total{result="failed"}`)
+			failed := scrapeCounter(t, p.admin+"/metrics", `modelcalls_gateway_otlp_spans_total{result="failed"}`)
 			if failed >= float64(len(sent)) {
 				break
 			}
@@ -149,7 +149,7 @@ func TestOTelCollector(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		if exported := scrapeCounter(t, p.base+"/metrics", `modelcalls_gateway_otlp_spans_total{result="exported"}`); exported != 0 {
+		if exported := scrapeCounter(t, p.admin+"/metrics", `modelcalls_gateway_otlp_spans_total{result="exported"}`); exported != 0 {
 			t.Errorf("exported %v with the Collector down", exported)
 		}
 		p.stop(t)
@@ -807,17 +807,18 @@ func tokenTotals(t *testing.T, lines []map[string]any) (in, out int64) {
 // otelProxy is a `modelcalls proxy` process with extra flags.
 type otelProxy struct {
 	cmd    *exec.Cmd
-	base   string
+	base   string // the proxy port
+	admin  string // --admin-listen: /metrics (the proxy port forwards every path upstream)
 	mu     sync.Mutex
 	log    bytes.Buffer
 	exited chan error
 }
 
-var otelListenRE = regexp.MustCompile(`url=http://(127\.0\.0\.1:[0-9]+)`)
+var otelListenRE = regexp.MustCompile(` url=http://(127\.0\.0\.1:[0-9]+).* admin_url=http://(127\.0\.0\.1:[0-9]+)`)
 
 func startOTelProxy(t *testing.T, bin, upstream, capDir string, extra ...string) *otelProxy {
 	t.Helper()
-	args := append([]string{"proxy", "--upstream", upstream, "--capture-dir", capDir, "--listen", "127.0.0.1:0"}, extra...)
+	args := append([]string{"proxy", "--upstream", upstream, "--capture-dir", capDir, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "OTEL_BSP_SCHEDULE_DELAY=100", "OTEL_METRIC_EXPORT_INTERVAL=200")
 	pr, pw := io.Pipe()
@@ -827,7 +828,7 @@ func startOTelProxy(t *testing.T, bin, upstream, capDir string, extra ...string)
 		t.Fatal(err)
 	}
 	go func() { err := cmd.Wait(); pw.Close(); p.exited <- err }()
-	found := make(chan string, 1)
+	found := make(chan [2]string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
@@ -836,7 +837,7 @@ func startOTelProxy(t *testing.T, bin, upstream, capDir string, extra ...string)
 			p.mu.Unlock()
 			if m := otelListenRE.FindStringSubmatch(sc.Text()); m != nil {
 				select {
-				case found <- "http://" + m[1]:
+				case found <- [2]string{"http://" + m[1], "http://" + m[2]}:
 				default:
 				}
 			}
@@ -848,7 +849,8 @@ func startOTelProxy(t *testing.T, bin, upstream, capDir string, extra ...string)
 		}
 	})
 	select {
-	case p.base = <-found:
+	case addrs := <-found:
+		p.base, p.admin = addrs[0], addrs[1]
 		return p
 	case err := <-p.exited:
 		t.Fatalf("proxy exited at start: %v\n%s", err, p.logs())
