@@ -76,7 +76,7 @@ func BenchmarkMerge(b *testing.B) {
 		b.Fatal(err)
 	}
 	calls := rollouts * benchCallsPerRollout
-	run := func(b *testing.B, workers int) {
+	run := func(b *testing.B, m *Merger, workers int) {
 		b.SetBytes(captureBytes)
 		b.ReportAllocs()
 		var outBytes int64
@@ -89,8 +89,17 @@ func BenchmarkMerge(b *testing.B) {
 		b.ReportMetric(float64(rollouts*b.N)/elapsed, "rollouts/s")
 		b.ReportMetric(float64(outBytes)/float64(rollouts), "outB/rollout")
 	}
-	b.Run("sequential", func(b *testing.B) { run(b, 1) })
-	b.Run("parallel", func(b *testing.B) { run(b, runtime.GOMAXPROCS(0)) })
+	b.Run("sequential", func(b *testing.B) { run(b, m, 1) })
+	b.Run("parallel", func(b *testing.B) { run(b, m, runtime.GOMAXPROCS(0)) })
+	// "payloads" is the sequential run with IncludePayloads (request and response objects copied
+	// into every attached call).
+	b.Run("payloads", func(b *testing.B) {
+		mp, err := NewMerger([]string{dir}, MergeOptions{IncludePayloads: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		run(b, mp, 1)
+	})
 }
 
 func mergeAll(b *testing.B, m *Merger, records [][]byte, workers int) int64 {

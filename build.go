@@ -40,7 +40,7 @@ func BuildRecord(exchange []byte, callIndex int) (*ModelCallRecord, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidExchange, err)
 	}
 	rec := new(ModelCallRecord)
-	if err := buildRecord(rec, ex, callIndex, true); err != nil {
+	if err := buildRecord(rec, ex, callIndex, true, nil); err != nil {
 		return nil, err
 	}
 	return rec, nil
@@ -56,8 +56,11 @@ type envelope struct {
 
 // buildRecord fills rec from a validated exchange ex (no surrounding whitespace). With rawText false
 // request_raw and response_raw are left nil instead of decoded: a merge without payloads never
-// writes them, and a streamed response_raw is often the largest string of the line.
-func buildRecord(rec *ModelCallRecord, ex []byte, callIndex int, rawText bool) error {
+// writes them, and a streamed response_raw is often the largest string of the line. With tok
+// non-nil, the string tokens of request_raw and response_raw are kept in *tok as they stand in ex
+// (aliasing it) and RequestRaw and ResponseRaw stay nil whatever rawText says: a merge with
+// payloads writes them from the tokens (appendStringToken) without decoding them.
+func buildRecord(rec *ModelCallRecord, ex []byte, callIndex int, rawText bool, tok *rawTokens) error {
 	if !isObject(ex) {
 		return fmt.Errorf("%w: not a JSON object but %s", ErrInvalidExchange, kindName(ex))
 	}
@@ -137,7 +140,16 @@ func buildRecord(rec *ModelCallRecord, ex []byte, callIndex int, rawText bool) e
 		return err
 	}
 
-	if rawText {
+	switch {
+	case tok != nil:
+		*tok = rawTokens{}
+		if isString(e.requestRaw) {
+			tok.request = e.requestRaw
+		}
+		if isString(e.responseRaw) {
+			tok.response = e.responseRaw
+		}
+	case rawText:
 		rec.RequestRaw = stringPtr(e.requestRaw)
 		rec.ResponseRaw = stringPtr(e.responseRaw)
 	}

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/modelcalls/modelcalls/capture"
 )
@@ -75,4 +77,62 @@ func appendKey(dst []byte, name string) []byte {
 	dst = append(dst, '"')
 	dst = append(dst, name...)
 	return append(dst, '"', ':')
+}
+
+// appendStringToken appends the JSON string token tok (quotes included) exactly as
+// jsonscan.AppendString(dst, unquote(tok)) would, without decoding it into a string first: a run
+// without escapes is copied as it is, and each escape is written in AppendString's form (\/ becomes
+// /, \u00e9 é, a surrogate pair its character, \u000a \n, \u001B \u001b; an unpaired surrogate
+// U+FFFD, as unescape does). The output is never longer than tok, so a caller can size a buffer by
+// it.
+//
+// tok must come from a line that passed capture.CheckLine (valid UTF-8, strict JSON): such a run
+// holds no control character, quote or invalid UTF-8, so AppendString would copy it unchanged.
+func appendStringToken(dst, tok []byte) []byte {
+	if len(tok) < 2 {
+		return append(dst, `""`...)
+	}
+	s := tok[1 : len(tok)-1]
+	dst = append(dst, '"')
+	for {
+		i := bytes.IndexByte(s, '\\')
+		if i < 0 {
+			dst = append(dst, s...)
+			break
+		}
+		dst = append(dst, s[:i]...)
+		s = s[i:]
+		if len(s) < 2 { // a lone trailing backslash (not in a valid line): as unquote keeps it
+			dst = jsonscan.AppendEscaped(dst, s)
+			break
+		}
+		switch s[1] {
+		case 'u':
+			r, ok := hex4(s, 2)
+			if !ok { // not in a valid line: unescape drops the rest
+				return append(dst, '"')
+			}
+			s = s[6:]
+			if utf16.IsSurrogate(r) {
+				dec := utf8.RuneError
+				if len(s) >= 6 && s[0] == '\\' && s[1] == 'u' {
+					if r2, ok := hex4(s, 2); ok {
+						if dec = utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+							s = s[6:]
+						}
+					}
+				}
+				r = dec
+			}
+			var b [utf8.UTFMax]byte
+			dst = jsonscan.AppendEscaped(dst, utf8.AppendRune(b[:0], r))
+			continue
+		case '"', '\\', 'b', 'f', 'n', 'r', 't': // AppendString writes these two bytes too
+			dst = append(dst, s[:2]...)
+		default: // '/'
+			dst = jsonscan.AppendEscaped(dst, s[1:2])
+		}
+		s = s[2:]
+	}
+	return append(dst, '"')
 }

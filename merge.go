@@ -3,6 +3,7 @@ package modelcalls
 import (
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
 
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -167,16 +168,31 @@ func (m *Merger) Merge(ctx context.Context, line []byte) ([]byte, MergeResult, e
 		}
 	}
 
-	value := appendAttachment(nil, id, ev.calls, res.Gaps, m.opts.IncludePayloads)
-	edits = append(edits, layout.setFieldEdit(line, layout.capture, FieldModelCallCapture, value))
+	// The attachment is written straight into the output line: no intermediate value, so a merge
+	// with payloads holds the capture file and the output line, about twice the largest capture
+	// line (raw texts are copied from their tokens, never decoded; appendStringToken).
+	att := planAttachment(id, ev.calls, ev.tokens, res.Gaps, m.opts.IncludePayloads)
+	edits = append(edits, layout.setFieldEdit(line, layout.capture, FieldModelCallCapture, nil))
+	capIdx := len(edits) - 1
 	if len(edits) == 2 && edits[1].start < edits[0].start {
 		edits[0], edits[1] = edits[1], edits[0]
+		capIdx = 0
 	}
-	size := len(line)
+	size := len(line) + att.size
 	for _, e := range edits {
 		size += len(e.repl)
 	}
-	out := applyEdits(make([]byte, 0, size), line, edits)
+	out := make([]byte, 0, size)
+	pos := 0
+	for i, e := range edits {
+		out = append(out, line[pos:e.start]...)
+		out = append(out, e.repl...)
+		if i == capIdx {
+			out = att.appendTo(out)
+		}
+		pos = e.end
+	}
+	out = append(out, line[pos:]...)
 	res.Attached = true
 	return out, res, nil
 }
@@ -184,6 +200,7 @@ func (m *Merger) Merge(ctx context.Context, line []byte) ([]byte, MergeResult, e
 // evidence is what the capture dirs hold for one rollout.
 type evidence struct {
 	calls   []ModelCallRecord
+	tokens  []rawTokens // with payloads: the raw text tokens of calls[i]
 	damaged int
 	gaps    []rollout.Gap
 }
@@ -202,10 +219,14 @@ func (m *Merger) collect(ctx context.Context, id string) (evidence, error) {
 
 	store, marker, err := selectStore(m.stores, id)
 	if err == nil && store != nil {
-		ev.calls, ev.damaged, err = readAvailable(store, id, m.opts.IncludePayloads)
+		mode := rawSkip
+		if m.opts.IncludePayloads {
+			mode = rawKeep
+		}
+		ev.calls, ev.tokens, ev.damaged, err = readAvailable(store, id, mode)
 	}
 	if err != nil {
-		ev.calls, ev.damaged = nil, 0
+		ev.calls, ev.tokens, ev.damaged = nil, nil, 0
 		ev.gaps = append(ev.gaps, rollout.Gap{Code: rollout.GapCaptureUnreadable, Detail: err.Error()})
 	} else if ev.damaged > 0 {
 		ev.gaps = append(ev.gaps, rollout.Gap{Code: rollout.GapCaptureRecordsUnreadable, Detail: "count=" + strconv.Itoa(ev.damaged)})
@@ -287,20 +308,43 @@ func joinObservations(raw []byte, calls []ModelCallRecord) ([]byte, error) {
 	return out, nil
 }
 
-// appendAttachment appends {"rollout_id","metrics","calls","gaps"?}; gaps only when non-empty, each
-// without empty fields (reference §9.2).
-func appendAttachment(dst []byte, id string, calls []ModelCallRecord, gaps []rollout.Gap, payloads bool) []byte {
-	dst = append(dst, `{"rollout_id":`...)
+// attachment is ng_model_call_capture = {"rollout_id","metrics","calls","gaps"?} ready to be
+// written: gaps only when non-empty, each without empty fields (reference §9.2). Everything but the
+// payloads is built in small; with payloads, the payload members of calls[i] go at small[cuts[i]]
+// and are copied from the records (and the raw text tokens) only when the attachment is written.
+type attachment struct {
+	small  []byte
+	cuts   []int
+	calls  []ModelCallRecord
+	tokens []rawTokens
+	size   int // an upper bound of the written length (exact unless a payload is compacted)
+}
+
+// planAttachment builds the attachment's small part; tokens (nil, or one per call) are the raw
+// text tokens written in place of RequestRaw and ResponseRaw.
+func planAttachment(id string, calls []ModelCallRecord, tokens []rawTokens, gaps []rollout.Gap, payloads bool) attachment {
+	a := attachment{calls: calls, tokens: tokens}
+	dst := append([]byte(nil), `{"rollout_id":`...)
 	dst = jsonscan.AppendString(dst, id)
 	dst = append(dst, `,"metrics":`...)
 	metrics := AggregateRecords(calls)
 	dst = metrics.AppendJSON(dst)
 	dst = append(dst, `,"calls":[`...)
+	if payloads {
+		a.cuts = make([]int, len(calls))
+	}
 	for i := range calls {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = calls[i].AppendJSON(dst, payloads)
+		start := len(dst)
+		dst = calls[i].AppendJSON(dst, false)
+		if payloads {
+			// The payload members sit just before "tool_calls", the first `,"tool_calls":` of the
+			// record (a JSON string never holds an unescaped quote).
+			a.cuts[i] = start + bytes.Index(dst[start:], []byte(`,"tool_calls":`))
+			a.size += a.payloadSize(i)
+		}
 	}
 	dst = append(dst, ']')
 	if len(gaps) > 0 {
@@ -313,7 +357,73 @@ func appendAttachment(dst []byte, id string, calls []ModelCallRecord, gaps []rol
 		}
 		dst = append(dst, ']')
 	}
-	return append(dst, '}')
+	a.small = append(dst, '}')
+	a.size += len(a.small)
+	return a
+}
+
+// appendTo appends the attachment: compact JSON, each call as AppendJSON(dst, payloads) writes it.
+func (a *attachment) appendTo(dst []byte) []byte {
+	pos := 0
+	for i, cut := range a.cuts {
+		dst = append(dst, a.small[pos:cut]...)
+		dst = a.appendPayloads(dst, i)
+		pos = cut
+	}
+	return append(dst, a.small[pos:]...)
+}
+
+// appendPayloads appends the four payload members of call i as AppendJSON(dst, true) writes them.
+func (a *attachment) appendPayloads(dst []byte, i int) []byte {
+	r := &a.calls[i]
+	var tok rawTokens
+	if a.tokens != nil {
+		tok = a.tokens[i]
+	}
+	dst = append(dst, `,"request":`...)
+	dst = appendRaw(dst, r.Request)
+	dst = append(dst, `,"response":`...)
+	dst = appendRaw(dst, r.Response)
+	dst = append(dst, `,"request_raw":`...)
+	dst = appendRawText(dst, tok.request, r.RequestRaw)
+	dst = append(dst, `,"response_raw":`...)
+	return appendRawText(dst, tok.response, r.ResponseRaw)
+}
+
+// payloadSize bounds the length appendPayloads writes for call i.
+func (a *attachment) payloadSize(i int) int {
+	r := &a.calls[i]
+	var tok rawTokens
+	if a.tokens != nil {
+		tok = a.tokens[i]
+	}
+	n := len(`,"request":,"response":,"request_raw":,"response_raw":`)
+	for _, v := range [...][]byte{r.Request, r.Response} {
+		n += max(len(v), len("null"))
+	}
+	for _, t := range [...]struct {
+		tok []byte
+		s   *string
+	}{{tok.request, r.RequestRaw}, {tok.response, r.ResponseRaw}} {
+		switch {
+		case t.tok != nil:
+			n += len(t.tok) // appendStringToken never writes more than the token
+		case t.s != nil:
+			n += len(*t.s) + 2 // a guess: most text needs few escapes
+		default:
+			n += len("null")
+		}
+	}
+	return n
+}
+
+// appendRawText appends a raw text member's value: from its token when there is one, else s (null
+// when nil).
+func appendRawText(dst, tok []byte, s *string) []byte {
+	if tok != nil {
+		return appendStringToken(dst, tok)
+	}
+	return appendOptString(dst, s)
 }
 
 func appendGap(dst []byte, g rollout.Gap) []byte {

@@ -17,7 +17,7 @@ func ReadRecords(store *capture.Store, id string) ([]ModelCallRecord, error) {
 	}
 	records := make([]ModelCallRecord, len(entries))
 	for i, e := range entries {
-		if err := buildRecord(&records[i], trimWS(e.Data), i, true); err != nil {
+		if err := buildRecord(&records[i], trimWS(e.Data), i, true, nil); err != nil {
 			path, _ := store.CapturePath(id)
 			return nil, &capture.LineError{Path: path, Line: e.Line, Err: err}
 		}
@@ -31,23 +31,51 @@ func ReadRecords(store *capture.Store, id string) ([]ModelCallRecord, error) {
 // a wrong-typed envelope field). Damaged lines keep their capture index, so indices may have holes.
 // Only I/O errors and an invalid id are returned as errors.
 func ReadAvailableRecords(store *capture.Store, id string) (records []ModelCallRecord, damaged int, err error) {
-	return readAvailable(store, id, true)
+	records, _, damaged, err = readAvailable(store, id, rawDecode)
+	return records, damaged, err
 }
 
-// readAvailable is ReadAvailableRecords; rawText false skips decoding request_raw/response_raw.
-func readAvailable(store *capture.Store, id string, rawText bool) (records []ModelCallRecord, damaged int, err error) {
+// rawMode says what readAvailable does with request_raw and response_raw.
+type rawMode int
+
+const (
+	rawSkip   rawMode = iota // leave RequestRaw and ResponseRaw nil
+	rawDecode                // decode them into RequestRaw and ResponseRaw
+	rawKeep                  // keep their string tokens (tokens), RequestRaw and ResponseRaw nil
+)
+
+// rawTokens are the request_raw and response_raw values of one capture line as JSON string tokens
+// (quotes included) aliasing the line, nil when the value is not a string.
+type rawTokens struct{ request, response []byte }
+
+// readAvailable is ReadAvailableRecords with a choice of what to do with the raw texts; with
+// rawKeep, tokens[i] holds the raw tokens of records[i] (else tokens is nil). The records alias
+// the capture file's bytes; the read keeps no other reference to them.
+func readAvailable(store *capture.Store, id string, mode rawMode) (records []ModelCallRecord, tokens []rawTokens, damaged int, err error) {
 	entries, damages, err := store.ReadAvailable(id)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	damaged = len(damages)
 	records = make([]ModelCallRecord, 0, len(entries))
+	if mode == rawKeep {
+		tokens = make([]rawTokens, 0, len(entries))
+	}
+	var tok rawTokens
 	for _, e := range entries {
+		var tp *rawTokens
+		if mode == rawKeep {
+			tp = &tok
+		}
 		records = append(records, ModelCallRecord{})
-		if buildRecord(&records[len(records)-1], trimWS(e.Data), e.Index, rawText) != nil {
+		if buildRecord(&records[len(records)-1], trimWS(e.Data), e.Index, mode == rawDecode, tp) != nil {
 			records = records[:len(records)-1]
 			damaged++
+			continue
+		}
+		if tp != nil {
+			tokens = append(tokens, tok)
 		}
 	}
-	return records, damaged, nil
+	return records, tokens, damaged, nil
 }
