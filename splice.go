@@ -69,17 +69,6 @@ type edit struct {
 	repl       []byte
 }
 
-// applyEdits returns line with non-overlapping edits (sorted by start) applied, appended to dst.
-func applyEdits(dst, line []byte, edits []edit) []byte {
-	pos := 0
-	for _, e := range edits {
-		dst = append(dst, line[pos:e.start]...)
-		dst = append(dst, e.repl...)
-		pos = e.end
-	}
-	return append(dst, line[pos:]...)
-}
-
 // setFieldEdit returns the edit that makes the record's `name` field hold value: the value of the
 // last existing member named name is replaced in place (a reader of a record with repeated keys sees
 // the last one, in Python and Go alike); otherwise a new member is appended after the last one,
