@@ -13,7 +13,7 @@ import (
 // The exported functions take raw JSON values and validate them; the record builder calls the
 // unexported forms on input it has already validated.
 
-// TokenStats are the normalised token counts of one call (reference §4.1 with SPEC §6), in tokens;
+// TokenStats are the normalised token counts of one call (NeMo Gym's normalisation plus the cache and reasoning fields below), in tokens;
 // nil means unknown, 0 is a value.
 type TokenStats struct {
 	TokensIn            *int64 `json:"tokens_in"`
@@ -120,7 +120,7 @@ func scanUsage(usage []byte) usageFields {
 }
 
 // ExtractTokenStats ports extract_token_stats: normalised token counts from a usage object of any
-// of the three dialects (reference §4.1 with SPEC §6), extended to the usage shapes of the servers
+// of the three dialects (NeMo Gym's rules, with the OpenAI cached subset never folded), extended to the usage shapes of the servers
 // and gateways agents call (the provider table in docs/records-and-merge.md). usage that is absent,
 // null, not an object or not valid JSON gives all-nil stats.
 //
@@ -135,11 +135,11 @@ func scanUsage(usage []byte) usageFields {
 //     OpenAI-style cache subset (a cached_tokens, cached_input_tokens, cache_write_tokens or
 //     cache_creation_tokens count in prompt_tokens_details / input_tokens_details) is present:
 //     gateways that copy Anthropic cache fields into OpenAI-shaped usage already count them in the
-//     prompt (SPEC §6). Zero-only cache fields do not invent a prompt count. Counts in a details
+//     prompt (OpenAI's cached_tokens are a subset of prompt_tokens). Zero-only cache fields do not invent a prompt count. Counts in a details
 //     group or DeepSeek's hit/miss are subsets of the prompt and never folded.
 //   - tokens_total: total_tokens as reported, else tokens_in + tokens_out when both are known.
 //   - tokens_reasoning: output_tokens_details.reasoning_tokens, completion_tokens_details.reasoning_tokens,
-//     top-level reasoning_output_tokens, output_tokens_details.thinking_tokens (SPEC §6), then
+//     top-level reasoning_output_tokens, output_tokens_details.thinking_tokens (after NeMo Gym's sources), then
 //     top-level reasoning_tokens (Gemini's OpenAI-compatible endpoint).
 //   - cache_creation_tokens: cache_creation_input_tokens as reported (whether or not it was folded),
 //     else the first valid prompt_tokens_details.cache_write_tokens (OpenRouter, OpenAI, llama.cpp),

@@ -309,7 +309,7 @@ func joinObservations(raw []byte, calls []ModelCallRecord) ([]byte, error) {
 }
 
 // attachment is ng_model_call_capture = {"rollout_id","metrics","calls","gaps"?} ready to be
-// written: gaps only when non-empty, each without empty fields (reference §9.2). Everything but the
+// written: gaps only when non-empty, each without empty fields (NeMo Gym omits null gap fields). Everything but the
 // payloads is built in small; with payloads, the payload members of calls[i] go at small[cuts[i]]
 // and are copied from the records (and the raw text tokens) only when the attachment is written.
 type attachment struct {

@@ -295,7 +295,7 @@ func exists(p string) (bool, error) {
 
 // Clear removes the capture file, the incomplete marker and the per-call claims directory of
 // earlier versions of id, and the claims of id that dead processes left in slot files; missing files
-// are not an error (reference §9.1). See ClearRollout for calls still in flight.
+// are not an error (clearing before dispatch must work on a fresh rollout). See ClearRollout for calls still in flight.
 func (s *Store) Clear(id string) error {
 	_, err := s.ClearRollout(id)
 	return err

@@ -10,7 +10,7 @@ import (
 )
 
 // This file holds the small raw-JSON toolkit the reassemblers use. Event payloads are validated
-// once with the capture store's validator (strict JSON: no NaN or Infinity, SPEC §7); every helper below then
+// once with the capture store's validator (strict JSON: no NaN or Infinity, which a capture line cannot hold); every helper below then
 // works on slices of that validated text, so numbers keep their literal form (10 stays 10, 10.0
 // stays 10.0) and values we never touch are copied, not re-encoded. The helpers stay defensive
 // (no index beyond the slice) so a caller handing them unvalidated bytes gets nonsense, not a panic.

@@ -430,7 +430,7 @@ func (c *call) finish(o outcome) {
 }
 
 // response is a non-streamed exchange's response object: none after an upstream failure
-// (reference §6.4) or past the capture limit; the body when it is one JSON object.
+// (the call then records what arrived, as NeMo Gym does for a failed downstream) or past the capture limit; the body when it is one JSON object.
 func (c *call) response(f failure) json.RawMessage {
 	if c.body == nil || (f != failNone && f != failCancelled) {
 		return nil
