@@ -253,28 +253,39 @@ func signalURL(u *url.URL, signal string) string {
 	return v.String()
 }
 
-func newSpanExporter(ctx context.Context, proto, endpoint string) (sdktrace.SpanExporter, error) {
-	var u *url.URL
-	if endpoint != "" {
-		var err error
-		if u, err = checkEndpoint(endpoint); err != nil {
-			return nil, err
-		}
+// exporterURL is the endpoint URL a signal's exporter gets: "" when endpoint is "" (the SDK then
+// reads the OTEL_EXPORTER_OTLP_* variables); for gRPC the endpoint as given; for OTLP/HTTP the
+// endpoint with /v1/<signal> appended.
+func exporterURL(proto, endpoint, signal string) (string, error) {
+	if endpoint == "" {
+		return "", nil
 	}
-	var (
-		se  sdktrace.SpanExporter
-		err error
-	)
+	u, err := checkEndpoint(endpoint)
+	if err != nil {
+		return "", err
+	}
+	if proto == ProtocolGRPC {
+		return u.String(), nil
+	}
+	return signalURL(u, signal), nil
+}
+
+func newSpanExporter(ctx context.Context, proto, endpoint string) (sdktrace.SpanExporter, error) {
+	u, err := exporterURL(proto, endpoint, "traces")
+	if err != nil {
+		return nil, err
+	}
+	var se sdktrace.SpanExporter
 	if proto == ProtocolGRPC {
 		var opts []otlptracegrpc.Option
-		if u != nil {
-			opts = append(opts, otlptracegrpc.WithEndpointURL(u.String()))
+		if u != "" {
+			opts = append(opts, otlptracegrpc.WithEndpointURL(u))
 		}
 		se, err = otlptracegrpc.New(ctx, opts...)
 	} else {
 		var opts []otlptracehttp.Option
-		if u != nil {
-			opts = append(opts, otlptracehttp.WithEndpointURL(signalURL(u, "traces")))
+		if u != "" {
+			opts = append(opts, otlptracehttp.WithEndpointURL(u))
 		}
 		se, err = otlptracehttp.New(ctx, opts...)
 	}
@@ -285,27 +296,21 @@ func newSpanExporter(ctx context.Context, proto, endpoint string) (sdktrace.Span
 }
 
 func newMetricExporter(ctx context.Context, proto, endpoint string) (sdkmetric.Exporter, error) {
-	var u *url.URL
-	if endpoint != "" {
-		var err error
-		if u, err = checkEndpoint(endpoint); err != nil {
-			return nil, err
-		}
+	u, err := exporterURL(proto, endpoint, "metrics")
+	if err != nil {
+		return nil, err
 	}
-	var (
-		me  sdkmetric.Exporter
-		err error
-	)
+	var me sdkmetric.Exporter
 	if proto == ProtocolGRPC {
 		var opts []otlpmetricgrpc.Option
-		if u != nil {
-			opts = append(opts, otlpmetricgrpc.WithEndpointURL(u.String()))
+		if u != "" {
+			opts = append(opts, otlpmetricgrpc.WithEndpointURL(u))
 		}
 		me, err = otlpmetricgrpc.New(ctx, opts...)
 	} else {
 		var opts []otlpmetrichttp.Option
-		if u != nil {
-			opts = append(opts, otlpmetrichttp.WithEndpointURL(signalURL(u, "metrics")))
+		if u != "" {
+			opts = append(opts, otlpmetrichttp.WithEndpointURL(u))
 		}
 		me, err = otlpmetrichttp.New(ctx, opts...)
 	}
