@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -403,7 +404,9 @@ func (c *call) finish(o outcome) {
 			// spooled, and is never built in memory.
 			if c.body != nil && (o.failure == failNone || o.failure == failCancelled) && c.stream.HasResponse() && c.stream.Err() == nil {
 				ex.ResponseTo, parsed = c.stream.WriteResponse, true
-				c.summary = c.stream.Summary()
+				if c.h.OnCaptured != nil || c.h.log.Enabled(context.Background(), slog.LevelInfo) {
+					c.summary = c.stream.Summary() // only its readers need it: a second encode
+				}
 			}
 		} else {
 			ex.Response = c.response(o.failure)
