@@ -3,11 +3,11 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net"
 	"net/http"
