@@ -13,13 +13,13 @@ test: vet
 
 vet:
 	$(GO) vet ./...
-	$(GO) vet -tags e2e ./e2e/
+	$(GO) vet -tags e2e ./test/e2e/
 
 build:
 	$(GO) build -o bin/modelcalls ./cmd/modelcalls
 
 # Measure what the gateway costs on the hot path, against baselines in the same run, and write
-# BENCHMARKS.md (ISSUE 5; a few minutes). BENCH_FLAGS=-quick for a smoke run, see go run ./bench -h.
+# BENCHMARKS.md (a few minutes). BENCH_FLAGS=-quick for a smoke run, see go run ./test/bench -h.
 .PHONY: bench
 bench:
 	$(GO) run ./bench $(BENCH_FLAGS)
@@ -37,7 +37,7 @@ e2e:
 e2e-ci:
 	MODELCALLS_E2E_HARNESSES=pi MODELCALLS_E2E_UPSTREAMS=scripted,scripted-gzip scripts/e2e.sh
 
-# OpenTelemetry export end to end: a real Collector (built from e2e/otelcol, its own Go module, cached
+# OpenTelemetry export end to end: a real Collector (built from test/e2e/otelcol, its own Go module, cached
 # in ~/.cache/modelcalls-e2e; ~9 min on a cold module cache, ~2 min warm) receives the spans of real
 # proxies over OTLP/HTTP and gRPC and of `export otlp`; then the Collector is down. See docs/otel.md.
 e2e-otel:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the OpenTelemetry Collector the OTLP end-to-end test runs (e2e/otelcol: the official core
-# otelcol, the OTLP receiver and the contrib file exporter, pinned in e2e/otelcol/go.mod, its own Go
+# Builds the OpenTelemetry Collector the OTLP end-to-end test runs (test/e2e/otelcol: the official core
+# otelcol, the OTLP receiver and the contrib file exporter, pinned in test/e2e/otelcol/go.mod, its own Go
 # module) and caches the binary outside the repo, keyed by the module's go.mod, go.sum and main.go,
 # so later runs reuse it. Prints the binary's path on stdout (last line).
 #
@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE="${MODELCALLS_E2E_CACHE:-${HOME}/.cache/modelcalls-e2e}"
-KEY="$(cat e2e/otelcol/go.mod e2e/otelcol/go.sum e2e/otelcol/main.go | sha256sum | cut -c1-16)"
+KEY="$(cat test/e2e/otelcol/go.mod test/e2e/otelcol/go.sum test/e2e/otelcol/main.go | sha256sum | cut -c1-16)"
 OUT="${CACHE}/otelcol/${KEY}"
 BIN="${OUT}/otelcol-e2e"
 
@@ -33,9 +33,9 @@ if [[ -x "${BIN}" ]]; then
 	exit 0
 fi
 start=$(date +%s)
-log "building e2e/otelcol into ${OUT} (several minutes on a cold module cache)"
+log "building test/e2e/otelcol into ${OUT} (several minutes on a cold module cache)"
 mkdir -p "${OUT}"
-(cd e2e/otelcol && GOWORK=off GOFLAGS=-mod=readonly go build -trimpath -o "${BIN}.tmp" .)
+(cd test/e2e/otelcol && GOWORK=off GOFLAGS=-mod=readonly go build -trimpath -o "${BIN}.tmp" .)
 mv "${BIN}.tmp" "${BIN}"
 log "built in $(( $(date +%s) - start ))s: ${BIN}"
 echo "${BIN}"

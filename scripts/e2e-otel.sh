@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the OpenTelemetry end-to-end test (e2e/otel_test.go, build tag e2e): builds the e2e Collector
+# Runs the OpenTelemetry end-to-end test (test/e2e/otel_test.go, build tag e2e): builds the e2e Collector
 # (scripts/build-otelcol.sh, cached in ~/.cache/modelcalls-e2e), then drives real `modelcalls proxy`
 # processes against it over OTLP/HTTP and OTLP/gRPC, `modelcalls export otlp`, and a dead Collector.
 #
@@ -15,6 +15,6 @@ if [[ -z "${MODELCALLS_E2E_OTELCOL:-}" ]]; then
 	export MODELCALLS_E2E_OTELCOL
 fi
 status=0
-go test -tags e2e -count=1 -timeout 20m -run 'TestOTelCollector' -v ./e2e/ || status=$?
+go test -tags e2e -count=1 -timeout 20m -run 'TestOTelCollector' -v ./test/e2e/ || status=$?
 echo "e2e-otel: finished in $(( $(date +%s) - start ))s (exit ${status})" >&2
 exit "${status}"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the end-to-end matrix (e2e/, build tag e2e): installs what is missing (cached under
+# Runs the end-to-end matrix (test/e2e/, build tag e2e): installs what is missing (cached under
 # ~/.cache/modelcalls-e2e: the pinned harnesses from npm, llama-server built from source),
 # then drives every harness through `modelcalls proxy` against the scripted upstream and
 # llama-server, merges, and checks. Prints a summary table at the end.
@@ -17,6 +17,6 @@ for tool in go node npm; do
 done
 start=$(date +%s)
 status=0
-go test -tags e2e -count=1 -timeout 90m -run 'TestE2E' -v ./e2e/ || status=$?
+go test -tags e2e -count=1 -timeout 90m -run 'TestE2E' -v ./test/e2e/ || status=$?
 echo "e2e: finished in $(( $(date +%s) - start ))s (exit ${status})" >&2
 exit "${status}"

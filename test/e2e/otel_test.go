@@ -34,7 +34,7 @@ import (
 // then `modelcalls export otlp` on the capture dir (the same spans again, plus rollout root spans
 // with --in); then the Collector down: calls unaffected, failed spans counted in /metrics.
 func TestOTelCollector(t *testing.T) {
-	repo, err := filepath.Abs("..")
+	repo, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 // Micro-benchmarks of the per-call hot paths that have none in their own package: the capture
 // line's encoding, append (and its fsync floor), claims, and one rollout's read + build. SSE
 // decoding, stream reassembly, record building and merge have theirs in sse, dialect and the root
-// package (docs/benchmarks.md lists all). Run: go test -run '^$' -bench . -benchmem ./bench
+// package (docs/benchmarks.md lists all). Run: go test -run '^$' -bench . -benchmem ./test/bench
 
 func benchFixtures(b *testing.B) *fixtures {
 	b.Helper()

@@ -88,7 +88,7 @@ func main() {
 			r.rows[row] = true
 		}
 	}
-	r.command = "go run ./bench " + strings.Join(os.Args[1:], " ")
+	r.command = "go run ./test/bench " + strings.Join(os.Args[1:], " ")
 	if err := r.run(*tmpBase, *out); err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "bench:", err)

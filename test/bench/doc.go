@@ -1,8 +1,8 @@
 // Command bench measures what modelcalls costs on the hot path of a model call and writes the
 // results table to BENCHMARKS.md (ISSUE 5). Run it from the repository root:
 //
-//	make bench            # = go run ./bench
-//	go run ./bench -quick -out /tmp/b.md   # small iteration counts, for trying changes
+//	make bench            # = go run ./test/bench
+//	go run ./test/bench -quick -out /tmp/b.md   # small iteration counts, for trying changes
 //
 // Everything runs in one process on loopback, against a fast in-process upstream that answers
 // instantly with recorded fixture bodies (testdata/, see testdata/SOURCES.md), so that what is

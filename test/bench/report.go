@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// goals of ISSUE 5.
+// The goal each row of the report is judged against.
 const (
 	goalOffRatio     = 1.2                    // capture off: added latency within 1.2x of the bare proxy's
 	goalOnSlack      = 200 * time.Microsecond // capture on: p50 <= bare p50 + fsync p50 + 0.2 ms
@@ -208,10 +208,10 @@ func (r *runner) report() string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("# Benchmarks\n\n")
-	w("What modelcalls costs on the hot path of a model call (ISSUE 5), measured by `bench/` on loopback\n")
+	w("What modelcalls costs on the hot path of a model call , measured by `test/bench/` on loopback\n")
 	w("against an in-process upstream that answers instantly with recorded bodies. Every figure is\n")
 	w("relative to a baseline measured in the same run, baseline and subject batches interleaved.\n")
-	w("Regenerate with `make bench` (= `go run ./bench`); method and decisions: [docs/benchmarks.md](docs/benchmarks.md).\n\n")
+	w("Regenerate with `make bench` (= `go run ./test/bench`); method and decisions: [docs/benchmarks.md](docs/benchmarks.md).\n\n")
 	if r.quick {
 		w("> **Smoke run (-quick)**: small iteration counts; the figures below are noisy.\n\n")
 	}

@@ -1,4 +1,4 @@
-module github.com/modelcalls/modelcalls/e2e/otelcol
+module github.com/modelcalls/modelcalls/test/e2e/otelcol
 
 go 1.26.8
 

@@ -77,7 +77,7 @@ type suite struct {
 // upstream, then merges the rollouts, and checks the captures against what reached the upstream.
 func TestE2E(t *testing.T) {
 	start := time.Now()
-	repo, err := filepath.Abs("..")
+	repo, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func (s *suite) runLlama(t *testing.T, name, modelFile string, only []string, to
 	s.report.step(name+": llama-server build or cache hit", time.Since(stepStart))
 
 	dir := filepath.Join(s.work, name)
-	model := filepath.Join(s.repo, "e2e", "testdata", "models", modelFile)
+	model := filepath.Join(s.repo, "test", "e2e", "testdata", "models", modelFile)
 	stepStart = time.Now()
 	url := startLlama(t, server, model, filepath.Join(dir, "llama-server.log"))
 	s.report.step(name+": llama-server start", time.Since(stepStart))

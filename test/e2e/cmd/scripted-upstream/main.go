@@ -16,7 +16,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/modelcalls/modelcalls/e2e"
+	"github.com/modelcalls/modelcalls/test/e2e"
 )
 
 func main() {
