@@ -24,8 +24,11 @@ type ModelRef struct {
 }
 
 // Exchange is one captured model call as written to a capture file. Field order is the JSON key
-// order of the line: the keys of reference §3.2 in NeMo Gym's write order, then the provenance and
-// client-id keys of SPEC §4, each of those written only when known (non-nil).
+// order of the line: NeMo Gym's thirteen keys in the order its CaptureStore writes them, then our
+// provenance and client-id keys, each of those written only when known (non-nil); docs/format.md,
+// section 3, gives the whole line. The error categories are NeMo Gym's (timeout, rate_limit, auth,
+// not_found, client_error, upstream_error, connection, exception, incomplete, stream_truncated,
+// capture_parse_error) and our cancelled and capture_too_large.
 type Exchange struct {
 	ModelCallID string    // "model_call_id": 32 lowercase hex characters (NewModelCallID)
 	Dialect     string    // "dialect": "responses", "chat" or "messages"
@@ -37,7 +40,7 @@ type Exchange struct {
 	// ms, rounded with RoundMS; nil (null) when no body byte arrived.
 	LatencyTTFTMS *float64
 	StatusCode    *int    // "status_code": HTTP status, null when none was observed
-	ErrorCategory *string // "error_category": reference §8 vocabulary plus "cancelled"; null on success
+	ErrorCategory *string // "error_category": one of the categories named above; null on success
 	// Request ("request") is the request body when it is a JSON object, compacted; nil writes null.
 	Request json.RawMessage
 	// Response ("response") is the parsed or reconstructed response object, compacted; nil writes null.
@@ -46,7 +49,7 @@ type Exchange struct {
 	// non-empty and not a JSON object.
 	RequestRaw *string
 	// ResponseRaw ("response_raw") is written only when non-nil (or ResponseRawFrom is set): the body
-	// as text when it was non-empty and streamed or unparseable (reference §6.3 step 3).
+	// as text when it was non-empty and streamed or unparseable (as NeMo Gym's middleware keeps it).
 	ResponseRaw *string
 	// ResponseRawFrom, when non-nil, supplies response_raw's bytes instead of ResponseRaw, read to EOF
 	// while the line is written (for bodies spooled to disk). It is not itself serialised.
@@ -368,7 +371,7 @@ func NewModelCallID() string {
 }
 
 // RoundMS rounds a duration in milliseconds to 2 decimals exactly as Python's round(x, 2): correctly
-// rounded on the exact binary value, ties to even (reference §3.2).
+// rounded on the exact binary value, ties to even, as NeMo Gym rounds latency_ms.
 func RoundMS(ms float64) float64 {
 	v, err := strconv.ParseFloat(strconv.FormatFloat(ms, 'f', 2, 64), 64)
 	if err != nil {

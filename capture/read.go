@@ -17,7 +17,7 @@ import (
 // Entry is one readable exchange line.
 type Entry struct {
 	// Index is the capture index: the 0-based position of the line among the non-blank lines of the
-	// file. Damaged lines consume an index, blank lines do not (reference §3.4).
+	// file. Damaged lines consume an index, blank lines do not (as in NeMo Gym's tolerant read).
 	Index int
 	// Line is the 1-based line number in the file, for messages.
 	Line int
@@ -51,7 +51,7 @@ var ErrNotObject = errors.New("not a JSON object")
 // ErrInvalidUTF8 is the error of a line that is not valid UTF-8 (NeMo Gym's orjson rejects those).
 var ErrInvalidUTF8 = errors.New("invalid UTF-8")
 
-// Read is the strict read (reference §3.4): it returns every exchange of id in file order. A missing
+// Read is the strict read: it returns every exchange of id in file order. A missing
 // file gives no entries and no error. Blank lines are skipped; the first line that is not a valid
 // UTF-8 JSON object stops the read with a *LineError naming the file and line. NaN and Infinity are
 // not JSON. I/O errors and an invalid id are returned as is.
@@ -76,10 +76,10 @@ func (s *Store) Read(id string) ([]Entry, error) {
 	return entries, nil
 }
 
-// ReadAvailable is the tolerant read (reference §3.4): it returns every readable exchange of id with
-// its capture index, and one Damage per line that is not a valid UTF-8 JSON object. A missing file
-// gives nothing and no error. Only decode problems are tolerated: I/O errors, a path that is a
-// directory and an invalid id are returned.
+// ReadAvailable is the tolerant read, as NeMo Gym's read_available: it returns every readable
+// exchange of id with its capture index, and one Damage per line that is not a valid UTF-8 JSON
+// object. A missing file gives nothing and no error. Only decode problems are tolerated: I/O errors,
+// a path that is a directory and an invalid id are returned.
 func (s *Store) ReadAvailable(id string) ([]Entry, []Damage, error) {
 	_, data, err := s.readLocked(id)
 	if err != nil || data == nil {

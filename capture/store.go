@@ -18,7 +18,8 @@ import (
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
-// File name suffixes of the store (reference §3, SPEC §4).
+// File name suffixes of the store: <rollout_id> plus the suffix names each file of a rollout. The
+// capture file and the marker are NeMo Gym's CaptureStore names; the others are ours.
 const (
 	CaptureSuffix = ".capture.jsonl"
 	MarkerSuffix  = ".capture.incomplete"
@@ -245,7 +246,8 @@ func (s *Store) CheckWritable() error {
 }
 
 // MarkIncomplete creates the empty incomplete marker for id (idempotent) and syncs the directory,
-// recording that a capture write for this rollout failed (reference §3.3).
+// recording that a capture write for this rollout failed (NeMo Gym's marker: writers never remove
+// it; clearing the rollout does).
 func (s *Store) MarkIncomplete(id string) error {
 	p, err := s.MarkerPath(id)
 	if err != nil {
