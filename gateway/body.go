@@ -10,7 +10,7 @@ import (
 // teeBody wraps a captured call's upstream response body. ReverseProxy reads it chunk by chunk and
 // writes (and flushes) each chunk to the client after Read returns, so Read is where the hold lives:
 // when a chunk completes the first terminal SSE event, reaches the announced Content-Length, or the
-// body ends (or fails), the capture line is written before Read returns that chunk (reference §6.2).
+// body ends (or fails), the capture line is written before Read returns that chunk (NeMo Gym's hold).
 // Bytes after that pass straight through.
 type teeBody struct {
 	c  *call

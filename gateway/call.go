@@ -35,7 +35,7 @@ var (
 )
 
 // failure is why a call ended without a complete response; its non-empty values are error
-// categories (reference §8.2 plus SPEC §5's "cancelled").
+// categories: NeMo Gym's connection, timeout and exception, and our "cancelled".
 type failure string
 
 const (
@@ -178,9 +178,9 @@ func (c *call) readRequest(r *http.Request) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// captureRequest applies reference §6.3 step 4 to a request body: a JSON object (after undoing any
-// Content-Encoding) becomes request; any other non-empty body becomes request_raw (text, invalid
-// UTF-8 replaced when written); an empty body gives neither.
+// captureRequest stores a request body as NeMo Gym's middleware does: a storable JSON object
+// (capture.IsPayloadObject, after undoing any Content-Encoding) becomes request; any other non-empty
+// body becomes request_raw (text, invalid UTF-8 replaced when written); an empty body gives neither.
 func captureRequest(body []byte, codings []string, limit int64) (json.RawMessage, *string) {
 	if len(body) == 0 {
 		return nil, nil
@@ -516,11 +516,12 @@ type verdict struct {
 	tooLarge     bool // the body passed MaxCaptureBytes, or a stream event was too large to reassemble
 }
 
-// errorCategory is the error ladder of reference §6.3 step 2 and §6.4, plus SPEC §5's cancellation:
+// errorCategory is NeMo Gym's error ladder (first rule that applies), plus our cancellation and
+// capture limit:
 //  1. the client went away before the end → "cancelled";
 //  2. the upstream failed mid-call → the status category when the status is >= 400, else
 //     "connection" / "timeout";
-//  3. status >= 400 → the status category (reference §8.1);
+//  3. status >= 400 → the status category (dialect.StatusCategory);
 //  4. terminal error event → "upstream_error"; response.incomplete → "incomplete";
 //  5. the body passed MaxCaptureBytes (response_raw holds its first bytes), or a stream event was
 //     too large to reassemble → "capture_too_large";

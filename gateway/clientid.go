@@ -2,9 +2,9 @@ package gateway
 
 import "net/http"
 
-// sessionHeaders are the request headers that carry a harness's session id, in precedence order
-// (SPEC §5): opencode sends x-session-id, Claude Code x-claude-code-session-id, Codex session-id,
-// pi's OpenAI client session_id (fixtures/clients).
+// sessionHeaders are the request headers that carry a harness's session id, in precedence order:
+// opencode sends x-session-id, Claude Code x-claude-code-session-id, Codex session-id, pi's OpenAI
+// client session_id (as their recorded requests show).
 var sessionHeaders = []string{"x-session-id", "x-claude-code-session-id", "session-id", "session_id"}
 
 // assistantMessageHeader carries the harness's id for the assistant message a call produces.

@@ -1,4 +1,4 @@
-// Package gateway owns the capture proxy (SPEC §5): an http.Handler, built on
+// Package gateway owns the capture proxy: an http.Handler, built on
 // net/http/httputil.ReverseProxy, that sits in front of one upstream model server, strips the
 // /ng-rollout/<rollout_id> prefix from each request, forwards the bytes unchanged in both
 // directions (flushing every chunk), and, for the three observed paths (/v1/responses,
@@ -9,7 +9,9 @@
 // only, bodies spooled to a temp file past a threshold), the terminal-event hold (the chunk that
 // completes the terminal event, or the last chunk of the body, reaches the client only after the
 // line is durable or the incomplete marker is written), claims around each capture write, the error
-// ladder and local error responses of reference §6 and §8, provenance and client-id fields, cancelled
-// calls, health and Prometheus endpoints, and graceful drain. Decisions where SPEC is silent are in
-// docs/gateway.md.
+// ladder (NeMo Gym's status categories and stream outcomes, plus our cancelled and
+// capture_too_large) and local error responses, provenance and client-id fields, cancelled calls,
+// health and Prometheus endpoints, and graceful drain. It behaves as NeMo Gym's capture middleware
+// does, as a reverse proxy in front of one upstream; docs/gateway.md gives every rule and where it
+// differs, docs/format.md the line it writes.
 package gateway

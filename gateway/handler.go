@@ -46,7 +46,7 @@ const (
 )
 
 // Handler is the capture gateway: an http.Handler that reverse-proxies every request to Upstream and
-// captures calls to the observed paths made under a /ng-rollout/<id> prefix (SPEC §5). Configure it
+// captures calls to the observed paths made under a /ng-rollout/<id> prefix. Configure it
 // by setting fields before the first request; fields must not change afterwards. The zero value of
 // every field but Upstream is usable.
 //
@@ -64,7 +64,7 @@ type Handler struct {
 	Store *capture.Store
 
 	// ModelServerName is model_ref.name of every captured call ({"type":"responses_api_models",
-	// "name":...}); "" writes model_ref null (reference §3.2).
+	// "name":...}); "" writes model_ref null, as NeMo Gym does for a server without a name.
 	ModelServerName string
 
 	// Transport performs upstream requests. Nil uses a clone of http.DefaultTransport with
@@ -297,7 +297,7 @@ func (h *Handler) serveAdmin(w http.ResponseWriter, r *http.Request) bool {
 
 // invalidRolloutID answers a prefixed request whose id is invalid: 400 with a dialect-shaped body
 // (OpenAI-shaped off the observed paths), logged and counted, not forwarded and not captured (there
-// is no valid file to write to; SPEC §3).
+// is no valid file to write to).
 func (h *Handler) invalidRolloutID(w http.ResponseWriter, r *http.Request, id, rest string, err error) {
 	h.metrics.invalidIDs.Inc()
 	d, ok := dialect.ForPath(rest)

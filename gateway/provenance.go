@@ -7,7 +7,9 @@ import (
 	"unicode/utf8"
 )
 
-// Provenance response headers a NeMo Gym model server behind the gateway may declare (SPEC §5).
+// Response headers: the model call id the gateway adds, and the provenance a NeMo Gym model server
+// behind the gateway may declare (it knows whether it answered itself), recorded instead of the
+// gateway's own.
 const (
 	HeaderModelCallID         = "x-nemo-gym-model-call-id"         // added by the gateway to every captured response
 	HeaderResponseSource      = "x-nemo-gym-response-source"       // "upstream" | "local"
@@ -22,7 +24,7 @@ const (
 	SourceLocal    = "local"
 )
 
-// Local response reasons (the exchange's local_response_reason values, SPEC §5).
+// Local response reasons: the exchange's local_response_reason when the gateway answered itself.
 const (
 	ReasonUpstreamUnreachable = "upstream_unreachable" // 502, category connection
 	ReasonUpstreamTimeout     = "upstream_timeout"     // 504, category timeout
