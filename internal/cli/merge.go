@@ -201,7 +201,7 @@ type mergeOutcome struct {
 	out    []byte // the line to write, without its terminator
 	res    modelcalls.MergeResult
 	blank  bool
-	report error // non-nil: written unchanged and reported (SPEC §8)
+	report error // non-nil: written unchanged, reported with its line number; merge exits 1
 	fatal  error // non-nil: stop (the run was cancelled)
 }
 

@@ -7,7 +7,7 @@ import (
 	"sort"
 )
 
-// Call is the part of one captured model call (a ModelCallRecord, SPEC §6) that run-wide statistics
+// Call is the part of one captured model call (a modelcalls.ModelCallRecord) that run-wide statistics
 // need. Pointer fields are nil when the record's field is null (unknown); 0 is a known value.
 type Call struct {
 	// Rollout is the id of the rollout the call belongs to (its capture file).
@@ -16,11 +16,15 @@ type Call struct {
 	Model *string
 	// Dialect is the record's "dialect" ("responses", "chat", "messages"); nil when unknown.
 	Dialect *string
-	// ErrorCategory is the record's "error_category" (reference §8); nil for a call without error.
+	// ErrorCategory is the record's "error_category" (capture.Exchange lists them); nil for a call
+	// without error.
 	ErrorCategory *string
-	// TokensIn, TokensOut, TokensReasoning, TokensTotal are the normalised token counts (reference §4.1).
+	// TokensIn, TokensOut, TokensReasoning, TokensTotal are the record's normalised token counts
+	// (tokens_in includes Anthropic's cache reads and writes, which its input_tokens leaves out;
+	// docs/format.md, section 7.3).
 	TokensIn, TokensOut, TokensReasoning, TokensTotal *int64
-	// CacheHit is the record's "cache_hit" (reference §4.2): nil when the usage carried no cache field.
+	// CacheHit is the record's "cache_hit" (cached_tokens > 0): nil when the usage carried no cache
+	// field.
 	CacheHit *bool
 	// CachedTokens and CacheCreationTokens are token counts; nil when unknown.
 	CachedTokens, CacheCreationTokens *int64
@@ -34,7 +38,8 @@ type Report struct {
 	Rollouts int `json:"rollouts"`
 	// IncompleteRollouts is the number of rollouts with the incomplete marker (<id>.capture.incomplete).
 	IncompleteRollouts int `json:"incomplete_rollouts"`
-	// DamagedLines is the number of capture lines that could not be turned into a record (SPEC §6).
+	// DamagedLines is the number of capture lines that could not be turned into a record: not a JSON
+	// object, or an envelope key (model_call_id, dialect, model_ref, status_code, ...) of the wrong type.
 	DamagedLines int `json:"damaged_lines"`
 	// RolloutsWithDamage is the number of rollouts with at least one damaged line.
 	RolloutsWithDamage int `json:"rollouts_with_damage"`
@@ -88,8 +93,8 @@ type Summary struct {
 	TTFTMS Distribution `json:"ttft_ms"`
 }
 
-// Tokens are sums of token counts over the calls where the count is known, like the per-rollout
-// aggregation (reference §5): nil (JSON null) when no call has a value, so "unknown" is never shown as 0.
+// Tokens are sums of token counts over the calls where the count is known, like NeMo Gym's
+// per-rollout aggregation: nil (JSON null) when no call has a value, so "unknown" is never shown as 0.
 type Tokens struct {
 	In        *int64 `json:"in"`
 	Out       *int64 `json:"out"`
@@ -99,7 +104,8 @@ type Tokens struct {
 	CallsWithUsage int `json:"calls_with_usage"`
 }
 
-// Cache holds prompt-cache statistics (cache signal of reference §4.2).
+// Cache holds prompt-cache statistics from each record's cache signal (cache_hit, cached_tokens: the
+// first valid cached count of the usage, as NeMo Gym reads it).
 type Cache struct {
 	// Known is the number of calls whose cache_hit is known (true or false).
 	Known int `json:"calls_known"`
