@@ -7,8 +7,8 @@
 // and keeps only the current unfinished line and the current unfinished event. Parse decodes a
 // whole body held in memory.
 //
-// Where this package follows NeMo Gym rather than the letter of the SSE standard (SPEC §7,
-// reference §7.1/§7.2):
+// Where this package follows NeMo Gym's stream scanner and event parser rather than the letter of
+// the SSE standard:
 //   - a field value has all leading whitespace removed after the colon (Python str.lstrip: ASCII
 //     and Unicode white space), not just one space;
 //   - an event is dispatched on a blank line when it carried any event, data or id field, even
