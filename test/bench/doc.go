@@ -1,5 +1,5 @@
 // Command bench measures what modelcalls costs on the hot path of a model call and writes the
-// results table to BENCHMARKS.md (ISSUE 5). Run it from the repository root:
+// results table to BENCHMARKS.md. Run it from the repository root:
 //
 //	make bench            # = go run ./test/bench
 //	go run ./test/bench -quick -out /tmp/b.md   # small iteration counts, for trying changes

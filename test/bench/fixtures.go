@@ -35,7 +35,7 @@ type fixtures struct {
 const contentText = "Streaming a long answer token by token: each chunk carries a piece of prose that the " +
 	"capture has to keep, because the reconstructed message is the record's response. Filler, repeated. "
 
-// streamEvents is the number of events of the standard SSE stream (ISSUE 5).
+// streamEvents is the number of events of the standard SSE stream every streaming row replays.
 const streamEvents = 200
 
 func loadFixtures() (*fixtures, error) {

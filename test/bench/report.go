@@ -208,7 +208,7 @@ func (r *runner) report() string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("# Benchmarks\n\n")
-	w("What modelcalls costs on the hot path of a model call , measured by `test/bench/` on loopback\n")
+	w("What modelcalls costs on the hot path of a model call, measured by `test/bench/` on loopback\n")
 	w("against an in-process upstream that answers instantly with recorded bodies. Every figure is\n")
 	w("relative to a baseline measured in the same run, baseline and subject batches interleaved.\n")
 	w("Regenerate with `make bench` (= `go run ./test/bench`); method and decisions: [docs/benchmarks.md](docs/benchmarks.md).\n\n")
@@ -291,9 +291,9 @@ func (r *runner) report() string {
 	if st := r.store; st != nil {
 		w("## Capture store alone (store row)\n\n")
 		w("What the gateway does to the store for every captured call (claim, append one %d-byte line, release), without HTTP, "+
-			"%d goroutines in closed loop, %d rounds of %s per subject and layout, ABAB. \"before\" is the per-call-file pattern "+
+			"%d goroutines in closed loop, %d rounds of %s per subject and layout, ABAB. \"per-call files\" is the per-call-file pattern "+
 			"(a claim file created and removed per call; the capture file opened, locked, fsynced and closed per append), "+
-			"\"now\" the claim slot file, kept capture files and group commit. CPU per append: user + system time of the process over the batch, divided by the appends.\n\n",
+			"\"slot store\" is capture.Store: the claim slot file, kept capture files and group commit. CPU per append: user + system time of the process over the batch, divided by the appends.\n\n",
 			len(r.fx.jsonRequest)+len(r.fx.jsonResponse)+400, r.workers, r.rounds, r.concDur/2)
 		w("| subject / layout | appends/s | p50 | p99 | CPU per append |\n|---|---|---|---|---|\n")
 		for _, k := range st.order {

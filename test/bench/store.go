@@ -59,8 +59,8 @@ func (r *runner) runStoreRow() error {
 	}
 	line = append(line, `"}`...)
 	subjects := []storeSubject{
-		{"per-call claim file, open/close per append (before)", func(id string, l []byte) error { return legacyCall(legacyDir, id, l) }},
-		{"claim slot, kept files, group commit (now)", func(id string, l []byte) error {
+		{"per-call claim file, open/close per append (per-call files)", func(id string, l []byte) error { return legacyCall(legacyDir, id, l) }},
+		{"claim slot, kept files, group commit (slot store)", func(id string, l []byte) error {
 			c, err := store.Claim(id, capture.NewModelCallID())
 			if err != nil {
 				return err

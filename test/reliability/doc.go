@@ -1,4 +1,4 @@
-// Package reliability holds black-box tests of modelcalls' central promise (ISSUE 6): a model call
+// Package reliability holds black-box tests of modelcalls' central promise: a model call
 // is never broken by capture, and a capture is never silently lost. The tests import the public
 // packages (capture, gateway, the root package, internal/cli) and inject the faults users hit:
 // writers killed mid-line, many processes appending at once, bursts of calls, full disks and write
