@@ -135,8 +135,8 @@ func (d *Decoder) appendLine(p []byte) {
 
 // Flush ends the stream: an unterminated last line is processed as if it had ended, and an event
 // that was started but not yet dispatched by a blank line is emitted (so a final event without its
-// blank line still counts for reassembly and terminal detection, where NeMo Gym drops it). The
-// Decoder is then reset and may decode a new stream.
+// blank line still counts for reassembly and terminal detection; NeMo Gym's terminal scan misses
+// it and records stream_truncated). The Decoder is then reset and may decode a new stream.
 func (d *Decoder) Flush(emit func(Event)) {
 	d.FlushRaw(func(ev *RawEvent) { emit(ev.event()) })
 }

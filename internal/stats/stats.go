@@ -105,7 +105,7 @@ type Tokens struct {
 }
 
 // Cache holds prompt-cache statistics from each record's cache signal (cache_hit, cached_tokens: the
-// first valid cached count of the usage, as NeMo Gym reads it).
+// first valid cached count of the usage, in NeMo Gym's order, then DeepSeek's prompt_cache_hit_tokens).
 type Cache struct {
 	// Known is the number of calls whose cache_hit is known (true or false).
 	Known int `json:"calls_known"`
