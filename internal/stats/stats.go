@@ -104,8 +104,8 @@ type Tokens struct {
 	CallsWithUsage int `json:"calls_with_usage"`
 }
 
-// Cache holds prompt-cache statistics from each record's cache signal (cache_hit, cached_tokens: the
-// first valid cached count of the usage, in NeMo Gym's order, then DeepSeek's prompt_cache_hit_tokens).
+// Cache holds prompt-cache statistics from each record's cache signal (cache_hit, cached_tokens:
+// the first valid cached count of the usage, in NeMo Gym's order, then prompt_cache_hit_tokens).
 type Cache struct {
 	// Known is the number of calls whose cache_hit is known (true or false).
 	Known int `json:"calls_known"`
