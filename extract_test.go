@@ -17,13 +17,13 @@ func TestTokenCount(t *testing.T) {
 		{"null", ""}, {"", ""}, {"[10]", ""}, {"9223372036854775808", ""}, {"NaN", ""},
 	}
 	for _, c := range cases {
-		n, ok := TokenCount(json.RawMessage(c.in))
+		n, ok := tokenCountJSON(json.RawMessage(c.in))
 		got := ""
 		if ok {
 			got = fmt.Sprint(n)
 		}
 		if got != c.want {
-			t.Errorf("TokenCount(%q) = %q, want %q", c.in, got, c.want)
+			t.Errorf("tokenCountJSON(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }
@@ -138,13 +138,13 @@ func TestCacheSignal(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			hit, n := CacheSignal(json.RawMessage(c.usage))
+			hit, n := cacheSignalJSON(json.RawMessage(c.usage))
 			got := "<nil>"
 			if hit != nil {
 				got = fmt.Sprint(*hit)
 			}
 			if got += "/" + intOrNil(n); got != c.want {
-				t.Errorf("CacheSignal(%s) = %s, want %s", c.usage, got, c.want)
+				t.Errorf("cacheSignalJSON(%s) = %s, want %s", c.usage, got, c.want)
 			}
 		})
 	}
@@ -152,13 +152,13 @@ func TestCacheSignal(t *testing.T) {
 
 func TestUsageDetailToken(t *testing.T) {
 	usage := json.RawMessage(`{"a":{"x":"1","y":2},"b":{"x":3}}`)
-	if n, ok := UsageDetailToken(usage, []string{"a", "b"}, []string{"x", "y"}); !ok || n != 2 {
+	if n, ok := usageDetailToken(usage, []string{"a", "b"}, []string{"x", "y"}); !ok || n != 2 {
 		t.Errorf("group-major: got %d %v, want 2", n, ok)
 	}
-	if n, ok := UsageDetailToken(usage, []string{"b", "a"}, []string{"x", "y"}); !ok || n != 3 {
+	if n, ok := usageDetailToken(usage, []string{"b", "a"}, []string{"x", "y"}); !ok || n != 3 {
 		t.Errorf("got %d %v, want 3", n, ok)
 	}
-	if _, ok := UsageDetailToken(usage, []string{"c"}, []string{"x"}); ok {
+	if _, ok := usageDetailToken(usage, []string{"c"}, []string{"x"}); ok {
 		t.Error("missing group found a count")
 	}
 }
@@ -189,8 +189,8 @@ func TestNormalizeArguments(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := string(NormalizeArguments(json.RawMessage(c.in))); got != c.want {
-				t.Errorf("NormalizeArguments(%s) = %s, want %s", c.in, got, c.want)
+			if got := string(normalizeArgumentsJSON(json.RawMessage(c.in))); got != c.want {
+				t.Errorf("normalizeArgumentsJSON(%s) = %s, want %s", c.in, got, c.want)
 			}
 		})
 	}
@@ -233,7 +233,7 @@ func TestToolCallsAndReasoning(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			calls, reasoning := ToolCallsAndReasoning(json.RawMessage(c.response))
+			calls, reasoning := toolCallsAndReasoningJSON(json.RawMessage(c.response))
 			got := toolCallsString(calls)
 			got = strings.ReplaceAll(got, "\"", "")
 			want := strings.ReplaceAll(c.calls, "\"", "")

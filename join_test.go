@@ -240,7 +240,7 @@ func TestMergeJoinsObservations(t *testing.T) {
 			t.Errorf("capture gaps = %s, want none", jsonOf(c["gaps"]))
 		}
 		for _, call := range c["calls"].([]any) {
-			for _, f := range PayloadFields {
+			for _, f := range payloadFields {
 				if _, present := call.(map[string]any)[f]; present != payloads {
 					t.Errorf("payloads=%v: %s present=%v", payloads, f, present)
 				}

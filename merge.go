@@ -248,10 +248,10 @@ func (m *Merger) collect(ctx context.Context, id string) (evidence, error) {
 	return ev, nil
 }
 
-// StoreForRollout ports _store_for_rollout: the store of the first dir (in order) that holds the
+// storeForRollout ports _store_for_rollout: the store of the first dir (in order) that holds the
 // capture file or the incomplete marker of rollout id, or nil when none does. Dirs that do not exist
 // are skipped (nothing is created). An invalid id or a stat error is returned.
-func StoreForRollout(id string, dirs []string) (*capture.Store, error) {
+func storeForRollout(id string, dirs []string) (*capture.Store, error) {
 	stores, err := existingStores(dirs)
 	if err != nil {
 		return nil, err

@@ -47,7 +47,7 @@ type ModelCallRecord struct {
 	ToolCalls        []ToolCall // tool_calls: client tool calls the model asked for; never null in JSON
 	ReasoningContent *string    // reasoning_content: readable reasoning text, pieces joined with "\n"
 
-	CacheHit            *bool  // cache_hit: cached_tokens > 0 (CacheSignal)
+	CacheHit            *bool  // cache_hit: cached_tokens > 0
 	CachedTokens        *int64 // cached_tokens: prompt tokens read from the provider's cache
 	CacheCreationTokens *int64 // cache_creation_tokens: prompt tokens written to the provider's cache (ExtractTokenStats)
 
@@ -72,15 +72,16 @@ type ToolCall struct {
 	CallID *string
 	// Name is the function name; nil when absent or not a string.
 	Name *string
-	// Arguments is always a JSON object (SPEC §6, NormalizeArguments).
+	// Arguments is always a JSON object: an object as given; a string holding a JSON object, decoded;
+	// any other string as {"_raw": <the string>}; anything else {}.
 	Arguments json.RawMessage
 }
 
-// PayloadFields are the JSON names of the four payload fields AppendJSON leaves out when asked to.
-var PayloadFields = [...]string{"request", "response", "request_raw", "response_raw"}
+// payloadFields are the JSON names of the four payload fields AppendJSON leaves out when asked to.
+var payloadFields = [...]string{"request", "response", "request_raw", "response_raw"}
 
 // AppendJSON appends the record as one compact JSON object (no newline). With payloads false the
-// four payload fields (PayloadFields) are left out, as NeMo Gym's merge does unless include_payloads
+// four payload fields (payloadFields) are left out, as NeMo Gym's merge does unless include_payloads
 // (reference §9.2); with payloads true all 33 fields are written.
 func (r *ModelCallRecord) AppendJSON(dst []byte, payloads bool) []byte {
 	dst = append(dst, '{')
