@@ -1,7 +1,8 @@
 // Package config owns the NeMo Gym global config as modelcalls reads it: a YAML file whose top-level
 // keys are run-wide settings, plus Hydra-style command-line overrides (++key=value, +key=value,
 // key=value, ~key), merged into one map (Values), and the typed capture options derived from it
-// (observability_enabled, model_call_capture_dir; reference §1).
+// (observability_enabled, model_call_capture_dir). The rules of those two keys are the root
+// package's (modelcalls.ObservabilityEnabled, modelcalls.CaptureDirsFromConfig): Capture calls them.
 //
 // Only top-level keys count: the same names nested in a server block are ignored, and no environment
 // variable is consulted, exactly as NeMo Gym does.
