@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/rollout"
 )
 
 // ErrInvalidExchange is the errors.Is target of every error BuildRecord returns: the exchange line is
@@ -232,7 +232,7 @@ func envFloat(key string, v []byte) (*float64, error) {
 	return &f, nil
 }
 
-func envModelRef(v []byte) (*capture.ModelRef, error) {
+func envModelRef(v []byte) (*rollout.ModelServerRef, error) {
 	if isNull(v) {
 		return nil, nil
 	}
@@ -250,14 +250,14 @@ func envModelRef(v []byte) (*capture.ModelRef, error) {
 		return true
 	})
 	t, ok := stringValue(typ)
-	if !ok || t != capture.ModelRefType {
-		return nil, fmt.Errorf("%w: model_ref.type must be %q, got %s", ErrInvalidExchange, capture.ModelRefType, clipRaw(typ))
+	if !ok || t != rollout.ModelServerRefType {
+		return nil, fmt.Errorf("%w: model_ref.type must be %q, got %s", ErrInvalidExchange, rollout.ModelServerRefType, clipRaw(typ))
 	}
 	n, ok := stringValue(name)
 	if !ok {
 		return nil, envTypeError("model_ref.name", "a string", name)
 	}
-	return &capture.ModelRef{Type: t, Name: n}, nil
+	return &rollout.ModelServerRef{Type: t, Name: n}, nil
 }
 
 func envTypeError(key, want string, v []byte) error {

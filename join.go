@@ -221,7 +221,7 @@ func (j *joiner) referenced(refs []rollout.ModelCallRef, i int) bool {
 func canonicalRef(c *ModelCallRecord) rollout.ModelCallRef {
 	ref := rollout.ModelCallRef{ModelCallID: c.ModelCallID, ResponseID: c.ResponseID}
 	if c.ModelRef != nil {
-		ref.ModelRef = &rollout.ModelServerRef{Type: c.ModelRef.Type, Name: c.ModelRef.Name}
+		ref.ModelRef = new(*c.ModelRef) // a copy: the bundle does not alias the record
 	}
 	return ref
 }

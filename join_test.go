@@ -15,7 +15,7 @@ const policyRef = `{"type":"responses_api_models","name":"policy_model"}`
 
 // call builds a captured call for join tests.
 func call(modelCallID, responseID string, index int) ModelCallRecord {
-	c := ModelCallRecord{CallIndex: index, ModelRef: &capture.ModelRef{Type: capture.ModelRefType, Name: "policy_model"}}
+	c := ModelCallRecord{CallIndex: index, ModelRef: &rollout.ModelServerRef{Type: rollout.ModelServerRefType, Name: "policy_model"}}
 	if modelCallID != "" {
 		c.ModelCallID = ptr(modelCallID)
 	}

@@ -2,10 +2,9 @@ package modelcalls
 
 import (
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
+	"github.com/modelcalls/modelcalls/rollout"
 
 	"encoding/json"
-
-	"github.com/modelcalls/modelcalls/capture"
 )
 
 // ModelCallRecord is the observability record derived from one captured exchange: the seed's
@@ -20,13 +19,13 @@ import (
 // Request and Response hold the exchange's payload objects as the original JSON bytes (they alias the
 // line the record was built from); they are never decoded into maps or re-encoded.
 type ModelCallRecord struct {
-	ModelCallID *string           // model_call_id: 32 lowercase hex chars from the capture line
-	ResponseID  *string           // response_id: response.id when a string ("" kept)
-	CallIndex   int               // call_index: capture index, durable append order (not causal order)
-	ModelRef    *capture.ModelRef // model_ref: {"type":"responses_api_models","name":...}
-	Model       *string           // model: response.model, else request.model (reference §4)
-	Dialect     *string           // dialect: "responses", "chat" or "messages"
-	StatusCode  *int              // status_code: HTTP status the server answered with
+	ModelCallID *string                 // model_call_id: 32 lowercase hex chars from the capture line
+	ResponseID  *string                 // response_id: response.id when a string ("" kept)
+	CallIndex   int                     // call_index: capture index, durable append order (not causal order)
+	ModelRef    *rollout.ModelServerRef // model_ref: {"type":"responses_api_models","name":...}
+	Model       *string                 // model: response.model, else request.model (reference §4)
+	Dialect     *string                 // dialect: "responses", "chat" or "messages"
+	StatusCode  *int                    // status_code: HTTP status the server answered with
 
 	ResponseStatus *string // response_status: response.status when a string (Responses API)
 	FinishReason   *string // finish_reason: stop_reason | choices[0].finish_reason | incomplete_details.reason

@@ -24,18 +24,8 @@ const (
 	KindSandbox           = "sandbox"
 )
 
-// ModelServerRefType is the only model server reference type: {"type": "responses_api_models", ...}.
-const ModelServerRefType = "responses_api_models"
-
 // ErrInvalidObservations is the errors.Is target of every ParseObservationBundle error.
 var ErrInvalidObservations = errors.New("invalid agent observations")
-
-// ModelServerRef names a model server: {"type": "responses_api_models", "name": <server name>}.
-// Other keys are ignored when parsing (and so dropped on write-back).
-type ModelServerRef struct {
-	Type string `json:"type"`
-	Name string `json:"name"`
-}
 
 // ModelCallRef is how an observation points at one model call: by model_call_id (the capture's own
 // id) or by both model_ref and response_id (the provider's response id). Parsing rejects a ref with
