@@ -11,8 +11,11 @@ import (
 // reserved top-level names in NeMo Gym: only the top level counts (the same names inside a server's
 // own block are ignored), and no environment variable is consulted.
 const (
-	keyObservabilityEnabled = "observability_enabled"
-	keyCaptureDir           = "model_call_capture_dir"
+	// ConfigObservabilityEnabled (a boolean, default false) turns model-call capture on for the run.
+	ConfigObservabilityEnabled = "observability_enabled"
+	// ConfigCaptureDir (an absolute path) is the run's capture dir: required when capture is on,
+	// ignored when it is off.
+	ConfigCaptureDir = "model_call_capture_dir"
 )
 
 // ObservabilityEnabled ports observability_enabled_from_config: the top-level observability_enabled
@@ -39,16 +42,16 @@ func CaptureDirsFromConfig(cfg map[string]any) ([]string, error) {
 	if err != nil || !on {
 		return nil, err
 	}
-	raw := cfg[keyCaptureDir]
+	raw := cfg[ConfigCaptureDir]
 	if raw == nil || raw == "" {
-		return nil, fmt.Errorf("%s is required when %s is true", keyCaptureDir, keyObservabilityEnabled)
+		return nil, fmt.Errorf("%s is required when %s is true", ConfigCaptureDir, ConfigObservabilityEnabled)
 	}
 	dir, ok := raw.(string)
 	if !ok {
-		return nil, fmt.Errorf("%s must be a path string, got %s", keyCaptureDir, kindOf(raw))
+		return nil, fmt.Errorf("%s must be a path string, got %s", ConfigCaptureDir, kindOf(raw))
 	}
 	if !filepath.IsAbs(dir) {
-		return nil, fmt.Errorf("%s must be an absolute path when %s is true, got %q", keyCaptureDir, keyObservabilityEnabled, dir)
+		return nil, fmt.Errorf("%s must be an absolute path when %s is true, got %q", ConfigCaptureDir, ConfigObservabilityEnabled, dir)
 	}
 	return []string{filepath.Clean(dir)}, nil
 }
@@ -57,13 +60,13 @@ func CaptureDirsFromConfig(cfg map[string]any) ([]string, error) {
 // no value, or "~"), is false, so capture is off unless the run turns it on. A value laxBool rejects
 // is an error naming the key.
 func observabilityEnabled(cfg map[string]any) (bool, error) {
-	raw := cfg[keyObservabilityEnabled] // a nil map reads as empty
+	raw := cfg[ConfigObservabilityEnabled] // a nil map reads as empty
 	if raw == nil {
 		return false, nil
 	}
 	on, err := laxBool(raw)
 	if err != nil {
-		return false, fmt.Errorf("%s: %w", keyObservabilityEnabled, err)
+		return false, fmt.Errorf("%s: %w", ConfigObservabilityEnabled, err)
 	}
 	return on, nil
 }

@@ -8,19 +8,6 @@ import (
 	"os"
 
 	yaml "go.yaml.in/yaml/v3"
-
-	"github.com/modelcalls/modelcalls"
-)
-
-// Top-level config keys read by modelcalls; both are reserved run-wide names in NeMo Gym, read only at
-// the top level of the global config (a server's own block may not set them).
-const (
-	// KeyObservabilityEnabled ("observability_enabled", bool, default false) turns model-call capture
-	// on for the whole run.
-	KeyObservabilityEnabled = "observability_enabled"
-	// KeyModelCallCaptureDir ("model_call_capture_dir", absolute path) is the capture directory; it is
-	// required and must be absolute when capture is enabled, and ignored otherwise.
-	KeyModelCallCaptureDir = "model_call_capture_dir"
 )
 
 // Values is a Gym global config: top-level key to decoded YAML value. Values are what YAML decoding
@@ -83,30 +70,4 @@ func yamlKind(v any) string {
 	default:
 		return fmt.Sprintf("a %T", v)
 	}
-}
-
-// Capture is the typed run-wide capture configuration: NeMo Gym's two reserved top-level keys.
-type Capture struct {
-	Enabled bool   // observability_enabled
-	Dir     string // model_call_capture_dir; "" when capture is disabled
-}
-
-// Capture returns the capture options of v, with the rules of modelcalls.CaptureDirsFromConfig
-// (the one implementation of them): when observability_enabled is true (a pydantic lax-mode bool,
-// see modelcalls.ObservabilityEnabled) model_call_capture_dir must be a non-empty absolute path
-// string, else the error says it is required, must be a path string or must be absolute; Dir is
-// then the dir cleaned. When disabled (the key absent, null or false) the dir is ignored and Dir is
-// "", even if the dir is relative. A non-boolean observability_enabled is an error naming the key.
-func (v Values) Capture() (Capture, error) {
-	dirs, err := modelcalls.CaptureDirsFromConfig(v)
-	if err != nil || len(dirs) == 0 {
-		return Capture{}, err
-	}
-	return Capture{Enabled: true, Dir: dirs[0]}, nil
-}
-
-// CaptureDirs returns the capture directories of v: none when capture is disabled, else the one
-// run-wide dir (Gym's model_call_capture_dirs_from_config). It validates like Capture.
-func (v Values) CaptureDirs() ([]string, error) {
-	return modelcalls.CaptureDirsFromConfig(v)
 }
