@@ -12,7 +12,12 @@ type Gap struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// Gap codes of the model-call capture attachment (SPEC §8, reference §9.2 and §10).
+// Gap codes: every code modelcalls writes into the gaps of an ng_model_call_capture attachment, and
+// the NeMo Gym codes a producer may write into ng_agent_observations. A merge writes the capture
+// gaps in this order: records_unreadable, incomplete, pending, no_records (unreadable replaces
+// records_unreadable and no_records when the capture cannot be read at all), then the join's gaps,
+// then agent_observation_join_failed. The join's own codes are the reference, ownership and
+// compaction codes below.
 const (
 	// GapCaptureRecordsUnreadable: some capture lines were damaged; detail "count=<n>".
 	GapCaptureRecordsUnreadable = "model_call_capture_records_unreadable"
@@ -35,5 +40,7 @@ const (
 	// GapOwnershipUnavailable: a captured call is owned by no invocation.
 	GapOwnershipUnavailable = "model_call_ownership_unavailable"
 	// GapCompactionJoinFailed: a Claude Code compaction could not be associated with its model calls.
+	// NeMo Gym writes it; modelcalls does not run that association and never writes it, but keeps
+	// it when a producer did.
 	GapCompactionJoinFailed = "compaction_model_call_join_failed"
 )
