@@ -12,12 +12,11 @@ type Gap struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// Gap codes: every code modelcalls writes into the gaps of an ng_model_call_capture attachment, and
-// the NeMo Gym codes a producer may write into ng_agent_observations. A merge writes the capture
-// gaps in this order: records_unreadable, incomplete, pending, no_records (unreadable replaces
-// records_unreadable and no_records when the capture cannot be read at all), then the join's gaps,
-// then agent_observation_join_failed. The join's own codes are the reference, ownership and
-// compaction codes below.
+// Gap codes, the values of Gap.Code that modelcalls writes or NeMo Gym defines. A merge writes the
+// capture codes into ng_model_call_capture's gaps in this order: records_unreadable, incomplete,
+// pending, no_records (unreadable instead of records_unreadable and no_records when the capture
+// cannot be read at all), then agent_observation_join_failed when the observations do not parse.
+// The join writes the reference and ownership codes into the gaps of ng_agent_observations.
 const (
 	// GapCaptureRecordsUnreadable: some capture lines were damaged; detail "count=<n>".
 	GapCaptureRecordsUnreadable = "model_call_capture_records_unreadable"
