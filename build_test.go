@@ -203,7 +203,7 @@ func jsonEqual(a, b []byte) bool {
 	return jsonOf(x) == jsonOf(y)
 }
 
-// TestBuildRecordDamaged lists every way an exchange line is damaged (SPEC §6): not a JSON object,
+// TestBuildRecordDamaged lists every way an exchange line is damaged (see BuildRecord): not a JSON object,
 // not strict JSON, or an envelope field of the wrong type.
 func TestBuildRecordDamaged(t *testing.T) {
 	cases := []struct{ name, line string }{
@@ -250,7 +250,7 @@ func TestBuildRecordDamaged(t *testing.T) {
 }
 
 // TestBuildRecordLenient lists what is not damage: payload shapes and provenance/client-id fields of
-// the wrong type become null or are skipped (SPEC §6).
+// the wrong type become null or are skipped, where NeMo Gym would drop the record as damaged.
 func TestBuildRecordLenient(t *testing.T) {
 	cases := []struct {
 		name  string
