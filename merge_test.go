@@ -465,7 +465,7 @@ func TestMergeStoreSelection(t *testing.T) {
 		t.Errorf("first dir not selected: %s", jsonOf(got))
 	}
 	if s, err := storeForRollout("r", []string{filepath.Join(first, "missing"), second}); err != nil || s == nil || s.Dir() != second {
-		t.Errorf("StoreForRollout = %v, %v", s, err)
+		t.Errorf("storeForRollout = %v, %v", s, err)
 	}
 	if s, err := storeForRollout("none", []string{first, second}); err != nil || s != nil {
 		t.Errorf("storeForRollout(none) = %v, %v", s, err)
