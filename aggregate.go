@@ -7,7 +7,7 @@ import (
 	"github.com/modelcalls/modelcalls/capture"
 )
 
-// Metrics are the per-rollout totals of its calls (reference §5): each sum covers the calls whose
+// Metrics are the per-rollout totals of its calls, as NeMo Gym aggregates them: each sum covers the calls whose
 // value is known; a sum is nil when no call has a value (0 is a value). NumCalls counts every record.
 // cache_creation_tokens is not aggregated. JSON keys (AppendJSON) are, in order: tokens_in,
 // tokens_out, tokens_reasoning, tokens_total, cached_tokens (tokens), latency_total_ms
@@ -23,8 +23,9 @@ type Metrics struct {
 }
 
 // AggregateRecords ports aggregate_model_call_records: sums of the token counts and latencies of
-// calls, nil where no call knows the value (reference §5). Float sums are compensated (Neumaier, as
-// Python ≥ 3.12's sum), so 0.1 + 0.2 + 0.3 gives 0.6 (SPEC §6).
+// calls, nil where no call knows the value; partial knowledge gives a partial sum, unflagged. Float
+// sums are compensated (Neumaier, as Python ≥ 3.12's sum, which NeMo Gym's aggregation relies on),
+// so 0.1 + 0.2 + 0.3 gives 0.6 whatever the order of the calls.
 func AggregateRecords(calls []ModelCallRecord) Metrics {
 	var m Metrics
 	var tin, tout, treason, ttotal, cached intSum

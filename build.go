@@ -5,15 +5,17 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/rollout"
 )
 
 // ErrInvalidExchange is the errors.Is target of every error BuildRecord returns: the exchange line is
-// damaged (SPEC §6). Readers count such lines as damaged.
+// damaged: not a JSON object under NeMo Gym's reader's rules, or an envelope field of the wrong
+// type (see BuildRecord). Readers count such lines as damaged.
 var ErrInvalidExchange = errors.New("invalid exchange")
 
 // BuildRecord ports build_model_call_record: it maps one captured exchange (one capture line, a JSON
-// object) and its capture index into a ModelCallRecord (reference §4 with the differences of SPEC §6).
+// object) and its capture index into a ModelCallRecord, with NeMo Gym's field rules except where
+// this comment and the field comments of ModelCallRecord say otherwise.
 //
 // The exchange envelope is ours, the payloads are the world's. The line is damaged (an error wrapping
 // ErrInvalidExchange) only when it is not a valid JSON object under NeMo Gym's reader's rules (strict
@@ -31,7 +33,8 @@ var ErrInvalidExchange = errors.New("invalid exchange")
 // response_raw, provenance (response_source "upstream"|"local", upstream_attempted bool,
 // upstream_status_code integer, local_response_reason string) and client ids (client_session_id,
 // client_assistant_message_id strings) of the wrong type become null; malformed parts inside the
-// payloads are skipped. Absent keys read as null, unknown keys are ignored, and a repeated key's
+// payloads are skipped (NeMo Gym drops such a record as damaged: one odd payload part must not
+// lose the call). Absent keys read as null, unknown keys are ignored, and a repeated key's
 // last value wins (as Python's json). The record aliases exchange (Request, Response and tool-call
 // arguments are sub-slices): do not modify exchange afterwards.
 func BuildRecord(exchange []byte, callIndex int) (*ModelCallRecord, error) {
@@ -176,7 +179,7 @@ func buildRecord(rec *ModelCallRecord, ex []byte, callIndex int, rawText bool, t
 	}
 	rec.ResponseID = stringPtr(f.id)
 	// First truthy of response.model, request.model; a truthy non-string response model gives null
-	// without falling back (reference §4). The request is only read for its model when needed.
+	// without falling back, as in NeMo Gym. The request is only read for its model when needed.
 	model := f.model
 	if !truthy(model) {
 		model = nil
@@ -232,7 +235,7 @@ func envFloat(key string, v []byte) (*float64, error) {
 	return &f, nil
 }
 
-func envModelRef(v []byte) (*capture.ModelRef, error) {
+func envModelRef(v []byte) (*rollout.ModelServerRef, error) {
 	if isNull(v) {
 		return nil, nil
 	}
@@ -250,14 +253,14 @@ func envModelRef(v []byte) (*capture.ModelRef, error) {
 		return true
 	})
 	t, ok := stringValue(typ)
-	if !ok || t != capture.ModelRefType {
-		return nil, fmt.Errorf("%w: model_ref.type must be %q, got %s", ErrInvalidExchange, capture.ModelRefType, clipRaw(typ))
+	if !ok || t != rollout.ModelServerRefType {
+		return nil, fmt.Errorf("%w: model_ref.type must be %q, got %s", ErrInvalidExchange, rollout.ModelServerRefType, clipRaw(typ))
 	}
 	n, ok := stringValue(name)
 	if !ok {
 		return nil, envTypeError("model_ref.name", "a string", name)
 	}
-	return &capture.ModelRef{Type: t, Name: n}, nil
+	return &rollout.ModelServerRef{Type: t, Name: n}, nil
 }
 
 func envTypeError(key, want string, v []byte) error {

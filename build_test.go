@@ -203,7 +203,7 @@ func jsonEqual(a, b []byte) bool {
 	return jsonOf(x) == jsonOf(y)
 }
 
-// TestBuildRecordDamaged lists every way an exchange line is damaged (SPEC §6): not a JSON object,
+// TestBuildRecordDamaged lists every way an exchange line is damaged (see BuildRecord): not a JSON object,
 // not strict JSON, or an envelope field of the wrong type.
 func TestBuildRecordDamaged(t *testing.T) {
 	cases := []struct{ name, line string }{
@@ -250,7 +250,7 @@ func TestBuildRecordDamaged(t *testing.T) {
 }
 
 // TestBuildRecordLenient lists what is not damage: payload shapes and provenance/client-id fields of
-// the wrong type become null or are skipped (SPEC §6).
+// the wrong type become null or are skipped, where NeMo Gym would drop the record as damaged.
 func TestBuildRecordLenient(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -404,7 +404,7 @@ func TestFinishReason(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := FinishReason(json.RawMessage(c.response)); strOrNil(got) != strOrNil(c.want) {
+			if got := finishReasonJSON(json.RawMessage(c.response)); strOrNil(got) != strOrNil(c.want) {
 				t.Errorf("FinishReason = %s, want %s", strOrNil(got), strOrNil(c.want))
 			}
 			rec, err := BuildRecord([]byte(`{"response":`+c.response+`}`), 0)
@@ -413,7 +413,7 @@ func TestFinishReason(t *testing.T) {
 			}
 		})
 	}
-	if FinishReason(json.RawMessage(`{"stop_reason":"x"`)) != nil {
+	if finishReasonJSON(json.RawMessage(`{"stop_reason":"x"`)) != nil {
 		t.Error("invalid JSON gives a finish reason")
 	}
 }
@@ -444,7 +444,7 @@ func TestRecordJSON(t *testing.T) {
 	if len(lean) != 29 {
 		t.Errorf("%d keys without payloads, want 29", len(lean))
 	}
-	for _, k := range PayloadFields {
+	for _, k := range payloadFields {
 		if _, ok := lean[k]; ok {
 			t.Errorf("payload field %s present without payloads", k)
 		}

@@ -4,20 +4,7 @@ import (
 	"fmt"
 
 	"github.com/modelcalls/modelcalls/capture"
-	"github.com/modelcalls/modelcalls/rollout"
 )
-
-// RolloutID derives the rollout id of a rollout record given as one JSON object (reference §2.1,
-// SPEC §3; rollout.FromRecord on its top-level _ng_* fields). ok is false, with a nil error, when
-// the record has no derivable id. A line that is not a JSON object, or an unusable or invalid id, is
-// an error (wrapping rollout.ErrInvalidID for the latter).
-func RolloutID(record []byte) (id string, ok bool, err error) {
-	layout, err := scanRecord(record)
-	if err != nil {
-		return "", false, err
-	}
-	return rollout.FromRecord(layout.idFields)
-}
 
 // ClearCaptures ports clear_model_call_captures_for_rollouts: before dispatch, it removes the stale
 // capture of every record's rollout id (capture file, incomplete marker and dead processes' claims)

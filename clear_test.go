@@ -10,7 +10,7 @@ import (
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
-// Reference §11 item 42: clear removes file, marker (and claims) for the listed ids only, skips
+// As NeMo Gym's clear tests check it: clear removes file, marker (and claims) for the listed ids only, skips
 // id-less rows, is a no-op without dirs, and propagates errors.
 func TestClearCaptures(t *testing.T) {
 	dir := t.TempDir()

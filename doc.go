@@ -3,16 +3,17 @@
 //
 //   - ModelCallRecord and building it from one capture line (BuildRecord): token, cache, tool-call,
 //     reasoning, finish-reason, provenance and client-id extraction across the Responses, Chat
-//     Completions and Anthropic Messages shapes (reference §4, SPEC §6);
+//     Completions and Anthropic Messages shapes;
 //   - reading records from a capture.Store, strictly or tolerantly (ReadRecords, ReadAvailableRecords);
 //   - per-rollout aggregation (AggregateRecords, AggregateMetrics);
 //   - merging the evidence into rollout records (Merger, MergeRecord): quiescence wait, gaps, the
 //     ownership join of ng_agent_observations, and a byte-preserving splice of ng_model_call_capture
-//     into the record (reference §9-10, SPEC §8);
+//     into the record;
 //   - clearing stale captures before dispatch (ClearCaptures) and the run-wide config helpers
 //     (ObservabilityEnabled, CaptureDirsFromConfig).
 //
 // JSON is handled by a small strict scanner over byte offsets (scan.go): payloads are never decoded
 // into maps, and every byte of a rollout record outside the spliced fields is kept as it was.
-// Decisions where SPEC is silent are in docs/records-and-merge.md.
+// Every place where the port differs from NeMo Gym, and every decision NeMo Gym leaves open, is in
+// docs/records-and-merge.md.
 package modelcalls

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/rollout"
 )
 
 // exampleStore returns a capture store in a fresh temp dir and a function that removes it.
@@ -38,7 +39,7 @@ func ExampleMerger() {
 	err := store.AppendExchange("3-0", &capture.Exchange{
 		ModelCallID:    "0123456789abcdef0123456789abcdef",
 		Dialect:        "chat",
-		ModelRef:       &capture.ModelRef{Type: capture.ModelRefType, Name: "policy_model"},
+		ModelRef:       &rollout.ModelServerRef{Type: rollout.ModelServerRefType, Name: "policy_model"},
 		StartedAt:      1795968571.5,
 		CompletedAt:    1795968572,
 		LatencyMS:      500.25,

@@ -10,8 +10,9 @@ import (
 
 // Extraction from a response payload: token counts, the cache signal, tool calls and reasoning, and
 // the finish reason, across the three wire shapes (Responses, Chat Completions, Anthropic Messages).
-// The exported functions take raw JSON values and validate them; the record builder calls the
-// unexported forms on input it has already validated.
+// The record builder calls the forms that take scanned fields, on a line it has already validated;
+// the ...JSON forms take one raw JSON value and validate it first (the unit tests drive them).
+// Only ExtractTokenStats is exported: the other rules are the seed's private helpers.
 
 // TokenStats are the normalised token counts of one call (NeMo Gym's normalisation plus the cache and reasoning fields below), in tokens;
 // nil means unknown, 0 is a value.
@@ -23,10 +24,11 @@ type TokenStats struct {
 	CacheCreationTokens *int64 `json:"cache_creation_tokens"`
 }
 
-// TokenCount ports _token_count: v is a valid token count when it is a JSON integer literal >= 0
-// that fits in int64 (10 is; 10.0, 1e3, true, "10", -1 are not; reference §4.1). ok is false for
+// tokenCountJSON ports _token_count: v is a valid token count when it is a JSON integer literal >= 0
+// that fits in int64 (10 is; 10.0, 1e3, true, "10", -1 are not: NeMo Gym counts only ints that are
+// not bools, and a JSON number with a fraction or exponent reads as a float). ok is false for
 // anything else, which callers treat as absent.
-func TokenCount(v json.RawMessage) (n int64, ok bool) {
+func tokenCountJSON(v json.RawMessage) (n int64, ok bool) {
 	return tokenCount(trimWS(v))
 }
 
@@ -38,10 +40,10 @@ func tokenCount(v []byte) (int64, bool) {
 	return n, true
 }
 
-// UsageDetailToken ports _usage_detail_token: the first valid token count among
+// usageDetailToken ports _usage_detail_token: the first valid token count among
 // usage[group][field], group-major (every field of the first group, then the next group). Groups
 // that are not objects are skipped. ok is false when none is found or usage is not an object.
-func UsageDetailToken(usage json.RawMessage, groups, fields []string) (n int64, ok bool) {
+func usageDetailToken(usage json.RawMessage, groups, fields []string) (n int64, ok bool) {
 	usage = trimWS(usage)
 	if !isObject(usage) || validateJSON(usage) != nil {
 		return 0, false
@@ -237,13 +239,13 @@ func (u *usageFields) hasOpenAICacheSubset() bool {
 	return ok
 }
 
-// CacheSignal ports _cache_signal: whether the prompt hit the provider's cache and how many prompt
-// tokens were read from it (reference §4.2). The count is the first valid one of
+// cacheSignalJSON ports _cache_signal: whether the prompt hit the provider's cache and how many
+// prompt tokens were read from it. The count is the first valid one of
 // prompt_tokens_details.{cached_tokens, cached_input_tokens}, input_tokens_details.{cached_tokens,
 // cached_input_tokens}, top-level cache_read_input_tokens, top-level cached_input_tokens, then
 // top-level prompt_cache_hit_tokens (DeepSeek); hit is count > 0. The first match wins even when it is 0 and a later field is positive. Both are nil
 // when no count is present (or usage is not a valid JSON object). Cache creation is never a hit.
-func CacheSignal(usage json.RawMessage) (hit *bool, cachedTokens *int64) {
+func cacheSignalJSON(usage json.RawMessage) (hit *bool, cachedTokens *int64) {
 	usage = trimWS(usage)
 	if !isObject(usage) || validateJSON(usage) != nil {
 		return nil, nil
@@ -272,12 +274,13 @@ func cacheSignal(u *usageFields) (*bool, *int64) {
 	return new(n > 0), new(n)
 }
 
-// NormalizeArguments ports _as_arguments with SPEC §6's difference: tool-call arguments become a
-// JSON object. An object is kept as it is; a JSON string is decoded, and kept when it holds an
+// normalizeArgumentsJSON ports _as_arguments, with one difference of ours: tool-call arguments
+// always become a JSON object (NeMo Gym keeps a decoded list or number as it is), so a reader can
+// index them without a type switch. An object is kept as it is; a JSON string is decoded, and kept when it holds an
 // object, else (a list, number, string, null, invalid JSON, "") it becomes {"_raw": <the string>};
 // anything else (absent, null, number, list, boolean) becomes {}. The result aliases v when v is
 // an object.
-func NormalizeArguments(v json.RawMessage) json.RawMessage {
+func normalizeArgumentsJSON(v json.RawMessage) json.RawMessage {
 	v = trimWS(v)
 	if validateJSON(v) != nil {
 		return json.RawMessage("{}")
@@ -317,17 +320,18 @@ func compactLines(v []byte) []byte {
 	return v
 }
 
-// ToolCallsAndReasoning ports _tool_calls_and_reasoning: the client tool calls and the readable
-// reasoning text of a response object, across the three shapes (reference §4.3). The shape is the
+// toolCallsAndReasoningJSON ports _tool_calls_and_reasoning: the client tool calls and the readable
+// reasoning text of a response object, across the three shapes. The shape is the
 // first of response.output (Responses), response.choices (Chat), response.content (Anthropic) that
 // is a JSON array; an output array, even empty, stops the search. Reasoning pieces are joined with
 // "\n"; an empty join gives nil.
 //
-// Malformed parts are skipped instead of failing the record (SPEC §6): a summary or tool_calls that
-// is not an array contributes nothing. Call ids and names that are not strings become nil. Tool
-// arguments go through NormalizeArguments; Anthropic tool_use input is {} when falsy, else
+// Malformed parts are skipped instead of failing the record (the payloads are the provider's, and
+// one odd part must not lose the call; NeMo Gym drops such a record as damaged): a summary or tool_calls that is not an array contributes
+// nothing. Call ids and names that are not strings become nil. Tool arguments go through
+// normalizeArgumentsJSON's rule; Anthropic tool_use input is {} when falsy, else
 // normalised the same way.
-func ToolCallsAndReasoning(response json.RawMessage) ([]ToolCall, *string) {
+func toolCallsAndReasoningJSON(response json.RawMessage) ([]ToolCall, *string) {
 	response = trimWS(response)
 	if !isObject(response) || validateJSON(response) != nil {
 		return nil, nil
@@ -429,7 +433,8 @@ func chatToolCalls(choices []byte) (calls []ToolCall, reasoning []string) {
 			calls = append(calls, ToolCall{CallID: stringPtr(lookup(tc, "id")), Name: stringPtr(name), Arguments: normalizeArguments(args)})
 			return true
 		})
-		// reasoning_content wins when truthy, even if it is not a string (reference §4.3).
+		// reasoning_content wins when truthy, even if it is not a string: a truthy non-string blocks the
+		// fallback to reasoning, as in NeMo Gym.
 		text := reasoningContent
 		if !truthy(text) {
 			text = reasoningAlt
@@ -473,7 +478,7 @@ func anthropicToolCalls(content []byte) (calls []ToolCall, reasoning []string) {
 			calls = append(calls, ToolCall{CallID: stringPtr(id), Name: stringPtr(name), Arguments: args})
 		case "thinking", "redacted_thinking":
 			if s, ok := stringValue(thinking); ok {
-				reasoning = append(reasoning, s) // empty strings included (reference §4.3)
+				reasoning = append(reasoning, s) // empty strings included, as NeMo Gym does
 			}
 		}
 		return true
@@ -481,11 +486,11 @@ func anthropicToolCalls(content []byte) (calls []ToolCall, reasoning []string) {
 	return calls, reasoning
 }
 
-// FinishReason returns why generation stopped: the first string among response.stop_reason
+// finishReasonJSON returns why generation stopped: the first string among response.stop_reason
 // (Anthropic), response.choices[0].finish_reason (Chat; only when choices is a non-empty array whose
 // first item is an object) and response.incomplete_details.reason (Responses; only when an object),
-// else nil (reference §4). response that is not a valid JSON object gives nil.
-func FinishReason(response json.RawMessage) *string {
+// else nil (NeMo Gym's order of the three shapes). response that is not a valid JSON object gives nil.
+func finishReasonJSON(response json.RawMessage) *string {
 	response = trimWS(response)
 	if !isObject(response) || validateJSON(response) != nil {
 		return nil

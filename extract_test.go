@@ -17,13 +17,13 @@ func TestTokenCount(t *testing.T) {
 		{"null", ""}, {"", ""}, {"[10]", ""}, {"9223372036854775808", ""}, {"NaN", ""},
 	}
 	for _, c := range cases {
-		n, ok := TokenCount(json.RawMessage(c.in))
+		n, ok := tokenCountJSON(json.RawMessage(c.in))
 		got := ""
 		if ok {
 			got = fmt.Sprint(n)
 		}
 		if got != c.want {
-			t.Errorf("TokenCount(%q) = %q, want %q", c.in, got, c.want)
+			t.Errorf("tokenCountJSON(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }
@@ -48,7 +48,7 @@ func TestExtractTokenStats(t *testing.T) {
 			"in=4 out=<nil> reasoning=<nil> total=<nil> creation=<nil>"},
 		{"total kept verbatim", `{"input_tokens":1,"output_tokens":1,"total_tokens":99}`, "in=1 out=1 reasoning=<nil> total=99 creation=<nil>"},
 		{"zero is a value", `{"input_tokens":0,"output_tokens":0}`, "in=0 out=0 reasoning=<nil> total=0 creation=<nil>"},
-		// Anthropic cache fold (reference §4.1 step 3).
+		// Anthropic cache fold: top-level cache read + creation added into input_tokens.
 		{"anthropic fold", `{"input_tokens":10,"cache_read_input_tokens":5,"cache_creation_input_tokens":2,"output_tokens":1}`,
 			"in=17 out=1 reasoning=<nil> total=18 creation=2"},
 		{"fully cached prompt, no input", `{"cache_read_input_tokens":100,"output_tokens":1}`,
@@ -59,7 +59,7 @@ func TestExtractTokenStats(t *testing.T) {
 			"in=3 out=<nil> reasoning=<nil> total=<nil> creation=0"},
 		{"provided total not recomputed after fold", `{"input_tokens":3,"cache_read_input_tokens":7,"output_tokens":1,"total_tokens":4}`,
 			"in=10 out=1 reasoning=<nil> total=4 creation=<nil>"},
-		// SPEC §6: no fold for OpenAI-shaped usage.
+		// Our difference: no fold for OpenAI-shaped usage, whose prompt count already includes the cache.
 		{"litellm: prompt_tokens already include cache", `{"prompt_tokens":1000,"completion_tokens":5,"cache_read_input_tokens":800,"cache_creation_input_tokens":100}`,
 			"in=1000 out=5 reasoning=<nil> total=1005 creation=100"},
 		{"openai cached subset present", `{"input_tokens":1000,"input_tokens_details":{"cached_tokens":800},"cache_read_input_tokens":800,"output_tokens":5}`,
@@ -70,7 +70,7 @@ func TestExtractTokenStats(t *testing.T) {
 			"in=15 out=<nil> reasoning=<nil> total=<nil> creation=<nil>"},
 		{"openai cached tokens never folded", `{"prompt_tokens":100,"prompt_tokens_details":{"cached_tokens":80},"completion_tokens":1}`,
 			"in=100 out=1 reasoning=<nil> total=101 creation=<nil>"},
-		// Reasoning sources in order; thinking_tokens last (SPEC §6).
+		// Reasoning sources in order; thinking_tokens (ours) after NeMo Gym's.
 		{"reasoning detail group-major", `{"output_tokens_details":{"reasoning_tokens":"x"},"completion_tokens_details":{"reasoning_tokens":4}}`,
 			"in=<nil> out=<nil> reasoning=4 total=<nil> creation=<nil>"},
 		{"reasoning_output_tokens alias", `{"reasoning_output_tokens":6}`, "in=<nil> out=<nil> reasoning=6 total=<nil> creation=<nil>"},
@@ -138,13 +138,13 @@ func TestCacheSignal(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			hit, n := CacheSignal(json.RawMessage(c.usage))
+			hit, n := cacheSignalJSON(json.RawMessage(c.usage))
 			got := "<nil>"
 			if hit != nil {
 				got = fmt.Sprint(*hit)
 			}
 			if got += "/" + intOrNil(n); got != c.want {
-				t.Errorf("CacheSignal(%s) = %s, want %s", c.usage, got, c.want)
+				t.Errorf("cacheSignalJSON(%s) = %s, want %s", c.usage, got, c.want)
 			}
 		})
 	}
@@ -152,13 +152,13 @@ func TestCacheSignal(t *testing.T) {
 
 func TestUsageDetailToken(t *testing.T) {
 	usage := json.RawMessage(`{"a":{"x":"1","y":2},"b":{"x":3}}`)
-	if n, ok := UsageDetailToken(usage, []string{"a", "b"}, []string{"x", "y"}); !ok || n != 2 {
+	if n, ok := usageDetailToken(usage, []string{"a", "b"}, []string{"x", "y"}); !ok || n != 2 {
 		t.Errorf("group-major: got %d %v, want 2", n, ok)
 	}
-	if n, ok := UsageDetailToken(usage, []string{"b", "a"}, []string{"x", "y"}); !ok || n != 3 {
+	if n, ok := usageDetailToken(usage, []string{"b", "a"}, []string{"x", "y"}); !ok || n != 3 {
 		t.Errorf("got %d %v, want 3", n, ok)
 	}
-	if _, ok := UsageDetailToken(usage, []string{"c"}, []string{"x"}); ok {
+	if _, ok := usageDetailToken(usage, []string{"c"}, []string{"x"}); ok {
 		t.Error("missing group found a count")
 	}
 }
@@ -189,8 +189,8 @@ func TestNormalizeArguments(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := string(NormalizeArguments(json.RawMessage(c.in))); got != c.want {
-				t.Errorf("NormalizeArguments(%s) = %s, want %s", c.in, got, c.want)
+			if got := string(normalizeArgumentsJSON(json.RawMessage(c.in))); got != c.want {
+				t.Errorf("normalizeArgumentsJSON(%s) = %s, want %s", c.in, got, c.want)
 			}
 		})
 	}
@@ -233,7 +233,7 @@ func TestToolCallsAndReasoning(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			calls, reasoning := ToolCallsAndReasoning(json.RawMessage(c.response))
+			calls, reasoning := toolCallsAndReasoningJSON(json.RawMessage(c.response))
 			got := toolCallsString(calls)
 			got = strings.ReplaceAll(got, "\"", "")
 			want := strings.ReplaceAll(c.calls, "\"", "")

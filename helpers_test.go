@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/rollout"
 )
 
 // Test helpers shared by the package's tests.
@@ -37,7 +38,7 @@ func exchangeLine(t testing.TB, ex capture.Exchange) []byte {
 		ex.Dialect = "chat"
 	}
 	if ex.ModelRef == nil {
-		ex.ModelRef = &capture.ModelRef{Type: capture.ModelRefType, Name: "policy_model"}
+		ex.ModelRef = &rollout.ModelServerRef{Type: rollout.ModelServerRefType, Name: "policy_model"}
 	}
 	if ex.StartedAt == 0 {
 		ex.StartedAt, ex.CompletedAt, ex.LatencyMS = 1795968571.5, 1795968572.25, 750

@@ -9,10 +9,10 @@ import (
 
 // JoinModelCallObservations resolves the model-call references of an agent observation bundle
 // against the captured calls of the same rollout, without guessing ownership (NeMo Gym's
-// join_model_call_observations, reference §10, plus SPEC §8's client-session rule). It returns a new
+// join_model_call_observations, plus our client-session rule: step 1). It returns a new
 // bundle; b and calls are not modified (records other than invocations and compactions are shared).
 //
-//  1. Session evidence (SPEC §8): a call whose client_session_id equals an invocation's
+//  1. Session evidence (ours; NeMo Gym has no client ids): a call whose client_session_id equals an invocation's
 //     invocation_id is appended to that invocation's model_calls (as its canonical reference), unless
 //     one of the invocation's references already matches the call.
 //  2. Gaps an earlier join produced are dropped (codes model_call_reference_ambiguous, _conflict,
@@ -188,8 +188,9 @@ func (j *joiner) matches(ref *rollout.ModelCallRef) []int {
 	return j.byResponse[responseKey{ref.ModelRef.Type, ref.ModelRef.Name, *ref.ResponseID}]
 }
 
-// addSessionRefs applies SPEC §8: calls declared by the client as part of session S belong to the
-// invocation whose invocation_id is S.
+// addSessionRefs applies the client-session rule: calls the client declared as part of session S
+// (its client_session_id) belong to the invocation whose invocation_id is S. Harnesses that name
+// their sessions after their invocations get ownership without writing model-call references.
 func (j *joiner) addSessionRefs(invocations []*rollout.AgentInvocation) {
 	for _, inv := range invocations {
 		for i := range j.calls {
@@ -221,7 +222,7 @@ func (j *joiner) referenced(refs []rollout.ModelCallRef, i int) bool {
 func canonicalRef(c *ModelCallRecord) rollout.ModelCallRef {
 	ref := rollout.ModelCallRef{ModelCallID: c.ModelCallID, ResponseID: c.ResponseID}
 	if c.ModelRef != nil {
-		ref.ModelRef = &rollout.ModelServerRef{Type: c.ModelRef.Type, Name: c.ModelRef.Name}
+		ref.ModelRef = new(*c.ModelRef) // a copy: the bundle does not alias the record
 	}
 	return ref
 }
@@ -255,7 +256,8 @@ func callDetail(c *ModelCallRecord) string {
 	return ""
 }
 
-// isJoinGap reports whether g was produced by an earlier join (reference §10).
+// isJoinGap reports whether g was produced by an earlier join, NeMo Gym's test for the gaps a join
+// drops before it runs again.
 func isJoinGap(g rollout.Gap) bool {
 	switch g.Code {
 	case rollout.GapReferenceAmbiguous, rollout.GapReferenceConflict, rollout.GapReferenceUnmatched:

@@ -15,7 +15,7 @@ const policyRef = `{"type":"responses_api_models","name":"policy_model"}`
 
 // call builds a captured call for join tests.
 func call(modelCallID, responseID string, index int) ModelCallRecord {
-	c := ModelCallRecord{CallIndex: index, ModelRef: &capture.ModelRef{Type: capture.ModelRefType, Name: "policy_model"}}
+	c := ModelCallRecord{CallIndex: index, ModelRef: &rollout.ModelServerRef{Type: rollout.ModelServerRefType, Name: "policy_model"}}
 	if modelCallID != "" {
 		c.ModelCallID = ptr(modelCallID)
 	}
@@ -72,7 +72,7 @@ func normJSON(s string) string {
 	return jsonOf(v)
 }
 
-// Reference §11 item 50: an exact (model_ref, response_id) ref resolves, a producer ownership gap
+// As NeMo Gym's join tests check it: an exact (model_ref, response_id) ref resolves, a producer ownership gap
 // is kept, the stale capture gap is replaced, the unowned call is reported with its call_index.
 func TestJoinResolvesExactRef(t *testing.T) {
 	calls := []ModelCallRecord{call("a1", "resp_a", 0), call("b1", "resp_b", 1)}
@@ -100,7 +100,7 @@ func TestJoinResolvesExactRef(t *testing.T) {
 	}
 }
 
-// Reference §11 item 51: an ambiguous response id is not guessed; both calls are reported unowned.
+// As NeMo Gym's join tests check it: an ambiguous response id is not guessed; both calls are reported unowned.
 func TestJoinAmbiguousIsNotGuessed(t *testing.T) {
 	calls := []ModelCallRecord{call("a1", "dup", 0), call("a2", "dup", 1)}
 	b := parseBundle(t, `{"source":"codex","records":[{"kind":"agent_invocation","invocation_id":"root",
@@ -117,7 +117,7 @@ func TestJoinAmbiguousIsNotGuessed(t *testing.T) {
 	}
 }
 
-// Reference §11 item 52: conflicting and unmatched refs are reported; joining twice is idempotent.
+// As NeMo Gym's join tests check it: conflicting and unmatched refs are reported; joining twice is idempotent.
 func TestJoinConflictUnmatchedIdempotent(t *testing.T) {
 	calls := []ModelCallRecord{call("a1", "ra", 0), call("b1", "", 1), call("", "", 2)}
 	b := parseBundle(t, `{"source":"codex","records":[
@@ -140,7 +140,7 @@ func TestJoinConflictUnmatchedIdempotent(t *testing.T) {
 	}
 }
 
-// Reference §11 item 53: compaction references resolve when the calls are owned by the
+// As NeMo Gym's join tests check it: compaction references resolve when the calls are owned by the
 // compaction's invocation; other ownership yields conflict / ownership-unavailable gaps.
 func TestJoinCompactions(t *testing.T) {
 	calls := []ModelCallRecord{call("before", "", 0), call("compact", "", 1), call("after", "", 2),
@@ -176,7 +176,7 @@ func TestJoinCompactions(t *testing.T) {
 	}
 }
 
-// SPEC §8: a call whose client_session_id equals an invocation's invocation_id joins that
+// Our client-session rule: a call whose client_session_id equals an invocation's invocation_id joins that
 // invocation (appended after its own refs, never twice).
 func TestJoinClientSession(t *testing.T) {
 	calls := []ModelCallRecord{call("s1", "", 0), call("s2", "", 1), call("x1", "", 2), call("s3", "", 3)}
@@ -199,7 +199,7 @@ func TestJoinClientSession(t *testing.T) {
 	}
 }
 
-// Reference §11 item 38 through the merge: metrics and calls without payloads, output and reward
+// NeMo Gym's merge scenario, through our merge: metrics and calls without payloads, output and reward
 // untouched, an invocation ref joined by (model_ref, response_id), the stale capture gap removed;
 // with payloads all four payload fields are attached.
 func TestMergeJoinsObservations(t *testing.T) {
@@ -240,7 +240,7 @@ func TestMergeJoinsObservations(t *testing.T) {
 			t.Errorf("capture gaps = %s, want none", jsonOf(c["gaps"]))
 		}
 		for _, call := range c["calls"].([]any) {
-			for _, f := range PayloadFields {
+			for _, f := range payloadFields {
 				if _, present := call.(map[string]any)[f]; present != payloads {
 					t.Errorf("payloads=%v: %s present=%v", payloads, f, present)
 				}
@@ -249,7 +249,7 @@ func TestMergeJoinsObservations(t *testing.T) {
 	}
 }
 
-// Reference §11 item 39: no capture file gives no_records on the capture and unmatched gaps in the
+// As NeMo Gym's merge tests check it: no capture file gives no_records on the capture and unmatched gaps in the
 // observations.
 func TestMergeObservationsWithoutCapture(t *testing.T) {
 	dir := t.TempDir()

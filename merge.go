@@ -15,7 +15,8 @@ import (
 )
 
 // CaptureDrainTimeout is how long a merge waits for a rollout's outstanding capture writes (claims)
-// before reading it: the seed's CAPTURE_DRAIN_TIMEOUT_S = 10 s (SPEC §8).
+// before reading it: the seed's CAPTURE_DRAIN_TIMEOUT_S = 10 s. Claims still outstanding then give a
+// model_call_capture_pending gap.
 const CaptureDrainTimeout = 10 * time.Second
 
 // CaptureDrainPoll is how often the quiescence wait looks at the claims: the seed's
@@ -24,14 +25,16 @@ const CaptureDrainPoll = 50 * time.Millisecond
 
 // ErrNotRolloutRecord is the errors.Is target of merge errors about the line itself: it is not a
 // JSON object, or its rollout id cannot be derived or is invalid (then errors.Is(err,
-// rollout.ErrInvalidID) holds too). The caller passes such a line through and reports it (SPEC §8).
+// rollout.ErrInvalidID) holds too). The caller passes such a line through unchanged and reports it
+// (`modelcalls merge` names the line number and the reason on stderr and exits 1 at the end);
+// nothing is dropped.
 var ErrNotRolloutRecord = errors.New("cannot merge line")
 
 // MergeOptions tune a merge. The zero value is NeMo Gym's behaviour: payloads left out, a 10 s
 // quiescence wait polled every 50 ms.
 type MergeOptions struct {
 	// IncludePayloads keeps request, response, request_raw and response_raw in each attached call
-	// (reference §9.2 include_payloads).
+	// (NeMo Gym's include_payloads).
 	IncludePayloads bool
 	// DrainTimeout bounds the quiescence wait per rollout; 0 means CaptureDrainTimeout, a negative
 	// value means do not wait (claims are still counted once).
@@ -69,7 +72,7 @@ type MergeResult struct {
 	ObservationsJoined bool
 }
 
-// Merger merges capture evidence into rollout records (reference §9.2, SPEC §8). It holds the
+// Merger merges capture evidence into rollout records, as NeMo Gym's merge does (see Merge). It holds the
 // capture stores of its dirs and is safe for concurrent use: Merge may run on many lines at once.
 type Merger struct {
 	stores []*capture.Store
@@ -108,7 +111,8 @@ func MergeRecord(ctx context.Context, line []byte, dirs []string, opts MergeOpti
 // member, in the record's own separator style; the attachment itself is compact JSON. line is not
 // modified; the result is a new slice unless the line comes back untouched.
 //
-// Steps (reference §9.2, SPEC §8):
+// Steps (NeMo Gym's merge, with the seed's quiescence wait and pending gap, and our byte-preserving
+// splice):
 //  1. A line that is not a JSON object, or whose rollout id cannot be derived or is invalid, gives an
 //     error wrapping ErrNotRolloutRecord, and line itself. A record with none of the four _ng_*
 //     fields, or a Merger without dirs, gives line untouched and Attached false.
@@ -248,10 +252,10 @@ func (m *Merger) collect(ctx context.Context, id string) (evidence, error) {
 	return ev, nil
 }
 
-// StoreForRollout ports _store_for_rollout: the store of the first dir (in order) that holds the
+// storeForRollout ports _store_for_rollout: the store of the first dir (in order) that holds the
 // capture file or the incomplete marker of rollout id, or nil when none does. Dirs that do not exist
 // are skipped (nothing is created). An invalid id or a stat error is returned.
-func StoreForRollout(id string, dirs []string) (*capture.Store, error) {
+func storeForRollout(id string, dirs []string) (*capture.Store, error) {
 	stores, err := existingStores(dirs)
 	if err != nil {
 		return nil, err

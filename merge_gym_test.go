@@ -15,18 +15,18 @@ import (
 // Gym-written capture dir differs from what NeMo Gym attached (merged-by-gym.jsonl), on purpose.
 // The test fails on any other difference and on any listed difference that no longer shows.
 //
-// Not listed because they cannot show here: the stream rules of SPEC §7 (e.g. 2-12 and 2-13, whose
-// unterminated last event Gym marks stream_truncated) act when a stream is captured, and this merge
+// Not listed because they cannot show here: our stream rules (e.g. for 2-12 and 2-13, whose
+// unterminated last event Gym marks stream_truncated; docs/sse-and-streams.md) act when a stream is captured, and this merge
 // reads what Gym captured. The six seed fields (provenance, client ids) are not in Gym's output; the
 // test checks that they read back as null.
 var gymDifferences = []struct {
 	rollout, path, gym, ours, why string
 }{
 	{"2-8", "calls[0].tokens_reasoning", "null", "0",
-		"SPEC §6: Anthropic usage.output_tokens_details.thinking_tokens counts as tokens_reasoning"},
+		"ours: Anthropic usage.output_tokens_details.thinking_tokens counts as tokens_reasoning"},
 	{"2-8", "metrics.tokens_reasoning", "null", "0", "the same call's tokens_reasoning, aggregated"},
 	{"3-0", "metrics.latency_total_ms", "0.060000000000000005", "0.06",
-		"SPEC §6: compensated (Neumaier) float sum of six 0.01 ms latencies; the Python that wrote the fixture summed naively"},
+		"ours: compensated (Neumaier) float sum of six 0.01 ms latencies; the Python that wrote the fixture summed naively"},
 }
 
 // seedAdditions are the record fields Gym's snapshot did not have.

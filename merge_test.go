@@ -464,11 +464,11 @@ func TestMergeStoreSelection(t *testing.T) {
 	if callIndices(got) != "[]" || gapsOf(got) != `[{"code":"model_call_capture_incomplete"}]` {
 		t.Errorf("first dir not selected: %s", jsonOf(got))
 	}
-	if s, err := StoreForRollout("r", []string{filepath.Join(first, "missing"), second}); err != nil || s == nil || s.Dir() != second {
-		t.Errorf("StoreForRollout = %v, %v", s, err)
+	if s, err := storeForRollout("r", []string{filepath.Join(first, "missing"), second}); err != nil || s == nil || s.Dir() != second {
+		t.Errorf("storeForRollout = %v, %v", s, err)
 	}
-	if s, err := StoreForRollout("none", []string{first, second}); err != nil || s != nil {
-		t.Errorf("StoreForRollout(none) = %v, %v", s, err)
+	if s, err := storeForRollout("none", []string{first, second}); err != nil || s != nil {
+		t.Errorf("storeForRollout(none) = %v, %v", s, err)
 	}
 }
 
@@ -478,7 +478,7 @@ func TestMergePayloads(t *testing.T) {
 	for _, include := range []bool{false, true} {
 		got, _ := mergeCapture(t, []string{dir}, "r", MergeOptions{IncludePayloads: include})
 		call := got["calls"].([]any)[0].(map[string]any)
-		for _, f := range PayloadFields {
+		for _, f := range payloadFields {
 			if _, present := call[f]; present != include {
 				t.Errorf("include=%v: %s present=%v", include, f, present)
 			}

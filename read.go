@@ -5,7 +5,7 @@ import (
 )
 
 // ReadRecords ports read_model_call_records: the records of rollout id in durable append order,
-// from the strict read (capture.Store.Read), with call_index 0, 1, 2, ... (reference §3.4). A missing
+// from the strict read (capture.Store.Read), with call_index 0, 1, 2, ... as NeMo Gym numbers them. A missing
 // capture file gives no records. The first line that is not a readable exchange, or whose record
 // cannot be built (BuildRecord), stops the read with a *capture.LineError naming the file and line
 // (errors.Is(err, ErrInvalidExchange) for the latter). I/O errors and an invalid id are returned as
@@ -27,8 +27,8 @@ func ReadRecords(store *capture.Store, id string) ([]ModelCallRecord, error) {
 
 // ReadAvailableRecords ports read_available_model_call_records: the records of rollout id that can
 // be read and built, each with call_index = its capture index, and the number of damaged lines
-// (reference §3.4): lines the tolerant read rejects plus lines whose record cannot be built (SPEC §6:
-// a wrong-typed envelope field). Damaged lines keep their capture index, so indices may have holes.
+// as NeMo Gym's tolerant read counts them: lines the tolerant read rejects plus lines whose record
+// cannot be built (a wrong-typed envelope field, see BuildRecord). Damaged lines keep their capture index, so indices may have holes.
 // Only I/O errors and an invalid id are returned as errors.
 func ReadAvailableRecords(store *capture.Store, id string) (records []ModelCallRecord, damaged int, err error) {
 	records, _, damaged, err = readAvailable(store, id, rawDecode)

@@ -87,11 +87,11 @@ func TestReadAvailableRecords(t *testing.T) {
 		wantIndices []int
 		wantDamaged int
 	}{
-		// Reference §3.4's verified example. With SPEC §6's damage rules the bad model_ref line is
-		// still damaged (model_ref is an envelope field), so the result is the same.
+		// NeMo Gym's tolerant-read example, checked against its reader. With our damage rules the bad
+		// model_ref line is still damaged (model_ref is an envelope field), so the result is the same.
 		{"reference example", strings.Join([]string{ok("a", 1), "", "{not json", "[1,2]", badModelRef, "  ", ok("b", 2), nanLine, ok("c", 3)}, "\n") + "\n",
 			[]int{0, 4, 6}, 4},
-		// Where SPEC §6 keeps more than the reference: a malformed payload is skipped, not damage.
+		// Where we keep more than NeMo Gym: a malformed payload is skipped, not damage.
 		{"malformed payload kept", ok("a", 1) + "\n" + badPayload + "\n", []int{0, 1}, 0},
 		{"torn tail", ok("a", 1) + "\n" + ok("b", 2)[:40], []int{0}, 1},
 		{"torn line then repaired append", ok("a", 1) + "\n" + ok("b", 2)[:40] + "\n" + ok("c", 3) + "\n", []int{0, 2}, 1},

@@ -2,31 +2,30 @@ package modelcalls
 
 import (
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
+	"github.com/modelcalls/modelcalls/rollout"
 
 	"encoding/json"
-
-	"github.com/modelcalls/modelcalls/capture"
 )
 
 // ModelCallRecord is the observability record derived from one captured exchange: the seed's
-// ModelCallRecord, with exactly its 33 fields and JSON names (SPEC §6). Every optional field is nil
+// ModelCallRecord, with exactly its 33 fields and JSON names. Every optional field is nil
 // when unknown; 0, false and "" are values. JSON output (AppendJSON, MarshalJSON) always carries
 // every field, null when unknown, and tool_calls is [] when empty.
 //
-// JSON key order: the 27 fields of NeMo Gym's snapshot record in its order (reference §4; what
-// merged-by-gym.jsonl shows), then the six seed additions (response_source, upstream_attempted,
+// JSON key order: the 27 fields of NeMo Gym's snapshot record in its order (what NeMo Gym's own
+// merge writes: merged-by-gym.jsonl among the NeMo Gym fixtures), then the six seed additions (response_source, upstream_attempted,
 // upstream_status_code, local_response_reason, client_session_id, client_assistant_message_id).
 //
 // Request and Response hold the exchange's payload objects as the original JSON bytes (they alias the
 // line the record was built from); they are never decoded into maps or re-encoded.
 type ModelCallRecord struct {
-	ModelCallID *string           // model_call_id: 32 lowercase hex chars from the capture line
-	ResponseID  *string           // response_id: response.id when a string ("" kept)
-	CallIndex   int               // call_index: capture index, durable append order (not causal order)
-	ModelRef    *capture.ModelRef // model_ref: {"type":"responses_api_models","name":...}
-	Model       *string           // model: response.model, else request.model (reference §4)
-	Dialect     *string           // dialect: "responses", "chat" or "messages"
-	StatusCode  *int              // status_code: HTTP status the server answered with
+	ModelCallID *string                 // model_call_id: 32 lowercase hex chars from the capture line
+	ResponseID  *string                 // response_id: response.id when a string ("" kept)
+	CallIndex   int                     // call_index: capture index, durable append order (not causal order)
+	ModelRef    *rollout.ModelServerRef // model_ref: {"type":"responses_api_models","name":...}
+	Model       *string                 // model: the first truthy of response.model, request.model, when a string
+	Dialect     *string                 // dialect: "responses", "chat" or "messages"
+	StatusCode  *int                    // status_code: HTTP status the server answered with
 
 	ResponseStatus *string // response_status: response.status when a string (Responses API)
 	FinishReason   *string // finish_reason: stop_reason | choices[0].finish_reason | incomplete_details.reason
@@ -47,15 +46,15 @@ type ModelCallRecord struct {
 	ToolCalls        []ToolCall // tool_calls: client tool calls the model asked for; never null in JSON
 	ReasoningContent *string    // reasoning_content: readable reasoning text, pieces joined with "\n"
 
-	CacheHit            *bool  // cache_hit: cached_tokens > 0 (CacheSignal)
+	CacheHit            *bool  // cache_hit: cached_tokens > 0
 	CachedTokens        *int64 // cached_tokens: prompt tokens read from the provider's cache
 	CacheCreationTokens *int64 // cache_creation_tokens: prompt tokens written to the provider's cache (ExtractTokenStats)
 
-	ErrorCategory  *string  // error_category: timeout, rate_limit, auth, ... (reference §8)
+	ErrorCategory  *string  // error_category: one of the capture.Category* values
 	LatencyTotalMS *float64 // latency_total_ms: exchange latency_ms, milliseconds
 	LatencyTTFTMS  *float64 // latency_ttft_ms: time to first body byte, milliseconds
 
-	ResponseSource      *string // response_source: "upstream" or "local" (SPEC §5 provenance)
+	ResponseSource      *string // response_source: "upstream" or "local" (the gateway answered itself)
 	UpstreamAttempted   *bool   // upstream_attempted: whether the upstream was called at all
 	UpstreamStatusCode  *int    // upstream_status_code: the upstream's own HTTP status
 	LocalResponseReason *string // local_response_reason: why the gateway answered itself
@@ -64,24 +63,25 @@ type ModelCallRecord struct {
 	ClientAssistantMessageID *string
 }
 
-// ToolCall is one tool call the model asked the client to run: {"call_id", "name", "arguments"}
-// (reference §4.3).
+// ToolCall is one tool call the model asked the client to run: {"call_id", "name", "arguments"},
+// from a Responses function_call item, a Chat message's tool_calls or an Anthropic tool_use block.
 type ToolCall struct {
 	// CallID is the provider's call id (Responses call_id or id, Chat tool_calls[].id, Anthropic
 	// tool_use id); nil when absent or not a string.
 	CallID *string
 	// Name is the function name; nil when absent or not a string.
 	Name *string
-	// Arguments is always a JSON object (SPEC §6, NormalizeArguments).
+	// Arguments is always a JSON object: an object as given; a string holding a JSON object, decoded;
+	// any other string as {"_raw": <the string>}; anything else {}.
 	Arguments json.RawMessage
 }
 
-// PayloadFields are the JSON names of the four payload fields AppendJSON leaves out when asked to.
-var PayloadFields = [...]string{"request", "response", "request_raw", "response_raw"}
+// payloadFields are the JSON names of the four payload fields AppendJSON leaves out when asked to.
+var payloadFields = [...]string{"request", "response", "request_raw", "response_raw"}
 
 // AppendJSON appends the record as one compact JSON object (no newline). With payloads false the
-// four payload fields (PayloadFields) are left out, as NeMo Gym's merge does unless include_payloads
-// (reference §9.2); with payloads true all 33 fields are written.
+// four payload fields (payloadFields) are left out, as NeMo Gym's merge does unless include_payloads
+// is set; with payloads true all 33 fields are written.
 func (r *ModelCallRecord) AppendJSON(dst []byte, payloads bool) []byte {
 	dst = append(dst, '{')
 	dst = appendKey(dst, "model_call_id")

@@ -17,7 +17,8 @@ import (
 //
 // Two modes:
 //   - validateJSON checks RFC 8259 syntax, strict UTF-8 inside strings (as
-//     Python's orjson and Go's utf8.Valid), and rejects NaN/Infinity (SPEC §7).
+//     Python's orjson and Go's utf8.Valid), and rejects NaN/Infinity, which
+//     NeMo Gym's reader (orjson) rejects too.
 //   - Everything else ("trusted" walkers) assumes input that validateJSON
 //     accepted. On malformed input they stop early or return partial results,
 //     but never panic and never read out of bounds.

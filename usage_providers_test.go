@@ -127,7 +127,7 @@ var providerUsageCases = []struct {
 
 func usageString(u json.RawMessage) string {
 	s := ExtractTokenStats(u)
-	hit, cached := CacheSignal(u)
+	hit, cached := cacheSignalJSON(u)
 	h := "<nil>"
 	if hit != nil {
 		h = fmt.Sprint(*hit)

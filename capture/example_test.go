@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/rollout"
 )
 
 // An exchange is encoded as one compact line in NeMo Gym's key order: floats always carry a
@@ -20,7 +21,7 @@ func ExampleEncodeExchange() {
 	line, err := capture.EncodeExchange(&capture.Exchange{
 		ModelCallID:    "0123456789abcdef0123456789abcdef",
 		Dialect:        "chat",
-		ModelRef:       &capture.ModelRef{Type: capture.ModelRefType, Name: "policy_model"},
+		ModelRef:       &rollout.ModelServerRef{Type: rollout.ModelServerRefType, Name: "policy_model"},
 		StartedAt:      1795968571,
 		CompletedAt:    1795968571.25,
 		LatencyMS:      capture.RoundMS(250.004),

@@ -12,16 +12,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
+	"github.com/modelcalls/modelcalls/rollout"
 )
-
-// ModelRefType is the only model_ref type NeMo Gym writes: the capture sits on a model server.
-const ModelRefType = "responses_api_models"
-
-// ModelRef names the model server that observed a call: {"type": "responses_api_models", "name": ...}.
-type ModelRef struct {
-	Type string `json:"type"`
-	Name string `json:"name"`
-}
 
 // Exchange is one captured model call as written to a capture file. Field order is the JSON key
 // order of the line: NeMo Gym's thirteen keys in the order its CaptureStore writes them, then our
@@ -30,12 +22,12 @@ type ModelRef struct {
 // not_found, client_error, upstream_error, connection, exception, incomplete, stream_truncated,
 // capture_parse_error) and our cancelled and capture_too_large.
 type Exchange struct {
-	ModelCallID string    // "model_call_id": 32 lowercase hex characters (NewModelCallID)
-	Dialect     string    // "dialect": "responses", "chat" or "messages"
-	ModelRef    *ModelRef // "model_ref": null when the model server has no name
-	StartedAt   float64   // "started_at": wall clock, seconds since the Unix epoch
-	CompletedAt float64   // "completed_at": wall clock, seconds since the Unix epoch
-	LatencyMS   float64   // "latency_ms": monotonic duration in ms, rounded with RoundMS
+	ModelCallID string                  // "model_call_id": 32 lowercase hex characters (NewModelCallID)
+	Dialect     string                  // "dialect": "responses", "chat" or "messages"
+	ModelRef    *rollout.ModelServerRef // "model_ref": null when the model server has no name
+	StartedAt   float64                 // "started_at": wall clock, seconds since the Unix epoch
+	CompletedAt float64                 // "completed_at": wall clock, seconds since the Unix epoch
+	LatencyMS   float64                 // "latency_ms": monotonic duration in ms, rounded with RoundMS
 	// LatencyTTFTMS ("latency_ttft_ms") is the monotonic time to the first non-empty body chunk in
 	// ms, rounded with RoundMS; nil (null) when no body byte arrived.
 	LatencyTTFTMS *float64

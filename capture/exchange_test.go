@@ -8,23 +8,25 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/modelcalls/modelcalls/rollout"
 )
 
 // gymLine mirrors the keys NeMo Gym writes, for re-encoding its lines with EncodeExchange.
 type gymLine struct {
-	ModelCallID   string          `json:"model_call_id"`
-	Dialect       string          `json:"dialect"`
-	ModelRef      *ModelRef       `json:"model_ref"`
-	StartedAt     float64         `json:"started_at"`
-	CompletedAt   float64         `json:"completed_at"`
-	LatencyMS     float64         `json:"latency_ms"`
-	LatencyTTFTMS *float64        `json:"latency_ttft_ms"`
-	StatusCode    *int            `json:"status_code"`
-	ErrorCategory *string         `json:"error_category"`
-	Request       json.RawMessage `json:"request"`
-	Response      json.RawMessage `json:"response"`
-	RequestRaw    *string         `json:"request_raw"`
-	ResponseRaw   *string         `json:"response_raw"`
+	ModelCallID   string                  `json:"model_call_id"`
+	Dialect       string                  `json:"dialect"`
+	ModelRef      *rollout.ModelServerRef `json:"model_ref"`
+	StartedAt     float64                 `json:"started_at"`
+	CompletedAt   float64                 `json:"completed_at"`
+	LatencyMS     float64                 `json:"latency_ms"`
+	LatencyTTFTMS *float64                `json:"latency_ttft_ms"`
+	StatusCode    *int                    `json:"status_code"`
+	ErrorCategory *string                 `json:"error_category"`
+	Request       json.RawMessage         `json:"request"`
+	Response      json.RawMessage         `json:"response"`
+	RequestRaw    *string                 `json:"request_raw"`
+	ResponseRaw   *string                 `json:"response_raw"`
 }
 
 func nullToNil(r json.RawMessage) json.RawMessage {

@@ -10,8 +10,8 @@
 //   - incremental stream reassembly (Stream, reference §7.3–§7.5 with the SPEC §7 differences):
 //     a Stream is fed the body chunk by chunk, tells the gateway which chunk completed the first
 //     terminal event, and keeps only the state the reconstructed response needs, never the body;
-//   - dialect-shaped local error bodies (ErrorBody) and the HTTP status to error-category table
-//     (StatusCategory, reference §8.1).
+//   - dialect-shaped local error bodies (ErrorBody). The HTTP status to error-category table is
+//     capture.StatusCategory, beside the other error categories of a capture line.
 //
 // Reconstructed responses are compact JSON objects whose untouched values keep the server's
 // literal text (10 stays 10, 10.0 stays 10.0) and whose keys follow the order NeMo Gym builds

@@ -74,24 +74,3 @@ func errorType(d Dialect, status int) string {
 	}
 	return "invalid_request_error"
 }
-
-// StatusCategory is the error category of an HTTP status (reference §8.1): "" below 400;
-// 408 and 504 "timeout"; 429 "rate_limit"; 401 and 403 "auth"; 404 "not_found"; any other
-// status below 500 "client_error"; everything else, 600 and above included, "upstream_error".
-func StatusCategory(status int) string {
-	switch {
-	case status < 400:
-		return ""
-	case status == 408 || status == 504:
-		return "timeout"
-	case status == 429:
-		return "rate_limit"
-	case status == 401 || status == 403:
-		return "auth"
-	case status == 404:
-		return "not_found"
-	case status < 500:
-		return "client_error"
-	}
-	return "upstream_error"
-}

@@ -40,10 +40,10 @@ type failure string
 
 const (
 	failNone       failure = ""
-	failCancelled  failure = "cancelled"  // the client went away before the terminal event / end of body
-	failConnection failure = "connection" // the upstream connection failed
-	failTimeout    failure = "timeout"    // a gateway timeout or a transport timeout
-	failException  failure = "exception"  // the proxy ended the call some other way
+	failCancelled  failure = capture.CategoryCancelled  // the client went away before the terminal event / end of body
+	failConnection failure = capture.CategoryConnection // the upstream connection failed
+	failTimeout    failure = capture.CategoryTimeout    // a gateway timeout or a transport timeout
+	failException  failure = capture.CategoryException  // the proxy ended the call some other way
 )
 
 // call is the state of one captured call. Everything runs on the request's handler goroutine, except
@@ -113,14 +113,14 @@ func (h *Handler) serveCaptured(w http.ResponseWriter, r *http.Request, id strin
 	}()
 	if h.draining.Load() {
 		c.answerLocally(w, http.StatusServiceUnavailable, ReasonShuttingDown, false,
-			dialect.StatusCategory(http.StatusServiceUnavailable), "the capture gateway is shutting down; retry against another instance")
+			capture.StatusCategory(http.StatusServiceUnavailable), "the capture gateway is shutting down; retry against another instance")
 		return
 	}
 
 	body, err := c.readRequest(r)
 	if errors.Is(err, errTooLarge) {
 		c.answerLocally(w, http.StatusRequestEntityTooLarge, ReasonRequestTooLarge, false,
-			dialect.StatusCategory(http.StatusRequestEntityTooLarge),
+			capture.StatusCategory(http.StatusRequestEntityTooLarge),
 			fmt.Sprintf("request body exceeds the capture gateway's limit of %d bytes", h.maxRequestBytes()))
 		return
 	}
@@ -521,7 +521,7 @@ type verdict struct {
 //  1. the client went away before the end → "cancelled";
 //  2. the upstream failed mid-call → the status category when the status is >= 400, else
 //     "connection" / "timeout";
-//  3. status >= 400 → the status category (dialect.StatusCategory);
+//  3. status >= 400 → the status category (capture.StatusCategory);
 //  4. terminal error event → "upstream_error"; response.incomplete → "incomplete";
 //  5. the body passed MaxCaptureBytes (response_raw holds its first bytes), or a stream event was
 //     too large to reassemble → "capture_too_large";
@@ -535,23 +535,23 @@ func errorCategory(v verdict) *string {
 		return ptr(string(failCancelled))
 	case v.failure != failNone:
 		if v.status >= 400 {
-			return ptr(dialect.StatusCategory(v.status))
+			return ptr(capture.StatusCategory(v.status))
 		}
 		return ptr(string(v.failure))
 	case v.status >= 400:
-		return ptr(dialect.StatusCategory(v.status))
+		return ptr(capture.StatusCategory(v.status))
 	case v.streaming && v.terminal == dialect.TerminalError:
-		return ptr("upstream_error")
+		return ptr(capture.CategoryUpstreamError)
 	case v.streaming && v.terminal == dialect.TerminalIncomplete:
-		return ptr("incomplete")
+		return ptr(capture.CategoryIncomplete)
 	case v.tooLarge:
-		return ptr("capture_too_large")
+		return ptr(capture.CategoryCaptureTooLarge)
 	case v.decodeFailed:
-		return ptr("capture_parse_error")
+		return ptr(capture.CategoryCaptureParseError)
 	case v.streaming && v.terminal == dialect.TerminalNone:
-		return ptr("stream_truncated")
+		return ptr(capture.CategoryStreamTruncated)
 	case v.bodyLen > 0 && !v.parsed:
-		return ptr("capture_parse_error")
+		return ptr(capture.CategoryCaptureParseError)
 	}
 	return nil
 }

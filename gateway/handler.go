@@ -128,7 +128,7 @@ type Handler struct {
 	proxy    *httputil.ReverseProxy
 	metrics  *metrics
 	log      *slog.Logger
-	modelRef *capture.ModelRef
+	modelRef *rollout.ModelServerRef
 	draining atomic.Bool
 	inflight tracker
 	warned   sync.Map // routing mistake kind -> struct{}: each is logged once
@@ -142,7 +142,7 @@ func (h *Handler) init() {
 	}
 	h.metrics = newMetrics()
 	if h.ModelServerName != "" {
-		h.modelRef = &capture.ModelRef{Type: capture.ModelRefType, Name: h.ModelServerName}
+		h.modelRef = &rollout.ModelServerRef{Type: rollout.ModelServerRefType, Name: h.ModelServerName}
 	}
 	if h.Upstream == nil || h.Upstream.Scheme == "" || h.Upstream.Host == "" {
 		h.initErr = errors.New("gateway: Upstream must be an absolute URL")

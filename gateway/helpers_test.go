@@ -22,6 +22,7 @@ import (
 	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/gateway"
+	"github.com/modelcalls/modelcalls/rollout"
 )
 
 // fixture reads a file from testdata.
@@ -201,25 +202,25 @@ func (e *env) post(id, path, body string, header map[string]string) (*http.Respo
 
 // line is one capture line, decoded.
 type line struct {
-	ModelCallID              string            `json:"model_call_id"`
-	Dialect                  string            `json:"dialect"`
-	ModelRef                 *capture.ModelRef `json:"model_ref"`
-	StartedAt                float64           `json:"started_at"`
-	CompletedAt              float64           `json:"completed_at"`
-	LatencyMS                float64           `json:"latency_ms"`
-	LatencyTTFTMS            *float64          `json:"latency_ttft_ms"`
-	StatusCode               *int              `json:"status_code"`
-	ErrorCategory            *string           `json:"error_category"`
-	Request                  json.RawMessage   `json:"request"`
-	Response                 json.RawMessage   `json:"response"`
-	RequestRaw               *string           `json:"request_raw"`
-	ResponseRaw              *string           `json:"response_raw"`
-	ResponseSource           *string           `json:"response_source"`
-	UpstreamAttempted        *bool             `json:"upstream_attempted"`
-	UpstreamStatusCode       *int              `json:"upstream_status_code"`
-	LocalResponseReason      *string           `json:"local_response_reason"`
-	ClientSessionID          *string           `json:"client_session_id"`
-	ClientAssistantMessageID *string           `json:"client_assistant_message_id"`
+	ModelCallID              string                  `json:"model_call_id"`
+	Dialect                  string                  `json:"dialect"`
+	ModelRef                 *rollout.ModelServerRef `json:"model_ref"`
+	StartedAt                float64                 `json:"started_at"`
+	CompletedAt              float64                 `json:"completed_at"`
+	LatencyMS                float64                 `json:"latency_ms"`
+	LatencyTTFTMS            *float64                `json:"latency_ttft_ms"`
+	StatusCode               *int                    `json:"status_code"`
+	ErrorCategory            *string                 `json:"error_category"`
+	Request                  json.RawMessage         `json:"request"`
+	Response                 json.RawMessage         `json:"response"`
+	RequestRaw               *string                 `json:"request_raw"`
+	ResponseRaw              *string                 `json:"response_raw"`
+	ResponseSource           *string                 `json:"response_source"`
+	UpstreamAttempted        *bool                   `json:"upstream_attempted"`
+	UpstreamStatusCode       *int                    `json:"upstream_status_code"`
+	LocalResponseReason      *string                 `json:"local_response_reason"`
+	ClientSessionID          *string                 `json:"client_session_id"`
+	ClientAssistantMessageID *string                 `json:"client_assistant_message_id"`
 
 	keys   map[string]json.RawMessage
 	record *modelcalls.ModelCallRecord

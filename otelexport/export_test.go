@@ -24,6 +24,7 @@ import (
 
 	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/rollout"
 )
 
 const modelCallID = "0123456789abcdef0123456789abcdef"
@@ -33,7 +34,7 @@ func exchange(dialect string, request, response string, mod func(ex *capture.Exc
 	ex := &capture.Exchange{
 		ModelCallID:        modelCallID,
 		Dialect:            dialect,
-		ModelRef:           &capture.ModelRef{Type: capture.ModelRefType, Name: "policy"},
+		ModelRef:           &rollout.ModelServerRef{Type: rollout.ModelServerRefType, Name: "policy"},
 		StartedAt:          1767225600.25,
 		CompletedAt:        1767225601.75,
 		LatencyMS:          1500,

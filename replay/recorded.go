@@ -84,9 +84,9 @@ func loadRecorded(entries []capture.Entry, ignore [][]string) ([]*recorded, erro
 		if l.ErrorCategory != nil {
 			category = *l.ErrorCategory
 		}
-		rc.cancelled = category == "cancelled"
+		rc.cancelled = category == capture.CategoryCancelled
 		local := l.ResponseSource != nil && *l.ResponseSource == "local"
-		rc.abort = rc.cancelled || (!local && (category == "connection" || category == "timeout"))
+		rc.abort = rc.cancelled || (!local && (category == capture.CategoryConnection || category == capture.CategoryTimeout))
 		switch {
 		case l.ResponseRaw != nil:
 			rc.body = []byte(*l.ResponseRaw)

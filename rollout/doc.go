@@ -3,6 +3,7 @@
 // /ng-rollout/<rollout_id> URL prefix that keys captured model calls, and the types a merged rollout
 // record carries as evidence: gaps and agent observations.
 //
-// The rules follow NeMo Gym's rollout_correlation module (reference §2) with the differences of
-// SPEC §3: a trailing newline is never accepted and a derived id that is not valid is an error.
+// The rules follow NeMo Gym's rollout_correlation module with two differences of ours: a trailing
+// newline is never accepted in an id (Python's "$" would match before one), and a derived id that is
+// not valid is an error rather than a file name.
 package rollout

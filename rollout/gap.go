@@ -12,7 +12,11 @@ type Gap struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// Gap codes of the model-call capture attachment (SPEC §8, reference §9.2 and §10).
+// Gap codes, the values of Gap.Code that modelcalls writes or NeMo Gym defines. A merge writes the
+// capture codes into ng_model_call_capture's gaps in this order: records_unreadable, incomplete,
+// pending, no_records (unreadable instead of records_unreadable and no_records when the capture
+// cannot be read at all), then agent_observation_join_failed when the observations do not parse.
+// The join writes the reference and ownership codes into the gaps of ng_agent_observations.
 const (
 	// GapCaptureRecordsUnreadable: some capture lines were damaged; detail "count=<n>".
 	GapCaptureRecordsUnreadable = "model_call_capture_records_unreadable"
@@ -35,5 +39,7 @@ const (
 	// GapOwnershipUnavailable: a captured call is owned by no invocation.
 	GapOwnershipUnavailable = "model_call_ownership_unavailable"
 	// GapCompactionJoinFailed: a Claude Code compaction could not be associated with its model calls.
+	// NeMo Gym writes it; modelcalls does not run that association and never writes it, but keeps
+	// it when a producer did.
 	GapCompactionJoinFailed = "compaction_model_call_join_failed"
 )

@@ -64,7 +64,8 @@ func HasRolloutFields(fields map[string]json.RawMessage) bool {
 }
 
 // FromRecord derives the rollout id of a rollout record from its top-level fields, given as raw JSON
-// values (reference §2.1, SPEC §3):
+// values, with NeMo Gym's rule (maybe_rollout_id_from_run_body) made strict where NeMo Gym would
+// write a file whose name is not a valid id:
 //
 //   - a non-null _ng_rollout_id must be a JSON string holding a valid id, and is the base id;
 //   - otherwise _ng_task_index and _ng_rollout_index must both be non-null; the base id is

@@ -7,7 +7,9 @@ import (
 	"testing"
 )
 
-// Reference §11 items 48-49: what a bundle must satisfy.
+// What a bundle must satisfy, as NeMo Gym's own tests of its observation models check it: refs need
+// a join key, invocation ids are unique without parent cycles, unknown fields and legacy turn records
+// are rejected, and numbers and times are validated.
 func TestParseObservationBundleRejects(t *testing.T) {
 	inv := func(extra string) string {
 		return `{"source":"s","records":[{"kind":"agent_invocation","invocation_id":"a"` + extra + `}]}`

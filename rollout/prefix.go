@@ -2,8 +2,8 @@ package rollout
 
 import "strings"
 
-// PrefixSegment is the first path segment of a rollout-keyed model call URL:
-// {base}/ng-rollout/<rollout_id>/v1/... (reference §2.4).
+// PrefixSegment is the first path segment of a rollout-keyed model call URL, NeMo Gym's prefix
+// protocol: {base}/ng-rollout/<rollout_id>/v1/...
 const PrefixSegment = "ng-rollout"
 
 // PathPrefix returns "/ng-rollout/<id>", or "" for an empty id.
@@ -26,8 +26,8 @@ func ApplyPrefix(base, id string) string {
 // SplitPath splits a request path of the form /ng-rollout/<id>/<rest> into the id and "/<rest>".
 // The id is any non-empty run of characters other than '/', not validated here (the gateway
 // validates it and answers invalid ids itself). ok is false when p has no such prefix or nothing
-// follows the id ("/ng-rollout/abc" does not match, as in the reference §6.1). Only one prefix is
-// stripped.
+// follows the id ("/ng-rollout/abc" does not match, as NeMo Gym's capture middleware does not
+// route it). Only one prefix is stripped.
 func SplitPath(p string) (id, rest string, ok bool) {
 	const lead = "/" + PrefixSegment + "/"
 	if !strings.HasPrefix(p, lead) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/rollout"
 	"github.com/modelcalls/modelcalls/view"
 )
 
@@ -34,7 +35,7 @@ func writeLargeDir(tb testing.TB, dir string, n int) {
 			status := 200
 			ex := &capture.Exchange{
 				ModelCallID: fmt.Sprintf("%032x", i*2+c), Dialect: "chat",
-				ModelRef:  &capture.ModelRef{Type: capture.ModelRefType, Name: "bench"},
+				ModelRef:  &rollout.ModelServerRef{Type: rollout.ModelServerRefType, Name: "bench"},
 				StartedAt: start, CompletedAt: start + lat/1000, LatencyMS: lat, LatencyTTFTMS: &ttft, StatusCode: &status,
 				Request: json.RawMessage(`{"model":"` + models[i%3] + `","messages":[{"role":"user","content":"task ` + strconv.Itoa(i) + `"}]}`),
 				Response: json.RawMessage(`{"id":"c` + strconv.Itoa(i) + `","model":"` + models[i%3] + `","choices":[{"index":0,"message":{"role":"assistant","content":"done"},"finish_reason":"stop"}],` +

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/rollout"
 )
 
 // sliceSource feeds runOrdered from a slice, counting how many jobs were read.
@@ -803,7 +804,7 @@ func BenchmarkMergeCommand(b *testing.B) {
 	for k := range callsPer {
 		ex := &capture.Exchange{
 			ModelCallID: capture.NewModelCallID(), Dialect: "responses",
-			ModelRef:  &capture.ModelRef{Type: "responses_api_models", Name: "policy_model"},
+			ModelRef:  &rollout.ModelServerRef{Type: "responses_api_models", Name: "policy_model"},
 			StartedAt: 1795968571.5 + float64(k), CompletedAt: 1795968572.25 + float64(k),
 			LatencyMS: 750.25, LatencyTTFTMS: &ttft, StatusCode: &status,
 			Request: json.RawMessage(`{"model":"gpt-5-mini","input":[{"role":"user","content":"What is the weather in Tokyo today? Answer briefly, then call the tool."}],"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}],"stream":false}`),

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/gateway"
 	"github.com/modelcalls/modelcalls/internal/config"
@@ -137,24 +138,28 @@ func resolveProxyConfig(o *proxyOptions, overrides []string) (*proxyConfig, erro
 	if err := values.Apply(overrides...); err != nil {
 		return nil, usageErrorf("%w", err)
 	}
-	gym, err := values.Capture()
+	gymDirs, err := modelcalls.CaptureDirsFromConfig(values)
 	if err != nil {
 		return nil, usageErrorf("config: %w", err)
+	}
+	gymDir := "" // "" when the config leaves capture off
+	if len(gymDirs) > 0 {
+		gymDir = gymDirs[0]
 	}
 	dir := o.captureDir
 	if dir != "" {
 		if dir, err = filepath.Abs(dir); err != nil {
 			return nil, usageErrorf("--capture-dir: %w", err)
 		}
-		if gym.Enabled && gym.Dir != dir {
-			return nil, usageErrorf("--capture-dir %s and %s %s disagree: give one", dir, config.KeyModelCallCaptureDir, gym.Dir)
+		if gymDir != "" && gymDir != dir {
+			return nil, usageErrorf("--capture-dir %s and %s %s disagree: give one", dir, modelcalls.ConfigCaptureDir, gymDir)
 		}
 	} else {
-		dir = gym.Dir
+		dir = gymDir
 	}
 	if dir == "" {
 		return nil, usageErrorf("no capture dir: pass --capture-dir DIR, or ++%s=true ++%s=/abs/dir",
-			config.KeyObservabilityEnabled, config.KeyModelCallCaptureDir)
+			modelcalls.ConfigObservabilityEnabled, modelcalls.ConfigCaptureDir)
 	}
 	if o.maxRequestBytes < 0 {
 		return nil, usageErrorf("--max-request-bytes must be >= 0 (0: no limit)")

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/rollout"
 )
 
 func TestProxyUsageErrors(t *testing.T) {
@@ -168,8 +169,8 @@ func TestProxyServesAndDrains(t *testing.T) {
 		t.Fatalf("%d lines, %v", len(entries), err)
 	}
 	var l struct {
-		ErrorCategory *string          `json:"error_category"`
-		ModelRef      capture.ModelRef `json:"model_ref"`
+		ErrorCategory *string                `json:"error_category"`
+		ModelRef      rollout.ModelServerRef `json:"model_ref"`
 	}
 	json.Unmarshal(entries[0].Data, &l)
 	if l.ErrorCategory != nil || l.ModelRef.Name != "policy_model" {

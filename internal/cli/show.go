@@ -648,7 +648,7 @@ func errorMessage(res map[string]any) string {
 }
 
 // printUsage writes the record's token numbers with the usage field each came from, following the
-// rules of modelcalls.ExtractTokenStats and modelcalls.CacheSignal.
+// rules of modelcalls.ExtractTokenStats and of the record's cache_hit / cached_tokens.
 func printUsage(w io.Writer, r *modelcalls.ModelCallRecord, res map[string]any) {
 	usage := jObj(res["usage"])
 	if usage == nil {

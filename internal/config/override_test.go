@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/modelcalls/modelcalls"
 )
 
 func TestParseOverride(t *testing.T) {
@@ -96,9 +98,9 @@ func TestOverridesFeedCapture(t *testing.T) {
 	if err := v.Apply("++observability_enabled=true", "++model_call_capture_dir=/data/caps"); err != nil {
 		t.Fatal(err)
 	}
-	c, err := v.Capture()
-	if err != nil || c != (Capture{true, "/data/caps"}) {
-		t.Fatalf("Capture() = %+v, %v", c, err)
+	dirs, err := modelcalls.CaptureDirsFromConfig(v)
+	if err != nil || len(dirs) != 1 || dirs[0] != "/data/caps" {
+		t.Fatalf("CaptureDirsFromConfig = %q, %v", dirs, err)
 	}
 }
 

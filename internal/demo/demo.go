@@ -171,7 +171,10 @@ func toolLoop(ctx context.Context, client *http.Client, base string, r *Rollout)
 	if status != http.StatusOK {
 		return fmt.Errorf("first call: status %d", status)
 	}
-	tools, _ := modelcalls.ToolCallsAndReasoning(resp)
+	tools, err := toolCalls(resp)
+	if err != nil {
+		return fmt.Errorf("first call: %w", err)
+	}
 	if len(tools) == 0 {
 		return errors.New("first call: the replayed response holds no tool call")
 	}
@@ -183,10 +186,29 @@ func toolLoop(ctx context.Context, client *http.Client, base string, r *Rollout)
 	if status != http.StatusOK {
 		return fmt.Errorf("second call: status %d", status)
 	}
-	if tools, _ := modelcalls.ToolCallsAndReasoning(resp); len(tools) != 0 {
+	tools, err = toolCalls(resp)
+	if err != nil {
+		return fmt.Errorf("second call: %w", err)
+	}
+	if len(tools) != 0 {
 		return errors.New("second call: expected a text answer, got another tool call")
 	}
 	return nil
+}
+
+// toolCalls are the client tool calls of a response object, as the record of a capture line holding
+// it would list them (modelcalls.BuildRecord on {"response": resp}).
+func toolCalls(resp json.RawMessage) ([]modelcalls.ToolCall, error) {
+	if len(resp) == 0 {
+		return nil, nil
+	}
+	line := make([]byte, 0, len(resp)+13)
+	line = append(append(append(line, `{"response":`...), resp...), '}')
+	rec, err := modelcalls.BuildRecord(line, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read the response's tool calls: %w", err)
+	}
+	return rec.ToolCalls, nil
 }
 
 // call posts body to the rollout's prefixed path of its dialect and returns the response object

@@ -9,6 +9,7 @@ import (
 
 	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/rollout"
 )
 
 // Micro-benchmarks of the per-call hot paths that have none in their own package: the capture
@@ -37,7 +38,7 @@ func benchExchange(b *testing.B, fx *fixtures) *capture.Exchange {
 	src, attempted := "upstream", true
 	return &capture.Exchange{
 		ModelCallID: capture.NewModelCallID(), Dialect: "responses",
-		ModelRef:  &capture.ModelRef{Type: capture.ModelRefType, Name: "bench"},
+		ModelRef:  &rollout.ModelServerRef{Type: rollout.ModelServerRefType, Name: "bench"},
 		StartedAt: 1764432000.123456, CompletedAt: 1764432000.234567, LatencyMS: 111.11, LatencyTTFTMS: &ttft,
 		StatusCode: &status, Request: fx.jsonRequest, Response: resp.Bytes(),
 		ResponseSource: &src, UpstreamAttempted: &attempted, UpstreamStatusCode: &status,

@@ -1,0 +1,307 @@
+package rollout
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// ParseObservationBundle decodes and validates an ng_agent_observations value with the rules of
+// NeMo Gym's pydantic models for it: unknown fields are rejected everywhere except inside
+// model_ref; required fields must be present and non-null; enumerations must hold an allowed value;
+// a ModelCallRef needs model_call_id or both model_ref and response_id; invocation ids are unique
+// and parent_invocation_id never forms a cycle (a parent that is not in the bundle is allowed); a
+// tool call's completed_at does not precede its started_at; durations, times and token counts are
+// >= 0. JSON types are strict: a number field takes a JSON number (an integer field an integral
+// one), a string field a JSON string. Errors wrap ErrInvalidObservations and say where the rule
+// failed.
+func ParseObservationBundle(raw []byte) (*ObservationBundle, error) {
+	var b ObservationBundle
+	if err := b.parse(raw); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidObservations, err)
+	}
+	return &b, nil
+}
+
+func (b *ObservationBundle) parse(raw []byte) error {
+	o, err := decodeFields(raw, "bundle", "source", "records", "gaps")
+	if err != nil {
+		return err
+	}
+	if b.Source, err = o.str("source"); err != nil {
+		return err
+	}
+	records, err := o.list("records")
+	if err != nil {
+		return err
+	}
+	b.Records = make([]ObservationRecord, 0, len(records))
+	for i, r := range records {
+		rec, err := parseRecord(r)
+		if err != nil {
+			return fmt.Errorf("records[%d]: %w", i, err)
+		}
+		b.Records = append(b.Records, rec)
+	}
+	gaps, err := o.list("gaps")
+	if err != nil {
+		return err
+	}
+	b.Gaps = make([]Gap, 0, len(gaps))
+	for i, g := range gaps {
+		gap, err := parseGap(g)
+		if err != nil {
+			return fmt.Errorf("gaps[%d]: %w", i, err)
+		}
+		b.Gaps = append(b.Gaps, gap)
+	}
+	return b.Validate()
+}
+
+// Validate checks the bundle-wide rules: invocation ids are unique, and following
+// parent_invocation_id links never returns to an invocation already on the path.
+func (b *ObservationBundle) Validate() error {
+	parents := make(map[string]*string)
+	for _, r := range b.Records {
+		inv, ok := r.(*AgentInvocation)
+		if !ok {
+			continue
+		}
+		if _, dup := parents[inv.InvocationID]; dup {
+			return fmt.Errorf("invocation_id %q is not unique within the bundle", inv.InvocationID)
+		}
+		parents[inv.InvocationID] = inv.ParentInvocationID
+	}
+	checked := make(map[string]bool, len(parents))
+	for start := range parents {
+		path := map[string]bool{}
+		for cur := start; !checked[cur]; {
+			parent, known := parents[cur]
+			if !known {
+				break // missing parents are allowed
+			}
+			if path[cur] {
+				return fmt.Errorf("parent_invocation_id forms a cycle through %q", cur)
+			}
+			path[cur] = true
+			if parent == nil {
+				break
+			}
+			cur = *parent
+		}
+		for id := range path {
+			checked[id] = true
+		}
+	}
+	return nil
+}
+
+func parseRecord(raw json.RawMessage) (ObservationRecord, error) {
+	var head struct {
+		Kind *string `json:"kind"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil || head.Kind == nil {
+		return nil, errors.New(`record must be an object with a string "kind"`)
+	}
+	switch *head.Kind {
+	case KindAgentInvocation:
+		return parseInvocation(raw)
+	case KindToolCall:
+		return parseToolCall(raw)
+	case KindSandbox:
+		return parseSandbox(raw)
+	case KindContextCompaction:
+		return parseCompaction(raw)
+	}
+	return nil, fmt.Errorf("unknown record kind %q (want %s, %s, %s or %s)", *head.Kind,
+		KindAgentInvocation, KindToolCall, KindContextCompaction, KindSandbox)
+}
+
+func parseInvocation(raw json.RawMessage) (*AgentInvocation, error) {
+	o, err := decodeFields(raw, KindAgentInvocation, "kind", "invocation_id", "parent_invocation_id",
+		"spawned_by_tool_call_id", "status", "duration_ms", "error_type", "model_calls", "conversation")
+	if err != nil {
+		return nil, err
+	}
+	var r AgentInvocation
+	var refs []json.RawMessage
+	errs := []error{
+		o.strTo(&r.InvocationID, "invocation_id"),
+		o.optStr(&r.ParentInvocationID, "parent_invocation_id"),
+		o.optStr(&r.SpawnedByToolCallID, "spawned_by_tool_call_id"),
+		o.enum(&r.Status, "status", "unknown", "completed", "failed", "incomplete", "unknown"),
+		o.optFloat(&r.DurationMS, "duration_ms", true),
+		o.optStr(&r.ErrorType, "error_type"),
+		o.listTo(&refs, "model_calls"),
+		o.listTo(&r.Conversation, "conversation"),
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%s: %w", KindAgentInvocation, err)
+	}
+	if r.ModelCalls, err = parseRefs(refs, "model_calls"); err != nil {
+		return nil, fmt.Errorf("%s %q: %w", KindAgentInvocation, r.InvocationID, err)
+	}
+	return &r, nil
+}
+
+func parseToolCall(raw json.RawMessage) (*ToolCallObservation, error) {
+	o, err := decodeFields(raw, KindToolCall, "kind", "invocation_id", "tool_call_id", "sandbox_id",
+		"tool_name", "started_at", "completed_at", "duration_ms", "timing_source", "status", "error_type")
+	if err != nil {
+		return nil, err
+	}
+	var r ToolCallObservation
+	errs := []error{
+		o.strTo(&r.InvocationID, "invocation_id"),
+		o.strTo(&r.ToolCallID, "tool_call_id"),
+		o.optStr(&r.SandboxID, "sandbox_id"),
+		o.optStr(&r.ToolName, "tool_name"),
+		o.optFloat(&r.StartedAt, "started_at", false),
+		o.optFloat(&r.CompletedAt, "completed_at", false),
+		o.optFloat(&r.DurationMS, "duration_ms", true),
+		o.optEnum(&r.TimingSource, "timing_source", "executor", "artifact", "harness"),
+		o.enum(&r.Status, "status", "unknown", "completed", "failed", "timeout", "cancelled", "incomplete", "unknown"),
+		o.optStr(&r.ErrorType, "error_type"),
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%s: %w", KindToolCall, err)
+	}
+	if r.StartedAt != nil && r.CompletedAt != nil && *r.CompletedAt < *r.StartedAt {
+		return nil, fmt.Errorf("%s %q: completed_at must not precede started_at", KindToolCall, r.ToolCallID)
+	}
+	return &r, nil
+}
+
+func parseSandbox(raw json.RawMessage) (*SandboxObservation, error) {
+	o, err := decodeFields(raw, KindSandbox, "kind", "role", "provider", "sandbox_id", "outcome", "exit_code",
+		"wall_time_s", "cpu_time_s", "peak_memory_mib", "resource_usage_source", "error_type")
+	if err != nil {
+		return nil, err
+	}
+	var r SandboxObservation
+	errs := []error{
+		o.enum(&r.Role, "role", "", "agent", "verifier", "environment"),
+		o.optStr(&r.Provider, "provider"),
+		o.optStr(&r.SandboxID, "sandbox_id"),
+		o.enum(&r.Outcome, "outcome", "unknown", "completed", "failed", "timeout", "oom", "sandbox_error", "cancelled", "unknown"),
+		o.optInt(&r.ExitCode, "exit_code", false),
+		o.optFloat(&r.WallTimeS, "wall_time_s", true),
+		o.optFloat(&r.CPUTimeS, "cpu_time_s", true),
+		o.optFloat(&r.PeakMemoryMiB, "peak_memory_mib", true),
+		o.optStr(&r.ResourceUsageSource, "resource_usage_source"),
+		o.optStr(&r.ErrorType, "error_type"),
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%s: %w", KindSandbox, err)
+	}
+	return &r, nil
+}
+
+func parseCompaction(raw json.RawMessage) (*ContextCompactionObservation, error) {
+	o, err := decodeFields(raw, KindContextCompaction, "kind", "invocation_id", "observed_at", "trigger",
+		"tokens_before", "tokens_after", "outcome", "summary", "first_kept_item_id", "before_model_call",
+		"model_calls", "after_model_call")
+	if err != nil {
+		return nil, err
+	}
+	var r ContextCompactionObservation
+	var refs []json.RawMessage
+	errs := []error{
+		o.strTo(&r.InvocationID, "invocation_id"),
+		o.optFloat(&r.ObservedAt, "observed_at", false),
+		o.optStr(&r.Trigger, "trigger"),
+		o.optInt(&r.TokensBefore, "tokens_before", true),
+		o.optInt(&r.TokensAfter, "tokens_after", true),
+		o.enum(&r.Outcome, "outcome", "unknown", "completed", "failed", "aborted", "unknown"),
+		o.optStr(&r.Summary, "summary"),
+		o.optStr(&r.FirstKeptItemID, "first_kept_item_id"),
+		o.listTo(&refs, "model_calls"),
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%s: %w", KindContextCompaction, err)
+	}
+	if r.ModelCalls, err = parseRefs(refs, "model_calls"); err != nil {
+		return nil, fmt.Errorf("%s: %w", KindContextCompaction, err)
+	}
+	for _, f := range []struct {
+		key string
+		dst **ModelCallRef
+	}{{"before_model_call", &r.BeforeModelCall}, {"after_model_call", &r.AfterModelCall}} {
+		v, ok := o[f.key]
+		if !ok || isNull(v) {
+			continue
+		}
+		ref, err := parseRef(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", KindContextCompaction, f.key, err)
+		}
+		*f.dst = &ref
+	}
+	return &r, nil
+}
+
+func parseRefs(raws []json.RawMessage, field string) ([]ModelCallRef, error) {
+	refs := make([]ModelCallRef, 0, len(raws))
+	for i, raw := range raws {
+		ref, err := parseRef(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s[%d]: %w", field, i, err)
+		}
+		refs = append(refs, ref)
+	}
+	return refs, nil
+}
+
+func parseRef(raw json.RawMessage) (ModelCallRef, error) {
+	var r ModelCallRef
+	o, err := decodeFields(raw, "model call reference", "model_call_id", "model_ref", "response_id")
+	if err != nil {
+		return r, err
+	}
+	if err := errors.Join(o.optStr(&r.ModelCallID, "model_call_id"), o.optStr(&r.ResponseID, "response_id")); err != nil {
+		return r, err
+	}
+	if v, ok := o["model_ref"]; ok && !isNull(v) {
+		ref, err := parseModelServerRef(v)
+		if err != nil {
+			return r, err
+		}
+		r.ModelRef = &ref
+	}
+	if !r.HasJoinKey() {
+		return r, errors.New("model_call_id or both model_ref and response_id are required")
+	}
+	return r, nil
+}
+
+func parseModelServerRef(raw json.RawMessage) (ModelServerRef, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return ModelServerRef{}, errors.New("model_ref must be an object")
+	}
+	o := fieldSet(fields)
+	var ref ModelServerRef
+	if err := errors.Join(o.enum(&ref.Type, "type", "", ModelServerRefType), o.strTo(&ref.Name, "name")); err != nil {
+		return ModelServerRef{}, fmt.Errorf("model_ref: %w", err)
+	}
+	return ref, nil
+}
+
+func parseGap(raw json.RawMessage) (Gap, error) {
+	var g Gap
+	o, err := decodeFields(raw, "gap", "code", "invocation_id", "detail")
+	if err != nil {
+		return g, err
+	}
+	var inv, detail *string
+	if err := errors.Join(o.strTo(&g.Code, "code"), o.optStr(&inv, "invocation_id"), o.optStr(&detail, "detail")); err != nil {
+		return g, err
+	}
+	if inv != nil {
+		g.InvocationID = *inv
+	}
+	if detail != nil {
+		g.Detail = *detail
+	}
+	return g, nil
+}
