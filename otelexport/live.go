@@ -22,12 +22,8 @@ type liveCall struct {
 // without response_raw (the span is built from the parsed payloads, as BuildRecord reads them), so
 // the caller may release its body buffers. The call's span is built on the worker goroutine.
 func (e *Exporter) Enqueue(rolloutID string, ex *capture.Exchange, traceparent string) bool {
-	cp := *ex
-	cp.ResponseRaw, cp.ResponseRawFrom = nil, nil
-	size := int64(len(cp.Request) + len(cp.Response))
-	if cp.RequestRaw != nil {
-		size += int64(len(*cp.RequestRaw))
-	}
+	c := e.newLiveCall(rolloutID, ex, traceparent)
+	size := c.bytes
 	limit := e.cfg.QueueBytes
 	if limit <= 0 {
 		limit = DefaultQueueBytes
@@ -45,7 +41,7 @@ func (e *Exporter) Enqueue(rolloutID string, ex *capture.Exchange, traceparent s
 		return false
 	}
 	select {
-	case e.queue <- liveCall{rolloutID: rolloutID, ex: &cp, traceparent: traceparent, bytes: size}:
+	case e.queue <- c:
 		return true
 	default:
 		e.queueBytes.Add(-size)
@@ -60,11 +56,27 @@ func (e *Exporter) worker() {
 	defer close(e.workerDone)
 	for c := range e.queue {
 		e.queueBytes.Add(-c.bytes)
-		if !e.cfg.Content {
-			c.ex.Request = slimRequest(c.ex.Request)
-		}
-		e.emitExchange(c.ex, c.rolloutID, c.traceparent)
+		e.handle(c)
 	}
+}
+
+// newLiveCall is the queue entry of a captured call: a shallow copy of ex without response_raw.
+func (e *Exporter) newLiveCall(rolloutID string, ex *capture.Exchange, traceparent string) liveCall {
+	cp := *ex
+	cp.ResponseRaw, cp.ResponseRawFrom = nil, nil
+	size := int64(len(cp.Request) + len(cp.Response))
+	if cp.RequestRaw != nil {
+		size += int64(len(*cp.RequestRaw))
+	}
+	return liveCall{rolloutID: rolloutID, ex: &cp, traceparent: traceparent, bytes: size}
+}
+
+// handle turns one queued call into its span and metrics (the worker's work per call).
+func (e *Exporter) handle(c liveCall) {
+	if !e.cfg.Content {
+		c.ex.Request = slimRequest(c.ex.Request)
+	}
+	e.emitExchange(c.ex, c.rolloutID, c.traceparent)
 }
 
 // emitExchange reads the exchange back as its capture line and emits its span.
