@@ -1,6 +1,7 @@
 package otelexport
 
 import (
+	"bytes"
 	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -86,18 +87,18 @@ type requestInfo struct {
 // scanPayloads reads request.model, request.stream and response.model (top-level members only).
 func scanPayloads(rec *modelcalls.ModelCallRecord) requestInfo {
 	var ri requestInfo
-	forTopMembers(rec.Request, func(key string, v []byte) {
-		switch key {
-		case "model":
+	forTopMembers(rec.Request, func(key, v []byte) {
+		switch {
+		case keyIs(key, "model"):
 			if s, ok := jsonString(v); ok {
 				ri.requestModel = &s
 			}
-		case "stream":
+		case keyIs(key, "stream"):
 			ri.stream = string(v) == "true"
 		}
 	})
-	forTopMembers(rec.Response, func(key string, v []byte) {
-		if key == "model" {
+	forTopMembers(rec.Response, func(key, v []byte) {
+		if keyIs(key, "model") {
 			if s, ok := jsonString(v); ok {
 				ri.responseModel = &s
 			}
@@ -106,10 +107,10 @@ func scanPayloads(rec *modelcalls.ModelCallRecord) requestInfo {
 	return ri
 }
 
-// forTopMembers calls fn with the key and raw value of each top-level member of the JSON object
-// obj (nothing when obj is not an object). Keys with escapes are decoded; a repeated key is
-// reported each time, so the last one wins for callers that overwrite.
-func forTopMembers(obj []byte, fn func(key string, v []byte)) {
+// forTopMembers calls fn with the key (the string literal as written, quotes included) and raw
+// value of each top-level member of the JSON object obj (nothing when obj is not an object). A
+// repeated key is reported each time, so the last one wins for callers that overwrite.
+func forTopMembers(obj []byte, fn func(key, v []byte)) {
 	i := jsonscan.SkipWS(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return
@@ -121,10 +122,10 @@ func forTopMembers(obj []byte, fn func(key string, v []byte)) {
 			return
 		}
 		kEnd := jsonscan.SkipString(obj, i)
-		key, ok := jsonString(obj[i:kEnd])
-		if !ok {
+		if kEnd > len(obj) || kEnd < i+2 {
 			return
 		}
+		key := obj[i:kEnd]
 		i = jsonscan.SkipWS(obj, kEnd)
 		if i >= len(obj) || obj[i] != ':' {
 			return
@@ -138,6 +139,19 @@ func forTopMembers(obj []byte, fn func(key string, v []byte)) {
 		}
 		i++
 	}
+}
+
+// keyIs reports whether the string literal lit decodes to name (escapes decoded only when present).
+func keyIs(lit []byte, name string) bool {
+	if len(lit) < 2 {
+		return false
+	}
+	inner := lit[1 : len(lit)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner) == name
+	}
+	s, ok := jsonString(lit)
+	return ok && s == name
 }
 
 // jsonString decodes a JSON string literal.

@@ -3,9 +3,13 @@ package otelexport
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
+	"unicode/utf8"
 
 	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // liveCall is one captured call waiting in the live queue.
@@ -79,13 +83,9 @@ func (e *Exporter) handle(c liveCall) {
 	e.emitExchange(c.ex, c.rolloutID, c.traceparent)
 }
 
-// emitExchange reads the exchange back as its capture line and emits its span.
+// emitExchange emits the span of one captured call from its exchange.
 func (e *Exporter) emitExchange(ex *capture.Exchange, rolloutID, traceparent string) {
-	line, err := capture.EncodeExchange(ex)
-	var rec *modelcalls.ModelCallRecord
-	if err == nil {
-		rec, err = modelcalls.BuildRecord(line, 0)
-	}
+	rec, err := liveRecord(ex)
 	if err != nil {
 		e.invalid.Add(1)
 		e.cInv.Inc()
@@ -93,6 +93,77 @@ func (e *Exporter) emitExchange(ex *capture.Exchange, rolloutID, traceparent str
 		return
 	}
 	e.Emit(context.Background(), rolloutID, rec, traceparent)
+}
+
+// liveRecord is the record modelcalls.BuildRecord reads from ex's capture line (call index 0), so
+// a live span equals the one `export otlp` builds from the file, without writing the whole line and
+// reading it back: the fields read from the payloads (response id, model, status, finish reason,
+// usage, tool calls) come from BuildRecord over a line holding only dialect, request and response;
+// the envelope's fields are taken from ex as the line would carry them (strings with invalid UTF-8
+// replaced as the encoder does, a NaN or infinite time as null). TestLiveRecordMatchesLine holds the
+// two ways equal.
+func liveRecord(ex *capture.Exchange) (*modelcalls.ModelCallRecord, error) {
+	if ex.ModelRef != nil && ex.ModelRef.Type != capture.ModelRefType {
+		return nil, fmt.Errorf("%w: model_ref.type must be %q, got %q", modelcalls.ErrInvalidExchange, capture.ModelRefType, ex.ModelRef.Type)
+	}
+	line, err := capture.EncodeExchange(&capture.Exchange{
+		Dialect: ex.Dialect, Request: ex.Request, Response: ex.Response, PayloadsChecked: ex.PayloadsChecked,
+	})
+	if err != nil {
+		return nil, err
+	}
+	rec, err := modelcalls.BuildRecord(line, 0)
+	if err != nil {
+		return nil, err
+	}
+	rec.ModelCallID = new(lineString(ex.ModelCallID))
+	rec.Dialect = new(lineString(ex.Dialect))
+	if ex.ModelRef != nil {
+		rec.ModelRef = &capture.ModelRef{Type: ex.ModelRef.Type, Name: lineString(ex.ModelRef.Name)}
+	}
+	rec.StartedAt = lineFloat(ex.StartedAt)
+	rec.CompletedAt = lineFloat(ex.CompletedAt)
+	rec.LatencyTotalMS = lineFloat(ex.LatencyMS)
+	if ex.LatencyTTFTMS != nil {
+		rec.LatencyTTFTMS = lineFloat(*ex.LatencyTTFTMS)
+	}
+	rec.StatusCode = ex.StatusCode
+	rec.ErrorCategory = lineStringPtr(ex.ErrorCategory)
+	if s := lineStringPtr(ex.ResponseSource); s != nil && (*s == "upstream" || *s == "local") {
+		rec.ResponseSource = s
+	}
+	rec.UpstreamAttempted = ex.UpstreamAttempted
+	rec.UpstreamStatusCode = ex.UpstreamStatusCode
+	rec.LocalResponseReason = lineStringPtr(ex.LocalResponseReason)
+	rec.ClientSessionID = lineStringPtr(ex.ClientSessionID)
+	rec.ClientAssistantMessageID = lineStringPtr(ex.ClientAssistantMessageID)
+	rec.RequestRaw = lineStringPtr(ex.RequestRaw)
+	return rec, nil
+}
+
+// lineString is s as it reads back from a capture line: the encoder replaces invalid UTF-8.
+func lineString(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	out, _ := jsonString(jsonscan.AppendString(nil, s))
+	return out
+}
+
+func lineStringPtr(s *string) *string {
+	if s == nil {
+		return nil
+	}
+	return new(lineString(*s))
+}
+
+// lineFloat is f as it reads back from a capture line: null (nil) when NaN or infinite, else exact
+// (the encoder writes the shortest form that parses back to f).
+func lineFloat(f float64) *float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil
+	}
+	return &f
 }
 
 // slimRequest keeps of a request object only the members a span reads without content (model,
@@ -104,15 +175,21 @@ func slimRequest(req json.RawMessage) json.RawMessage {
 	}
 	out := make([]byte, 0, 64)
 	out = append(out, '{')
-	forTopMembers(req, func(key string, v []byte) {
-		if key != "model" && key != "stream" {
+	forTopMembers(req, func(key, v []byte) {
+		var name string
+		switch {
+		case keyIs(key, "model"):
+			name = "model"
+		case keyIs(key, "stream"):
+			name = "stream"
+		default:
 			return
 		}
 		if len(out) > 1 {
 			out = append(out, ',')
 		}
 		out = append(out, '"')
-		out = append(out, key...)
+		out = append(out, name...)
 		out = append(out, '"', ':')
 		out = append(out, v...)
 	})
