@@ -84,24 +84,34 @@ type requestInfo struct {
 	stream        bool
 }
 
-// scanPayloads reads request.model, request.stream and response.model (top-level members only).
+// scanPayloads reads request.model, request.stream and response.model (top-level members only; a
+// response model that is not a non-empty string is none).
 func scanPayloads(rec *modelcalls.ModelCallRecord) requestInfo {
+	ri := scanRequest(rec.Request)
+	forTopMembers(rec.Response, func(key, v []byte) {
+		if keyIs(key, "model") {
+			ri.responseModel = nil
+			if s, ok := jsonString(v); ok && s != "" {
+				ri.responseModel = &s
+			}
+		}
+	})
+	return ri
+}
+
+// scanRequest reads request.model and request.stream (top-level members only; the last of a
+// repeated member wins).
+func scanRequest(req []byte) requestInfo {
 	var ri requestInfo
-	forTopMembers(rec.Request, func(key, v []byte) {
+	forTopMembers(req, func(key, v []byte) {
 		switch {
 		case keyIs(key, "model"):
+			ri.requestModel = nil
 			if s, ok := jsonString(v); ok {
 				ri.requestModel = &s
 			}
 		case keyIs(key, "stream"):
 			ri.stream = string(v) == "true"
-		}
-	})
-	forTopMembers(rec.Response, func(key, v []byte) {
-		if keyIs(key, "model") {
-			if s, ok := jsonString(v); ok {
-				ri.responseModel = &s
-			}
 		}
 	})
 	return ri

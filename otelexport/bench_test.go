@@ -1,7 +1,6 @@
 package otelexport
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -19,8 +18,9 @@ import (
 	"github.com/modelcalls/modelcalls/capture"
 )
 
-// benchExchange is the call the bench's OTLP row sends: a real agent's Responses request and the
-// recorded 2 KiB Responses body, compacted as the capture line holds them.
+// benchExchange is the call the bench's OTLP row sends: a real agent's Responses request (compact)
+// and the recorded 2 KiB Responses body, pretty-printed as the upstream sends it and the gateway
+// hands it over (the capture line holds it compacted).
 func benchExchange(b *testing.B) *capture.Exchange {
 	b.Helper()
 	read := func(name string) string {
@@ -28,11 +28,10 @@ func benchExchange(b *testing.B) *capture.Exchange {
 		if err != nil {
 			b.Fatal(err)
 		}
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, raw); err != nil {
-			b.Fatal(err)
+		if !json.Valid(raw) {
+			b.Fatalf("%s: not JSON", name)
 		}
-		return buf.String()
+		return string(raw)
 	}
 	return exchange("responses", read("request_responses.json"), read("json_reasoning_text_function_call_cached.json"), func(ex *capture.Exchange) {
 		ex.LatencyTTFTMS = new(1.25)

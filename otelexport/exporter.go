@@ -85,6 +85,9 @@ type Config struct {
 const (
 	DefaultQueueCalls = 1024
 	DefaultQueueBytes = 64 << 20
+	// LiveDelay is how long the first call queued since the worker's last round waits for the
+	// worker (at most; a half-full queue wakes it at once).
+	LiveDelay = 20 * time.Millisecond
 	// LogEvery is the least time between two log lines about failed or dropped spans.
 	LogEvery = 10 * time.Second
 )
@@ -114,6 +117,10 @@ type Exporter struct {
 
 	queue      chan liveCall
 	queueBytes atomic.Int64
+	timer      *time.Timer   // wakes the worker LiveDelay after a call queued (armed set)
+	armed      atomic.Bool   // timer is set for the calls queued since the worker's last round
+	wake       chan struct{} // wakes the worker at once: the queue is half full
+	closed     chan struct{} // closed by Shutdown after the queue
 	closing    atomic.Bool
 	closeOnce  sync.Once
 	workerDone chan struct{}
@@ -217,6 +224,9 @@ func New(ctx context.Context, cfg Config) (*Exporter, error) {
 	}
 	e.queue = make(chan liveCall, n)
 	e.workerDone = make(chan struct{})
+	e.wake, e.closed = make(chan struct{}, 1), make(chan struct{})
+	e.timer = time.NewTimer(LiveDelay)
+	e.timer.Stop()
 	go e.worker()
 	return e, nil
 }
@@ -390,7 +400,11 @@ func (e *Exporter) countDropped(n int, why string) {
 // child of the client's span; otherwise the span is in the rollout's trace, child of the rollout
 // span (RolloutTraceID, RolloutSpanID). The span id is CallSpanID(model_call_id).
 func (e *Exporter) Emit(ctx context.Context, rolloutID string, rec *modelcalls.ModelCallRecord, traceparent string) {
-	ri := scanPayloads(rec)
+	e.emit(ctx, rolloutID, rec, scanPayloads(rec), traceparent)
+}
+
+// emit is Emit with the payloads' models and stream flag already read.
+func (e *Exporter) emit(ctx context.Context, rolloutID string, rec *modelcalls.ModelCallRecord, ri requestInfo, traceparent string) {
 	parent := trace.SpanContext{}
 	if traceparent != "" {
 		pctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent})
@@ -508,6 +522,7 @@ func (e *Exporter) Shutdown(ctx context.Context) error {
 		e.mu.Lock()
 		close(e.queue)
 		e.mu.Unlock()
+		close(e.closed)
 	})
 	select {
 	case <-e.workerDone:

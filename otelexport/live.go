@@ -2,7 +2,6 @@ package otelexport
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"unicode/utf8"
@@ -46,21 +45,47 @@ func (e *Exporter) Enqueue(rolloutID string, ex *capture.Exchange, traceparent s
 	}
 	select {
 	case e.queue <- c:
-		return true
 	default:
 		e.queueBytes.Add(-size)
 		e.countDropped(1, "queue_full")
 		return false
 	}
+	if len(e.queue) >= cap(e.queue)/2 {
+		select {
+		case e.wake <- struct{}{}:
+		default:
+		}
+	} else if e.armed.CompareAndSwap(false, true) {
+		e.timer.Reset(LiveDelay)
+	}
+	return true
 }
 
-// worker turns queued calls into spans: the line as the store wrote it, read back with
-// modelcalls.BuildRecord, so a live span equals the one `export otlp` builds from the file.
+// worker turns queued calls into spans. It wakes LiveDelay after the first call queued since its
+// last round, when the queue is half full, or at Shutdown, and then works through every call
+// queued: one wake-up per round instead of one per call, so the calls' goroutines hand off
+// without waking a thread, and the rounds run apart from the calls that queued them.
 func (e *Exporter) worker() {
 	defer close(e.workerDone)
-	for c := range e.queue {
-		e.queueBytes.Add(-c.bytes)
-		e.handle(c)
+	for {
+		select {
+		case <-e.timer.C:
+		case <-e.wake:
+		case <-e.closed:
+		}
+		e.armed.Store(false)
+		for more := true; more; {
+			select {
+			case c, ok := <-e.queue:
+				if !ok {
+					return
+				}
+				e.queueBytes.Add(-c.bytes)
+				e.handle(c)
+			default:
+				more = false
+			}
+		}
 	}
 }
 
@@ -77,44 +102,51 @@ func (e *Exporter) newLiveCall(rolloutID string, ex *capture.Exchange, tracepare
 
 // handle turns one queued call into its span and metrics (the worker's work per call).
 func (e *Exporter) handle(c liveCall) {
-	if !e.cfg.Content {
-		c.ex.Request = slimRequest(c.ex.Request)
-	}
-	e.emitExchange(c.ex, c.rolloutID, c.traceparent)
-}
-
-// emitExchange emits the span of one captured call from its exchange.
-func (e *Exporter) emitExchange(ex *capture.Exchange, rolloutID, traceparent string) {
-	rec, err := liveRecord(ex)
+	rec, err := spanRecord(c.ex)
 	if err != nil {
 		e.invalid.Add(1)
 		e.cInv.Inc()
-		e.log.warn("otlp export: captured call not exportable", "rollout_id", rolloutID, "model_call_id", ex.ModelCallID, "err", err)
+		e.log.warn("otlp export: captured call not exportable", "rollout_id", c.rolloutID, "model_call_id", c.ex.ModelCallID, "err", err)
 		return
 	}
-	e.Emit(context.Background(), rolloutID, rec, traceparent)
+	ri := scanRequest(rec.Request)
+	ri.responseModel = rec.Model // read from the response alone (see spanRecord)
+	e.emit(context.Background(), c.rolloutID, rec, ri, c.traceparent)
 }
 
-// liveRecord is the record modelcalls.BuildRecord reads from ex's capture line (call index 0), so
-// a live span equals the one `export otlp` builds from the file, without writing the whole line and
-// reading it back: the fields read from the payloads (response id, model, status, finish reason,
-// usage, tool calls) come from BuildRecord over a line holding only dialect, request and response;
-// the envelope's fields are taken from ex as the line would carry them (strings with invalid UTF-8
-// replaced as the encoder does, a NaN or infinite time as null). TestLiveRecordMatchesLine holds the
-// two ways equal.
-func liveRecord(ex *capture.Exchange) (*modelcalls.ModelCallRecord, error) {
+// spanRecord is the record a span reads, as modelcalls.BuildRecord reads it from ex's capture line
+// (call index 0), so a live span equals the one `export otlp` builds from the file; it is built
+// without writing the whole line and reading it back. The fields read from the response (id, model,
+// status, finish reason, usage, tool calls) come from BuildRecord over a line holding only dialect
+// and response, the payload as the gateway kept it (white space and all: the line writer compacts
+// it, which changes none of those fields); the envelope's fields are taken from ex as the line
+// carries them (strings with invalid UTF-8 replaced as the encoder does, a NaN or infinite time as
+// null); request is ex's request object. Model is the response's model alone (a line without a
+// request has nothing to fall back on): spans read the request's model from the request.
+// TestSpanRecordMatchesLine holds the two ways equal.
+func spanRecord(ex *capture.Exchange) (*modelcalls.ModelCallRecord, error) {
 	if ex.ModelRef != nil && ex.ModelRef.Type != capture.ModelRefType {
 		return nil, fmt.Errorf("%w: model_ref.type must be %q, got %q", modelcalls.ErrInvalidExchange, capture.ModelRefType, ex.ModelRef.Type)
 	}
-	line, err := capture.EncodeExchange(&capture.Exchange{
-		Dialect: ex.Dialect, Request: ex.Request, Response: ex.Response, PayloadsChecked: ex.PayloadsChecked,
-	})
-	if err != nil {
-		return nil, err
+	line := make([]byte, 0, len(ex.Response)+48)
+	line = append(line, `{"dialect":`...)
+	line = jsonscan.AppendString(line, ex.Dialect)
+	line = append(line, `,"response":`...)
+	if ex.Response == nil {
+		line = append(line, "null"...)
+	} else {
+		line = append(line, ex.Response...)
 	}
+	line = append(line, '}')
 	rec, err := modelcalls.BuildRecord(line, 0)
 	if err != nil {
 		return nil, err
+	}
+	if ex.Request != nil {
+		if !ex.PayloadsChecked && !capture.IsPayloadObject(ex.Request) {
+			return nil, fmt.Errorf("%w: request is not a JSON object", modelcalls.ErrInvalidExchange)
+		}
+		rec.Request = ex.Request
 	}
 	rec.ModelCallID = new(lineString(ex.ModelCallID))
 	rec.Dialect = new(lineString(ex.Dialect))
@@ -164,34 +196,4 @@ func lineFloat(f float64) *float64 {
 		return nil
 	}
 	return &f
-}
-
-// slimRequest keeps of a request object only the members a span reads without content (model,
-// stream), so the worker does not re-encode and re-read an agent's whole prompt: the span comes
-// out the same as from the full line. Anything but an object is returned as it is.
-func slimRequest(req json.RawMessage) json.RawMessage {
-	if len(req) == 0 || req[0] != '{' {
-		return req
-	}
-	out := make([]byte, 0, 64)
-	out = append(out, '{')
-	forTopMembers(req, func(key, v []byte) {
-		var name string
-		switch {
-		case keyIs(key, "model"):
-			name = "model"
-		case keyIs(key, "stream"):
-			name = "stream"
-		default:
-			return
-		}
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
-		out = append(out, '"')
-		out = append(out, name...)
-		out = append(out, '"', ':')
-		out = append(out, v...)
-	})
-	return append(out, '}')
 }

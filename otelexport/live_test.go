@@ -1,6 +1,9 @@
 package otelexport
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"math"
 	"reflect"
 	"testing"
@@ -9,17 +12,29 @@ import (
 	"github.com/modelcalls/modelcalls/capture"
 )
 
-// The live worker builds a call's record from the exchange without writing its line; it must be
-// the record BuildRecord reads from the line (response_raw aside, which the live path drops).
-func TestLiveRecordMatchesLine(t *testing.T) {
+// indent pretty-prints a JSON object, as an upstream may send it (the capture line compacts it).
+func indent(s string) string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, []byte(s), "", "  "); err != nil {
+		panic(err)
+	}
+	return b.String()
+}
+
+// The live worker builds a call's record from the exchange without writing its line: it must be
+// the record BuildRecord reads from the line (response_raw aside, which the live path drops, and
+// model, which spans read from the payloads), and the span built from it the span `export otlp`
+// builds from the file.
+func TestSpanRecordMatchesLine(t *testing.T) {
 	tests := []struct {
-		name string
-		ex   *capture.Exchange
+		name     string
+		ex       *capture.Exchange
+		indented bool // payloads not compact: the records differ in their raw bytes, the spans must not
 	}{
-		{"chat json", exchange("chat", chatReq, chatResp, func(ex *capture.Exchange) { ex.LatencyTTFTMS = new(250.5); ex.ClientSessionID = new("sess-1") })},
-		{"messages sse", exchange("messages", messagesReq, messagesResp, func(ex *capture.Exchange) { ex.LatencyTTFTMS = new(120.0) })},
-		{"responses", exchange("responses", responsesReq, responsesResp, func(ex *capture.Exchange) { ex.PayloadsChecked = true })},
-		{"no response, error, local", exchange("chat", chatReq, "", func(ex *capture.Exchange) {
+		{name: "chat json", ex: exchange("chat", chatReq, chatResp, func(ex *capture.Exchange) { ex.LatencyTTFTMS = new(250.5); ex.ClientSessionID = new("sess-1") })},
+		{name: "messages sse", ex: exchange("messages", messagesReq, messagesResp, func(ex *capture.Exchange) { ex.LatencyTTFTMS = new(120.0) })},
+		{name: "responses", ex: exchange("responses", responsesReq, responsesResp, func(ex *capture.Exchange) { ex.PayloadsChecked = true })},
+		{name: "no response, error, local", ex: exchange("chat", chatReq, "", func(ex *capture.Exchange) {
 			ex.ErrorCategory = new("connection")
 			ex.ResponseSource = new("local")
 			ex.UpstreamAttempted = new(false)
@@ -28,27 +43,29 @@ func TestLiveRecordMatchesLine(t *testing.T) {
 			ex.ModelRef = nil
 			ex.StatusCode = new(502)
 		})},
-		{"request raw, no request object", exchange("chat", "", chatResp, func(ex *capture.Exchange) { ex.Request = nil; ex.RequestRaw = new("not json") })},
-		{"invalid UTF-8 and odd source", exchange("chat", chatReq, chatResp, func(ex *capture.Exchange) {
+		{name: "request raw, no request object", ex: exchange("chat", "", chatResp, func(ex *capture.Exchange) { ex.Request = nil; ex.RequestRaw = new("not json") })},
+		{name: "invalid UTF-8 and odd source", ex: exchange("chat", chatReq, chatResp, func(ex *capture.Exchange) {
 			ex.ClientSessionID = new("s\xffx")
 			ex.ClientAssistantMessageID = new("m\xc3")
 			ex.ResponseSource = new("elsewhere")
 			ex.ModelRef.Name = "p\xfe"
 		})},
-		{"NaN and infinite times", exchange("chat", chatReq, chatResp, func(ex *capture.Exchange) {
+		{name: "NaN and infinite times", ex: exchange("chat", chatReq, chatResp, func(ex *capture.Exchange) {
 			ex.StartedAt = math.NaN()
 			ex.LatencyMS = math.Inf(1)
 			ex.LatencyTTFTMS = new(math.Inf(-1))
 		})},
-		{"empty model call id, tiny and huge times", exchange("responses", responsesReq, responsesResp, func(ex *capture.Exchange) {
+		{name: "empty model call id, tiny and huge times", ex: exchange("responses", responsesReq, responsesResp, func(ex *capture.Exchange) {
 			ex.ModelCallID = ""
 			ex.StartedAt = 1e-7
 			ex.CompletedAt = 3e17
 		})},
+		{name: "response without model, empty request model", ex: exchange("chat", `{"model":"","stream":true}`, `{"id":"c1","model":"","choices":[]}`, nil)},
+		{name: "indented payloads", indented: true, ex: exchange("messages", indent(messagesReq), indent(messagesResp), func(ex *capture.Exchange) { ex.PayloadsChecked = true })},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := liveRecord(tt.ex)
+			got, err := spanRecord(tt.ex)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,15 +77,31 @@ func TestLiveRecordMatchesLine(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(got, want) {
+			want.Model = scanPayloads(want).responseModel
+			if !tt.indented && !reflect.DeepEqual(got, want) {
 				t.Errorf("live record\n%s\nline record\n%s", got.AppendJSON(nil, true), want.AppendJSON(nil, true))
+			}
+			for _, content := range []bool{false, true} {
+				live, file := newHarness(t, Config{Content: content}), newHarness(t, Config{Content: content})
+				live.e.handle(live.e.newLiveCall("r1", tt.ex, ""))
+				file.e.Emit(context.Background(), "r1", want, "")
+				ls, fs := live.flushSpans(t), file.flushSpans(t)
+				if len(ls) != 1 || len(fs) != 1 {
+					t.Fatalf("content %v: %d live spans, %d file spans", content, len(ls), len(fs))
+				}
+				l, f := ls[0], fs[0]
+				// Without started_at both take the export time: their own.
+				sameTimes := want.StartedAt == nil || (l.StartTime.Equal(f.StartTime) && l.EndTime.Equal(f.EndTime))
+				if l.Name != f.Name || !l.SpanContext.Equal(f.SpanContext) || !l.Parent.Equal(f.Parent) || !sameTimes || l.Status != f.Status || !reflect.DeepEqual(attrMap(l.Attributes), attrMap(f.Attributes)) {
+					t.Errorf("content %v:\nlive %s %v %v\nfile %s %v %v", content, l.Name, l.Status, attrMap(l.Attributes), f.Name, f.Status, attrMap(f.Attributes))
+				}
 			}
 		})
 	}
 	t.Run("model_ref of another type is refused as the line is", func(t *testing.T) {
 		ex := exchange("chat", chatReq, chatResp, func(ex *capture.Exchange) { ex.ModelRef.Type = "other" })
-		if _, err := liveRecord(ex); err == nil {
-			t.Error("liveRecord accepted a model_ref the line reader refuses")
+		if _, err := spanRecord(ex); err == nil {
+			t.Error("spanRecord accepted a model_ref the line reader refuses")
 		}
 		line, _ := capture.EncodeExchange(ex)
 		if _, err := modelcalls.BuildRecord(line, 0); err == nil {
