@@ -110,6 +110,8 @@ type Exporter struct {
 	log    *rateLog
 
 	duration, tokens, ttfc metric.Float64Histogram
+	setsMu                 sync.Mutex
+	sets                   map[metricKey]*metricOpts // the metrics' attribute sets (metricSets)
 
 	spans                              *prometheus.CounterVec
 	exported, failed, dropped, invalid atomic.Int64
@@ -470,41 +472,91 @@ func epoch(sec float64) time.Time {
 	return time.Unix(s, int64((sec-float64(s))*1e9))
 }
 
-// record adds the call to the three GenAI client histograms.
+// record adds the call to the three GenAI client histograms. Their attribute sets are built once
+// per combination of provider, models and error type (metricSets) and reused.
 func (e *Exporter) record(ctx context.Context, rec *modelcalls.ModelCallRecord, ri requestInfo, d time.Duration) {
+	ms := e.metricSets(rec, ri)
+	secs := d.Seconds()
+	if rec.LatencyTotalMS != nil {
+		secs = *rec.LatencyTotalMS / 1000
+	}
+	e.duration.Record(ctx, secs, ms.duration)
+	if rec.TokensIn != nil {
+		e.tokens.Record(ctx, float64(*rec.TokensIn), ms.input)
+	}
+	if rec.TokensOut != nil {
+		e.tokens.Record(ctx, float64(*rec.TokensOut), ms.output)
+	}
+	if ri.stream && rec.LatencyTTFTMS != nil {
+		e.ttfc.Record(ctx, *rec.LatencyTTFTMS/1000, ms.base)
+	}
+}
+
+// metricKey is what a call's metric attributes depend on besides the exporter's server.
+type metricKey struct {
+	provider, requestModel, responseModel, errorType         string
+	hasProvider, hasRequestModel, hasResponseModel, hasError bool
+}
+
+// metricOpts are the attribute sets of one metricKey, as measurement options: base (operation,
+// provider, models, server), duration (base and error.type), input and output (base and
+// gen_ai.token.type).
+type metricOpts struct {
+	base, duration, input, output metric.MeasurementOption
+}
+
+// maxMetricSets bounds the cache of attribute sets; past it the cache starts over.
+const maxMetricSets = 1024
+
+func (e *Exporter) metricSets(rec *modelcalls.ModelCallRecord, ri requestInfo) *metricOpts {
+	var k metricKey
+	if rec.Dialect != nil {
+		k.provider = providerName(*rec.Dialect)
+		k.hasProvider = k.provider != ""
+	}
+	if ri.requestModel != nil {
+		k.requestModel, k.hasRequestModel = *ri.requestModel, true
+	}
+	if ri.responseModel != nil {
+		k.responseModel, k.hasResponseModel = *ri.responseModel, true
+	}
+	if rec.ErrorCategory != nil {
+		k.errorType, k.hasError = *rec.ErrorCategory, true
+	}
+	e.setsMu.Lock()
+	defer e.setsMu.Unlock()
+	if ms, ok := e.sets[k]; ok {
+		return ms
+	}
 	base := make([]attribute.KeyValue, 0, 8)
 	base = append(base, attribute.String(AttrOperationName, OperationChat))
-	if rec.Dialect != nil {
-		if p := providerName(*rec.Dialect); p != "" {
-			base = append(base, attribute.String(AttrProviderName, p))
-		}
+	if k.hasProvider {
+		base = append(base, attribute.String(AttrProviderName, k.provider))
 	}
-	base = optString(base, AttrRequestModel, ri.requestModel)
-	base = optString(base, AttrResponseModel, ri.responseModel)
+	if k.hasRequestModel {
+		base = append(base, attribute.String(AttrRequestModel, k.requestModel))
+	}
+	if k.hasResponseModel {
+		base = append(base, attribute.String(AttrResponseModel, k.responseModel))
+	}
 	if e.srv.address != "" {
 		base = append(base, attribute.String(AttrServerAddress, e.srv.address))
 		if e.srv.port > 0 {
 			base = append(base, attribute.Int(AttrServerPort, e.srv.port))
 		}
 	}
-	durAttrs := base
-	if rec.ErrorCategory != nil {
-		durAttrs = append(durAttrs[:len(durAttrs):len(durAttrs)], attribute.String(AttrErrorType, *rec.ErrorCategory))
+	with := func(kv ...attribute.KeyValue) metric.MeasurementOption {
+		return metric.WithAttributeSet(attribute.NewSet(append(base[:len(base):len(base)], kv...)...))
 	}
-	secs := d.Seconds()
-	if rec.LatencyTotalMS != nil {
-		secs = *rec.LatencyTotalMS / 1000
+	ms := &metricOpts{base: with(), duration: with(), input: with(attribute.String(AttrTokenType, "input")), output: with(attribute.String(AttrTokenType, "output"))}
+	if k.hasError {
+		ms.duration = with(attribute.String(AttrErrorType, k.errorType))
 	}
-	e.duration.Record(ctx, secs, metric.WithAttributes(durAttrs...))
-	if rec.TokensIn != nil {
-		e.tokens.Record(ctx, float64(*rec.TokensIn), metric.WithAttributes(append(base[:len(base):len(base)], attribute.String(AttrTokenType, "input"))...))
+	if e.sets == nil || len(e.sets) >= maxMetricSets {
+		e.sets = make(map[metricKey]*metricOpts)
 	}
-	if rec.TokensOut != nil {
-		e.tokens.Record(ctx, float64(*rec.TokensOut), metric.WithAttributes(append(base[:len(base):len(base)], attribute.String(AttrTokenType, "output"))...))
-	}
-	if ri.stream && rec.LatencyTTFTMS != nil {
-		e.ttfc.Record(ctx, *rec.LatencyTTFTMS/1000, metric.WithAttributes(base...))
-	}
+	e.sets[k] = ms
+	return ms
 }
 
 // Flush exports every span recorded so far and the metrics, and returns the first error.
