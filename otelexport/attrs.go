@@ -200,10 +200,12 @@ func spanName(ri requestInfo) string {
 	return OperationChat
 }
 
-// callAttributes are the attributes of one call span (content excluded). Unknown (null) fields are
+// maxCallAttrs is the most attributes a call span has: callAttributes' 30 and the 3 of content.
+const maxCallAttrs = 33
+
+// callAttributes appends the attributes of one call span (content excluded) to a. Unknown (null) fields are
 // absent, never 0 or "".
-func callAttributes(rolloutID string, rec *modelcalls.ModelCallRecord, ri requestInfo, srv server) []attribute.KeyValue {
-	a := make([]attribute.KeyValue, 0, 32)
+func callAttributes(a []attribute.KeyValue, rolloutID string, rec *modelcalls.ModelCallRecord, ri requestInfo, srv server) []attribute.KeyValue {
 	a = append(a, attribute.String(AttrOperationName, OperationChat))
 	if rec.Dialect != nil {
 		if p := providerName(*rec.Dialect); p != "" {

@@ -118,6 +118,7 @@ type Exporter struct {
 	cExported, cFailed, cDropped, cInv prometheus.Counter
 
 	queue      chan liveCall
+	scratch    workerScratch // the worker's alone
 	queueBytes atomic.Int64
 	timer      *time.Timer   // wakes the worker LiveDelay after a call queued (armed set)
 	armed      atomic.Bool   // timer is set for the calls queued since the worker's last round
@@ -402,11 +403,12 @@ func (e *Exporter) countDropped(n int, why string) {
 // child of the client's span; otherwise the span is in the rollout's trace, child of the rollout
 // span (RolloutTraceID, RolloutSpanID). The span id is CallSpanID(model_call_id).
 func (e *Exporter) Emit(ctx context.Context, rolloutID string, rec *modelcalls.ModelCallRecord, traceparent string) {
-	e.emit(ctx, rolloutID, rec, scanPayloads(rec), traceparent)
+	e.emit(ctx, rolloutID, rec, scanPayloads(rec), traceparent, nil)
 }
 
-// emit is Emit with the payloads' models and stream flag already read.
-func (e *Exporter) emit(ctx context.Context, rolloutID string, rec *modelcalls.ModelCallRecord, ri requestInfo, traceparent string) {
+// emit is Emit with the payloads' models and stream flag already read; the span's attributes are
+// built in attrs (allocated when nil) and the slice is returned for reuse.
+func (e *Exporter) emit(ctx context.Context, rolloutID string, rec *modelcalls.ModelCallRecord, ri requestInfo, traceparent string, attrs []attribute.KeyValue) []attribute.KeyValue {
 	parent := trace.SpanContext{}
 	if traceparent != "" {
 		pctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent})
@@ -422,7 +424,10 @@ func (e *Exporter) emit(ctx context.Context, rolloutID string, rec *modelcalls.M
 	sctx = withIDs(sctx, parent.TraceID(), callSpanID(rolloutID, rec.ModelCallID, rec.CallIndex))
 
 	start, end := callTimes(rec)
-	attrs := callAttributes(rolloutID, rec, ri, e.srv)
+	if attrs == nil {
+		attrs = make([]attribute.KeyValue, 0, maxCallAttrs)
+	}
+	attrs = callAttributes(attrs[:0], rolloutID, rec, ri, e.srv)
 	if e.cfg.Content {
 		in, out, sys := contentAttributes(rec)
 		if in != "" {
@@ -446,6 +451,7 @@ func (e *Exporter) emit(ctx context.Context, rolloutID string, rec *modelcalls.M
 	}
 	span.End(trace.WithTimestamp(end))
 	e.record(ctx, rec, ri, end.Sub(start))
+	return attrs
 }
 
 // callTimes are the call's real start and end (started_at, completed_at); a capture without them

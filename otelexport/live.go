@@ -6,6 +6,8 @@ import (
 	"math"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
@@ -102,7 +104,8 @@ func (e *Exporter) newLiveCall(rolloutID string, ex *capture.Exchange, tracepare
 
 // handle turns one queued call into its span and metrics (the worker's work per call).
 func (e *Exporter) handle(c liveCall) {
-	rec, err := spanRecord(c.ex)
+	rec, line, err := spanRecord(c.ex, e.scratch.line)
+	e.scratch.line = line
 	if err != nil {
 		e.invalid.Add(1)
 		e.cInv.Inc()
@@ -111,7 +114,14 @@ func (e *Exporter) handle(c liveCall) {
 	}
 	ri := scanRequest(rec.Request)
 	ri.responseModel = rec.Model // read from the response alone (see spanRecord)
-	e.emit(context.Background(), c.rolloutID, rec, ri, c.traceparent)
+	e.scratch.attrs = e.emit(context.Background(), c.rolloutID, rec, ri, c.traceparent, e.scratch.attrs)
+}
+
+// workerScratch are buffers the worker reuses from call to call: nothing keeps them once a call's
+// span has ended (the SDK copies the attributes; the record's strings are copies of the line's).
+type workerScratch struct {
+	line  []byte
+	attrs []attribute.KeyValue
 }
 
 // spanRecord is the record a span reads, as modelcalls.BuildRecord reads it from ex's capture line
@@ -124,12 +134,13 @@ func (e *Exporter) handle(c liveCall) {
 // null); request is ex's request object. Model is the response's model alone (a line without a
 // request has nothing to fall back on): spans read the request's model from the request.
 // TestSpanRecordMatchesLine holds the two ways equal.
-func spanRecord(ex *capture.Exchange) (*modelcalls.ModelCallRecord, error) {
+//
+// The line is built in buf (grown as needed, returned for reuse); the record aliases it.
+func spanRecord(ex *capture.Exchange, buf []byte) (*modelcalls.ModelCallRecord, []byte, error) {
 	if ex.ModelRef != nil && ex.ModelRef.Type != capture.ModelRefType {
-		return nil, fmt.Errorf("%w: model_ref.type must be %q, got %q", modelcalls.ErrInvalidExchange, capture.ModelRefType, ex.ModelRef.Type)
+		return nil, buf, fmt.Errorf("%w: model_ref.type must be %q, got %q", modelcalls.ErrInvalidExchange, capture.ModelRefType, ex.ModelRef.Type)
 	}
-	line := make([]byte, 0, len(ex.Response)+48)
-	line = append(line, `{"dialect":`...)
+	line := append(buf[:0], `{"dialect":`...)
 	line = jsonscan.AppendString(line, ex.Dialect)
 	line = append(line, `,"response":`...)
 	if ex.Response == nil {
@@ -140,11 +151,11 @@ func spanRecord(ex *capture.Exchange) (*modelcalls.ModelCallRecord, error) {
 	line = append(line, '}')
 	rec, err := modelcalls.BuildRecord(line, 0)
 	if err != nil {
-		return nil, err
+		return nil, line, err
 	}
 	if ex.Request != nil {
 		if !ex.PayloadsChecked && !capture.IsPayloadObject(ex.Request) {
-			return nil, fmt.Errorf("%w: request is not a JSON object", modelcalls.ErrInvalidExchange)
+			return nil, line, fmt.Errorf("%w: request is not a JSON object", modelcalls.ErrInvalidExchange)
 		}
 		rec.Request = ex.Request
 	}
@@ -170,7 +181,7 @@ func spanRecord(ex *capture.Exchange) (*modelcalls.ModelCallRecord, error) {
 	rec.ClientSessionID = lineStringPtr(ex.ClientSessionID)
 	rec.ClientAssistantMessageID = lineStringPtr(ex.ClientAssistantMessageID)
 	rec.RequestRaw = lineStringPtr(ex.RequestRaw)
-	return rec, nil
+	return rec, line, nil
 }
 
 // lineString is s as it reads back from a capture line: the encoder replaces invalid UTF-8.

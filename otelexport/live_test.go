@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"net/url"
 	"reflect"
 	"testing"
 
@@ -65,7 +66,7 @@ func TestSpanRecordMatchesLine(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := spanRecord(tt.ex)
+			got, _, err := spanRecord(tt.ex, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +101,7 @@ func TestSpanRecordMatchesLine(t *testing.T) {
 	}
 	t.Run("model_ref of another type is refused as the line is", func(t *testing.T) {
 		ex := exchange("chat", chatReq, chatResp, func(ex *capture.Exchange) { ex.ModelRef.Type = "other" })
-		if _, err := spanRecord(ex); err == nil {
+		if _, _, err := spanRecord(ex, nil); err == nil {
 			t.Error("spanRecord accepted a model_ref the line reader refuses")
 		}
 		line, _ := capture.EncodeExchange(ex)
@@ -108,4 +109,25 @@ func TestSpanRecordMatchesLine(t *testing.T) {
 			t.Error("BuildRecord accepted it: the test's premise is gone")
 		}
 	})
+}
+
+// maxCallAttrs sizes the attribute slice up front: a call with every field set has exactly that
+// many attributes with content.
+func TestMaxCallAttrs(t *testing.T) {
+	ex := exchange("messages", messagesReq, messagesResp, func(ex *capture.Exchange) {
+		ex.LatencyTTFTMS = new(120.0)
+		ex.ClientSessionID = new("sess-1")
+		ex.ClientAssistantMessageID = new("msg-1")
+		ex.ErrorCategory = new("incomplete")
+		ex.LocalResponseReason = new("why")
+		ex.Response = json.RawMessage(`{"id":"m","model":"x","status":"s","stop_reason":"max_tokens","content":[{"type":"text","text":"t"}],"usage":{"input_tokens":1,"output_tokens":2,"cache_read_input_tokens":3,"cache_creation_input_tokens":4,"output_tokens_details":{"reasoning_tokens":1}}}`)
+	})
+	ex.Request = json.RawMessage(`{"model":"claude-x","stream":true,"system":"be brief","messages":[{"role":"user","content":"hi"}]}`)
+	u, _ := url.Parse("http://llm:8000")
+	h := newHarness(t, Config{Content: true, Upstream: u})
+	h.e.handle(h.e.newLiveCall("r1", ex, ""))
+	spans := h.flushSpans(t)
+	if len(spans) != 1 || len(spans[0].Attributes) != maxCallAttrs {
+		t.Fatalf("%d attributes, maxCallAttrs %d: %v", len(spans[0].Attributes), maxCallAttrs, attrMap(spans[0].Attributes))
+	}
 }
