@@ -47,8 +47,12 @@ const (
 	otelCountPath = "/__bench/otel/count" // GET: the exporter's span counts as JSON (export on)
 )
 
-// otelSeqBlock is how many one-client calls a subject makes before the other takes over.
-const otelSeqBlock = 25
+// otelSeqBlock is how many one-client calls a subject makes before the other takes over;
+// otelConcSlices is how many alternating concurrent batches share a round's batch time.
+const (
+	otelSeqBlock   = 25
+	otelConcSlices = 3
+)
 
 // runOTelRow measures live export: two capture-on gateways in front of the same upstream, each in a
 // child process (`bench -child gateway-otel`), one with an otelexport.Exporter sending OTLP/HTTP to
@@ -56,8 +60,9 @@ const otelSeqBlock = 25
 // child's own CPU time (its getrusage), so neither the clients, the upstream nor the receiver (the
 // Collector's stand-in) count: the figure is the gateway process's. The one-client calls alternate
 // between the two gateways in blocks of otelSeqBlock calls, so drifts of a shared machine (the fsync
-// time above all, which dominates a captured call) fall on both alike; the concurrent batches
-// alternate per round. The export-on batches end with a flush of the exporter inside the CPU window,
+// time above all, which dominates a captured call) fall on both alike; the concurrent batch time of
+// a round is split into otelConcSlices alternating batches for the same reason (the CPU time a call
+// costs moves with the machine's other load). The export-on batches end with a flush of the exporter inside the CPU window,
 // so the export work of a batch's calls is charged to it.
 func (r *runner) runOTelRow(ctx context.Context) error {
 	recv, err := serve(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -118,35 +123,41 @@ func (r *runner) runOTelRow(ctx context.Context) error {
 			}
 		}
 		res.roundAdded = append(res.roundAdded, res.on.seq[n0[sOTelOn]:].pct(50)-res.off.seq[n0[sOTelOff]:].pct(50))
-		roundCPU := map[string]float64{}
-		for _, name := range o {
-			s, st := subjects[name], stats[name]
-			c0, err := s.benchGet(ctx, otelCPUPath)
-			if err != nil {
-				return err
+		roundCPU, roundCalls := map[string]time.Duration{}, map[string]int{}
+		for slice := range otelConcSlices {
+			so := o
+			if slice%2 == 1 {
+				so = reversed(o)
 			}
-			conc, err := s.concurrent(ctx, r.fx, r.workers, r.concDur, r.ownFile)
-			if err != nil {
-				return err
-			}
-			if name == sOTelOn {
-				if _, err := s.benchPost(ctx, otelFlushPath); err != nil {
-					return fmt.Errorf("otlp flush: %w", err)
+			for _, name := range so {
+				s, st := subjects[name], stats[name]
+				c0, err := s.childCPU(ctx)
+				if err != nil {
+					return err
 				}
+				conc, err := s.concurrent(ctx, r.fx, r.workers, r.concDur/otelConcSlices, r.ownFile)
+				if err != nil {
+					return err
+				}
+				if name == sOTelOn {
+					if _, err := s.benchPost(ctx, otelFlushPath); err != nil {
+						return fmt.Errorf("otlp flush: %w", err)
+					}
+				}
+				c1, err := s.childCPU(ctx)
+				if err != nil {
+					return err
+				}
+				st.cpu += c1 - c0
+				roundCPU[name] += c1 - c0
+				roundCalls[name] += conc.calls
+				st.conc = append(st.conc, conc.lat...)
+				st.calls += conc.calls
+				st.elapsed += conc.elapsed
 			}
-			c1, err := s.benchGet(ctx, otelCPUPath)
-			if err != nil {
-				return err
-			}
-			n0, _ := strconv.ParseInt(strings.TrimSpace(string(c0)), 10, 64)
-			n1, _ := strconv.ParseInt(strings.TrimSpace(string(c1)), 10, 64)
-			st.cpu += time.Duration(n1 - n0)
-			roundCPU[name] = float64(n1-n0) / float64(max(1, conc.calls))
-			st.conc = append(st.conc, conc.lat...)
-			st.calls += conc.calls
-			st.elapsed += conc.elapsed
 		}
-		res.roundCPU = append(res.roundCPU, roundCPU[sOTelOn]/max(1, roundCPU[sOTelOff]))
+		perCall := func(name string) float64 { return float64(roundCPU[name]) / float64(max(1, roundCalls[name])) }
+		res.roundCPU = append(res.roundCPU, perCall(sOTelOn)/max(1, perCall(sOTelOff)))
 		r.logf("  round %d/%d: added p50 %s ms, CPU per call %.2fx", round+1, r.rounds, msSigned(res.roundAdded[round]), res.roundCPU[round])
 	}
 	if _, err := on.benchPost(ctx, otelFlushPath); err != nil {
@@ -215,6 +226,19 @@ func otelChildHandler(upstreamURL, captureDir string) (http.Handler, func(), err
 	return mux, stop, nil
 }
 
+// childCPU is the CPU time a row-7 child has used so far (otelCPUPath).
+func (s *subject) childCPU(ctx context.Context) (time.Duration, error) {
+	b, err := s.benchGet(ctx, otelCPUPath)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s cpu: %w", s.name, err)
+	}
+	return time.Duration(n), nil
+}
+
 // benchGet and benchPost call one of a child's /__bench paths and return the body (status 200).
 func (s *subject) benchGet(ctx context.Context, path string) ([]byte, error) {
 	return s.benchDo(ctx, http.MethodGet, path)
@@ -270,10 +294,10 @@ func (r *runner) otelSection() string {
 	var b strings.Builder
 	b.WriteString("## Live OTLP export (row 7)\n\n")
 	fmt.Fprintf(&b, "Two capture-on gateways, each in its own child process, one with live OTLP/HTTP export (`proxy --otlp-endpoint`) to a loopback receiver "+
-		"in the bench process that discards what it gets; %d rounds; one-client calls alternate between the two in blocks of %d, concurrent batches per round; "+
+		"in the bench process that discards what it gets; %d rounds; one-client calls alternate between the two in blocks of %d, concurrent batches in %d alternating slices per round; "+
 		"CPU per call is the gateway process's own (getrusage in the child; clients, upstream and receiver excluded), the export-on batches ending with a flush "+
 		"inside the CPU window. Spans: %d exported, %d failed, %d dropped.\n\n",
-		r.rounds, o.block, o.counts.Exported, o.counts.Failed, o.counts.Dropped)
+		r.rounds, o.block, otelConcSlices, o.counts.Exported, o.counts.Failed, o.counts.Dropped)
 	fmt.Fprintf(&b, "| subject | 1 client p50 | p99 | %d concurrent p50 | p99 | calls/s | CPU per call |\n|---|---|---|---|---|---|---|\n", r.workers)
 	for _, x := range []struct {
 		name string
