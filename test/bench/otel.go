@@ -50,7 +50,7 @@ const (
 // otelSeqBlock is how many one-client calls a subject makes before the other takes over;
 // otelConcSlices is how many alternating concurrent batches share a round's batch time.
 const (
-	otelSeqBlock   = 25
+	otelSeqBlock   = 50
 	otelConcSlices = 3
 )
 
