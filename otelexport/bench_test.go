@@ -40,20 +40,10 @@ func benchExchange(b *testing.B) *capture.Exchange {
 	})
 }
 
-// BenchmarkLiveCall is the worker's cost per captured call (read back, span, metrics), without the
+// BenchmarkLiveCall is the worker's cost per captured call (record, span, metrics), without the
 // OTLP encoding and send.
 func BenchmarkLiveCall(b *testing.B) {
-	e, err := New(context.Background(), Config{SpanExporter: tracetest.NewNoopExporter(), MetricReader: sdkmetric.NewManualReader()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Shutdown(context.Background())
-	ex := benchExchange(b)
-	b.ReportAllocs()
-	defer reportCPU(b)()
-	for b.Loop() {
-		e.handle(e.newLiveCall("r1", ex, ""))
-	}
+	benchLive(b, Config{SpanExporter: tracetest.NewNoopExporter()})
 }
 
 // BenchmarkLivePath is the whole live path per captured call: the hand-off the call's goroutine
@@ -65,7 +55,14 @@ func BenchmarkLivePath(b *testing.B) {
 		io.Copy(io.Discard, r.Body)
 	}))
 	defer sink.Close()
-	e, err := New(context.Background(), Config{Endpoint: sink.URL, MetricReader: sdkmetric.NewManualReader()})
+	benchLive(b, Config{Endpoint: sink.URL})
+}
+
+// benchLive runs the bench call through the live path of an exporter configured by cfg (metrics to
+// a manual reader), flushes it inside the measurement and checks every span went out.
+func benchLive(b *testing.B, cfg Config) {
+	cfg.MetricReader = sdkmetric.NewManualReader()
+	e, err := New(context.Background(), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
