@@ -440,8 +440,10 @@ func (e *Exporter) emit(ctx context.Context, rolloutID string, rec *modelcalls.M
 			attrs = append(attrs, attribute.String(AttrSystemInstructions, sys))
 		}
 	}
-	_, span := e.tracer.Start(sctx, spanName(ri),
-		trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start), trace.WithAttributes(attrs...))
+	// The attributes go in after the start: trace.WithAttributes would copy them once more into the
+	// start options before the span copies them (every call is sampled, so no sampler reads them).
+	_, span := e.tracer.Start(sctx, spanName(ri), trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start))
+	span.SetAttributes(attrs...)
 	if rec.ErrorCategory != nil {
 		desc := *rec.ErrorCategory
 		if rec.LocalResponseReason != nil {
