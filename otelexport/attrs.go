@@ -1,6 +1,7 @@
 package otelexport
 
 import (
+	"bytes"
 	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -83,22 +84,14 @@ type requestInfo struct {
 	stream        bool
 }
 
-// scanPayloads reads request.model, request.stream and response.model (top-level members only).
+// scanPayloads reads request.model, request.stream and response.model (top-level members only; a
+// response model that is not a non-empty string is none).
 func scanPayloads(rec *modelcalls.ModelCallRecord) requestInfo {
-	var ri requestInfo
-	forTopMembers(rec.Request, func(key string, v []byte) {
-		switch key {
-		case "model":
-			if s, ok := jsonString(v); ok {
-				ri.requestModel = &s
-			}
-		case "stream":
-			ri.stream = string(v) == "true"
-		}
-	})
-	forTopMembers(rec.Response, func(key string, v []byte) {
-		if key == "model" {
-			if s, ok := jsonString(v); ok {
+	ri := scanRequest(rec.Request)
+	forTopMembers(rec.Response, func(key, v []byte) {
+		if keyIs(key, "model") {
+			ri.responseModel = nil
+			if s, ok := jsonString(v); ok && s != "" {
 				ri.responseModel = &s
 			}
 		}
@@ -106,10 +99,28 @@ func scanPayloads(rec *modelcalls.ModelCallRecord) requestInfo {
 	return ri
 }
 
-// forTopMembers calls fn with the key and raw value of each top-level member of the JSON object
-// obj (nothing when obj is not an object). Keys with escapes are decoded; a repeated key is
-// reported each time, so the last one wins for callers that overwrite.
-func forTopMembers(obj []byte, fn func(key string, v []byte)) {
+// scanRequest reads request.model and request.stream (top-level members only; the last of a
+// repeated member wins).
+func scanRequest(req []byte) requestInfo {
+	var ri requestInfo
+	forTopMembers(req, func(key, v []byte) {
+		switch {
+		case keyIs(key, "model"):
+			ri.requestModel = nil
+			if s, ok := jsonString(v); ok {
+				ri.requestModel = &s
+			}
+		case keyIs(key, "stream"):
+			ri.stream = string(v) == "true"
+		}
+	})
+	return ri
+}
+
+// forTopMembers calls fn with the key (the string literal as written, quotes included) and raw
+// value of each top-level member of the JSON object obj (nothing when obj is not an object). A
+// repeated key is reported each time, so the last one wins for callers that overwrite.
+func forTopMembers(obj []byte, fn func(key, v []byte)) {
 	i := jsonscan.SkipWS(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return
@@ -121,10 +132,10 @@ func forTopMembers(obj []byte, fn func(key string, v []byte)) {
 			return
 		}
 		kEnd := jsonscan.SkipString(obj, i)
-		key, ok := jsonString(obj[i:kEnd])
-		if !ok {
+		if kEnd > len(obj) || kEnd < i+2 {
 			return
 		}
+		key := obj[i:kEnd]
 		i = jsonscan.SkipWS(obj, kEnd)
 		if i >= len(obj) || obj[i] != ':' {
 			return
@@ -138,6 +149,19 @@ func forTopMembers(obj []byte, fn func(key string, v []byte)) {
 		}
 		i++
 	}
+}
+
+// keyIs reports whether the string literal lit decodes to name (escapes decoded only when present).
+func keyIs(lit []byte, name string) bool {
+	if len(lit) < 2 {
+		return false
+	}
+	inner := lit[1 : len(lit)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner) == name
+	}
+	s, ok := jsonString(lit)
+	return ok && s == name
 }
 
 // jsonString decodes a JSON string literal.
@@ -176,10 +200,12 @@ func spanName(ri requestInfo) string {
 	return OperationChat
 }
 
-// callAttributes are the attributes of one call span (content excluded). Unknown (null) fields are
+// maxCallAttrs is the most attributes a call span has: callAttributes' 30 and the 3 of content.
+const maxCallAttrs = 33
+
+// callAttributes appends the attributes of one call span (content excluded) to a. Unknown (null) fields are
 // absent, never 0 or "".
-func callAttributes(rolloutID string, rec *modelcalls.ModelCallRecord, ri requestInfo, srv server) []attribute.KeyValue {
-	a := make([]attribute.KeyValue, 0, 32)
+func callAttributes(a []attribute.KeyValue, rolloutID string, rec *modelcalls.ModelCallRecord, ri requestInfo, srv server) []attribute.KeyValue {
 	a = append(a, attribute.String(AttrOperationName, OperationChat))
 	if rec.Dialect != nil {
 		if p := providerName(*rec.Dialect); p != "" {

@@ -94,25 +94,40 @@ func jsonArg(v any) any {
 	return s
 }
 
-// textParts reads content that is a string or a list of typed blocks with "text".
-func textParts(content any) []part {
+// blockParts reads content that is a string (one text part) or a list of typed blocks, each made a
+// part by block; a block of a type block does not know (ok false) becomes a part with only its type,
+// and a block without a type is skipped.
+func blockParts(content any, block func(typ string, m map[string]any) (p part, ok bool)) []part {
 	if s, ok := content.(string); ok {
 		return []part{{Type: "text", Content: s}}
 	}
 	var parts []part
 	for _, b := range list(content) {
 		m := obj(b)
-		switch t := str(m["type"]); t {
-		case "text", "input_text", "output_text":
-			parts = append(parts, part{Type: "text", Content: str(m["text"])})
-		case "refusal":
-			parts = append(parts, part{Type: "text", Content: str(m["refusal"])})
-		case "":
-		default:
-			parts = append(parts, part{Type: t})
+		t := str(m["type"])
+		if t == "" {
+			continue
 		}
+		p, ok := block(t, m)
+		if !ok {
+			p = part{Type: t}
+		}
+		parts = append(parts, p)
 	}
 	return parts
+}
+
+// textParts reads OpenAI content: a string or a list of typed blocks with "text" (or "refusal").
+func textParts(content any) []part {
+	return blockParts(content, func(t string, m map[string]any) (part, bool) {
+		switch t {
+		case "text", "input_text", "output_text":
+			return part{Type: "text", Content: str(m["text"])}, true
+		case "refusal":
+			return part{Type: "text", Content: str(m["refusal"])}, true
+		}
+		return part{}, false
+	})
 }
 
 func chatInput(req map[string]any) []message {
@@ -239,28 +254,22 @@ func responsesOutput(resp map[string]any, finish *string) []message {
 	return []message{{Role: "assistant", Parts: nonNil(parts), FinishReason: reason}}
 }
 
+// messagesBlocks reads Anthropic content: a string or a list of text, thinking, tool_use and
+// tool_result blocks.
 func messagesBlocks(content any) []part {
-	if s, ok := content.(string); ok {
-		return []part{{Type: "text", Content: s}}
-	}
-	var parts []part
-	for _, b := range list(content) {
-		m := obj(b)
-		switch t := str(m["type"]); t {
+	return blockParts(content, func(t string, m map[string]any) (part, bool) {
+		switch t {
 		case "text":
-			parts = append(parts, part{Type: "text", Content: str(m["text"])})
+			return part{Type: "text", Content: str(m["text"])}, true
 		case "thinking":
-			parts = append(parts, part{Type: "reasoning", Content: str(m["thinking"])})
+			return part{Type: "reasoning", Content: str(m["thinking"])}, true
 		case "tool_use":
-			parts = append(parts, part{Type: "tool_call", ID: str(m["id"]), Name: str(m["name"]), Arguments: m["input"]})
+			return part{Type: "tool_call", ID: str(m["id"]), Name: str(m["name"]), Arguments: m["input"]}, true
 		case "tool_result":
-			parts = append(parts, part{Type: "tool_call_response", ID: str(m["tool_use_id"]), Response: m["content"]})
-		case "":
-		default:
-			parts = append(parts, part{Type: t})
+			return part{Type: "tool_call_response", ID: str(m["tool_use_id"]), Response: m["content"]}, true
 		}
-	}
-	return parts
+		return part{}, false
+	})
 }
 
 func messagesInput(req map[string]any) ([]message, []part) {

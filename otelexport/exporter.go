@@ -85,6 +85,9 @@ type Config struct {
 const (
 	DefaultQueueCalls = 1024
 	DefaultQueueBytes = 64 << 20
+	// LiveDelay is how long the first call queued since the worker's last round waits for the
+	// worker (at most; a half-full queue wakes it at once).
+	LiveDelay = 20 * time.Millisecond
 	// LogEvery is the least time between two log lines about failed or dropped spans.
 	LogEvery = 10 * time.Second
 )
@@ -107,13 +110,20 @@ type Exporter struct {
 	log    *rateLog
 
 	duration, tokens, ttfc metric.Float64Histogram
+	setsMu                 sync.Mutex
+	sets                   map[metricKey]*metricOpts // the metrics' attribute sets (metricSets)
 
 	spans                              *prometheus.CounterVec
 	exported, failed, dropped, invalid atomic.Int64
 	cExported, cFailed, cDropped, cInv prometheus.Counter
 
 	queue      chan liveCall
+	scratch    workerScratch // the worker's alone
 	queueBytes atomic.Int64
+	timer      *time.Timer   // wakes the worker LiveDelay after a call queued (armed set)
+	armed      atomic.Bool   // timer is set for the calls queued since the worker's last round
+	wake       chan struct{} // wakes the worker at once: the queue is half full
+	closed     chan struct{} // closed by Shutdown after the queue
 	closing    atomic.Bool
 	closeOnce  sync.Once
 	workerDone chan struct{}
@@ -217,6 +227,9 @@ func New(ctx context.Context, cfg Config) (*Exporter, error) {
 	}
 	e.queue = make(chan liveCall, n)
 	e.workerDone = make(chan struct{})
+	e.wake, e.closed = make(chan struct{}, 1), make(chan struct{})
+	e.timer = time.NewTimer(LiveDelay)
+	e.timer.Stop()
 	go e.worker()
 	return e, nil
 }
@@ -390,7 +403,12 @@ func (e *Exporter) countDropped(n int, why string) {
 // child of the client's span; otherwise the span is in the rollout's trace, child of the rollout
 // span (RolloutTraceID, RolloutSpanID). The span id is CallSpanID(model_call_id).
 func (e *Exporter) Emit(ctx context.Context, rolloutID string, rec *modelcalls.ModelCallRecord, traceparent string) {
-	ri := scanPayloads(rec)
+	e.emit(ctx, rolloutID, rec, scanPayloads(rec), traceparent, nil)
+}
+
+// emit is Emit with the payloads' models and stream flag already read; the span's attributes are
+// built in attrs (allocated when nil) and the slice is returned for reuse.
+func (e *Exporter) emit(ctx context.Context, rolloutID string, rec *modelcalls.ModelCallRecord, ri requestInfo, traceparent string, attrs []attribute.KeyValue) []attribute.KeyValue {
 	parent := trace.SpanContext{}
 	if traceparent != "" {
 		pctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent})
@@ -406,7 +424,10 @@ func (e *Exporter) Emit(ctx context.Context, rolloutID string, rec *modelcalls.M
 	sctx = withIDs(sctx, parent.TraceID(), callSpanID(rolloutID, rec.ModelCallID, rec.CallIndex))
 
 	start, end := callTimes(rec)
-	attrs := callAttributes(rolloutID, rec, ri, e.srv)
+	if attrs == nil {
+		attrs = make([]attribute.KeyValue, 0, maxCallAttrs)
+	}
+	attrs = callAttributes(attrs[:0], rolloutID, rec, ri, e.srv)
 	if e.cfg.Content {
 		in, out, sys := contentAttributes(rec)
 		if in != "" {
@@ -419,8 +440,10 @@ func (e *Exporter) Emit(ctx context.Context, rolloutID string, rec *modelcalls.M
 			attrs = append(attrs, attribute.String(AttrSystemInstructions, sys))
 		}
 	}
-	_, span := e.tracer.Start(sctx, spanName(ri),
-		trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start), trace.WithAttributes(attrs...))
+	// The attributes go in after the start: trace.WithAttributes would copy them once more into the
+	// start options before the span copies them (every call is sampled, so no sampler reads them).
+	_, span := e.tracer.Start(sctx, spanName(ri), trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start))
+	span.SetAttributes(attrs...)
 	if rec.ErrorCategory != nil {
 		desc := *rec.ErrorCategory
 		if rec.LocalResponseReason != nil {
@@ -430,6 +453,7 @@ func (e *Exporter) Emit(ctx context.Context, rolloutID string, rec *modelcalls.M
 	}
 	span.End(trace.WithTimestamp(end))
 	e.record(ctx, rec, ri, end.Sub(start))
+	return attrs
 }
 
 // callTimes are the call's real start and end (started_at, completed_at); a capture without them
@@ -456,41 +480,91 @@ func epoch(sec float64) time.Time {
 	return time.Unix(s, int64((sec-float64(s))*1e9))
 }
 
-// record adds the call to the three GenAI client histograms.
+// record adds the call to the three GenAI client histograms. Their attribute sets are built once
+// per combination of provider, models and error type (metricSets) and reused.
 func (e *Exporter) record(ctx context.Context, rec *modelcalls.ModelCallRecord, ri requestInfo, d time.Duration) {
+	ms := e.metricSets(rec, ri)
+	secs := d.Seconds()
+	if rec.LatencyTotalMS != nil {
+		secs = *rec.LatencyTotalMS / 1000
+	}
+	e.duration.Record(ctx, secs, ms.duration)
+	if rec.TokensIn != nil {
+		e.tokens.Record(ctx, float64(*rec.TokensIn), ms.input)
+	}
+	if rec.TokensOut != nil {
+		e.tokens.Record(ctx, float64(*rec.TokensOut), ms.output)
+	}
+	if ri.stream && rec.LatencyTTFTMS != nil {
+		e.ttfc.Record(ctx, *rec.LatencyTTFTMS/1000, ms.base)
+	}
+}
+
+// metricKey is what a call's metric attributes depend on besides the exporter's server.
+type metricKey struct {
+	provider, requestModel, responseModel, errorType         string
+	hasProvider, hasRequestModel, hasResponseModel, hasError bool
+}
+
+// metricOpts are the attribute sets of one metricKey, as measurement options: base (operation,
+// provider, models, server), duration (base and error.type), input and output (base and
+// gen_ai.token.type).
+type metricOpts struct {
+	base, duration, input, output metric.MeasurementOption
+}
+
+// maxMetricSets bounds the cache of attribute sets; past it the cache starts over.
+const maxMetricSets = 1024
+
+func (e *Exporter) metricSets(rec *modelcalls.ModelCallRecord, ri requestInfo) *metricOpts {
+	var k metricKey
+	if rec.Dialect != nil {
+		k.provider = providerName(*rec.Dialect)
+		k.hasProvider = k.provider != ""
+	}
+	if ri.requestModel != nil {
+		k.requestModel, k.hasRequestModel = *ri.requestModel, true
+	}
+	if ri.responseModel != nil {
+		k.responseModel, k.hasResponseModel = *ri.responseModel, true
+	}
+	if rec.ErrorCategory != nil {
+		k.errorType, k.hasError = *rec.ErrorCategory, true
+	}
+	e.setsMu.Lock()
+	defer e.setsMu.Unlock()
+	if ms, ok := e.sets[k]; ok {
+		return ms
+	}
 	base := make([]attribute.KeyValue, 0, 8)
 	base = append(base, attribute.String(AttrOperationName, OperationChat))
-	if rec.Dialect != nil {
-		if p := providerName(*rec.Dialect); p != "" {
-			base = append(base, attribute.String(AttrProviderName, p))
-		}
+	if k.hasProvider {
+		base = append(base, attribute.String(AttrProviderName, k.provider))
 	}
-	base = optString(base, AttrRequestModel, ri.requestModel)
-	base = optString(base, AttrResponseModel, ri.responseModel)
+	if k.hasRequestModel {
+		base = append(base, attribute.String(AttrRequestModel, k.requestModel))
+	}
+	if k.hasResponseModel {
+		base = append(base, attribute.String(AttrResponseModel, k.responseModel))
+	}
 	if e.srv.address != "" {
 		base = append(base, attribute.String(AttrServerAddress, e.srv.address))
 		if e.srv.port > 0 {
 			base = append(base, attribute.Int(AttrServerPort, e.srv.port))
 		}
 	}
-	durAttrs := base
-	if rec.ErrorCategory != nil {
-		durAttrs = append(durAttrs[:len(durAttrs):len(durAttrs)], attribute.String(AttrErrorType, *rec.ErrorCategory))
+	with := func(kv ...attribute.KeyValue) metric.MeasurementOption {
+		return metric.WithAttributeSet(attribute.NewSet(append(base[:len(base):len(base)], kv...)...))
 	}
-	secs := d.Seconds()
-	if rec.LatencyTotalMS != nil {
-		secs = *rec.LatencyTotalMS / 1000
+	ms := &metricOpts{base: with(), duration: with(), input: with(attribute.String(AttrTokenType, "input")), output: with(attribute.String(AttrTokenType, "output"))}
+	if k.hasError {
+		ms.duration = with(attribute.String(AttrErrorType, k.errorType))
 	}
-	e.duration.Record(ctx, secs, metric.WithAttributes(durAttrs...))
-	if rec.TokensIn != nil {
-		e.tokens.Record(ctx, float64(*rec.TokensIn), metric.WithAttributes(append(base[:len(base):len(base)], attribute.String(AttrTokenType, "input"))...))
+	if e.sets == nil || len(e.sets) >= maxMetricSets {
+		e.sets = make(map[metricKey]*metricOpts)
 	}
-	if rec.TokensOut != nil {
-		e.tokens.Record(ctx, float64(*rec.TokensOut), metric.WithAttributes(append(base[:len(base):len(base)], attribute.String(AttrTokenType, "output"))...))
-	}
-	if ri.stream && rec.LatencyTTFTMS != nil {
-		e.ttfc.Record(ctx, *rec.LatencyTTFTMS/1000, metric.WithAttributes(base...))
-	}
+	e.sets[k] = ms
+	return ms
 }
 
 // Flush exports every span recorded so far and the metrics, and returns the first error.
@@ -508,6 +582,7 @@ func (e *Exporter) Shutdown(ctx context.Context) error {
 		e.mu.Lock()
 		close(e.queue)
 		e.mu.Unlock()
+		close(e.closed)
 	})
 	select {
 	case <-e.workerDone:

@@ -2,10 +2,15 @@ package otelexport
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
+	"math"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // liveCall is one captured call waiting in the live queue.
@@ -22,12 +27,8 @@ type liveCall struct {
 // without response_raw (the span is built from the parsed payloads, as BuildRecord reads them), so
 // the caller may release its body buffers. The call's span is built on the worker goroutine.
 func (e *Exporter) Enqueue(rolloutID string, ex *capture.Exchange, traceparent string) bool {
-	cp := *ex
-	cp.ResponseRaw, cp.ResponseRawFrom = nil, nil
-	size := int64(len(cp.Request) + len(cp.Response))
-	if cp.RequestRaw != nil {
-		size += int64(len(*cp.RequestRaw))
-	}
+	c := e.newLiveCall(rolloutID, ex, traceparent)
+	size := c.bytes
 	limit := e.cfg.QueueBytes
 	if limit <= 0 {
 		limit = DefaultQueueBytes
@@ -45,64 +46,165 @@ func (e *Exporter) Enqueue(rolloutID string, ex *capture.Exchange, traceparent s
 		return false
 	}
 	select {
-	case e.queue <- liveCall{rolloutID: rolloutID, ex: &cp, traceparent: traceparent, bytes: size}:
-		return true
+	case e.queue <- c:
 	default:
 		e.queueBytes.Add(-size)
 		e.countDropped(1, "queue_full")
 		return false
 	}
+	if len(e.queue) >= cap(e.queue)/2 {
+		select {
+		case e.wake <- struct{}{}:
+		default:
+		}
+	} else if e.armed.CompareAndSwap(false, true) {
+		e.timer.Reset(LiveDelay)
+	}
+	return true
 }
 
-// worker turns queued calls into spans: the line as the store wrote it, read back with
-// modelcalls.BuildRecord, so a live span equals the one `export otlp` builds from the file.
+// worker turns queued calls into spans. It wakes LiveDelay after the first call queued since its
+// last round, when the queue is half full, or at Shutdown, and then works through every call
+// queued: one wake-up per round instead of one per call, so the calls' goroutines hand off
+// without waking a thread, and the rounds run apart from the calls that queued them.
 func (e *Exporter) worker() {
 	defer close(e.workerDone)
-	for c := range e.queue {
-		e.queueBytes.Add(-c.bytes)
-		if !e.cfg.Content {
-			c.ex.Request = slimRequest(c.ex.Request)
+	for {
+		select {
+		case <-e.timer.C:
+		case <-e.wake:
+		case <-e.closed:
 		}
-		e.emitExchange(c.ex, c.rolloutID, c.traceparent)
+		e.armed.Store(false)
+		for more := true; more; {
+			select {
+			case c, ok := <-e.queue:
+				if !ok {
+					return
+				}
+				e.queueBytes.Add(-c.bytes)
+				e.handle(c)
+			default:
+				more = false
+			}
+		}
 	}
 }
 
-// emitExchange reads the exchange back as its capture line and emits its span.
-func (e *Exporter) emitExchange(ex *capture.Exchange, rolloutID, traceparent string) {
-	line, err := capture.EncodeExchange(ex)
-	var rec *modelcalls.ModelCallRecord
-	if err == nil {
-		rec, err = modelcalls.BuildRecord(line, 0)
+// newLiveCall is the queue entry of a captured call: a shallow copy of ex without response_raw.
+func (e *Exporter) newLiveCall(rolloutID string, ex *capture.Exchange, traceparent string) liveCall {
+	cp := *ex
+	cp.ResponseRaw, cp.ResponseRawFrom = nil, nil
+	size := int64(len(cp.Request) + len(cp.Response))
+	if cp.RequestRaw != nil {
+		size += int64(len(*cp.RequestRaw))
 	}
+	return liveCall{rolloutID: rolloutID, ex: &cp, traceparent: traceparent, bytes: size}
+}
+
+// handle turns one queued call into its span and metrics (the worker's work per call).
+func (e *Exporter) handle(c liveCall) {
+	rec, line, err := spanRecord(c.ex, e.scratch.line)
+	e.scratch.line = line
 	if err != nil {
 		e.invalid.Add(1)
 		e.cInv.Inc()
-		e.log.warn("otlp export: captured call not exportable", "rollout_id", rolloutID, "model_call_id", ex.ModelCallID, "err", err)
+		e.log.warn("otlp export: captured call not exportable", "rollout_id", c.rolloutID, "model_call_id", c.ex.ModelCallID, "err", err)
 		return
 	}
-	e.Emit(context.Background(), rolloutID, rec, traceparent)
+	ri := scanRequest(rec.Request)
+	ri.responseModel = rec.Model // read from the response alone (see spanRecord)
+	e.scratch.attrs = e.emit(context.Background(), c.rolloutID, rec, ri, c.traceparent, e.scratch.attrs)
 }
 
-// slimRequest keeps of a request object only the members a span reads without content (model,
-// stream), so the worker does not re-encode and re-read an agent's whole prompt: the span comes
-// out the same as from the full line. Anything but an object is returned as it is.
-func slimRequest(req json.RawMessage) json.RawMessage {
-	if len(req) == 0 || req[0] != '{' {
-		return req
+// workerScratch are buffers the worker reuses from call to call: nothing keeps them once a call's
+// span has ended (the SDK copies the attributes; the record's strings are copies of the line's).
+type workerScratch struct {
+	line  []byte
+	attrs []attribute.KeyValue
+}
+
+// spanRecord is the record a span reads, as modelcalls.BuildRecord reads it from ex's capture line
+// (call index 0), so a live span equals the one `export otlp` builds from the file; it is built
+// without writing the whole line and reading it back. The fields read from the response (id, model,
+// status, finish reason, usage, tool calls) come from BuildRecord over a line holding only dialect
+// and response, the payload as the gateway kept it (white space and all: the line writer compacts
+// it, which changes none of those fields); the envelope's fields are taken from ex as the line
+// carries them (strings with invalid UTF-8 replaced as the encoder does, a NaN or infinite time as
+// null); request is ex's request object. Model is the response's model alone (a line without a
+// request has nothing to fall back on): spans read the request's model from the request.
+// TestSpanRecordMatchesLine holds the two ways equal.
+//
+// The line is built in buf (grown as needed, returned for reuse); the record aliases it.
+func spanRecord(ex *capture.Exchange, buf []byte) (*modelcalls.ModelCallRecord, []byte, error) {
+	if ex.ModelRef != nil && ex.ModelRef.Type != capture.ModelRefType {
+		return nil, buf, fmt.Errorf("%w: model_ref.type must be %q, got %q", modelcalls.ErrInvalidExchange, capture.ModelRefType, ex.ModelRef.Type)
 	}
-	out := make([]byte, 0, 64)
-	out = append(out, '{')
-	forTopMembers(req, func(key string, v []byte) {
-		if key != "model" && key != "stream" {
-			return
+	line := append(buf[:0], `{"dialect":`...)
+	line = jsonscan.AppendString(line, ex.Dialect)
+	line = append(line, `,"response":`...)
+	if ex.Response == nil {
+		line = append(line, "null"...)
+	} else {
+		line = append(line, ex.Response...)
+	}
+	line = append(line, '}')
+	rec, err := modelcalls.BuildRecord(line, 0)
+	if err != nil {
+		return nil, line, err
+	}
+	if ex.Request != nil {
+		if !ex.PayloadsChecked && !capture.IsPayloadObject(ex.Request) {
+			return nil, line, fmt.Errorf("%w: request is not a JSON object", modelcalls.ErrInvalidExchange)
 		}
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
-		out = append(out, '"')
-		out = append(out, key...)
-		out = append(out, '"', ':')
-		out = append(out, v...)
-	})
-	return append(out, '}')
+		rec.Request = ex.Request
+	}
+	rec.ModelCallID = new(lineString(ex.ModelCallID))
+	rec.Dialect = new(lineString(ex.Dialect))
+	if ex.ModelRef != nil {
+		rec.ModelRef = &capture.ModelRef{Type: ex.ModelRef.Type, Name: lineString(ex.ModelRef.Name)}
+	}
+	rec.StartedAt = lineFloat(ex.StartedAt)
+	rec.CompletedAt = lineFloat(ex.CompletedAt)
+	rec.LatencyTotalMS = lineFloat(ex.LatencyMS)
+	if ex.LatencyTTFTMS != nil {
+		rec.LatencyTTFTMS = lineFloat(*ex.LatencyTTFTMS)
+	}
+	rec.StatusCode = ex.StatusCode
+	rec.ErrorCategory = lineStringPtr(ex.ErrorCategory)
+	if s := lineStringPtr(ex.ResponseSource); s != nil && (*s == "upstream" || *s == "local") {
+		rec.ResponseSource = s
+	}
+	rec.UpstreamAttempted = ex.UpstreamAttempted
+	rec.UpstreamStatusCode = ex.UpstreamStatusCode
+	rec.LocalResponseReason = lineStringPtr(ex.LocalResponseReason)
+	rec.ClientSessionID = lineStringPtr(ex.ClientSessionID)
+	rec.ClientAssistantMessageID = lineStringPtr(ex.ClientAssistantMessageID)
+	rec.RequestRaw = lineStringPtr(ex.RequestRaw)
+	return rec, line, nil
+}
+
+// lineString is s as it reads back from a capture line: the encoder replaces invalid UTF-8.
+func lineString(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	out, _ := jsonString(jsonscan.AppendString(nil, s))
+	return out
+}
+
+func lineStringPtr(s *string) *string {
+	if s == nil {
+		return nil
+	}
+	return new(lineString(*s))
+}
+
+// lineFloat is f as it reads back from a capture line: null (nil) when NaN or infinite, else exact
+// (the encoder writes the shortest form that parses back to f).
+func lineFloat(f float64) *float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil
+	}
+	return &f
 }

@@ -72,6 +72,8 @@ func childMain(mode, upstreamURL, captureDir string) error {
 	switch mode {
 	case "gateway":
 		h, stop, err = gatewayHandler(upstreamURL, captureDir, true)
+	case "gateway-otel": // row 7 (otel.go)
+		h, stop, err = otelChildHandler(upstreamURL, captureDir)
 	case "bare":
 		h, err = bareProxy(upstreamURL)
 	default:

@@ -1,0 +1,133 @@
+package otelexport
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"net/url"
+	"reflect"
+	"testing"
+
+	"github.com/modelcalls/modelcalls"
+	"github.com/modelcalls/modelcalls/capture"
+)
+
+// indent pretty-prints a JSON object, as an upstream may send it (the capture line compacts it).
+func indent(s string) string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, []byte(s), "", "  "); err != nil {
+		panic(err)
+	}
+	return b.String()
+}
+
+// The live worker builds a call's record from the exchange without writing its line: it must be
+// the record BuildRecord reads from the line (response_raw aside, which the live path drops, and
+// model, which spans read from the payloads), and the span built from it the span `export otlp`
+// builds from the file.
+func TestSpanRecordMatchesLine(t *testing.T) {
+	tests := []struct {
+		name     string
+		ex       *capture.Exchange
+		indented bool // payloads not compact: the records differ in their raw bytes, the spans must not
+	}{
+		{name: "chat json", ex: exchange("chat", chatReq, chatResp, func(ex *capture.Exchange) { ex.LatencyTTFTMS = new(250.5); ex.ClientSessionID = new("sess-1") })},
+		{name: "messages sse", ex: exchange("messages", messagesReq, messagesResp, func(ex *capture.Exchange) { ex.LatencyTTFTMS = new(120.0) })},
+		{name: "responses", ex: exchange("responses", responsesReq, responsesResp, func(ex *capture.Exchange) { ex.PayloadsChecked = true })},
+		{name: "no response, error, local", ex: exchange("chat", chatReq, "", func(ex *capture.Exchange) {
+			ex.ErrorCategory = new("connection")
+			ex.ResponseSource = new("local")
+			ex.UpstreamAttempted = new(false)
+			ex.UpstreamStatusCode = nil
+			ex.LocalResponseReason = new("upstream_unreachable")
+			ex.ModelRef = nil
+			ex.StatusCode = new(502)
+		})},
+		{name: "request raw, no request object", ex: exchange("chat", "", chatResp, func(ex *capture.Exchange) { ex.Request = nil; ex.RequestRaw = new("not json") })},
+		{name: "invalid UTF-8 and odd source", ex: exchange("chat", chatReq, chatResp, func(ex *capture.Exchange) {
+			ex.ClientSessionID = new("s\xffx")
+			ex.ClientAssistantMessageID = new("m\xc3")
+			ex.ResponseSource = new("elsewhere")
+			ex.ModelRef.Name = "p\xfe"
+		})},
+		{name: "NaN and infinite times", ex: exchange("chat", chatReq, chatResp, func(ex *capture.Exchange) {
+			ex.StartedAt = math.NaN()
+			ex.LatencyMS = math.Inf(1)
+			ex.LatencyTTFTMS = new(math.Inf(-1))
+		})},
+		{name: "empty model call id, tiny and huge times", ex: exchange("responses", responsesReq, responsesResp, func(ex *capture.Exchange) {
+			ex.ModelCallID = ""
+			ex.StartedAt = 1e-7
+			ex.CompletedAt = 3e17
+		})},
+		{name: "response without model, empty request model", ex: exchange("chat", `{"model":"","stream":true}`, `{"id":"c1","model":"","choices":[]}`, nil)},
+		{name: "indented payloads", indented: true, ex: exchange("messages", indent(messagesReq), indent(messagesResp), func(ex *capture.Exchange) { ex.PayloadsChecked = true })},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _, err := spanRecord(tt.ex, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			line, err := capture.EncodeExchange(tt.ex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := modelcalls.BuildRecord(line, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want.Model = scanPayloads(want).responseModel
+			if !tt.indented && !reflect.DeepEqual(got, want) {
+				t.Errorf("live record\n%s\nline record\n%s", got.AppendJSON(nil, true), want.AppendJSON(nil, true))
+			}
+			for _, content := range []bool{false, true} {
+				live, file := newHarness(t, Config{Content: content}), newHarness(t, Config{Content: content})
+				live.e.handle(live.e.newLiveCall("r1", tt.ex, ""))
+				file.e.Emit(context.Background(), "r1", want, "")
+				ls, fs := live.flushSpans(t), file.flushSpans(t)
+				if len(ls) != 1 || len(fs) != 1 {
+					t.Fatalf("content %v: %d live spans, %d file spans", content, len(ls), len(fs))
+				}
+				l, f := ls[0], fs[0]
+				// Without started_at both take the export time: their own.
+				sameTimes := want.StartedAt == nil || (l.StartTime.Equal(f.StartTime) && l.EndTime.Equal(f.EndTime))
+				if l.Name != f.Name || !l.SpanContext.Equal(f.SpanContext) || !l.Parent.Equal(f.Parent) || !sameTimes || l.Status != f.Status || !reflect.DeepEqual(attrMap(l.Attributes), attrMap(f.Attributes)) {
+					t.Errorf("content %v:\nlive %s %v %v\nfile %s %v %v", content, l.Name, l.Status, attrMap(l.Attributes), f.Name, f.Status, attrMap(f.Attributes))
+				}
+			}
+		})
+	}
+	t.Run("model_ref of another type is refused as the line is", func(t *testing.T) {
+		ex := exchange("chat", chatReq, chatResp, func(ex *capture.Exchange) { ex.ModelRef.Type = "other" })
+		if _, _, err := spanRecord(ex, nil); err == nil {
+			t.Error("spanRecord accepted a model_ref the line reader refuses")
+		}
+		line, _ := capture.EncodeExchange(ex)
+		if _, err := modelcalls.BuildRecord(line, 0); err == nil {
+			t.Error("BuildRecord accepted it: the test's premise is gone")
+		}
+	})
+}
+
+// maxCallAttrs sizes the attribute slice up front: a call with every field set has exactly that
+// many attributes with content.
+func TestMaxCallAttrs(t *testing.T) {
+	ex := exchange("messages", messagesReq, messagesResp, func(ex *capture.Exchange) {
+		ex.LatencyTTFTMS = new(120.0)
+		ex.ClientSessionID = new("sess-1")
+		ex.ClientAssistantMessageID = new("msg-1")
+		ex.ErrorCategory = new("incomplete")
+		ex.LocalResponseReason = new("why")
+		ex.Response = json.RawMessage(`{"id":"m","model":"x","status":"s","stop_reason":"max_tokens","content":[{"type":"text","text":"t"}],"usage":{"input_tokens":1,"output_tokens":2,"cache_read_input_tokens":3,"cache_creation_input_tokens":4,"output_tokens_details":{"reasoning_tokens":1}}}`)
+	})
+	ex.Request = json.RawMessage(`{"model":"claude-x","stream":true,"system":"be brief","messages":[{"role":"user","content":"hi"}]}`)
+	u, _ := url.Parse("http://llm:8000")
+	h := newHarness(t, Config{Content: true, Upstream: u})
+	h.e.handle(h.e.newLiveCall("r1", ex, ""))
+	spans := h.flushSpans(t)
+	if len(spans) != 1 || len(spans[0].Attributes) != maxCallAttrs {
+		t.Fatalf("%d attributes, maxCallAttrs %d: %v", len(spans[0].Attributes), maxCallAttrs, attrMap(spans[0].Attributes))
+	}
+}
