@@ -11,6 +11,7 @@ import (
 	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
+	"github.com/modelcalls/modelcalls/rollout"
 )
 
 // liveCall is one captured call waiting in the live queue.
@@ -137,8 +138,8 @@ type workerScratch struct {
 //
 // The line is built in buf (grown as needed, returned for reuse); the record aliases it.
 func spanRecord(ex *capture.Exchange, buf []byte) (*modelcalls.ModelCallRecord, []byte, error) {
-	if ex.ModelRef != nil && ex.ModelRef.Type != capture.ModelRefType {
-		return nil, buf, fmt.Errorf("%w: model_ref.type must be %q, got %q", modelcalls.ErrInvalidExchange, capture.ModelRefType, ex.ModelRef.Type)
+	if ex.ModelRef != nil && ex.ModelRef.Type != rollout.ModelServerRefType {
+		return nil, buf, fmt.Errorf("%w: model_ref.type must be %q, got %q", modelcalls.ErrInvalidExchange, rollout.ModelServerRefType, ex.ModelRef.Type)
 	}
 	line := append(buf[:0], `{"dialect":`...)
 	line = jsonscan.AppendString(line, ex.Dialect)
@@ -162,7 +163,7 @@ func spanRecord(ex *capture.Exchange, buf []byte) (*modelcalls.ModelCallRecord, 
 	rec.ModelCallID = new(lineString(ex.ModelCallID))
 	rec.Dialect = new(lineString(ex.Dialect))
 	if ex.ModelRef != nil {
-		rec.ModelRef = &capture.ModelRef{Type: ex.ModelRef.Type, Name: lineString(ex.ModelRef.Name)}
+		rec.ModelRef = &rollout.ModelServerRef{Type: ex.ModelRef.Type, Name: lineString(ex.ModelRef.Name)}
 	}
 	rec.StartedAt = lineFloat(ex.StartedAt)
 	rec.CompletedAt = lineFloat(ex.CompletedAt)
