@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // ErrInvalidExchange is the errors.Is target of every error BuildRecord returns: the exchange line is
@@ -35,8 +36,8 @@ var ErrInvalidExchange = errors.New("invalid exchange")
 // last value wins (as Python's json). The record aliases exchange (Request, Response and tool-call
 // arguments are sub-slices): do not modify exchange afterwards.
 func BuildRecord(exchange []byte, callIndex int) (*ModelCallRecord, error) {
-	ex := trimWS(exchange)
-	if err := validateJSON(ex); err != nil {
+	ex := jsonscan.TrimWS(exchange)
+	if err := jsonscan.Validate(ex); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidExchange, err)
 	}
 	rec := new(ModelCallRecord)
@@ -61,13 +62,12 @@ type envelope struct {
 // (aliasing it) and RequestRaw and ResponseRaw stay nil whatever rawText says: a merge with
 // payloads writes them from the tokens (appendStringToken) without decoding them.
 func buildRecord(rec *ModelCallRecord, ex []byte, callIndex int, rawText bool, tok *rawTokens) error {
-	if !isObject(ex) {
-		return fmt.Errorf("%w: not a JSON object but %s", ErrInvalidExchange, kindName(ex))
+	if !jsonscan.IsObject(ex) {
+		return fmt.Errorf("%w: not a JSON object but %s", ErrInvalidExchange, jsonscan.KindName(ex))
 	}
 	var e envelope
-	forEachMember(ex, func(m member) bool {
-		v := ex[m.valStart:m.valEnd]
-		switch string(keyName(ex[m.keyStart:m.keyEnd])) {
+	jsonscan.EachMember(ex, func(k, v []byte) bool {
+		switch string(jsonscan.KeyName(k)) {
 		case "model_call_id":
 			e.modelCallID = v
 		case "dialect":
@@ -143,34 +143,34 @@ func buildRecord(rec *ModelCallRecord, ex []byte, callIndex int, rawText bool, t
 	switch {
 	case tok != nil:
 		*tok = rawTokens{}
-		if isString(e.requestRaw) {
+		if jsonscan.IsString(e.requestRaw) {
 			tok.request = e.requestRaw
 		}
-		if isString(e.responseRaw) {
+		if jsonscan.IsString(e.responseRaw) {
 			tok.response = e.responseRaw
 		}
 	case rawText:
 		rec.RequestRaw = stringPtr(e.requestRaw)
 		rec.ResponseRaw = stringPtr(e.responseRaw)
 	}
-	if s, ok := stringValue(e.responseSource); ok && (s == "upstream" || s == "local") {
+	if s, ok := jsonscan.String(e.responseSource); ok && (s == "upstream" || s == "local") {
 		rec.ResponseSource = &s
 	}
-	if isBoolLiteral(e.upstreamAttempted) {
+	if jsonscan.IsBool(e.upstreamAttempted) {
 		rec.UpstreamAttempted = new(e.upstreamAttempted[0] == 't')
 	}
-	if n, ok := intValue(e.upstreamStatusCode); ok && n >= math.MinInt32 && n <= math.MaxInt32 {
+	if n, ok := jsonscan.Int(e.upstreamStatusCode); ok && n >= math.MinInt32 && n <= math.MaxInt32 {
 		rec.UpstreamStatusCode = new(int(n))
 	}
 	rec.LocalResponseReason = stringPtr(e.localResponseReason)
 	rec.ClientSessionID = stringPtr(e.clientSessionID)
 	rec.ClientAssistantMessageID = stringPtr(e.clientAssistantMessageID)
 
-	if isObject(e.request) {
+	if jsonscan.IsObject(e.request) {
 		rec.Request = e.request
 	}
 	var f responseFields
-	if isObject(e.response) {
+	if jsonscan.IsObject(e.response) {
 		rec.Response = e.response
 		f = scanResponse(e.response)
 	}
@@ -178,10 +178,10 @@ func buildRecord(rec *ModelCallRecord, ex []byte, callIndex int, rawText bool, t
 	// First truthy of response.model, request.model; a truthy non-string response model gives null
 	// without falling back (reference §4). The request is only read for its model when needed.
 	model := f.model
-	if !truthy(model) {
+	if !jsonscan.Truthy(model) {
 		model = nil
 		if rec.Request != nil {
-			model = lookup(rec.Request, "model")
+			model = jsonscan.Lookup(rec.Request, "model")
 		}
 	}
 	rec.Model = stringPtr(model)
@@ -198,23 +198,21 @@ func buildRecord(rec *ModelCallRecord, ex []byte, callIndex int, rawText bool, t
 	return nil
 }
 
-func isBoolLiteral(v []byte) bool { return len(v) > 0 && (v[0] == 't' || v[0] == 'f') }
-
 func envString(key string, v []byte) (*string, error) {
-	if isNull(v) {
+	if jsonscan.IsNull(v) {
 		return nil, nil
 	}
-	if !isString(v) {
+	if !jsonscan.IsString(v) {
 		return nil, envTypeError(key, "a string", v)
 	}
-	return new(unquote(v)), nil
+	return new(jsonscan.Unquote(v)), nil
 }
 
 func envInt(key string, v []byte) (*int, error) {
-	if isNull(v) {
+	if jsonscan.IsNull(v) {
 		return nil, nil
 	}
-	n, ok := intValue(v)
+	n, ok := jsonscan.Int(v)
 	if !ok || n < math.MinInt32 || n > math.MaxInt32 {
 		return nil, envTypeError(key, "an integer", v)
 	}
@@ -222,10 +220,10 @@ func envInt(key string, v []byte) (*int, error) {
 }
 
 func envFloat(key string, v []byte) (*float64, error) {
-	if isNull(v) {
+	if jsonscan.IsNull(v) {
 		return nil, nil
 	}
-	f, ok := floatValue(v)
+	f, ok := jsonscan.Float(v)
 	if !ok {
 		return nil, envTypeError(key, "a finite number", v)
 	}
@@ -233,27 +231,27 @@ func envFloat(key string, v []byte) (*float64, error) {
 }
 
 func envModelRef(v []byte) (*capture.ModelRef, error) {
-	if isNull(v) {
+	if jsonscan.IsNull(v) {
 		return nil, nil
 	}
-	if !isObject(v) {
+	if !jsonscan.IsObject(v) {
 		return nil, envTypeError("model_ref", "an object", v)
 	}
 	var typ, name []byte
-	forEachMember(v, func(m member) bool {
-		switch string(keyName(v[m.keyStart:m.keyEnd])) {
+	jsonscan.EachMember(v, func(k, val []byte) bool {
+		switch string(jsonscan.KeyName(k)) {
 		case "type":
-			typ = v[m.valStart:m.valEnd]
+			typ = val
 		case "name":
-			name = v[m.valStart:m.valEnd]
+			name = val
 		}
 		return true
 	})
-	t, ok := stringValue(typ)
+	t, ok := jsonscan.String(typ)
 	if !ok || t != capture.ModelRefType {
 		return nil, fmt.Errorf("%w: model_ref.type must be %q, got %s", ErrInvalidExchange, capture.ModelRefType, clipRaw(typ))
 	}
-	n, ok := stringValue(name)
+	n, ok := jsonscan.String(name)
 	if !ok {
 		return nil, envTypeError("model_ref.name", "a string", name)
 	}
@@ -261,7 +259,7 @@ func envModelRef(v []byte) (*capture.ModelRef, error) {
 }
 
 func envTypeError(key, want string, v []byte) error {
-	return fmt.Errorf("%w: %s must be %s or null, got %s", ErrInvalidExchange, key, want, kindName(v))
+	return fmt.Errorf("%w: %s must be %s or null, got %s", ErrInvalidExchange, key, want, jsonscan.KindName(v))
 }
 
 // clipRaw shortens a raw JSON value for an error message.

@@ -2,6 +2,7 @@ package modelcalls
 
 import (
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // ReadRecords ports read_model_call_records: the records of rollout id in durable append order,
@@ -17,7 +18,7 @@ func ReadRecords(store *capture.Store, id string) ([]ModelCallRecord, error) {
 	}
 	records := make([]ModelCallRecord, len(entries))
 	for i, e := range entries {
-		if err := buildRecord(&records[i], trimWS(e.Data), i, true, nil); err != nil {
+		if err := buildRecord(&records[i], jsonscan.TrimWS(e.Data), i, true, nil); err != nil {
 			path, _ := store.CapturePath(id)
 			return nil, &capture.LineError{Path: path, Line: e.Line, Err: err}
 		}
@@ -68,7 +69,7 @@ func readAvailable(store *capture.Store, id string, mode rawMode) (records []Mod
 			tp = &tok
 		}
 		records = append(records, ModelCallRecord{})
-		if buildRecord(&records[len(records)-1], trimWS(e.Data), e.Index, mode == rawDecode, tp) != nil {
+		if buildRecord(&records[len(records)-1], jsonscan.TrimWS(e.Data), e.Index, mode == rawDecode, tp) != nil {
 			records = records[:len(records)-1]
 			damaged++
 			continue

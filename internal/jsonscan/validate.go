@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"unicode/utf8"
 )
 
 // MaxNesting bounds container nesting during validation so hostile input
@@ -51,18 +50,44 @@ const (
 // Validate reports whether data holds exactly one JSON value, optionally surrounded by JSON
 // whitespace, under the package's strict rules (orjson's). The error is a *SyntaxError.
 func Validate(data []byte) error {
+	_, err := validate(data, nil, false)
+	return err
+}
+
+// Member locates one object member by byte offsets into the text it was found in.
+type Member struct {
+	KeyStart, KeyEnd int // the key token, quotes included
+	ValStart, ValEnd int // the raw value
+}
+
+// ValidateMembers is Validate that also maps the value when it is an object: it appends the
+// offsets (into data) of the object's top-level members to dst, in text order, duplicates
+// included, and returns it. Nothing is appended when the value is not an object or not valid. A
+// reader that checks a line and then reads its top-level members walks the line once this way.
+func ValidateMembers(data []byte, dst []Member) ([]Member, error) {
+	return validate(data, dst, true)
+}
+
+func validate(data []byte, members []Member, collect bool) ([]Member, error) {
 	i := SkipWS(data, 0)
 	if i >= len(data) {
-		return &SyntaxError{i, "no JSON value"}
+		return members, &SyntaxError{i, "no JSON value"}
 	}
-	end, err := validValue(data, i, 0)
+	n := len(members)
+	var end int
+	var err error
+	if data[i] == '{' {
+		end, members, err = validObject(data, i, 0, members, collect)
+	} else {
+		end, err = validValue(data, i, 0)
+	}
 	if err != nil {
-		return err
+		return members[:n], err
 	}
 	if j := SkipWS(data, end); j != len(data) {
-		return &SyntaxError{j, "data after the JSON value"}
+		return members[:n], &SyntaxError{j, "data after the JSON value"}
 	}
-	return nil
+	return members, nil
 }
 
 func validValue(data []byte, i, depth int) (int, error) {
@@ -71,66 +96,10 @@ func validValue(data []byte, i, depth int) (int, error) {
 	}
 	switch c := data[i]; c {
 	case '{':
-		if depth >= MaxNesting {
-			return i, &SyntaxError{i, "nesting too deep"}
-		}
-		i = SkipWS(data, i+1)
-		if i < len(data) && data[i] == '}' {
-			return i + 1, nil
-		}
-		for {
-			if i >= len(data) || data[i] != '"' {
-				return i, &SyntaxError{i, "expected object key"}
-			}
-			end, err := validString(data, i)
-			if err != nil {
-				return end, err
-			}
-			i = SkipWS(data, end)
-			if i >= len(data) || data[i] != ':' {
-				return i, &SyntaxError{i, "expected ':' after object key"}
-			}
-			i = SkipWS(data, i+1)
-			if i, err = validValue(data, i, depth+1); err != nil {
-				return i, err
-			}
-			i = SkipWS(data, i)
-			if i >= len(data) {
-				return i, &SyntaxError{i, "unterminated object"}
-			}
-			if data[i] == '}' {
-				return i + 1, nil
-			}
-			if data[i] != ',' {
-				return i, &SyntaxError{i, "expected ',' or '}' in object"}
-			}
-			i = SkipWS(data, i+1)
-		}
+		end, _, err := validObject(data, i, depth, nil, false)
+		return end, err
 	case '[':
-		if depth >= MaxNesting {
-			return i, &SyntaxError{i, "nesting too deep"}
-		}
-		i = SkipWS(data, i+1)
-		if i < len(data) && data[i] == ']' {
-			return i + 1, nil
-		}
-		for {
-			var err error
-			if i, err = validValue(data, i, depth+1); err != nil {
-				return i, err
-			}
-			i = SkipWS(data, i)
-			if i >= len(data) {
-				return i, &SyntaxError{i, "unterminated array"}
-			}
-			if data[i] == ']' {
-				return i + 1, nil
-			}
-			if data[i] != ',' {
-				return i, &SyntaxError{i, "expected ',' or ']' in array"}
-			}
-			i = SkipWS(data, i+1)
-		}
+		return validArray(data, i, depth)
 	case '"':
 		return validString(data, i)
 	case 't':
@@ -147,6 +116,77 @@ func validValue(data []byte, i, depth int) (int, error) {
 	}
 }
 
+// validObject validates the object at data[i] (a '{'); with collect it appends each member's
+// offsets to members.
+func validObject(data []byte, i, depth int, members []Member, collect bool) (int, []Member, error) {
+	if depth >= MaxNesting {
+		return i, members, &SyntaxError{i, "nesting too deep"}
+	}
+	i = SkipWS(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return i + 1, members, nil
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return i, members, &SyntaxError{i, "expected object key"}
+		}
+		keyStart := i
+		keyEnd, err := validString(data, i)
+		if err != nil {
+			return keyEnd, members, err
+		}
+		i = SkipWS(data, keyEnd)
+		if i >= len(data) || data[i] != ':' {
+			return i, members, &SyntaxError{i, "expected ':' after object key"}
+		}
+		valStart := SkipWS(data, i+1)
+		if i, err = validValue(data, valStart, depth+1); err != nil {
+			return i, members, err
+		}
+		if collect {
+			members = append(members, Member{keyStart, keyEnd, valStart, i})
+		}
+		i = SkipWS(data, i)
+		if i >= len(data) {
+			return i, members, &SyntaxError{i, "unterminated object"}
+		}
+		if data[i] == '}' {
+			return i + 1, members, nil
+		}
+		if data[i] != ',' {
+			return i, members, &SyntaxError{i, "expected ',' or '}' in object"}
+		}
+		i = SkipWS(data, i+1)
+	}
+}
+
+func validArray(data []byte, i, depth int) (int, error) {
+	if depth >= MaxNesting {
+		return i, &SyntaxError{i, "nesting too deep"}
+	}
+	i = SkipWS(data, i+1)
+	if i < len(data) && data[i] == ']' {
+		return i + 1, nil
+	}
+	for {
+		var err error
+		if i, err = validValue(data, i, depth+1); err != nil {
+			return i, err
+		}
+		i = SkipWS(data, i)
+		if i >= len(data) {
+			return i, &SyntaxError{i, "unterminated array"}
+		}
+		if data[i] == ']' {
+			return i + 1, nil
+		}
+		if data[i] != ',' {
+			return i, &SyntaxError{i, "expected ',' or ']' in array"}
+		}
+		i = SkipWS(data, i+1)
+	}
+}
+
 func validLiteral(data []byte, i int, lit string) (int, error) {
 	if len(data)-i < len(lit) || string(data[i:i+len(lit)]) != lit {
 		return i, &SyntaxError{i, "invalid literal"}
@@ -154,12 +194,31 @@ func validLiteral(data []byte, i int, lit string) (int, error) {
 	return i + len(lit), nil
 }
 
+// validString validates the string at data[i] (a '"') and returns the offset past its closing
+// quote. Plain runs (printable ASCII other than '"' and '\\') are skipped 8 bytes at a time;
+// only the bytes that end a run are looked at one by one: the closing quote, an escape (one of
+// \" \\ \/ \b \f \n \r \t \uXXXX, a surrogate escape only as a high-low pair), a control byte
+// (refused) or the start of a UTF-8 sequence (checked against Unicode's well-formed sequences).
 func validString(data []byte, i int) (int, error) {
 	start := i
 	i++
-	for i < len(data) {
-		c := data[i]
-		switch {
+	for {
+		if i+8 <= len(data) {
+			m := notPlain(load64(data, i))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += firstByte(m)
+		} else {
+			for i < len(data) && plain[data[i]] {
+				i++
+			}
+			if i >= len(data) {
+				return start, &SyntaxError{start, "unterminated string"}
+			}
+		}
+		switch c := data[i]; {
 		case c == '"':
 			return i + 1, nil
 		case c == '\\':
@@ -170,7 +229,7 @@ func validString(data []byte, i int) (int, error) {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
-				r, ok := hex4(data, i+2)
+				r, ok := Hex4(data, i+2)
 				if !ok {
 					return i, &SyntaxError{i, "invalid \\u escape"}
 				}
@@ -182,7 +241,7 @@ func validString(data []byte, i int) (int, error) {
 					}
 					lo, ok := rune(0), len(data)-i >= 12 && data[i+6] == '\\' && data[i+7] == 'u'
 					if ok {
-						lo, ok = hex4(data, i+8)
+						lo, ok = Hex4(data, i+8)
 					}
 					if !ok || lo < 0xDC00 || lo > 0xDFFF {
 						return i, &SyntaxError{i, msgLoneHigh}
@@ -195,40 +254,23 @@ func validString(data []byte, i int) (int, error) {
 			}
 		case c < 0x20:
 			return i, &SyntaxError{i, "control character in string"}
-		case c < utf8.RuneSelf:
-			i++
-		default:
-			r, size := utf8.DecodeRune(data[i:])
-			if r == utf8.RuneError && size <= 1 {
+		default: // c >= 0x80
+			n := runeLen(data, i)
+			if n == 0 {
 				return i, &SyntaxError{i, "invalid UTF-8 in string"}
 			}
-			i += size
+			i += n
 		}
 	}
-	return start, &SyntaxError{start, "unterminated string"}
 }
 
-// hex4 decodes the four hex digits at data[i:i+4].
-func hex4(data []byte, i int) (rune, bool) {
-	if len(data)-i < 4 {
-		return 0, false
+// plain marks the bytes a string body holds as they are: printable ASCII other than '"' and '\\'.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
 	}
-	var r rune
-	for _, c := range data[i : i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		case c >= 'A' && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
-}
+	return t
+}()
 
 func validNumber(data []byte, i int) (int, error) {
 	start := i
