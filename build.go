@@ -55,6 +55,50 @@ type envelope struct {
 	clientSessionID, clientAssistantMessageID                                        []byte
 }
 
+// set records v as the value of the exchange key named by the key token k (last one wins).
+func (e *envelope) set(k, v []byte) {
+	switch string(jsonscan.KeyName(k)) {
+	case "model_call_id":
+		e.modelCallID = v
+	case "dialect":
+		e.dialect = v
+	case "model_ref":
+		e.modelRef = v
+	case "started_at":
+		e.startedAt = v
+	case "completed_at":
+		e.completedAt = v
+	case "latency_ms":
+		e.latencyMS = v
+	case "latency_ttft_ms":
+		e.latencyTTFTMS = v
+	case "status_code":
+		e.statusCode = v
+	case "error_category":
+		e.errorCategory = v
+	case "request":
+		e.request = v
+	case "response":
+		e.response = v
+	case "request_raw":
+		e.requestRaw = v
+	case "response_raw":
+		e.responseRaw = v
+	case "response_source":
+		e.responseSource = v
+	case "upstream_attempted":
+		e.upstreamAttempted = v
+	case "upstream_status_code":
+		e.upstreamStatusCode = v
+	case "local_response_reason":
+		e.localResponseReason = v
+	case "client_session_id":
+		e.clientSessionID = v
+	case "client_assistant_message_id":
+		e.clientAssistantMessageID = v
+	}
+}
+
 // buildRecord fills rec from a validated exchange ex (no surrounding whitespace). With rawText false
 // request_raw and response_raw are left nil instead of decoded: a merge without payloads never
 // writes them, and a streamed response_raw is often the largest string of the line. With tok
@@ -67,49 +111,24 @@ func buildRecord(rec *ModelCallRecord, ex []byte, callIndex int, rawText bool, t
 	}
 	var e envelope
 	jsonscan.EachMember(ex, func(k, v []byte) bool {
-		switch string(jsonscan.KeyName(k)) {
-		case "model_call_id":
-			e.modelCallID = v
-		case "dialect":
-			e.dialect = v
-		case "model_ref":
-			e.modelRef = v
-		case "started_at":
-			e.startedAt = v
-		case "completed_at":
-			e.completedAt = v
-		case "latency_ms":
-			e.latencyMS = v
-		case "latency_ttft_ms":
-			e.latencyTTFTMS = v
-		case "status_code":
-			e.statusCode = v
-		case "error_category":
-			e.errorCategory = v
-		case "request":
-			e.request = v
-		case "response":
-			e.response = v
-		case "request_raw":
-			e.requestRaw = v
-		case "response_raw":
-			e.responseRaw = v
-		case "response_source":
-			e.responseSource = v
-		case "upstream_attempted":
-			e.upstreamAttempted = v
-		case "upstream_status_code":
-			e.upstreamStatusCode = v
-		case "local_response_reason":
-			e.localResponseReason = v
-		case "client_session_id":
-			e.clientSessionID = v
-		case "client_assistant_message_id":
-			e.clientAssistantMessageID = v
-		}
+		e.set(k, v)
 		return true
 	})
+	return e.build(rec, callIndex, rawText, tok)
+}
 
+// buildRecordMembers is buildRecord for a line whose top-level members the validating pass mapped
+// (jsonscan.ValidateMembers): the line is not walked again.
+func buildRecordMembers(rec *ModelCallRecord, line []byte, members []jsonscan.Member, callIndex int, rawText bool, tok *rawTokens) error {
+	var e envelope
+	for _, m := range members {
+		e.set(line[m.KeyStart:m.KeyEnd], line[m.ValStart:m.ValEnd])
+	}
+	return e.build(rec, callIndex, rawText, tok)
+}
+
+// build fills rec from the envelope's values (see buildRecord).
+func (e *envelope) build(rec *ModelCallRecord, callIndex int, rawText bool, tok *rawTokens) error {
 	*rec = ModelCallRecord{CallIndex: callIndex}
 	var err error
 	if rec.ModelCallID, err = envString("model_call_id", e.modelCallID); err != nil {

@@ -6,7 +6,7 @@ import (
 )
 
 // ReadRecords ports read_model_call_records: the records of rollout id in durable append order,
-// from the strict read (capture.Store.Read), with call_index 0, 1, 2, ... (reference §3.4). A missing
+// from the strict read (capture.Store.Read), with call_index 0, 1, 2, ... without holes. A missing
 // capture file gives no records. The first line that is not a readable exchange, or whose record
 // cannot be built (BuildRecord), stops the read with a *capture.LineError naming the file and line
 // (errors.Is(err, ErrInvalidExchange) for the latter). I/O errors and an invalid id are returned as
@@ -27,10 +27,11 @@ func ReadRecords(store *capture.Store, id string) ([]ModelCallRecord, error) {
 }
 
 // ReadAvailableRecords ports read_available_model_call_records: the records of rollout id that can
-// be read and built, each with call_index = its capture index, and the number of damaged lines
-// (reference §3.4): lines the tolerant read rejects plus lines whose record cannot be built (SPEC §6:
-// a wrong-typed envelope field). Damaged lines keep their capture index, so indices may have holes.
-// Only I/O errors and an invalid id are returned as errors.
+// be read and built, each with call_index = its capture index, and the number of damaged lines:
+// lines the tolerant read rejects (not a valid strict JSON object, capture.CheckLine) plus lines
+// whose record cannot be built (an envelope field of the wrong JSON type, see BuildRecord). Every
+// non-blank line consumes a capture index, damaged or not, so indices may have holes; blank lines
+// consume none. Only I/O errors and an invalid id are returned as errors.
 func ReadAvailableRecords(store *capture.Store, id string) (records []ModelCallRecord, damaged int, err error) {
 	records, _, damaged, err = readAvailable(store, id, rawDecode)
 	return records, damaged, err
@@ -52,31 +53,35 @@ type rawTokens struct{ request, response []byte }
 // readAvailable is ReadAvailableRecords with a choice of what to do with the raw texts; with
 // rawKeep, tokens[i] holds the raw tokens of records[i] (else tokens is nil). The records alias
 // the capture file's bytes; the read keeps no other reference to them.
+//
+// Each line is walked once: the validating pass (the tolerant read's rule, capture.CheckLine: a
+// valid strict JSON object) maps the line's top-level members, and the record is built from them.
 func readAvailable(store *capture.Store, id string, mode rawMode) (records []ModelCallRecord, tokens []rawTokens, damaged int, err error) {
-	entries, damages, err := store.ReadAvailable(id)
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	damaged = len(damages)
-	records = make([]ModelCallRecord, 0, len(entries))
-	if mode == rawKeep {
-		tokens = make([]rawTokens, 0, len(entries))
-	}
+	var members []jsonscan.Member
 	var tok rawTokens
-	for _, e := range entries {
-		var tp *rawTokens
-		if mode == rawKeep {
-			tp = &tok
+	var tp *rawTokens
+	if mode == rawKeep {
+		tp = &tok
+	}
+	err = store.ScanAvailable(id, func(index, _ int, b []byte) {
+		var verr error
+		members, verr = jsonscan.ValidateMembers(b, members[:0])
+		if verr != nil || !jsonscan.IsObject(b[jsonscan.SkipWS(b, 0):]) {
+			damaged++
+			return
 		}
 		records = append(records, ModelCallRecord{})
-		if buildRecord(&records[len(records)-1], jsonscan.TrimWS(e.Data), e.Index, mode == rawDecode, tp) != nil {
+		if buildRecordMembers(&records[len(records)-1], b, members, index, mode == rawDecode, tp) != nil {
 			records = records[:len(records)-1]
 			damaged++
-			continue
+			return
 		}
 		if tp != nil {
 			tokens = append(tokens, tok)
 		}
+	})
+	if err != nil {
+		return nil, nil, 0, err
 	}
 	return records, tokens, damaged, nil
 }

@@ -2,6 +2,7 @@ package jsonscan
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"strconv"
 	"unicode/utf16"
@@ -333,7 +334,7 @@ func String(v []byte) (s string, ok bool) {
 		return "", false
 	}
 	inner := v[1 : len(v)-1]
-	if bytes.IndexByte(inner, '\\') < 0 {
+	if indexBackslash(inner) < 0 {
 		return string(inner), true
 	}
 	b := unescape(inner)
@@ -369,10 +370,47 @@ func AppendText(dst, v []byte) ([]byte, bool) {
 	return appendUnescaped(dst, v[1:len(v)-1]), true
 }
 
-// unescape decodes the body of a JSON string (between its quotes) into a new slice.
+// unescape decodes the body of a JSON string (between its quotes) into a new slice. The text is
+// copied 8 bytes at a time: every word is stored whole at the output position, then the output
+// position moves past the bytes before the word's first backslash only, so bytes after it are
+// overwritten by what follows. The output is never longer than the input (every escape is longer
+// than what it stands for), so a buffer of len(s) holds every such store.
 func unescape(s []byte) []byte {
-	return appendUnescaped(make([]byte, 0, len(s)), s)
+	out := make([]byte, len(s))
+	i, j := 0, 0
+	for i+8 <= len(s) {
+		x := load64(s, i)
+		binary.LittleEndian.PutUint64(out[j:j+8], x)
+		m := hasByte(x, '\\')
+		if m == 0 {
+			i += 8
+			j += 8
+			continue
+		}
+		k := firstByte(m)
+		i += k
+		j += k
+		if i+1 < len(s) {
+			if c := unescaped[s[i+1]]; c != 0 {
+				out[j] = c
+				i += 2
+				j++
+				continue
+			}
+			if r, n := unescapeU(s[i:]); n > 0 {
+				j += utf8.EncodeRune(out[j:], r) // at most 4 bytes for at least 6 read
+				i += n
+				continue
+			}
+		}
+		// A malformed escape (not in valid input): the general decoder ends the text as it does.
+		return appendUnescaped(out[:j], s[i:])
+	}
+	return appendUnescaped(out[:j], s[i:])
 }
+
+// unescaped maps the letter of a one-letter escape to the byte it stands for (0: not one).
+var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 // appendUnescaped appends the decoded body of a JSON string (between its quotes). Unpaired UTF-16
 // surrogates become U+FFFD, as in encoding/json; a malformed escape (not in valid input) ends the
@@ -397,30 +435,42 @@ func appendUnescaped(out, s []byte) []byte {
 		case 't':
 			out = append(out, '\t')
 		case 'u':
-			r, ok := Hex4(s, 2)
-			if !ok {
+			r, n := unescapeU(s)
+			if n == 0 {
 				return out
 			}
-			s = s[6:]
-			if utf16.IsSurrogate(r) {
-				if len(s) >= 6 && s[0] == '\\' && s[1] == 'u' {
-					if r2, ok := Hex4(s, 2); ok {
-						if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-							out = utf8.AppendRune(out, dec)
-							s = s[6:]
-							continue
-						}
-					}
-				}
-				r = utf8.RuneError
-			}
 			out = utf8.AppendRune(out, r)
+			s = s[n:]
 			continue
 		default: // '"', '\\', '/'
 			out = append(out, s[1])
 		}
 		s = s[2:]
 	}
+}
+
+// unescapeU decodes the \u escape at the start of s: the character and the bytes it took (6, or
+// 12 for a surrogate pair); n = 0 when s does not start with \u and four hex digits. An unpaired
+// surrogate becomes U+FFFD and takes 6 bytes, as in encoding/json.
+func unescapeU(s []byte) (r rune, n int) {
+	if len(s) < 2 || s[1] != 'u' {
+		return 0, 0
+	}
+	r, ok := Hex4(s, 2)
+	if !ok {
+		return 0, 0
+	}
+	if !utf16.IsSurrogate(r) {
+		return r, 6
+	}
+	if len(s) >= 12 && s[6] == '\\' && s[7] == 'u' {
+		if r2, ok := Hex4(s, 8); ok {
+			if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+				return dec, 12
+			}
+		}
+	}
+	return utf8.RuneError, 6
 }
 
 // indexBackslash is bytes.IndexByte(s, '\\') tuned for the short runs between escapes of

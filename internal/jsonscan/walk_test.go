@@ -170,8 +170,12 @@ func FuzzWalk(f *testing.F) {
 	for _, c := range walkCases {
 		f.Add([]byte(c.in))
 	}
+	f.Add([]byte(`abcdefgh\"ijklmn\u00e9opqrstu\ud83d\ude00vwxyz\ud800\u0041\x`))
 	f.Add([]byte(`{"a\\"b":"c\\\\","d":{"e":[1,{"f":"\\""}]},"a\\"b":0.0,"n":-12,"x":1e-400}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if a, b := unescape(data), appendUnescaped(nil, data); !bytes.Equal(a, b) {
+			t.Fatalf("unescape(%q) = %q, the general decoder gives %q", data, a, b)
+		}
 		err := Validate(data)
 		members, merr := ValidateMembers(data, nil)
 		if (err == nil) != (merr == nil) {
