@@ -53,6 +53,9 @@ type envelope struct {
 	statusCode, errorCategory, request, response, requestRaw, responseRaw            []byte
 	responseSource, upstreamAttempted, upstreamStatusCode, localResponseReason       []byte
 	clientSessionID, clientAssistantMessageID                                        []byte
+	// The decoded request_raw and response_raw when the validating pass decoded them
+	// (jsonscan.ValidateMembersDecoding), else nil.
+	requestRawText, responseRawText *string
 }
 
 // set records v as the value of the exchange key named by the key token k (last one wins).
@@ -81,9 +84,9 @@ func (e *envelope) set(k, v []byte) {
 	case "response":
 		e.response = v
 	case "request_raw":
-		e.requestRaw = v
+		e.requestRaw, e.requestRawText = v, nil
 	case "response_raw":
-		e.responseRaw = v
+		e.responseRaw, e.responseRawText = v, nil
 	case "response_source":
 		e.responseSource = v
 	case "upstream_attempted":
@@ -118,14 +121,30 @@ func buildRecord(rec *ModelCallRecord, ex []byte, callIndex int, rawText bool, t
 }
 
 // buildRecordMembers is buildRecord for a line whose top-level members the validating pass mapped
-// (jsonscan.ValidateMembers): the line is not walked again.
+// (jsonscan.ValidateMembers): the line is not walked again. Strings the pass decoded
+// (jsonscan.ValidateMembersDecoding: request_raw and response_raw) are taken as decoded.
 func buildRecordMembers(rec *ModelCallRecord, line []byte, members []jsonscan.Member, callIndex int, rawText bool, tok *rawTokens) error {
 	var e envelope
-	for _, m := range members {
-		e.set(line[m.KeyStart:m.KeyEnd], line[m.ValStart:m.ValEnd])
+	for i := range members {
+		m := &members[i]
+		k := line[m.KeyStart:m.KeyEnd]
+		e.set(k, line[m.ValStart:m.ValEnd])
+		if !m.Decoded {
+			continue
+		}
+		text := m.Text // members is reused for the next line: the record keeps its own copy
+		switch {
+		case jsonscan.KeyIs(k, "request_raw"):
+			e.requestRawText = &text
+		case jsonscan.KeyIs(k, "response_raw"):
+			e.responseRawText = &text
+		}
 	}
 	return e.build(rec, callIndex, rawText, tok)
 }
+
+// rawMembers are the members whose strings the merge read decodes while it validates them.
+var rawMembers = []string{"request_raw", "response_raw"}
 
 // build fills rec from the envelope's values (see buildRecord).
 func (e *envelope) build(rec *ModelCallRecord, callIndex int, rawText bool, tok *rawTokens) error {
@@ -169,8 +188,13 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int, rawText bool, tok 
 			tok.response = e.responseRaw
 		}
 	case rawText:
-		rec.RequestRaw = stringPtr(e.requestRaw)
-		rec.ResponseRaw = stringPtr(e.responseRaw)
+		rec.RequestRaw, rec.ResponseRaw = e.requestRawText, e.responseRawText
+		if rec.RequestRaw == nil {
+			rec.RequestRaw = stringPtr(e.requestRaw)
+		}
+		if rec.ResponseRaw == nil {
+			rec.ResponseRaw = stringPtr(e.responseRaw)
+		}
 	}
 	if s, ok := jsonscan.String(e.responseSource); ok && (s == "upstream" || s == "local") {
 		rec.ResponseSource = &s

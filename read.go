@@ -56,8 +56,11 @@ type rawTokens struct{ request, response []byte }
 //
 // Each line is walked once: the validating pass (the tolerant read's rule, capture.CheckLine: a
 // valid strict JSON object) maps the line's top-level members, and the record is built from them.
+// When the raw texts are decoded, the validating pass decodes them as it checks them, so the
+// largest strings of the line are read once too.
 func readAvailable(store *capture.Store, id string, mode rawMode) (records []ModelCallRecord, tokens []rawTokens, damaged int, err error) {
 	var members []jsonscan.Member
+	var dec jsonscan.StringDecoder
 	var tok rawTokens
 	var tp *rawTokens
 	if mode == rawKeep {
@@ -65,7 +68,11 @@ func readAvailable(store *capture.Store, id string, mode rawMode) (records []Mod
 	}
 	err = store.ScanAvailable(id, func(index, _ int, b []byte) {
 		var verr error
-		members, verr = jsonscan.ValidateMembers(b, members[:0])
+		if mode == rawDecode {
+			members, verr = jsonscan.ValidateMembersDecoding(b, members[:0], &dec, rawMembers...)
+		} else {
+			members, verr = jsonscan.ValidateMembers(b, members[:0])
+		}
 		if verr != nil || !jsonscan.IsObject(b[jsonscan.SkipWS(b, 0):]) {
 			damaged++
 			return

@@ -10,9 +10,12 @@
 package jsonscan
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // MaxNesting bounds container nesting during validation so hostile input
@@ -50,7 +53,7 @@ const (
 // Validate reports whether data holds exactly one JSON value, optionally surrounded by JSON
 // whitespace, under the package's strict rules (orjson's). The error is a *SyntaxError.
 func Validate(data []byte) error {
-	_, err := validate(data, nil, false)
+	_, err := validate(data, nil, false, nil)
 	return err
 }
 
@@ -58,6 +61,9 @@ func Validate(data []byte) error {
 type Member struct {
 	KeyStart, KeyEnd int // the key token, quotes included
 	ValStart, ValEnd int // the raw value
+	// Text is the decoded value when ValidateMembersDecoding decoded it (Decoded), else "".
+	Text    string
+	Decoded bool
 }
 
 // ValidateMembers is Validate that also maps the value when it is an object: it appends the
@@ -65,10 +71,29 @@ type Member struct {
 // included, and returns it. Nothing is appended when the value is not an object or not valid. A
 // reader that checks a line and then reads its top-level members walks the line once this way.
 func ValidateMembers(data []byte, dst []Member) ([]Member, error) {
-	return validate(data, dst, true)
+	return validate(data, dst, true, nil)
 }
 
-func validate(data []byte, members []Member, collect bool) ([]Member, error) {
+// ValidateMembersDecoding is ValidateMembers for a reader that wants some top-level strings
+// decoded: the string value of a top-level member named in names is decoded while it is checked,
+// in the same pass, into Member.Text (Decoded set), each occurrence of a repeated key included.
+// This saves a second pass over the largest strings of a capture line (request_raw and
+// response_raw). d holds the scratch memory between calls; the texts do not alias it.
+func ValidateMembersDecoding(data []byte, dst []Member, d *StringDecoder, names ...string) ([]Member, error) {
+	return validate(data, dst, true, &decodeSpec{names, d})
+}
+
+// A StringDecoder holds the scratch buffer ValidateMembersDecoding decodes in, so that reading
+// many lines reuses it. The zero value is ready to use; it is not safe for concurrent use.
+type StringDecoder struct{ buf []byte }
+
+// decodeSpec says which top-level strings validObject decodes.
+type decodeSpec struct {
+	names []string
+	d     *StringDecoder
+}
+
+func validate(data []byte, members []Member, collect bool, dec *decodeSpec) ([]Member, error) {
 	i := SkipWS(data, 0)
 	if i >= len(data) {
 		return members, &SyntaxError{i, "no JSON value"}
@@ -77,7 +102,7 @@ func validate(data []byte, members []Member, collect bool) ([]Member, error) {
 	var end int
 	var err error
 	if data[i] == '{' {
-		end, members, err = validObject(data, i, 0, members, collect)
+		end, members, err = validObject(data, i, 0, members, collect, dec)
 	} else {
 		end, err = validValue(data, i, 0)
 	}
@@ -96,7 +121,7 @@ func validValue(data []byte, i, depth int) (int, error) {
 	}
 	switch c := data[i]; c {
 	case '{':
-		end, _, err := validObject(data, i, depth, nil, false)
+		end, _, err := validObject(data, i, depth, nil, false, nil)
 		return end, err
 	case '[':
 		return validArray(data, i, depth)
@@ -117,8 +142,8 @@ func validValue(data []byte, i, depth int) (int, error) {
 }
 
 // validObject validates the object at data[i] (a '{'); with collect it appends each member's
-// offsets to members.
-func validObject(data []byte, i, depth int, members []Member, collect bool) (int, []Member, error) {
+// offsets to members, and decodes the string values dec names.
+func validObject(data []byte, i, depth int, members []Member, collect bool, dec *decodeSpec) (int, []Member, error) {
 	if depth >= MaxNesting {
 		return i, members, &SyntaxError{i, "nesting too deep"}
 	}
@@ -140,11 +165,18 @@ func validObject(data []byte, i, depth int, members []Member, collect bool) (int
 			return i, members, &SyntaxError{i, "expected ':' after object key"}
 		}
 		valStart := SkipWS(data, i+1)
-		if i, err = validValue(data, valStart, depth+1); err != nil {
+		var text string
+		decoded := false
+		if dec != nil && valStart < len(data) && data[valStart] == '"' && isOneOf(data[keyStart:keyEnd], dec.names) {
+			if text, i, err = dec.d.decode(data, valStart); err != nil {
+				return i, members, err
+			}
+			decoded = true
+		} else if i, err = validValue(data, valStart, depth+1); err != nil {
 			return i, members, err
 		}
 		if collect {
-			members = append(members, Member{keyStart, keyEnd, valStart, i})
+			members = append(members, Member{keyStart, keyEnd, valStart, i, text, decoded})
 		}
 		i = SkipWS(data, i)
 		if i >= len(data) {
@@ -280,6 +312,15 @@ func validString(data []byte, i int) (int, error) {
 	}
 }
 
+func isOneOf(key []byte, names []string) bool {
+	for _, n := range names {
+		if KeyIs(key, n) {
+			return true
+		}
+	}
+	return false
+}
+
 // oneLetterEscape marks the letters that follow a backslash in a two-byte escape.
 var oneLetterEscape = [256]bool{'"': true, '\\': true, '/': true, 'b': true, 'f': true, 'n': true, 'r': true, 't': true}
 
@@ -397,4 +438,102 @@ func DeeperThan(b []byte, limit int) bool {
 		i++
 	}
 	return false
+}
+
+// decode checks the string at data[i] (a '"') under validString's rules and decodes it in the same
+// pass: the text and the offset past the closing quote. The decoded bytes go to the scratch buffer
+// first (the end is not known in advance), then into a string of their own.
+func (d *StringDecoder) decode(data []byte, i int) (string, int, error) {
+	start := i
+	i++
+	out := d.buf[:cap(d.buf)]
+	j := 0
+	for {
+		if j+12 > len(out) {
+			// Room for a word store or a decoded escape; the output never outruns the input.
+			out = append(out[:j], make([]byte, max(256, len(out)))...)
+			out = out[:cap(out)]
+		}
+		if i+8 <= len(data) {
+			// As in unescape: the word is stored whole, the output moves past its plain lanes.
+			x := load64(data, i)
+			binary.LittleEndian.PutUint64(out[j:j+8], x)
+			m := notPlain(x)
+			if m == 0 {
+				i += 8
+				j += 8
+				continue
+			}
+			k := firstByte(m)
+			i += k
+			j += k
+			if data[i] == '\\' && k < 7 {
+				if e := unescaped[data[i+1]]; e != 0 { // the common case, first
+					out[j] = e
+					i += 2
+					j++
+					continue
+				}
+			}
+		} else if i < len(data) && plain[data[i]] {
+			out[j] = data[i]
+			i++
+			j++
+			continue
+		} else if i >= len(data) {
+			d.buf = out[:0]
+			return "", start, &SyntaxError{start, "unterminated string"}
+		}
+		switch c := data[i]; {
+		case c == '"':
+			d.buf = out[:0]
+			return string(out[:j]), i + 1, nil
+		case c == '\\':
+			if i+1 >= len(data) {
+				return "", i, &SyntaxError{i, "unterminated escape"}
+			}
+			if e := unescaped[data[i+1]]; e != 0 {
+				out[j] = e
+				i += 2
+				j++
+				continue
+			}
+			if data[i+1] != 'u' {
+				return "", i, &SyntaxError{i, "invalid escape"}
+			}
+			r, ok := Hex4(data, i+2)
+			if !ok {
+				return "", i, &SyntaxError{i, "invalid \\u escape"}
+			}
+			n := 6
+			if r >= 0xD800 && r <= 0xDFFF {
+				if r >= 0xDC00 {
+					return "", i, &SyntaxError{i, msgLoneLow}
+				}
+				lo, ok := rune(0), len(data)-i >= 12 && data[i+6] == '\\' && data[i+7] == 'u'
+				if ok {
+					lo, ok = Hex4(data, i+8)
+				}
+				if !ok || lo < 0xDC00 || lo > 0xDFFF {
+					return "", i, &SyntaxError{i, msgLoneHigh}
+				}
+				r, n = utf16.DecodeRune(r, lo), 12
+			}
+			j += utf8.EncodeRune(out[j:], r)
+			i += n
+		case plain[c]: // a lane flagged only by a borrow
+			out[j] = c
+			i++
+			j++
+		case c < 0x20:
+			return "", i, &SyntaxError{i, "control character in string"}
+		default: // c >= 0x80
+			n := runeLen(data, i)
+			if n == 0 {
+				return "", i, &SyntaxError{i, "invalid UTF-8 in string"}
+			}
+			j += copy(out[j:], data[i:i+n])
+			i += n
+		}
+	}
 }

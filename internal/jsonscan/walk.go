@@ -71,21 +71,20 @@ func SkipValue(data []byte, i int) int {
 
 // SkipString returns the offset just past the closing quote of the string starting at data[i]
 // (trusted input), or len(data) when it is not closed.
+//
+// The text is read 8 bytes at a time; within a word, escapes are stepped over lane by lane
+// without reloading it (escape-dense text, such as JSON held in a string, is mostly \" and \n).
+// After a few words without a quote or backslash the rest of a long plain run goes to the
+// vectorised bytes.IndexByte, a window at a time so that the cost stays linear when escapes are
+// sparse and the closing quote far away.
 func SkipString(data []byte, i int) int {
 	i++
-	for {
-		// Runs between quotes and backslashes are skipped 8 bytes at a time (escape-dense text,
-		// such as JSON held in a string, has short runs), long runs by IndexByte.
-		for i+8 <= len(data) {
-			m := quoteOrBackslash(load64(data, i))
-			if m != 0 {
-				i += firstByte(m)
-				goto special
-			}
+	plainWords := 0
+	for i+8 <= len(data) {
+		m := quoteOrBackslash(load64(data, i))
+		if m == 0 {
 			i += 8
-			if i+64 <= len(data) {
-				// A long plain run: hand over to the vectorised search, a window at a time so that
-				// the cost stays linear when escapes are sparse and the closing quote far away.
+			if plainWords++; plainWords >= 4 && i+64 <= len(data) {
 				w := data[i:min(len(data), i+512)]
 				k := bytes.IndexByte(w, '"')
 				if k < 0 {
@@ -94,27 +93,41 @@ func SkipString(data []byte, i int) int {
 				if b := bytes.IndexByte(w[:k], '\\'); b >= 0 {
 					k = b
 				}
-				i += k
-				if k < len(w) {
-					goto special
+				i += k // at the next quote or backslash, or past the window
+			}
+			continue
+		}
+		plainWords = 0
+		next := i + 8
+		for m != 0 {
+			k := firstByte(m)
+			switch data[i+k] {
+			case '"':
+				return i + k + 1
+			case '\\':
+				if k == 7 {
+					next = i + 9 // the escaped byte is the first of the next word
+					m = 0
+					continue
 				}
+				m &^= 0xFFFF << (8 * k) // the backslash and the byte it escapes
+			default: // a lane flagged only by a borrow
+				m &^= 0xFF << (8 * k)
 			}
 		}
-		for i < len(data) && data[i] != '"' && data[i] != '\\' {
+		i = next
+	}
+	for i < len(data) {
+		switch data[i] {
+		case '"':
+			return i + 1
+		case '\\':
+			i += 2
+		default:
 			i++
 		}
-		if i >= len(data) {
-			return len(data)
-		}
-	special:
-		if data[i] == '"' {
-			return i + 1
-		}
-		i += 2 // an escape: its second byte cannot close the string
-		if i >= len(data) {
-			return len(data)
-		}
 	}
+	return len(data)
 }
 
 // TrimWS removes leading and trailing JSON whitespace.

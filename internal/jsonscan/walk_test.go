@@ -3,6 +3,7 @@ package jsonscan
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -67,7 +68,7 @@ func TestValidateMembers(t *testing.T) {
 	if strings.Join(names, " ") != `"a" "b" "a"` || strings.Join(vals, " ") != `1 {"c":[2]} "x\"y"` {
 		t.Errorf("members %v = %v", names, vals)
 	}
-	prefix := []Member{{1, 2, 3, 4}}
+	prefix := []Member{{KeyStart: 1, KeyEnd: 2, ValStart: 3, ValEnd: 4}}
 	for _, bad := range []string{`{"a":1,`, `{"a":1} x`, `[1]`, `"s"`} {
 		got, err := ValidateMembers([]byte(bad), prefix)
 		if len(got) != 1 || (err == nil) != (bad == `[1]` || bad == `"s"`) {
@@ -170,16 +171,38 @@ func FuzzWalk(f *testing.F) {
 	for _, c := range walkCases {
 		f.Add([]byte(c.in))
 	}
+	f.Add([]byte(`{"a":"x\u00e9\ud83d\ude00\n\"","d":"` + strings.Repeat(`ab\"c`, 10) + `","a":1,"":"\ud800"}`))
 	f.Add([]byte(`abcdefgh\"ijklmn\u00e9opqrstu\ud83d\ude00vwxyz\ud800\u0041\x`))
 	f.Add([]byte(`{"a\\"b":"c\\\\","d":{"e":[1,{"f":"\\""}]},"a\\"b":0.0,"n":-12,"x":1e-400}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if a, b := unescape(data), appendUnescaped(nil, data); !bytes.Equal(a, b) {
 			t.Fatalf("unescape(%q) = %q, the general decoder gives %q", data, a, b)
 		}
+		tok := append(append([]byte{'"'}, data...), '"')
+		if SkipString(tok, 0) == len(tok) {
+			end, verr := validString(tok, 0)
+			var d StringDecoder
+			text, dend, derr := d.decode(tok, 0)
+			if (verr == nil) != (derr == nil) || (verr == nil && (end != dend || text != Unquote(tok))) {
+				t.Fatalf("token %q: validString %d, %v; decode %q, %d, %v", tok, end, verr, text, dend, derr)
+			}
+		}
 		err := Validate(data)
 		members, merr := ValidateMembers(data, nil)
 		if (err == nil) != (merr == nil) {
 			t.Fatalf("Validate = %v, ValidateMembers = %v", err, merr)
+		}
+		decoded, derr := validDecoding(data, "a", "d", "")
+		if (err == nil) != (derr == nil) {
+			t.Fatalf("Validate(%q) = %v, ValidateMembersDecoding: %v", data, err, derr)
+		}
+		if err == nil && len(decoded) != len(members) {
+			t.Fatalf("ValidateMembersDecoding gave %d members, ValidateMembers %d", len(decoded), len(members))
+		}
+		for i := range decoded {
+			if m, d := members[i], decoded[i]; m.KeyStart != d.KeyStart || m.KeyEnd != d.KeyEnd || m.ValStart != d.ValStart || m.ValEnd != d.ValEnd {
+				t.Fatalf("member %d: %+v, decoding %+v", i, m, d)
+			}
 		}
 		strict := json.Valid(data) && utf8.Valid(data)
 		if err != nil {
@@ -308,4 +331,56 @@ func longDigits(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// validDecoding is ValidateMembersDecoding, also checking that each decoded text is what Unquote
+// gives and that only strings of the named members were decoded.
+func validDecoding(data []byte, names ...string) ([]Member, error) {
+	var d StringDecoder
+	members, err := ValidateMembersDecoding(data, nil, &d, names...)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range members {
+		v := data[m.ValStart:m.ValEnd]
+		want := IsString(v) && isOneOf(data[m.KeyStart:m.KeyEnd], names)
+		if m.Decoded != want || (want && m.Text != Unquote(v)) {
+			return nil, fmt.Errorf("member %s: decoded %v %q, want %v %q", data[m.KeyStart:m.KeyEnd], m.Decoded, m.Text, want, Unquote(v))
+		}
+	}
+	return members, nil
+}
+
+// TestValidateMembersDecoding decodes long escape-dense texts (the scratch buffer grows) and
+// short ones with the same decoder, and refuses what Validate refuses.
+func TestValidateMembersDecoding(t *testing.T) {
+	var d StringDecoder
+	long := strings.Repeat(`data: {\"type\":\"x\"}\n\n\u00e9\ud83d\ude00 `, 400)
+	for _, c := range []struct{ line, err string }{
+		{`{"raw":"` + long + `","n":1,"raw":"short\\"}`, ""},
+		{`{"raw":"a","other":"` + long + `"}`, ""},
+		{`{"raw":"` + long + `\ud800"}`, "unpaired"},
+		{`{"raw":"` + long + "\x01" + `"}`, "control"},
+		{`{"raw":"` + long, "unterminated"},
+		{`{"raw":"ok"`, "unterminated object"},
+		{`{"raw":7,"x":"\q"}`, "invalid escape"},
+	} {
+		members, err := ValidateMembersDecoding([]byte(c.line), nil, &d, "raw")
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) || Validate([]byte(c.line)) == nil {
+				t.Errorf("%.50s: err %v, want %q (Validate: %v)", c.line, err, c.err, Validate([]byte(c.line)))
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%.50s: %v", c.line, err)
+		}
+		for _, m := range members {
+			v := []byte(c.line[m.ValStart:m.ValEnd])
+			want := c.line[m.KeyStart:m.KeyEnd] == `"raw"` && IsString(v)
+			if m.Decoded != want || (want && m.Text != Unquote(v)) {
+				t.Errorf("%.50s: member %s decoded %v %.40q", c.line, c.line[m.KeyStart:m.KeyEnd], m.Decoded, m.Text)
+			}
+		}
+	}
 }
