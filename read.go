@@ -77,6 +77,9 @@ func readAvailable(store *capture.Store, id string, mode rawMode) (records []Mod
 			damaged++
 			return
 		}
+		if records == nil {
+			records = make([]ModelCallRecord, 0, 32) // skips the small steps of append's growth
+		}
 		records = append(records, ModelCallRecord{})
 		if buildRecordMembers(&records[len(records)-1], b, members, index, mode == rawDecode, tp) != nil {
 			records = records[:len(records)-1]

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // MaxNesting bounds container nesting during validation so hostile input
@@ -441,19 +442,20 @@ func DeeperThan(b []byte, limit int) bool {
 }
 
 // decode checks the string at data[i] (a '"') under validString's rules and decodes it in the same
-// pass: the text and the offset past the closing quote. The decoded bytes go to the scratch buffer
-// first (the end is not known in advance), then into a string of their own.
+// pass: the text and the offset past the closing quote.
 func (d *StringDecoder) decode(data []byte, i int) (string, int, error) {
 	start := i
 	i++
-	out := d.buf[:cap(d.buf)]
+	// The text is not longer than the rest of data, plus room for the last word store. A buffer
+	// allocated for this string alone is handed over when the text fills most of it (the string
+	// ends the line, as response_raw does); otherwise the text is copied out and the buffer kept
+	// as scratch for the next string.
+	out, fresh := d.buf[:cap(d.buf)], false
+	if need := len(data) - start + 8; len(out) < need {
+		out, fresh = make([]byte, need), true
+	}
 	j := 0
 	for {
-		if j+12 > len(out) {
-			// Room for a word store or a decoded escape; the output never outruns the input.
-			out = append(out[:j], make([]byte, max(256, len(out)))...)
-			out = out[:cap(out)]
-		}
 		if i+8 <= len(data) {
 			// As in unescape: the word is stored whole, the output moves past its plain lanes.
 			x := load64(data, i)
@@ -481,12 +483,17 @@ func (d *StringDecoder) decode(data []byte, i int) (string, int, error) {
 			j++
 			continue
 		} else if i >= len(data) {
-			d.buf = out[:0]
 			return "", start, &SyntaxError{start, "unterminated string"}
 		}
 		switch c := data[i]; {
 		case c == '"':
-			d.buf = out[:0]
+			if fresh && 2*j >= len(out) {
+				// out is never written again: the string may share its memory.
+				return unsafe.String(unsafe.SliceData(out), j), i + 1, nil
+			}
+			if fresh {
+				d.buf = out[:0]
+			}
 			return string(out[:j]), i + 1, nil
 		case c == '\\':
 			if i+1 >= len(data) {
