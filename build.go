@@ -149,32 +149,33 @@ var rawMembers = []string{"request_raw", "response_raw"}
 // build fills rec from the envelope's values (see buildRecord).
 func (e *envelope) build(rec *ModelCallRecord, callIndex int, rawText bool, tok *rawTokens) error {
 	*rec = ModelCallRecord{CallIndex: callIndex}
+	b := new(recordBox)
 	var err error
-	if rec.ModelCallID, err = envString("model_call_id", e.modelCallID); err != nil {
+	if rec.ModelCallID, err = envString("model_call_id", e.modelCallID, &b.modelCallID); err != nil {
 		return err
 	}
-	if rec.Dialect, err = envString("dialect", e.dialect); err != nil {
+	if rec.Dialect, err = envString("dialect", e.dialect, &b.dialect); err != nil {
 		return err
 	}
-	if rec.ErrorCategory, err = envString("error_category", e.errorCategory); err != nil {
+	if rec.ErrorCategory, err = envString("error_category", e.errorCategory, &b.errorCategory); err != nil {
 		return err
 	}
-	if rec.ModelRef, err = envModelRef(e.modelRef); err != nil {
+	if rec.ModelRef, err = envModelRef(e.modelRef, &b.modelRef); err != nil {
 		return err
 	}
-	if rec.StatusCode, err = envInt("status_code", e.statusCode); err != nil {
+	if rec.StatusCode, err = envInt("status_code", e.statusCode, &b.statusCode); err != nil {
 		return err
 	}
-	if rec.StartedAt, err = envFloat("started_at", e.startedAt); err != nil {
+	if rec.StartedAt, err = envFloat("started_at", e.startedAt, &b.startedAt); err != nil {
 		return err
 	}
-	if rec.CompletedAt, err = envFloat("completed_at", e.completedAt); err != nil {
+	if rec.CompletedAt, err = envFloat("completed_at", e.completedAt, &b.completedAt); err != nil {
 		return err
 	}
-	if rec.LatencyTotalMS, err = envFloat("latency_ms", e.latencyMS); err != nil {
+	if rec.LatencyTotalMS, err = envFloat("latency_ms", e.latencyMS, &b.latencyMS); err != nil {
 		return err
 	}
-	if rec.LatencyTTFTMS, err = envFloat("latency_ttft_ms", e.latencyTTFTMS); err != nil {
+	if rec.LatencyTTFTMS, err = envFloat("latency_ttft_ms", e.latencyTTFTMS, &b.latencyTTFTMS); err != nil {
 		return err
 	}
 
@@ -190,24 +191,27 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int, rawText bool, tok 
 	case rawText:
 		rec.RequestRaw, rec.ResponseRaw = e.requestRawText, e.responseRawText
 		if rec.RequestRaw == nil {
-			rec.RequestRaw = stringPtr(e.requestRaw)
+			rec.RequestRaw = stringInto(e.requestRaw, &b.requestRaw)
 		}
 		if rec.ResponseRaw == nil {
-			rec.ResponseRaw = stringPtr(e.responseRaw)
+			rec.ResponseRaw = stringInto(e.responseRaw, &b.responseRaw)
 		}
 	}
 	if s, ok := jsonscan.String(e.responseSource); ok && (s == "upstream" || s == "local") {
-		rec.ResponseSource = &s
+		b.responseSource = s
+		rec.ResponseSource = &b.responseSource
 	}
 	if jsonscan.IsBool(e.upstreamAttempted) {
-		rec.UpstreamAttempted = new(e.upstreamAttempted[0] == 't')
+		b.upstreamAttempted = e.upstreamAttempted[0] == 't'
+		rec.UpstreamAttempted = &b.upstreamAttempted
 	}
 	if n, ok := jsonscan.Int(e.upstreamStatusCode); ok && n >= math.MinInt32 && n <= math.MaxInt32 {
-		rec.UpstreamStatusCode = new(int(n))
+		b.upstreamStatusCode = int(n)
+		rec.UpstreamStatusCode = &b.upstreamStatusCode
 	}
-	rec.LocalResponseReason = stringPtr(e.localResponseReason)
-	rec.ClientSessionID = stringPtr(e.clientSessionID)
-	rec.ClientAssistantMessageID = stringPtr(e.clientAssistantMessageID)
+	rec.LocalResponseReason = stringInto(e.localResponseReason, &b.localResponseReason)
+	rec.ClientSessionID = stringInto(e.clientSessionID, &b.clientSessionID)
+	rec.ClientAssistantMessageID = stringInto(e.clientAssistantMessageID, &b.clientAssistantMessageID)
 
 	if jsonscan.IsObject(e.request) {
 		rec.Request = e.request
@@ -217,7 +221,7 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int, rawText bool, tok 
 		rec.Response = e.response
 		f = scanResponse(e.response)
 	}
-	rec.ResponseID = stringPtr(f.id)
+	rec.ResponseID = stringInto(f.id, &b.responseID)
 	// First truthy of response.model, request.model; a truthy non-string response model gives null
 	// without falling back (reference §4). The request is only read for its model when needed.
 	model := f.model
@@ -227,8 +231,8 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int, rawText bool, tok 
 			model = jsonscan.Lookup(rec.Request, "model")
 		}
 	}
-	rec.Model = stringPtr(model)
-	rec.ResponseStatus = stringPtr(f.status)
+	rec.Model = stringInto(model, &b.model)
+	rec.ResponseStatus = stringInto(f.status, &b.responseStatus)
 	rec.FinishReason = finishReason(&f)
 
 	u := scanUsage(f.usage)
@@ -241,17 +245,41 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int, rawText bool, tok 
 	return nil
 }
 
-func envString(key string, v []byte) (*string, error) {
+// recordBox holds the scalar values a record's pointer fields point at: one allocation per record
+// instead of one per field. The record keeps the box alive as long as it keeps any of them.
+type recordBox struct {
+	modelCallID, dialect, errorCategory, responseID, model, responseStatus, requestRaw, responseRaw string
+	responseSource, localResponseReason, clientSessionID, clientAssistantMessageID                  string
+	statusCode, upstreamStatusCode                                                                  int
+	startedAt, completedAt, latencyMS, latencyTTFTMS                                                float64
+	upstreamAttempted                                                                               bool
+	modelRef                                                                                        capture.ModelRef
+}
+
+// stringInto is stringPtr with the string stored in *dst.
+func stringInto(v []byte, dst *string) *string {
+	s, ok := jsonscan.String(v)
+	if !ok {
+		return nil
+	}
+	*dst = s
+	return dst
+}
+
+// envString, envInt, envFloat and envModelRef read an envelope field into *dst: nil when it is null
+// or absent, an error wrapping ErrInvalidExchange when it has the wrong type.
+func envString(key string, v []byte, dst *string) (*string, error) {
 	if jsonscan.IsNull(v) {
 		return nil, nil
 	}
 	if !jsonscan.IsString(v) {
 		return nil, envTypeError(key, "a string", v)
 	}
-	return new(jsonscan.Unquote(v)), nil
+	*dst = jsonscan.Unquote(v)
+	return dst, nil
 }
 
-func envInt(key string, v []byte) (*int, error) {
+func envInt(key string, v []byte, dst *int) (*int, error) {
 	if jsonscan.IsNull(v) {
 		return nil, nil
 	}
@@ -259,10 +287,11 @@ func envInt(key string, v []byte) (*int, error) {
 	if !ok || n < math.MinInt32 || n > math.MaxInt32 {
 		return nil, envTypeError(key, "an integer", v)
 	}
-	return new(int(n)), nil
+	*dst = int(n)
+	return dst, nil
 }
 
-func envFloat(key string, v []byte) (*float64, error) {
+func envFloat(key string, v []byte, dst *float64) (*float64, error) {
 	if jsonscan.IsNull(v) {
 		return nil, nil
 	}
@@ -270,10 +299,11 @@ func envFloat(key string, v []byte) (*float64, error) {
 	if !ok {
 		return nil, envTypeError(key, "a finite number", v)
 	}
-	return &f, nil
+	*dst = f
+	return dst, nil
 }
 
-func envModelRef(v []byte) (*capture.ModelRef, error) {
+func envModelRef(v []byte, dst *capture.ModelRef) (*capture.ModelRef, error) {
 	if jsonscan.IsNull(v) {
 		return nil, nil
 	}
@@ -298,7 +328,8 @@ func envModelRef(v []byte) (*capture.ModelRef, error) {
 	if !ok {
 		return nil, envTypeError("model_ref.name", "a string", name)
 	}
-	return &capture.ModelRef{Type: t, Name: n}, nil
+	*dst = capture.ModelRef{Type: t, Name: n}
+	return dst, nil
 }
 
 func envTypeError(key, want string, v []byte) error {
