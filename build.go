@@ -56,6 +56,9 @@ type envelope struct {
 	// The decoded request_raw and response_raw when the validating pass decoded them
 	// (jsonscan.ValidateMembersDecoding), else nil.
 	requestRawText, responseRawText *string
+	// The response's fields when the validating pass mapped the response's members.
+	responseFields responseFields
+	responseMapped bool
 }
 
 // set records v as the value of the exchange key named by the key token k (last one wins).
@@ -120,15 +123,19 @@ func buildRecord(rec *ModelCallRecord, ex []byte, callIndex int, rawText bool, t
 	return e.build(rec, callIndex, rawText, tok)
 }
 
-// buildRecordMembers is buildRecord for a line whose top-level members the validating pass mapped
-// (jsonscan.ValidateMembers): the line is not walked again. Strings the pass decoded
-// (jsonscan.ValidateMembersDecoding: request_raw and response_raw) are taken as decoded.
-func buildRecordMembers(rec *ModelCallRecord, line []byte, members []jsonscan.Member, callIndex int, rawText bool, tok *rawTokens) error {
+// buildRecordMembers is buildRecord for a line whose members the validating pass mapped (sc, a
+// jsonscan.Scanner that also decoded request_raw and response_raw when the raw texts are wanted, and
+// mapped the members of response): the line is not walked again.
+func buildRecordMembers(rec *ModelCallRecord, line []byte, members []jsonscan.Member, sc *jsonscan.Scanner, callIndex int, rawText bool, tok *rawTokens) error {
 	var e envelope
+	responseStart := -1
 	for i := range members {
 		m := &members[i]
 		k := line[m.KeyStart:m.KeyEnd]
 		e.set(k, line[m.ValStart:m.ValEnd])
+		if jsonscan.KeyIs(k, "response") {
+			responseStart = m.ValStart
+		}
 		if !m.Decoded {
 			continue
 		}
@@ -140,10 +147,18 @@ func buildRecordMembers(rec *ModelCallRecord, line []byte, members []jsonscan.Me
 			e.responseRawText = &text
 		}
 	}
+	if responseStart >= 0 && responseStart == sc.NestedStart {
+		// The response used (the last one) is the one mapped: its fields are read from the map.
+		e.responseMapped = true
+		for _, m := range sc.NestedMembers {
+			e.responseFields.set(line[m.KeyStart:m.KeyEnd], line[m.ValStart:m.ValEnd])
+		}
+	}
 	return e.build(rec, callIndex, rawText, tok)
 }
 
-// rawMembers are the members whose strings the merge read decodes while it validates them.
+// rawMembers are the members whose strings the merge read decodes while it validates them (when it
+// wants the raw texts).
 var rawMembers = []string{"request_raw", "response_raw"}
 
 // build fills rec from the envelope's values (see buildRecord).
@@ -219,7 +234,11 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int, rawText bool, tok 
 	var f responseFields
 	if jsonscan.IsObject(e.response) {
 		rec.Response = e.response
-		f = scanResponse(e.response)
+		if e.responseMapped {
+			f = e.responseFields
+		} else {
+			f = scanResponse(e.response)
+		}
 	}
 	rec.ResponseID = stringInto(f.id, &b.responseID)
 	// First truthy of response.model, request.model; a truthy non-string response model gives null

@@ -518,27 +518,32 @@ type responseFields struct {
 func scanResponse(obj []byte) responseFields {
 	var f responseFields
 	jsonscan.EachMember(obj, func(k, v []byte) bool {
-		switch string(jsonscan.KeyName(k)) {
-		case "id":
-			f.id = v
-		case "model":
-			f.model = v
-		case "status":
-			f.status = v
-		case "stop_reason":
-			f.stopReason = v
-		case "choices":
-			f.choices = v
-		case "incomplete_details":
-			f.incompleteDetails = v
-		case "usage":
-			f.usage = v
-		case "output":
-			f.output = v
-		case "content":
-			f.content = v
-		}
+		f.set(k, v)
 		return true
 	})
 	return f
+}
+
+// set records v as the value of the response member named by the key token k (last one wins).
+func (f *responseFields) set(k, v []byte) {
+	switch string(jsonscan.KeyName(k)) {
+	case "id":
+		f.id = v
+	case "model":
+		f.model = v
+	case "status":
+		f.status = v
+	case "stop_reason":
+		f.stopReason = v
+	case "choices":
+		f.choices = v
+	case "incomplete_details":
+		f.incompleteDetails = v
+	case "usage":
+		f.usage = v
+	case "output":
+		f.output = v
+	case "content":
+		f.content = v
+	}
 }

@@ -55,12 +55,15 @@ type rawTokens struct{ request, response []byte }
 // the capture file's bytes; the read keeps no other reference to them.
 //
 // Each line is walked once: the validating pass (the tolerant read's rule, capture.CheckLine: a
-// valid strict JSON object) maps the line's top-level members, and the record is built from them.
-// When the raw texts are decoded, the validating pass decodes them as it checks them, so the
-// largest strings of the line are read once too.
+// valid strict JSON object) maps the line's top-level members and the members of its response, and
+// the record is built from them. When the raw texts are decoded, the validating pass decodes them as
+// it checks them, so the largest strings of the line are read once too.
 func readAvailable(store *capture.Store, id string, mode rawMode) (records []ModelCallRecord, tokens []rawTokens, damaged int, err error) {
 	var members []jsonscan.Member
-	var dec jsonscan.StringDecoder
+	sc := jsonscan.Scanner{Nested: "response"}
+	if mode == rawDecode {
+		sc.Decode = rawMembers
+	}
 	var tok rawTokens
 	var tp *rawTokens
 	if mode == rawKeep {
@@ -68,11 +71,7 @@ func readAvailable(store *capture.Store, id string, mode rawMode) (records []Mod
 	}
 	err = store.ScanAvailable(id, func(index, _ int, b []byte) {
 		var verr error
-		if mode == rawDecode {
-			members, verr = jsonscan.ValidateMembersDecoding(b, members[:0], &dec, rawMembers...)
-		} else {
-			members, verr = jsonscan.ValidateMembers(b, members[:0])
-		}
+		members, verr = sc.Members(b, members[:0])
 		if verr != nil || !jsonscan.IsObject(b[jsonscan.SkipWS(b, 0):]) {
 			damaged++
 			return
@@ -81,7 +80,7 @@ func readAvailable(store *capture.Store, id string, mode rawMode) (records []Mod
 			records = make([]ModelCallRecord, 0, 32) // skips the small steps of append's growth
 		}
 		records = append(records, ModelCallRecord{})
-		if buildRecordMembers(&records[len(records)-1], b, members, index, mode == rawDecode, tp) != nil {
+		if buildRecordMembers(&records[len(records)-1], b, members, &sc, index, mode == rawDecode, tp) != nil {
 			records = records[:len(records)-1]
 			damaged++
 			return

@@ -172,7 +172,11 @@ func TestReadAvailableModesAgree(t *testing.T) {
 	lines := []string{ok("a", 1), `{"response_raw":"\ud800"}`, "{\"request_raw\":\"a\x01\"}", "{\"response_raw\":\"\xff\"}",
 		`{"response_raw":"\udc00","response_raw":"ok"}`, `{"response_raw":"fine","response_raw":"\ud800\u0041"}`,
 		`{"request_raw":"` + strings.Repeat(`ab\"cd\n`, 20) + `\u00e9\ud83d\ude00","response_raw":"x\/y"}`,
-		`{"request_raw":"\"unterminated}`, `{"response_raw":"a"`, badModelRef, nanLine, ok("b", 2)}
+		`{"request_raw":"\"unterminated}`, `{"response_raw":"a"`, badModelRef, nanLine, ok("b", 2),
+		// Repeated responses: the last one counts, whichever of them the validating pass mapped.
+		`{"response":{"id":"r1","model":"m1"},"response":null}`, `{"response":null,"response":{"id":"r2","status":"s"}}`,
+		`{"response":{"id":"r3"},"x":1,"respons\u0065":{"id":"r4","stop_reason":"end","usage":{"input_tokens":3}}}`,
+		`{"response":{"id":"r5"},"response":[1]}`}
 	dir := t.TempDir()
 	writeCapture(t, dir, "r-1", strings.Join(lines, "\n")+"\n")
 	store := openStore(t, dir)

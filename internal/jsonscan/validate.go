@@ -62,7 +62,7 @@ func Validate(data []byte) error {
 type Member struct {
 	KeyStart, KeyEnd int // the key token, quotes included
 	ValStart, ValEnd int // the raw value
-	// Text is the decoded value when ValidateMembersDecoding decoded it (Decoded), else "".
+	// Text is the decoded value when a Scanner decoded it (Decoded), else "".
 	Text    string
 	Decoded bool
 }
@@ -75,26 +75,37 @@ func ValidateMembers(data []byte, dst []Member) ([]Member, error) {
 	return validate(data, dst, true, nil)
 }
 
-// ValidateMembersDecoding is ValidateMembers for a reader that wants some top-level strings
-// decoded: the string value of a top-level member named in names is decoded while it is checked,
-// in the same pass, into Member.Text (Decoded set), each occurrence of a repeated key included.
-// This saves a second pass over the largest strings of a capture line (request_raw and
-// response_raw). d holds the scratch memory between calls; the texts do not alias it.
-func ValidateMembersDecoding(data []byte, dst []Member, d *StringDecoder, names ...string) ([]Member, error) {
-	return validate(data, dst, true, &decodeSpec{names, d})
+// A Scanner validates lines as ValidateMembers does and does more in the same pass, so that a
+// reader walks each line once: it decodes the string values of the top-level members named in
+// Decode into Member.Text (Decoded set; each occurrence of a repeated key), and maps the members of
+// the object value of the top-level member named Nested into NestedMembers (offsets into the same
+// text). With a repeated key the last occurrence whose value is an object is mapped; NestedStart is
+// the offset of that value (-1 when none was mapped), so that a reader can tell whether it is the
+// occurrence it uses. A capture line's reader decodes request_raw and response_raw and maps
+// response. The scanner keeps scratch memory between lines; decoded texts do not alias it. It is
+// not safe for concurrent use.
+type Scanner struct {
+	Decode []string
+	Nested string
+
+	NestedMembers []Member
+	NestedStart   int
+
+	buf []byte
 }
 
-// A StringDecoder holds the scratch buffer ValidateMembersDecoding decodes in, so that reading
-// many lines reuses it. The zero value is ready to use; it is not safe for concurrent use.
-type StringDecoder struct{ buf []byte }
-
-// decodeSpec says which top-level strings validObject decodes.
-type decodeSpec struct {
-	names []string
-	d     *StringDecoder
+// Members validates data and returns its top-level members appended to dst, as ValidateMembers,
+// with the scanner's additions (see Scanner). NestedMembers is reset on every call.
+func (sc *Scanner) Members(data []byte, dst []Member) ([]Member, error) {
+	sc.NestedMembers, sc.NestedStart = sc.NestedMembers[:0], -1
+	members, err := validate(data, dst, true, sc)
+	if err != nil {
+		sc.NestedMembers, sc.NestedStart = sc.NestedMembers[:0], -1
+	}
+	return members, err
 }
 
-func validate(data []byte, members []Member, collect bool, dec *decodeSpec) ([]Member, error) {
+func validate(data []byte, members []Member, collect bool, sc *Scanner) ([]Member, error) {
 	i := SkipWS(data, 0)
 	if i >= len(data) {
 		return members, &SyntaxError{i, "no JSON value"}
@@ -103,7 +114,7 @@ func validate(data []byte, members []Member, collect bool, dec *decodeSpec) ([]M
 	var end int
 	var err error
 	if data[i] == '{' {
-		end, members, err = validObject(data, i, 0, members, collect, dec)
+		end, members, err = validObject(data, i, 0, members, collect, sc)
 	} else {
 		end, err = validValue(data, i, 0)
 	}
@@ -143,8 +154,8 @@ func validValue(data []byte, i, depth int) (int, error) {
 }
 
 // validObject validates the object at data[i] (a '{'); with collect it appends each member's
-// offsets to members, and decodes the string values dec names.
-func validObject(data []byte, i, depth int, members []Member, collect bool, dec *decodeSpec) (int, []Member, error) {
+// offsets to members, and does sc's additions (nil: none).
+func validObject(data []byte, i, depth int, members []Member, collect bool, sc *Scanner) (int, []Member, error) {
 	if depth >= MaxNesting {
 		return i, members, &SyntaxError{i, "nesting too deep"}
 	}
@@ -168,13 +179,21 @@ func validObject(data []byte, i, depth int, members []Member, collect bool, dec 
 		valStart := SkipWS(data, i+1)
 		var text string
 		decoded := false
-		if dec != nil && valStart < len(data) && data[valStart] == '"' && isOneOf(data[keyStart:keyEnd], dec.names) {
-			if text, i, err = dec.d.decode(data, valStart); err != nil {
+		switch {
+		case sc != nil && valStart < len(data) && data[valStart] == '"' && isOneOf(data[keyStart:keyEnd], sc.Decode):
+			if text, i, err = sc.decode(data, valStart); err != nil {
 				return i, members, err
 			}
 			decoded = true
-		} else if i, err = validValue(data, valStart, depth+1); err != nil {
-			return i, members, err
+		case sc != nil && sc.Nested != "" && valStart < len(data) && data[valStart] == '{' && KeyIs(data[keyStart:keyEnd], sc.Nested):
+			if i, sc.NestedMembers, err = validObject(data, valStart, depth+1, sc.NestedMembers[:0], true, nil); err != nil {
+				return i, members, err
+			}
+			sc.NestedStart = valStart
+		default:
+			if i, err = validValue(data, valStart, depth+1); err != nil {
+				return i, members, err
+			}
 		}
 		if collect {
 			members = append(members, Member{keyStart, keyEnd, valStart, i, text, decoded})
@@ -443,7 +462,7 @@ func DeeperThan(b []byte, limit int) bool {
 
 // decode checks the string at data[i] (a '"') under validString's rules and decodes it in the same
 // pass: the text and the offset past the closing quote.
-func (d *StringDecoder) decode(data []byte, i int) (string, int, error) {
+func (d *Scanner) decode(data []byte, i int) (string, int, error) {
 	start := i
 	i++
 	// The text is not longer than the rest of data, plus room for the last word store. A buffer

@@ -60,7 +60,7 @@ func FuzzValidate(f *testing.F) {
 			t.Fatalf("Validate(%q) = %v, orjson rules say %v", b, got, want)
 		}
 		if _, got := validDecoding(b, "x", "y", "a"); (got == nil) != (want == nil) {
-			t.Fatalf("ValidateMembersDecoding(%q) = %v, orjson rules say %v", b, got, want)
+			t.Fatalf("Scanner.Members(%q) = %v, orjson rules say %v", b, got, want)
 		}
 	})
 }

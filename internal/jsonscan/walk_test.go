@@ -171,6 +171,7 @@ func FuzzWalk(f *testing.F) {
 	for _, c := range walkCases {
 		f.Add([]byte(c.in))
 	}
+	f.Add([]byte(`{"n":{"a":1,"b":[2]},"x":0,"n":{"c":"d"},"n":null}`))
 	f.Add([]byte(`{"a":"x\u00e9\ud83d\ude00\n\"","d":"` + strings.Repeat(`ab\"c`, 10) + `","a":1,"":"\ud800"}`))
 	f.Add([]byte(`abcdefgh\"ijklmn\u00e9opqrstu\ud83d\ude00vwxyz\ud800\u0041\x`))
 	f.Add([]byte(`{"a\\"b":"c\\\\","d":{"e":[1,{"f":"\\""}]},"a\\"b":0.0,"n":-12,"x":1e-400}`))
@@ -181,7 +182,7 @@ func FuzzWalk(f *testing.F) {
 		tok := append(append([]byte{'"'}, data...), '"')
 		if SkipString(tok, 0) == len(tok) {
 			end, verr := validString(tok, 0)
-			var d StringDecoder
+			var d Scanner
 			text, dend, derr := d.decode(tok, 0)
 			if (verr == nil) != (derr == nil) || (verr == nil && (end != dend || text != Unquote(tok))) {
 				t.Fatalf("token %q: validString %d, %v; decode %q, %d, %v", tok, end, verr, text, dend, derr)
@@ -194,10 +195,10 @@ func FuzzWalk(f *testing.F) {
 		}
 		decoded, derr := validDecoding(data, "a", "d", "")
 		if (err == nil) != (derr == nil) {
-			t.Fatalf("Validate(%q) = %v, ValidateMembersDecoding: %v", data, err, derr)
+			t.Fatalf("Validate(%q) = %v, Scanner.Members: %v", data, err, derr)
 		}
 		if err == nil && len(decoded) != len(members) {
-			t.Fatalf("ValidateMembersDecoding gave %d members, ValidateMembers %d", len(decoded), len(members))
+			t.Fatalf("Scanner.Members gave %d members, ValidateMembers %d", len(decoded), len(members))
 		}
 		for i := range decoded {
 			if m, d := members[i], decoded[i]; m.KeyStart != d.KeyStart || m.KeyEnd != d.KeyEnd || m.ValStart != d.ValStart || m.ValEnd != d.ValEnd {
@@ -333,13 +334,29 @@ func longDigits(b []byte) bool {
 	return false
 }
 
-// validDecoding is ValidateMembersDecoding, also checking that each decoded text is what Unquote
-// gives and that only strings of the named members were decoded.
+// validDecoding is Scanner.Members decoding the named members and mapping member "n", also checking
+// that each decoded text is what Unquote gives, that only strings of the named members were decoded
+// and that the nested map is what EachMember walks.
 func validDecoding(data []byte, names ...string) ([]Member, error) {
-	var d StringDecoder
-	members, err := ValidateMembersDecoding(data, nil, &d, names...)
+	sc := Scanner{Decode: names, Nested: "n"}
+	members, err := sc.Members(data, nil)
 	if err != nil {
 		return nil, err
+	}
+	// The nested map is the members of the last "n" object, as EachMember walks them.
+	nested, start := []string(nil), -1
+	for _, m := range members {
+		if v := data[m.ValStart:m.ValEnd]; KeyIs(data[m.KeyStart:m.KeyEnd], "n") && IsObject(v) {
+			nested, start = nil, m.ValStart
+			EachMember(v, func(k, val []byte) bool { nested = append(nested, string(k)+":"+string(val)); return true })
+		}
+	}
+	var got []string
+	for _, m := range sc.NestedMembers {
+		got = append(got, string(data[m.KeyStart:m.KeyEnd])+":"+string(data[m.ValStart:m.ValEnd]))
+	}
+	if sc.NestedStart != start || strings.Join(got, ",") != strings.Join(nested, ",") {
+		return nil, fmt.Errorf("nested members at %d %q, EachMember at %d %q", sc.NestedStart, got, start, nested)
 	}
 	for _, m := range members {
 		v := data[m.ValStart:m.ValEnd]
@@ -351,10 +368,10 @@ func validDecoding(data []byte, names ...string) ([]Member, error) {
 	return members, nil
 }
 
-// TestValidateMembersDecoding decodes long escape-dense texts (the scratch buffer grows) and
+// TestScannerDecodes decodes long escape-dense texts (the scratch buffer grows) and
 // short ones with the same decoder, and refuses what Validate refuses.
-func TestValidateMembersDecoding(t *testing.T) {
-	var d StringDecoder
+func TestScannerDecodes(t *testing.T) {
+	d := Scanner{Decode: []string{"raw"}}
 	long := strings.Repeat(`data: {\"type\":\"x\"}\n\n\u00e9\ud83d\ude00 `, 400)
 	for _, c := range []struct{ line, err string }{
 		{`{"raw":"` + long + `","n":1,"raw":"short\\"}`, ""},
@@ -365,7 +382,7 @@ func TestValidateMembersDecoding(t *testing.T) {
 		{`{"raw":"ok"`, "unterminated object"},
 		{`{"raw":7,"x":"\q"}`, "invalid escape"},
 	} {
-		members, err := ValidateMembersDecoding([]byte(c.line), nil, &d, "raw")
+		members, err := d.Members([]byte(c.line), nil)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) || Validate([]byte(c.line)) == nil {
 				t.Errorf("%.50s: err %v, want %q (Validate: %v)", c.line, err, c.err, Validate([]byte(c.line)))
