@@ -54,7 +54,7 @@ type envelope struct {
 	responseSource, upstreamAttempted, upstreamStatusCode, localResponseReason       []byte
 	clientSessionID, clientAssistantMessageID                                        []byte
 	// The decoded request_raw and response_raw when the validating pass decoded them
-	// (jsonscan.ValidateMembersDecoding), else nil.
+	// (a jsonscan.Scanner with Decode), else nil.
 	requestRawText, responseRawText *string
 	// The response's fields when the validating pass mapped the response's members.
 	responseFields responseFields
