@@ -242,7 +242,8 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int, rawText bool, tok 
 	}
 	rec.ResponseID = stringInto(f.id, &b.responseID)
 	// First truthy of response.model, request.model; a truthy non-string response model gives null
-	// without falling back (reference §4). The request is only read for its model when needed.
+	// without falling back, as NeMo Gym's record builder does. The request is only read for its
+	// model when needed.
 	model := f.model
 	if !jsonscan.Truthy(model) {
 		model = nil
