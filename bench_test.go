@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcalls/modelcalls/capture"
 )
 
 // Benchmark sizes: the merge of a large run, 10,000 rollouts of 20 calls each (-short: 100).
@@ -167,5 +169,41 @@ func BenchmarkRecordAppendJSON(b *testing.B) {
 	for b.Loop() {
 		buf = recs[i%len(recs)].AppendJSON(buf[:0], false)
 		i++
+	}
+}
+
+// BenchmarkReadAvailableRecords reads the records of every rollout of a 1,000 x 20 capture dir (one
+// op = the whole dir), as the merge read of test/bench row 6 does: tolerant read, one record built
+// per line, raw texts decoded. MB/s counts capture bytes read.
+func BenchmarkReadAvailableRecords(b *testing.B) {
+	rollouts := 1000
+	if testing.Short() {
+		rollouts = 100
+	}
+	dir := b.TempDir()
+	writeBenchCapture(b, dir, rollouts, benchCallsPerRollout)
+	store, err := capture.OpenExisting(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var size int64
+	ids := make([]string, rollouts)
+	for r := range ids {
+		ids[r] = fmt.Sprintf("%d-%d", r/100, r%100)
+		st, err := os.Stat(filepath.Join(dir, ids[r]+capture.CaptureSuffix))
+		if err != nil {
+			b.Fatal(err)
+		}
+		size += st.Size()
+	}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, id := range ids {
+			recs, damaged, err := ReadAvailableRecords(store, id)
+			if err != nil || damaged != 0 || len(recs) != benchCallsPerRollout {
+				b.Fatalf("%s: %d records, %d damaged, %v", id, len(recs), damaged, err)
+			}
+		}
 	}
 }

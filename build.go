@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -38,8 +39,8 @@ var ErrInvalidExchange = errors.New("invalid exchange")
 // last value wins (as Python's json). The record aliases exchange (Request, Response and tool-call
 // arguments are sub-slices): do not modify exchange afterwards.
 func BuildRecord(exchange []byte, callIndex int) (*ModelCallRecord, error) {
-	ex := trimWS(exchange)
-	if err := validateJSON(ex); err != nil {
+	ex := jsonscan.TrimWS(exchange)
+	if err := jsonscan.Validate(ex); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidExchange, err)
 	}
 	rec := new(ModelCallRecord)
@@ -55,6 +56,56 @@ type envelope struct {
 	statusCode, errorCategory, request, response, requestRaw, responseRaw            []byte
 	responseSource, upstreamAttempted, upstreamStatusCode, localResponseReason       []byte
 	clientSessionID, clientAssistantMessageID                                        []byte
+	// The decoded request_raw and response_raw when the validating pass decoded them
+	// (a jsonscan.Scanner with Decode), else nil.
+	requestRawText, responseRawText *string
+	// The response's fields when the validating pass mapped the response's members.
+	responseFields responseFields
+	responseMapped bool
+}
+
+// set records v as the value of the exchange key named by the key token k (last one wins).
+func (e *envelope) set(k, v []byte) {
+	switch string(jsonscan.KeyName(k)) {
+	case "model_call_id":
+		e.modelCallID = v
+	case "dialect":
+		e.dialect = v
+	case "model_ref":
+		e.modelRef = v
+	case "started_at":
+		e.startedAt = v
+	case "completed_at":
+		e.completedAt = v
+	case "latency_ms":
+		e.latencyMS = v
+	case "latency_ttft_ms":
+		e.latencyTTFTMS = v
+	case "status_code":
+		e.statusCode = v
+	case "error_category":
+		e.errorCategory = v
+	case "request":
+		e.request = v
+	case "response":
+		e.response = v
+	case "request_raw":
+		e.requestRaw, e.requestRawText = v, nil
+	case "response_raw":
+		e.responseRaw, e.responseRawText = v, nil
+	case "response_source":
+		e.responseSource = v
+	case "upstream_attempted":
+		e.upstreamAttempted = v
+	case "upstream_status_code":
+		e.upstreamStatusCode = v
+	case "local_response_reason":
+		e.localResponseReason = v
+	case "client_session_id":
+		e.clientSessionID = v
+	case "client_assistant_message_id":
+		e.clientAssistantMessageID = v
+	}
 }
 
 // buildRecord fills rec from a validated exchange ex (no surrounding whitespace). With rawText false
@@ -64,131 +115,147 @@ type envelope struct {
 // (aliasing it) and RequestRaw and ResponseRaw stay nil whatever rawText says: a merge with
 // payloads writes them from the tokens (appendStringToken) without decoding them.
 func buildRecord(rec *ModelCallRecord, ex []byte, callIndex int, rawText bool, tok *rawTokens) error {
-	if !isObject(ex) {
-		return fmt.Errorf("%w: not a JSON object but %s", ErrInvalidExchange, kindName(ex))
+	if !jsonscan.IsObject(ex) {
+		return fmt.Errorf("%w: not a JSON object but %s", ErrInvalidExchange, jsonscan.KindName(ex))
 	}
 	var e envelope
-	forEachMember(ex, func(m member) bool {
-		v := ex[m.valStart:m.valEnd]
-		switch string(keyName(ex[m.keyStart:m.keyEnd])) {
-		case "model_call_id":
-			e.modelCallID = v
-		case "dialect":
-			e.dialect = v
-		case "model_ref":
-			e.modelRef = v
-		case "started_at":
-			e.startedAt = v
-		case "completed_at":
-			e.completedAt = v
-		case "latency_ms":
-			e.latencyMS = v
-		case "latency_ttft_ms":
-			e.latencyTTFTMS = v
-		case "status_code":
-			e.statusCode = v
-		case "error_category":
-			e.errorCategory = v
-		case "request":
-			e.request = v
-		case "response":
-			e.response = v
-		case "request_raw":
-			e.requestRaw = v
-		case "response_raw":
-			e.responseRaw = v
-		case "response_source":
-			e.responseSource = v
-		case "upstream_attempted":
-			e.upstreamAttempted = v
-		case "upstream_status_code":
-			e.upstreamStatusCode = v
-		case "local_response_reason":
-			e.localResponseReason = v
-		case "client_session_id":
-			e.clientSessionID = v
-		case "client_assistant_message_id":
-			e.clientAssistantMessageID = v
-		}
+	jsonscan.EachMember(ex, func(k, v []byte) bool {
+		e.set(k, v)
 		return true
 	})
+	return e.build(rec, callIndex, rawText, tok)
+}
 
+// buildRecordMembers is buildRecord for a line whose members the validating pass mapped (sc, a
+// jsonscan.Scanner that also decoded request_raw and response_raw when the raw texts are wanted, and
+// mapped the members of response): the line is not walked again.
+func buildRecordMembers(rec *ModelCallRecord, line []byte, members []jsonscan.Member, sc *jsonscan.Scanner, callIndex int, rawText bool, tok *rawTokens) error {
+	var e envelope
+	responseStart := -1
+	for i := range members {
+		m := &members[i]
+		k := line[m.KeyStart:m.KeyEnd]
+		e.set(k, line[m.ValStart:m.ValEnd])
+		if jsonscan.KeyIs(k, "response") {
+			responseStart = m.ValStart
+		}
+		if !m.Decoded {
+			continue
+		}
+		text := m.Text // members is reused for the next line: the record keeps its own copy
+		switch {
+		case jsonscan.KeyIs(k, "request_raw"):
+			e.requestRawText = &text
+		case jsonscan.KeyIs(k, "response_raw"):
+			e.responseRawText = &text
+		}
+	}
+	if responseStart >= 0 && responseStart == sc.NestedStart {
+		// The response used (the last one) is the one mapped: its fields are read from the map.
+		e.responseMapped = true
+		for _, m := range sc.NestedMembers {
+			e.responseFields.set(line[m.KeyStart:m.KeyEnd], line[m.ValStart:m.ValEnd])
+		}
+	}
+	return e.build(rec, callIndex, rawText, tok)
+}
+
+// rawMembers are the members whose strings the merge read decodes while it validates them (when it
+// wants the raw texts).
+var rawMembers = []string{"request_raw", "response_raw"}
+
+// build fills rec from the envelope's values (see buildRecord).
+func (e *envelope) build(rec *ModelCallRecord, callIndex int, rawText bool, tok *rawTokens) error {
 	*rec = ModelCallRecord{CallIndex: callIndex}
+	b := new(recordBox)
 	var err error
-	if rec.ModelCallID, err = envString("model_call_id", e.modelCallID); err != nil {
+	if rec.ModelCallID, err = envString("model_call_id", e.modelCallID, &b.modelCallID); err != nil {
 		return err
 	}
-	if rec.Dialect, err = envString("dialect", e.dialect); err != nil {
+	if rec.Dialect, err = envString("dialect", e.dialect, &b.dialect); err != nil {
 		return err
 	}
-	if rec.ErrorCategory, err = envString("error_category", e.errorCategory); err != nil {
+	if rec.ErrorCategory, err = envString("error_category", e.errorCategory, &b.errorCategory); err != nil {
 		return err
 	}
-	if rec.ModelRef, err = envModelRef(e.modelRef); err != nil {
+	if rec.ModelRef, err = envModelRef(e.modelRef, &b.modelRef); err != nil {
 		return err
 	}
-	if rec.StatusCode, err = envInt("status_code", e.statusCode); err != nil {
+	if rec.StatusCode, err = envInt("status_code", e.statusCode, &b.statusCode); err != nil {
 		return err
 	}
-	if rec.StartedAt, err = envFloat("started_at", e.startedAt); err != nil {
+	if rec.StartedAt, err = envFloat("started_at", e.startedAt, &b.startedAt); err != nil {
 		return err
 	}
-	if rec.CompletedAt, err = envFloat("completed_at", e.completedAt); err != nil {
+	if rec.CompletedAt, err = envFloat("completed_at", e.completedAt, &b.completedAt); err != nil {
 		return err
 	}
-	if rec.LatencyTotalMS, err = envFloat("latency_ms", e.latencyMS); err != nil {
+	if rec.LatencyTotalMS, err = envFloat("latency_ms", e.latencyMS, &b.latencyMS); err != nil {
 		return err
 	}
-	if rec.LatencyTTFTMS, err = envFloat("latency_ttft_ms", e.latencyTTFTMS); err != nil {
+	if rec.LatencyTTFTMS, err = envFloat("latency_ttft_ms", e.latencyTTFTMS, &b.latencyTTFTMS); err != nil {
 		return err
 	}
 
 	switch {
 	case tok != nil:
 		*tok = rawTokens{}
-		if isString(e.requestRaw) {
+		if jsonscan.IsString(e.requestRaw) {
 			tok.request = e.requestRaw
 		}
-		if isString(e.responseRaw) {
+		if jsonscan.IsString(e.responseRaw) {
 			tok.response = e.responseRaw
 		}
 	case rawText:
-		rec.RequestRaw = stringPtr(e.requestRaw)
-		rec.ResponseRaw = stringPtr(e.responseRaw)
+		rec.RequestRaw, rec.ResponseRaw = e.requestRawText, e.responseRawText
+		if rec.RequestRaw == nil {
+			rec.RequestRaw = stringInto(e.requestRaw, &b.requestRaw)
+		}
+		if rec.ResponseRaw == nil {
+			rec.ResponseRaw = stringInto(e.responseRaw, &b.responseRaw)
+		}
 	}
-	if s, ok := stringValue(e.responseSource); ok && (s == "upstream" || s == "local") {
-		rec.ResponseSource = &s
+	if s, ok := jsonscan.String(e.responseSource); ok && (s == "upstream" || s == "local") {
+		b.responseSource = s
+		rec.ResponseSource = &b.responseSource
 	}
-	if isBoolLiteral(e.upstreamAttempted) {
-		rec.UpstreamAttempted = new(e.upstreamAttempted[0] == 't')
+	if jsonscan.IsBool(e.upstreamAttempted) {
+		b.upstreamAttempted = e.upstreamAttempted[0] == 't'
+		rec.UpstreamAttempted = &b.upstreamAttempted
 	}
-	if n, ok := intValue(e.upstreamStatusCode); ok && n >= math.MinInt32 && n <= math.MaxInt32 {
-		rec.UpstreamStatusCode = new(int(n))
+	if n, ok := jsonscan.Int(e.upstreamStatusCode); ok && n >= math.MinInt32 && n <= math.MaxInt32 {
+		b.upstreamStatusCode = int(n)
+		rec.UpstreamStatusCode = &b.upstreamStatusCode
 	}
-	rec.LocalResponseReason = stringPtr(e.localResponseReason)
-	rec.ClientSessionID = stringPtr(e.clientSessionID)
-	rec.ClientAssistantMessageID = stringPtr(e.clientAssistantMessageID)
+	rec.LocalResponseReason = stringInto(e.localResponseReason, &b.localResponseReason)
+	rec.ClientSessionID = stringInto(e.clientSessionID, &b.clientSessionID)
+	rec.ClientAssistantMessageID = stringInto(e.clientAssistantMessageID, &b.clientAssistantMessageID)
 
-	if isObject(e.request) {
+	if jsonscan.IsObject(e.request) {
 		rec.Request = e.request
 	}
 	var f responseFields
-	if isObject(e.response) {
+	if jsonscan.IsObject(e.response) {
 		rec.Response = e.response
-		f = scanResponse(e.response)
-	}
-	rec.ResponseID = stringPtr(f.id)
-	// First truthy of response.model, request.model; a truthy non-string response model gives null
-	// without falling back, as in NeMo Gym. The request is only read for its model when needed.
-	model := f.model
-	if !truthy(model) {
-		model = nil
-		if rec.Request != nil {
-			model = lookup(rec.Request, "model")
+		if e.responseMapped {
+			f = e.responseFields
+		} else {
+			f = scanResponse(e.response)
 		}
 	}
-	rec.Model = stringPtr(model)
-	rec.ResponseStatus = stringPtr(f.status)
+	rec.ResponseID = stringInto(f.id, &b.responseID)
+	// First truthy of response.model, request.model; a truthy non-string response model gives null
+	// without falling back, as NeMo Gym's record builder does. The request is only read for its
+	// model when needed.
+	model := f.model
+	if !jsonscan.Truthy(model) {
+		model = nil
+		if rec.Request != nil {
+			model = jsonscan.Lookup(rec.Request, "model")
+		}
+	}
+	rec.Model = stringInto(model, &b.model)
+	rec.ResponseStatus = stringInto(f.status, &b.responseStatus)
 	rec.FinishReason = finishReason(&f)
 
 	u := scanUsage(f.usage)
@@ -201,70 +268,95 @@ func buildRecord(rec *ModelCallRecord, ex []byte, callIndex int, rawText bool, t
 	return nil
 }
 
-func isBoolLiteral(v []byte) bool { return len(v) > 0 && (v[0] == 't' || v[0] == 'f') }
-
-func envString(key string, v []byte) (*string, error) {
-	if isNull(v) {
-		return nil, nil
-	}
-	if !isString(v) {
-		return nil, envTypeError(key, "a string", v)
-	}
-	return new(unquote(v)), nil
+// recordBox holds the scalar values a record's pointer fields point at: one allocation per record
+// instead of one per field. The record keeps the box alive as long as it keeps any of them.
+type recordBox struct {
+	modelCallID, dialect, errorCategory, responseID, model, responseStatus, requestRaw, responseRaw string
+	responseSource, localResponseReason, clientSessionID, clientAssistantMessageID                  string
+	statusCode, upstreamStatusCode                                                                  int
+	startedAt, completedAt, latencyMS, latencyTTFTMS                                                float64
+	upstreamAttempted                                                                               bool
+	modelRef                                                                                        rollout.ModelServerRef
 }
 
-func envInt(key string, v []byte) (*int, error) {
-	if isNull(v) {
+// stringInto is stringPtr with the string stored in *dst.
+func stringInto(v []byte, dst *string) *string {
+	s, ok := jsonscan.String(v)
+	if !ok {
+		return nil
+	}
+	*dst = s
+	return dst
+}
+
+// envString, envInt, envFloat and envModelRef read an envelope field into *dst: nil when it is null
+// or absent, an error wrapping ErrInvalidExchange when it has the wrong type.
+func envString(key string, v []byte, dst *string) (*string, error) {
+	if jsonscan.IsNull(v) {
 		return nil, nil
 	}
-	n, ok := intValue(v)
+	if !jsonscan.IsString(v) {
+		return nil, envTypeError(key, "a string", v)
+	}
+	*dst = jsonscan.Unquote(v)
+	return dst, nil
+}
+
+func envInt(key string, v []byte, dst *int) (*int, error) {
+	if jsonscan.IsNull(v) {
+		return nil, nil
+	}
+	n, ok := jsonscan.Int(v)
 	if !ok || n < math.MinInt32 || n > math.MaxInt32 {
 		return nil, envTypeError(key, "an integer", v)
 	}
-	return new(int(n)), nil
+	*dst = int(n)
+	return dst, nil
 }
 
-func envFloat(key string, v []byte) (*float64, error) {
-	if isNull(v) {
+func envFloat(key string, v []byte, dst *float64) (*float64, error) {
+	if jsonscan.IsNull(v) {
 		return nil, nil
 	}
-	f, ok := floatValue(v)
+	f, ok := jsonscan.Float(v)
 	if !ok {
 		return nil, envTypeError(key, "a finite number", v)
 	}
-	return &f, nil
+	*dst = f
+	return dst, nil
 }
 
-func envModelRef(v []byte) (*rollout.ModelServerRef, error) {
-	if isNull(v) {
+func envModelRef(v []byte, dst *rollout.ModelServerRef) (*rollout.ModelServerRef, error) {
+	if jsonscan.IsNull(v) {
 		return nil, nil
 	}
-	if !isObject(v) {
+	if !jsonscan.IsObject(v) {
 		return nil, envTypeError("model_ref", "an object", v)
 	}
 	var typ, name []byte
-	forEachMember(v, func(m member) bool {
-		switch string(keyName(v[m.keyStart:m.keyEnd])) {
+	jsonscan.EachMember(v, func(k, val []byte) bool {
+		switch string(jsonscan.KeyName(k)) {
 		case "type":
-			typ = v[m.valStart:m.valEnd]
+			typ = val
 		case "name":
-			name = v[m.valStart:m.valEnd]
+			name = val
 		}
 		return true
 	})
-	t, ok := stringValue(typ)
+	t, ok := jsonscan.String(typ)
 	if !ok || t != rollout.ModelServerRefType {
 		return nil, fmt.Errorf("%w: model_ref.type must be %q, got %s", ErrInvalidExchange, rollout.ModelServerRefType, clipRaw(typ))
 	}
-	n, ok := stringValue(name)
+	n, ok := jsonscan.String(name)
 	if !ok {
 		return nil, envTypeError("model_ref.name", "a string", name)
 	}
-	return &rollout.ModelServerRef{Type: t, Name: n}, nil
+	*dst = rollout.ModelServerRef{Type: t, Name: n}
+	return dst, nil
 }
 
 func envTypeError(key, want string, v []byte) error {
-	return fmt.Errorf("%w: %s must be %s or null, got %s", ErrInvalidExchange, key, want, kindName(v))
+	return fmt.Errorf("%w: %s must be %s or null, got %s", ErrInvalidExchange, key, want, jsonscan.KindName(v))
 }
 
 // clipRaw shortens a raw JSON value for an error message.

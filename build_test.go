@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // keyValues are the values SOURCES.md lists for a fixture ("key values"). Token and cache fields
@@ -137,7 +138,7 @@ func TestBuildRecordFixtures(t *testing.T) {
 			}
 			// A response without a model falls back to the request's.
 			if c.want.model == nil && rec.Model != nil && *rec.Model != "request-model" {
-				if m := lookup(response, "model"); m == nil {
+				if m := jsonscan.Lookup(response, "model"); m == nil {
 					t.Errorf("model = %s, want the request's", strOrNil(rec.Model))
 				}
 			}

@@ -1,8 +1,6 @@
 package modelcalls
 
 import (
-	"github.com/modelcalls/modelcalls/internal/jsonscan"
-
 	"bytes"
 	"encoding/json"
 	"strconv"
@@ -10,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // Output helpers: every JSON this package writes is compact, UTF-8, without
@@ -80,7 +79,7 @@ func appendKey(dst []byte, name string) []byte {
 }
 
 // appendStringToken appends the JSON string token tok (quotes included) exactly as
-// jsonscan.AppendString(dst, unquote(tok)) would, without decoding it into a string first: a run
+// jsonscan.AppendString(dst, jsonscan.Unquote(tok)) would, without decoding it into a string first: a run
 // without escapes is copied as it is, and each escape is written in AppendString's form (\/ becomes
 // /, \u00e9 é, a surrogate pair its character, \u000a \n, \u001B \u001b; an unpaired surrogate
 // U+FFFD, as unescape does). The output is never longer than tok, so a caller can size a buffer by
@@ -108,7 +107,7 @@ func appendStringToken(dst, tok []byte) []byte {
 		}
 		switch s[1] {
 		case 'u':
-			r, ok := hex4(s, 2)
+			r, ok := jsonscan.Hex4(s, 2)
 			if !ok { // not in a valid line: unescape drops the rest
 				return append(dst, '"')
 			}
@@ -116,7 +115,7 @@ func appendStringToken(dst, tok []byte) []byte {
 			if utf16.IsSurrogate(r) {
 				dec := utf8.RuneError
 				if len(s) >= 6 && s[0] == '\\' && s[1] == 'u' {
-					if r2, ok := hex4(s, 2); ok {
+					if r2, ok := jsonscan.Hex4(s, 2); ok {
 						if dec = utf16.DecodeRune(r, r2); dec != utf8.RuneError {
 							s = s[6:]
 						}

@@ -1,11 +1,11 @@
 package modelcalls
 
 import (
-	"github.com/modelcalls/modelcalls/internal/jsonscan"
-
 	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // Extraction from a response payload: token counts, the cache signal, tool calls and reasoning, and
@@ -29,11 +29,11 @@ type TokenStats struct {
 // not bools, and a JSON number with a fraction or exponent reads as a float). ok is false for
 // anything else, which callers treat as absent.
 func tokenCountJSON(v json.RawMessage) (n int64, ok bool) {
-	return tokenCount(trimWS(v))
+	return tokenCount(jsonscan.TrimWS(v))
 }
 
 func tokenCount(v []byte) (int64, bool) {
-	n, ok := intValue(v)
+	n, ok := jsonscan.Int(v)
 	if !ok || n < 0 {
 		return 0, false
 	}
@@ -44,24 +44,24 @@ func tokenCount(v []byte) (int64, bool) {
 // usage[group][field], group-major (every field of the first group, then the next group). Groups
 // that are not objects are skipped. ok is false when none is found or usage is not an object.
 func usageDetailToken(usage json.RawMessage, groups, fields []string) (n int64, ok bool) {
-	usage = trimWS(usage)
-	if !isObject(usage) || validateJSON(usage) != nil {
+	usage = jsonscan.TrimWS(usage)
+	if !jsonscan.IsObject(usage) || jsonscan.Validate(usage) != nil {
 		return 0, false
 	}
 	raw := make([][]byte, len(groups))
 	for i, g := range groups {
-		raw[i] = lookup(usage, g)
+		raw[i] = jsonscan.Lookup(usage, g)
 	}
 	return detailToken(raw, fields...)
 }
 
 func detailToken(groups [][]byte, fields ...string) (int64, bool) {
 	for _, g := range groups {
-		if !isObject(g) {
+		if !jsonscan.IsObject(g) {
 			continue
 		}
 		for _, f := range fields {
-			if n, ok := tokenCount(lookup(g, f)); ok {
+			if n, ok := tokenCount(jsonscan.Lookup(g, f)); ok {
 				return n, true
 			}
 		}
@@ -80,9 +80,8 @@ type usageFields struct {
 
 func scanUsage(usage []byte) usageFields {
 	var u usageFields
-	u.isObject = forEachMember(usage, func(m member) bool {
-		v := usage[m.valStart:m.valEnd]
-		switch string(keyName(usage[m.keyStart:m.keyEnd])) {
+	u.isObject = jsonscan.EachMember(usage, func(k, v []byte) bool {
+		switch string(jsonscan.KeyName(k)) {
 		case "input_tokens":
 			u.inputTokens = v
 		case "prompt_tokens":
@@ -148,8 +147,8 @@ func scanUsage(usage []byte) usageFields {
 //     prompt_tokens_details.cache_creation_tokens (LiteLLM), input_tokens_details.cache_write_tokens,
 //     input_tokens_details.cache_creation_tokens (Responses shape).
 func ExtractTokenStats(usage json.RawMessage) TokenStats {
-	usage = trimWS(usage)
-	if !isObject(usage) || validateJSON(usage) != nil {
+	usage = jsonscan.TrimWS(usage)
+	if !jsonscan.IsObject(usage) || jsonscan.Validate(usage) != nil {
 		return TokenStats{}
 	}
 	return extractTokenStats(scanUsage(usage))
@@ -246,8 +245,8 @@ func (u *usageFields) hasOpenAICacheSubset() bool {
 // top-level prompt_cache_hit_tokens (DeepSeek); hit is count > 0. The first match wins even when it is 0 and a later field is positive. Both are nil
 // when no count is present (or usage is not a valid JSON object). Cache creation is never a hit.
 func cacheSignalJSON(usage json.RawMessage) (hit *bool, cachedTokens *int64) {
-	usage = trimWS(usage)
-	if !isObject(usage) || validateJSON(usage) != nil {
+	usage = jsonscan.TrimWS(usage)
+	if !jsonscan.IsObject(usage) || jsonscan.Validate(usage) != nil {
 		return nil, nil
 	}
 	u := scanUsage(usage)
@@ -281,8 +280,8 @@ func cacheSignal(u *usageFields) (*bool, *int64) {
 // anything else (absent, null, number, list, boolean) becomes {}. The result aliases v when v is
 // an object.
 func normalizeArgumentsJSON(v json.RawMessage) json.RawMessage {
-	v = trimWS(v)
-	if validateJSON(v) != nil {
+	v = jsonscan.TrimWS(v)
+	if jsonscan.Validate(v) != nil {
 		return json.RawMessage("{}")
 	}
 	return normalizeArguments(v)
@@ -290,11 +289,11 @@ func normalizeArgumentsJSON(v json.RawMessage) json.RawMessage {
 
 func normalizeArguments(v []byte) json.RawMessage {
 	switch {
-	case isObject(v):
+	case jsonscan.IsObject(v):
 		return v
-	case isString(v):
-		s := unquote(v)
-		if inner := trimWS([]byte(s)); isObject(inner) && validateJSON(inner) == nil {
+	case jsonscan.IsString(v):
+		s := jsonscan.Unquote(v)
+		if inner := jsonscan.TrimWS([]byte(s)); jsonscan.IsObject(inner) && jsonscan.Validate(inner) == nil {
 			return compactLines(inner)
 		}
 		return rawArguments(s)
@@ -332,8 +331,8 @@ func compactLines(v []byte) []byte {
 // normalizeArgumentsJSON's rule; Anthropic tool_use input is {} when falsy, else
 // normalised the same way.
 func toolCallsAndReasoningJSON(response json.RawMessage) ([]ToolCall, *string) {
-	response = trimWS(response)
-	if !isObject(response) || validateJSON(response) != nil {
+	response = jsonscan.TrimWS(response)
+	if !jsonscan.IsObject(response) || jsonscan.Validate(response) != nil {
 		return nil, nil
 	}
 	f := scanResponse(response)
@@ -344,11 +343,11 @@ func toolCallsAndReasoning(f *responseFields) ([]ToolCall, *string) {
 	var calls []ToolCall
 	var reasoning []string
 	switch {
-	case isArray(f.output):
+	case jsonscan.IsArray(f.output):
 		calls, reasoning = responsesToolCalls(f.output)
-	case isArray(f.choices):
+	case jsonscan.IsArray(f.choices):
 		calls, reasoning = chatToolCalls(f.choices)
-	case isArray(f.content):
+	case jsonscan.IsArray(f.content):
 		calls, reasoning = anthropicToolCalls(f.content)
 	default:
 		return nil, nil
@@ -360,14 +359,13 @@ func toolCallsAndReasoning(f *responseFields) ([]ToolCall, *string) {
 }
 
 func responsesToolCalls(output []byte) (calls []ToolCall, reasoning []string) {
-	forEachElement(output, func(item []byte) bool {
-		if !isObject(item) {
+	jsonscan.EachElement(output, func(item []byte) bool {
+		if !jsonscan.IsObject(item) {
 			return true
 		}
 		var typ, callID, id, name, args, summary []byte
-		forEachMember(item, func(m member) bool {
-			v := item[m.valStart:m.valEnd]
-			switch string(keyName(item[m.keyStart:m.keyEnd])) {
+		jsonscan.EachMember(item, func(k, v []byte) bool {
+			switch string(jsonscan.KeyName(k)) {
 			case "type":
 				typ = v
 			case "call_id":
@@ -383,15 +381,15 @@ func responsesToolCalls(output []byte) (calls []ToolCall, reasoning []string) {
 			}
 			return true
 		})
-		switch t, _ := stringValue(typ); t {
+		switch t, _ := jsonscan.String(typ); t {
 		case "function_call":
-			if !truthy(callID) {
+			if !jsonscan.Truthy(callID) {
 				callID = id
 			}
 			calls = append(calls, ToolCall{CallID: stringPtr(callID), Name: stringPtr(name), Arguments: normalizeArguments(args)})
 		case "reasoning":
-			forEachElement(summary, func(entry []byte) bool {
-				if text, ok := stringValue(lookup(entry, "text")); ok && text != "" {
+			jsonscan.EachElement(summary, func(entry []byte) bool {
+				if text, ok := jsonscan.String(jsonscan.Lookup(entry, "text")); ok && text != "" {
 					reasoning = append(reasoning, text)
 				}
 				return true
@@ -403,15 +401,14 @@ func responsesToolCalls(output []byte) (calls []ToolCall, reasoning []string) {
 }
 
 func chatToolCalls(choices []byte) (calls []ToolCall, reasoning []string) {
-	forEachElement(choices, func(choice []byte) bool {
-		message := lookup(choice, "message")
-		if !isObject(message) {
+	jsonscan.EachElement(choices, func(choice []byte) bool {
+		message := jsonscan.Lookup(choice, "message")
+		if !jsonscan.IsObject(message) {
 			return true
 		}
 		var toolCalls, reasoningContent, reasoningAlt []byte
-		forEachMember(message, func(m member) bool {
-			v := message[m.valStart:m.valEnd]
-			switch string(keyName(message[m.keyStart:m.keyEnd])) {
+		jsonscan.EachMember(message, func(k, v []byte) bool {
+			switch string(jsonscan.KeyName(k)) {
 			case "tool_calls":
 				toolCalls = v
 			case "reasoning_content":
@@ -421,25 +418,25 @@ func chatToolCalls(choices []byte) (calls []ToolCall, reasoning []string) {
 			}
 			return true
 		})
-		forEachElement(toolCalls, func(tc []byte) bool {
-			if !isObject(tc) {
+		jsonscan.EachElement(toolCalls, func(tc []byte) bool {
+			if !jsonscan.IsObject(tc) {
 				return true
 			}
-			fn := lookup(tc, "function")
+			fn := jsonscan.Lookup(tc, "function")
 			var name, args []byte
-			if isObject(fn) {
-				name, args = lookup(fn, "name"), lookup(fn, "arguments")
+			if jsonscan.IsObject(fn) {
+				name, args = jsonscan.Lookup(fn, "name"), jsonscan.Lookup(fn, "arguments")
 			}
-			calls = append(calls, ToolCall{CallID: stringPtr(lookup(tc, "id")), Name: stringPtr(name), Arguments: normalizeArguments(args)})
+			calls = append(calls, ToolCall{CallID: stringPtr(jsonscan.Lookup(tc, "id")), Name: stringPtr(name), Arguments: normalizeArguments(args)})
 			return true
 		})
 		// reasoning_content wins when truthy, even if it is not a string: a truthy non-string blocks the
 		// fallback to reasoning, as in NeMo Gym.
 		text := reasoningContent
-		if !truthy(text) {
+		if !jsonscan.Truthy(text) {
 			text = reasoningAlt
 		}
-		if s, ok := stringValue(text); ok && s != "" {
+		if s, ok := jsonscan.String(text); ok && s != "" {
 			reasoning = append(reasoning, s)
 		}
 		return true
@@ -448,14 +445,13 @@ func chatToolCalls(choices []byte) (calls []ToolCall, reasoning []string) {
 }
 
 func anthropicToolCalls(content []byte) (calls []ToolCall, reasoning []string) {
-	forEachElement(content, func(block []byte) bool {
-		if !isObject(block) {
+	jsonscan.EachElement(content, func(block []byte) bool {
+		if !jsonscan.IsObject(block) {
 			return true
 		}
 		var typ, id, name, input, thinking []byte
-		forEachMember(block, func(m member) bool {
-			v := block[m.valStart:m.valEnd]
-			switch string(keyName(block[m.keyStart:m.keyEnd])) {
+		jsonscan.EachMember(block, func(k, v []byte) bool {
+			switch string(jsonscan.KeyName(k)) {
 			case "type":
 				typ = v
 			case "id":
@@ -469,15 +465,15 @@ func anthropicToolCalls(content []byte) (calls []ToolCall, reasoning []string) {
 			}
 			return true
 		})
-		switch t, _ := stringValue(typ); t {
+		switch t, _ := jsonscan.String(typ); t {
 		case "tool_use":
 			args := json.RawMessage("{}")
-			if truthy(input) {
+			if jsonscan.Truthy(input) {
 				args = normalizeArguments(input)
 			}
 			calls = append(calls, ToolCall{CallID: stringPtr(id), Name: stringPtr(name), Arguments: args})
 		case "thinking", "redacted_thinking":
-			if s, ok := stringValue(thinking); ok {
+			if s, ok := jsonscan.String(thinking); ok {
 				reasoning = append(reasoning, s) // empty strings included, as NeMo Gym does
 			}
 		}
@@ -491,8 +487,8 @@ func anthropicToolCalls(content []byte) (calls []ToolCall, reasoning []string) {
 // first item is an object) and response.incomplete_details.reason (Responses; only when an object),
 // else nil (NeMo Gym's order of the three shapes). response that is not a valid JSON object gives nil.
 func finishReasonJSON(response json.RawMessage) *string {
-	response = trimWS(response)
-	if !isObject(response) || validateJSON(response) != nil {
+	response = jsonscan.TrimWS(response)
+	if !jsonscan.IsObject(response) || jsonscan.Validate(response) != nil {
 		return nil
 	}
 	f := scanResponse(response)
@@ -504,17 +500,17 @@ func finishReason(f *responseFields) *string {
 		return s
 	}
 	var first []byte
-	forEachElement(f.choices, func(v []byte) bool {
+	jsonscan.EachElement(f.choices, func(v []byte) bool {
 		first = v
 		return false
 	})
-	if isObject(first) {
-		if s := stringPtr(lookup(first, "finish_reason")); s != nil {
+	if jsonscan.IsObject(first) {
+		if s := stringPtr(jsonscan.Lookup(first, "finish_reason")); s != nil {
 			return s
 		}
 	}
-	if isObject(f.incompleteDetails) {
-		return stringPtr(lookup(f.incompleteDetails, "reason"))
+	if jsonscan.IsObject(f.incompleteDetails) {
+		return stringPtr(jsonscan.Lookup(f.incompleteDetails, "reason"))
 	}
 	return nil
 }
@@ -526,29 +522,33 @@ type responseFields struct {
 
 func scanResponse(obj []byte) responseFields {
 	var f responseFields
-	forEachMember(obj, func(m member) bool {
-		v := obj[m.valStart:m.valEnd]
-		switch string(keyName(obj[m.keyStart:m.keyEnd])) {
-		case "id":
-			f.id = v
-		case "model":
-			f.model = v
-		case "status":
-			f.status = v
-		case "stop_reason":
-			f.stopReason = v
-		case "choices":
-			f.choices = v
-		case "incomplete_details":
-			f.incompleteDetails = v
-		case "usage":
-			f.usage = v
-		case "output":
-			f.output = v
-		case "content":
-			f.content = v
-		}
+	jsonscan.EachMember(obj, func(k, v []byte) bool {
+		f.set(k, v)
 		return true
 	})
 	return f
+}
+
+// set records v as the value of the response member named by the key token k (last one wins).
+func (f *responseFields) set(k, v []byte) {
+	switch string(jsonscan.KeyName(k)) {
+	case "id":
+		f.id = v
+	case "model":
+		f.model = v
+	case "status":
+		f.status = v
+	case "stop_reason":
+		f.stopReason = v
+	case "choices":
+		f.choices = v
+	case "incomplete_details":
+		f.incompleteDetails = v
+	case "usage":
+		f.usage = v
+	case "output":
+		f.output = v
+	case "content":
+		f.content = v
+	}
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // gymLines returns every line of the Gym-written capture dir (seeds and benchmark material).
@@ -52,7 +54,7 @@ func FuzzBuildRecord(f *testing.F) {
 			t.Fatalf("record JSON %s: %v (%d keys)", out, err, len(m))
 		}
 		for _, tc := range rec.ToolCalls {
-			if !isObject(tc.Arguments) || !json.Valid(tc.Arguments) {
+			if !jsonscan.IsObject(tc.Arguments) || !json.Valid(tc.Arguments) {
 				t.Fatalf("arguments %s are not an object", tc.Arguments)
 			}
 		}

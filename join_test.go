@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -210,8 +211,8 @@ func TestMergeJoinsObservations(t *testing.T) {
 	}
 	l1, l2 := exchangeLine(t, resp("resp_1")), exchangeLine(t, resp("resp_2"))
 	writeCapture(t, dir, "1-0", string(l1)+"\n"+string(l2)+"\n")
-	id1 := lookup(l1, "model_call_id")
-	id2 := lookup(l2, "model_call_id")
+	id1 := jsonscan.Lookup(l1, "model_call_id")
+	id2 := jsonscan.Lookup(l2, "model_call_id")
 	line := []byte(`{"_ng_task_index": 1, "_ng_rollout_index": 0, "output": [{"type": "message", "content": "answer <b>&"}], "reward": 0.75, ` +
 		`"ng_agent_observations": {"source": "codex", "records": [{"kind": "agent_invocation", "invocation_id": "root", "status": "completed", ` +
 		`"model_calls": [{"model_ref": ` + policyRef + `, "response_id": "resp_1"}]}], ` +

@@ -1,8 +1,6 @@
 package modelcalls
 
 import (
-	"github.com/modelcalls/modelcalls/internal/jsonscan"
-
 	"bytes"
 	"context"
 	"errors"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -162,12 +161,12 @@ func (m *Merger) Merge(ctx context.Context, line []byte) ([]byte, MergeResult, e
 	var edits []edit
 	if layout.observations >= 0 {
 		mem := layout.members[layout.observations]
-		joined, jerr := joinObservations(line[mem.valStart:mem.valEnd], ev.calls)
+		joined, jerr := joinObservations(line[mem.ValStart:mem.ValEnd], ev.calls)
 		switch {
 		case jerr != nil:
 			res.Gaps = append(res.Gaps, rollout.Gap{Code: rollout.GapAgentObservationJoinFailed, Detail: jerr.Error()})
 		case joined != nil:
-			edits = append(edits, edit{mem.valStart, mem.valEnd, joined})
+			edits = append(edits, edit{mem.ValStart, mem.ValEnd, joined})
 			res.ObservationsJoined = true
 		}
 	}
@@ -298,7 +297,7 @@ func existingStores(dirs []string) ([]*capture.Store, error) {
 // joinObservations parses, joins and re-encodes an ng_agent_observations value. A JSON null gives
 // (nil, nil): nothing to join.
 func joinObservations(raw []byte, calls []ModelCallRecord) ([]byte, error) {
-	if isNull(raw) {
+	if jsonscan.IsNull(raw) {
 		return nil, nil
 	}
 	b, err := rollout.ParseObservationBundle(raw)

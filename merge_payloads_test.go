@@ -30,18 +30,18 @@ var rawEscapes = []struct{ tok, want string }{
 }
 
 // TestAppendStringToken: a raw text token is written as our writer writes the decoded text,
-// checked against hand-written output and against AppendString(unquote(tok)), and never longer
+// checked against hand-written output and against AppendString(jsonscan.Unquote(tok)), and never longer
 // than the token (Merge sizes its output line by that).
 func TestAppendStringToken(t *testing.T) {
 	for _, c := range rawEscapes {
-		if err := validateJSON([]byte(c.tok)); err != nil {
+		if err := jsonscan.Validate([]byte(c.tok)); err != nil {
 			t.Fatalf("%s: not valid JSON: %v", c.tok, err)
 		}
 		got := appendStringToken([]byte("x"), []byte(c.tok))
 		if string(got) != "x"+c.want {
 			t.Errorf("appendStringToken(%s) = %s, want %s", c.tok, got[1:], c.want)
 		}
-		if old := jsonscan.AppendString(nil, unquote([]byte(c.tok))); !bytes.Equal(got[1:], old) {
+		if old := jsonscan.AppendString(nil, jsonscan.Unquote([]byte(c.tok))); !bytes.Equal(got[1:], old) {
 			t.Errorf("appendStringToken(%s) = %s, AppendString(unquote) = %s", c.tok, got[1:], old)
 		}
 		if len(got)-1 > len(c.tok) {
@@ -58,11 +58,11 @@ func FuzzAppendStringToken(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body string) {
 		tok := []byte(`"` + body + `"`)
-		if validateJSON(tok) != nil {
+		if jsonscan.Validate(tok) != nil {
 			return
 		}
 		got := appendStringToken(nil, tok)
-		if want := jsonscan.AppendString(nil, unquote(tok)); !bytes.Equal(got, want) {
+		if want := jsonscan.AppendString(nil, jsonscan.Unquote(tok)); !bytes.Equal(got, want) {
 			t.Fatalf("appendStringToken(%s) = %s, want %s", tok, got, want)
 		}
 		if len(got) > len(tok) {

@@ -2,6 +2,7 @@ package modelcalls
 
 import (
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // ReadRecords ports read_model_call_records: the records of rollout id in durable append order,
@@ -17,7 +18,7 @@ func ReadRecords(store *capture.Store, id string) ([]ModelCallRecord, error) {
 	}
 	records := make([]ModelCallRecord, len(entries))
 	for i, e := range entries {
-		if err := buildRecord(&records[i], trimWS(e.Data), i, true, nil); err != nil {
+		if err := buildRecord(&records[i], jsonscan.TrimWS(e.Data), i, true, nil); err != nil {
 			path, _ := store.CapturePath(id)
 			return nil, &capture.LineError{Path: path, Line: e.Line, Err: err}
 		}
@@ -26,10 +27,11 @@ func ReadRecords(store *capture.Store, id string) ([]ModelCallRecord, error) {
 }
 
 // ReadAvailableRecords ports read_available_model_call_records: the records of rollout id that can
-// be read and built, each with call_index = its capture index, and the number of damaged lines
-// as NeMo Gym's tolerant read counts them: lines the tolerant read rejects plus lines whose record
-// cannot be built (a wrong-typed envelope field, see BuildRecord). Damaged lines keep their capture index, so indices may have holes.
-// Only I/O errors and an invalid id are returned as errors.
+// be read and built, each with call_index = its capture index, and the number of damaged lines:
+// lines the tolerant read rejects (not a valid strict JSON object, capture.CheckLine) plus lines
+// whose record cannot be built (an envelope field of the wrong JSON type, see BuildRecord). Every
+// non-blank line consumes a capture index, damaged or not, so indices may have holes; blank lines
+// consume none. Only I/O errors and an invalid id are returned as errors.
 func ReadAvailableRecords(store *capture.Store, id string) (records []ModelCallRecord, damaged int, err error) {
 	records, _, damaged, err = readAvailable(store, id, rawDecode)
 	return records, damaged, err
@@ -51,31 +53,44 @@ type rawTokens struct{ request, response []byte }
 // readAvailable is ReadAvailableRecords with a choice of what to do with the raw texts; with
 // rawKeep, tokens[i] holds the raw tokens of records[i] (else tokens is nil). The records alias
 // the capture file's bytes; the read keeps no other reference to them.
+//
+// Each line is walked once: the validating pass (the tolerant read's rule, capture.CheckLine: a
+// valid strict JSON object) maps the line's top-level members and the members of its response, and
+// the record is built from them. When the raw texts are decoded, the validating pass decodes them as
+// it checks them, so the largest strings of the line are read once too.
 func readAvailable(store *capture.Store, id string, mode rawMode) (records []ModelCallRecord, tokens []rawTokens, damaged int, err error) {
-	entries, damages, err := store.ReadAvailable(id)
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	damaged = len(damages)
-	records = make([]ModelCallRecord, 0, len(entries))
-	if mode == rawKeep {
-		tokens = make([]rawTokens, 0, len(entries))
+	var members []jsonscan.Member
+	sc := jsonscan.Scanner{Nested: "response"}
+	if mode == rawDecode {
+		sc.Decode = rawMembers
 	}
 	var tok rawTokens
-	for _, e := range entries {
-		var tp *rawTokens
-		if mode == rawKeep {
-			tp = &tok
+	var tp *rawTokens
+	if mode == rawKeep {
+		tp = &tok
+	}
+	err = store.ScanAvailable(id, func(index, _ int, b []byte) {
+		var verr error
+		members, verr = sc.Members(b, members[:0])
+		if verr != nil || !jsonscan.IsObject(b[jsonscan.SkipWS(b, 0):]) {
+			damaged++
+			return
+		}
+		if records == nil {
+			records = make([]ModelCallRecord, 0, 32) // skips the small steps of append's growth
 		}
 		records = append(records, ModelCallRecord{})
-		if buildRecord(&records[len(records)-1], trimWS(e.Data), e.Index, mode == rawDecode, tp) != nil {
+		if buildRecordMembers(&records[len(records)-1], b, members, &sc, index, mode == rawDecode, tp) != nil {
 			records = records[:len(records)-1]
 			damaged++
-			continue
+			return
 		}
 		if tp != nil {
 			tokens = append(tokens, tok)
 		}
+	})
+	if err != nil {
+		return nil, nil, 0, err
 	}
 	return records, tokens, damaged, nil
 }

@@ -101,6 +101,10 @@ func TestReadAvailableRecords(t *testing.T) {
 		{"blank lines consume no index", "\n\n \t\n" + ok("a", 1) + "\n\r\n" + ok("b", 2) + "\n", []int{0, 1}, 0},
 		{"CRLF line endings", ok("a", 1) + "\r\n" + ok("b", 2) + "\r\n", []int{0, 1}, 0},
 		{"empty file", "", nil, 0},
+		// The raw texts are checked while they are decoded: the same lines stay damaged.
+		{"invalid raw texts", strings.Join([]string{`{"response_raw":"\ud800"}`, "{\"request_raw\":\"a\x01\"}",
+			"{\"response_raw\":\"\xff\"}", `{"response_raw":"\x"}`, `{"response_raw":"\udc00","response_raw":"ok"}`,
+			`{"request_raw":"` + strings.Repeat(`ab\"cd\n`, 20) + `\u00e9\ud83d\ude00","response_raw":7}`}, "\n"), []int{5}, 5},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -158,5 +162,51 @@ func TestReadRecordsStrict(t *testing.T) {
 	}
 	if _, err := ReadRecords(store, "../x"); err == nil {
 		t.Error("invalid id accepted")
+	}
+}
+
+// TestReadAvailableModesAgree reads lines with every kind of damage in each raw mode of the merge
+// read: the records and the damaged count are the same, and the same as the store's tolerant read
+// followed by BuildRecord, whichever pass checks the raw texts.
+func TestReadAvailableModesAgree(t *testing.T) {
+	lines := []string{ok("a", 1), `{"response_raw":"\ud800"}`, "{\"request_raw\":\"a\x01\"}", "{\"response_raw\":\"\xff\"}",
+		`{"response_raw":"\udc00","response_raw":"ok"}`, `{"response_raw":"fine","response_raw":"\ud800\u0041"}`,
+		`{"request_raw":"` + strings.Repeat(`ab\"cd\n`, 20) + `\u00e9\ud83d\ude00","response_raw":"x\/y"}`,
+		`{"request_raw":"\"unterminated}`, `{"response_raw":"a"`, badModelRef, nanLine, ok("b", 2),
+		// Repeated responses: the last one counts, whichever of them the validating pass mapped.
+		`{"response":{"id":"r1","model":"m1"},"response":null}`, `{"response":null,"response":{"id":"r2","status":"s"}}`,
+		`{"response":{"id":"r3"},"x":1,"respons\u0065":{"id":"r4","stop_reason":"end","usage":{"input_tokens":3}}}`,
+		`{"response":{"id":"r5"},"response":[1]}`}
+	dir := t.TempDir()
+	writeCapture(t, dir, "r-1", strings.Join(lines, "\n")+"\n")
+	store := openStore(t, dir)
+	entries, damages, err := store.ReadAvailable("r-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	wantDamaged := len(damages)
+	for _, e := range entries {
+		rec, err := BuildRecord(e.Data, e.Index)
+		if err != nil {
+			wantDamaged++
+			continue
+		}
+		want = append(want, string(rec.AppendJSON(nil, true)))
+	}
+	for _, mode := range []rawMode{rawSkip, rawDecode, rawKeep} {
+		recs, _, damaged, err := readAvailable(store, "r-1", mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for i := range recs {
+			if mode == rawDecode {
+				got = append(got, string(recs[i].AppendJSON(nil, true)))
+			}
+		}
+		if damaged != wantDamaged || len(recs) != len(want) || (mode == rawDecode && strings.Join(got, "\n") != strings.Join(want, "\n")) {
+			t.Errorf("mode %d: %d records, %d damaged; want %d, %d\n got %v\nwant %v", mode, len(recs), damaged, len(want), wantDamaged, got, want)
+		}
 	}
 }

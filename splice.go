@@ -1,12 +1,11 @@
 package modelcalls
 
 import (
-	"github.com/modelcalls/modelcalls/internal/jsonscan"
-
 	"bytes"
 	"encoding/json"
 	"fmt"
 
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -23,43 +22,37 @@ const (
 // recordLayout is what one scan of a rollout record line finds.
 type recordLayout struct {
 	open         int                        // offset of the top-level '{'
-	members      []member                   // top-level members in order
+	members      []jsonscan.Member          // top-level members in order
 	idFields     map[string]json.RawMessage // the _ng_* identity fields present (last value wins)
 	capture      int                        // index in members of the last ng_model_call_capture, -1 if none
 	observations int                        // index in members of the last ng_agent_observations, -1 if none
 }
 
 // scanRecord validates line as one JSON object (surrounding whitespace allowed) and maps its
-// top-level members.
+// top-level members, in one pass.
 func scanRecord(line []byte) (*recordLayout, error) {
-	if err := validateJSON(line); err != nil {
+	members, err := jsonscan.ValidateMembers(line, nil)
+	if err != nil {
 		return nil, err
 	}
-	l := &recordLayout{open: skipWS(line, 0), capture: -1, observations: -1}
+	l := &recordLayout{open: jsonscan.SkipWS(line, 0), members: members, capture: -1, observations: -1}
 	if line[l.open] != '{' {
-		return nil, fmt.Errorf("not a JSON object but %s", kindName(line[l.open:]))
+		return nil, fmt.Errorf("not a JSON object but %s", jsonscan.KindName(line[l.open:]))
 	}
-	obj := line[l.open:]
-	forEachMember(obj, func(m member) bool {
-		m.keyStart += l.open
-		m.keyEnd += l.open
-		m.valStart += l.open
-		m.valEnd += l.open
-		l.members = append(l.members, m)
-		name := keyName(line[m.keyStart:m.keyEnd])
+	for i, m := range members {
+		name := jsonscan.KeyName(line[m.KeyStart:m.KeyEnd])
 		switch string(name) {
 		case rollout.FieldRolloutID, rollout.FieldTaskIndex, rollout.FieldRolloutIndex, rollout.FieldAttemptIndex:
 			if l.idFields == nil {
 				l.idFields = make(map[string]json.RawMessage, 4)
 			}
-			l.idFields[string(name)] = line[m.valStart:m.valEnd]
+			l.idFields[string(name)] = line[m.ValStart:m.ValEnd]
 		case FieldModelCallCapture:
-			l.capture = len(l.members) - 1
+			l.capture = i
 		case FieldAgentObservations:
-			l.observations = len(l.members) - 1
+			l.observations = i
 		}
-		return true
-	})
+	}
 	return l, nil
 }
 
@@ -76,7 +69,7 @@ type edit struct {
 func (l *recordLayout) setFieldEdit(line []byte, existing int, name string, value []byte) edit {
 	if existing >= 0 {
 		m := l.members[existing]
-		return edit{m.valStart, m.valEnd, value}
+		return edit{m.ValStart, m.ValEnd, value}
 	}
 	var b []byte
 	if len(l.members) == 0 {
@@ -86,10 +79,10 @@ func (l *recordLayout) setFieldEdit(line []byte, existing int, name string, valu
 		return edit{l.open + 1, l.open + 1, b}
 	}
 	last := l.members[len(l.members)-1]
-	kvSep := line[last.keyEnd:last.valStart] // e.g. ":" or ": "
+	kvSep := line[last.KeyEnd:last.ValStart] // e.g. ":" or ": "
 	var memberSep []byte                     // e.g. "," or ", "
 	if len(l.members) > 1 {
-		memberSep = line[l.members[len(l.members)-2].valEnd:last.keyStart]
+		memberSep = line[l.members[len(l.members)-2].ValEnd:last.KeyStart]
 	} else if bytes.IndexByte(kvSep, ' ') >= 0 {
 		memberSep = []byte(", ")
 	} else {
@@ -99,5 +92,5 @@ func (l *recordLayout) setFieldEdit(line []byte, existing int, name string, valu
 	b = jsonscan.AppendString(b, name)
 	b = append(b, kvSep...)
 	b = append(b, value...)
-	return edit{last.valEnd, last.valEnd, b}
+	return edit{last.ValEnd, last.ValEnd, b}
 }

@@ -98,6 +98,25 @@ func (s *Store) ReadAvailable(id string) ([]Entry, []Damage, error) {
 	return entries, damaged, nil
 }
 
+// ScanAvailable is the tolerant read for a reader that checks each line itself while it parses it,
+// so that a line is walked once: it calls fn with every non-blank line of id in file order, with
+// its capture index and 1-based line number, under the same shared lock as ReadAvailable. fn decides
+// what is damaged; to agree with ReadAvailable a line is readable exactly when CheckLine accepts
+// it. b aliases the read buffer, which the read keeps no other reference to. A missing file calls
+// fn never and gives no error; I/O errors, a path that is a directory and an invalid id are
+// returned.
+func (s *Store) ScanAvailable(id string, fn func(index, line int, b []byte)) error {
+	_, data, err := s.readLocked(id)
+	if err != nil || data == nil {
+		return err
+	}
+	scanLines(data, func(index, line int, b []byte) bool {
+		fn(index, line, b)
+		return true
+	})
+	return nil
+}
+
 // readLocked reads the whole capture file of id under a shared lock. A missing file gives nil data.
 func (s *Store) readLocked(id string) (string, []byte, error) {
 	p, err := s.CapturePath(id)

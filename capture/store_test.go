@@ -156,6 +156,26 @@ func TestReadAvailableIndices(t *testing.T) {
 	if !errors.As(err, &le) || le.Line != 3 || !strings.Contains(err.Error(), "r1.capture.jsonl:3:") {
 		t.Fatalf("strict read err = %v, want LineError at line 3", err)
 	}
+
+	// ScanAvailable hands over the same non-blank lines with the same indices; with CheckLine as
+	// the check it splits them as ReadAvailable does.
+	var readable, bad []string
+	if err := s.ScanAvailable("r1", func(index, line int, b []byte) {
+		at := fmt.Sprintf("%d@%d", index, line)
+		if CheckLine(b) != nil {
+			bad = append(bad, at)
+		} else {
+			readable = append(readable, at)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(readable) != "[0@1 3@5 4@7 6@9]" || fmt.Sprint(bad) != "[1@3 2@4 5@8 7@10]" {
+		t.Errorf("ScanAvailable: readable %v, damaged %v", readable, bad)
+	}
+	if err := s.ScanAvailable("missing", func(int, int, []byte) { t.Error("called for a missing file") }); err != nil {
+		t.Errorf("ScanAvailable of a missing file: %v", err)
+	}
 }
 
 func TestReadMissingAndDirectory(t *testing.T) {

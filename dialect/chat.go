@@ -1,10 +1,10 @@
 package dialect
 
 import (
-	"github.com/modelcalls/modelcalls/internal/jsonscan"
-
 	"sort"
 	"strconv"
+
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // chatState rebuilds an OpenAI Chat Completions response from its chunks (reference §7.5 with
@@ -37,27 +37,28 @@ type toolCall struct {
 }
 
 func (c *chatState) add(ev []byte) {
-	if m := field(ev, "model"); truthy(m) {
+	if m := jsonscan.Lookup(ev, "model"); jsonscan.Truthy(m) {
 		c.model = keep(c.model, m)
 	}
-	if id := field(ev, "id"); kindOf(id) == '"' {
+	if id := jsonscan.Lookup(ev, "id"); jsonscan.IsString(id) {
 		c.id = keep(c.id, id)
 	}
-	if u := field(ev, "usage"); truthy(u) {
+	if u := jsonscan.Lookup(ev, "usage"); jsonscan.Truthy(u) {
 		c.usage = keep(c.usage, u)
 	}
-	eachElem(field(ev, "choices"), func(ch []byte) {
-		if kindOf(ch) == '{' {
+	jsonscan.EachElement(jsonscan.Lookup(ev, "choices"), func(ch []byte) bool {
+		if jsonscan.IsObject(ch) {
 			c.choice(ch)
 		}
+		return true
 	})
 }
 
 func (c *chatState) choice(ch []byte) {
 	idx := int64(0)
-	if v := field(ch, "index"); v != nil && !isNull(v) {
+	if v := jsonscan.Lookup(ch, "index"); !jsonscan.IsNull(v) {
 		var ok bool
-		if idx, ok = intValue(v); !ok {
+		if idx, ok = jsonscan.Int(v); !ok {
 			return // malformed choice index: skip the choice
 		}
 	}
@@ -69,32 +70,33 @@ func (c *chatState) choice(ch []byte) {
 		st = &chatChoice{}
 		c.choices[idx] = st
 	}
-	if fr := field(ch, "finish_reason"); truthy(fr) {
+	if fr := jsonscan.Lookup(ch, "finish_reason"); jsonscan.Truthy(fr) {
 		st.finish = keep(st.finish, fr)
 	}
-	delta := field(ch, "delta")
-	if kindOf(delta) != '{' {
+	delta := jsonscan.Lookup(ch, "delta")
+	if !jsonscan.IsObject(delta) {
 		return // falsy, or malformed: nothing to merge
 	}
-	if r := field(delta, "role"); truthy(r) {
+	if r := jsonscan.Lookup(delta, "role"); jsonscan.Truthy(r) {
 		st.role = keep(st.role, r)
 	}
-	if v, ok := textOf(field(delta, "content")); ok && len(v) > 0 {
+	if v, ok := jsonscan.Text(jsonscan.Lookup(delta, "content")); ok && len(v) > 0 {
 		st.content.append(v, c.sp)
 		st.hasContent = true
 	}
-	rc := field(delta, "reasoning_content")
-	if !truthy(rc) {
-		rc = field(delta, "reasoning")
+	rc := jsonscan.Lookup(delta, "reasoning_content")
+	if !jsonscan.Truthy(rc) {
+		rc = jsonscan.Lookup(delta, "reasoning")
 	}
-	if v, ok := textOf(rc); ok && len(v) > 0 {
+	if v, ok := jsonscan.Text(rc); ok && len(v) > 0 {
 		st.reasoning.append(v, c.sp)
 		st.hasReasoning = true
 	}
-	eachElem(field(delta, "tool_calls"), func(tc []byte) {
-		if kindOf(tc) == '{' {
+	jsonscan.EachElement(jsonscan.Lookup(delta, "tool_calls"), func(tc []byte) bool {
+		if jsonscan.IsObject(tc) {
 			st.toolDelta(tc, c.sp)
 		}
+		return true
 	})
 }
 
@@ -102,19 +104,19 @@ func (c *chatState) choice(ch []byte) {
 // continues the last call; a non-empty id that differs from the id its call already holds starts
 // a new call with the same index; an empty id never starts a call.
 func (st *chatChoice) toolDelta(tc []byte, sp *spill) {
-	fn := field(tc, "function")
-	if truthy(fn) && kindOf(fn) != '{' {
+	fn := jsonscan.Lookup(tc, "function")
+	if jsonscan.Truthy(fn) && !jsonscan.IsObject(fn) {
 		return // malformed function member: skip the whole delta
 	}
 	var call *toolCall
-	iv := field(tc, "index")
-	if iv == nil || isNull(iv) {
+	iv := jsonscan.Lookup(tc, "index")
+	if jsonscan.IsNull(iv) {
 		call = st.last
 		if call == nil {
 			call = st.newCall(0)
 		}
 	} else {
-		idx, ok := intValue(iv)
+		idx, ok := jsonscan.Int(iv)
 		if !ok {
 			return // malformed index: skip the delta
 		}
@@ -128,7 +130,7 @@ func (st *chatChoice) toolDelta(tc []byte, sp *spill) {
 			call = st.newCall(idx)
 		}
 	}
-	if id, ok := textOf(field(tc, "id")); ok && len(id) > 0 {
+	if id, ok := jsonscan.Text(jsonscan.Lookup(tc, "id")); ok && len(id) > 0 {
 		if call.hasID && call.id != string(id) {
 			call = st.newCall(call.index)
 		}
@@ -137,12 +139,12 @@ func (st *chatChoice) toolDelta(tc []byte, sp *spill) {
 		}
 	}
 	st.last = call
-	if name := field(fn, "name"); truthy(name) {
-		if s, ok := appendStringValue(nil, name); ok {
+	if name := jsonscan.Lookup(fn, "name"); jsonscan.Truthy(name) {
+		if s, ok := jsonscan.AppendText(nil, name); ok {
 			call.name = s
 		}
 	}
-	if args, ok := textOf(field(fn, "arguments")); ok && len(args) > 0 {
+	if args, ok := jsonscan.Text(jsonscan.Lookup(fn, "arguments")); ok && len(args) > 0 {
 		call.args.append(args, sp)
 	}
 }

@@ -112,20 +112,20 @@ func (d Dialect) terminalOfPrefix(ev *sse.RawEvent) Terminal {
 // leadingType returns the text of the "type" member when it is the first member of the JSON
 // object that data starts with (the rest of data may be cut off).
 func leadingType(data []byte) ([]byte, bool) {
-	i := skipSpace(data, 0)
+	i := jsonscan.SkipWS(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return nil, false
 	}
-	i = skipSpace(data, i+1)
+	i = jsonscan.SkipWS(data, i+1)
 	const key = `"type"`
 	if len(data)-i < len(key) || string(data[i:i+len(key)]) != key {
 		return nil, false
 	}
-	i = skipSpace(data, i+len(key))
+	i = jsonscan.SkipWS(data, i+len(key))
 	if i >= len(data) || data[i] != ':' {
 		return nil, false
 	}
-	i = skipSpace(data, i+1)
+	i = jsonscan.SkipWS(data, i+1)
 	if i >= len(data) || data[i] != '"' {
 		return nil, false
 	}
@@ -133,7 +133,7 @@ func leadingType(data []byte) ([]byte, bool) {
 	if e > len(data) || e <= i+1 || data[e-1] != '"' {
 		return nil, false
 	}
-	return textOf(data[i:e])
+	return jsonscan.Text(data[i:e])
 }
 
 // terminalOf is TerminalOf with the event's data already decoded by payload (nil when it is not
@@ -145,7 +145,7 @@ func (d Dialect) terminalOf(typ string, hasData bool, data, obj []byte) Terminal
 			return t
 		}
 		if (typ == "" || typ == "message") && obj != nil {
-			if typ, ok := textOf(field(obj, "type")); ok {
+			if typ, ok := jsonscan.Text(jsonscan.Lookup(obj, "type")); ok {
 				return d.terminalType(string(typ))
 			}
 		}
@@ -156,11 +156,11 @@ func (d Dialect) terminalOf(typ string, hasData bool, data, obj []byte) Terminal
 		if hasData && string(data) == "[DONE]" {
 			return TerminalComplete
 		}
-		if e := field(obj, "error"); e != nil && !isNull(e) {
+		if e := jsonscan.Lookup(obj, "error"); !jsonscan.IsNull(e) {
 			return TerminalError
 		}
 		if typ == "" || typ == "message" {
-			if typ, _ := textOf(field(obj, "type")); string(typ) == "error" {
+			if typ, _ := jsonscan.Text(jsonscan.Lookup(obj, "type")); string(typ) == "error" {
 				return TerminalError
 			}
 		}

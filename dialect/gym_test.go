@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // gymCapture is one exchange NeMo Gym's own capture middleware wrote for a fixture stream
@@ -281,16 +283,17 @@ func at(t *testing.T, doc []byte, path string) []byte {
 	cur := doc
 	for _, seg := range strings.Split(path, ".") {
 		var next []byte
-		if i, err := strconv.Atoi(seg); err == nil && kindOf(cur) == '[' {
+		if i, err := strconv.Atoi(seg); err == nil && jsonscan.IsArray(cur) {
 			k := 0
-			eachElem(cur, func(v []byte) {
+			jsonscan.EachElement(cur, func(v []byte) bool {
 				if k == i {
 					next = v
 				}
 				k++
+				return true
 			})
 		} else {
-			next = field(cur, seg)
+			next = jsonscan.Lookup(cur, seg)
 		}
 		if next == nil {
 			t.Fatalf("path %s: no %q in %.200s", path, seg, cur)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // TestSpilledTextSameResponse feeds every fixture with a spill threshold of a few bytes, so every
@@ -70,7 +72,7 @@ func TestSpillKeepsMemoryFlat(t *testing.T) {
 		t.Fatal(err)
 	}
 	content := at(t, got.Bytes(), "choices.0.message.content")
-	text, ok := stringValue(content)
+	text, ok := jsonscan.String(content)
 	if !ok || text != want.String() {
 		t.Fatalf("content: %d bytes, want %d (ok %v)", len(text), want.Len(), ok)
 	}

@@ -20,7 +20,7 @@ type messagesState struct {
 var messageFields = [...]string{"id", "type", "role", "model", "stop_reason"}
 
 func (m *messagesState) add(ev []byte) {
-	typ, _ := textOf(field(ev, "type"))
+	typ, _ := jsonscan.Text(jsonscan.Lookup(ev, "type"))
 	switch string(typ) {
 	case "message_start":
 		m.messageStart(ev)
@@ -35,20 +35,20 @@ func (m *messagesState) add(ev []byte) {
 }
 
 func (m *messagesState) messageStart(ev []byte) {
-	msg := field(ev, "message")
-	if kindOf(msg) != '{' {
+	msg := jsonscan.Lookup(ev, "message")
+	if !jsonscan.IsObject(msg) {
 		return // malformed: NeMo Gym fails the whole reconstruction here, we skip the event
 	}
 	o := &object{}
 	for _, k := range messageFields {
-		if v := field(msg, k); v != nil && !isNull(v) {
+		if v := jsonscan.Lookup(msg, k); !jsonscan.IsNull(v) {
 			o.set(k, rawNode(v))
 		}
 	}
 	m.message = o
 	// message_start usage is taken as given, nulls included (NeMo Gym's dict update).
-	eachMember(field(msg, "usage"), func(k, v []byte) bool {
-		m.usage.set(keyString(k), rawNode(v))
+	jsonscan.EachMember(jsonscan.Lookup(msg, "usage"), func(k, v []byte) bool {
+		m.usage.set(string(jsonscan.KeyName(k)), rawNode(v))
 		return true
 	})
 }
@@ -57,11 +57,11 @@ func (m *messagesState) messageStart(ev []byte) {
 // else def. ok is false when the index is present but not an integer (NeMo Gym would fail the
 // reconstruction on unsortable keys; we skip the event).
 func blockKey(ev []byte, def int64) (int64, bool) {
-	v := field(ev, "index")
+	v := jsonscan.Lookup(ev, "index")
 	if v == nil {
 		return def, true
 	}
-	return intValue(v)
+	return jsonscan.Int(v)
 }
 
 func (m *messagesState) blockStart(ev []byte) {
@@ -69,12 +69,12 @@ func (m *messagesState) blockStart(ev []byte) {
 	if !ok {
 		return
 	}
-	cb := field(ev, "content_block")
+	cb := jsonscan.Lookup(ev, "content_block")
 	var block *object
 	switch {
-	case !truthy(cb):
+	case !jsonscan.Truthy(cb):
 		block = &object{}
-	case kindOf(cb) == '{':
+	case jsonscan.IsObject(cb):
 		block = parseObject(cb)
 	default:
 		return
@@ -90,8 +90,8 @@ func (m *messagesState) blockDelta(ev []byte) {
 	if !ok {
 		return
 	}
-	delta := field(ev, "delta")
-	if truthy(delta) && kindOf(delta) != '{' {
+	delta := jsonscan.Lookup(ev, "delta")
+	if jsonscan.Truthy(delta) && !jsonscan.IsObject(delta) {
 		return
 	}
 	if m.blocks == nil {
@@ -102,17 +102,17 @@ func (m *messagesState) blockDelta(ev []byte) {
 		block = &object{}
 		m.blocks[key] = block
 	}
-	dtyp, _ := textOf(field(delta, "type"))
+	dtyp, _ := jsonscan.Text(jsonscan.Lookup(delta, "type"))
 	switch string(dtyp) {
 	case "text_delta":
-		appendBlockText(block, "text", "text", field(delta, "text"), m.sp)
+		appendBlockText(block, "text", "text", jsonscan.Lookup(delta, "text"), m.sp)
 	case "thinking_delta":
-		appendBlockText(block, "thinking", "thinking", field(delta, "thinking"), m.sp)
+		appendBlockText(block, "thinking", "thinking", jsonscan.Lookup(delta, "thinking"), m.sp)
 	case "signature_delta":
 		// The signature a client must send back with the thinking block on its next turn. The
 		// non-streaming API returns it whole; the stream sends it in signature_delta events
 		// (content_block_start carries "signature": ""). Fragments append.
-		appendBlockText(block, "thinking", "signature", field(delta, "signature"), m.sp)
+		appendBlockText(block, "thinking", "signature", jsonscan.Lookup(delta, "signature"), m.sp)
 	case "input_json_delta":
 		if m.toolJSON == nil {
 			m.toolJSON = make(map[int64][]byte)
@@ -121,7 +121,7 @@ func (m *messagesState) blockDelta(ev []byte) {
 		if buf == nil {
 			buf = []byte{}
 		}
-		buf, _ = appendStringValue(buf, field(delta, "partial_json"))
+		buf, _ = jsonscan.AppendText(buf, jsonscan.Lookup(delta, "partial_json"))
 		m.toolJSON[key] = buf
 	}
 	// citations_delta and unknown delta types are ignored.
@@ -133,7 +133,7 @@ func appendBlockText(block *object, typ, name string, frag []byte, sp *spill) {
 	if block.index("type") < 0 {
 		block.set("type", stringNode(typ))
 	}
-	text, ok := textOf(frag)
+	text, ok := jsonscan.Text(frag)
 	if !ok {
 		return
 	}
@@ -148,16 +148,16 @@ func appendBlockText(block *object, typ, name string, frag []byte, sp *spill) {
 func (m *messagesState) messageDelta(ev []byte) {
 	// SPEC §7: message_delta usage replaces message_start values field by field, only with
 	// values that are not null; it never sums.
-	eachMember(field(ev, "usage"), func(k, v []byte) bool {
-		if !isNull(v) {
-			m.usage.set(keyString(k), rawNode(v))
+	jsonscan.EachMember(jsonscan.Lookup(ev, "usage"), func(k, v []byte) bool {
+		if !jsonscan.IsNull(v) {
+			m.usage.set(string(jsonscan.KeyName(k)), rawNode(v))
 		}
 		return true
 	})
 	if m.message == nil {
 		return
 	}
-	if sr := field(field(ev, "delta"), "stop_reason"); truthy(sr) {
+	if sr := jsonscan.Lookup(jsonscan.Lookup(ev, "delta"), "stop_reason"); jsonscan.Truthy(sr) {
 		m.message.set("stop_reason", rawNode(sr))
 	}
 }

@@ -1,5 +1,7 @@
 package dialect
 
+import "github.com/modelcalls/modelcalls/internal/jsonscan"
+
 // node is a JSON value under reconstruction. It starts as raw compact JSON and is opened up only
 // where a stream edits it: into an ordered object (members keep their first position, as in a
 // Python dict), an array, or a string that grows by appended deltas. Untouched values stay raw, so
@@ -32,12 +34,12 @@ func textNode(b []byte) *node { return &node{str: newText(append([]byte(nil), b.
 // parseObject opens the raw object v; nil when v is not an object. Duplicate keys keep the first
 // position and the last value.
 func parseObject(v []byte) *object {
-	if kindOf(v) != '{' {
+	if !jsonscan.IsObject(v) {
 		return nil
 	}
 	o := &object{}
-	eachMember(v, func(k, val []byte) bool {
-		o.set(keyString(k), rawNode(val))
+	jsonscan.EachMember(v, func(k, val []byte) bool {
+		o.set(string(jsonscan.KeyName(k)), rawNode(val))
 		return true
 	})
 	return o
@@ -96,12 +98,12 @@ func (n *node) asArray() bool {
 	if n.obj != nil || n.isStr {
 		return false
 	}
-	switch kindOf(n.raw) {
-	case '[':
-		eachElem(n.raw, func(v []byte) { n.arr = append(n.arr, &node{raw: v}) })
+	switch {
+	case jsonscan.IsArray(n.raw):
+		jsonscan.EachElement(n.raw, func(v []byte) bool { n.arr = append(n.arr, &node{raw: v}); return true })
 		n.raw, n.isArr = nil, true
 		return true
-	case 'n':
+	case n.raw != nil && jsonscan.IsNull(n.raw):
 		n.raw, n.isArr = nil, true
 		return true
 	}
@@ -115,11 +117,11 @@ func (n *node) appendText(s []byte, sp *spill) bool {
 		if n.obj != nil || n.isArr {
 			return false
 		}
-		switch kindOf(n.raw) {
-		case '"':
-			b, _ := appendStringValue(nil, n.raw)
+		switch {
+		case jsonscan.IsString(n.raw):
+			b, _ := jsonscan.AppendText(nil, n.raw)
 			n.str = newText(b)
-		case 'n':
+		case n.raw != nil && jsonscan.IsNull(n.raw):
 			n.str = newText(nil)
 		default:
 			return false
@@ -141,7 +143,7 @@ func (n *node) text() (string, bool) {
 	if n.obj != nil || n.isArr {
 		return "", false
 	}
-	return stringValue(n.raw)
+	return jsonscan.String(n.raw)
 }
 
 // truthy is Python's truth value of n.
@@ -156,7 +158,7 @@ func (n *node) truthy() bool {
 	case n.obj != nil:
 		return len(n.obj.keys) > 0
 	}
-	return truthy(n.raw)
+	return jsonscan.Truthy(n.raw)
 }
 
 // appendJSON appends n as compact JSON.

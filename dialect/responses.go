@@ -3,6 +3,8 @@ package dialect
 import (
 	"bytes"
 	"sort"
+
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // responsesState rebuilds an OpenAI Responses response from its stream events: the response
@@ -56,8 +58,8 @@ var responsesPartEvents = map[string]partTarget{
 type partTarget struct{ list, indexKey, partType, itemType string }
 
 func (r *responsesState) add(ev []byte) {
-	typ, _ := textOf(field(ev, "type"))
-	if resp := field(ev, "response"); kindOf(resp) == '{' {
+	typ, _ := jsonscan.Text(jsonscan.Lookup(ev, "type"))
+	if resp := jsonscan.Lookup(ev, "response"); jsonscan.IsObject(resp) {
 		c := compact(resp)
 		r.latest = c
 		switch string(typ) {
@@ -85,20 +87,20 @@ func (r *responsesState) add(ev []byte) {
 // itemEvent stores the whole item of response.output_item.added / .done at its output_index;
 // .done replaces what deltas built, as it carries the finished item.
 func (r *responsesState) itemEvent(ev []byte) {
-	item := field(ev, "item")
-	if kindOf(item) != '{' {
+	item := jsonscan.Lookup(ev, "item")
+	if !jsonscan.IsObject(item) {
 		return
 	}
-	idx, ok := intValue(field(ev, "output_index"))
+	idx, ok := jsonscan.Int(jsonscan.Lookup(ev, "output_index"))
 	if !ok {
-		if field(ev, "output_index") != nil {
+		if jsonscan.Lookup(ev, "output_index") != nil {
 			return
 		}
 		idx = r.nextIndex()
 	}
 	n := rawNode(item)
 	r.put(idx, n)
-	if id, ok := stringValue(field(item, "id")); ok && id != "" {
+	if id, ok := jsonscan.String(jsonscan.Lookup(item, "id")); ok && id != "" {
 		r.byID[id] = idx
 	}
 }
@@ -126,7 +128,7 @@ func (r *responsesState) put(idx int64, n *node) {
 // output_index (or after the last item) with the event's item_id. ok is false when the event
 // names no usable place.
 func (r *responsesState) target(ev []byte, itemType string) (*object, bool) {
-	id, hasID := stringValue(field(ev, "item_id"))
+	id, hasID := jsonscan.String(jsonscan.Lookup(ev, "item_id"))
 	if hasID && id != "" {
 		if idx, ok := r.byID[id]; ok {
 			if o := r.items[idx].asObject(); o != nil {
@@ -135,8 +137,8 @@ func (r *responsesState) target(ev []byte, itemType string) (*object, bool) {
 			return nil, false
 		}
 	}
-	idxRaw := field(ev, "output_index")
-	idx, ok := intValue(idxRaw)
+	idxRaw := jsonscan.Lookup(ev, "output_index")
+	idx, ok := jsonscan.Int(idxRaw)
 	if !ok {
 		if idxRaw != nil || !hasID || id == "" {
 			return nil, false
@@ -163,9 +165,9 @@ func (r *responsesState) target(ev []byte, itemType string) (*object, bool) {
 // parts of partType up to it when the stream never announced them.
 func part(item *object, ev []byte, list, indexKey, partType string) (*node, bool) {
 	pi := int64(0)
-	if v := field(ev, indexKey); v != nil {
+	if v := jsonscan.Lookup(ev, indexKey); v != nil {
 		var ok bool
-		if pi, ok = intValue(v); !ok || pi < 0 || pi > 1<<16 {
+		if pi, ok = jsonscan.Int(v); !ok || pi < 0 || pi > 1<<16 {
 			return nil, false
 		}
 	}
@@ -186,7 +188,7 @@ func part(item *object, ev []byte, list, indexKey, partType string) (*node, bool
 }
 
 func (r *responsesState) textEvent(ev []byte, t textTarget) {
-	frag, ok := textOf(field(ev, t.fragment))
+	frag, ok := jsonscan.Text(jsonscan.Lookup(ev, t.fragment))
 	if !ok {
 		return
 	}
@@ -213,8 +215,8 @@ func (r *responsesState) textEvent(ev []byte, t textTarget) {
 }
 
 func (r *responsesState) partEvent(ev []byte, t partTarget) {
-	pv := field(ev, "part")
-	if kindOf(pv) != '{' {
+	pv := jsonscan.Lookup(ev, "part")
+	if !jsonscan.IsObject(pv) {
 		return
 	}
 	item, ok := r.target(ev, t.itemType)
@@ -239,7 +241,7 @@ func (r *responsesState) encode(e *enc) {
 		e.bytes(env)
 		return
 	}
-	if out := field(env, "output"); out != nil && truthy(out) {
+	if out := jsonscan.Lookup(env, "output"); out != nil && jsonscan.Truthy(out) {
 		e.bytes(env)
 		return
 	}

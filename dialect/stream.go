@@ -198,7 +198,7 @@ func unrepresentable(data []byte) bool {
 	if !utf8.Valid(data) {
 		data = replaceInvalidUTF8(data) // as payload does, so the first refusal is the same
 	}
-	i := skipSpace(data, 0)
+	i := jsonscan.SkipWS(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return false
 	}

@@ -20,6 +20,13 @@ func AppendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 func AppendEscaped[S ~string | ~[]byte](dst []byte, s S) []byte {
 	start := 0
 	for i := 0; i < len(s); {
+		// Plain runs (printable ASCII other than '"' and '\\') are copied 8 bytes at a time.
+		for i+8 <= len(s) && notPlain(load64Any(s, i)) == 0 {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
@@ -93,4 +100,11 @@ func runeLen[S ~string | ~[]byte](s S, i int) int {
 		}
 	}
 	return n
+}
+
+// load64Any is load64 for a string or a byte slice.
+func load64Any[S ~string | ~[]byte](s S, i int) uint64 {
+	_ = s[i+7]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
 }

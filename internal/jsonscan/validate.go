@@ -10,10 +10,13 @@
 package jsonscan
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strconv"
+	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // MaxNesting bounds container nesting during validation so hostile input
@@ -51,18 +54,77 @@ const (
 // Validate reports whether data holds exactly one JSON value, optionally surrounded by JSON
 // whitespace, under the package's strict rules (orjson's). The error is a *SyntaxError.
 func Validate(data []byte) error {
+	_, err := validate(data, nil, false, nil)
+	return err
+}
+
+// Member locates one object member by byte offsets into the text it was found in.
+type Member struct {
+	KeyStart, KeyEnd int // the key token, quotes included
+	ValStart, ValEnd int // the raw value
+	// Text is the decoded value when a Scanner decoded it (Decoded), else "".
+	Text    string
+	Decoded bool
+}
+
+// ValidateMembers is Validate that also maps the value when it is an object: it appends the
+// offsets (into data) of the object's top-level members to dst, in text order, duplicates
+// included, and returns it. Nothing is appended when the value is not an object or not valid. A
+// reader that checks a line and then reads its top-level members walks the line once this way.
+func ValidateMembers(data []byte, dst []Member) ([]Member, error) {
+	return validate(data, dst, true, nil)
+}
+
+// A Scanner validates lines as ValidateMembers does and does more in the same pass, so that a
+// reader walks each line once: it decodes the string values of the top-level members named in
+// Decode into Member.Text (Decoded set; each occurrence of a repeated key), and maps the members of
+// the object value of the top-level member named Nested into NestedMembers (offsets into the same
+// text). With a repeated key the last occurrence whose value is an object is mapped; NestedStart is
+// the offset of that value (-1 when none was mapped), so that a reader can tell whether it is the
+// occurrence it uses. A capture line's reader decodes request_raw and response_raw and maps
+// response. The scanner keeps scratch memory between lines; decoded texts do not alias it. It is
+// not safe for concurrent use.
+type Scanner struct {
+	Decode []string
+	Nested string
+
+	NestedMembers []Member
+	NestedStart   int
+
+	buf []byte
+}
+
+// Members validates data and returns its top-level members appended to dst, as ValidateMembers,
+// with the scanner's additions (see Scanner). NestedMembers is reset on every call.
+func (sc *Scanner) Members(data []byte, dst []Member) ([]Member, error) {
+	sc.NestedMembers, sc.NestedStart = sc.NestedMembers[:0], -1
+	members, err := validate(data, dst, true, sc)
+	if err != nil {
+		sc.NestedMembers, sc.NestedStart = sc.NestedMembers[:0], -1
+	}
+	return members, err
+}
+
+func validate(data []byte, members []Member, collect bool, sc *Scanner) ([]Member, error) {
 	i := SkipWS(data, 0)
 	if i >= len(data) {
-		return &SyntaxError{i, "no JSON value"}
+		return members, &SyntaxError{i, "no JSON value"}
 	}
-	end, err := validValue(data, i, 0)
+	n := len(members)
+	var end int
+	var err error
+	if data[i] == '{' {
+		end, members, err = validObject(data, i, 0, members, collect, sc)
+	} else {
+		end, err = validValue(data, i, 0)
+	}
 	if err != nil {
-		return err
+		return members[:n], err
 	}
 	if j := SkipWS(data, end); j != len(data) {
-		return &SyntaxError{j, "data after the JSON value"}
+		return members[:n], &SyntaxError{j, "data after the JSON value"}
 	}
-	return nil
+	return members, nil
 }
 
 func validValue(data []byte, i, depth int) (int, error) {
@@ -71,66 +133,10 @@ func validValue(data []byte, i, depth int) (int, error) {
 	}
 	switch c := data[i]; c {
 	case '{':
-		if depth >= MaxNesting {
-			return i, &SyntaxError{i, "nesting too deep"}
-		}
-		i = SkipWS(data, i+1)
-		if i < len(data) && data[i] == '}' {
-			return i + 1, nil
-		}
-		for {
-			if i >= len(data) || data[i] != '"' {
-				return i, &SyntaxError{i, "expected object key"}
-			}
-			end, err := validString(data, i)
-			if err != nil {
-				return end, err
-			}
-			i = SkipWS(data, end)
-			if i >= len(data) || data[i] != ':' {
-				return i, &SyntaxError{i, "expected ':' after object key"}
-			}
-			i = SkipWS(data, i+1)
-			if i, err = validValue(data, i, depth+1); err != nil {
-				return i, err
-			}
-			i = SkipWS(data, i)
-			if i >= len(data) {
-				return i, &SyntaxError{i, "unterminated object"}
-			}
-			if data[i] == '}' {
-				return i + 1, nil
-			}
-			if data[i] != ',' {
-				return i, &SyntaxError{i, "expected ',' or '}' in object"}
-			}
-			i = SkipWS(data, i+1)
-		}
+		end, _, err := validObject(data, i, depth, nil, false, nil)
+		return end, err
 	case '[':
-		if depth >= MaxNesting {
-			return i, &SyntaxError{i, "nesting too deep"}
-		}
-		i = SkipWS(data, i+1)
-		if i < len(data) && data[i] == ']' {
-			return i + 1, nil
-		}
-		for {
-			var err error
-			if i, err = validValue(data, i, depth+1); err != nil {
-				return i, err
-			}
-			i = SkipWS(data, i)
-			if i >= len(data) {
-				return i, &SyntaxError{i, "unterminated array"}
-			}
-			if data[i] == ']' {
-				return i + 1, nil
-			}
-			if data[i] != ',' {
-				return i, &SyntaxError{i, "expected ',' or ']' in array"}
-			}
-			i = SkipWS(data, i+1)
-		}
+		return validArray(data, i, depth)
 	case '"':
 		return validString(data, i)
 	case 't':
@@ -147,6 +153,92 @@ func validValue(data []byte, i, depth int) (int, error) {
 	}
 }
 
+// validObject validates the object at data[i] (a '{'); with collect it appends each member's
+// offsets to members, and does sc's additions (nil: none).
+func validObject(data []byte, i, depth int, members []Member, collect bool, sc *Scanner) (int, []Member, error) {
+	if depth >= MaxNesting {
+		return i, members, &SyntaxError{i, "nesting too deep"}
+	}
+	i = SkipWS(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return i + 1, members, nil
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return i, members, &SyntaxError{i, "expected object key"}
+		}
+		keyStart := i
+		keyEnd, err := validString(data, i)
+		if err != nil {
+			return keyEnd, members, err
+		}
+		i = SkipWS(data, keyEnd)
+		if i >= len(data) || data[i] != ':' {
+			return i, members, &SyntaxError{i, "expected ':' after object key"}
+		}
+		valStart := SkipWS(data, i+1)
+		var text string
+		decoded := false
+		switch {
+		case sc != nil && valStart < len(data) && data[valStart] == '"' && isOneOf(data[keyStart:keyEnd], sc.Decode):
+			if text, i, err = sc.decode(data, valStart); err != nil {
+				return i, members, err
+			}
+			decoded = true
+		case sc != nil && sc.Nested != "" && valStart < len(data) && data[valStart] == '{' && KeyIs(data[keyStart:keyEnd], sc.Nested):
+			if i, sc.NestedMembers, err = validObject(data, valStart, depth+1, sc.NestedMembers[:0], true, nil); err != nil {
+				return i, members, err
+			}
+			sc.NestedStart = valStart
+		default:
+			if i, err = validValue(data, valStart, depth+1); err != nil {
+				return i, members, err
+			}
+		}
+		if collect {
+			members = append(members, Member{keyStart, keyEnd, valStart, i, text, decoded})
+		}
+		i = SkipWS(data, i)
+		if i >= len(data) {
+			return i, members, &SyntaxError{i, "unterminated object"}
+		}
+		if data[i] == '}' {
+			return i + 1, members, nil
+		}
+		if data[i] != ',' {
+			return i, members, &SyntaxError{i, "expected ',' or '}' in object"}
+		}
+		i = SkipWS(data, i+1)
+	}
+}
+
+func validArray(data []byte, i, depth int) (int, error) {
+	if depth >= MaxNesting {
+		return i, &SyntaxError{i, "nesting too deep"}
+	}
+	i = SkipWS(data, i+1)
+	if i < len(data) && data[i] == ']' {
+		return i + 1, nil
+	}
+	for {
+		var err error
+		if i, err = validValue(data, i, depth+1); err != nil {
+			return i, err
+		}
+		i = SkipWS(data, i)
+		if i >= len(data) {
+			return i, &SyntaxError{i, "unterminated array"}
+		}
+		if data[i] == ']' {
+			return i + 1, nil
+		}
+		if data[i] != ',' {
+			return i, &SyntaxError{i, "expected ',' or ']' in array"}
+		}
+		i = SkipWS(data, i+1)
+	}
+}
+
 func validLiteral(data []byte, i int, lit string) (int, error) {
 	if len(data)-i < len(lit) || string(data[i:i+len(lit)]) != lit {
 		return i, &SyntaxError{i, "invalid literal"}
@@ -154,12 +246,47 @@ func validLiteral(data []byte, i int, lit string) (int, error) {
 	return i + len(lit), nil
 }
 
+// validString validates the string at data[i] (a '"') and returns the offset past its closing
+// quote. Plain runs (printable ASCII other than '"' and '\\') are skipped 8 bytes at a time;
+// only the bytes that end a run are looked at one by one: the closing quote, an escape (one of
+// \" \\ \/ \b \f \n \r \t \uXXXX, a surrogate escape only as a high-low pair), a control byte
+// (refused) or the start of a UTF-8 sequence (checked against Unicode's well-formed sequences).
 func validString(data []byte, i int) (int, error) {
 	start := i
 	i++
-	for i < len(data) {
-		c := data[i]
-		switch {
+	for {
+		if i+8 <= len(data) {
+			// The lanes of a word that are not plain are handled in order without reloading it
+			// while they are one-letter escapes (escape-dense text such as JSON held in a string is
+			// mostly \" and \n), or lanes flagged only by a borrow; anything else goes to the
+			// byte-wise checks below.
+			m := notPlain(load64(data, i))
+			for m != 0 {
+				k := firstByte(m)
+				c := data[i+k]
+				if c == '\\' && k < 7 && oneLetterEscape[data[i+k+1]] {
+					m &^= 0xFFFF << (8 * k)
+					continue
+				}
+				if plain[c] {
+					m &^= 0xFF << (8 * k)
+					continue
+				}
+				i += k
+				goto special
+			}
+			i += 8
+			continue
+		} else {
+			for i < len(data) && plain[data[i]] {
+				i++
+			}
+			if i >= len(data) {
+				return start, &SyntaxError{start, "unterminated string"}
+			}
+		}
+	special:
+		switch c := data[i]; {
 		case c == '"':
 			return i + 1, nil
 		case c == '\\':
@@ -170,7 +297,7 @@ func validString(data []byte, i int) (int, error) {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
-				r, ok := hex4(data, i+2)
+				r, ok := Hex4(data, i+2)
 				if !ok {
 					return i, &SyntaxError{i, "invalid \\u escape"}
 				}
@@ -182,7 +309,7 @@ func validString(data []byte, i int) (int, error) {
 					}
 					lo, ok := rune(0), len(data)-i >= 12 && data[i+6] == '\\' && data[i+7] == 'u'
 					if ok {
-						lo, ok = hex4(data, i+8)
+						lo, ok = Hex4(data, i+8)
 					}
 					if !ok || lo < 0xDC00 || lo > 0xDFFF {
 						return i, &SyntaxError{i, msgLoneHigh}
@@ -195,40 +322,35 @@ func validString(data []byte, i int) (int, error) {
 			}
 		case c < 0x20:
 			return i, &SyntaxError{i, "control character in string"}
-		case c < utf8.RuneSelf:
-			i++
-		default:
-			r, size := utf8.DecodeRune(data[i:])
-			if r == utf8.RuneError && size <= 1 {
+		default: // c >= 0x80
+			n := runeLen(data, i)
+			if n == 0 {
 				return i, &SyntaxError{i, "invalid UTF-8 in string"}
 			}
-			i += size
+			i += n
 		}
 	}
-	return start, &SyntaxError{start, "unterminated string"}
 }
 
-// hex4 decodes the four hex digits at data[i:i+4].
-func hex4(data []byte, i int) (rune, bool) {
-	if len(data)-i < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range data[i : i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		case c >= 'A' && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
+func isOneOf(key []byte, names []string) bool {
+	for _, n := range names {
+		if KeyIs(key, n) {
+			return true
 		}
-		r = r<<4 | rune(c)
 	}
-	return r, true
+	return false
 }
+
+// oneLetterEscape marks the letters that follow a backslash in a two-byte escape.
+var oneLetterEscape = [256]bool{'"': true, '\\': true, '/': true, 'b': true, 'f': true, 'n': true, 'r': true, 't': true}
+
+// plain marks the bytes a string body holds as they are: printable ASCII other than '"' and '\\'.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func validNumber(data []byte, i int) (int, error) {
 	start := i
@@ -336,4 +458,108 @@ func DeeperThan(b []byte, limit int) bool {
 		i++
 	}
 	return false
+}
+
+// decode checks the string at data[i] (a '"') under validString's rules and decodes it in the same
+// pass: the text and the offset past the closing quote.
+func (d *Scanner) decode(data []byte, i int) (string, int, error) {
+	start := i
+	i++
+	// The text is not longer than the rest of data, plus room for the last word store. A buffer
+	// allocated for this string alone is handed over when the text fills most of it (the string
+	// ends the line, as response_raw does); otherwise the text is copied out and the buffer kept
+	// as scratch for the next string.
+	out, fresh := d.buf[:cap(d.buf)], false
+	if need := len(data) - start + 8; len(out) < need {
+		out, fresh = make([]byte, need), true
+	}
+	j := 0
+	for {
+		if i+8 <= len(data) {
+			// As in unescape: the word is stored whole, the output moves past its plain lanes.
+			x := load64(data, i)
+			binary.LittleEndian.PutUint64(out[j:j+8], x)
+			m := notPlain(x)
+			if m == 0 {
+				i += 8
+				j += 8
+				continue
+			}
+			k := firstByte(m)
+			i += k
+			j += k
+			if data[i] == '\\' && k < 7 {
+				if e := unescaped[data[i+1]]; e != 0 { // the common case, first
+					out[j] = e
+					i += 2
+					j++
+					continue
+				}
+			}
+		} else if i < len(data) && plain[data[i]] {
+			out[j] = data[i]
+			i++
+			j++
+			continue
+		} else if i >= len(data) {
+			return "", start, &SyntaxError{start, "unterminated string"}
+		}
+		switch c := data[i]; {
+		case c == '"':
+			if fresh && 2*j >= len(out) {
+				// out is never written again: the string may share its memory.
+				return unsafe.String(unsafe.SliceData(out), j), i + 1, nil
+			}
+			if fresh {
+				d.buf = out[:0]
+			}
+			return string(out[:j]), i + 1, nil
+		case c == '\\':
+			if i+1 >= len(data) {
+				return "", i, &SyntaxError{i, "unterminated escape"}
+			}
+			if e := unescaped[data[i+1]]; e != 0 {
+				out[j] = e
+				i += 2
+				j++
+				continue
+			}
+			if data[i+1] != 'u' {
+				return "", i, &SyntaxError{i, "invalid escape"}
+			}
+			r, ok := Hex4(data, i+2)
+			if !ok {
+				return "", i, &SyntaxError{i, "invalid \\u escape"}
+			}
+			n := 6
+			if r >= 0xD800 && r <= 0xDFFF {
+				if r >= 0xDC00 {
+					return "", i, &SyntaxError{i, msgLoneLow}
+				}
+				lo, ok := rune(0), len(data)-i >= 12 && data[i+6] == '\\' && data[i+7] == 'u'
+				if ok {
+					lo, ok = Hex4(data, i+8)
+				}
+				if !ok || lo < 0xDC00 || lo > 0xDFFF {
+					return "", i, &SyntaxError{i, msgLoneHigh}
+				}
+				r, n = utf16.DecodeRune(r, lo), 12
+			}
+			j += utf8.EncodeRune(out[j:], r)
+			i += n
+		case plain[c]: // a lane flagged only by a borrow
+			out[j] = c
+			i++
+			j++
+		case c < 0x20:
+			return "", i, &SyntaxError{i, "control character in string"}
+		default: // c >= 0x80
+			n := runeLen(data, i)
+			if n == 0 {
+				return "", i, &SyntaxError{i, "invalid UTF-8 in string"}
+			}
+			j += copy(out[j:], data[i:i+n])
+			i += n
+		}
+	}
 }

@@ -59,6 +59,9 @@ func FuzzValidate(f *testing.F) {
 		if got := Validate(b); (got == nil) != (want == nil) {
 			t.Fatalf("Validate(%q) = %v, orjson rules say %v", b, got, want)
 		}
+		if _, got := validDecoding(b, "x", "y", "a"); (got == nil) != (want == nil) {
+			t.Fatalf("Scanner.Members(%q) = %v, orjson rules say %v", b, got, want)
+		}
 	})
 }
 

@@ -1,14 +1,35 @@
 package jsonscan
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
+)
 
-// The walkers below move over JSON that Validate accepted (or that came from a trusted writer) by
-// byte offsets, without decoding. On malformed input they stop early or return len(data), but never
-// panic and never read out of bounds.
+// The walkers and accessors below move over JSON that Validate accepted (or that a trusted writer
+// produced) by byte offsets, without decoding. They are the one raw-JSON toolkit of the module: the
+// record builder, the splice and the stream reassemblers all read payloads through them.
+//
+// Their semantics, decided once:
+//   - A raw value is a slice that starts at the value's first byte and ends after its last one (no
+//     surrounding whitespace), as the walkers hand them out; nil (or empty) means absent. Use TrimWS
+//     on text that may carry whitespace.
+//   - An object's members are visited in text order, duplicates included. Lookup returns the value
+//     of the last member with the name, as Python's json, orjson and encoding/json keep the last
+//     one. Names compare after their escapes are decoded ("\u0061" names "a").
+//   - Asking a non-object for a member, or a non-array for its elements, gives nothing (nil, no
+//     calls); it is not an error. The kind tests look only at the first byte.
+//   - Strings are decoded as encoding/json decodes them; an unpaired surrogate escape (which
+//     Validate refuses) becomes U+FFFD.
+//   - On malformed input the walkers stop early or return partial results, but never panic and
+//     never read out of bounds.
 
-// SkipValue returns the end offset of the value starting at data[i] (trusted
-// input; i must not point at whitespace). Malformed input yields some offset
-// in (i, len(data)].
+// SkipValue returns the end offset of the value starting at data[i] (trusted input; i must not
+// point at whitespace). Malformed input yields some offset in (i, len(data)].
 func SkipValue(data []byte, i int) int {
 	if i >= len(data) {
 		return len(data)
@@ -48,25 +69,465 @@ func SkipValue(data []byte, i int) int {
 	}
 }
 
-// SkipString returns the offset just past the closing quote of the string
-// starting at data[i] (trusted input).
+// SkipString returns the offset just past the closing quote of the string starting at data[i]
+// (trusted input), or len(data) when it is not closed.
+//
+// The text is read 8 bytes at a time; within a word, escapes are stepped over lane by lane
+// without reloading it (escape-dense text, such as JSON held in a string, is mostly \" and \n).
+// After a few words without a quote or backslash the rest of a long plain run goes to the
+// vectorised bytes.IndexByte, a window at a time so that the cost stays linear when escapes are
+// sparse and the closing quote far away.
 func SkipString(data []byte, i int) int {
-	first := i + 1
-	for j := first; j < len(data); {
-		k := bytes.IndexByte(data[j:], '"')
-		if k < 0 {
-			return len(data)
+	i++
+	plainWords := 0
+	for i+8 <= len(data) {
+		m := quoteOrBackslash(load64(data, i))
+		if m == 0 {
+			i += 8
+			if plainWords++; plainWords >= 4 && i+64 <= len(data) {
+				w := data[i:min(len(data), i+512)]
+				k := bytes.IndexByte(w, '"')
+				if k < 0 {
+					k = len(w)
+				}
+				if b := bytes.IndexByte(w[:k], '\\'); b >= 0 {
+					k = b
+				}
+				i += k // at the next quote or backslash, or past the window
+			}
+			continue
 		}
-		q := j + k
-		// The quote closes the string unless an odd run of backslashes escapes it.
-		b := q - 1
-		for b >= first && data[b] == '\\' {
-			b--
+		plainWords = 0
+		next := i + 8
+		for m != 0 {
+			k := firstByte(m)
+			switch data[i+k] {
+			case '"':
+				return i + k + 1
+			case '\\':
+				if k == 7 {
+					next = i + 9 // the escaped byte is the first of the next word
+					m = 0
+					continue
+				}
+				m &^= 0xFFFF << (8 * k) // the backslash and the byte it escapes
+			default: // a lane flagged only by a borrow
+				m &^= 0xFF << (8 * k)
+			}
 		}
-		if (q-1-b)%2 == 0 {
-			return q + 1
+		i = next
+	}
+	for i < len(data) {
+		switch data[i] {
+		case '"':
+			return i + 1
+		case '\\':
+			i += 2
+		default:
+			i++
 		}
-		j = q + 1
 	}
 	return len(data)
+}
+
+// TrimWS removes leading and trailing JSON whitespace.
+func TrimWS(data []byte) []byte {
+	i := SkipWS(data, 0)
+	j := len(data)
+	for j > i {
+		switch data[j-1] {
+		case ' ', '\t', '\n', '\r':
+			j--
+			continue
+		}
+		break
+	}
+	return data[i:j]
+}
+
+// EachMember calls fn with the raw key token (quotes included) and the raw value of every member
+// of the object obj, in order, until fn returns false. It returns false when obj is not an object
+// (then fn is never called).
+func EachMember(obj []byte, fn func(key, val []byte) bool) bool {
+	if len(obj) == 0 || obj[0] != '{' {
+		return false
+	}
+	i := SkipWS(obj, 1)
+	for i < len(obj) && obj[i] == '"' {
+		ke := SkipString(obj, i)
+		key := obj[i:ke]
+		i = SkipWS(obj, ke)
+		if i >= len(obj) || obj[i] != ':' {
+			break
+		}
+		i = SkipWS(obj, i+1)
+		ve := SkipValue(obj, i)
+		if ve <= i || !fn(key, obj[i:ve]) {
+			break
+		}
+		i = SkipWS(obj, ve)
+		if i >= len(obj) || obj[i] != ',' {
+			break
+		}
+		i = SkipWS(obj, i+1)
+	}
+	return true
+}
+
+// EachElement calls fn with every raw element of the array arr, in order, until fn returns false.
+// It returns false when arr is not an array (then fn is never called).
+func EachElement(arr []byte, fn func(v []byte) bool) bool {
+	if len(arr) == 0 || arr[0] != '[' {
+		return false
+	}
+	i := SkipWS(arr, 1)
+	for i < len(arr) && arr[i] != ']' {
+		ve := SkipValue(arr, i)
+		if ve <= i || !fn(arr[i:ve]) {
+			break
+		}
+		i = SkipWS(arr, ve)
+		if i >= len(arr) || arr[i] != ',' {
+			break
+		}
+		i = SkipWS(arr, i+1)
+	}
+	return true
+}
+
+// Lookup returns the raw value of the last member of obj named name, or nil when there is none or
+// obj is not an object.
+func Lookup(obj []byte, name string) []byte {
+	var v []byte
+	EachMember(obj, func(k, val []byte) bool {
+		if KeyIs(k, name) {
+			v = val
+		}
+		return true
+	})
+	return v
+}
+
+// KeyName returns the decoded name of a key token (quotes included). It aliases tok unless the
+// name holds escapes.
+func KeyName(tok []byte) []byte {
+	if len(tok) < 2 {
+		return nil
+	}
+	inner := tok[1 : len(tok)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return inner
+	}
+	return unescape(inner)
+}
+
+// KeyIs reports whether the key token tok (quotes included) names name, without allocating unless
+// the key holds escapes.
+func KeyIs(tok []byte, name string) bool {
+	if len(tok) < 2 {
+		return false
+	}
+	inner := tok[1 : len(tok)-1]
+	if len(inner) == len(name) && string(inner) == name {
+		return true
+	}
+	// An escaped name is at least as long as its decoded form.
+	if len(inner) <= len(name) || bytes.IndexByte(inner, '\\') < 0 {
+		return false
+	}
+	return string(unescape(inner)) == name
+}
+
+// Kind tests on a raw value: they look at its first byte only.
+
+// IsObject reports whether v is an object.
+func IsObject(v []byte) bool { return len(v) > 0 && v[0] == '{' }
+
+// IsArray reports whether v is an array.
+func IsArray(v []byte) bool { return len(v) > 0 && v[0] == '[' }
+
+// IsString reports whether v is a string.
+func IsString(v []byte) bool { return len(v) > 0 && v[0] == '"' }
+
+// IsBool reports whether v is true or false.
+func IsBool(v []byte) bool { return len(v) > 0 && (v[0] == 't' || v[0] == 'f') }
+
+// IsNull reports whether v is null or absent (nil): readers treat a missing member as null.
+func IsNull(v []byte) bool { return len(v) == 0 || v[0] == 'n' }
+
+// IsNumber reports whether v is a number.
+func IsNumber(v []byte) bool { return len(v) > 0 && (v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) }
+
+// IsInt reports whether v is a number written without fraction or exponent: exactly the literals
+// Python's json decodes to int (10 is one; 10.0 and 1e3 are not).
+func IsInt(v []byte) bool { return IsNumber(v) && bytes.IndexAny(v, ".eE") < 0 }
+
+// KindName names the JSON type of a raw value for messages: object, array, string, boolean, null,
+// integer (IsInt), number, or nothing for an absent value.
+func KindName(v []byte) string {
+	switch {
+	case len(v) == 0:
+		return "nothing"
+	case v[0] == '{':
+		return "object"
+	case v[0] == '[':
+		return "array"
+	case v[0] == '"':
+		return "string"
+	case IsBool(v):
+		return "boolean"
+	case v[0] == 'n':
+		return "null"
+	case IsInt(v):
+		return "integer"
+	default:
+		return "number"
+	}
+}
+
+// Truthy reports Python's truth value of the decoded value v: null, false, 0, 0.0, "", [] and {}
+// are false, as is an absent value (nil); everything else is true. A number is false when its
+// value as a double is zero, so 1e-400 (which NeMo Gym's reader decodes to 0.0) is false.
+func Truthy(v []byte) bool {
+	if len(v) == 0 {
+		return false
+	}
+	switch v[0] {
+	case 'n', 'f':
+		return false
+	case 't':
+		return true
+	case '"':
+		return len(v) > 2
+	case '{', '[':
+		i := SkipWS(v, 1)
+		return i < len(v) && v[i] != '}' && v[i] != ']'
+	}
+	nonzero := false
+	for _, c := range v {
+		switch {
+		case c >= '1' && c <= '9':
+			nonzero = true
+		case c == 'e' || c == 'E':
+			if !nonzero {
+				return false
+			}
+			// A non-zero mantissa with an exponent may still underflow to zero.
+			f, err := strconv.ParseFloat(string(v), 64)
+			return err != nil || f != 0 // a range error past the top means huge: not zero
+		}
+	}
+	return nonzero
+}
+
+// Int returns the value of v when it is an integer literal (IsInt) that fits in int64.
+func Int(v []byte) (int64, bool) {
+	if !IsInt(v) {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	return n, err == nil
+}
+
+// Float returns the value of v when it is a number whose value as a double is finite.
+func Float(v []byte) (float64, bool) {
+	if !IsNumber(v) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil || math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f, true
+}
+
+// String returns the decoded text of v when it is a string; ok is false for any other kind.
+func String(v []byte) (s string, ok bool) {
+	if !IsString(v) || len(v) < 2 {
+		return "", false
+	}
+	inner := v[1 : len(v)-1]
+	if indexBackslash(inner) < 0 {
+		return string(inner), true
+	}
+	b := unescape(inner)
+	// b is fresh and never written again: the string may share its memory.
+	return unsafe.String(unsafe.SliceData(b), len(b)), true
+}
+
+// Unquote is String for a value known to be a string: the decoded text, or "" for anything else.
+func Unquote(v []byte) string {
+	s, _ := String(v)
+	return s
+}
+
+// Text returns the decoded text of the string v as bytes, aliasing v when the string has no
+// escapes; ok is false for any other kind.
+func Text(v []byte) ([]byte, bool) {
+	if !IsString(v) || len(v) < 2 {
+		return nil, false
+	}
+	inner := v[1 : len(v)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return inner, true
+	}
+	return unescape(inner), true
+}
+
+// AppendText appends the decoded text of the string v to dst; ok is false (and dst unchanged) for
+// any other kind.
+func AppendText(dst, v []byte) ([]byte, bool) {
+	if !IsString(v) || len(v) < 2 {
+		return dst, false
+	}
+	return appendUnescaped(dst, v[1:len(v)-1]), true
+}
+
+// unescape decodes the body of a JSON string (between its quotes) into a new slice. The text is
+// copied 8 bytes at a time: every word is stored whole at the output position, then the output
+// position moves past the bytes before the word's first backslash only, so bytes after it are
+// overwritten by what follows. The output is never longer than the input (every escape is longer
+// than what it stands for), so a buffer of len(s) holds every such store.
+func unescape(s []byte) []byte {
+	out := make([]byte, len(s))
+	i, j := 0, 0
+	for i+8 <= len(s) {
+		x := load64(s, i)
+		binary.LittleEndian.PutUint64(out[j:j+8], x)
+		m := hasByte(x, '\\')
+		if m == 0 {
+			i += 8
+			j += 8
+			continue
+		}
+		k := firstByte(m)
+		i += k
+		j += k
+		if i+1 < len(s) {
+			if c := unescaped[s[i+1]]; c != 0 {
+				out[j] = c
+				i += 2
+				j++
+				continue
+			}
+			if r, n := unescapeU(s[i:]); n > 0 {
+				j += utf8.EncodeRune(out[j:], r) // at most 4 bytes for at least 6 read
+				i += n
+				continue
+			}
+		}
+		// A malformed escape (not in valid input): the general decoder ends the text as it does.
+		return appendUnescaped(out[:j], s[i:])
+	}
+	return appendUnescaped(out[:j], s[i:])
+}
+
+// unescaped maps the letter of a one-letter escape to the byte it stands for (0: not one).
+var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// appendUnescaped appends the decoded body of a JSON string (between its quotes). Unpaired UTF-16
+// surrogates become U+FFFD, as in encoding/json; a malformed escape (not in valid input) ends the
+// text.
+func appendUnescaped(out, s []byte) []byte {
+	for {
+		i := indexBackslash(s)
+		if i < 0 || i+1 >= len(s) {
+			return append(out, s...)
+		}
+		out = append(out, s[:i]...)
+		s = s[i:]
+		switch s[1] {
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, n := unescapeU(s)
+			if n == 0 {
+				return out
+			}
+			out = utf8.AppendRune(out, r)
+			s = s[n:]
+			continue
+		default: // '"', '\\', '/'
+			out = append(out, s[1])
+		}
+		s = s[2:]
+	}
+}
+
+// unescapeU decodes the \u escape at the start of s: the character and the bytes it took (6, or
+// 12 for a surrogate pair); n = 0 when s does not start with \u and four hex digits. An unpaired
+// surrogate becomes U+FFFD and takes 6 bytes, as in encoding/json.
+func unescapeU(s []byte) (r rune, n int) {
+	if len(s) < 2 || s[1] != 'u' {
+		return 0, 0
+	}
+	r, ok := Hex4(s, 2)
+	if !ok {
+		return 0, 0
+	}
+	if !utf16.IsSurrogate(r) {
+		return r, 6
+	}
+	if len(s) >= 12 && s[6] == '\\' && s[7] == 'u' {
+		if r2, ok := Hex4(s, 8); ok {
+			if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+				return dec, 12
+			}
+		}
+	}
+	return utf8.RuneError, 6
+}
+
+// indexBackslash is bytes.IndexByte(s, '\\') tuned for the short runs between escapes of
+// escape-dense text: 8 bytes at a time, and the vectorised search only for long runs.
+func indexBackslash(s []byte) int {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if m := hasByte(load64(s, i), '\\'); m != 0 {
+			return i + firstByte(m)
+		}
+		if i >= 64 {
+			if k := bytes.IndexByte(s[i+8:], '\\'); k >= 0 {
+				return i + 8 + k
+			}
+			return -1
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] == '\\' {
+			return i
+		}
+	}
+	return -1
+}
+
+// Hex4 decodes the four hex digits at s[i:i+4] (of a \u escape); ok is false when there are not
+// four hex digits there.
+func Hex4(s []byte, i int) (rune, bool) {
+	if i < 0 || len(s)-i < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range s[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
 }

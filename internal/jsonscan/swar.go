@@ -1,0 +1,45 @@
+package jsonscan
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// Byte classes tested 8 bytes at a time in one uint64 ("SIMD within a register"). Each test sets
+// the high bit of every byte lane that matches. Subtraction borrows only run from a matching lane
+// upward, so a lane above the first match may be flagged spuriously but the lowest flagged lane is
+// always exact: callers use only firstByte of a mask, then look at that byte themselves.
+
+const (
+	lanes1  = 0x0101010101010101 // 0x01 in every lane
+	lanesHi = 0x8080808080808080 // the high bit of every lane
+)
+
+// load64 reads data[i:i+8] as a little-endian word: lane 0 is data[i].
+func load64(data []byte, i int) uint64 { return binary.LittleEndian.Uint64(data[i : i+8]) }
+
+// firstByte returns the index of the lowest flagged lane of a non-zero mask.
+func firstByte(mask uint64) int { return bits.TrailingZeros64(mask) >> 3 }
+
+// hasByte flags the lanes of x equal to c.
+func hasByte(x uint64, c byte) uint64 {
+	y := x ^ (lanes1 * uint64(c))
+	return (y - lanes1) &^ y & lanesHi
+}
+
+// quoteOrBackslash flags the lanes of x that hold '"' or '\\'.
+func quoteOrBackslash(x uint64) uint64 {
+	q := x ^ (lanes1 * '"')
+	b := x ^ (lanes1 * '\\')
+	return ((q-lanes1)&^q | (b-lanes1)&^b) & lanesHi
+}
+
+// notPlain flags the lanes of x that a JSON string body cannot copy as they are: '"', '\\', a
+// control byte (< 0x20) or a byte of a multi-byte UTF-8 sequence (>= 0x80). For a lane below 0x80
+// the three subtractions borrow exactly when it is below 0x20, 0 after xor with '"', 0 after xor
+// with '\\'; lanes at or above 0x80 are flagged by their own high bit.
+func notPlain(x uint64) uint64 {
+	q := x ^ (lanes1 * '"')
+	b := x ^ (lanes1 * '\\')
+	return ((x-lanes1*0x20)|(q-lanes1)|(b-lanes1))&^x&lanesHi | x&lanesHi
+}

@@ -1,0 +1,403 @@
+package jsonscan
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// walkCases are valid and invalid texts whose verdict encoding/json plus utf8.Valid shares (no
+// number overflow, no lone surrogate, no deep nesting: the rules where orjson is stricter).
+var walkCases = []struct {
+	in    string
+	valid bool
+}{
+	{`{}`, true}, {` { "a" : [ 1 , -2.5e+3 , true , false , null , "x" ] } `, true}, {`[]`, true}, {`"\u00e9\ud83d\ude00"`, true},
+	{`0`, true}, {`-0`, true}, {`1E-2`, true}, {`"\"\\\/\b\f\n\r\t"`, true}, {"\"h\u00e9\"", true},
+	{``, false}, {` `, false}, {`{`, false}, {`{"a"}`, false}, {`{"a":}`, false}, {`{"a":1,}`, false}, {`[1,]`, false},
+	{`{a:1}`, false}, {`{'a':1}`, false}, {`NaN`, false}, {`-Infinity`, false}, {`Infinity`, false}, {`01`, false},
+	{`1.`, false}, {`.5`, false}, {`1e`, false}, {`+1`, false}, {`-`, false}, {`tru`, false}, {`nul`, false},
+	{`"abc`, false}, {`"\x"`, false}, {`"\u12"`, false}, {"\"a\tb\"", false}, {"\"\xff\"", false},
+	{"\"\xed\xa0\x80\"", false}, {`{} {}`, false}, {`{}x`, false}, {`[1 2]`, false}, {`{"a":1 "b":2}`, false},
+	// Plain runs longer than a word and than a block, with the byte that ends them at every lane.
+	{`"` + strings.Repeat("abcdefgh", 9) + `"`, true}, {`"` + strings.Repeat("a", 70) + `\n"`, true},
+	{`"abcdefg` + "\x1f" + `"`, false}, {`"abcdefgh` + "\x7f" + `"`, true}, {`"abcdefgh` + "\xc3\xa9" + `xyz"`, true},
+	{`"abcdefgh` + "\xc3" + `xyz"`, false}, {`"abcdefghijklmno\"p\\"`, true}, {`"abcdefghijklmno\q"`, false},
+	{`"` + strings.Repeat(`ab\"cd\\`, 20) + `"`, true}, {`"` + strings.Repeat(`ab\"cd\\`, 20) + `\`, false},
+	{`"` + strings.Repeat(`a`, 63) + `\"` + strings.Repeat(`b`, 70) + `"`, true},
+	{`"` + strings.Repeat(`a`, 62) + `\u00e9` + strings.Repeat(`b`, 70) + `"`, true},
+	{`"` + strings.Repeat(`a`, 100) + "\x01" + `"`, false}, {`"` + strings.Repeat(`a`, 100) + `\z"`, false},
+	{`["` + strings.Repeat(`a`, 30) + `","\x"]`, false}, {`["` + strings.Repeat(`a`, 30) + `","\n"]`, true},
+}
+
+func TestValidateCases(t *testing.T) {
+	for _, c := range walkCases {
+		err := Validate([]byte(c.in))
+		if (err == nil) != c.valid {
+			t.Errorf("Validate(%q) = %v, want valid=%v", c.in, err, c.valid)
+		}
+		if agree := json.Valid([]byte(c.in)) && utf8.ValidString(c.in); agree != c.valid {
+			t.Errorf("case %q disagrees with encoding/json + utf8", c.in)
+		}
+	}
+	deep := strings.Repeat("[", MaxNesting+1) + strings.Repeat("]", MaxNesting+1)
+	if Validate([]byte(deep)) == nil {
+		t.Error("nesting beyond MaxNesting accepted")
+	}
+	ok := strings.Repeat("[", MaxNesting) + strings.Repeat("]", MaxNesting)
+	if err := Validate([]byte(ok)); err != nil {
+		t.Errorf("nesting of MaxNesting rejected: %v", err)
+	}
+}
+
+func TestValidateMembers(t *testing.T) {
+	in := []byte(` {"a" : 1, "b":{"c":[2]} ,"a":"x\"y"} `)
+	got, err := ValidateMembers(in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names, vals []string
+	for _, m := range got {
+		names = append(names, string(in[m.KeyStart:m.KeyEnd]))
+		vals = append(vals, string(in[m.ValStart:m.ValEnd]))
+	}
+	if strings.Join(names, " ") != `"a" "b" "a"` || strings.Join(vals, " ") != `1 {"c":[2]} "x\"y"` {
+		t.Errorf("members %v = %v", names, vals)
+	}
+	prefix := []Member{{KeyStart: 1, KeyEnd: 2, ValStart: 3, ValEnd: 4}}
+	for _, bad := range []string{`{"a":1,`, `{"a":1} x`, `[1]`, `"s"`} {
+		got, err := ValidateMembers([]byte(bad), prefix)
+		if len(got) != 1 || (err == nil) != (bad == `[1]` || bad == `"s"`) {
+			t.Errorf("ValidateMembers(%s) = %v, %v; want the prefix back", bad, got, err)
+		}
+	}
+}
+
+func TestTruthy(t *testing.T) {
+	cases := []struct {
+		in   string
+		want bool
+	}{
+		{``, false}, {`null`, false}, {`false`, false}, {`true`, true}, {`""`, false}, {`"0"`, true}, {`" "`, true},
+		{`{}`, false}, {`{ }`, false}, {`{"a":0}`, true}, {`[]`, false}, {`[ ]`, false}, {`[0]`, true},
+		{`0`, false}, {`-0`, false}, {`0.0`, false}, {`0e5`, false}, {`-0.000E-3`, false}, {`1`, true}, {`0.01`, true},
+		{`-2`, true}, {`10e0`, true}, {`1e400`, true},
+		// Python's value: json.loads("1e-400") is 0.0, which is false.
+		{`1e-400`, false}, {`-5E-999`, false}, {`4.9e-324`, true},
+	}
+	for _, c := range cases {
+		if got := Truthy([]byte(c.in)); got != c.want {
+			t.Errorf("Truthy(%s) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
+
+func TestString(t *testing.T) {
+	cases := []string{`"plain"`, `"a\"b"`, `"\\"`, `"\u00e9\ud83d\ude00"`, `"\ud800"`, `"\udc00x"`, `"\ud800\u0041"`,
+		`"tab\tnl\n\/"`, `""`, `"` + strings.Repeat(`abc\"de`, 30) + `"`, `"` + strings.Repeat("x", 100) + `\u0041"`}
+	for _, c := range cases {
+		var want string
+		if err := json.Unmarshal([]byte(c), &want); err != nil {
+			t.Fatal(err)
+		}
+		if got := Unquote([]byte(c)); got != want {
+			t.Errorf("Unquote(%s) = %q, want %q", c, got, want)
+		}
+		if got, ok := Text([]byte(c)); !ok || string(got) != want {
+			t.Errorf("Text(%s) = %q, %v, want %q", c, got, ok, want)
+		}
+		if got, ok := AppendText([]byte("<"), []byte(c)); !ok || string(got) != "<"+want {
+			t.Errorf("AppendText(%s) = %q, %v, want %q", c, got, ok, want)
+		}
+	}
+	if _, ok := String([]byte(`1`)); ok {
+		t.Error("String(1) is ok")
+	}
+}
+
+func TestSkipStringBackslashes(t *testing.T) {
+	cases := map[string]int{
+		`"a"rest`:         3,
+		`"a\"b"rest`:      6,
+		`"a\\"rest`:       5,
+		`"a\\\"b"rest`:    8,
+		`"\\\\"rest`:      6,
+		`"unterminated\"`: 15,
+		`"` + strings.Repeat(`ab\"`, 40) + `"rest`:      1 + 160 + 1,
+		`"` + strings.Repeat("a", 100) + `\\"rest`:      1 + 100 + 2 + 1,
+		`"` + strings.Repeat("a", 100) + `\"` + `"rest`: 1 + 100 + 2 + 1,
+		`"` + strings.Repeat("a", 100) + `\"` + "bbb":   1 + 100 + 2 + 3,
+		`"` + strings.Repeat("abcdefg", 20) + `\`:       1 + 140 + 1,
+	}
+	for in, want := range cases {
+		if got := SkipString([]byte(in), 0); got != want {
+			t.Errorf("SkipString(%.60s) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+func TestLookupAndKeys(t *testing.T) {
+	obj := []byte(`{"a":1,"b":[true],"\u0061":"last","c":{"a":2}}`)
+	for _, c := range []struct{ name, want string }{{"a", `"last"`}, {"b", `[true]`}, {"c", `{"a":2}`}, {"z", ``}} {
+		if got := Lookup(obj, c.name); string(got) != c.want {
+			t.Errorf("Lookup(%q) = %s, want %s", c.name, got, c.want)
+		}
+	}
+	for _, v := range []string{`[1]`, `"a"`, `null`, ``, `1`} {
+		if got := Lookup([]byte(v), "a"); got != nil {
+			t.Errorf("Lookup(%s, a) = %s, want nil", v, got)
+		}
+		if EachMember([]byte(v), func(_, _ []byte) bool { t.Error("called"); return true }) {
+			t.Errorf("EachMember(%s) reports an object", v)
+		}
+	}
+	if EachElement([]byte(`{}`), func([]byte) bool { return true }) {
+		t.Error("EachElement({}) reports an array")
+	}
+	if !KeyIs([]byte(`"\u0061b"`), "ab") || KeyIs([]byte(`"ab"`), "a") || KeyIs([]byte(`"\u0061"`), "ab") {
+		t.Error("KeyIs")
+	}
+}
+
+// FuzzWalk checks the validator and every walker and accessor against encoding/json (which accepts
+// invalid UTF-8 inside strings, hence the utf8 check): on any input the walkers do not panic; on
+// valid input members, elements, Lookup (last duplicate wins), String, Int, Float, Truthy and
+// KindName give what decoding the text gives, and ValidateMembers maps what EachMember walks.
+func FuzzWalk(f *testing.F) {
+	for _, c := range walkCases {
+		f.Add([]byte(c.in))
+	}
+	f.Add([]byte(`{"n":{"a":1,"b":[2]},"x":0,"n":{"c":"d"},"n":null}`))
+	f.Add([]byte(`{"a":"x\u00e9\ud83d\ude00\n\"","d":"` + strings.Repeat(`ab\"c`, 10) + `","a":1,"":"\ud800"}`))
+	f.Add([]byte(`abcdefgh\"ijklmn\u00e9opqrstu\ud83d\ude00vwxyz\ud800\u0041\x`))
+	f.Add([]byte(`{"a\\"b":"c\\\\","d":{"e":[1,{"f":"\\""}]},"a\\"b":0.0,"n":-12,"x":1e-400}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if a, b := unescape(data), appendUnescaped(nil, data); !bytes.Equal(a, b) {
+			t.Fatalf("unescape(%q) = %q, the general decoder gives %q", data, a, b)
+		}
+		tok := append(append([]byte{'"'}, data...), '"')
+		if SkipString(tok, 0) == len(tok) {
+			end, verr := validString(tok, 0)
+			var d Scanner
+			text, dend, derr := d.decode(tok, 0)
+			if (verr == nil) != (derr == nil) || (verr == nil && (end != dend || text != Unquote(tok))) {
+				t.Fatalf("token %q: validString %d, %v; decode %q, %d, %v", tok, end, verr, text, dend, derr)
+			}
+		}
+		err := Validate(data)
+		members, merr := ValidateMembers(data, nil)
+		if (err == nil) != (merr == nil) {
+			t.Fatalf("Validate = %v, ValidateMembers = %v", err, merr)
+		}
+		decoded, derr := validDecoding(data, "a", "d", "")
+		if (err == nil) != (derr == nil) {
+			t.Fatalf("Validate(%q) = %v, Scanner.Members: %v", data, err, derr)
+		}
+		if err == nil && len(decoded) != len(members) {
+			t.Fatalf("Scanner.Members gave %d members, ValidateMembers %d", len(decoded), len(members))
+		}
+		for i := range decoded {
+			if m, d := members[i], decoded[i]; m.KeyStart != d.KeyStart || m.KeyEnd != d.KeyEnd || m.ValStart != d.ValStart || m.ValEnd != d.ValEnd {
+				t.Fatalf("member %d: %+v, decoding %+v", i, m, d)
+			}
+		}
+		strict := json.Valid(data) && utf8.Valid(data)
+		if err != nil {
+			// Where orjson is stricter than encoding/json (escaped surrogates, overflowing numbers,
+			// nesting), FuzzValidate checks the verdict.
+			if strict && !bytes.Contains(data, []byte(`\u`)) && !bytes.ContainsAny(data, "eE") && !longDigits(data) &&
+				!bytes.Contains(data, bytes.Repeat([]byte("["), MaxNesting)) && !bytes.Contains(data, bytes.Repeat([]byte("{"), MaxNesting)) {
+				t.Fatalf("Validate(%q) = %v, encoding/json accepts it", data, err)
+			}
+			// Trusted walkers must not panic on anything.
+			EachMember(data, func(k, v []byte) bool { _ = KeyName(k); _ = Truthy(v); return true })
+			EachElement(data, func(v []byte) bool { _, _ = String(v); return true })
+			_ = Truthy(data)
+			_ = SkipValue(data, 0)
+			return
+		}
+		if !strict {
+			t.Fatalf("Validate(%q) accepts what encoding/json refuses", data)
+		}
+		v := TrimWS(data)
+		if end := SkipValue(v, 0); end != len(v) {
+			t.Fatalf("SkipValue(%q) = %d, want %d", v, end, len(v))
+		}
+		checkValue(t, v)
+		if IsObject(v) {
+			off := SkipWS(data, 0)
+			i := 0
+			EachMember(v, func(k, val []byte) bool {
+				m := members[i]
+				if !bytes.Equal(data[m.KeyStart:m.KeyEnd], k) || !bytes.Equal(data[m.ValStart:m.ValEnd], val) || m.KeyStart < off {
+					t.Fatalf("member %d: ValidateMembers %+v, EachMember %s:%s", i, m, k, val)
+				}
+				i++
+				return true
+			})
+			if i != len(members) {
+				t.Fatalf("EachMember saw %d members, ValidateMembers %d", i, len(members))
+			}
+		} else if len(members) != 0 {
+			t.Fatalf("ValidateMembers of a non-object gave %v", members)
+		}
+	})
+}
+
+// checkValue compares the accessors on the valid raw value v with its decoded form, then recurses.
+func checkValue(t *testing.T, v []byte) {
+	var dec any
+	d := json.NewDecoder(bytes.NewReader(v))
+	d.UseNumber()
+	if err := d.Decode(&dec); err != nil {
+		t.Fatal(err)
+	}
+	switch x := dec.(type) {
+	case map[string]any:
+		var want map[string]json.RawMessage
+		if err := json.Unmarshal(v, &want); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string][]byte{}
+		EachMember(v, func(k, val []byte) bool {
+			got[string(KeyName(k))] = val
+			checkValue(t, val)
+			return true
+		})
+		if len(got) != len(want) {
+			t.Fatalf("members of %q: got %d names, want %d", v, len(got), len(want))
+		}
+		for k, w := range want {
+			if !bytes.Equal(got[k], w) || !bytes.Equal(Lookup(v, k), w) {
+				t.Fatalf("member %q of %q: got %q, Lookup %q, want %q", k, v, got[k], Lookup(v, k), w)
+			}
+		}
+		if Truthy(v) != (len(x) > 0) || KindName(v) != "object" || !IsObject(v) {
+			t.Fatalf("object %q: Truthy %v, KindName %s", v, Truthy(v), KindName(v))
+		}
+	case []any:
+		n := 0
+		EachElement(v, func(e []byte) bool { n++; checkValue(t, e); return true })
+		if n != len(x) || Truthy(v) != (n > 0) || KindName(v) != "array" || !IsArray(v) {
+			t.Fatalf("array %q: %d elements, want %d; Truthy %v", v, n, len(x), Truthy(v))
+		}
+	case string:
+		if s, ok := String(v); !ok || s != x || Truthy(v) != (x != "") || KindName(v) != "string" {
+			t.Fatalf("String(%q) = %q, %v, want %q", v, s, ok, x)
+		}
+	case bool:
+		if Truthy(v) != x || KindName(v) != "boolean" || !IsBool(v) {
+			t.Fatalf("bool %q: Truthy %v", v, Truthy(v))
+		}
+	case nil:
+		if Truthy(v) || KindName(v) != "null" || !IsNull(v) {
+			t.Fatalf("null %q: Truthy %v", v, Truthy(v))
+		}
+	case json.Number:
+		f, ferr := x.Float64()
+		if !IsNumber(v) {
+			t.Fatalf("number %q not IsNumber", v)
+		}
+		if got, ok := Float(v); ok != (ferr == nil && !math.IsInf(f, 0)) || (ok && got != f) {
+			t.Fatalf("Float(%q) = %v, %v; strconv says %v, %v", v, got, ok, f, ferr)
+		}
+		if Truthy(v) != (f != 0) {
+			t.Fatalf("Truthy(%q) = %v, value %v", v, Truthy(v), f)
+		}
+		n, nerr := x.Int64()
+		isInt := !strings.ContainsAny(string(v), ".eE")
+		if got, ok := Int(v); ok != (isInt && nerr == nil) || (ok && got != n) {
+			t.Fatalf("Int(%q) = %v, %v; strconv says %v, %v", v, got, ok, n, nerr)
+		}
+		if want := map[bool]string{true: "integer", false: "number"}[isInt]; KindName(v) != want {
+			t.Fatalf("KindName(%q) = %s, want %s", v, KindName(v), want)
+		}
+	}
+}
+
+// longDigits reports a run of more than 300 digits: a number that may overflow a double.
+func longDigits(b []byte) bool {
+	n := 0
+	for _, c := range b {
+		if c >= '0' && c <= '9' {
+			if n++; n > 300 {
+				return true
+			}
+		} else {
+			n = 0
+		}
+	}
+	return false
+}
+
+// validDecoding is Scanner.Members decoding the named members and mapping member "n", also checking
+// that each decoded text is what Unquote gives, that only strings of the named members were decoded
+// and that the nested map is what EachMember walks.
+func validDecoding(data []byte, names ...string) ([]Member, error) {
+	sc := Scanner{Decode: names, Nested: "n"}
+	members, err := sc.Members(data, nil)
+	if err != nil {
+		return nil, err
+	}
+	// The nested map is the members of the last "n" object, as EachMember walks them.
+	nested, start := []string(nil), -1
+	for _, m := range members {
+		if v := data[m.ValStart:m.ValEnd]; KeyIs(data[m.KeyStart:m.KeyEnd], "n") && IsObject(v) {
+			nested, start = nil, m.ValStart
+			EachMember(v, func(k, val []byte) bool { nested = append(nested, string(k)+":"+string(val)); return true })
+		}
+	}
+	var got []string
+	for _, m := range sc.NestedMembers {
+		got = append(got, string(data[m.KeyStart:m.KeyEnd])+":"+string(data[m.ValStart:m.ValEnd]))
+	}
+	if sc.NestedStart != start || strings.Join(got, ",") != strings.Join(nested, ",") {
+		return nil, fmt.Errorf("nested members at %d %q, EachMember at %d %q", sc.NestedStart, got, start, nested)
+	}
+	for _, m := range members {
+		v := data[m.ValStart:m.ValEnd]
+		want := IsString(v) && isOneOf(data[m.KeyStart:m.KeyEnd], names)
+		if m.Decoded != want || (want && m.Text != Unquote(v)) {
+			return nil, fmt.Errorf("member %s: decoded %v %q, want %v %q", data[m.KeyStart:m.KeyEnd], m.Decoded, m.Text, want, Unquote(v))
+		}
+	}
+	return members, nil
+}
+
+// TestScannerDecodes decodes long escape-dense texts (the scratch buffer grows) and
+// short ones with the same decoder, and refuses what Validate refuses.
+func TestScannerDecodes(t *testing.T) {
+	d := Scanner{Decode: []string{"raw"}}
+	long := strings.Repeat(`data: {\"type\":\"x\"}\n\n\u00e9\ud83d\ude00 `, 400)
+	for _, c := range []struct{ line, err string }{
+		{`{"raw":"` + long + `","n":1,"raw":"short\\"}`, ""},
+		{`{"raw":"a","other":"` + long + `"}`, ""},
+		{`{"raw":"` + long + `\ud800"}`, "unpaired"},
+		{`{"raw":"` + long + "\x01" + `"}`, "control"},
+		{`{"raw":"` + long, "unterminated"},
+		{`{"raw":"ok"`, "unterminated object"},
+		{`{"raw":7,"x":"\q"}`, "invalid escape"},
+	} {
+		members, err := d.Members([]byte(c.line), nil)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) || Validate([]byte(c.line)) == nil {
+				t.Errorf("%.50s: err %v, want %q (Validate: %v)", c.line, err, c.err, Validate([]byte(c.line)))
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%.50s: %v", c.line, err)
+		}
+		for _, m := range members {
+			v := []byte(c.line[m.ValStart:m.ValEnd])
+			want := c.line[m.KeyStart:m.KeyEnd] == `"raw"` && IsString(v)
+			if m.Decoded != want || (want && m.Text != Unquote(v)) {
+				t.Errorf("%.50s: member %s decoded %v %.40q", c.line, c.line[m.KeyStart:m.KeyEnd], m.Decoded, m.Text)
+			}
+		}
+	}
+}
