@@ -39,14 +39,23 @@ type openFile struct {
 	path     string
 	f        *os.File
 	dev, ino uint64
-	refs     int           // claims and appends holding it (fileCache.mu)
-	elem     *list.Element // in the LRU while refs == 0
-	gone     bool          // no longer the cache's entry for id: closed at refs == 0
+	// mnt is the id of the mount the file was opened through (statx STATX_MNT_ID); hasMnt is false
+	// where the kernel does not report one (before Linux 5.8), and the dir's read-only flag is
+	// checked with statfs instead.
+	mnt    uint64
+	hasMnt bool
+	refs   int           // claims and appends holding it (fileCache.mu)
+	elem   *list.Element // in the LRU while refs == 0
+	gone   bool          // no longer the cache's entry for id: closed at refs == 0
 
 	gmu     sync.Mutex
 	pending []*appendReq
 	leading bool
 	broken  bool // a write or sync failed: the file's state is unknown, reopen
+	// end is the file's size after this Store's last batch, whose last byte is then its '\n' (the
+	// group-commit leader's, under the flock); 0 when unknown. A file still of that size needs no
+	// torn-tail read.
+	end int64
 }
 
 type appendReq struct {
@@ -70,9 +79,11 @@ type fileCache struct {
 	lastMax int
 }
 
-// acquire returns the open capture file of id, pinned, after checking (lstat, no symlink followed)
-// that the path still names it; a file that was removed or replaced is closed once unpinned and the
-// current one is opened instead. create makes a missing file (empty, mode FileMode).
+// acquire returns the open capture file of id, pinned. A kept file is returned without a system
+// call: whether the path still names it (it was not removed or replaced, and the mount it was opened
+// through is still the one at the path) is checked under its lock by writeBatch, which makes commit
+// reopen it. A broken file is closed once unpinned and opened again. create makes a missing file
+// (empty, mode FileMode).
 func (c *fileCache) acquire(s *Store, id string, create bool) (*openFile, error) {
 	p, err := s.CapturePath(id)
 	if err != nil {
@@ -84,17 +95,8 @@ func (c *fileCache) acquire(s *Store, id string, create bool) (*openFile, error)
 		c.pin(e)
 	}
 	c.mu.Unlock()
-	// A dir that became read-only (a remount) is not written through descriptors opened before.
-	var fs unix.Statfs_t
-	if err := unix.Statfs(s.dir, &fs); err == nil && fs.Flags&unix.ST_RDONLY != 0 {
-		if e != nil {
-			c.release(e)
-		}
-		return nil, fmt.Errorf("open capture file: %w", &os.PathError{Op: "open", Path: p, Err: unix.EROFS})
-	}
 	if e != nil {
-		var st unix.Stat_t
-		if unix.Lstat(p, &st) == nil && uint64(st.Ino) == e.ino && uint64(st.Dev) == e.dev && !e.isBroken() {
+		if !e.isBroken() {
 			return e, nil
 		}
 		c.retire(e)
@@ -123,8 +125,14 @@ func (c *fileCache) acquire(s *Store, id string, create bool) (*openFile, error)
 	}
 	unix.SetNonblock(fd, false)
 	e = &openFile{id: id, path: p, f: os.NewFile(uintptr(fd), p), dev: uint64(st.Dev), ino: uint64(st.Ino), refs: 1}
+	e.mnt, e.hasMnt = mountID(fd, "", unix.AT_EMPTY_PATH)
+	if !e.hasMnt && dirReadOnly(s.dir) {
+		// A dir that became read-only (a remount) is not written through descriptors opened before.
+		e.f.Close()
+		return nil, fmt.Errorf("open capture file: %w", &os.PathError{Op: "open", Path: p, Err: unix.EROFS})
+	}
 	c.mu.Lock()
-	if old := c.m[id]; old != nil && old.ino == e.ino && old.dev == e.dev && !old.isBroken() {
+	if old := c.m[id]; old != nil && old.ino == e.ino && old.dev == e.dev && old.mnt == e.mnt && !old.isBroken() {
 		// Another goroutine opened the same file meanwhile: share its entry.
 		c.pin(old)
 		c.mu.Unlock()
@@ -140,6 +148,22 @@ func (c *fileCache) acquire(s *Store, id string, create bool) (*openFile, error)
 	c.evictLocked(s.maxOpen())
 	c.mu.Unlock()
 	return e, nil
+}
+
+// mountID returns the id of the mount that path (relative to dirfd, with flags) is on, and false
+// when the kernel does not report mount ids.
+func mountID(dirfd int, path string, flags int) (uint64, bool) {
+	var stx unix.Statx_t
+	if err := unix.Statx(dirfd, path, flags|unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_SYNC_AS_STAT, unix.STATX_MNT_ID, &stx); err != nil {
+		return 0, false
+	}
+	return stx.Mnt_id, stx.Mask&unix.STATX_MNT_ID != 0
+}
+
+// dirReadOnly reports whether dir is on a mount that is read-only now.
+func dirReadOnly(dir string) bool {
+	var fs unix.Statfs_t
+	return unix.Statfs(dir, &fs) == nil && fs.Flags&unix.ST_RDONLY != 0
 }
 
 func (e *openFile) isBroken() bool {
@@ -331,10 +355,10 @@ func (s *Store) writeBatch(e *openFile, batch []*appendReq) []error {
 	if err := unix.Fstat(int(e.f.Fd()), &st); err != nil {
 		return fail(fmt.Errorf("stat capture file: %w", err))
 	}
-	var cur unix.Stat_t
-	if st.Nlink == 0 || unix.Lstat(e.path, &cur) != nil || uint64(cur.Ino) != e.ino || uint64(cur.Dev) != e.dev {
+	if st.Nlink == 0 || !e.atPath(s.dir) {
 		// Cleared or replaced since it was opened: Clear takes this lock before it unlinks, so a
-		// line is never written into a file that is already gone.
+		// line is never written into a file that is already gone. A mount put over the dir since
+		// (a read-only bind mount) counts as a replacement: the reopen goes through it.
 		return fail(errReplaced)
 	}
 	var clearedSet map[string]bool
@@ -357,7 +381,10 @@ func (s *Store) writeBatch(e *openFile, batch []*appendReq) []error {
 	}
 	size := st.Size
 	repair := false
-	if size > 0 {
+	e.gmu.Lock()
+	ours := e.end == size
+	e.gmu.Unlock()
+	if size > 0 && !ours {
 		var last [1]byte
 		if _, err := e.f.ReadAt(last[:], size-1); err != nil {
 			return fail(fmt.Errorf("read capture file tail: %w", err))
@@ -367,6 +394,10 @@ func (s *Store) writeBatch(e *openFile, batch []*appendReq) []error {
 	broken := false
 	var buf []byte
 	var buffered []int
+	// wrote counts the bytes of buffered lines written; tracked says the batch wrote nothing else,
+	// so that the file's new size is known to end with a '\n' of ours.
+	var wrote int64
+	tracked := true
 	// flush writes the buffered lines in one write(2); after a failed write the tail may be torn, so
 	// the rest of the batch fails too (the callers mark the rollout incomplete).
 	flush := func() {
@@ -383,6 +414,8 @@ func (s *Store) writeBatch(e *openFile, batch []*appendReq) []error {
 			for _, i := range buffered {
 				errs[i] = err
 			}
+		} else {
+			wrote += int64(len(buf))
 		}
 		buf, buffered = buf[:0], buffered[:0]
 	}
@@ -409,7 +442,7 @@ func (s *Store) writeBatch(e *openFile, batch []*appendReq) []error {
 			continue
 		}
 		errs[i] = streamLine(e.f, repair, r.write)
-		repair = false
+		repair, tracked = false, false
 	}
 	flush()
 	serr := error(nil)
@@ -431,13 +464,30 @@ func (s *Store) writeBatch(e *openFile, batch []*appendReq) []error {
 			fail(err)
 		}
 	}
+	e.gmu.Lock()
+	e.end = 0
 	if broken {
 		// After a failed write or sync the file's state is unknown; the next append reopens it.
-		e.gmu.Lock()
 		e.broken = true
-		e.gmu.Unlock()
+	} else if tracked && wrote > 0 {
+		e.end = size + wrote
 	}
+	e.gmu.Unlock()
 	return errs
+}
+
+// atPath reports whether e's path still names e's file (lstat, no symlink followed) through the
+// mount e was opened through; without mount ids, whether the dir is still writable.
+func (e *openFile) atPath(dir string) bool {
+	if e.hasMnt {
+		var stx unix.Statx_t
+		err := unix.Statx(unix.AT_FDCWD, e.path, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_SYNC_AS_STAT,
+			unix.STATX_INO|unix.STATX_MNT_ID, &stx)
+		return err == nil && stx.Ino == e.ino && uint64(unix.Mkdev(stx.Dev_major, stx.Dev_minor)) == e.dev &&
+			stx.Mask&unix.STATX_MNT_ID != 0 && stx.Mnt_id == e.mnt
+	}
+	var cur unix.Stat_t
+	return unix.Lstat(e.path, &cur) == nil && uint64(cur.Ino) == e.ino && uint64(cur.Dev) == e.dev && !dirReadOnly(dir)
 }
 
 // fdatasync flushes f's data and the metadata needed to read it back (its size). It is enough for
