@@ -351,11 +351,11 @@ func (s *Store) writeBatch(e *openFile, batch []*appendReq) []error {
 		return fail(err)
 	}
 	defer fsutil.Unlock(e.f)
-	var st unix.Stat_t
-	if err := unix.Fstat(int(e.f.Fd()), &st); err != nil {
-		return fail(fmt.Errorf("stat capture file: %w", err))
+	size, ok, err := e.atPath(s.dir)
+	if err != nil {
+		return fail(err)
 	}
-	if st.Nlink == 0 || !e.atPath(s.dir) {
+	if !ok {
 		// Cleared or replaced since it was opened: Clear takes this lock before it unlinks, so a
 		// line is never written into a file that is already gone. A mount put over the dir since
 		// (a read-only bind mount) counts as a replacement: the reopen goes through it.
@@ -379,7 +379,6 @@ func (s *Store) writeBatch(e *openFile, batch []*appendReq) []error {
 			errs[i] = errCleared
 		}
 	}
-	size := st.Size
 	repair := false
 	e.gmu.Lock()
 	ours := e.end == size
@@ -476,18 +475,25 @@ func (s *Store) writeBatch(e *openFile, batch []*appendReq) []error {
 	return errs
 }
 
-// atPath reports whether e's path still names e's file (lstat, no symlink followed) through the
-// mount e was opened through; without mount ids, whether the dir is still writable.
-func (e *openFile) atPath(dir string) bool {
+// atPath reports whether e's path still names e's file (no symlink followed), through the mount
+// e was opened through, and the file's size. With mount ids this is one statx of the path (the
+// path naming the file proves it is still linked); without, an fstat (link count, size), an
+// lstat and a statfs (the dir still writable).
+func (e *openFile) atPath(dir string) (size int64, ok bool, err error) {
 	if e.hasMnt {
 		var stx unix.Statx_t
 		err := unix.Statx(unix.AT_FDCWD, e.path, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_SYNC_AS_STAT,
-			unix.STATX_INO|unix.STATX_MNT_ID, &stx)
-		return err == nil && stx.Ino == e.ino && uint64(unix.Mkdev(stx.Dev_major, stx.Dev_minor)) == e.dev &&
-			stx.Mask&unix.STATX_MNT_ID != 0 && stx.Mnt_id == e.mnt
+			unix.STATX_INO|unix.STATX_SIZE|unix.STATX_MNT_ID, &stx)
+		ok := err == nil && stx.Ino == e.ino && uint64(unix.Mkdev(stx.Dev_major, stx.Dev_minor)) == e.dev &&
+			stx.Mask&unix.STATX_MNT_ID != 0 && stx.Mnt_id == e.mnt && stx.Mask&unix.STATX_SIZE != 0
+		return int64(stx.Size), ok, nil
 	}
-	var cur unix.Stat_t
-	return unix.Lstat(e.path, &cur) == nil && uint64(cur.Ino) == e.ino && uint64(cur.Dev) == e.dev && !dirReadOnly(dir)
+	var st, cur unix.Stat_t
+	if err := unix.Fstat(int(e.f.Fd()), &st); err != nil {
+		return 0, false, fmt.Errorf("stat capture file: %w", err)
+	}
+	ok = st.Nlink > 0 && unix.Lstat(e.path, &cur) == nil && uint64(cur.Ino) == e.ino && uint64(cur.Dev) == e.dev && !dirReadOnly(dir)
+	return st.Size, ok, nil
 }
 
 // fdatasync flushes f's data and the metadata needed to read it back (its size). It is enough for
