@@ -46,6 +46,10 @@ type Exchange struct {
 	// ResponseRawFrom, when non-nil, supplies response_raw's bytes instead of ResponseRaw, read to EOF
 	// while the line is written (for bodies spooled to disk). It is not itself serialised.
 	ResponseRawFrom io.Reader
+	// ResponseRawEscaped, when non-nil, is response_raw already escaped for the line (by a
+	// TextEscaper, as the body arrived), taking the place of ResponseRaw and ResponseRawFrom. It is
+	// written as is, not checked again.
+	ResponseRawEscaped *EscapedText
 	// ResponseTo, when non-nil, writes the response value instead of Response, while the line is
 	// written (a stream's reconstruction, streamed from its spooled text instead of built in
 	// memory). It must write one compact JSON object, or null, that IsPayloadObject would accept;
@@ -137,7 +141,16 @@ func WriteExchange(w io.Writer, ex *Exchange) error {
 		e.raw(`,"request_raw":`)
 		e.str(*ex.RequestRaw)
 	}
-	if ex.ResponseRawFrom != nil {
+	if t := ex.ResponseRawEscaped; t != nil {
+		e.raw(`,"response_raw":"`)
+		e.write(t.Bytes)
+		if t.From != nil && e.err == nil {
+			if _, err := io.Copy(e.w, t.From); err != nil {
+				e.err = fmt.Errorf("read response body spool: %w", err)
+			}
+		}
+		e.raw(`"`)
+	} else if ex.ResponseRawFrom != nil {
 		e.raw(`,"response_raw":`)
 		e.strFrom(ex.ResponseRawFrom)
 	} else if ex.ResponseRaw != nil {
@@ -226,6 +239,12 @@ func (e *lineWriter) raw(s string) {
 }
 
 func (e *lineWriter) str(s string) {
+	if lb, ok := e.w.(*lineBuf); ok {
+		if e.err == nil {
+			lb.b = jsonscan.AppendString(lb.b, s) // straight into the line, no scratch copy
+		}
+		return
+	}
 	e.scratch = jsonscan.AppendString(e.scratch[:0], s)
 	e.write(e.scratch)
 }
@@ -310,6 +329,44 @@ func (e *lineWriter) strFrom(r io.Reader) {
 		}
 	}
 	e.raw(`"`)
+}
+
+// EscapedText is the content of a JSON string (without its quotes) already escaped by a
+// TextEscaper: Bytes, then, when From is set, everything read from From to EOF.
+type EscapedText struct {
+	Bytes []byte
+	From  io.Reader
+}
+
+// TextEscaper escapes text for a JSON string in pieces, exactly as the line writer escapes a
+// whole string (UTF-8 kept, no HTML escaping, invalid bytes as U+FFFD): the bytes of a UTF-8
+// sequence that a piece ends in the middle of are held back and escaped with the next piece. The
+// zero value is ready to use.
+type TextEscaper struct {
+	carry [3]byte
+	n     int
+}
+
+// Append appends the escaped form of p to dst, holding back an incomplete UTF-8 sequence at its end.
+func (t *TextEscaper) Append(dst, p []byte) []byte {
+	if t.n > 0 {
+		// A sequence split across pieces (rare): escape it with the start of p.
+		joined := append(t.carry[:t.n:t.n], p...)
+		t.n = 0
+		p = joined
+	}
+	keep := incompleteTail(p)
+	dst = jsonscan.AppendEscaped(dst, p[:len(p)-keep])
+	t.n = copy(t.carry[:], p[len(p)-keep:])
+	return dst
+}
+
+// Flush appends the bytes held back (an incomplete UTF-8 sequence at the end of the text, each of
+// its bytes then written as U+FFFD) and resets t.
+func (t *TextEscaper) Flush(dst []byte) []byte {
+	dst = jsonscan.AppendEscaped(dst, t.carry[:t.n])
+	t.n = 0
+	return dst
 }
 
 // incompleteTail returns how many bytes at the end of b start a UTF-8 sequence that may be

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -39,14 +40,23 @@ type openFile struct {
 	path     string
 	f        *os.File
 	dev, ino uint64
-	refs     int           // claims and appends holding it (fileCache.mu)
-	elem     *list.Element // in the LRU while refs == 0
-	gone     bool          // no longer the cache's entry for id: closed at refs == 0
+	// mnt is the id of the mount the file was opened through (statx STATX_MNT_ID); hasMnt is false
+	// where the kernel does not report one (before Linux 5.8), and the dir's read-only flag is
+	// checked with statfs instead.
+	mnt    uint64
+	hasMnt bool
+	refs   int           // claims and appends holding it (fileCache.mu)
+	elem   *list.Element // in the LRU while refs == 0
+	gone   bool          // no longer the cache's entry for id: closed at refs == 0
 
 	gmu     sync.Mutex
 	pending []*appendReq
 	leading bool
 	broken  bool // a write or sync failed: the file's state is unknown, reopen
+	// end is the file's size after this Store's last batch, whose last byte is then its '\n' (the
+	// group-commit leader's, under the flock); 0 when unknown. A file still of that size needs no
+	// torn-tail read.
+	end int64
 }
 
 type appendReq struct {
@@ -70,9 +80,11 @@ type fileCache struct {
 	lastMax int
 }
 
-// acquire returns the open capture file of id, pinned, after checking (lstat, no symlink followed)
-// that the path still names it; a file that was removed or replaced is closed once unpinned and the
-// current one is opened instead. create makes a missing file (empty, mode FileMode).
+// acquire returns the open capture file of id, pinned. A kept file is returned without a system
+// call: whether the path still names it (it was not removed or replaced, and the mount it was opened
+// through is still the one at the path) is checked under its lock by writeBatch, which makes commit
+// reopen it. A broken file is closed once unpinned and opened again. create makes a missing file
+// (empty, mode FileMode).
 func (c *fileCache) acquire(s *Store, id string, create bool) (*openFile, error) {
 	p, err := s.CapturePath(id)
 	if err != nil {
@@ -84,17 +96,8 @@ func (c *fileCache) acquire(s *Store, id string, create bool) (*openFile, error)
 		c.pin(e)
 	}
 	c.mu.Unlock()
-	// A dir that became read-only (a remount) is not written through descriptors opened before.
-	var fs unix.Statfs_t
-	if err := unix.Statfs(s.dir, &fs); err == nil && fs.Flags&unix.ST_RDONLY != 0 {
-		if e != nil {
-			c.release(e)
-		}
-		return nil, fmt.Errorf("open capture file: %w", &os.PathError{Op: "open", Path: p, Err: unix.EROFS})
-	}
 	if e != nil {
-		var st unix.Stat_t
-		if unix.Lstat(p, &st) == nil && uint64(st.Ino) == e.ino && uint64(st.Dev) == e.dev && !e.isBroken() {
+		if !e.isBroken() {
 			return e, nil
 		}
 		c.retire(e)
@@ -123,8 +126,14 @@ func (c *fileCache) acquire(s *Store, id string, create bool) (*openFile, error)
 	}
 	unix.SetNonblock(fd, false)
 	e = &openFile{id: id, path: p, f: os.NewFile(uintptr(fd), p), dev: uint64(st.Dev), ino: uint64(st.Ino), refs: 1}
+	e.mnt, e.hasMnt = mountID(fd, "", unix.AT_EMPTY_PATH)
+	if !e.hasMnt && dirReadOnly(s.dir) {
+		// A dir that became read-only (a remount) is not written through descriptors opened before.
+		e.f.Close()
+		return nil, fmt.Errorf("open capture file: %w", &os.PathError{Op: "open", Path: p, Err: unix.EROFS})
+	}
 	c.mu.Lock()
-	if old := c.m[id]; old != nil && old.ino == e.ino && old.dev == e.dev && !old.isBroken() {
+	if old := c.m[id]; old != nil && old.ino == e.ino && old.dev == e.dev && old.mnt == e.mnt && !old.isBroken() {
 		// Another goroutine opened the same file meanwhile: share its entry.
 		c.pin(old)
 		c.mu.Unlock()
@@ -140,6 +149,22 @@ func (c *fileCache) acquire(s *Store, id string, create bool) (*openFile, error)
 	c.evictLocked(s.maxOpen())
 	c.mu.Unlock()
 	return e, nil
+}
+
+// mountID returns the id of the mount that path (relative to dirfd, with flags) is on, and false
+// when the kernel does not report mount ids.
+func mountID(dirfd int, path string, flags int) (uint64, bool) {
+	var stx unix.Statx_t
+	if err := unix.Statx(dirfd, path, flags|unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_SYNC_AS_STAT, unix.STATX_MNT_ID, &stx); err != nil {
+		return 0, false
+	}
+	return stx.Mnt_id, stx.Mask&unix.STATX_MNT_ID != 0
+}
+
+// dirReadOnly reports whether dir is on a mount that is read-only now.
+func dirReadOnly(dir string) bool {
+	var fs unix.Statfs_t
+	return unix.Statfs(dir, &fs) == nil && fs.Flags&unix.ST_RDONLY != 0
 }
 
 func (e *openFile) isBroken() bool {
@@ -327,14 +352,14 @@ func (s *Store) writeBatch(e *openFile, batch []*appendReq) []error {
 		return fail(err)
 	}
 	defer fsutil.Unlock(e.f)
-	var st unix.Stat_t
-	if err := unix.Fstat(int(e.f.Fd()), &st); err != nil {
-		return fail(fmt.Errorf("stat capture file: %w", err))
+	size, ok, err := e.atPath(s.dir)
+	if err != nil {
+		return fail(err)
 	}
-	var cur unix.Stat_t
-	if st.Nlink == 0 || unix.Lstat(e.path, &cur) != nil || uint64(cur.Ino) != e.ino || uint64(cur.Dev) != e.dev {
+	if !ok {
 		// Cleared or replaced since it was opened: Clear takes this lock before it unlinks, so a
-		// line is never written into a file that is already gone.
+		// line is never written into a file that is already gone. A mount put over the dir since
+		// (a read-only bind mount) counts as a replacement: the reopen goes through it.
 		return fail(errReplaced)
 	}
 	var clearedSet map[string]bool
@@ -355,9 +380,11 @@ func (s *Store) writeBatch(e *openFile, batch []*appendReq) []error {
 			errs[i] = errCleared
 		}
 	}
-	size := st.Size
 	repair := false
-	if size > 0 {
+	e.gmu.Lock()
+	ours := e.end == size
+	e.gmu.Unlock()
+	if size > 0 && !ours {
 		var last [1]byte
 		if _, err := e.f.ReadAt(last[:], size-1); err != nil {
 			return fail(fmt.Errorf("read capture file tail: %w", err))
@@ -367,8 +394,15 @@ func (s *Store) writeBatch(e *openFile, batch []*appendReq) []error {
 	broken := false
 	var buf []byte
 	var buffered []int
-	// flush writes the buffered lines in one write(2); after a failed write the tail may be torn, so
-	// the rest of the batch fails too (the callers mark the rollout incomplete).
+	// wrote counts the bytes of buffered lines written; tracked says the batch wrote nothing else,
+	// so that the file's new size is known to end with a '\n' of ours.
+	var wrote int64
+	tracked := true
+	// unsynced says something was written without RWF_DSYNC: the batch ends with an fdatasync.
+	unsynced := false
+	// flush writes the buffered lines in one write, durable when it returns (RWF_DSYNC) where the
+	// kernel offers that; after a failed write the tail may be torn, so the rest of the batch fails
+	// too (the callers mark the rollout incomplete).
 	flush := func() {
 		if len(buffered) == 0 {
 			return
@@ -377,12 +411,16 @@ func (s *Store) writeBatch(e *openFile, batch []*appendReq) []error {
 			buf = append([]byte{'\n'}, buf...)
 			repair = false
 		}
-		if _, err := e.f.Write(buf); err != nil {
+		dsynced, err := writeDsync(e.f, buf)
+		unsynced = unsynced || !dsynced
+		if err != nil {
 			broken = true
 			err = fmt.Errorf("write capture line: %w", err)
 			for _, i := range buffered {
 				errs[i] = err
 			}
+		} else {
+			wrote += int64(len(buf))
 		}
 		buf, buffered = buf[:0], buffered[:0]
 	}
@@ -409,13 +447,16 @@ func (s *Store) writeBatch(e *openFile, batch []*appendReq) []error {
 			continue
 		}
 		errs[i] = streamLine(e.f, repair, r.write)
-		repair = false
+		repair, tracked, unsynced = false, false, true
 	}
 	flush()
 	serr := error(nil)
-	if syncHook != nil {
+	switch {
+	case !unsynced:
+		// Every byte went out with RWF_DSYNC (or nothing was written).
+	case syncHook != nil:
 		serr = syncHook(e.f)
-	} else {
+	default:
 		serr = fdatasync(e.f)
 	}
 	if serr != nil {
@@ -425,19 +466,74 @@ func (s *Store) writeBatch(e *openFile, batch []*appendReq) []error {
 				errs[i] = fmt.Errorf("fsync capture file: %w", serr)
 			}
 		}
-	} else if size == 0 {
+	} else if size == 0 && (wrote > 0 || !tracked) {
 		// The file may be new: make its directory entry durable too (once per rollout).
 		if err := fsutil.SyncDir(s.dir); err != nil {
 			fail(err)
 		}
 	}
+	e.gmu.Lock()
+	e.end = 0
 	if broken {
 		// After a failed write or sync the file's state is unknown; the next append reopens it.
-		e.gmu.Lock()
 		e.broken = true
-		e.gmu.Unlock()
+	} else if tracked && wrote > 0 {
+		e.end = size + wrote
 	}
+	e.gmu.Unlock()
 	return errs
+}
+
+// atPath reports whether e's path still names e's file (no symlink followed), through the mount
+// e was opened through, and the file's size. With mount ids this is one statx of the path (the
+// path naming the file proves it is still linked); without, an fstat (link count, size), an
+// lstat and a statfs (the dir still writable).
+func (e *openFile) atPath(dir string) (size int64, ok bool, err error) {
+	if e.hasMnt {
+		var stx unix.Statx_t
+		err := unix.Statx(unix.AT_FDCWD, e.path, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_SYNC_AS_STAT,
+			unix.STATX_INO|unix.STATX_SIZE|unix.STATX_MNT_ID, &stx)
+		ok := err == nil && stx.Ino == e.ino && uint64(unix.Mkdev(stx.Dev_major, stx.Dev_minor)) == e.dev &&
+			stx.Mask&unix.STATX_MNT_ID != 0 && stx.Mnt_id == e.mnt && stx.Mask&unix.STATX_SIZE != 0
+		return int64(stx.Size), ok, nil
+	}
+	var st, cur unix.Stat_t
+	if err := unix.Fstat(int(e.f.Fd()), &st); err != nil {
+		return 0, false, fmt.Errorf("stat capture file: %w", err)
+	}
+	ok = st.Nlink > 0 && unix.Lstat(e.path, &cur) == nil && uint64(cur.Ino) == e.ino && uint64(cur.Dev) == e.dev && !dirReadOnly(dir)
+	return st.Size, ok, nil
+}
+
+// noDsyncWrites is set once the kernel refused a write with RWF_DSYNC (before Linux 4.7, or a file
+// system without it): later batches write and then fdatasync.
+var noDsyncWrites atomic.Bool
+
+// writeDsync writes b to f (opened O_APPEND: at its end) with pwritev2(RWF_DSYNC), which makes the
+// bytes durable like an fdatasync after the write, in one system call instead of two. Where that is
+// not offered, or when a test replaces the sync (syncHook), it writes plainly and reports dsynced
+// false: the caller then syncs.
+func writeDsync(f *os.File, b []byte) (dsynced bool, err error) {
+	if syncHook != nil || noDsyncWrites.Load() {
+		_, err := f.Write(b)
+		return false, err
+	}
+	fd := int(f.Fd())
+	for len(b) > 0 {
+		n, err := unix.Pwritev2(fd, [][]byte{b}, -1, unix.RWF_DSYNC)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil && n <= 0 && (errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL)):
+			noDsyncWrites.Store(true)
+			_, err := f.Write(b)
+			return false, err
+		case err != nil:
+			return true, &os.PathError{Op: "write", Path: f.Name(), Err: err}
+		}
+		b = b[n:]
+	}
+	return true, nil
 }
 
 // fdatasync flushes f's data and the metadata needed to read it back (its size). It is enough for

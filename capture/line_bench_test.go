@@ -25,3 +25,24 @@ func BenchmarkLine(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLineStreamed encodes the line of a streamed call: a recorded 200-event SSE body as
+// response_raw (most of the line, escaped into a JSON string).
+func BenchmarkLineStreamed(b *testing.B) {
+	raw, err := os.ReadFile("../test/bench/testdata/stream_tool_call_usage_only_chunk.sse")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for len(raw) < 60<<10 {
+		raw = append(raw, raw...)
+	}
+	s := string(raw[:60<<10])
+	req := json.RawMessage(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
+	b.SetBytes(int64(len(s)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := EncodeExchange(&Exchange{ModelCallID: "x", Dialect: "chat", Request: req, ResponseRaw: &s, PayloadsChecked: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -178,15 +179,62 @@ func (s *Store) AppendExchange(id string, ex *Exchange) error {
 	if ex.ResponseRaw != nil {
 		size += len(*ex.ResponseRaw)
 	}
-	if ex.ResponseRawFrom != nil || size > bigLineBuffer {
+	streamed := ex.ResponseRawFrom != nil
+	if t := ex.ResponseRawEscaped; t != nil {
+		size += len(t.Bytes)
+		streamed = streamed || t.From != nil
+	}
+	if streamed || size > bigLineBuffer {
 		// Stream big lines to the file instead of building them in memory first.
 		return s.commit(id, claim, &appendReq{write: func(w io.Writer) error { return WriteExchange(w, ex) }})
 	}
-	line, err := EncodeExchange(ex)
-	if err != nil {
+	// The line is built once, with its newline, in a recycled buffer sized for it up front.
+	lb := getLineBuf(size + lineOverhead)
+	defer putLineBuf(lb)
+	if err := WriteExchange(lb, ex); err != nil {
 		return err
 	}
-	return s.appendLine(id, claim, line)
+	lb.b = append(lb.b, '\n')
+	return s.commit(id, claim, &appendReq{line: lb.b})
+}
+
+// lineOverhead is room for a line's keys and small values beyond its payloads and raw text (a
+// little more than the escaping of typical text adds).
+const lineOverhead = 2 << 10
+
+// lineBuf is a growing byte slice to build one line in.
+type lineBuf struct{ b []byte }
+
+func (l *lineBuf) Write(p []byte) (int, error) {
+	l.b = append(l.b, p...)
+	return len(p), nil
+}
+
+func (l *lineBuf) WriteString(s string) (int, error) {
+	l.b = append(l.b, s...)
+	return len(s), nil
+}
+
+var lineBufs sync.Pool // of *lineBuf
+
+// getLineBuf returns an empty line buffer with room for at least n bytes.
+func getLineBuf(n int) *lineBuf {
+	lb, _ := lineBufs.Get().(*lineBuf)
+	if lb == nil {
+		lb = &lineBuf{}
+	}
+	if cap(lb.b) < n {
+		lb.b = make([]byte, 0, n+n/8)
+	}
+	lb.b = lb.b[:0]
+	return lb
+}
+
+// putLineBuf recycles lb, unless it is too large to keep around.
+func putLineBuf(lb *lineBuf) {
+	if cap(lb.b) <= bigLineBuffer+lineOverhead {
+		lineBufs.Put(lb)
+	}
 }
 
 // AppendFunc appends one line produced by write, for lines too large to build in memory (a spooled

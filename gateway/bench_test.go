@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -202,6 +203,58 @@ func BenchmarkPerCall(b *testing.B) {
 					b.Fatalf("read %d bytes", n)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkPerCallParallel is BenchmarkPerCall with 64 concurrent clients (32 per GOMAXPROCS on 2
+// cores), each on its own rollout, with the request and response sizes of `make bench`'s row 2 (a
+// real agent's 5.5 KB Responses request, a recorded 2 KB response): the CPU profile of row 2.
+func BenchmarkPerCallParallel(b *testing.B) {
+	body := fixture(b, "openai_responses/json_reasoning_text_function_call_cached.json")
+	req, err := os.ReadFile("../test/bench/testdata/request_responses.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	up := newUpstream(b, replay(200, "application/json", body))
+	upURL, _ := url.Parse(up.URL)
+	e := newEnvFor(b, up, func(h *gateway.Handler) { h.Logger = slogTo(io.Discard) })
+	bare := httptest.NewServer(&httputil.ReverseProxy{
+		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(upURL) },
+		FlushInterval: -1,
+	})
+	b.Cleanup(bare.Close)
+	for _, bc := range []struct {
+		name string
+		url  func(w int) string
+	}{
+		{"bare-reverseproxy", func(int) string { return bare.URL + "/v1/responses" }},
+		{"gateway-captured", func(w int) string { return e.url("par-"+strconv.Itoa(w), "/v1/responses") }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
+			defer client.CloseIdleConnections()
+			var next atomic.Int64
+			b.SetParallelism(64 / runtime.GOMAXPROCS(0))
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				u := bc.url(int(next.Add(1)))
+				buf := make([]byte, 32<<10)
+				for pb.Next() {
+					resp, err := client.Post(u, "application/json", bytes.NewReader(req))
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					n, _ := io.CopyBuffer(io.Discard, resp.Body, buf)
+					resp.Body.Close()
+					if n != int64(len(body)) {
+						b.Errorf("read %d bytes", n)
+						return
+					}
+				}
+			})
 		})
 	}
 }

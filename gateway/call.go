@@ -74,7 +74,10 @@ type call struct {
 	read          int64 // raw body bytes read from the upstream
 	firstByte     bool
 	ttft          time.Duration
-	body          *spool // decoded body bytes, for response / response_raw
+	body          *spool // decoded body bytes, for response / response_raw; a stream's already escaped (keep)
+	kept          int64  // decoded body bytes kept in body (before escaping)
+	esc           capture.TextEscaper
+	escaped       []byte // scratch for one escaped chunk
 	capped        bool   // the decoded body passed MaxCaptureBytes: body holds only its first bytes
 	stream        *dialect.Stream
 	inflate       *inflater
@@ -152,6 +155,10 @@ func (h *Handler) serveCaptured(w http.ResponseWriter, r *http.Request, id strin
 	h.proxy.ServeHTTP(w, out)
 }
 
+// maxPresizedRequest bounds how much of an announced Content-Length readRequest allocates before
+// the bytes arrive.
+const maxPresizedRequest = 64 << 10
+
 // readRequest reads the whole request body, up to MaxRequestBytes (errTooLarge beyond, without
 // reading further when Content-Length already says so).
 func (c *call) readRequest(r *http.Request) ([]byte, error) {
@@ -162,9 +169,13 @@ func (c *call) readRequest(r *http.Request) ([]byte, error) {
 	if r.Body == nil {
 		return nil, nil
 	}
-	// The buffer grows with the bytes that arrive, never with the Content-Length announced: a
-	// client announcing 60 MB and sending one byte costs one byte.
+	// The buffer grows with the bytes that arrive; the Content-Length announced sizes it up front
+	// only up to 64 KiB (a client announcing 60 MB and sending one byte costs 64 KiB at most), which
+	// spares the usual request the buffer's regrowth and copies.
 	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(min(r.ContentLength, maxPresizedRequest)) + bytes.MinRead)
+	}
 	src := io.Reader(r.Body)
 	if limit >= 0 {
 		src = io.LimitReader(r.Body, limit+1)
@@ -264,13 +275,13 @@ func (c *call) observe(p []byte) {
 func (c *call) consume(p []byte) {
 	if !c.capped {
 		keep := p
-		if limit := c.h.maxCaptureBytes(); limit >= 0 && c.body.Size()+int64(len(p)) > limit {
-			keep = p[:limit-c.body.Size()]
+		if limit := c.h.maxCaptureBytes(); limit >= 0 && c.kept+int64(len(p)) > limit {
+			keep = p[:limit-c.kept]
 			c.capped = true
 			c.h.log.Warn("response body exceeds the capture limit; keeping its first bytes", "rollout_id", c.rolloutID,
 				"model_call_id", c.modelCallID, "max_capture_bytes", limit)
 		}
-		c.body.Write(keep) // a failure is remembered by the spool and reported when the line is written
+		c.keep(keep)
 		if c.stream != nil && c.stream.Write(keep) {
 			c.terminalHit = true
 		}
@@ -285,6 +296,20 @@ func (c *call) consume(p []byte) {
 	if c.stream != nil && c.stream.Write(p) {
 		c.terminalHit = true
 	}
+}
+
+// keep adds decoded body bytes to the capture. A stream's body is only ever written as
+// response_raw, so its bytes are escaped for the line's JSON string as they arrive, and kept in that
+// form: when the terminal event comes, only its own chunk is left to escape. A spool failure is
+// remembered by the spool and reported when the line is written.
+func (c *call) keep(p []byte) {
+	c.kept += int64(len(p))
+	if c.stream == nil {
+		c.body.Write(p)
+		return
+	}
+	c.escaped = c.esc.Append(c.escaped[:0], p)
+	c.body.Write(c.escaped)
 }
 
 // roundTripFailed handles an upstream round trip that produced no response: the client went away
@@ -418,8 +443,17 @@ func (c *call) finish(o outcome) {
 			v.tooLarge = v.tooLarge || c.stream.Truncated() > 0
 		}
 		if c.body != nil {
-			v.bodyLen = c.body.Size()
-			if v.bodyLen > 0 && (c.streaming || ex.Response == nil) {
+			v.bodyLen = c.kept
+			switch {
+			case v.bodyLen == 0:
+			case c.stream != nil:
+				c.body.Write(c.esc.Flush(c.escaped[:0])) // a UTF-8 sequence cut off at the end
+				if b, ok := c.body.Memory(); ok {
+					ex.ResponseRawEscaped = &capture.EscapedText{Bytes: b}
+				} else {
+					ex.ResponseRawEscaped = &capture.EscapedText{From: c.body.Reader()}
+				}
+			case ex.Response == nil:
 				if b, ok := c.body.Memory(); ok {
 					ex.ResponseRaw = ptr(string(b))
 				} else {

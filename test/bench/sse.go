@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/modelcalls/modelcalls/capture"
 )
 
 // sseStats accumulates one subject's paced streams.
@@ -26,13 +29,18 @@ type sseResult struct {
 	order []string
 	by    map[string]*sseStats
 	pace  time.Duration
+	// fsync times an append of the streams' capture line size (lineLen) plus fsync on the capture
+	// disk, one after every stream: the floor of the terminal event's hold.
+	fsync   durations
+	lineLen int
 }
 
 // runSSE streams the 200-event fixture, paced, through each subject one stream at a time, and
 // times every event at the client against the instant the upstream wrote it.
 func (r *runner) runSSE(ctx context.Context) error {
 	res := &sseResult{by: map[string]*sseStats{}, pace: r.pace}
-	gwOn, stopOn, err := gatewayHandler(r.up.url, filepath.Join(r.workDir, "capture-sse"), true)
+	capDir := filepath.Join(r.workDir, "capture-sse")
+	gwOn, stopOn, err := gatewayHandler(r.up.url, capDir, true)
 	if err != nil {
 		return err
 	}
@@ -62,6 +70,17 @@ func (r *runner) runSSE(ctx context.Context) error {
 			return err
 		}
 	}
+	// The warm-up stream left one line in the gateway's capture file: probe fsync with its size.
+	st, err := os.Stat(filepath.Join(capDir, "sse"+capture.CaptureSuffix))
+	if err != nil {
+		return fmt.Errorf("sse capture line: %w", err)
+	}
+	res.lineLen = int(st.Size())
+	probe, err := newFsyncProbe(capDir, res.lineLen)
+	if err != nil {
+		return err
+	}
+	defer probe.close()
 	for round := range r.sseRounds {
 		order := subjects
 		if round%2 == 1 {
@@ -75,6 +94,13 @@ func (r *runner) runSSE(ctx context.Context) error {
 					return err
 				}
 				st.add(sr)
+				// One probe sync after every stream: the disk sees the cadence the gateway's
+				// terminal syncs see (one every ~200 ms), not a burst of back-to-back syncs.
+				f, err := probe.run(1)
+				if err != nil {
+					return err
+				}
+				res.fsync = append(res.fsync, f...)
 			}
 		}
 		r.logf("  round %d/%d: ttft p50 bare %s ms, gateway %s ms", round+1, r.sseRounds,
