@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
 	"github.com/modelcalls/modelcalls/rollout"
@@ -40,15 +41,36 @@ var ErrInvalidExchange = errors.New("invalid exchange")
 // arguments are sub-slices): do not modify exchange afterwards.
 func BuildRecord(exchange []byte, callIndex int) (*ModelCallRecord, error) {
 	ex := jsonscan.TrimWS(exchange)
-	if err := jsonscan.Validate(ex); err != nil {
+	// One pass validates the line, maps its members and the response's, and decodes the raw texts;
+	// the record is built from that map without walking the line again.
+	// The scanner and its member map are reused across calls (a record keeps none of their memory).
+	p := buildScanners.Get().(*buildScanner)
+	defer buildScanners.Put(p)
+	var err error
+	p.members, err = p.sc.Members(ex, p.members[:0])
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidExchange, err)
 	}
+	if !jsonscan.IsObject(ex) {
+		return nil, fmt.Errorf("%w: not a JSON object but %s", ErrInvalidExchange, jsonscan.KindName(ex))
+	}
 	rec := new(ModelCallRecord)
-	if err := buildRecord(rec, ex, callIndex, true, nil); err != nil {
+	if err := buildRecordMembers(rec, ex, p.members, &p.sc, callIndex, true, nil); err != nil {
 		return nil, err
 	}
 	return rec, nil
 }
+
+// buildScanner is BuildRecord's reusable validating pass: the scanner (response members mapped, raw
+// texts decoded) and the slice its top-level members go into.
+type buildScanner struct {
+	sc      jsonscan.Scanner
+	members []jsonscan.Member
+}
+
+var buildScanners = sync.Pool{New: func() any {
+	return &buildScanner{sc: jsonscan.Scanner{Nested: "response", Decode: rawMembers}}
+}}
 
 // envelope holds the raw values of the exchange keys a record reads (last occurrence wins).
 type envelope struct {
