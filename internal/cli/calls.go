@@ -17,8 +17,6 @@ import (
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
-func init() { register(newCallsCmd) }
-
 // callsOptions are the flags of `modelcalls calls`.
 type callsOptions struct {
 	captureDir      string

@@ -12,8 +12,6 @@ import (
 	"github.com/modelcalls/modelcalls/capture"
 )
 
-func init() { register(newClearCmd) }
-
 // clearOptions are the flags of `modelcalls clear`.
 type clearOptions struct {
 	captureDirs []string

@@ -21,8 +21,6 @@ import (
 	"github.com/modelcalls/modelcalls/otelexport"
 )
 
-func init() { register(newExportCmd) }
-
 // exportOptions are the flags of `modelcalls export otlp`.
 type exportOptions struct {
 	captureDir string

@@ -23,8 +23,6 @@ import (
 	modelcalls "github.com/modelcalls/modelcalls"
 )
 
-func init() { register(newMergeCmd) }
-
 // mergeOptions are the flags of `modelcalls merge`.
 type mergeOptions struct {
 	captureDirs     []string

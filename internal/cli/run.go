@@ -26,8 +26,6 @@ import (
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
-func init() { register(newRunCmd) }
-
 // runOptions are the flags of `modelcalls run`.
 type runOptions struct {
 	rolloutID       string

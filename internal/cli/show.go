@@ -18,8 +18,6 @@ import (
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
-func init() { register(newShowCmd) }
-
 // showOptions are the flags of `modelcalls show`.
 type showOptions struct {
 	captureDir string

@@ -17,8 +17,6 @@ import (
 	"github.com/modelcalls/modelcalls/internal/stats"
 )
 
-func init() { register(newStatsCmd) }
-
 // statsOptions are the flags of `modelcalls stats`.
 type statsOptions struct {
 	captureDir string
