@@ -10,6 +10,7 @@ import (
 
 	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/jsonl"
 )
 
 // clearOptions are the flags of `modelcalls clear`.
@@ -93,36 +94,36 @@ func runClear(ctx context.Context, s *Streams, o *clearOptions) error {
 	var targets []clearTarget
 	reported := 0
 	seen := map[string]bool{}
-	lr := newLineReader(in)
+	lr := jsonl.NewReader(in)
 	for {
-		l, ok, err := lr.next()
+		l, ok, err := lr.Next()
 		if err == nil {
 			err = context.Cause(ctx) // a signal between lines
 		}
 		if err != nil {
 			if ctx.Err() != nil {
 				err = fmt.Errorf("%v: stopped after line %d, before clearing anything (rollouts are cleared once the input is read)",
-					context.Cause(ctx), lr.num)
+					context.Cause(ctx), lr.Lines())
 			}
 			return withExit(ExitFailure, err)
 		}
 		if !ok {
 			break
 		}
-		if len(bytes.TrimSpace(l.body)) == 0 {
+		if len(bytes.TrimSpace(l.Body)) == 0 {
 			continue
 		}
-		id, ok, err := modelcalls.RolloutID(l.body)
+		id, ok, err := modelcalls.RolloutID(l.Body)
 		if err != nil {
 			reported++
-			fmt.Fprintf(s.ErrOut, "modelcalls clear: line %d: not cleared: %v\n", l.num, err)
+			fmt.Fprintf(s.ErrOut, "modelcalls clear: line %d: not cleared: %v\n", l.Num, err)
 			continue
 		}
 		if !ok || seen[id] {
 			continue
 		}
 		seen[id] = true
-		targets = append(targets, clearTarget{id: id, line: l.num})
+		targets = append(targets, clearTarget{id: id, line: l.Num})
 	}
 
 	// Wait for calls in flight, one deadline for the whole run.

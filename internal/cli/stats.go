@@ -14,6 +14,7 @@ import (
 
 	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/ordered"
 	"github.com/modelcalls/modelcalls/internal/stats"
 )
 
@@ -143,8 +144,8 @@ func computeStats(ctx context.Context, dir string, o *statsOptions, errOut io.Wr
 		return ids[i-1], 1, true, nil
 	}
 	workers := max(2, runtime.GOMAXPROCS(0))
-	lim := pipelineLimits{workers: workers, maxItems: 4 * workers, maxBytes: int64(4 * workers)}
-	err = runOrdered(ctx, lim, next,
+	lim := ordered.Limits{Workers: workers, MaxItems: 4 * workers, MaxBytes: int64(4 * workers)}
+	err = ordered.Run(ctx, lim, next,
 		func(_ context.Context, id string) rolloutStats { return readRolloutStats(store, id, &o.filter) },
 		func(rs rolloutStats) error {
 			if rs.err != nil {
