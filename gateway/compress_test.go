@@ -14,6 +14,7 @@ import (
 
 	"github.com/andybalholm/brotli"
 	"github.com/klauspost/compress/zstd"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // flushWriter is a compressor that can emit everything written so far (sync flush).
@@ -76,7 +77,7 @@ func TestCompressedResponses(t *testing.T) {
 			if stream {
 				name = coding + "/sse"
 				plain, ctype, path = sseBody, "text/event-stream", "/v1/responses"
-				parts = sseEvents(sseBody)
+				parts = capturetest.SSEEvents(sseBody)
 			}
 			t.Run(name, func(t *testing.T) {
 				chunks := compressChunks(t, coding, parts)
@@ -96,24 +97,24 @@ func TestCompressedResponses(t *testing.T) {
 				if ce := resp.Header.Get("Content-Encoding"); ce != contentEncoding(coding) {
 					t.Errorf("Content-Encoding %q", ce)
 				}
-				if r := e.up.requests()[0]; r.Header.Get("Accept-Encoding") != "gzip, deflate, br, zstd" {
+				if r := e.up.Requests()[0]; r.Header.Get("Accept-Encoding") != "gzip, deflate, br, zstd" {
 					t.Errorf("upstream saw Accept-Encoding %q", r.Header.Get("Accept-Encoding"))
 				}
 				l := e.one("z-1")
 				if l.ErrorCategory != nil || l.Response == nil {
-					t.Fatalf("line: category %s, response %s", l.category(), l.Response)
+					t.Fatalf("line: category %s, response %s", l.Category(), l.Response)
 				}
 				if stream {
 					if l.ResponseRaw == nil || *l.ResponseRaw != string(plain) {
 						t.Errorf("response_raw is not the decoded stream")
 					}
-					if deref(l.record.TokensTotal) != int64(522) {
-						t.Errorf("tokens_total %v", deref(l.record.TokensTotal))
+					if deref(l.Record.TokensTotal) != int64(522) {
+						t.Errorf("tokens_total %v", deref(l.Record.TokensTotal))
 					}
 				} else {
 					var want bytes.Buffer
 					json.Compact(&want, plain)
-					if string(l.Response) != want.String() || l.has("response_raw") {
+					if string(l.Response) != want.String() || l.Has("response_raw") {
 						t.Errorf("response is not the decoded body")
 					}
 				}
@@ -125,7 +126,7 @@ func TestCompressedResponses(t *testing.T) {
 // TestCompressedStreamHold: with a gzip stream flushed per event, the gateway still finds the
 // terminal event in the chunk that completes it and holds exactly that chunk.
 func TestCompressedStreamHold(t *testing.T) {
-	events := sseEvents(fixture(t, "openai_chat/stream_tool_call_usage_only_chunk.sse"))
+	events := capturetest.SSEEvents(fixture(t, "openai_chat/stream_tool_call_usage_only_chunk.sse"))
 	chunks := compressChunks(t, "gzip", events)
 	up := newSteppedUpstream()
 	up.header = http.Header{"Content-Encoding": {"gzip"}}
@@ -157,8 +158,8 @@ func TestCompressedStreamHold(t *testing.T) {
 	if got := <-cr.got; !bytes.Equal(got, last) {
 		t.Fatalf("terminal chunk differs")
 	}
-	if l := e.one(id); l.ErrorCategory != nil || deref(l.record.TokensTotal) != int64(100) {
-		t.Errorf("line: category %s tokens_total %v", l.category(), deref(l.record.TokensTotal))
+	if l := e.one(id); l.ErrorCategory != nil || deref(l.Record.TokensTotal) != int64(100) {
+		t.Errorf("line: category %s tokens_total %v", l.Category(), deref(l.Record.TokensTotal))
 	}
 	close(up.chunks)
 }
@@ -188,8 +189,8 @@ func TestUndecodableBodies(t *testing.T) {
 				t.Fatalf("client got different bytes")
 			}
 			l := e.one("bad-1")
-			if l.category() != "capture_parse_error" || l.Response != nil && string(l.Response) != "null" || !l.has("response_raw") {
-				t.Errorf("line: category %s response %s raw present %v", l.category(), l.Response, l.has("response_raw"))
+			if l.Category() != "capture_parse_error" || l.Response != nil && string(l.Response) != "null" || !l.Has("response_raw") {
+				t.Errorf("line: category %s response %s raw present %v", l.Category(), l.Response, l.Has("response_raw"))
 			}
 		})
 	}

@@ -11,12 +11,14 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/golden")
 
-// gymCapture is the capture dir NeMo Gym wrote for the shared fixtures (testdata/gym-capture/README.md).
-const gymCapture = "testdata/gym-capture/capture"
+// gymCapture is the capture dir NeMo Gym wrote for the shared fixtures
+// (testdata/gym-capture/README.md at the repository root).
+var gymCapture = capturetest.GymCaptureDir()
 
 // runCLI runs the command line through Main with buffers and returns stdout, stderr and the exit code.
 func runCLI(t testing.TB, stdin string, args ...string) (string, string, int) {
@@ -163,7 +165,7 @@ func TestCallsJSONGolden(t *testing.T) {
 // TestCallsAgreeWithGym checks the identity fields of every record against what NeMo Gym itself
 // attached in merged-by-gym.jsonl (the values that do not depend on SPEC's differences).
 func TestCallsAgreeWithGym(t *testing.T) {
-	data, err := os.ReadFile("testdata/gym-capture/merged-by-gym.jsonl")
+	data, err := os.ReadFile(capturetest.Testdata("gym-capture", "merged-by-gym.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

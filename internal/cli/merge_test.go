@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // ---- the merge command ----
@@ -146,11 +147,11 @@ func trimEOL(b []byte) []byte {
 
 func TestMergeGymFixture(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	in, err := os.ReadFile("testdata/gym-capture/rollouts.jsonl")
+	in, err := os.ReadFile(capturetest.Testdata("gym-capture", "rollouts.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	gym, err := os.ReadFile("testdata/gym-capture/merged-by-gym.jsonl")
+	gym, err := os.ReadFile(capturetest.Testdata("gym-capture", "merged-by-gym.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,7 +509,7 @@ func TestBinarySmoke(t *testing.T) {
 		}
 		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
 	}
-	rollouts, err := os.ReadFile("testdata/gym-capture/rollouts.jsonl")
+	rollouts, err := os.ReadFile(capturetest.Testdata("gym-capture", "rollouts.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

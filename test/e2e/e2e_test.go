@@ -493,9 +493,10 @@ func matchRecord(recs []record, obs Observed, i int, used map[int]bool) int {
 	return -1
 }
 
-// expectedSessionID applies SPEC §5's client id rule to the headers the upstream saw (the
-// gateway forwards headers unchanged): the first present of x-session-id,
-// x-claude-code-session-id, session-id, session_id; several different values give none.
+// expectedSessionID applies the gateway's client id rule (docs/format.md section 3.6) to the
+// headers the upstream saw (the gateway forwards headers unchanged): the first present of
+// x-session-id, x-claude-code-session-id, session-id, session_id; several different values give
+// none.
 func expectedSessionID(h http.Header) *string {
 	for _, name := range []string{"x-session-id", "x-claude-code-session-id", "session-id", "session_id"} {
 		vals := h.Values(name)

@@ -5,7 +5,6 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // replayHarnesses are the harnesses whose runs are replayed after their upstream is stopped.
@@ -135,45 +136,6 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	return l.w.Write(b)
 }
 
-// captureLine is the part of a capture line the replay checks read.
-type captureLine struct {
-	ModelCallID         string          `json:"model_call_id"`
-	StatusCode          *int            `json:"status_code"`
-	Response            json.RawMessage `json:"response"`
-	ResponseRaw         *string         `json:"response_raw"`
-	ResponseSource      *string         `json:"response_source"`
-	UpstreamAttempted   *bool           `json:"upstream_attempted"`
-	LocalResponseReason *string         `json:"local_response_reason"`
-}
-
-// body is what the line holds as the response body: response_raw, else the response object.
-func (l captureLine) body() []byte {
-	if l.ResponseRaw != nil {
-		return []byte(*l.ResponseRaw)
-	}
-	return l.Response
-}
-
-func readCaptureLines(t *testing.T, dir, id string) []captureLine {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, id+".capture.jsonl"))
-	if err != nil {
-		t.Fatalf("capture file: %v", err)
-	}
-	var out []captureLine
-	for _, raw := range bytes.Split(b, []byte("\n")) {
-		if len(bytes.TrimSpace(raw)) == 0 {
-			continue
-		}
-		var l captureLine
-		if err := json.Unmarshal(raw, &l); err != nil {
-			t.Fatalf("capture line of %s: %v", id, err)
-		}
-		out = append(out, l)
-	}
-	return out
-}
-
 // freshHome moves the directory home to home+suffix and creates an empty one in its place.
 func freshHome(t *testing.T, home, suffix string) {
 	t.Helper()
@@ -245,7 +207,7 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 			}
 			t.Logf("replayed %s in %v (against the model: %v)", res.run, wall.Round(time.Millisecond), res.wall.Round(time.Millisecond))
 
-			orig := readCaptureLines(t, rig.captureDir, res.rolloutID)
+			orig := capturetest.ReadDir(t, rig.captureDir, res.rolloutID)
 			var calls []TapEntry
 			for _, e := range entries {
 				if DialectOfPath(strings.TrimPrefix(e.Path, "/ng-rollout/"+res.rolloutID)) != "" && e.Method == http.MethodPost {
@@ -260,9 +222,9 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 				if orig[i].StatusCode == nil || e.Status != *orig[i].StatusCode {
 					t.Errorf("call %d: status %d, recorded %v", i, e.Status, derefAny(orig[i].StatusCode))
 				}
-				if !bytes.Equal(e.RespBody, orig[i].body()) {
+				if !bytes.Equal(e.RespBody, orig[i].Body()) {
 					t.Errorf("call %d: the harness received %d bytes that differ from the %d recorded\n got: %.300q\nwant: %.300q",
-						i, len(e.RespBody), len(orig[i].body()), e.RespBody, orig[i].body())
+						i, len(e.RespBody), len(orig[i].Body()), e.RespBody, orig[i].Body())
 				}
 				if id := e.RespHeader.Get("x-nemo-gym-model-call-id"); id == "" || id == orig[i].ModelCallID {
 					t.Errorf("call %d: model call id header %q: want the re-capture's own id", i, id)
@@ -271,12 +233,12 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 
 			// The re-capture: one line per call, the recorded bytes, provenance local / replay; and
 			// its records compare with the original's call for call.
-			re := readCaptureLines(t, outDir, res.rolloutID)
+			re := capturetest.ReadDir(t, outDir, res.rolloutID)
 			if len(re) != len(orig) {
 				t.Fatalf("re-capture has %d lines, want %d", len(re), len(orig))
 			}
 			for i := range re {
-				if !bytes.Equal(re[i].body(), orig[i].body()) {
+				if !bytes.Equal(re[i].Body(), orig[i].Body()) {
 					t.Errorf("re-captured call %d: body differs from the original capture", i)
 				}
 				if deref(re[i].ResponseSource) != "local" || deref(re[i].LocalResponseReason) != "replay" ||

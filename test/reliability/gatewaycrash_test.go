@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -20,7 +21,7 @@ import (
 // closed, announcing each on arrived.
 func heldUpstream(t *testing.T, n int) (url string, arrived chan struct{}, release chan struct{}) {
 	arrived, release = make(chan struct{}, n), make(chan struct{})
-	up := newRawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+	up := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Hold") != "" {
 			arrived <- struct{}{}
 			select {
@@ -90,7 +91,7 @@ func TestProxyDrainsOnSIGTERM(t *testing.T) {
 		t.Fatalf("proxy exit: %v\n%s", err, tail(p.stderr.String(), 2000))
 	}
 	store, _ := capture.Open(dir)
-	if xs := readExchanges(t, store, id); len(xs) != n+1 {
+	if xs := capturetest.Lines(t, store, id); len(xs) != n+1 {
 		t.Fatalf("%d lines after the drain, want %d", len(xs), n+1)
 	}
 	assertNoClaimsIn(t, dir)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // Request bodies announced but not sent: memory grows with the bytes received, never with the
@@ -88,7 +89,7 @@ func TestAnnouncedBodiesCostNoMemory(t *testing.T) {
 	}
 	awaitClaims(t, store, "mem", 0)
 	p.stop()
-	xs := readExchanges(t, store, "mem")
+	xs := capturetest.Lines(t, store, "mem")
 	if len(xs) != conns {
 		t.Fatalf("%d lines for %d calls", len(xs), conns)
 	}
@@ -132,7 +133,7 @@ func TestStalledRequestBody(t *testing.T) {
 		t.Errorf("answered after %v, before the 300ms timeout", took)
 	}
 	awaitClaims(t, store, "stall", 0)
-	xs := readExchanges(t, store, "stall")
+	xs := capturetest.Lines(t, store, "stall")
 	if len(xs) != 1 || str(xs[0].ErrorCategory) != "cancelled" || xs[0].UpstreamAttempted == nil || *xs[0].UpstreamAttempted {
 		t.Fatalf("lines %+v; want one cancelled line with upstream_attempted false", xs)
 	}
@@ -175,7 +176,7 @@ func TestStalledRequestBody(t *testing.T) {
 		t.Errorf("h2 stalled body: %s %d, want HTTP/2.0 408", res.Proto, res.StatusCode)
 	}
 	awaitClaims(t, store, "stall-h2", 0)
-	if xs := readExchanges(t, store, "stall-h2"); len(xs) != 1 || str(xs[0].ErrorCategory) != "cancelled" {
+	if xs := capturetest.Lines(t, store, "stall-h2"); len(xs) != 1 || str(xs[0].ErrorCategory) != "cancelled" {
 		t.Errorf("h2 stalled body lines %+v; want one cancelled line", xs)
 	}
 	p.stop()

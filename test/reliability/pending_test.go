@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -253,7 +254,7 @@ func TestMergeDuringGatewayCalls(t *testing.T) {
 	const done, outstanding = 4, 6
 	arrived := make(chan struct{}, outstanding)
 	release := make(chan struct{})
-	up := newRawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+	up := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Hold") != "" {
 			arrived <- struct{}{}
 			select {
