@@ -93,15 +93,9 @@ func Replay(status int, contentType string, body []byte) http.HandlerFunc {
 // so an upstream can send (and flush) one event per write. A last event without its blank line is
 // kept as it is.
 func SSEEvents(body []byte) [][]byte {
-	var out [][]byte
-	for len(body) > 0 {
-		i := bytes.Index(body, []byte("\n\n"))
-		if i < 0 {
-			out = append(out, body)
-			break
-		}
-		out = append(out, body[:i+2])
-		body = body[i+2:]
+	events := bytes.SplitAfter(body, []byte("\n\n"))
+	if last := len(events) - 1; len(events[last]) == 0 {
+		events = events[:last] // the body ended with a blank line (or is empty)
 	}
-	return out
+	return events
 }

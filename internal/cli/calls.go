@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -14,7 +13,6 @@ import (
 
 	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
-	"github.com/modelcalls/modelcalls/rollout"
 )
 
 // callsOptions are the flags of `modelcalls calls`.
@@ -128,29 +126,12 @@ func runCalls(s *Streams, o *callsOptions, dir, id string) error {
 	if err := o.filter.check(); err != nil {
 		return err
 	}
-	if err := rollout.Validate(id); err != nil {
-		return usageErrorf("ROLLOUT_ID: %w (rule: ^[A-Za-z0-9][A-Za-z0-9._-]*$, at most %d bytes)", err, rollout.MaxIDLen)
-	}
-	if err := checkDir(dir); err != nil {
+	if err := checkRolloutID("ROLLOUT_ID", id); err != nil {
 		return err
 	}
-	store, err := capture.OpenExisting(dir)
+	rc, err := loadRollout(dir, id)
 	if err != nil {
-		return withExit(ExitNotFound, err)
-	}
-	rc, err := readRolloutCalls(store, id)
-	if err != nil {
-		return withExit(ExitFailure, fmt.Errorf("read rollout %s: %w", id, err))
-	}
-	if !rc.hasCapture && !rc.incomplete {
-		msg := fmt.Sprintf("rollout %s has no capture in %s (no %s%s)", id, dir, id, capture.CaptureSuffix)
-		if rc.claims.Live > 0 {
-			msg += fmt.Sprintf("; %d capture writes are still in progress", rc.claims.Live)
-		}
-		if rc.claims.Stale > 0 {
-			msg += fmt.Sprintf("; %d capture writes were abandoned (stale claims: the writing process is gone)", rc.claims.Stale)
-		}
-		return withExit(ExitNotFound, errors.New(msg))
+		return err
 	}
 	for _, d := range rc.damages {
 		fmt.Fprintf(s.ErrOut, "modelcalls calls: %s:%d: damaged line skipped: %v\n", rc.path, d.Line, d.Err)

@@ -17,7 +17,6 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/modelcalls/modelcalls"
-	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/jsonl"
 	"github.com/modelcalls/modelcalls/otelexport"
 )
@@ -90,12 +89,9 @@ func runExportOTLP(ctx context.Context, s *Streams, o *exportOptions) error {
 		}
 		upstream = u
 	}
-	if err := checkDir(o.captureDir); err != nil {
-		return err
-	}
-	store, err := capture.OpenExisting(o.captureDir)
+	store, err := openCaptureDir(o.captureDir)
 	if err != nil {
-		return withExit(ExitNotFound, err)
+		return err
 	}
 	var rollouts []exportRollout
 	if o.in != "" {

@@ -6,6 +6,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+
+	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/rollout"
 )
 
 // checkCaptureDirs returns an ExitUsage error when no dir was given and an ExitNotFound error when
@@ -37,6 +40,53 @@ func checkDir(dir string) error {
 		return withExit(ExitNotFound, fmt.Errorf("capture dir %s is not a directory", dir))
 	}
 	return nil
+}
+
+// openCaptureDir opens the existing capture dir named on the command line, creating nothing: an
+// ExitNotFound error when it does not exist or is not a directory.
+func openCaptureDir(dir string) (*capture.Store, error) {
+	if err := checkDir(dir); err != nil {
+		return nil, err
+	}
+	store, err := capture.OpenExisting(dir)
+	if err != nil {
+		return nil, withExit(ExitNotFound, err)
+	}
+	return store, nil
+}
+
+// checkRolloutID returns an ExitUsage error naming what (the flag or argument) when id is not a
+// valid rollout id.
+func checkRolloutID(what, id string) error {
+	if err := rollout.Validate(id); err != nil {
+		return usageErrorf("%s: %w (rule: ^[A-Za-z0-9][A-Za-z0-9._-]*$, at most %d bytes)", what, err, rollout.MaxIDLen)
+	}
+	return nil
+}
+
+// loadRollout reads rollout id of capture dir dir for show and calls: an ExitNotFound error when
+// the dir does not exist or the rollout has neither a capture file nor an incomplete marker (naming
+// capture writes still in progress or abandoned, which explain an empty rollout).
+func loadRollout(dir, id string) (*rolloutCalls, error) {
+	store, err := openCaptureDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := readRolloutCalls(store, id)
+	if err != nil {
+		return nil, withExit(ExitFailure, fmt.Errorf("read rollout %s: %w", id, err))
+	}
+	if !rc.hasCapture && !rc.incomplete {
+		msg := fmt.Sprintf("rollout %s has no capture in %s (no %s%s)", id, dir, id, capture.CaptureSuffix)
+		if rc.claims.Live > 0 {
+			msg += fmt.Sprintf("; %d capture writes are still in progress", rc.claims.Live)
+		}
+		if rc.claims.Stale > 0 {
+			msg += fmt.Sprintf("; %d capture writes were abandoned (stale claims: the writing process is gone)", rc.claims.Stale)
+		}
+		return nil, withExit(ExitNotFound, errors.New(msg))
+	}
+	return rc, nil
 }
 
 // openInput opens --in ("" or "-": stdin). size is the size of a regular file, else -1. When the

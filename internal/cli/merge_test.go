@@ -126,18 +126,15 @@ func decodeAttachment(t testing.TB, v []byte) attachment {
 }
 
 // splitKeepEOL splits data into lines that keep their terminators.
-func splitKeepEOL(data []byte) [][]byte {
-	var lines [][]byte
-	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			lines = append(lines, data)
-			break
-		}
-		lines = append(lines, data[:i+1])
-		data = data[i+1:]
+func splitKeepEOL(data []byte) [][]byte { return splitAfterAll(data, "\n") }
+
+// splitAfterAll is bytes.SplitAfter without the empty piece after a final sep.
+func splitAfterAll(data []byte, sep string) [][]byte {
+	pieces := bytes.SplitAfter(data, []byte(sep))
+	if len(pieces) > 0 && len(pieces[len(pieces)-1]) == 0 {
+		pieces = pieces[:len(pieces)-1]
 	}
-	return lines
+	return pieces
 }
 
 func trimEOL(b []byte) []byte {

@@ -126,9 +126,9 @@ func readRolloutStats(store *capture.Store, id string, filter *callFilter) rollo
 // computeStats reads every rollout of the capture dir (several at once) and accumulates them in id
 // order. Rollouts that could not be read are reported to errOut and counted in failed.
 func computeStats(ctx context.Context, dir string, o *statsOptions, errOut io.Writer) (report stats.Report, failed int, err error) {
-	store, err := capture.OpenExisting(dir)
+	store, err := openCaptureDir(dir)
 	if err != nil {
-		return report, 0, withExit(ExitNotFound, err)
+		return report, 0, err
 	}
 	ids, err := store.Rollouts()
 	if err != nil {
@@ -176,9 +176,6 @@ func runStats(ctx context.Context, s *Streams, o *statsOptions, dir string) erro
 		return usageErrorf("--by %q: want model, rollout or dialect", o.by)
 	}
 	if err := o.filter.check(); err != nil {
-		return err
-	}
-	if err := checkDir(dir); err != nil {
 		return err
 	}
 	report, failed, err := computeStats(ctx, dir, o, s.ErrOut)
