@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
@@ -237,45 +236,14 @@ func (p *claimProbe) run(n int) (claim, release durations, err error) {
 // Append of one line, Release — from workers goroutines for about dur, worker w into rollout
 // idOf(w). Its rate is the ceiling the disk puts on captured calls per second.
 func storeLoad(store *capture.Store, line []byte, workers int, dur time.Duration, idOf func(int) string) (loadResult, error) {
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		res      loadResult
-		firstErr error
-	)
-	start := time.Now()
-	deadline := start.Add(dur)
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			id := idOf(w)
-			var lat durations
-			var err error
-			for time.Now().Before(deadline) {
-				t := time.Now()
-				var c *capture.Claim
-				if c, err = store.Claim(id, capture.NewModelCallID()); err != nil {
-					break
-				}
-				if err = store.Append(id, line); err != nil {
-					break
-				}
-				if err = c.Release(); err != nil {
-					break
-				}
-				lat = append(lat, time.Since(t))
-			}
-			mu.Lock()
-			res.lat = append(res.lat, lat...)
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	res.elapsed = time.Since(start)
-	res.calls = len(res.lat)
-	return res, firstErr
+	return runStoreOps(func(id string, line []byte) error {
+		c, err := store.Claim(id, capture.NewModelCallID())
+		if err != nil {
+			return err
+		}
+		if err := store.Append(id, line); err != nil {
+			return err
+		}
+		return c.Release()
+	}, line, workers, dur, idOf)
 }
