@@ -28,6 +28,28 @@ func runCLI(t testing.TB, stdin string, args ...string) (string, string, int) {
 	return out.String(), errOut.String(), code
 }
 
+// exitCase is one command line and how it must end: the exit code, and a piece of stderr ("" for
+// any).
+type exitCase struct {
+	name string
+	args []string
+	code int
+	msg  string
+}
+
+// checkExits runs each case through Main, one subtest each.
+func checkExits(t *testing.T, cases []exitCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errOut, code := runCLI(t, "", tc.args...)
+			if code != tc.code || !strings.Contains(errOut, tc.msg) {
+				t.Errorf("%q: exit %d, stderr %q; want %d and %q", tc.args, code, errOut, tc.code, tc.msg)
+			}
+		})
+	}
+}
+
 // checkGolden compares got with testdata/golden/<name>, rewriting it with -update.
 func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
@@ -292,12 +314,7 @@ func TestCallsExitCodes(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name    string
-		args    []string
-		code    int
-		message string
-	}{
+	checkExits(t, []exitCase{
 		{"missing dir", []string{"calls", "/nonexistent/capture", "0-0"}, ExitNotFound, "does not exist"},
 		{"dir is a file", []string{"calls", file, "0-0"}, ExitNotFound, "not a directory"},
 		{"missing rollout", []string{"calls", gymCapture, "4-3"}, ExitNotFound, "rollout 4-3 has no capture"},
@@ -319,16 +336,5 @@ func TestCallsExitCodes(t *testing.T) {
 		{"unknown flag", []string{"calls", gymCapture, "0-0", "--bogus"}, ExitUsage, "unknown flag"},
 		{"found", []string{"calls", gymCapture, "0-0"}, ExitOK, ""},
 		{"marker only is found", []string{"calls", gymCapture, "4-0", "--json"}, ExitOK, ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, errOut, code := runCLI(t, "", tc.args...)
-			if code != tc.code {
-				t.Errorf("exit %d; want %d (stderr %q)", code, tc.code, errOut)
-			}
-			if tc.message != "" && !strings.Contains(errOut, tc.message) {
-				t.Errorf("stderr %q lacks %q", errOut, tc.message)
-			}
-		})
-	}
+	})
 }

@@ -450,12 +450,7 @@ func TestMergeUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "f")
 	os.WriteFile(file, nil, 0o644)
-	tests := []struct {
-		name string
-		args []string
-		code int
-		msg  string
-	}{
+	checkExits(t, []exitCase{
 		{"no capture dir", []string{"merge"}, ExitUsage, "--capture-dir is required"},
 		{"missing capture dir", []string{"merge", "--capture-dir", "/nonexistent/dir"}, ExitNotFound, "does not exist"},
 		{"capture dir is a file", []string{"merge", "--capture-dir", file}, ExitNotFound, "not a directory"},
@@ -466,15 +461,7 @@ func TestMergeUsageErrors(t *testing.T) {
 		{"zero workers", []string{"merge", "--capture-dir", dir, "--workers", "0"}, ExitUsage, "--workers 0"},
 		{"positional argument", []string{"merge", "--capture-dir", dir, "x.jsonl"}, ExitUsage, "unknown command"},
 		{"out dir missing", []string{"merge", "--capture-dir", dir, "--out", "/nonexistent/out.jsonl"}, ExitFailure, "create --out"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, errOut, code := runCLI(t, "", tc.args...)
-			if code != tc.code || !strings.Contains(errOut, tc.msg) {
-				t.Errorf("exit %d, stderr %q; want %d and %q", code, errOut, tc.code, tc.msg)
-			}
-		})
-	}
+	})
 }
 
 func TestMergeEmptyInput(t *testing.T) {

@@ -12,12 +12,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 func TestProxyUsageErrors(t *testing.T) {
@@ -56,10 +56,10 @@ func TestProxyUsageErrors(t *testing.T) {
 
 // runProxyCmd starts `modelcalls args...` and returns the address it listens on, a channel with
 // its exit code, and its stderr so far.
-func runProxyCmd(t *testing.T, ctx context.Context, args []string) (addr string, exit <-chan error, stderr *lockedBuffer) {
+func runProxyCmd(t *testing.T, ctx context.Context, args []string) (addr string, exit <-chan error, stderr *capturetest.Buffer) {
 	t.Helper()
 	pr, pw := io.Pipe()
-	stderr = &lockedBuffer{}
+	stderr = &capturetest.Buffer{}
 	root := NewRootCommand(&Streams{In: strings.NewReader(""), Out: io.Discard, ErrOut: pw})
 	root.SetArgs(args)
 	done := make(chan error, 1)
@@ -87,23 +87,6 @@ func runProxyCmd(t *testing.T, ctx context.Context, args []string) (addr string,
 		t.Fatal("no listening line")
 	}
 	return addr, done, stderr
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestProxyServesAndDrains runs the command Gym-style (capture dir from ++ overrides) on port 0,
