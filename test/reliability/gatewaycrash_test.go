@@ -35,6 +35,18 @@ func heldUpstream(t *testing.T, n int) (url string, arrived chan struct{}, relea
 	return up.URL, arrived, release
 }
 
+// awaitArrived waits until n held calls reached the upstream.
+func awaitArrived(t *testing.T, arrived <-chan struct{}, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case <-arrived:
+		case <-within():
+			t.Fatal("held calls did not reach the upstream")
+		}
+	}
+}
+
 // heldCalls starts n calls through base for rollout id that the upstream holds, and returns a
 // channel with each call's error (nil when it was answered exactly).
 func heldCalls(t *testing.T, client *http.Client, base, id string, n int) chan error {
@@ -72,13 +84,7 @@ func TestProxyDrainsOnSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	errs := heldCalls(t, client, p.url, id, n)
-	for range n {
-		select {
-		case <-arrived:
-		case <-within():
-			t.Fatal("held calls did not reach the upstream")
-		}
-	}
+	awaitArrived(t, arrived, n)
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	p.expect("draining")
 	close(release)
@@ -112,13 +118,7 @@ func TestProxyKilledWithCallsInFlight(t *testing.T) {
 		}
 	}
 	errs := heldCalls(t, client, p.url, id, n)
-	for range n {
-		select {
-		case <-arrived:
-		case <-within():
-			t.Fatal("held calls did not reach the upstream")
-		}
-	}
+	awaitArrived(t, arrived, n)
 	store, _ := capture.Open(dir)
 	awaitClaims(t, store, id, n)
 	p.kill()

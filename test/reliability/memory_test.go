@@ -19,25 +19,29 @@ import (
 // Request bodies announced but not sent: memory grows with the bytes received, never with the
 // Content-Length announced, and a body that stops arriving is cut off by the request body timeout.
 
-// rssBytes is the resident set size of process pid (VmRSS in /proc/<pid>/status).
-func rssBytes(t testing.TB, pid int) int64 {
+// procStatus is the size key (VmRSS: resident now, VmHWM: peak resident) of process pid in bytes,
+// from /proc/<pid>/status.
+func procStatus(t testing.TB, pid int, key string) int64 {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+	for l := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, key+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			if err != nil {
-				t.Fatalf("VmRSS %q: %v", v, err)
+				t.Fatalf("%s %q: %v", key, v, err)
 			}
 			return kb << 10
 		}
 	}
-	t.Fatal("no VmRSS")
+	t.Fatalf("no %s in /proc/%d/status", key, pid)
 	return 0
 }
+
+// rssBytes is the resident set size of process pid.
+func rssBytes(t testing.TB, pid int) int64 { return procStatus(t, pid, "VmRSS") }
 
 // announce opens a connection to the proxy at base and sends the headers of a captured call
 // announcing a body of size bytes, then the first n bytes of it.

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
@@ -21,23 +19,8 @@ import (
 // stays within a bounded resident size, its capture line and spool stay within the capture limit,
 // and the client still gets every byte as sent.
 
-// procHWMKiB reads the peak resident size (VmHWM) of process pid, in KiB.
-func procHWMKiB(t testing.TB, pid int) int64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Skipf("no /proc: %v", err)
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			f := strings.Fields(v)
-			n, _ := strconv.ParseInt(f[0], 10, 64)
-			return n
-		}
-	}
-	t.Fatal("no VmHWM in /proc status")
-	return 0
-}
+// procHWMKiB is the peak resident size of process pid, in KiB.
+func procHWMKiB(t testing.TB, pid int) int64 { return procStatus(t, pid, "VmHWM") >> 10 }
 
 // gzipBomb returns a gzip body (concatenated members) that decodes to n spaces (a byte the line
 // stores unescaped, so the line's size is the kept size; zeros would be stored as \u0000).
