@@ -36,8 +36,8 @@ type replayProc struct {
 	logDone      chan struct{} // closed when the log pipe reached EOF
 	once         sync.Once
 	err          error
-	mu           sync.Mutex
-	stdout, logs bytes.Buffer
+	mu           sync.Mutex // guards base and admin while the log is read
+	stdout, logs capturetest.Buffer
 }
 
 var (
@@ -57,7 +57,7 @@ func startReplay(t *testing.T, bin, logPath string, args ...string) *replayProc 
 	p := &replayProc{cmd: cmd, exited: make(chan error, 1), logDone: make(chan struct{})}
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
-	cmd.Stdout = &lockedWriter{mu: &p.mu, w: &p.stdout}
+	cmd.Stdout = &p.stdout
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start modelcalls replay: %v", err)
 	}
@@ -73,8 +73,8 @@ func startReplay(t *testing.T, bin, logPath string, args ...string) *replayProc 
 		sc.Buffer(make([]byte, 64<<10), 16<<20)
 		for sc.Scan() {
 			line := sc.Text()
+			p.logs.Write([]byte(line + "\n"))
 			p.mu.Lock()
-			p.logs.WriteString(line + "\n")
 			if m := adminAddrRE.FindStringSubmatch(line); m != nil {
 				p.admin = "http://" + m[1]
 			}
@@ -94,17 +94,11 @@ func startReplay(t *testing.T, bin, logPath string, args ...string) *replayProc 
 		return p
 	case err := <-p.exited:
 		p.exited <- err
-		t.Fatalf("modelcalls replay exited at start: %v\n%s", err, p.logText())
+		t.Fatalf("modelcalls replay exited at start: %v\n%s", err, p.logs.String())
 	case <-time.After(30 * time.Second):
-		t.Fatalf("modelcalls replay logged no listening address in 30s:\n%s", p.logText())
+		t.Fatalf("modelcalls replay logged no listening address in 30s:\n%s", p.logs.String())
 	}
 	return nil
-}
-
-func (p *replayProc) logText() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.logs.String()
 }
 
 // stop sends SIGTERM (once) and returns the exit error and what the command printed on stdout.
@@ -120,20 +114,7 @@ func (p *replayProc) stop() (error, string) {
 		}
 		<-p.logDone
 	})
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	return p.err, p.stdout.String()
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
 }
 
 // freshHome moves the directory home to home+suffix and creates an empty one in its place.
@@ -200,7 +181,7 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 			entries := tap.Take()
 			if err != nil {
 				t.Fatalf("replayed %s: %v\nstdout:\n%s\nstderr (tail):\n%s\nreplay log (tail):\n%s", run.harness, err, stdout,
-					tail(stderr, 30), tail(rp.logText(), 20))
+					tail(stderr, 30), tail(rp.logs.String(), 20))
 			}
 			if stdout != res.output {
 				t.Errorf("replayed run printed %q, against the model it printed %q", stdout, res.output)
@@ -271,7 +252,7 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 			freshHome(t, home2, "-replayed")
 			changed := harnessPrompt + " please"
 			args, env = run.command(t, home2, run.baseURL(rollBase), changed)
-			before := strings.Count(rp.logText(), `msg="replay miss" rollout_id=`+res.rolloutID+" ")
+			before := strings.Count(rp.logs.String(), `msg="replay miss" rollout_id=`+res.rolloutID+" ")
 			stdout, stderr, err = runProcess(res.exe, args, env, home2, res.project, harnessTimeout)
 			if err == nil && strings.Contains(stdout, res.nonce) {
 				t.Errorf("a changed prompt was answered: %q", stdout)
@@ -289,7 +270,7 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 			// The replay logs before it answers; its log reaches us through a pipe.
 			n := 0
 			for deadline := time.Now().Add(5 * time.Second); n < 1 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-				n = strings.Count(rp.logText(), `msg="replay miss" rollout_id=`+res.rolloutID+" ") - before
+				n = strings.Count(rp.logs.String(), `msg="replay miss" rollout_id=`+res.rolloutID+" ") - before
 			}
 			if n < 1 {
 				t.Errorf("the replay did not log the miss")
@@ -315,9 +296,9 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 	}
 	err, stdout := rp.stop()
 	if err != nil {
-		t.Errorf("replay did not exit cleanly on SIGTERM: %v\n%s", err, tail(rp.logText(), 20))
+		t.Errorf("replay did not exit cleanly on SIGTERM: %v\n%s", err, tail(rp.logs.String(), 20))
 	}
-	misses := strings.Count(rp.logText(), `msg="replay miss"`)
+	misses := strings.Count(rp.logs.String(), `msg="replay miss"`)
 	if misses < changedRuns {
 		t.Errorf("%d misses logged for %d changed-prompt runs", misses, changedRuns)
 	}
