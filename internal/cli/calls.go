@@ -17,11 +17,8 @@ import (
 
 // callsOptions are the flags of `modelcalls calls`.
 type callsOptions struct {
-	captureDir      string
-	json            bool
-	format          string
+	reportOptions
 	includePayloads bool
-	filter          callFilter
 }
 
 func newCallsCmd(s *Streams) *cobra.Command {
@@ -59,11 +56,8 @@ Damaged capture lines are reported on stderr with their line numbers and skipped
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.captureDir, "capture-dir", "", "capture directory (or give it as the first argument)")
-	f.StringVar(&o.format, "format", "", "table, tsv or json (default: table on a terminal, tsv otherwise)")
-	f.BoolVar(&o.json, "json", false, "same as --format json: one JSON record per line")
+	o.addFlags(f, "capture directory (or give it as the first argument)", "same as --format json: one JSON record per line")
 	f.BoolVar(&o.includePayloads, "include-payloads", false, "with --format json: include request, response, request_raw and response_raw")
-	o.filter.addFlags(f)
 	return cmd
 }
 

@@ -20,11 +20,8 @@ import (
 
 // statsOptions are the flags of `modelcalls stats`.
 type statsOptions struct {
-	captureDir string
-	json       bool
-	format     string
-	by         string
-	filter     callFilter
+	reportOptions
+	by string
 }
 
 func newStatsCmd(s *Streams) *cobra.Command {
@@ -65,11 +62,8 @@ stderr, the rest still counted).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.captureDir, "capture-dir", "", "capture directory (or give it as the argument)")
-	f.StringVar(&o.format, "format", "", "table, tsv or json (default: table on a terminal, tsv otherwise)")
-	f.BoolVar(&o.json, "json", false, "same as --format json: one JSON object")
+	o.addFlags(f, "capture directory (or give it as the argument)", "same as --format json: one JSON object")
 	f.StringVar(&o.by, "by", stats.ByModel, "group the calls by model, rollout or dialect")
-	o.filter.addFlags(f)
 	return cmd
 }
 
