@@ -15,10 +15,8 @@ import (
 
 // clearOptions are the flags of `modelcalls clear`.
 type clearOptions struct {
-	captureDirs []string
-	in          string
-	wait        time.Duration
-	force       bool
+	recordsOptions
+	force bool
 }
 
 func newClearCmd(s *Streams) *cobra.Command {
@@ -50,9 +48,8 @@ Ctrl-D). SIGINT or SIGTERM stop it at once; the rollouts cleared until then stay
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&o.captureDirs, "capture-dir", nil, "capture directory (required; repeat to clear in several)")
-	f.StringVar(&o.in, "in", "", "JSONL rollout records (default: stdin; - is stdin)")
-	f.DurationVar(&o.wait, "wait", modelcalls.CaptureDrainTimeout, "longest wait, over all rollouts, for calls still in flight (0: look once, do not wait)")
+	o.addFlags(f, "capture directory (required; repeat to clear in several)",
+		"longest wait, over all rollouts, for calls still in flight (0: look once, do not wait)")
 	f.BoolVar(&o.force, "force", false, "clear rollouts whose calls are still in flight after the wait (their lines go to <id>.capture.orphaned.jsonl)")
 	return cmd
 }
@@ -64,11 +61,8 @@ type clearTarget struct {
 }
 
 func runClear(ctx context.Context, s *Streams, o *clearOptions) error {
-	if err := checkCaptureDirs(o.captureDirs); err != nil {
+	if err := o.check(); err != nil {
 		return err
-	}
-	if o.wait < 0 {
-		return usageErrorf("--wait %s: must be >= 0 (0: look once, do not wait)", o.wait)
 	}
 	if ctx == nil {
 		ctx = context.Background()

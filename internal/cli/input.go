@@ -6,10 +6,39 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"time"
 
+	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/rollout"
+	"github.com/spf13/pflag"
 )
+
+// recordsOptions are the flags merge and clear share: the capture dirs, the rollout records to read
+// (--in) and how long to wait for capture writes still in flight (--wait).
+type recordsOptions struct {
+	captureDirs []string
+	in          string
+	wait        time.Duration
+}
+
+// addFlags registers the shared flags; dirHelp and waitHelp are the command's own help texts.
+func (r *recordsOptions) addFlags(f *pflag.FlagSet, dirHelp, waitHelp string) {
+	f.StringArrayVar(&r.captureDirs, "capture-dir", nil, dirHelp)
+	f.StringVar(&r.in, "in", "", "JSONL rollout records to read (default: stdin; - is stdin)")
+	f.DurationVar(&r.wait, "wait", modelcalls.CaptureDrainTimeout, waitHelp)
+}
+
+// check returns the usage or not-found error of bad shared flags.
+func (r *recordsOptions) check() error {
+	if err := checkCaptureDirs(r.captureDirs); err != nil {
+		return err
+	}
+	if r.wait < 0 {
+		return usageErrorf("--wait %s: must be >= 0 (0: look once, do not wait)", r.wait)
+	}
+	return nil
+}
 
 // checkCaptureDirs returns an ExitUsage error when no dir was given and an ExitNotFound error when
 // one does not exist or is not a directory.

@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,10 +18,9 @@ import (
 
 // mergeOptions are the flags of `modelcalls merge`.
 type mergeOptions struct {
-	captureDirs     []string
-	in, out         string
+	recordsOptions
+	out             string
 	includePayloads bool
-	wait            time.Duration
 	workers         int
 }
 
@@ -65,11 +63,10 @@ it was.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&o.captureDirs, "capture-dir", nil, "capture directory (required; repeat to search several in order, the first holding a rollout wins)")
-	f.StringVar(&o.in, "in", "", "JSONL rollout records to read (default: stdin; - is stdin)")
+	o.addFlags(f, "capture directory (required; repeat to search several in order, the first holding a rollout wins)",
+		"longest wait per rollout for outstanding capture writes (0: look once, do not wait)")
 	f.StringVar(&o.out, "out", "", "file to write the merged records to, replaced only when all is written (default: stdout; - is stdout)")
 	f.BoolVar(&o.includePayloads, "include-payloads", false, "keep request, response, request_raw and response_raw in each attached call")
-	f.DurationVar(&o.wait, "wait", modelcalls.CaptureDrainTimeout, "longest wait per rollout for outstanding capture writes (0: look once, do not wait)")
 	f.IntVar(&o.workers, "workers", defaultMergeWorkers(), "rollouts merged at once")
 	return cmd
 }
@@ -122,11 +119,8 @@ func (m *mergeSummary) String() string {
 }
 
 func runMerge(ctx context.Context, s *Streams, o *mergeOptions) error {
-	if err := checkCaptureDirs(o.captureDirs); err != nil {
+	if err := o.check(); err != nil {
 		return err
-	}
-	if o.wait < 0 {
-		return usageErrorf("--wait %s: must be >= 0 (0: look once, do not wait)", o.wait)
 	}
 	if o.workers < 1 {
 		return usageErrorf("--workers %d: must be >= 1", o.workers)
