@@ -137,14 +137,7 @@ func TestProxyServesAndDrains(t *testing.T) {
 	if err != nil || string(rest) != "data: [DONE]\n\n" {
 		t.Fatalf("rest of the stream %q, %v", rest, err)
 	}
-	select {
-	case err := <-exit:
-		if err != nil {
-			t.Fatalf("proxy exit: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("proxy did not exit after the drain")
-	}
+	awaitExit(t, exit, 10*time.Second, "proxy did not exit after the drain")
 	store, _ := capture.OpenExisting(dir)
 	entries, err := store.Read("cli-1")
 	if err != nil || len(entries) != 1 {
@@ -184,14 +177,7 @@ func TestProxySignal(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-exit:
-		if err != nil {
-			t.Fatalf("exit: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("proxy did not stop on SIGTERM")
-	}
+	awaitExit(t, exit, 10*time.Second, "proxy did not stop on SIGTERM")
 	if !strings.Contains(stderr.String(), "signal=terminated") {
 		t.Errorf("stderr lacks the signal: %s", stderr.String())
 	}
