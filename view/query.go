@@ -447,35 +447,34 @@ func (t *filterTerm) match(s *RolloutSummary, recs map[string]*recordFields) boo
 	if t.op == "~" {
 		return v != nil && strings.Contains(strings.ToLower(fmt.Sprint(v)), strings.ToLower(t.value))
 	}
-	var c int
-	switch v := v.(type) {
-	case nil:
+	if v == nil {
 		if t.value == "null" {
 			return t.op == "="
 		}
 		return t.op == "!="
+	}
+	var want any // the term's value in v's type
+	switch v.(type) {
 	case float64:
 		if !t.isNum {
 			return t.op == "!="
 		}
-		c = cmp.Compare(v, t.num)
+		want = t.num
 	case bool:
 		b, err := strconv.ParseBool(t.value)
 		if err != nil {
 			return t.op == "!="
 		}
-		c = 0
-		if v != b {
-			c = 1
-		}
 		if t.op != "=" && t.op != "!=" {
-			return false
+			return false // booleans are equal or not, never ordered
 		}
+		want = b
 	case string:
-		c = strings.Compare(v, t.value)
+		want = t.value
 	default:
 		return false
 	}
+	c := compareValues(v, want)
 	switch t.op {
 	case "=":
 		return c == 0
