@@ -319,38 +319,33 @@ func TestUpstreamFaults(t *testing.T) {
 		}
 	})
 
-	t.Run("stream ends without its terminal event", func(t *testing.T) {
-		up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-			sseHeaders(w)
-			w.Write(ev1)
-			w.Write(ev2)
+	errEv := []byte("data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n")
+	for _, tc := range []struct {
+		name, id string
+		events   [][]byte // the whole stream the upstream sends
+		category string
+	}{
+		{"stream ends without its terminal event", "trunc-0", [][]byte{ev1, ev2}, "stream_truncated"},
+		{"error event mid-stream", "errev-0", [][]byte{ev1, errEv}, "upstream_error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sent := bytes.Join(tc.events, nil)
+			up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				sseHeaders(w)
+				for _, ev := range tc.events {
+					w.Write(ev)
+				}
+			})
+			g := startGateway(t, up.URL, nil)
+			status, _, body, err := g.call(tc.id, path, chatRequest("n1", true))
+			if err != nil || status != 200 || !bytes.Equal(body, sent) {
+				t.Fatalf("client got %d %q %v", status, body, err)
+			}
+			g.drain()
+			checkLine(t, g.only(tc.id), lineWant{status: 200, category: tc.category, source: "upstream", attempted: "true", upstreamStatus: 200,
+				raw: ptrTo(string(sent)), response: true})
 		})
-		g := startGateway(t, up.URL, nil)
-		status, _, body, err := g.call("trunc-0", path, chatRequest("n1", true))
-		if err != nil || status != 200 || !bytes.Equal(body, append(ev1, ev2...)) {
-			t.Fatalf("client got %d %q %v", status, body, err)
-		}
-		g.drain()
-		checkLine(t, g.only("trunc-0"), lineWant{status: 200, category: "stream_truncated", source: "upstream", attempted: "true", upstreamStatus: 200,
-			raw: ptrTo(string(ev1) + string(ev2)), response: true})
-	})
-
-	t.Run("error event mid-stream", func(t *testing.T) {
-		errEv := []byte("data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n")
-		up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-			sseHeaders(w)
-			w.Write(ev1)
-			w.Write(errEv)
-		})
-		g := startGateway(t, up.URL, nil)
-		status, _, body, err := g.call("errev-0", path, chatRequest("n1", true))
-		if err != nil || status != 200 || !bytes.Equal(body, append(ev1, errEv...)) {
-			t.Fatalf("client got %d %q %v", status, body, err)
-		}
-		g.drain()
-		checkLine(t, g.only("errev-0"), lineWant{status: 200, category: "upstream_error", source: "upstream", attempted: "true", upstreamStatus: 200,
-			raw: ptrTo(string(ev1) + string(errEv)), response: true})
-	})
+	}
 
 	t.Run("upstream declares its provenance", func(t *testing.T) {
 		up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
