@@ -185,7 +185,9 @@ func TestCallsJSONGolden(t *testing.T) {
 }
 
 // TestCallsAgreeWithGym checks the identity fields of every record against what NeMo Gym itself
-// attached in merged-by-gym.jsonl (the values that do not depend on SPEC's differences).
+// attached in merged-by-gym.jsonl: the identity fields, which none of the places where modelcalls
+// differs from Gym on purpose touch (Anthropic thinking_tokens counted as tokens_reasoning, latencies
+// summed with compensated float addition, the fields Gym's snapshot lacks).
 func TestCallsAgreeWithGym(t *testing.T) {
 	data, err := os.ReadFile(capturetest.Testdata("gym-capture", "merged-by-gym.jsonl"))
 	if err != nil {
