@@ -389,7 +389,7 @@ func TestWebSocketUpgrade(t *testing.T) {
 	}
 }
 
-// clientFixture is the shape of testdata/fixtures/clients/*.json (at the repository root).
+// clientFixture is the shape of testdata/clients/*.json (at the repository root).
 type clientFixture struct {
 	Client    string `json:"client"`
 	Exchanges []struct {
@@ -414,7 +414,7 @@ func TestClientFixtures(t *testing.T) {
 	for _, name := range []string{"claude-code", "codex-builtin-openai", "opencode", "pi", "sdk-go-openai", "sdk-go-anthropic"} {
 		t.Run(name, func(t *testing.T) {
 			var cf clientFixture
-			if err := json.Unmarshal(fixture(t, "clients/"+name+".json"), &cf); err != nil {
+			if err := json.Unmarshal(capturetest.ReadTestdata(t, "clients", name+".json"), &cf); err != nil {
 				t.Fatal(err)
 			}
 			n := 0

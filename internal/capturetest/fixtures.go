@@ -35,6 +35,7 @@ func repoRoot() string {
 // fixture set every package's tests read:
 //
 //	fixtures/<openai_responses|openai_chat|anthropic_messages>/  recorded provider bodies (.json, .sse)
+//	clients/               request shapes of agent harnesses and SDKs
 //	gym-capture/capture/   capture files NeMo Gym's CaptureStore wrote
 //	gym-capture/           the rollouts file of that run and Gym's own merge of it
 func Testdata(elem ...string) string {
@@ -42,9 +43,12 @@ func Testdata(elem ...string) string {
 }
 
 // Fixture returns the recorded provider body testdata/fixtures/<name> ("openai_chat/x.sse").
-func Fixture(t testing.TB, name string) []byte {
+func Fixture(t testing.TB, name string) []byte { return ReadTestdata(t, "fixtures", name) }
+
+// ReadTestdata returns the file Testdata(elem...), failing the test when it cannot be read.
+func ReadTestdata(t testing.TB, elem ...string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(Testdata("fixtures", name))
+	b, err := os.ReadFile(Testdata(elem...))
 	if err != nil {
 		t.Fatal(err)
 	}
