@@ -145,12 +145,17 @@ func (m *mitm) stop() {
 		return
 	}
 	m.cmd.Process.Signal(os.Interrupt)
+	waitOrKill(m.cmd, 10*time.Second)
+}
+
+// waitOrKill waits for cmd, a process this harness started, to exit; after d it kills it (by pid).
+func waitOrKill(cmd *exec.Cmd, d time.Duration) {
 	done := make(chan error, 1)
-	go func() { done <- m.cmd.Wait() }()
+	go func() { done <- cmd.Wait() }()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
-		m.cmd.Process.Kill()
+	case <-time.After(d):
+		cmd.Process.Kill()
 		<-done
 	}
 }
