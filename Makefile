@@ -22,7 +22,7 @@ build:
 # BENCHMARKS.md (a few minutes). BENCH_FLAGS=-quick for a smoke run, see go run ./test/bench -h.
 .PHONY: bench
 bench:
-	$(GO) run ./bench $(BENCH_FLAGS)
+	$(GO) run ./test/bench $(BENCH_FLAGS)
 
 .PHONY: e2e e2e-ci e2e-otel
 

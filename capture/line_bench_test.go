@@ -10,7 +10,7 @@ import (
 // IsPayloadObject check of request and response, then the encoding of a line whose response is
 // pretty-printed (as many servers send it), without a second check (PayloadsChecked).
 func BenchmarkLine(b *testing.B) {
-	resp, err := os.ReadFile("../gateway/testdata/openai_chat/json_text_usage_details.json")
+	resp, err := os.ReadFile("../testdata/fixtures/openai_chat/json_text_usage_details.json")
 	if err != nil {
 		b.Fatal(err)
 	}

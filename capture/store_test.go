@@ -122,7 +122,7 @@ func TestTornTailRepair(t *testing.T) {
 }
 
 func TestReadAvailableIndices(t *testing.T) {
-	// The verified example of reference §3.4, at the line level: blank lines consume no index,
+	// NeMo Gym's tolerant-read rule, on its own worked example at the line level: blank lines consume no index,
 	// undecodable, non-object and NaN lines are damaged but consume one.
 	s := newStore(t)
 	content := strings.Join([]string{

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/gateway"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // bigStream serves a chat-completions SSE stream of about size bytes, built on the fly from one
@@ -136,7 +137,7 @@ func Benchmark100MiBStream(b *testing.B) {
 				}
 				b.StopTimer()
 				if l := e.one(id); l.ErrorCategory != nil || l.ResponseRaw == nil || int64(len(*l.ResponseRaw)) != n {
-					b.Fatalf("line: category %s, raw present %v, want %d bytes", l.category(), l.ResponseRaw != nil, n)
+					b.Fatalf("line: category %s, raw present %v, want %d bytes", l.Category(), l.ResponseRaw != nil, n)
 				}
 				e.store.Clear(id)
 				b.StartTimer()
@@ -152,7 +153,7 @@ func Benchmark100MiBStream(b *testing.B) {
 func Benchmark100MiBStreamBare(b *testing.B) {
 	const size = 100 << 20
 	event := `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"lorem ipsum dolor sit amet, "},"finish_reason":null}]}` + "\n\n"
-	up := newUpstream(b, bigStream(size, []byte(event)))
+	up := capturetest.NewUpstream(b, bigStream(size, []byte(event)))
 	upURL, _ := url.Parse(up.URL)
 	bare := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(upURL) }, FlushInterval: -1})
 	b.Cleanup(bare.Close)
@@ -175,7 +176,7 @@ func Benchmark100MiBStreamBare(b *testing.B) {
 // through the gateway uncaptured (no prefix).
 func BenchmarkPerCall(b *testing.B) {
 	body := fixture(b, "openai_chat/json_text_usage_details.json")
-	up := newUpstream(b, replay(200, "application/json", body))
+	up := capturetest.NewUpstream(b, capturetest.Replay(200, "application/json", body))
 	upURL, _ := url.Parse(up.URL)
 	e := newEnvFor(b, up, func(h *gateway.Handler) { h.Logger = slogTo(io.Discard) })
 	bare := httptest.NewServer(&httputil.ReverseProxy{
@@ -216,7 +217,7 @@ func BenchmarkPerCallParallel(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	up := newUpstream(b, replay(200, "application/json", body))
+	up := capturetest.NewUpstream(b, capturetest.Replay(200, "application/json", body))
 	upURL, _ := url.Parse(up.URL)
 	e := newEnvFor(b, up, func(h *gateway.Handler) { h.Logger = slogTo(io.Discard) })
 	bare := httptest.NewServer(&httputil.ReverseProxy{

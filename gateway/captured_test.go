@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls/gateway"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // OnCaptured sees every captured call once, after its line is durable (the line is already in the
@@ -16,7 +17,7 @@ func TestOnCaptured(t *testing.T) {
 	var got []gateway.CapturedCall
 	var inFile []int
 	var e *env
-	e = newEnv(t, replay(http.StatusOK, "application/json", []byte(`{"id":"c1","model":"m","choices":[]}`)), func(h *gateway.Handler) {
+	e = newEnv(t, capturetest.Replay(http.StatusOK, "application/json", []byte(`{"id":"c1","model":"m","choices":[]}`)), func(h *gateway.Handler) {
 		h.OnCaptured = func(c gateway.CapturedCall) {
 			n := len(e.lines(c.RolloutID))
 			mu.Lock()

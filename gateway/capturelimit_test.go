@@ -77,8 +77,8 @@ func TestCaptureLimit(t *testing.T) {
 			l := e.one("cap") // before the upstream ends the body
 			close(release)
 			resp.Body.Close()
-			if l.category() != "capture_too_large" || l.ResponseRaw == nil || *l.ResponseRaw != tc.decoded[:limit] {
-				t.Fatalf("category %s, response_raw %d bytes; want capture_too_large and the first %d bytes", l.category(), len(deref(l.ResponseRaw).(string)), limit)
+			if l.Category() != "capture_too_large" || l.ResponseRaw == nil || *l.ResponseRaw != tc.decoded[:limit] {
+				t.Fatalf("category %s, response_raw %d bytes; want capture_too_large and the first %d bytes", l.Category(), len(deref(l.ResponseRaw).(string)), limit)
 			}
 			if tc.contentType == "application/json" {
 				if string(l.Response) != "null" {
@@ -86,7 +86,7 @@ func TestCaptureLimit(t *testing.T) {
 				}
 				return
 			}
-			content := l.record.Response
+			content := l.Record.Response
 			if !bytes.Contains(content, []byte(`"content":"piece 000 piece 001 `)) || bytes.Contains(content, []byte("piece 399")) {
 				t.Fatalf("reconstruction should hold the kept pieces only: %.200s", content)
 			}

@@ -2,73 +2,21 @@ package gateway_test
 
 import (
 	"bytes"
-	"compress/flate"
-	"compress/gzip"
-	"compress/zlib"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/andybalholm/brotli"
-	"github.com/klauspost/compress/zstd"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
-
-// flushWriter is a compressor that can emit everything written so far (sync flush).
-type flushWriter interface {
-	io.WriteCloser
-	Flush() error
-}
-
-var encoders = map[string]func(io.Writer) flushWriter{
-	"gzip": func(w io.Writer) flushWriter { return gzip.NewWriter(w) },
-	"deflate": func(w io.Writer) flushWriter { // RFC 9110: zlib-wrapped
-		return zlib.NewWriter(w)
-	},
-	"raw-deflate": func(w io.Writer) flushWriter { fw, _ := flate.NewWriter(w, flate.DefaultCompression); return fw },
-	"br":          func(w io.Writer) flushWriter { return brotli.NewWriter(w) },
-	"zstd": func(w io.Writer) flushWriter {
-		zw, _ := zstd.NewWriter(w, zstd.WithEncoderConcurrency(1))
-		return zw
-	},
-}
-
-// compressChunks compresses parts with coding, flushing after each, and returns the compressed
-// chunk of each part (the last one includes the stream's end).
-func compressChunks(t testing.TB, coding string, parts [][]byte) [][]byte {
-	t.Helper()
-	var buf bytes.Buffer
-	w := encoders[coding](&buf)
-	var out [][]byte
-	for i, p := range parts {
-		w.Write(p)
-		if i == len(parts)-1 {
-			w.Close()
-		} else {
-			w.Flush()
-		}
-		out = append(out, bytes.Clone(buf.Bytes()))
-		buf.Reset()
-	}
-	return out
-}
-
-// contentEncoding is the header value for a test coding.
-func contentEncoding(coding string) string {
-	if coding == "raw-deflate" {
-		return "deflate"
-	}
-	return coding
-}
 
 // TestCompressedResponses: compressed upstream bodies reach the client exactly as sent and are
 // decoded for the capture only, for JSON and for SSE (sync-flushed per event).
 func TestCompressedResponses(t *testing.T) {
 	jsonBody := fixture(t, "openai_chat/compat_deepseek_json_reasoning_content_tool_call.json")
 	sseBody := fixture(t, "openai_responses/stream_reasoning_function_call.sse")
-	for _, coding := range []string{"gzip", "deflate", "raw-deflate", "br", "zstd"} {
+	for _, coding := range capturetest.Codings {
 		for _, stream := range []bool{false, true} {
 			name := coding + "/json"
 			plain, ctype, path := jsonBody, "application/json", "/v1/chat/completions"
@@ -76,14 +24,14 @@ func TestCompressedResponses(t *testing.T) {
 			if stream {
 				name = coding + "/sse"
 				plain, ctype, path = sseBody, "text/event-stream", "/v1/responses"
-				parts = sseEvents(sseBody)
+				parts = capturetest.SSEEvents(sseBody)
 			}
 			t.Run(name, func(t *testing.T) {
-				chunks := compressChunks(t, coding, parts)
+				chunks := capturetest.Compress(coding, parts)
 				wire := bytes.Join(chunks, nil)
 				e := newEnv(t, func(w http.ResponseWriter, r *http.Request) {
 					w.Header().Set("Content-Type", ctype)
-					w.Header().Set("Content-Encoding", contentEncoding(coding))
+					w.Header().Set("Content-Encoding", capturetest.ContentEncoding(coding))
 					for _, c := range chunks {
 						w.Write(c)
 						http.NewResponseController(w).Flush()
@@ -93,27 +41,27 @@ func TestCompressedResponses(t *testing.T) {
 				if !bytes.Equal(got, wire) {
 					t.Fatalf("client got %d bytes, upstream sent %d compressed bytes", len(got), len(wire))
 				}
-				if ce := resp.Header.Get("Content-Encoding"); ce != contentEncoding(coding) {
+				if ce := resp.Header.Get("Content-Encoding"); ce != capturetest.ContentEncoding(coding) {
 					t.Errorf("Content-Encoding %q", ce)
 				}
-				if r := e.up.requests()[0]; r.Header.Get("Accept-Encoding") != "gzip, deflate, br, zstd" {
+				if r := e.up.Requests()[0]; r.Header.Get("Accept-Encoding") != "gzip, deflate, br, zstd" {
 					t.Errorf("upstream saw Accept-Encoding %q", r.Header.Get("Accept-Encoding"))
 				}
 				l := e.one("z-1")
 				if l.ErrorCategory != nil || l.Response == nil {
-					t.Fatalf("line: category %s, response %s", l.category(), l.Response)
+					t.Fatalf("line: category %s, response %s", l.Category(), l.Response)
 				}
 				if stream {
 					if l.ResponseRaw == nil || *l.ResponseRaw != string(plain) {
 						t.Errorf("response_raw is not the decoded stream")
 					}
-					if deref(l.record.TokensTotal) != int64(522) {
-						t.Errorf("tokens_total %v", deref(l.record.TokensTotal))
+					if deref(l.Record.TokensTotal) != int64(522) {
+						t.Errorf("tokens_total %v", deref(l.Record.TokensTotal))
 					}
 				} else {
 					var want bytes.Buffer
 					json.Compact(&want, plain)
-					if string(l.Response) != want.String() || l.has("response_raw") {
+					if string(l.Response) != want.String() || l.Has("response_raw") {
 						t.Errorf("response is not the decoded body")
 					}
 				}
@@ -125,8 +73,8 @@ func TestCompressedResponses(t *testing.T) {
 // TestCompressedStreamHold: with a gzip stream flushed per event, the gateway still finds the
 // terminal event in the chunk that completes it and holds exactly that chunk.
 func TestCompressedStreamHold(t *testing.T) {
-	events := sseEvents(fixture(t, "openai_chat/stream_tool_call_usage_only_chunk.sse"))
-	chunks := compressChunks(t, "gzip", events)
+	events := capturetest.SSEEvents(fixture(t, "openai_chat/stream_tool_call_usage_only_chunk.sse"))
+	chunks := capturetest.Compress("gzip", events)
 	up := newSteppedUpstream()
 	up.header = http.Header{"Content-Encoding": {"gzip"}}
 	e := newEnv(t, up.serve)
@@ -157,8 +105,8 @@ func TestCompressedStreamHold(t *testing.T) {
 	if got := <-cr.got; !bytes.Equal(got, last) {
 		t.Fatalf("terminal chunk differs")
 	}
-	if l := e.one(id); l.ErrorCategory != nil || deref(l.record.TokensTotal) != int64(100) {
-		t.Errorf("line: category %s tokens_total %v", l.category(), deref(l.record.TokensTotal))
+	if l := e.one(id); l.ErrorCategory != nil || deref(l.Record.TokensTotal) != int64(100) {
+		t.Errorf("line: category %s tokens_total %v", l.Category(), deref(l.Record.TokensTotal))
 	}
 	close(up.chunks)
 }
@@ -166,7 +114,7 @@ func TestCompressedStreamHold(t *testing.T) {
 // TestUndecodableBodies: a corrupt or unknown encoding reaches the client unchanged and the line
 // says capture_parse_error, keeping the bytes as raw text.
 func TestUndecodableBodies(t *testing.T) {
-	good := compressChunks(t, "gzip", [][]byte{fixture(t, "openai_chat/json_text_usage_details.json")})[0]
+	good := capturetest.Compress("gzip", [][]byte{fixture(t, "openai_chat/json_text_usage_details.json")})[0]
 	corrupt := bytes.Clone(good)
 	corrupt[len(corrupt)/2] ^= 0xff
 	for _, tc := range []struct {
@@ -188,8 +136,8 @@ func TestUndecodableBodies(t *testing.T) {
 				t.Fatalf("client got different bytes")
 			}
 			l := e.one("bad-1")
-			if l.category() != "capture_parse_error" || l.Response != nil && string(l.Response) != "null" || !l.has("response_raw") {
-				t.Errorf("line: category %s response %s raw present %v", l.category(), l.Response, l.has("response_raw"))
+			if l.Category() != "capture_parse_error" || l.Response != nil && string(l.Response) != "null" || !l.Has("response_raw") {
+				t.Errorf("line: category %s response %s raw present %v", l.Category(), l.Response, l.Has("response_raw"))
 			}
 		})
 	}

@@ -2,9 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"compress/flate"
-	"compress/gzip"
-	"compress/zlib"
 	"errors"
 	"fmt"
 	"io"
@@ -12,60 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/andybalholm/brotli"
-	"github.com/klauspost/compress/zstd"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
-
-type flusher interface {
-	io.WriteCloser
-	Flush() error
-}
-
-func newEncoder(coding string, w io.Writer) flusher {
-	switch coding {
-	case "gzip":
-		return gzip.NewWriter(w)
-	case "deflate":
-		return zlib.NewWriter(w)
-	case "raw-deflate":
-		fw, _ := flate.NewWriter(w, flate.BestSpeed)
-		return fw
-	case "br":
-		return brotli.NewWriter(w)
-	case "zstd":
-		zw, _ := zstd.NewWriter(w, zstd.WithEncoderConcurrency(1))
-		return zw
-	}
-	panic(coding)
-}
-
-func wireCoding(c string) string {
-	if c == "raw-deflate" {
-		return "deflate"
-	}
-	return c
-}
-
-// compressParts compresses parts, sync-flushing after each (closing after the last), and returns
-// the compressed bytes produced for each part.
-func compressParts(coding string, parts [][]byte) [][]byte {
-	var buf bytes.Buffer
-	w := newEncoder(coding, &buf)
-	out := make([][]byte, len(parts))
-	for i, p := range parts {
-		w.Write(p)
-		if i == len(parts)-1 {
-			w.Close()
-		} else {
-			w.Flush()
-		}
-		out[i] = bytes.Clone(buf.Bytes())
-		buf.Reset()
-	}
-	return out
-}
-
-var testCodings = []string{"gzip", "deflate", "raw-deflate", "br", "zstd"}
 
 // TestInflaterEmitsEachFlushedPart: after Write returns for the compressed bytes of a sync-flushed
 // part, everything up to and including that part has been emitted, for every coding. This is what
@@ -76,15 +21,15 @@ func TestInflaterEmitsEachFlushedPart(t *testing.T) {
 		[]byte(strings.Repeat("data: filler filler filler\n\n", 200)),
 		[]byte("data: [DONE]\n\n"),
 	}
-	for _, coding := range testCodings {
+	for _, coding := range capturetest.Codings {
 		t.Run(coding, func(t *testing.T) {
 			var got bytes.Buffer
-			f, err := newInflater([]string{wireCoding(coding)}, func(p []byte) { got.Write(p) })
+			f, err := newInflater([]string{capturetest.ContentEncoding(coding)}, func(p []byte) { got.Write(p) })
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := 0
-			for i, c := range compressParts(coding, parts) {
+			for i, c := range capturetest.Compress(coding, parts) {
 				f.Write(c)
 				want += len(parts[i])
 				if got.Len() != want {
@@ -104,12 +49,12 @@ func TestInflaterEmitsEachFlushedPart(t *testing.T) {
 // TestInflaterSplitChunks: compressed bytes split at arbitrary points decode to the original.
 func TestInflaterSplitChunks(t *testing.T) {
 	plain := bytes.Repeat([]byte("data: {\"delta\":\"héllo wörld\"}\n\n"), 500)
-	for _, coding := range testCodings {
+	for _, coding := range capturetest.Codings {
 		for _, size := range []int{1, 7, 100, 4096} {
 			t.Run(fmt.Sprintf("%s/%d", coding, size), func(t *testing.T) {
-				wire := bytes.Join(compressParts(coding, [][]byte{plain}), nil)
+				wire := bytes.Join(capturetest.Compress(coding, [][]byte{plain}), nil)
 				var got bytes.Buffer
-				f, err := newInflater([]string{wireCoding(coding)}, func(p []byte) { got.Write(p) })
+				f, err := newInflater([]string{capturetest.ContentEncoding(coding)}, func(p []byte) { got.Write(p) })
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -125,7 +70,7 @@ func TestInflaterSplitChunks(t *testing.T) {
 }
 
 func TestInflaterErrors(t *testing.T) {
-	wire := compressParts("gzip", [][]byte{[]byte("hello hello hello")})[0]
+	wire := capturetest.Compress("gzip", [][]byte{[]byte("hello hello hello")})[0]
 	t.Run("truncated", func(t *testing.T) {
 		f, _ := newInflater([]string{"gzip"}, func([]byte) {})
 		f.Write(wire[:len(wire)-4])
@@ -155,8 +100,8 @@ func TestInflaterErrors(t *testing.T) {
 
 func TestDecodeAllStacked(t *testing.T) {
 	plain := []byte(`{"model":"m","input":"hi"}`)
-	inner := compressParts("gzip", [][]byte{plain})[0]
-	outer := compressParts("br", [][]byte{inner})[0]
+	inner := capturetest.Compress("gzip", [][]byte{plain})[0]
+	outer := capturetest.Compress("br", [][]byte{inner})[0]
 	got, err := decodeAll([]string{"gzip", "br"}, outer, 1<<20)
 	if err != nil || !bytes.Equal(got, plain) {
 		t.Fatalf("decodeAll = %q, %v", got, err)
@@ -194,7 +139,7 @@ func FuzzInflater(f *testing.F) {
 	f.Add([]byte{}, uint8(1), true)
 	f.Fuzz(func(t *testing.T, plain []byte, step uint8, garbage bool) {
 		size := int(step%64) + 1
-		wire := compressParts("gzip", [][]byte{plain})[0]
+		wire := capturetest.Compress("gzip", [][]byte{plain})[0]
 		if garbage {
 			wire = plain
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/gateway"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // errorBodyCode returns error.code (OpenAI shape) or error.type (Anthropic shape) of a local body.
@@ -61,15 +62,15 @@ func TestUpstreamDown(t *testing.T) {
 }
 
 // checkLocal checks a line for a response the gateway answered itself.
-func checkLocal(t *testing.T, l *line, status int, category, reason string, attempted bool) {
+func checkLocal(t *testing.T, l *capturetest.Line, status int, category, reason string, attempted bool) {
 	t.Helper()
-	if deref(l.StatusCode) != status || l.category() != category || deref(l.ResponseSource) != "local" ||
-		deref(l.LocalResponseReason) != reason || deref(l.UpstreamAttempted) != attempted || l.has("upstream_status_code") {
+	if deref(l.StatusCode) != status || l.Category() != category || deref(l.ResponseSource) != "local" ||
+		deref(l.LocalResponseReason) != reason || deref(l.UpstreamAttempted) != attempted || l.Has("upstream_status_code") {
 		t.Errorf("line: status %v category %s source %v reason %v attempted %v upstream_status_code present %v; want %d %s local %s %v",
-			deref(l.StatusCode), l.category(), deref(l.ResponseSource), deref(l.LocalResponseReason), deref(l.UpstreamAttempted),
-			l.has("upstream_status_code"), status, category, reason, attempted)
+			deref(l.StatusCode), l.Category(), deref(l.ResponseSource), deref(l.LocalResponseReason), deref(l.UpstreamAttempted),
+			l.Has("upstream_status_code"), status, category, reason, attempted)
 	}
-	if l.LatencyTTFTMS != nil || l.has("response_raw") {
+	if l.LatencyTTFTMS != nil || l.Has("response_raw") {
 		t.Errorf("local answer with ttft %v / response_raw", deref(l.LatencyTTFTMS))
 	}
 }
@@ -98,9 +99,10 @@ func TestUpstreamTimeout(t *testing.T) {
 }
 
 // TestIdleTimeoutMidStream: the upstream goes silent after part of a stream; the call is captured
-// as a timeout with the partial raw body and no response (reference §6.4).
+// as a timeout with the partial raw body and no response: a call that ends in a failure stores
+// response null, whatever arrived, and the body that did arrive as response_raw.
 func TestIdleTimeoutMidStream(t *testing.T) {
-	events := sseEvents(fixture(t, "openai_chat/stream_tool_call_usage_only_chunk.sse"))
+	events := capturetest.SSEEvents(fixture(t, "openai_chat/stream_tool_call_usage_only_chunk.sse"))
 	stuck := make(chan struct{})
 	t.Cleanup(func() { close(stuck) })
 	e := newEnv(t, func(w http.ResponseWriter, r *http.Request) {
@@ -126,8 +128,8 @@ func TestIdleTimeoutMidStream(t *testing.T) {
 	}
 	e.drain()
 	l := e.one("idle-1")
-	if l.category() != "timeout" || deref(l.StatusCode) != 200 || l.Response != nil && string(l.Response) != "null" {
-		t.Errorf("line: category %s status %v response %s", l.category(), deref(l.StatusCode), l.Response)
+	if l.Category() != "timeout" || deref(l.StatusCode) != 200 || l.Response != nil && string(l.Response) != "null" {
+		t.Errorf("line: category %s status %v response %s", l.Category(), deref(l.StatusCode), l.Response)
 	}
 	if l.ResponseRaw == nil || *l.ResponseRaw != string(events[0]) {
 		t.Errorf("response_raw %v, want the partial stream", deref(l.ResponseRaw))
@@ -135,7 +137,9 @@ func TestIdleTimeoutMidStream(t *testing.T) {
 }
 
 // TestUpstreamErrorStatus: 4xx/5xx JSON error bodies are relayed and captured with their status
-// category and the parsed body (reference §6.3, §8.1).
+// category and the parsed body: status 408/504 timeout, 429 rate_limit, 401/403 auth, 404
+// not_found, other 4xx client_error, 5xx and above upstream_error (NeMo Gym's ladder, docs/format.md
+// section 3.4).
 func TestUpstreamErrorStatus(t *testing.T) {
 	for _, tc := range []struct {
 		fixture, path string
@@ -154,17 +158,17 @@ func TestUpstreamErrorStatus(t *testing.T) {
 	} {
 		t.Run(tc.fixture+"/"+http.StatusText(tc.status), func(t *testing.T) {
 			body := fixture(t, tc.fixture)
-			e := newEnv(t, replay(tc.status, "application/json", body))
+			e := newEnv(t, capturetest.Replay(tc.status, "application/json", body))
 			resp, got := e.post("err-1", tc.path, `{"model":"m"}`, nil)
 			if resp.StatusCode != tc.status || string(got) != string(body) {
 				t.Fatalf("client got %d %q", resp.StatusCode, got)
 			}
 			l := e.one("err-1")
-			if deref(l.StatusCode) != tc.status || l.category() != tc.category || deref(l.UpstreamStatusCode) != tc.status || deref(l.ResponseSource) != "upstream" {
-				t.Errorf("line: status %v category %s upstream status %v source %v", deref(l.StatusCode), l.category(), deref(l.UpstreamStatusCode), deref(l.ResponseSource))
+			if deref(l.StatusCode) != tc.status || l.Category() != tc.category || deref(l.UpstreamStatusCode) != tc.status || deref(l.ResponseSource) != "upstream" {
+				t.Errorf("line: status %v category %s upstream status %v source %v", deref(l.StatusCode), l.Category(), deref(l.UpstreamStatusCode), deref(l.ResponseSource))
 			}
-			if l.Response == nil || l.has("response_raw") {
-				t.Errorf("error body not captured as the response object (raw present: %v)", l.has("response_raw"))
+			if l.Response == nil || l.Has("response_raw") {
+				t.Errorf("error body not captured as the response object (raw present: %v)", l.Has("response_raw"))
 			}
 		})
 	}
@@ -173,7 +177,7 @@ func TestUpstreamErrorStatus(t *testing.T) {
 // TestStreamOutcomes: 200 streams with an error event, truncated streams, and a stream whose last
 // event lacks its blank line.
 func TestStreamOutcomes(t *testing.T) {
-	truncate := func(b []byte) []byte { ev := sseEvents(b); return bytes.Join(ev[:len(ev)/2], nil) }
+	truncate := func(b []byte) []byte { ev := capturetest.SSEEvents(b); return bytes.Join(ev[:len(ev)/2], nil) }
 	for _, tc := range []struct {
 		name, fixture, path string
 		cut                 func([]byte) []byte
@@ -194,14 +198,14 @@ func TestStreamOutcomes(t *testing.T) {
 			if tc.cut != nil {
 				body = tc.cut(body)
 			}
-			e := newEnv(t, replay(http.StatusOK, "text/event-stream", body))
+			e := newEnv(t, capturetest.Replay(http.StatusOK, "text/event-stream", body))
 			resp, got := e.post("s-1", tc.path, `{"model":"m","stream":true}`, nil)
 			if resp.StatusCode != 200 || string(got) != string(body) {
 				t.Fatalf("client got %d and %d of %d bytes", resp.StatusCode, len(got), len(body))
 			}
 			l := e.one("s-1")
-			if l.category() != tc.category || deref(l.StatusCode) != 200 {
-				t.Errorf("line: category %s status %v, want %s 200", l.category(), deref(l.StatusCode), tc.category)
+			if l.Category() != tc.category || deref(l.StatusCode) != 200 {
+				t.Errorf("line: category %s status %v, want %s 200", l.Category(), deref(l.StatusCode), tc.category)
 			}
 			if (l.Response != nil && string(l.Response) != "null") != tc.wantResponse {
 				t.Errorf("response %s, want present=%v", l.Response, tc.wantResponse)
@@ -224,7 +228,7 @@ func TestStreamOutcomes(t *testing.T) {
 // is cancelled, the line is still written (cancelled, partial raw body and partial reassembly) and
 // the claim is released.
 func TestClientDisconnectMidStream(t *testing.T) {
-	events := sseEvents(fixture(t, "anthropic_messages/stream_thinking_signature.sse"))
+	events := capturetest.SSEEvents(fixture(t, "anthropic_messages/stream_thinking_signature.sse"))
 	up := newSteppedUpstream()
 	e := newEnv(t, up.serve)
 	req, _ := http.NewRequest(http.MethodPost, e.url("gone-1", "/v1/messages"), strings.NewReader(`{"model":"m","stream":true}`))
@@ -247,8 +251,8 @@ func TestClientDisconnectMidStream(t *testing.T) {
 	}
 	e.drain()
 	l := e.one("gone-1")
-	if l.category() != "cancelled" || deref(l.StatusCode) != 200 {
-		t.Errorf("line: category %s status %v", l.category(), deref(l.StatusCode))
+	if l.Category() != "cancelled" || deref(l.StatusCode) != 200 {
+		t.Errorf("line: category %s status %v", l.Category(), deref(l.StatusCode))
 	}
 	if l.ResponseRaw == nil || *l.ResponseRaw != partial {
 		t.Errorf("response_raw %q, want the %d bytes sent", deref(l.ResponseRaw), len(partial))
@@ -285,13 +289,13 @@ func TestClientDisconnectBeforeHeaders(t *testing.T) {
 	}
 	e.drain()
 	l := e.one("gone-2")
-	if l.category() != "cancelled" || l.StatusCode != nil || deref(l.UpstreamAttempted) != true || l.has("response_source") || l.Response != nil && string(l.Response) != "null" {
-		t.Errorf("line: category %s status %v attempted %v response %s", l.category(), deref(l.StatusCode), deref(l.UpstreamAttempted), l.Response)
+	if l.Category() != "cancelled" || l.StatusCode != nil || deref(l.UpstreamAttempted) != true || l.Has("response_source") || l.Response != nil && string(l.Response) != "null" {
+		t.Errorf("line: category %s status %v attempted %v response %s", l.Category(), deref(l.StatusCode), deref(l.UpstreamAttempted), l.Response)
 	}
 }
 
 func TestInvalidRolloutID(t *testing.T) {
-	e := newEnv(t, replay(200, "application/json", []byte(`{}`)))
+	e := newEnv(t, capturetest.Replay(200, "application/json", []byte(`{}`)))
 	for _, tc := range []struct{ id, path string }{
 		{"-leading-dash", "/v1/chat/completions"},
 		{".hidden", "/v1/responses"},
@@ -318,7 +322,7 @@ func TestInvalidRolloutID(t *testing.T) {
 			}
 		})
 	}
-	if n := len(e.up.requests()); n != 0 {
+	if n := len(e.up.Requests()); n != 0 {
 		t.Errorf("upstream saw %d requests", n)
 	}
 	ents, err := readDir(e.store.Dir())
@@ -354,7 +358,7 @@ func TestUncapturedForwarding(t *testing.T) {
 		{"POST", e.url("r1", "/v1/chat/completions/"), "/v1/chat/completions/", "", "not_observed"},
 	} {
 		t.Run(tc.method+" "+tc.wantPath, func(t *testing.T) {
-			before := len(e.up.requests())
+			before := len(e.up.Requests())
 			req, _ := http.NewRequest(tc.method, tc.url, strings.NewReader(`{"model":"m"}`))
 			resp, err := rawClient().Do(req)
 			if err != nil {
@@ -362,7 +366,7 @@ func TestUncapturedForwarding(t *testing.T) {
 			}
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
-			reqs := e.up.requests()
+			reqs := e.up.Requests()
 			if len(reqs) != before+1 {
 				t.Fatalf("upstream saw %d new requests", len(reqs)-before)
 			}
@@ -387,12 +391,12 @@ func TestUncapturedForwarding(t *testing.T) {
 // match and forwarded.
 func TestObservedPathWithQuery(t *testing.T) {
 	body := fixture(t, "anthropic_messages/json_tool_use.json")
-	e := newEnv(t, replay(200, "application/json", body))
+	e := newEnv(t, capturetest.Replay(200, "application/json", body))
 	resp, _ := e.post("cc-1", "/v1/messages?beta=true", `{"model":"m"}`, nil)
 	if resp.StatusCode != 200 {
 		t.Fatal(resp.Status)
 	}
-	if r := e.up.requests()[0]; r.Path != "/v1/messages" || r.RawQuery != "beta=true" {
+	if r := e.up.Requests()[0]; r.Path != "/v1/messages" || r.RawQuery != "beta=true" {
 		t.Errorf("upstream saw %s?%s", r.Path, r.RawQuery)
 	}
 	if l := e.one("cc-1"); l.Dialect != "messages" {

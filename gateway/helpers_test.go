@@ -10,103 +10,20 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/gateway"
-	"github.com/modelcalls/modelcalls/rollout"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
-// fixture reads a file from testdata.
-func fixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// sseEvents splits an SSE body into events, each keeping its trailing blank line, so a test
-// upstream can send (and flush) one event per write. A last event without a blank line is kept.
-func sseEvents(body []byte) [][]byte {
-	var out [][]byte
-	for len(body) > 0 {
-		i := bytes.Index(body, []byte("\n\n"))
-		if i < 0 {
-			out = append(out, body)
-			break
-		}
-		out = append(out, body[:i+2])
-		body = body[i+2:]
-	}
-	return out
-}
-
-// seenRequest is what the test upstream received.
-type seenRequest struct {
-	Method   string
-	Path     string
-	RawQuery string
-	Header   http.Header
-	Body     []byte
-}
-
-// upstream is a loopback model server for tests.
-type upstream struct {
-	*httptest.Server
-	mu   sync.Mutex
-	seen []seenRequest
-}
-
-// newUpstream starts an upstream that records each request, then runs fn.
-func newUpstream(t testing.TB, fn http.HandlerFunc) *upstream {
-	t.Helper()
-	u := &upstream{}
-	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		u.mu.Lock()
-		u.seen = append(u.seen, seenRequest{r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Clone(), body})
-		u.mu.Unlock()
-		fn(w, r)
-	}))
-	t.Cleanup(u.Close)
-	return u
-}
-
-func (u *upstream) requests() []seenRequest {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return append([]seenRequest(nil), u.seen...)
-}
-
-// replay answers with a fixture body: SSE bodies (by content type) one event per flushed write,
-// everything else in one write.
-func replay(status int, contentType string, body []byte) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", contentType)
-		if contentType != "text/event-stream" {
-			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-		}
-		w.WriteHeader(status)
-		if contentType != "text/event-stream" {
-			w.Write(body)
-			return
-		}
-		for _, ev := range sseEvents(body) {
-			w.Write(ev)
-			http.NewResponseController(w).Flush()
-		}
-	}
-}
+// fixture reads a recorded body or harness request of the shared fixture set
+// (testdata/fixtures/<name> at the repository root).
+func fixture(t testing.TB, name string) []byte { return capturetest.Fixture(t, name) }
 
 // env is a gateway in front of an upstream, with a fresh capture dir.
 type env struct {
@@ -114,41 +31,20 @@ type env struct {
 	h     *gateway.Handler
 	store *capture.Store
 	gw    *httptest.Server
-	up    *upstream
-	logs  *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	up    *capturetest.Upstream
+	logs  *capturetest.Buffer
 }
 
 func newEnv(t testing.TB, fn http.HandlerFunc, configure ...func(*gateway.Handler)) *env {
 	t.Helper()
-	up := newUpstream(t, fn)
-	return newEnvFor(t, up, configure...)
+	return newEnvFor(t, capturetest.NewUpstream(t, fn), configure...)
 }
 
-func newEnvFor(t testing.TB, up *upstream, configure ...func(*gateway.Handler)) *env {
+func newEnvFor(t testing.TB, up *capturetest.Upstream, configure ...func(*gateway.Handler)) *env {
 	t.Helper()
-	store, err := capture.Open(filepath.Join(t.TempDir(), "captures"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := capturetest.NewStore(t)
 	u, _ := url.Parse(up.URL)
-	logs := &syncBuffer{}
+	logs := &capturetest.Buffer{}
 	h := &gateway.Handler{
 		Upstream:        u,
 		Store:           store,
@@ -158,8 +54,7 @@ func newEnvFor(t testing.TB, up *upstream, configure ...func(*gateway.Handler)) 
 	for _, f := range configure {
 		f(h)
 	}
-	gw := httptest.NewServer(h)
-	t.Cleanup(gw.Close)
+	gw := capturetest.NewServer(t, h.ServeHTTP)
 	return &env{t: t, h: h, store: store, gw: gw, up: up, logs: logs}
 }
 
@@ -200,72 +95,21 @@ func (e *env) post(id, path, body string, header map[string]string) (*http.Respo
 	return resp, b
 }
 
-// line is one capture line, decoded.
-type line struct {
-	ModelCallID              string                  `json:"model_call_id"`
-	Dialect                  string                  `json:"dialect"`
-	ModelRef                 *rollout.ModelServerRef `json:"model_ref"`
-	StartedAt                float64                 `json:"started_at"`
-	CompletedAt              float64                 `json:"completed_at"`
-	LatencyMS                float64                 `json:"latency_ms"`
-	LatencyTTFTMS            *float64                `json:"latency_ttft_ms"`
-	StatusCode               *int                    `json:"status_code"`
-	ErrorCategory            *string                 `json:"error_category"`
-	Request                  json.RawMessage         `json:"request"`
-	Response                 json.RawMessage         `json:"response"`
-	RequestRaw               *string                 `json:"request_raw"`
-	ResponseRaw              *string                 `json:"response_raw"`
-	ResponseSource           *string                 `json:"response_source"`
-	UpstreamAttempted        *bool                   `json:"upstream_attempted"`
-	UpstreamStatusCode       *int                    `json:"upstream_status_code"`
-	LocalResponseReason      *string                 `json:"local_response_reason"`
-	ClientSessionID          *string                 `json:"client_session_id"`
-	ClientAssistantMessageID *string                 `json:"client_assistant_message_id"`
-
-	keys   map[string]json.RawMessage
-	record *modelcalls.ModelCallRecord
-}
-
-func (l *line) has(key string) bool { _, ok := l.keys[key]; return ok }
-
-func (l *line) category() string {
-	if l.ErrorCategory == nil {
-		return "<null>"
-	}
-	return *l.ErrorCategory
-}
-
-// lines reads rollout id's capture file (strictly) and decodes every line, also as a record.
-func (e *env) lines(id string) []*line {
+// lines reads rollout id's capture file strictly, decodes every line and builds its record
+// (capturetest.Lines), and checks each line against NeMo Gym's reader rules.
+func (e *env) lines(id string) []*capturetest.Line {
 	e.t.Helper()
-	entries, err := e.store.Read(id)
-	if err != nil {
-		e.t.Fatal(err)
+	ls := capturetest.Lines(e.t, e.store, id)
+	for _, l := range ls {
+		if err := gymReadable(l.Data); err != nil {
+			e.t.Fatalf("capture line %d breaks NeMo Gym's reader rules: %v\n%s", l.Num, err, l.Data)
+		}
 	}
-	var out []*line
-	for _, en := range entries {
-		l := &line{}
-		if err := json.Unmarshal(en.Data, l); err != nil {
-			e.t.Fatalf("capture line %d: %v", en.Line, err)
-		}
-		if err := json.Unmarshal(en.Data, &l.keys); err != nil {
-			e.t.Fatal(err)
-		}
-		if err := gymReadable(en.Data); err != nil {
-			e.t.Fatalf("capture line %d breaks NeMo Gym's reader rules: %v\n%s", en.Line, err, en.Data)
-		}
-		rec, err := modelcalls.BuildRecord(en.Data, en.Index)
-		if err != nil {
-			e.t.Fatalf("BuildRecord of line %d: %v\n%s", en.Line, err, en.Data)
-		}
-		l.record = rec
-		out = append(out, l)
-	}
-	return out
+	return ls
 }
 
 // one reads rollout id's capture file and requires exactly one line.
-func (e *env) one(id string) *line {
+func (e *env) one(id string) *capturetest.Line {
 	e.t.Helper()
 	ls := e.lines(id)
 	if len(ls) != 1 {
@@ -335,13 +179,13 @@ func readDir(dir string) ([]string, error) {
 	return names, err
 }
 
-// gymKeys are the keys NeMo Gym's CaptureStore writes, in its order (reference §3.2); request_raw
-// and response_raw are optional.
+// gymKeys are the keys NeMo Gym's CaptureStore writes first, in its order (docs/format.md, section
+// 3); request_raw and response_raw follow only when present.
 var gymKeys = []string{"model_call_id", "dialect", "model_ref", "started_at", "completed_at", "latency_ms",
 	"latency_ttft_ms", "status_code", "error_category", "request", "response"}
 
 // gymReadable checks a capture line against the rules NeMo Gym's Python reader applies
-// (reference §3.4 and §4): strict JSON object (the store's strict read already checked that), Gym's
+// (docs/format.md, sections 3 and 6): strict JSON object (the store's strict read already checked that), Gym's
 // keys first and in its order, model_ref null or {"type":"responses_api_models","name":<string>},
 // model_call_id and dialect strings, status_code an integer or null, timestamps and latencies
 // numbers, request/response objects or null, raw fields strings when present.

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // steppedUpstream streams SSE chunks the test hands it one at a time, and then keeps the connection
@@ -155,7 +157,7 @@ func TestHoldAndNoDelay(t *testing.T) {
 		{"messages", "/v1/messages", "anthropic_messages/stream_thinking_signature.sse"},
 	} {
 		t.Run(tc.dialect, func(t *testing.T) {
-			events := sseEvents(fixture(t, tc.fixture))
+			events := capturetest.SSEEvents(fixture(t, tc.fixture))
 			up := newSteppedUpstream()
 			e := newEnv(t, up.serve)
 			const id = "hold-1"
@@ -218,7 +220,7 @@ func TestHoldAndNoDelay(t *testing.T) {
 			}
 			e.drain()
 			if *l.StatusCode != 200 || l.ErrorCategory != nil || l.Dialect != tc.dialect {
-				t.Errorf("line: status %v category %s dialect %s", deref(l.StatusCode), l.category(), l.Dialect)
+				t.Errorf("line: status %v category %s dialect %s", deref(l.StatusCode), l.Category(), l.Dialect)
 			}
 			if l.ResponseRaw == nil || !strings.HasSuffix(*l.ResponseRaw, string(last)) {
 				t.Errorf("response_raw does not end with the terminal event")
@@ -234,7 +236,7 @@ func TestHoldAndNoDelay(t *testing.T) {
 // is released only once the line is durable.
 func TestHoldLastChunkOfJSON(t *testing.T) {
 	body := fixture(t, "openai_chat/json_text_usage_details.json")
-	e := newEnv(t, replay(http.StatusOK, "application/json", body))
+	e := newEnv(t, capturetest.Replay(http.StatusOK, "application/json", body))
 	const id = "hold-json"
 	unlock := lockCaptureFile(t, e, id)
 	type result struct {
@@ -263,6 +265,6 @@ func TestHoldLastChunkOfJSON(t *testing.T) {
 		t.Fatalf("body %d bytes, %v", len(r.b), r.err)
 	}
 	if l := e.one(id); l.ErrorCategory != nil || l.Response == nil {
-		t.Errorf("line: category %s, response %s", l.category(), l.Response)
+		t.Errorf("line: category %s, response %s", l.Category(), l.Response)
 	}
 }

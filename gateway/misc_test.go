@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/gateway"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // TestCaptureDirNotWritable: when the capture line cannot be written the call still succeeds, the
@@ -34,7 +35,7 @@ func TestCaptureDirNotWritable(t *testing.T) {
 		}
 	}
 	t.Run("line fails, marker written", func(t *testing.T) {
-		e := newEnv(t, replay(200, "application/json", body))
+		e := newEnv(t, capturetest.Replay(200, "application/json", body))
 		block(t, mustPath(e.store.CapturePath("nw-1")), nil)
 		resp, got := e.post("nw-1", "/v1/chat/completions", `{}`, nil)
 		if resp.StatusCode != 200 || !bytes.Equal(got, body) {
@@ -54,7 +55,7 @@ func TestCaptureDirNotWritable(t *testing.T) {
 		}
 	})
 	t.Run("marker fails too", func(t *testing.T) {
-		e := newEnv(t, replay(200, "application/json", body))
+		e := newEnv(t, capturetest.Replay(200, "application/json", body))
 		block(t, mustPath(e.store.CapturePath("nw-2")), nil)
 		block(t, mustPath(e.store.MarkerPath("nw-2")), nil)
 		if resp, _ := e.post("nw-2", "/v1/chat/completions", `{}`, nil); resp.StatusCode != 200 {
@@ -68,7 +69,7 @@ func TestCaptureDirNotWritable(t *testing.T) {
 		}
 	})
 	t.Run("claim fails", func(t *testing.T) {
-		e := newEnv(t, replay(200, "application/json", body))
+		e := newEnv(t, capturetest.Replay(200, "application/json", body))
 		p := e.store.Dir() + "/.claim-slots" // a file where the claim slot dir belongs: claims fail
 		if err := os.WriteFile(p, nil, 0o640); err != nil {
 			t.Fatal(err)
@@ -80,13 +81,13 @@ func TestCaptureDirNotWritable(t *testing.T) {
 			t.Errorf("claim failures = %v", n)
 		}
 		if l := e.one("nw-3"); l.ErrorCategory != nil {
-			t.Errorf("category %s", l.category())
+			t.Errorf("category %s", l.Category())
 		}
 	})
 }
 
 func TestRequestTooLarge(t *testing.T) {
-	e := newEnv(t, replay(200, "application/json", []byte(`{}`)), func(h *gateway.Handler) { h.MaxRequestBytes = 100 })
+	e := newEnv(t, capturetest.Replay(200, "application/json", []byte(`{}`)), func(h *gateway.Handler) { h.MaxRequestBytes = 100 })
 	big := `{"model":"m","input":"` + strings.Repeat("x", 200) + `"}`
 	for _, chunked := range []bool{false, true} {
 		var r io.Reader = strings.NewReader(big)
@@ -104,7 +105,7 @@ func TestRequestTooLarge(t *testing.T) {
 			t.Errorf("chunked=%v: %d %s", chunked, resp.StatusCode, b)
 		}
 	}
-	if n := len(e.up.requests()); n != 0 {
+	if n := len(e.up.Requests()); n != 0 {
 		t.Errorf("upstream saw %d requests", n)
 	}
 	ls := e.lines("big-1")
@@ -121,7 +122,7 @@ func TestRequestTooLarge(t *testing.T) {
 }
 
 func TestShuttingDown(t *testing.T) {
-	e := newEnv(t, replay(200, "application/json", []byte(`{}`)))
+	e := newEnv(t, capturetest.Replay(200, "application/json", []byte(`{}`)))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := e.h.Shutdown(ctx); err != nil {
@@ -140,7 +141,7 @@ func TestShuttingDown(t *testing.T) {
 	if r.StatusCode != 503 {
 		t.Errorf("readyz while draining: %d", r.StatusCode)
 	}
-	if n := len(e.up.requests()); n != 0 {
+	if n := len(e.up.Requests()); n != 0 {
 		t.Errorf("upstream saw %d requests", n)
 	}
 }
@@ -188,15 +189,15 @@ func TestDeclaredProvenance(t *testing.T) {
 				t.Errorf("recorded source %v reason %v attempted %v upstream status %v", deref(l.ResponseSource),
 					deref(l.LocalResponseReason), deref(l.UpstreamAttempted), deref(l.UpstreamStatusCode))
 			}
-			if deref(l.StatusCode) != 504 || l.category() != "timeout" {
-				t.Errorf("status %v category %s", deref(l.StatusCode), l.category())
+			if deref(l.StatusCode) != 504 || l.Category() != "timeout" {
+				t.Errorf("status %v category %s", deref(l.StatusCode), l.Category())
 			}
 		})
 	}
 }
 
 func TestClientIDHeaders(t *testing.T) {
-	e := newEnv(t, replay(200, "application/json", fixture(t, "anthropic_messages/json_tool_use.json")))
+	e := newEnv(t, capturetest.Replay(200, "application/json", fixture(t, "anthropic_messages/json_tool_use.json")))
 	for i, tc := range []struct {
 		header         http.Header
 		session, reply any
@@ -229,7 +230,10 @@ func TestClientIDHeaders(t *testing.T) {
 	}
 }
 
-// TestRequestAndResponseBodies: reference §6.3 rules for request/request_raw and response/raw.
+// TestRequestAndResponseBodies: a request body that is a JSON object is stored as request, any other
+// non-empty body as request_raw text (request null), an empty one as neither; the response body is
+// stored as response when it parses as an object, and as response_raw text when it is non-empty and
+// streamed or did not parse (NeMo Gym's rules, docs/format.md section 3.2).
 func TestRequestAndResponseBodies(t *testing.T) {
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
@@ -258,37 +262,37 @@ func TestRequestAndResponseBodies(t *testing.T) {
 		{"NaN reply", `{}`, "", 200, "application/json", `{"a":NaN}`, `{}`, nil, false, `{"a":NaN}`, "capture_parse_error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, replay(tc.status, tc.ctype, []byte(tc.respBody)))
+			e := newEnv(t, capturetest.Replay(tc.status, tc.ctype, []byte(tc.respBody)))
 			h := map[string]string{}
 			if tc.reqEncoding != "" {
 				h["Content-Encoding"] = tc.reqEncoding
 			}
 			e.post("b-1", "/v1/chat/completions", tc.reqBody, h)
-			if got := e.up.requests()[0].Body; string(got) != tc.reqBody {
+			if got := e.up.Requests()[0].Body; string(got) != tc.reqBody {
 				t.Errorf("upstream got request %q, want %q", got, tc.reqBody)
 			}
 			l := e.one("b-1")
 			if tc.wantRequest == "" && l.Request != nil && string(l.Request) != "null" || tc.wantRequest != "" && string(l.Request) != tc.wantRequest {
 				t.Errorf("request %s, want %q", l.Request, tc.wantRequest)
 			}
-			if deref(l.RequestRaw) != tc.wantRequestRaw || l.has("request_raw") != (tc.wantRequestRaw != nil) {
+			if deref(l.RequestRaw) != tc.wantRequestRaw || l.Has("request_raw") != (tc.wantRequestRaw != nil) {
 				t.Errorf("request_raw %v, want %v", deref(l.RequestRaw), tc.wantRequestRaw)
 			}
 			if (l.Response != nil && string(l.Response) != "null") != tc.wantResponse {
 				t.Errorf("response %s, want present=%v", l.Response, tc.wantResponse)
 			}
-			if deref(l.ResponseRaw) != tc.wantRaw || l.has("response_raw") != (tc.wantRaw != nil) {
+			if deref(l.ResponseRaw) != tc.wantRaw || l.Has("response_raw") != (tc.wantRaw != nil) {
 				t.Errorf("response_raw %v, want %v", deref(l.ResponseRaw), tc.wantRaw)
 			}
-			if l.category() != tc.category {
-				t.Errorf("category %s, want %s", l.category(), tc.category)
+			if l.Category() != tc.category {
+				t.Errorf("category %s, want %s", l.Category(), tc.category)
 			}
 		})
 	}
 }
 
 func TestAdminEndpoints(t *testing.T) {
-	e := newEnv(t, replay(200, "application/json", fixture(t, "openai_chat/json_text_usage_details.json")))
+	e := newEnv(t, capturetest.Replay(200, "application/json", fixture(t, "openai_chat/json_text_usage_details.json")))
 	e.post("m-1", "/v1/chat/completions", `{}`, nil)
 	e.post("", "/v1/chat/completions", `{}`, nil)
 	get := func(path string) (int, string) {
@@ -327,7 +331,7 @@ func TestAdminEndpoints(t *testing.T) {
 		t.Errorf("response bytes %v", n)
 	}
 	// With NoAdminEndpoints the paths go upstream.
-	e2 := newEnv(t, replay(200, "application/json", []byte(`{"up":1}`)), func(h *gateway.Handler) { h.NoAdminEndpoints = true })
+	e2 := newEnv(t, capturetest.Replay(200, "application/json", []byte(`{"up":1}`)), func(h *gateway.Handler) { h.NoAdminEndpoints = true })
 	r, err := http.Get(e2.gw.URL + "/healthz")
 	if err != nil {
 		t.Fatal(err)
@@ -377,7 +381,7 @@ func TestWebSocketUpgrade(t *testing.T) {
 	if err != nil || got != "echo ping\n" {
 		t.Fatalf("relayed %q, %v", got, err)
 	}
-	if r := e.up.requests()[0]; r.Path != "/v1/responses" {
+	if r := e.up.Requests()[0]; r.Path != "/v1/responses" {
 		t.Errorf("upstream path %s", r.Path)
 	}
 	if ents, _ := readDir(e.store.Dir()); len(ents) != 0 {
@@ -385,7 +389,7 @@ func TestWebSocketUpgrade(t *testing.T) {
 	}
 }
 
-// clientFixture is the shape of testdata/clients/*.json.
+// clientFixture is the shape of testdata/clients/*.json (at the repository root).
 type clientFixture struct {
 	Client    string `json:"client"`
 	Exchanges []struct {
@@ -410,11 +414,11 @@ func TestClientFixtures(t *testing.T) {
 	for _, name := range []string{"claude-code", "codex-builtin-openai", "opencode", "pi", "sdk-go-openai", "sdk-go-anthropic"} {
 		t.Run(name, func(t *testing.T) {
 			var cf clientFixture
-			if err := json.Unmarshal(fixture(t, "clients/"+name+".json"), &cf); err != nil {
+			if err := json.Unmarshal(capturetest.ReadTestdata(t, "clients", name+".json"), &cf); err != nil {
 				t.Fatal(err)
 			}
 			n := 0
-			up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 				x := cf.Exchanges[n]
 				n++
 				ct := "application/json"
@@ -473,7 +477,7 @@ func TestClientFixtures(t *testing.T) {
 					}
 				}
 			}
-			seen := up.requests()
+			seen := up.Requests()
 			for i, x := range cf.Exchanges {
 				_, rest, _ := strings.Cut(strings.TrimPrefix(x.Request.Path, "/ng-rollout/"), "/")
 				path, query, _ := strings.Cut("/"+rest, "?")
@@ -488,7 +492,7 @@ func TestClientFixtures(t *testing.T) {
 				}
 				for _, l := range ls {
 					if deref(l.ClientSessionID) != anyOrNil(wantSession[id]) || l.ErrorCategory != nil || l.Response == nil {
-						t.Errorf("rollout %s: session %v (want %q) category %s", id, deref(l.ClientSessionID), wantSession[id], l.category())
+						t.Errorf("rollout %s: session %v (want %q) category %s", id, deref(l.ClientSessionID), wantSession[id], l.Category())
 					}
 				}
 			}
@@ -512,7 +516,7 @@ func anyOrNil(s string) any {
 // the call itself succeeds.
 func TestSpooledBody(t *testing.T) {
 	body := fixture(t, "anthropic_messages/stream_thinking_signature.sse")
-	e := newEnv(t, replay(200, "text/event-stream", body), func(h *gateway.Handler) {
+	e := newEnv(t, capturetest.Replay(200, "text/event-stream", body), func(h *gateway.Handler) {
 		h.SpoolThreshold = 1024
 		h.SpoolDir = t.TempDir()
 	})
@@ -522,13 +526,13 @@ func TestSpooledBody(t *testing.T) {
 	}
 	l := e.one("sp-1")
 	if l.ResponseRaw == nil || *l.ResponseRaw != string(body) || l.ErrorCategory != nil {
-		t.Errorf("spooled response_raw differs (category %s)", l.category())
+		t.Errorf("spooled response_raw differs (category %s)", l.Category())
 	}
 	if ents, _ := readDir(e.h.SpoolDir); len(ents) != 0 {
 		t.Errorf("spool files left: %v", ents)
 	}
 
-	bad := newEnv(t, replay(200, "text/event-stream", body), func(h *gateway.Handler) {
+	bad := newEnv(t, capturetest.Replay(200, "text/event-stream", body), func(h *gateway.Handler) {
 		h.SpoolThreshold = 1024
 		h.SpoolDir = "/nonexistent/spool/dir"
 	})
@@ -543,12 +547,12 @@ func TestSpooledBody(t *testing.T) {
 // TestDeepRequest: a request nested deeper than a capture line can hold is forwarded unchanged and
 // captured as request_raw, not lost.
 func TestDeepRequest(t *testing.T) {
-	e := newEnv(t, replay(200, "application/json", []byte(`{"ok":1}`)))
+	e := newEnv(t, capturetest.Replay(200, "application/json", []byte(`{"ok":1}`)))
 	for i, depth := range []int{100, 9999, 10000, 10001} {
 		body := `{"a":` + strings.Repeat("[", depth-1) + strings.Repeat("]", depth-1) + `}`
 		id := "deep-" + strconv.Itoa(i)
 		resp, _ := e.post(id, "/v1/chat/completions", body, nil)
-		if resp.StatusCode != 200 || string(e.up.requests()[i].Body) != body {
+		if resp.StatusCode != 200 || string(e.up.Requests()[i].Body) != body {
 			t.Fatalf("depth %d: call failed or body changed", depth)
 		}
 		l := e.one(id)

@@ -17,6 +17,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/modelcalls/modelcalls/gateway"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // sdkCase drives one official SDK call through the gateway against an upstream replaying a fixture.
@@ -196,7 +197,7 @@ func TestSDKsThroughGateway(t *testing.T) {
 	for _, tc := range sdkCases {
 		t.Run(tc.name, func(t *testing.T) {
 			body := fixture(t, tc.fixture)
-			e := newEnv(t, replay(http.StatusOK, tc.contentType, body))
+			e := newEnv(t, capturetest.Replay(http.StatusOK, tc.contentType, body))
 
 			viaGateway := tc.call(t, e.gw.URL+"/ng-rollout/sdk-1")
 			direct := tc.call(t, e.up.URL)
@@ -204,7 +205,7 @@ func TestSDKsThroughGateway(t *testing.T) {
 				t.Errorf("SDK decoded different objects through the gateway:\n%q\nvs direct\n%q", viaGateway, direct)
 			}
 
-			reqs := e.up.requests()
+			reqs := e.up.Requests()
 			if len(reqs) != 2 || reqs[0].Path != tc.path || reqs[1].Path != tc.path {
 				t.Fatalf("upstream saw %d requests (%v), want 2 on %s", len(reqs), reqs, tc.path)
 			}
@@ -216,7 +217,7 @@ func TestSDKsThroughGateway(t *testing.T) {
 
 			l := e.one("sdk-1")
 			if l.Dialect == "" || *l.StatusCode != 200 || l.ErrorCategory != nil {
-				t.Fatalf("line: dialect %q status %v category %s", l.Dialect, deref(l.StatusCode), l.category())
+				t.Fatalf("line: dialect %q status %v category %s", l.Dialect, deref(l.StatusCode), l.Category())
 			}
 			var sent, captured bytes.Buffer
 			json.Compact(&sent, reqs[0].Body)
@@ -231,10 +232,10 @@ func TestSDKsThroughGateway(t *testing.T) {
 				if l.ResponseRaw == nil || *l.ResponseRaw != string(body) {
 					t.Errorf("response_raw is not the streamed body")
 				}
-			} else if l.has("response_raw") {
+			} else if l.Has("response_raw") {
 				t.Errorf("a parsed JSON body kept response_raw")
 			}
-			if l.has("request_raw") {
+			if l.Has("request_raw") {
 				t.Errorf("a JSON request kept request_raw")
 			}
 			if deref(l.ResponseSource) != "upstream" || deref(l.UpstreamAttempted) != true || deref(l.UpstreamStatusCode) != 200 {
@@ -248,7 +249,7 @@ func TestSDKsThroughGateway(t *testing.T) {
 				}
 			}
 
-			r := l.record
+			r := l.Record
 			if deref(r.TokensIn) != tc.tokensIn || deref(r.TokensOut) != tc.tokensOut || deref(r.TokensTotal) != tc.tokensTotal {
 				t.Errorf("tokens in/out/total = %v/%v/%v, want %d/%d/%d", deref(r.TokensIn), deref(r.TokensOut), deref(r.TokensTotal), tc.tokensIn, tc.tokensOut, tc.tokensTotal)
 			}
@@ -285,7 +286,7 @@ func TestRawBytesUnchanged(t *testing.T) {
 	for _, tc := range sdkCases {
 		t.Run(tc.name, func(t *testing.T) {
 			body := fixture(t, tc.fixture)
-			e := newEnv(t, replay(http.StatusOK, tc.contentType, body))
+			e := newEnv(t, capturetest.Replay(http.StatusOK, tc.contentType, body))
 			get := func(url string) (*http.Response, []byte) {
 				req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"model":"m","stream":true}`))
 				req.Header.Set("Accept-Encoding", "gzip, deflate, br, zstd")

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // TestRecapture: a replay with a capture dir out is captured by the gateway like any run: one
@@ -19,8 +20,8 @@ func TestRecapture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{Source: src, Timing: Timing{Fast: true}, Logger: quietLog()}
-	rc, err := NewRecapture(s, out, "policy", quietLog())
+	s := &Server{Source: src, Timing: Timing{Fast: true}, Logger: capturetest.QuietLogger()}
+	rc, err := NewRecapture(s, out, "policy", capturetest.QuietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,28 +39,31 @@ func TestRecapture(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	orig, re := lines(t, src, "r1"), lines(t, out, "r1")
+	orig, re := capturetest.Lines(t, src, "r1"), capturetest.Lines(t, out, "r1")
 	if len(re) != len(cases)+1 {
 		t.Fatalf("re-capture has %d lines, want %d", len(re), len(cases)+1)
 	}
 	for i := range cases {
-		if !bytes.Equal(recordedBody(t, re[i]), recordedBody(t, orig[i])) {
+		if !bytes.Equal(re[i].Body(), orig[i].Body()) {
 			t.Errorf("call %d: re-captured body differs from the original capture", i)
 		}
 		for k, want := range map[string]any{"response_source": "local", "upstream_attempted": false,
-			"local_response_reason": "replay", "status_code": orig[i]["status_code"], "error_category": orig[i]["error_category"],
-			"dialect": orig[i]["dialect"]} {
-			if re[i][k] != want {
-				t.Errorf("call %d: %s = %v, want %v", i, k, re[i][k], want)
+			"local_response_reason": "replay", "status_code": orNil(orig[i].StatusCode), "error_category": orNil(orig[i].ErrorCategory),
+			"dialect": orig[i].Dialect} {
+			got := map[string]any{"response_source": orNil(re[i].ResponseSource), "upstream_attempted": orNil(re[i].UpstreamAttempted),
+				"local_response_reason": orNil(re[i].LocalResponseReason), "status_code": orNil(re[i].StatusCode),
+				"error_category": orNil(re[i].ErrorCategory), "dialect": re[i].Dialect}[k]
+			if got != want {
+				t.Errorf("call %d: %s = %v, want %v", i, k, got, want)
 			}
 		}
-		if re[i]["model_call_id"] == orig[i]["model_call_id"] {
+		if re[i].ModelCallID == orig[i].ModelCallID {
 			t.Errorf("call %d: the re-capture reuses the original model_call_id", i)
 		}
 	}
 	miss := re[len(cases)]
-	if miss["local_response_reason"] != "replay_miss" || miss["model_call_id"] != missID ||
-		!strings.Contains(string(recordedBody(t, miss)), "first difference at $.messages") {
-		t.Errorf("miss line: %v", miss)
+	if orNil(miss.LocalResponseReason) != "replay_miss" || miss.ModelCallID != missID ||
+		!strings.Contains(string(miss.Body()), "first difference at $.messages") {
+		t.Errorf("miss line: %s", miss.Data)
 	}
 }

@@ -13,26 +13,32 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
+
+// canned is the answer of a test upstream.
+func canned(status int, contentType string, body []byte) capturetest.Answer {
+	return capturetest.Answer{Status: status, ContentType: contentType, Body: body}
+}
 
 // exchangeCase is one call recorded through the gateway and replayed.
 type exchangeCase struct {
 	path, request string
-	answer        canned
+	answer        capturetest.Answer
 }
 
 func recordedCases(t *testing.T) []exchangeCase {
 	return []exchangeCase{
 		{"/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"weather?"}],"stream_options":{"include_usage":true}}`,
-			canned{200, "text/event-stream", fixture(t, "stream_tool_call_usage_only_chunk.sse")}},
+			canned(200, "text/event-stream", capturetest.Fixture(t, "openai_chat/stream_tool_call_usage_only_chunk.sse"))},
 		{"/v1/responses", `{"model":"m","stream":true,"input":"weather?"}`,
-			canned{200, "text/event-stream", fixture(t, "stream_reasoning_function_call.sse")}},
+			canned(200, "text/event-stream", capturetest.Fixture(t, "openai_responses/stream_reasoning_function_call.sse"))},
 		{"/v1/messages", `{"model":"claude","stream":true,"max_tokens":100,"messages":[{"role":"user","content":"weather?"}]}`,
-			canned{200, "text/event-stream", fixture(t, "stream_tool_use_input_json_delta.sse")}},
+			canned(200, "text/event-stream", capturetest.Fixture(t, "anthropic_messages/stream_tool_use_input_json_delta.sse"))},
 		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"a holiday?"}]}`,
-			canned{200, "application/json", fixture(t, "json_text_usage_details.json")}},
+			canned(200, "application/json", capturetest.Fixture(t, "openai_chat/json_text_usage_details.json"))},
 		{"/v1/messages", `{"model":"claude","max_tokens":100,"messages":[{"role":"user","content":"too much"}]}`,
-			canned{429, "application/json", fixture(t, "error_429_rate_limit.json")}},
+			canned(429, "application/json", capturetest.Fixture(t, "anthropic_messages/error_429_rate_limit.json"))},
 	}
 }
 
@@ -40,7 +46,7 @@ func recordedCases(t *testing.T) []exchangeCase {
 // It returns the capture and what the client received for each case.
 func record(t *testing.T, id string, cases []exchangeCase) (*capture.Store, [][]byte) {
 	t.Helper()
-	answers := map[string][]canned{}
+	answers := map[string][]capturetest.Answer{}
 	for _, c := range cases {
 		answers[c.path] = append(answers[c.path], c.answer)
 	}
@@ -49,8 +55,8 @@ func record(t *testing.T, id string, cases []exchangeCase) (*capture.Store, [][]
 	var got [][]byte
 	for _, c := range cases {
 		status, _, body := post(t, gw.URL, "/ng-rollout/"+id+c.path, c.request)
-		if status != c.answer.status {
-			t.Fatalf("recording %s: status %d, want %d", c.path, status, c.answer.status)
+		if status != c.answer.Status {
+			t.Fatalf("recording %s: status %d, want %d", c.path, status, c.answer.Status)
 		}
 		got = append(got, body)
 	}
@@ -64,7 +70,7 @@ func record(t *testing.T, id string, cases []exchangeCase) (*capture.Store, [][]
 func TestReplayServesRecordedBytes(t *testing.T) {
 	cases := recordedCases(t)
 	store, original := record(t, "r1", cases)
-	recLines := lines(t, store, "r1")
+	recLines := capturetest.Lines(t, store, "r1")
 	if len(recLines) != len(cases) {
 		t.Fatalf("%d capture lines, want %d", len(recLines), len(cases))
 	}
@@ -75,20 +81,20 @@ func TestReplayServesRecordedBytes(t *testing.T) {
 			for i, c := range cases {
 				status, hdr, body := post(t, rp.URL, "/ng-rollout/r1"+c.path, c.request)
 				line := recLines[i]
-				if want := int(line["status_code"].(float64)); status != want {
+				if want := *line.StatusCode; status != want {
 					t.Errorf("%d %s: status %d, recorded %d", i, c.path, status, want)
 				}
-				if ct := hdr.Get("Content-Type"); ct != c.answer.contentType {
-					t.Errorf("%d %s: Content-Type %q, want %q", i, c.path, ct, c.answer.contentType)
+				if ct := hdr.Get("Content-Type"); ct != c.answer.ContentType {
+					t.Errorf("%d %s: Content-Type %q, want %q", i, c.path, ct, c.answer.ContentType)
 				}
-				if id := hdr.Get("x-nemo-gym-model-call-id"); id != line["model_call_id"] {
-					t.Errorf("%d: model call id header %q, recorded %q", i, id, line["model_call_id"])
+				if id := hdr.Get("x-nemo-gym-model-call-id"); id != line.ModelCallID {
+					t.Errorf("%d: model call id header %q, recorded %q", i, id, line.ModelCallID)
 				}
-				want := recordedBody(t, line)
+				want := line.Body()
 				if !bytes.Equal(body, want) {
 					t.Errorf("%d %s: replayed body differs from the recorded one\n got: %.200q\nwant: %.200q", i, c.path, body, want)
 				}
-				if c.answer.contentType == "text/event-stream" && !bytes.HasPrefix(original[i], body) {
+				if c.answer.ContentType == "text/event-stream" && !bytes.HasPrefix(original[i], body) {
 					t.Errorf("%d %s: replayed stream is not what the client received when recording", i, c.path)
 				}
 			}
@@ -201,8 +207,8 @@ func TestMissShapes(t *testing.T) {
 		appendLine(t, store, "r", capture.Exchange{Dialect: d, Request: json.RawMessage(`{"model":"m","input":"x"}`),
 			Response: json.RawMessage(`{"ok":true}`), StatusCode: ptr(200)})
 	}
-	logs := newSyncBuffer()
-	rp := newReplay(t, &Server{Source: store, Timing: Timing{Fast: true}, Logger: logTo(logs)})
+	logs := &capturetest.Buffer{}
+	rp := newReplay(t, &Server{Source: store, Timing: Timing{Fast: true}, Logger: capturetest.Logger(logs)})
 	for _, c := range []struct{ path, shape string }{
 		{"/v1/chat/completions", "openai:invalid_request_error:replay_miss"},
 		{"/v1/responses", "openai:invalid_request_error:replay_miss"},

@@ -10,6 +10,8 @@
 # (installed with apt-get when missing and we are root). About 11 minutes on 2 cores.
 # The build is CPU-only, static (no shared libs), with no tests, examples, web UI or TLS.
 set -euo pipefail
+# shellcheck source=lib/cached-build.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/cached-build.sh"
 
 NODE_LLAMA_CPP_VERSION="${NODE_LLAMA_CPP_VERSION:-3.21.1}"
 CACHE="${MODELCALLS_E2E_CACHE:-${HOME}/.cache/modelcalls-e2e}"
@@ -19,21 +21,7 @@ JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 
 log() { echo "build-llama-server: $*" >&2; }
 
-if [[ -x "${BIN}" ]]; then
-	log "cached: ${BIN}"
-	echo "${BIN}"
-	exit 0
-fi
-
-mkdir -p "${CACHE}/llama-server"
-# One build at a time per cache dir: a second caller waits, then finds the binary.
-exec 9>"${CACHE}/llama-server/.lock"
-flock 9
-if [[ -x "${BIN}" ]]; then
-	log "cached (built by a concurrent run): ${BIN}"
-	echo "${BIN}"
-	exit 0
-fi
+cached_build_begin "${BIN}" "${CACHE}/llama-server"
 
 need() { command -v "$1" >/dev/null 2>&1; }
 if ! need cmake; then

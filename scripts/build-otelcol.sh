@@ -10,6 +10,8 @@
 # Needs go and the Go module proxy. About 9 minutes on 2 cores with an empty module cache (most of
 # it downloading the Collector's dependencies), about 2 minutes with a warm one.
 set -euo pipefail
+# shellcheck source=lib/cached-build.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/cached-build.sh"
 cd "$(dirname "$0")/.."
 CACHE="${MODELCALLS_E2E_CACHE:-${HOME}/.cache/modelcalls-e2e}"
 KEY="$(cat test/e2e/otelcol/go.mod test/e2e/otelcol/go.sum test/e2e/otelcol/main.go | sha256sum | cut -c1-16)"
@@ -18,20 +20,7 @@ BIN="${OUT}/otelcol-e2e"
 
 log() { echo "build-otelcol: $*" >&2; }
 
-if [[ -x "${BIN}" ]]; then
-	log "cached: ${BIN}"
-	echo "${BIN}"
-	exit 0
-fi
-mkdir -p "${CACHE}/otelcol"
-# One build at a time per cache dir: a second caller waits, then finds the binary.
-exec 9>"${CACHE}/otelcol/.lock"
-flock 9
-if [[ -x "${BIN}" ]]; then
-	log "cached (built by a concurrent run): ${BIN}"
-	echo "${BIN}"
-	exit 0
-fi
+cached_build_begin "${BIN}" "${CACHE}/otelcol"
 start=$(date +%s)
 log "building test/e2e/otelcol into ${OUT} (several minutes on a cold module cache)"
 mkdir -p "${OUT}"

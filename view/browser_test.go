@@ -330,10 +330,12 @@ func TestBrowserLiveAndEscaping(t *testing.T) {
 	tab, closeTab := chromedp.NewContext(ctx)
 	defer closeTab()
 	// The first action on a tab creates it and binds it to its context: run it without a timeout.
-	if _, err := chromedp.Run(tab, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatalf("open a second tab: %v", err)
+	// It opens the page itself: a second navigation (from about:blank) could leave the next
+	// evaluation in the blank page's destroyed JavaScript context ("Cannot find context with
+	// specified id").
+	if _, err := chromedp.Run(tab, chromedp.Navigate(ts.URL+"/#/rollout/live-script")); err != nil {
+		t.Fatalf("open the pending rollout in a second tab: %v", err)
 	}
-	do(t, tab, "open pending rollout", chromedp.Navigate(ts.URL+"/#/rollout/live-script"))
 	waitJS(t, tab, "pending note", `document.getElementById("pending-note")?.textContent.startsWith("1 call pending")`)
 	waitJS(t, tab, "pending row", `document.querySelectorAll("#waterfall g[data-pending]").length === 1`)
 	release()

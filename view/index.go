@@ -201,6 +201,19 @@ func (x *Index) scan(ctx context.Context) {
 	recsChanged := x.loadRecords(note)
 
 	ids := map[string]*found{}
+	// get returns the entry of a valid rollout id, adding it on first sight; nil for an invalid id
+	// (a file name that only looks like a capture).
+	get := func(id string) *found {
+		if rollout.Validate(id) != nil {
+			return nil
+		}
+		f := ids[id]
+		if f == nil {
+			f = &found{}
+			ids[id] = f
+		}
+		return f
+	}
 	for _, st := range x.stores {
 		ents, err := os.ReadDir(st.Dir())
 		if err != nil {
@@ -218,13 +231,9 @@ func (x *Index) scan(ctx context.Context) {
 			default:
 				continue
 			}
-			if rollout.Validate(id) != nil {
-				continue
-			}
-			f := ids[id]
+			f := get(id)
 			if f == nil {
-				f = &found{}
-				ids[id] = f
+				continue
 			}
 			// The first dir holding the capture file or the marker owns the rollout (as merge
 			// picks it); claims count in every dir.
@@ -247,13 +256,9 @@ func (x *Index) scan(ctx context.Context) {
 			note("claims in %s: %v", st.Dir(), err)
 		}
 		for id, c := range cl {
-			if rollout.Validate(id) != nil {
-				continue
-			}
-			f := ids[id]
+			f := get(id)
 			if f == nil {
-				f = &found{}
-				ids[id] = f
+				continue
 			}
 			f.claimStores = append(f.claimStores, st)
 			f.claims.Live += c.Live

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -353,47 +354,27 @@ var SortFields = []string{"id", "calls", "errors", "pending", "abandoned", "dama
 	"tokens_in", "tokens_out", "tokens_cached", "tokens_reasoning", "latency_ms", "max_ttft_ms",
 	"started_at", "ended_at", "duration_s", "model", "dialect", "dir"}
 
-// field returns a row's value of name: float64, string, bool or nil (unknown).
+// summaryFields maps each of SortFields to the index of the RolloutSummary field of that JSON name.
+var summaryFields = func() map[string]int {
+	t := reflect.TypeFor[RolloutSummary]()
+	m := map[string]int{}
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if slices.Contains(SortFields, name) {
+			m[name] = i
+		}
+	}
+	if len(m) != len(SortFields) {
+		panic("view: a sort field names no RolloutSummary field")
+	}
+	return m
+}()
+
+// field returns a row's value of name: float64 (any number), string, bool or nil (unknown: a null
+// summary field, or a record field the rollout's record lacks).
 func (s *RolloutSummary) field(name string, recs map[string]*recordFields) any {
-	switch name {
-	case "id":
-		return s.ID
-	case "dir":
-		return s.Dir
-	case "calls":
-		return float64(s.Calls)
-	case "errors":
-		return float64(s.Errors)
-	case "pending":
-		return float64(s.Pending)
-	case "abandoned":
-		return float64(s.Abandoned)
-	case "damaged_lines":
-		return float64(s.DamagedLines)
-	case "incomplete":
-		return s.Incomplete
-	case "tokens_in":
-		return intOrNil(s.TokensIn)
-	case "tokens_out":
-		return intOrNil(s.TokensOut)
-	case "tokens_cached":
-		return intOrNil(s.TokensCached)
-	case "tokens_reasoning":
-		return intOrNil(s.TokensReasoning)
-	case "latency_ms":
-		return s.LatencyMS
-	case "max_ttft_ms":
-		return nilOr(s.MaxTTFTMS)
-	case "started_at":
-		return nilOr(s.StartedAt)
-	case "ended_at":
-		return nilOr(s.EndedAt)
-	case "duration_s":
-		return nilOr(s.DurationS)
-	case "model":
-		return nilOr(s.Model)
-	case "dialect":
-		return nilOr(s.Dialect)
+	if i, ok := summaryFields[name]; ok {
+		return scalar(reflect.ValueOf(s).Elem().Field(i))
 	}
 	rf := recs[s.ID]
 	if rf == nil {
@@ -402,19 +383,26 @@ func (s *RolloutSummary) field(name string, recs map[string]*recordFields) any {
 	return rf.val[strings.TrimPrefix(name, "record.")]
 }
 
-// intOrNil returns *p as float64, or nil when p is nil (unknown).
-func intOrNil(p *int64) any {
-	if p == nil {
-		return nil
+// scalar is a summary field's value as filters and sorting compare it: numbers as float64, nil for
+// a nil pointer.
+func scalar(v reflect.Value) any {
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return nil
+		}
+		v = v.Elem()
 	}
-	return float64(*p)
-}
-
-func nilOr[T any](p *T) any {
-	if p == nil {
-		return nil
+	switch v.Kind() {
+	case reflect.Int, reflect.Int64:
+		return float64(v.Int())
+	case reflect.Float64:
+		return v.Float()
+	case reflect.String:
+		return v.String()
+	case reflect.Bool:
+		return v.Bool()
 	}
-	return *p
+	return nil
 }
 
 // filterTerm is one term of a filter: field op value, or a bare word (op "").
@@ -459,35 +447,34 @@ func (t *filterTerm) match(s *RolloutSummary, recs map[string]*recordFields) boo
 	if t.op == "~" {
 		return v != nil && strings.Contains(strings.ToLower(fmt.Sprint(v)), strings.ToLower(t.value))
 	}
-	var c int
-	switch v := v.(type) {
-	case nil:
+	if v == nil {
 		if t.value == "null" {
 			return t.op == "="
 		}
 		return t.op == "!="
+	}
+	var want any // the term's value in v's type
+	switch v.(type) {
 	case float64:
 		if !t.isNum {
 			return t.op == "!="
 		}
-		c = cmp.Compare(v, t.num)
+		want = t.num
 	case bool:
 		b, err := strconv.ParseBool(t.value)
 		if err != nil {
 			return t.op == "!="
 		}
-		c = 0
-		if v != b {
-			c = 1
-		}
 		if t.op != "=" && t.op != "!=" {
-			return false
+			return false // booleans are equal or not, never ordered
 		}
+		want = b
 	case string:
-		c = strings.Compare(v, t.value)
+		want = t.value
 	default:
 		return false
 	}
+	c := compareValues(v, want)
 	switch t.op {
 	case "=":
 		return c == 0

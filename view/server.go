@@ -169,13 +169,17 @@ func rolloutID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	return id, true
 }
 
-func callIndex(w http.ResponseWriter, r *http.Request) (int, bool) {
+// callPath validates the {id} and {index} path values of a call's routes.
+func callPath(w http.ResponseWriter, r *http.Request) (id string, n int, ok bool) {
+	if id, ok = rolloutID(w, r); !ok {
+		return "", 0, false
+	}
 	n, err := intParam(r.PathValue("index"), 0)
 	if err != nil {
 		apiError(w, http.StatusBadRequest, "call index: "+err.Error())
-		return 0, false
+		return "", 0, false
 	}
-	return n, true
+	return id, n, true
 }
 
 func loadError(w http.ResponseWriter, err error) {
@@ -187,44 +191,33 @@ func loadError(w http.ResponseWriter, err error) {
 	}
 }
 
-func (s *Server) rollout(w http.ResponseWriter, r *http.Request) {
-	id, ok := rolloutID(w, r)
-	if !ok {
-		return
-	}
-	d, err := s.idx.Rollout(id)
+// writeLoaded answers v as JSON, or the error of loading it (404 for an unknown rollout or call).
+func writeLoaded(w http.ResponseWriter, v any, err error) {
 	if err != nil {
 		loadError(w, err)
 		return
 	}
-	writeJSON(w, d)
+	writeJSON(w, v)
+}
+
+func (s *Server) rollout(w http.ResponseWriter, r *http.Request) {
+	if id, ok := rolloutID(w, r); ok {
+		d, err := s.idx.Rollout(id)
+		writeLoaded(w, d, err)
+	}
 }
 
 func (s *Server) call(w http.ResponseWriter, r *http.Request) {
-	id, ok := rolloutID(w, r)
-	if !ok {
-		return
+	if id, n, ok := callPath(w, r); ok {
+		d, err := s.idx.Call(id, n)
+		writeLoaded(w, d, err)
 	}
-	n, ok := callIndex(w, r)
-	if !ok {
-		return
-	}
-	d, err := s.idx.Call(id, n)
-	if err != nil {
-		loadError(w, err)
-		return
-	}
-	writeJSON(w, d)
 }
 
 // raw serves a stored payload as text/plain (never as HTML): ?part=request|response (JSON,
 // indented with ?indent=1) or request_raw|response_raw (the stored text).
 func (s *Server) raw(w http.ResponseWriter, r *http.Request) {
-	id, ok := rolloutID(w, r)
-	if !ok {
-		return
-	}
-	n, ok := callIndex(w, r)
+	id, n, ok := callPath(w, r)
 	if !ok {
 		return
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -14,18 +13,12 @@ import (
 
 	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
-	"github.com/modelcalls/modelcalls/rollout"
 )
-
-func init() { register(newCallsCmd) }
 
 // callsOptions are the flags of `modelcalls calls`.
 type callsOptions struct {
-	captureDir      string
-	json            bool
-	format          string
+	reportOptions
 	includePayloads bool
-	filter          callFilter
 }
 
 func newCallsCmd(s *Streams) *cobra.Command {
@@ -63,11 +56,8 @@ Damaged capture lines are reported on stderr with their line numbers and skipped
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.captureDir, "capture-dir", "", "capture directory (or give it as the first argument)")
-	f.StringVar(&o.format, "format", "", "table, tsv or json (default: table on a terminal, tsv otherwise)")
-	f.BoolVar(&o.json, "json", false, "same as --format json: one JSON record per line")
+	o.addFlags(f, "capture directory (or give it as the first argument)", "same as --format json: one JSON record per line")
 	f.BoolVar(&o.includePayloads, "include-payloads", false, "with --format json: include request, response, request_raw and response_raw")
-	o.filter.addFlags(f)
 	return cmd
 }
 
@@ -130,29 +120,12 @@ func runCalls(s *Streams, o *callsOptions, dir, id string) error {
 	if err := o.filter.check(); err != nil {
 		return err
 	}
-	if err := rollout.Validate(id); err != nil {
-		return usageErrorf("ROLLOUT_ID: %w (rule: ^[A-Za-z0-9][A-Za-z0-9._-]*$, at most %d bytes)", err, rollout.MaxIDLen)
-	}
-	if err := checkDir(dir); err != nil {
+	if err := checkRolloutID("ROLLOUT_ID", id); err != nil {
 		return err
 	}
-	store, err := capture.OpenExisting(dir)
+	rc, err := loadRollout(dir, id)
 	if err != nil {
-		return withExit(ExitNotFound, err)
-	}
-	rc, err := readRolloutCalls(store, id)
-	if err != nil {
-		return withExit(ExitFailure, fmt.Errorf("read rollout %s: %w", id, err))
-	}
-	if !rc.hasCapture && !rc.incomplete {
-		msg := fmt.Sprintf("rollout %s has no capture in %s (no %s%s)", id, dir, id, capture.CaptureSuffix)
-		if rc.claims.Live > 0 {
-			msg += fmt.Sprintf("; %d capture writes are still in progress", rc.claims.Live)
-		}
-		if rc.claims.Stale > 0 {
-			msg += fmt.Sprintf("; %d capture writes were abandoned (stale claims: the writing process is gone)", rc.claims.Stale)
-		}
-		return withExit(ExitNotFound, errors.New(msg))
+		return err
 	}
 	for _, d := range rc.damages {
 		fmt.Fprintf(s.ErrOut, "modelcalls calls: %s:%d: damaged line skipped: %v\n", rc.path, d.Line, d.Err)

@@ -11,12 +11,14 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/golden")
 
-// gymCapture is the capture dir NeMo Gym wrote for the shared fixtures (testdata/gym-capture/README.md).
-const gymCapture = "testdata/gym-capture/capture"
+// gymCapture is the capture dir NeMo Gym wrote for the shared fixtures
+// (testdata/gym-capture/README.md at the repository root).
+var gymCapture = capturetest.GymCaptureDir()
 
 // runCLI runs the command line through Main with buffers and returns stdout, stderr and the exit code.
 func runCLI(t testing.TB, stdin string, args ...string) (string, string, int) {
@@ -24,6 +26,28 @@ func runCLI(t testing.TB, stdin string, args ...string) (string, string, int) {
 	var out, errOut bytes.Buffer
 	code := Main(args, strings.NewReader(stdin), &out, &errOut)
 	return out.String(), errOut.String(), code
+}
+
+// exitCase is one command line and how it must end: the exit code, and a piece of stderr ("" for
+// any).
+type exitCase struct {
+	name string
+	args []string
+	code int
+	msg  string
+}
+
+// checkExits runs each case through Main, one subtest each.
+func checkExits(t *testing.T, cases []exitCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errOut, code := runCLI(t, "", tc.args...)
+			if code != tc.code || !strings.Contains(errOut, tc.msg) {
+				t.Errorf("%q: exit %d, stderr %q; want %d and %q", tc.args, code, errOut, tc.code, tc.msg)
+			}
+		})
+	}
 }
 
 // checkGolden compares got with testdata/golden/<name>, rewriting it with -update.
@@ -161,9 +185,11 @@ func TestCallsJSONGolden(t *testing.T) {
 }
 
 // TestCallsAgreeWithGym checks the identity fields of every record against what NeMo Gym itself
-// attached in merged-by-gym.jsonl (the values that do not depend on SPEC's differences).
+// attached in merged-by-gym.jsonl: the identity fields, which none of the places where modelcalls
+// differs from Gym on purpose touch (Anthropic thinking_tokens counted as tokens_reasoning, latencies
+// summed with compensated float addition, the fields Gym's snapshot lacks).
 func TestCallsAgreeWithGym(t *testing.T) {
-	data, err := os.ReadFile("testdata/gym-capture/merged-by-gym.jsonl")
+	data, err := os.ReadFile(capturetest.Testdata("gym-capture", "merged-by-gym.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,12 +316,7 @@ func TestCallsExitCodes(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name    string
-		args    []string
-		code    int
-		message string
-	}{
+	checkExits(t, []exitCase{
 		{"missing dir", []string{"calls", "/nonexistent/capture", "0-0"}, ExitNotFound, "does not exist"},
 		{"dir is a file", []string{"calls", file, "0-0"}, ExitNotFound, "not a directory"},
 		{"missing rollout", []string{"calls", gymCapture, "4-3"}, ExitNotFound, "rollout 4-3 has no capture"},
@@ -317,16 +338,5 @@ func TestCallsExitCodes(t *testing.T) {
 		{"unknown flag", []string{"calls", gymCapture, "0-0", "--bogus"}, ExitUsage, "unknown flag"},
 		{"found", []string{"calls", gymCapture, "0-0"}, ExitOK, ""},
 		{"marker only is found", []string{"calls", gymCapture, "4-0", "--json"}, ExitOK, ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, errOut, code := runCLI(t, "", tc.args...)
-			if code != tc.code {
-				t.Errorf("exit %d; want %d (stderr %q)", code, tc.code, errOut)
-			}
-			if tc.message != "" && !strings.Contains(errOut, tc.message) {
-				t.Errorf("stderr %q lacks %q", errOut, tc.message)
-			}
-		})
-	}
+	})
 }

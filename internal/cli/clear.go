@@ -10,16 +10,13 @@ import (
 
 	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/jsonl"
 )
-
-func init() { register(newClearCmd) }
 
 // clearOptions are the flags of `modelcalls clear`.
 type clearOptions struct {
-	captureDirs []string
-	in          string
-	wait        time.Duration
-	force       bool
+	recordsOptions
+	force bool
 }
 
 func newClearCmd(s *Streams) *cobra.Command {
@@ -51,9 +48,8 @@ Ctrl-D). SIGINT or SIGTERM stop it at once; the rollouts cleared until then stay
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&o.captureDirs, "capture-dir", nil, "capture directory (required; repeat to clear in several)")
-	f.StringVar(&o.in, "in", "", "JSONL rollout records (default: stdin; - is stdin)")
-	f.DurationVar(&o.wait, "wait", modelcalls.CaptureDrainTimeout, "longest wait, over all rollouts, for calls still in flight (0: look once, do not wait)")
+	o.addFlags(f, "capture directory (required; repeat to clear in several)",
+		"longest wait, over all rollouts, for calls still in flight (0: look once, do not wait)")
 	f.BoolVar(&o.force, "force", false, "clear rollouts whose calls are still in flight after the wait (their lines go to <id>.capture.orphaned.jsonl)")
 	return cmd
 }
@@ -65,11 +61,8 @@ type clearTarget struct {
 }
 
 func runClear(ctx context.Context, s *Streams, o *clearOptions) error {
-	if err := checkCaptureDirs(o.captureDirs); err != nil {
+	if err := o.check(); err != nil {
 		return err
-	}
-	if o.wait < 0 {
-		return usageErrorf("--wait %s: must be >= 0 (0: look once, do not wait)", o.wait)
 	}
 	if ctx == nil {
 		ctx = context.Background()
@@ -95,36 +88,36 @@ func runClear(ctx context.Context, s *Streams, o *clearOptions) error {
 	var targets []clearTarget
 	reported := 0
 	seen := map[string]bool{}
-	lr := newLineReader(in)
+	lr := jsonl.NewReader(in)
 	for {
-		l, ok, err := lr.next()
+		l, ok, err := lr.Next()
 		if err == nil {
 			err = context.Cause(ctx) // a signal between lines
 		}
 		if err != nil {
 			if ctx.Err() != nil {
 				err = fmt.Errorf("%v: stopped after line %d, before clearing anything (rollouts are cleared once the input is read)",
-					context.Cause(ctx), lr.num)
+					context.Cause(ctx), lr.Lines())
 			}
 			return withExit(ExitFailure, err)
 		}
 		if !ok {
 			break
 		}
-		if len(bytes.TrimSpace(l.body)) == 0 {
+		if len(bytes.TrimSpace(l.Body)) == 0 {
 			continue
 		}
-		id, ok, err := modelcalls.RolloutID(l.body)
+		id, ok, err := modelcalls.RolloutID(l.Body)
 		if err != nil {
 			reported++
-			fmt.Fprintf(s.ErrOut, "modelcalls clear: line %d: not cleared: %v\n", l.num, err)
+			fmt.Fprintf(s.ErrOut, "modelcalls clear: line %d: not cleared: %v\n", l.Num, err)
 			continue
 		}
 		if !ok || seen[id] {
 			continue
 		}
 		seen[id] = true
-		targets = append(targets, clearTarget{id: id, line: l.num})
+		targets = append(targets, clearTarget{id: id, line: l.Num})
 	}
 
 	// Wait for calls in flight, one deadline for the whole run.

@@ -113,26 +113,13 @@ func TestClearReportsBadLines(t *testing.T) {
 }
 
 func TestClearUsage(t *testing.T) {
-	tests := []struct {
-		name string
-		args []string
-		code int
-		msg  string
-	}{
+	checkExits(t, []exitCase{
 		{"no capture dir", []string{"clear"}, ExitUsage, "--capture-dir is required"},
 		{"missing capture dir", []string{"clear", "--capture-dir", "/nonexistent/dir"}, ExitNotFound, "does not exist"},
 		{"missing input", []string{"clear", "--capture-dir", t.TempDir(), "--in", "/nonexistent/in.jsonl"}, ExitNotFound, "does not exist"},
 		{"negative wait", []string{"clear", "--capture-dir", t.TempDir(), "--wait", "-1s"}, ExitUsage, "must be >= 0"},
 		{"positional argument", []string{"clear", "--capture-dir", t.TempDir(), "extra"}, ExitUsage, "unknown command"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, errOut, code := runCLI(t, "", tc.args...)
-			if code != tc.code || !strings.Contains(errOut, tc.msg) {
-				t.Errorf("exit %d, stderr %q; want %d and %q", code, errOut, tc.code, tc.msg)
-			}
-		})
-	}
+	})
 }
 
 // A live call holds clear: without --force the rollout is left untouched and clear exits 1 once the

@@ -14,8 +14,6 @@ import (
 	"github.com/modelcalls/modelcalls/internal/demo"
 )
 
-func init() { register(newDemoCmd) }
-
 func newDemoCmd(s *Streams) *cobra.Command {
 	var dir string
 	var verbose bool

@@ -17,11 +17,9 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/modelcalls/modelcalls"
-	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/jsonl"
 	"github.com/modelcalls/modelcalls/otelexport"
 )
-
-func init() { register(newExportCmd) }
 
 // exportOptions are the flags of `modelcalls export otlp`.
 type exportOptions struct {
@@ -91,12 +89,9 @@ func runExportOTLP(ctx context.Context, s *Streams, o *exportOptions) error {
 		}
 		upstream = u
 	}
-	if err := checkDir(o.captureDir); err != nil {
-		return err
-	}
-	store, err := capture.OpenExisting(o.captureDir)
+	store, err := openCaptureDir(o.captureDir)
 	if err != nil {
-		return withExit(ExitNotFound, err)
+		return err
 	}
 	var rollouts []exportRollout
 	if o.in != "" {
@@ -212,21 +207,21 @@ func readExportRollouts(s *Streams, name string) ([]exportRollout, error) {
 	defer closeIn()
 	var out []exportRollout
 	seen := map[string]bool{}
-	lr := newLineReader(in)
+	lr := jsonl.NewReader(in)
 	for {
-		l, ok, err := lr.next()
+		l, ok, err := lr.Next()
 		if err != nil {
 			return nil, withExit(ExitFailure, err)
 		}
 		if !ok {
 			return out, nil
 		}
-		if len(bytes.TrimSpace(l.body)) == 0 {
+		if len(bytes.TrimSpace(l.Body)) == 0 {
 			continue
 		}
-		id, ok, err := modelcalls.RolloutID(l.body)
+		id, ok, err := modelcalls.RolloutID(l.Body)
 		if err != nil {
-			return nil, usageErrorf("--in line %d: %w", l.num, err)
+			return nil, usageErrorf("--in line %d: %w", l.Num, err)
 		}
 		if !ok || seen[id] {
 			continue
@@ -237,7 +232,7 @@ func readExportRollouts(s *Streams, name string) ([]exportRollout, error) {
 			Reward    json.RawMessage `json:"reward"`
 			TaskIndex json.RawMessage `json:"_ng_task_index"`
 		}
-		if json.Unmarshal(l.body, &fields) == nil {
+		if json.Unmarshal(l.Body, &fields) == nil {
 			var f float64
 			if json.Unmarshal(fields.Reward, &f) == nil && len(fields.Reward) > 0 && fields.Reward[0] != 'n' {
 				r.reward = &f

@@ -65,23 +65,14 @@ func TestExportOTLP(t *testing.T) {
 		}
 	})
 	t.Run("usage", func(t *testing.T) {
-		for _, tc := range []struct {
-			args []string
-			code int
-			msg  string
-		}{
-			{[]string{"export", "otlp", "--capture-dir", dir}, ExitUsage, "no endpoint"},
-			{[]string{"export", "otlp", "--endpoint", "http://127.0.0.1:1"}, ExitUsage, "--capture-dir is required"},
-			{[]string{"export", "otlp", "--capture-dir", dir, "--endpoint", "127.0.0.1:4318"}, ExitUsage, "absolute http://"},
-			{[]string{"export", "otlp", "--capture-dir", dir, "--endpoint", "http://127.0.0.1:1", "--protocol", "http/json"}, ExitUsage, "want http/protobuf or grpc"},
-			{[]string{"export", "otlp", "--capture-dir", dir + "/missing", "--endpoint", "http://127.0.0.1:1"}, ExitNotFound, ""},
-			{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--capture-dir", dir, "--otlp-content"}, ExitUsage, "need --otlp-endpoint"},
-		} {
-			_, errOut, code := runCLI(t, "", tc.args...)
-			if code != tc.code || !strings.Contains(errOut, tc.msg) {
-				t.Errorf("%v: exit %d, err %q; want %d with %q", tc.args, code, errOut, tc.code, tc.msg)
-			}
-		}
+		checkExits(t, []exitCase{
+			{"no endpoint", []string{"export", "otlp", "--capture-dir", dir}, ExitUsage, "no endpoint"},
+			{"no capture dir", []string{"export", "otlp", "--endpoint", "http://127.0.0.1:1"}, ExitUsage, "--capture-dir is required"},
+			{"endpoint not a URL", []string{"export", "otlp", "--capture-dir", dir, "--endpoint", "127.0.0.1:4318"}, ExitUsage, "absolute http://"},
+			{"bad protocol", []string{"export", "otlp", "--capture-dir", dir, "--endpoint", "http://127.0.0.1:1", "--protocol", "http/json"}, ExitUsage, "want http/protobuf or grpc"},
+			{"missing capture dir", []string{"export", "otlp", "--capture-dir", dir + "/missing", "--endpoint", "http://127.0.0.1:1"}, ExitNotFound, ""},
+			{"otlp content without endpoint", []string{"proxy", "--upstream", "http://127.0.0.1:1", "--capture-dir", dir, "--otlp-content"}, ExitUsage, "need --otlp-endpoint"},
+		})
 	})
 	t.Run("failure names the spans' cause", func(t *testing.T) {
 		closed := closedPort(t)

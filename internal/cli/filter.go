@@ -18,6 +18,23 @@ type callFilter struct {
 	errors   []string // an error_category, "any" (any error) or "none" (no error)
 }
 
+// reportOptions are the flags calls and stats share: the capture dir (which may also be given as
+// an argument), the output format and the call filters.
+type reportOptions struct {
+	captureDir string
+	json       bool
+	format     string
+	filter     callFilter
+}
+
+// addFlags registers the shared flags; dirHelp and jsonHelp are the command's own help texts.
+func (r *reportOptions) addFlags(fs *pflag.FlagSet, dirHelp, jsonHelp string) {
+	fs.StringVar(&r.captureDir, "capture-dir", "", dirHelp)
+	fs.StringVar(&r.format, "format", "", "table, tsv or json (default: table on a terminal, tsv otherwise)")
+	fs.BoolVar(&r.json, "json", false, jsonHelp)
+	r.filter.addFlags(fs)
+}
+
 func (f *callFilter) addFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.models, "model", nil, "only calls of this model (repeat or comma-separate for several)")
 	fs.StringSliceVar(&f.statuses, "status", nil, "only calls with this HTTP status: 200, a class like 4xx, or none")

@@ -1,36 +1,26 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
-	"github.com/mattn/go-isatty"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	modelcalls "github.com/modelcalls/modelcalls"
+	"github.com/modelcalls/modelcalls/internal/jsonl"
+	"github.com/modelcalls/modelcalls/internal/ordered"
 )
-
-func init() { register(newMergeCmd) }
 
 // mergeOptions are the flags of `modelcalls merge`.
 type mergeOptions struct {
-	captureDirs     []string
-	in, out         string
+	recordsOptions
+	out             string
 	includePayloads bool
-	wait            time.Duration
 	workers         int
 }
 
@@ -73,131 +63,17 @@ it was.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&o.captureDirs, "capture-dir", nil, "capture directory (required; repeat to search several in order, the first holding a rollout wins)")
-	f.StringVar(&o.in, "in", "", "JSONL rollout records to read (default: stdin; - is stdin)")
+	o.addFlags(f, "capture directory (required; repeat to search several in order, the first holding a rollout wins)",
+		"longest wait per rollout for outstanding capture writes (0: look once, do not wait)")
 	f.StringVar(&o.out, "out", "", "file to write the merged records to, replaced only when all is written (default: stdout; - is stdout)")
 	f.BoolVar(&o.includePayloads, "include-payloads", false, "keep request, response, request_raw and response_raw in each attached call")
-	f.DurationVar(&o.wait, "wait", modelcalls.CaptureDrainTimeout, "longest wait per rollout for outstanding capture writes (0: look once, do not wait)")
 	f.IntVar(&o.workers, "workers", defaultMergeWorkers(), "rollouts merged at once")
 	return cmd
 }
 
-// checkCaptureDirs returns an ExitUsage error when no dir was given and an ExitNotFound error when
-// one does not exist or is not a directory.
-func checkCaptureDirs(dirs []string) error {
-	if len(dirs) == 0 {
-		return usageErrorf("--capture-dir is required (the directory the proxy writes <rollout_id>.capture.jsonl files to)")
-	}
-	for _, d := range dirs {
-		if d == "" {
-			return usageErrorf("--capture-dir must not be empty")
-		}
-		if err := checkDir(d); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// checkDir returns an ExitNotFound error naming dir when it does not exist or is not a directory.
-func checkDir(dir string) error {
-	st, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return withExit(ExitNotFound, fmt.Errorf("capture dir %s does not exist", dir))
-	case err != nil:
-		return withExit(ExitNotFound, fmt.Errorf("capture dir: %w", err))
-	case !st.IsDir():
-		return withExit(ExitNotFound, fmt.Errorf("capture dir %s is not a directory", dir))
-	}
-	return nil
-}
-
-// openInput opens --in ("" or "-": stdin). size is the size of a regular file, else -1. When the
-// input is stdin and stdin is a terminal, it tells the user on stderr that it is waiting for input
-// (prog names the command), so a forgotten --in does not look like a hang.
-func openInput(s *Streams, prog, name string) (r io.Reader, size int64, closeFn func(), err error) {
-	regularSize := func(f *os.File) int64 {
-		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-			return st.Size()
-		}
-		return -1
-	}
-	if name == "" || name == "-" {
-		size = -1
-		if f, ok := s.In.(*os.File); ok {
-			size = regularSize(f)
-			if isTerminal(f) {
-				fmt.Fprintf(s.ErrOut, "modelcalls %s: reading rollout records from stdin (Ctrl-D to end)\n", prog)
-			}
-		}
-		return s.In, size, func() {}, nil
-	}
-	f, err := os.Open(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, nil, withExit(ExitNotFound, fmt.Errorf("--in %s does not exist", name))
-	}
-	if err != nil {
-		return nil, 0, nil, withExit(ExitFailure, fmt.Errorf("open --in: %w", err))
-	}
-	return f, regularSize(f), func() { f.Close() }, nil
-}
-
-// output is where merged lines go: stdout, or a temp file next to --out that replaces it on commit,
-// so --out never holds a half-written result and may even name the --in file.
-type output struct {
-	w         *bufio.Writer
-	file      *os.File
-	target    string
-	committed bool
-}
-
-func openOutput(s *Streams, name string) (*output, error) {
-	if name == "" || name == "-" {
-		return &output{w: bufio.NewWriterSize(s.Out, 1<<20)}, nil
-	}
-	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".tmp-*")
-	if err != nil {
-		return nil, withExit(ExitFailure, fmt.Errorf("create --out: %w", err))
-	}
-	return &output{w: bufio.NewWriterSize(f, 1<<20), file: f, target: name}, nil
-}
-
-// commit flushes and, for a file, syncs it and renames it over the target.
-func (o *output) commit() error {
-	if err := o.w.Flush(); err != nil {
-		return fmt.Errorf("write output: %w", err)
-	}
-	if o.file == nil {
-		return nil
-	}
-	if err := o.file.Chmod(0o644); err != nil {
-		return fmt.Errorf("chmod --out: %w", err)
-	}
-	if err := o.file.Sync(); err != nil {
-		return fmt.Errorf("sync --out: %w", err)
-	}
-	if err := o.file.Close(); err != nil {
-		return fmt.Errorf("close --out: %w", err)
-	}
-	if err := os.Rename(o.file.Name(), o.target); err != nil {
-		return fmt.Errorf("replace --out: %w", err)
-	}
-	o.committed = true
-	return nil
-}
-
-// abort removes the temp file of an output that was not committed.
-func (o *output) abort() {
-	if o.file != nil && !o.committed {
-		o.file.Close()
-		os.Remove(o.file.Name())
-	}
-}
-
 // mergeOutcome is what the pipeline hands back for one input line.
 type mergeOutcome struct {
-	line   jsonlLine
+	line   jsonl.Line
 	out    []byte // the line to write, without its terminator
 	res    modelcalls.MergeResult
 	blank  bool
@@ -243,11 +119,8 @@ func (m *mergeSummary) String() string {
 }
 
 func runMerge(ctx context.Context, s *Streams, o *mergeOptions) error {
-	if err := checkCaptureDirs(o.captureDirs); err != nil {
+	if err := o.check(); err != nil {
 		return err
-	}
-	if o.wait < 0 {
-		return usageErrorf("--wait %s: must be >= 0 (0: look once, do not wait)", o.wait)
 	}
 	if o.workers < 1 {
 		return usageErrorf("--workers %d: must be >= 1", o.workers)
@@ -278,24 +151,24 @@ func runMerge(ctx context.Context, s *Streams, o *mergeOptions) error {
 	defer out.abort()
 
 	bar := newProgress(s.ErrOut, size)
-	lr := newLineReader(in)
+	lr := jsonl.NewReader(in)
 	sum := mergeSummary{gaps: map[string]int{}}
-	next := func() (jsonlLine, int64, bool, error) {
-		l, ok, err := lr.next()
-		return l, int64(len(l.body)), ok, err
+	next := func() (jsonl.Line, int64, bool, error) {
+		l, ok, err := lr.Next()
+		return l, int64(len(l.Body)), ok, err
 	}
-	work := func(ctx context.Context, l jsonlLine) mergeOutcome {
-		oc := mergeOutcome{line: l, out: l.body}
-		if len(bytes.TrimSpace(l.body)) == 0 {
+	work := func(ctx context.Context, l jsonl.Line) mergeOutcome {
+		oc := mergeOutcome{line: l, out: l.Body}
+		if len(bytes.TrimSpace(l.Body)) == 0 {
 			oc.blank = true
 			return oc
 		}
-		merged, res, err := merger.Merge(ctx, l.body)
+		merged, res, err := merger.Merge(ctx, l.Body)
 		switch {
 		case errors.Is(err, modelcalls.ErrNotRolloutRecord):
 			oc.report = err
 		case err != nil:
-			oc.fatal = fmt.Errorf("line %d: %w", l.num, err)
+			oc.fatal = fmt.Errorf("line %d: %w", l.Num, err)
 		default:
 			oc.out, oc.res = merged, res
 		}
@@ -311,7 +184,7 @@ func runMerge(ctx context.Context, s *Streams, o *mergeOptions) error {
 		case oc.report != nil:
 			sum.reported++
 			bar.clear()
-			fmt.Fprintf(s.ErrOut, "modelcalls merge: line %d: passed through unchanged: %v\n", oc.line.num, oc.report)
+			fmt.Fprintf(s.ErrOut, "modelcalls merge: line %d: passed through unchanged: %v\n", oc.line.Num, oc.report)
 		case !oc.res.Attached:
 			sum.silent++
 		default:
@@ -323,14 +196,14 @@ func runMerge(ctx context.Context, s *Streams, o *mergeOptions) error {
 			}
 		}
 		out.w.Write(oc.out)
-		if _, err := out.w.Write(oc.line.eol); err != nil {
+		if _, err := out.w.Write(oc.line.EOL); err != nil {
 			return fmt.Errorf("write output: %w", err)
 		}
-		bar.add(int64(len(oc.line.body) + len(oc.line.eol)))
+		bar.add(int64(len(oc.line.Body) + len(oc.line.EOL)))
 		return nil
 	}
-	lim := pipelineLimits{workers: o.workers, maxItems: 4 * o.workers, maxBytes: mergeWindowBytes}
-	err = runOrdered(ctx, lim, next, work, emit)
+	lim := ordered.Limits{Workers: o.workers, MaxItems: 4 * o.workers, MaxBytes: mergeWindowBytes}
+	err = ordered.Run(ctx, lim, next, work, emit)
 	bar.finish()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -349,250 +222,4 @@ func runMerge(ctx context.Context, s *Streams, o *mergeOptions) error {
 		return silentExit{code: ExitFailure}
 	}
 	return nil
-}
-
-// progress draws a progress bar on stderr when stderr is a terminal and does nothing otherwise. With
-// a known input size it counts bytes, else it spins and counts lines.
-type progress struct {
-	bar   *progressbar.ProgressBar
-	bytes bool
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
-}
-
-func newProgress(w io.Writer, size int64) *progress {
-	if !isTerminal(w) {
-		return &progress{}
-	}
-	opts := []progressbar.Option{
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetDescription("merging"),
-		progressbar.OptionThrottle(100 * time.Millisecond),
-		progressbar.OptionClearOnFinish(),
-		progressbar.OptionSetWidth(30),
-	}
-	if size > 0 {
-		opts = append(opts, progressbar.OptionShowBytes(true), progressbar.OptionSetPredictTime(true))
-		return &progress{bar: progressbar.NewOptions64(size, opts...), bytes: true}
-	}
-	opts = append(opts, progressbar.OptionShowCount(), progressbar.OptionSetItsString("lines"), progressbar.OptionShowIts())
-	return &progress{bar: progressbar.NewOptions64(-1, opts...)}
-}
-
-// add records one written line of n bytes.
-func (p *progress) add(n int64) {
-	switch {
-	case p.bar == nil:
-	case p.bytes:
-		p.bar.Add64(n)
-	default:
-		p.bar.Add64(1)
-	}
-}
-
-// clear takes the bar off the terminal so a message can be printed; the next add redraws it.
-func (p *progress) clear() {
-	if p.bar != nil {
-		p.bar.Clear()
-	}
-}
-
-// finish ends the bar (and the spinner's redraw goroutine) and clears it.
-func (p *progress) finish() {
-	if p.bar != nil {
-		p.bar.Finish()
-	}
-}
-
-// pipelineLimits bound the ordered pipeline: how many jobs run at once, and how many jobs (and input
-// bytes) may be read but not yet emitted. The byte bound always admits one job, however large, so a
-// single huge line cannot stall the pipeline.
-type pipelineLimits struct {
-	workers  int   // goroutines running fn
-	maxItems int   // jobs read and not yet emitted
-	maxBytes int64 // summed job weights read and not yet emitted
-}
-
-// runOrdered reads jobs with next (from the calling goroutine's point of view, sequentially), runs fn
-// on them on lim.workers goroutines, and hands each result to emit in the order the jobs were read.
-// next returns (job, weight in bytes, ok); ok false means the input is exhausted; a non-nil error stops
-// reading, and runOrdered returns it after emitting every result of the jobs read before it. An emit
-// error stops everything and is returned. fn gets a context that is cancelled once the run stops early.
-// All goroutines have exited when runOrdered returns.
-func runOrdered[J, R any](ctx context.Context, lim pipelineLimits, next func() (J, int64, bool, error),
-	fn func(context.Context, J) R, emit func(R) error) error {
-	lim.workers = max(1, lim.workers)
-	lim.maxItems = max(1, lim.maxItems)
-	lim.maxBytes = max(1, lim.maxBytes)
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	bud := newBudget(lim.maxItems, lim.maxBytes)
-	stopBudget := context.AfterFunc(ctx, bud.close)
-	defer stopBudget()
-
-	type slot struct {
-		job    J
-		weight int64
-		done   chan R // buffered: a worker never blocks on it
-	}
-	work := make(chan *slot)
-	order := make(chan *slot, lim.maxItems)
-	var readErr error // written by the producer before it closes order
-
-	var wg sync.WaitGroup
-	for range lim.workers {
-		wg.Go(func() {
-			for s := range work {
-				s.done <- fn(ctx, s.job)
-			}
-		})
-	}
-	wg.Go(func() {
-		defer close(order)
-		defer close(work)
-		for {
-			job, weight, ok, err := next()
-			if err != nil {
-				readErr = err
-				return
-			}
-			if !ok || !bud.acquire(weight) {
-				return
-			}
-			if ctx.Err() != nil {
-				bud.release(weight)
-				return
-			}
-			s := &slot{job: job, weight: weight, done: make(chan R, 1)}
-			select {
-			case work <- s:
-			case <-ctx.Done():
-				bud.release(weight)
-				return
-			}
-			order <- s // never blocks: the budget admits at most maxItems slots
-		}
-	})
-
-	var emitErr error
-	for s := range order {
-		r := <-s.done
-		if emitErr == nil {
-			if emitErr = emit(r); emitErr != nil {
-				// Close the budget here, not only from the AfterFunc (which runs in a goroutine of
-				// its own): the releases below must not admit more jobs in the meantime.
-				cancel()
-				bud.close()
-			}
-		}
-		bud.release(s.weight)
-	}
-	wg.Wait()
-	if emitErr != nil {
-		return emitErr
-	}
-	if readErr != nil {
-		return readErr
-	}
-	return ctx.Err()
-}
-
-// budget admits jobs while fewer than maxItems are outstanding and their weights fit maxBytes (an
-// empty budget admits any single job). close wakes every waiter and makes acquire fail.
-type budget struct {
-	mu       sync.Mutex
-	cond     sync.Cond
-	items    int
-	bytes    int64
-	maxItems int
-	maxBytes int64
-	closed   bool
-}
-
-func newBudget(maxItems int, maxBytes int64) *budget {
-	b := &budget{maxItems: maxItems, maxBytes: maxBytes}
-	b.cond.L = &b.mu
-	return b
-}
-
-func (b *budget) acquire(w int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for !b.closed && b.items > 0 && (b.items >= b.maxItems || b.bytes+w > b.maxBytes) {
-		b.cond.Wait()
-	}
-	if b.closed {
-		return false
-	}
-	b.items++
-	b.bytes += w
-	return true
-}
-
-func (b *budget) release(w int64) {
-	b.mu.Lock()
-	b.items--
-	b.bytes -= w
-	b.mu.Unlock()
-	b.cond.Broadcast()
-}
-
-func (b *budget) close() {
-	b.mu.Lock()
-	b.closed = true
-	b.mu.Unlock()
-	b.cond.Broadcast()
-}
-
-// jsonlLine is one input line: its 1-based number, the content without the line terminator, and the
-// terminator exactly as read ("\n", "\r\n", or "" for a last line without one).
-type jsonlLine struct {
-	num  int
-	body []byte
-	eol  []byte
-}
-
-var (
-	eolLF   = []byte("\n")
-	eolCRLF = []byte("\r\n")
-)
-
-// lineReader reads lines of any length from r (bufio.Reader, not Scanner: rollout records can be
-// many megabytes) keeping the terminator apart so output can reproduce the input byte for byte.
-type lineReader struct {
-	r    *bufio.Reader
-	num  int
-	read int64 // bytes consumed so far
-}
-
-func newLineReader(r io.Reader) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, 1<<20)}
-}
-
-// next returns the next line; ok is false at the end of input.
-func (lr *lineReader) next() (jsonlLine, bool, error) {
-	b, err := lr.r.ReadBytes('\n')
-	if len(b) == 0 {
-		if err == nil || errors.Is(err, io.EOF) {
-			return jsonlLine{}, false, nil
-		}
-		return jsonlLine{}, false, fmt.Errorf("read line %d: %w", lr.num+1, err)
-	}
-	if err != nil && !errors.Is(err, io.EOF) {
-		return jsonlLine{}, false, fmt.Errorf("read line %d: %w", lr.num+1, err)
-	}
-	lr.num++
-	lr.read += int64(len(b))
-	l := jsonlLine{num: lr.num, body: b}
-	switch {
-	case bytes.HasSuffix(b, eolCRLF):
-		l.body, l.eol = b[:len(b)-2], eolCRLF
-	case bytes.HasSuffix(b, eolLF):
-		l.body, l.eol = b[:len(b)-1], eolLF
-	}
-	return l, true, nil
 }

@@ -22,8 +22,6 @@ import (
 	"github.com/modelcalls/modelcalls/internal/config"
 )
 
-func init() { register(newProxyCmd) }
-
 // proxyOptions are the flags of `modelcalls proxy`.
 type proxyOptions struct {
 	upstream        string

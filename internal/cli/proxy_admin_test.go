@@ -45,13 +45,20 @@ func get(t *testing.T, url string) (int, string) {
 func stopProxy(t *testing.T, stop context.CancelFunc, exit <-chan error) {
 	t.Helper()
 	stop()
+	awaitExit(t, exit, 30*time.Second, "proxy did not exit")
+}
+
+// awaitExit waits up to d for a command running in the background to return without an error;
+// what says what did not happen in time.
+func awaitExit(t *testing.T, exit <-chan error, d time.Duration, what string) {
+	t.Helper()
 	select {
 	case err := <-exit:
 		if err != nil {
 			t.Fatalf("proxy exit: %v", err)
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("proxy did not exit")
+	case <-time.After(d):
+		t.Fatal(what)
 	}
 }
 

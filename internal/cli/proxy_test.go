@@ -12,12 +12,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -57,10 +57,10 @@ func TestProxyUsageErrors(t *testing.T) {
 
 // runProxyCmd starts `modelcalls args...` and returns the address it listens on, a channel with
 // its exit code, and its stderr so far.
-func runProxyCmd(t *testing.T, ctx context.Context, args []string) (addr string, exit <-chan error, stderr *lockedBuffer) {
+func runProxyCmd(t *testing.T, ctx context.Context, args []string) (addr string, exit <-chan error, stderr *capturetest.Buffer) {
 	t.Helper()
 	pr, pw := io.Pipe()
-	stderr = &lockedBuffer{}
+	stderr = &capturetest.Buffer{}
 	root := NewRootCommand(&Streams{In: strings.NewReader(""), Out: io.Discard, ErrOut: pw})
 	root.SetArgs(args)
 	done := make(chan error, 1)
@@ -88,23 +88,6 @@ func runProxyCmd(t *testing.T, ctx context.Context, args []string) (addr string,
 		t.Fatal("no listening line")
 	}
 	return addr, done, stderr
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestProxyServesAndDrains runs the command Gym-style (capture dir from ++ overrides) on port 0,
@@ -155,14 +138,7 @@ func TestProxyServesAndDrains(t *testing.T) {
 	if err != nil || string(rest) != "data: [DONE]\n\n" {
 		t.Fatalf("rest of the stream %q, %v", rest, err)
 	}
-	select {
-	case err := <-exit:
-		if err != nil {
-			t.Fatalf("proxy exit: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("proxy did not exit after the drain")
-	}
+	awaitExit(t, exit, 10*time.Second, "proxy did not exit after the drain")
 	store, _ := capture.OpenExisting(dir)
 	entries, err := store.Read("cli-1")
 	if err != nil || len(entries) != 1 {
@@ -202,14 +178,7 @@ func TestProxySignal(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-exit:
-		if err != nil {
-			t.Fatalf("exit: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("proxy did not stop on SIGTERM")
-	}
+	awaitExit(t, exit, 10*time.Second, "proxy did not stop on SIGTERM")
 	if !strings.Contains(stderr.String(), "signal=terminated") {
 		t.Errorf("stderr lacks the signal: %s", stderr.String())
 	}

@@ -24,8 +24,6 @@ import (
 	"github.com/modelcalls/modelcalls/replay"
 )
 
-func init() { register(newReplayCmd) }
-
 // replayOptions are the flags of `modelcalls replay`.
 type replayOptions struct {
 	captureDir      string

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -14,16 +13,12 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 func TestReplayUsageErrors(t *testing.T) {
 	dir := t.TempDir()
-	for _, tc := range []struct {
-		name string
-		args []string
-		code int
-		want string
-	}{
+	checkExits(t, []exitCase{
 		{"no capture dir", []string{"replay"}, ExitUsage, "--capture-dir is required"},
 		{"missing capture dir", []string{"replay", "--capture-dir", filepath.Join(dir, "nope")}, ExitNotFound, "--capture-dir"},
 		{"bad match", []string{"replay", "--capture-dir", dir, "--match", "fuzzy"}, ExitUsage, "--match \"fuzzy\""},
@@ -35,15 +30,7 @@ func TestReplayUsageErrors(t *testing.T) {
 		{"same dir out", []string{"replay", "--capture-dir", dir, "--capture-dir-out", dir}, ExitUsage, "must differ"},
 		{"name without out", []string{"replay", "--capture-dir", dir, "--name", "m"}, ExitUsage, "--name is only used"},
 		{"stray argument", []string{"replay", "--capture-dir", dir, "extra"}, ExitUsage, "unknown command"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var out, errOut bytes.Buffer
-			code := Main(tc.args, strings.NewReader(""), &out, &errOut)
-			if code != tc.code || !strings.Contains(errOut.String(), tc.want) {
-				t.Fatalf("exit %d, stderr %q; want %d and %q", code, errOut.String(), tc.code, tc.want)
-			}
-		})
-	}
+	})
 }
 
 // TestReplayCommand runs the command: one recorded call answered, one miss, the admin /metrics,
@@ -63,7 +50,7 @@ func TestReplayCommand(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := io.Pipe()
-	var out lockedBuffer
+	var out capturetest.Buffer
 	root := NewRootCommand(&Streams{In: strings.NewReader(""), Out: &out, ErrOut: pw})
 	root.SetArgs([]string{"replay", "--capture-dir", dir, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
 		"--timing", "fast", "--capture-dir-out", filepath.Join(t.TempDir(), "out")})

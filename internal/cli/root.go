@@ -1,7 +1,7 @@
 // Package cli owns the modelcalls command line: the subcommands (proxy, run, show, merge, calls,
 // stats, clear, demo, version, ...), their output printers (tables fitted to the terminal, TSV, JSON
 // lines) and the table that maps errors to exit codes.
-// Each subcommand lives in its own file and registers itself with register in an init function.
+// Each subcommand lives in its own file as a constructor (newXCmd); NewRootCommand lists them all.
 package cli
 
 import (
@@ -55,11 +55,6 @@ type silentExit struct{ code int }
 
 func (s silentExit) Error() string { return fmt.Sprintf("exit status %d", s.code) }
 
-var commandFactories []func(*Streams) *cobra.Command
-
-// register adds a subcommand factory; called from init functions of the subcommand files.
-func register(f func(*Streams) *cobra.Command) { commandFactories = append(commandFactories, f) }
-
 // NewRootCommand builds the modelcalls command tree writing to s.
 func NewRootCommand(s *Streams) *cobra.Command {
 	root := &cobra.Command{
@@ -73,8 +68,20 @@ func NewRootCommand(s *Streams) *cobra.Command {
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)
-	for _, f := range commandFactories {
-		c := f(s)
+	for _, c := range []*cobra.Command{
+		newProxyCmd(s),
+		newRunCmd(s),
+		newShowCmd(s),
+		newCallsCmd(s),
+		newMergeCmd(s),
+		newClearCmd(s),
+		newStatsCmd(s),
+		newExportCmd(s),
+		newReplayCmd(s),
+		newViewCmd(s),
+		newDemoCmd(s),
+		newVersionCmd(s),
+	} {
 		if c.Example == "" {
 			c.Example = fallbackExamples[c.Name()] // examples.go
 		}

@@ -26,8 +26,6 @@ import (
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
-func init() { register(newRunCmd) }
-
 // runOptions are the flags of `modelcalls run`.
 type runOptions struct {
 	rolloutID       string
@@ -153,8 +151,8 @@ func runRun(ctx context.Context, s *Streams, o *runOptions, args []string) error
 	if o.rolloutID == "" {
 		return usageErrorf("run: missing --rollout ID (the rollout the child's calls are captured under)")
 	}
-	if err := rollout.Validate(o.rolloutID); err != nil {
-		return usageErrorf("--rollout: %w (rule: ^[A-Za-z0-9][A-Za-z0-9._-]*$, at most %d bytes)", err, rollout.MaxIDLen)
+	if err := checkRolloutID("--rollout", o.rolloutID); err != nil {
+		return err
 	}
 	switch {
 	case o.gatewayURL != "" && o.upstream != "":

@@ -202,12 +202,7 @@ func TestRunExits128PlusSignal(t *testing.T) {
 }
 
 func TestRunStartErrors(t *testing.T) {
-	tests := []struct {
-		name string
-		args []string
-		code int
-		msg  string
-	}{
+	checkExits(t, []exitCase{
 		{"not found", []string{"run", "--rollout", "r1", "--gateway", "http://127.0.0.1:9", "--", "no-such-command-xyz"}, exitNotFoundCmd, "executable file not found"},
 		{"not executable", []string{"run", "--rollout", "r1", "--gateway", "http://127.0.0.1:9", "--", "./testdata"}, exitCannotExecute, "start ./testdata"},
 		{"no command", []string{"run", "--rollout", "r1", "--gateway", "http://127.0.0.1:9"}, ExitUsage, "run: missing CMD"},
@@ -219,15 +214,7 @@ func TestRunStartErrors(t *testing.T) {
 		{"bad gateway", []string{"run", "--rollout", "r1", "--gateway", "127.0.0.1:8080", "--", "true"}, ExitUsage, "--gateway: must be an absolute"},
 		{"dir with gateway", []string{"run", "--rollout", "r1", "--gateway", "http://x", "--capture-dir", "d", "--", "true"}, ExitUsage, "--capture-dir goes with --upstream"},
 		{"bad upstream", []string{"run", "--rollout", "r1", "--upstream", "ftp://x", "--capture-dir", "d", "--", "true"}, ExitUsage, "--upstream"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, errOut, code := runCLI(t, "", tc.args...)
-			if code != tc.code || !strings.Contains(errOut, tc.msg) {
-				t.Errorf("exit %d, stderr %q; want %d and %q", code, errOut, tc.code, tc.msg)
-			}
-		})
-	}
+	})
 }
 
 func TestRunHintsForConfigFileHarnesses(t *testing.T) {

@@ -14,11 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	modelcalls "github.com/modelcalls/modelcalls"
-	"github.com/modelcalls/modelcalls/capture"
-	"github.com/modelcalls/modelcalls/rollout"
 )
-
-func init() { register(newShowCmd) }
 
 // showOptions are the flags of `modelcalls show`.
 type showOptions struct {
@@ -88,25 +84,15 @@ func runShow(s *Streams, o *showOptions, id, call string) error {
 	default:
 		return usageErrorf("--raw=%s: want --raw, --raw=request or --raw=response", o.raw)
 	}
-	if err := rollout.Validate(id); err != nil {
-		return usageErrorf("ROLLOUT_ID: %w (rule: ^[A-Za-z0-9][A-Za-z0-9._-]*$, at most %d bytes)", err, rollout.MaxIDLen)
+	if err := checkRolloutID("ROLLOUT_ID", id); err != nil {
+		return err
 	}
 	if o.raw != "" && call == "" {
 		return usageErrorf("--raw needs a call: show --capture-dir DIR %s CALL_INDEX --raw", id)
 	}
-	if err := checkDir(o.captureDir); err != nil {
+	rc, err := loadRollout(o.captureDir, id)
+	if err != nil {
 		return err
-	}
-	store, err := capture.OpenExisting(o.captureDir)
-	if err != nil {
-		return withExit(ExitNotFound, err)
-	}
-	rc, err := readRolloutCalls(store, id)
-	if err != nil {
-		return withExit(ExitFailure, fmt.Errorf("read rollout %s: %w", id, err))
-	}
-	if !rc.hasCapture && !rc.incomplete {
-		return withExit(ExitNotFound, fmt.Errorf("rollout %s has no capture in %s (no %s%s)", id, o.captureDir, id, capture.CaptureSuffix))
 	}
 	w := bufio.NewWriter(s.Out)
 	if call == "" {

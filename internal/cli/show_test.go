@@ -114,24 +114,15 @@ func TestShowCutsAndFull(t *testing.T) {
 
 func TestShowErrors(t *testing.T) {
 	dir := showStore(t)
-	for _, tc := range []struct {
-		args []string
-		code int
-		msg  string
-	}{
-		{[]string{"show", "conv"}, ExitUsage, "show: missing --capture-dir DIR"},
-		{[]string{"show", "--capture-dir", dir}, ExitUsage, "show: missing ROLLOUT_ID"},
-		{[]string{"show", "--capture-dir", dir, "conv", "1", "2"}, ExitUsage, `show: unexpected argument "2"`},
-		{[]string{"show", "--capture-dir", dir, "conv", "9"}, ExitNotFound, "call 9: no call with that call_index (the rollout has 4 calls"},
-		{[]string{"show", "--capture-dir", dir, "conv", "ffff"}, ExitNotFound, `call "ffff": neither a call_index nor a model_call_id`},
-		{[]string{"show", "--capture-dir", dir, "nope"}, ExitNotFound, "rollout nope has no capture"},
-		{[]string{"show", "--capture-dir", dir, "conv", "--raw"}, ExitUsage, "--raw needs a call"},
-		{[]string{"show", "--capture-dir", dir, "conv", "1", "--raw=headers"}, ExitUsage, "--raw=headers: want"},
-		{[]string{"show", "--capture-dir", gymCapture, "3-0", "6"}, ExitFailure, "call 6: its capture line (line 7) is damaged"},
-	} {
-		_, errOut, code := runCLI(t, "", tc.args...)
-		if code != tc.code || !strings.Contains(errOut, tc.msg) {
-			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, errOut, tc.code, tc.msg)
-		}
-	}
+	checkExits(t, []exitCase{
+		{"no capture dir", []string{"show", "conv"}, ExitUsage, "show: missing --capture-dir DIR"},
+		{"no rollout", []string{"show", "--capture-dir", dir}, ExitUsage, "show: missing ROLLOUT_ID"},
+		{"extra argument", []string{"show", "--capture-dir", dir, "conv", "1", "2"}, ExitUsage, `show: unexpected argument "2"`},
+		{"call index out of range", []string{"show", "--capture-dir", dir, "conv", "9"}, ExitNotFound, "call 9: no call with that call_index (the rollout has 4 calls"},
+		{"neither index nor id", []string{"show", "--capture-dir", dir, "conv", "ffff"}, ExitNotFound, `call "ffff": neither a call_index nor a model_call_id`},
+		{"missing rollout", []string{"show", "--capture-dir", dir, "nope"}, ExitNotFound, "rollout nope has no capture"},
+		{"raw without call", []string{"show", "--capture-dir", dir, "conv", "--raw"}, ExitUsage, "--raw needs a call"},
+		{"bad raw", []string{"show", "--capture-dir", dir, "conv", "1", "--raw=headers"}, ExitUsage, "--raw=headers: want"},
+		{"damaged line", []string{"show", "--capture-dir", gymCapture, "3-0", "6"}, ExitFailure, "call 6: its capture line (line 7) is damaged"},
+	})
 }

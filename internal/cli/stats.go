@@ -14,18 +14,14 @@ import (
 
 	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/ordered"
 	"github.com/modelcalls/modelcalls/internal/stats"
 )
 
-func init() { register(newStatsCmd) }
-
 // statsOptions are the flags of `modelcalls stats`.
 type statsOptions struct {
-	captureDir string
-	json       bool
-	format     string
-	by         string
-	filter     callFilter
+	reportOptions
+	by string
 }
 
 func newStatsCmd(s *Streams) *cobra.Command {
@@ -66,11 +62,8 @@ stderr, the rest still counted).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.captureDir, "capture-dir", "", "capture directory (or give it as the argument)")
-	f.StringVar(&o.format, "format", "", "table, tsv or json (default: table on a terminal, tsv otherwise)")
-	f.BoolVar(&o.json, "json", false, "same as --format json: one JSON object")
+	o.addFlags(f, "capture directory (or give it as the argument)", "same as --format json: one JSON object")
 	f.StringVar(&o.by, "by", stats.ByModel, "group the calls by model, rollout or dialect")
-	o.filter.addFlags(f)
 	return cmd
 }
 
@@ -127,9 +120,9 @@ func readRolloutStats(store *capture.Store, id string, filter *callFilter) rollo
 // computeStats reads every rollout of the capture dir (several at once) and accumulates them in id
 // order. Rollouts that could not be read are reported to errOut and counted in failed.
 func computeStats(ctx context.Context, dir string, o *statsOptions, errOut io.Writer) (report stats.Report, failed int, err error) {
-	store, err := capture.OpenExisting(dir)
+	store, err := openCaptureDir(dir)
 	if err != nil {
-		return report, 0, withExit(ExitNotFound, err)
+		return report, 0, err
 	}
 	ids, err := store.Rollouts()
 	if err != nil {
@@ -145,8 +138,8 @@ func computeStats(ctx context.Context, dir string, o *statsOptions, errOut io.Wr
 		return ids[i-1], 1, true, nil
 	}
 	workers := max(2, runtime.GOMAXPROCS(0))
-	lim := pipelineLimits{workers: workers, maxItems: 4 * workers, maxBytes: int64(4 * workers)}
-	err = runOrdered(ctx, lim, next,
+	lim := ordered.Limits{Workers: workers, MaxItems: 4 * workers, MaxBytes: int64(4 * workers)}
+	err = ordered.Run(ctx, lim, next,
 		func(_ context.Context, id string) rolloutStats { return readRolloutStats(store, id, &o.filter) },
 		func(rs rolloutStats) error {
 			if rs.err != nil {
@@ -177,9 +170,6 @@ func runStats(ctx context.Context, s *Streams, o *statsOptions, dir string) erro
 		return usageErrorf("--by %q: want model, rollout or dialect", o.by)
 	}
 	if err := o.filter.check(); err != nil {
-		return err
-	}
-	if err := checkDir(dir); err != nil {
 		return err
 	}
 	report, failed, err := computeStats(ctx, dir, o, s.ErrOut)

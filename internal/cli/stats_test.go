@@ -22,7 +22,7 @@ func TestStatsJSONGolden(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("--json output is not one report object: %v", err)
 	}
-	// Facts of the fixture (testdata/gym-capture/README.md): 39 capture files, 4-0 marked
+	// Facts of the fixture (testdata/gym-capture/README.md at the repository root): 39 capture files, 4-0 marked
 	// incomplete, one torn line in 3-0.
 	if r.Rollouts != 39 || r.IncompleteRollouts != 1 || r.DamagedLines != 1 || r.RolloutsWithDamage != 1 {
 		t.Errorf("rollouts %d incomplete %d damaged %d/%d; want 39, 1, 1/1", r.Rollouts, r.IncompleteRollouts, r.DamagedLines, r.RolloutsWithDamage)

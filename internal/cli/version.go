@@ -9,8 +9,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newVersionCmd) }
-
 func newVersionCmd(s *Streams) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",

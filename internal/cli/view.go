@@ -18,8 +18,6 @@ import (
 	"github.com/modelcalls/modelcalls/view"
 )
 
-func init() { register(newViewCmd) }
-
 // DefaultViewListen is the address `modelcalls view` listens on without --listen.
 const DefaultViewListen = "127.0.0.1:7580"
 

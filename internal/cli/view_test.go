@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -13,23 +12,12 @@ import (
 
 func TestViewExitCodes(t *testing.T) {
 	dir := t.TempDir()
-	for _, tc := range []struct {
-		name string
-		args []string
-		code int
-	}{
-		{"no capture dir", []string{"view"}, ExitUsage},
-		{"missing capture dir", []string{"view", "--capture-dir", filepath.Join(dir, "missing")}, ExitNotFound},
-		{"missing rollouts file", []string{"view", "--capture-dir", dir, "--rollouts", filepath.Join(dir, "r.jsonl")}, ExitNotFound},
-		{"bad listen address", []string{"view", "--capture-dir", dir, "--listen", "127.0.0.1:99999"}, ExitFailure},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var out, errOut bytes.Buffer
-			if code := Main(tc.args, strings.NewReader(""), &out, &errOut); code != tc.code {
-				t.Errorf("exit %d, want %d; stderr %s", code, tc.code, errOut.String())
-			}
-		})
-	}
+	checkExits(t, []exitCase{
+		{"no capture dir", []string{"view"}, ExitUsage, ""},
+		{"missing capture dir", []string{"view", "--capture-dir", filepath.Join(dir, "missing")}, ExitNotFound, ""},
+		{"missing rollouts file", []string{"view", "--capture-dir", dir, "--rollouts", filepath.Join(dir, "r.jsonl")}, ExitNotFound, ""},
+		{"bad listen address", []string{"view", "--capture-dir", dir, "--listen", "127.0.0.1:99999"}, ExitFailure, ""},
+	})
 }
 
 // TestViewServes runs the command, reads the URL it prints and fetches the overview from it.

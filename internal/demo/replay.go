@@ -104,17 +104,11 @@ func sseBody(d dialect.Dialect, turn string) ([]byte, error) {
 // splitEvents cuts an SSE body after each blank line, keeping every byte; a last event without its
 // blank line (as in some recordings) is its own piece.
 func splitEvents(b []byte) [][]byte {
-	var out [][]byte
-	for len(b) > 0 {
-		i := bytes.Index(b, []byte("\n\n"))
-		if i < 0 {
-			out = append(out, b)
-			break
-		}
-		out = append(out, b[:i+2])
-		b = b[i+2:]
+	events := bytes.SplitAfter(b, []byte("\n\n"))
+	if last := len(events) - 1; len(events[last]) == 0 {
+		events = events[:last]
 	}
-	return out
+	return events
 }
 
 // hasToolResult reports whether a request carries a tool result in its dialect's shape: a Chat

@@ -95,6 +95,18 @@ func (s *subject) sequential(ctx context.Context, fx *fixtures, id string, n int
 // concurrent runs workers closed-loop clients for about dur; worker w calls into rollout idOf(w).
 // calls/s = calls / elapsed, elapsed running until the last worker's last call ended.
 func (s *subject) concurrent(ctx context.Context, fx *fixtures, workers int, dur time.Duration, idOf func(int) string) (loadResult, error) {
+	return closedLoop(workers, dur, func(w int) func() (time.Duration, error) {
+		buf := make([]byte, 32<<10)
+		id := idOf(w)
+		return func() (time.Duration, error) { return s.call(ctx, id, fx, buf) }
+	})
+}
+
+// closedLoop runs workers goroutines for about dur, each making the calls of worker(w) back to back
+// (a closed loop: the next call starts when the previous one ended) until the deadline or the first
+// error of any worker, which it returns. calls/s = calls / elapsed, elapsed running until the last
+// worker's last call ended.
+func closedLoop(workers int, dur time.Duration, worker func(w int) func() (time.Duration, error)) (loadResult, error) {
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -104,24 +116,21 @@ func (s *subject) concurrent(ctx context.Context, fx *fixtures, workers int, dur
 	start := time.Now()
 	deadline := start.Add(dur)
 	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf := make([]byte, 32<<10)
+		call := worker(w)
+		wg.Go(func() {
 			lat := make(durations, 0, 1024)
-			id := idOf(w)
 			for time.Now().Before(deadline) && firstErr.Load() == nil {
-				d, err := s.call(ctx, id, fx, buf)
+				d, err := call()
 				if err != nil {
 					firstErr.CompareAndSwap(nil, &err)
-					return
+					break
 				}
 				lat = append(lat, d)
 			}
 			mu.Lock()
 			res.lat = append(res.lat, lat...)
 			mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
 	res.elapsed = time.Since(start)

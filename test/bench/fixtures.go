@@ -4,18 +4,23 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
-	"io/fs"
+	"os"
 	"path"
 	"sort"
 	"strings"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
+// testdata holds the bench's own fixtures, the two client requests (testdata/SOURCES.md); the
+// recorded provider bodies and NeMo Gym's capture dir come from the repository's one fixture set
+// (testdata/ at the root, located by capturetest.Testdata).
+//
 //go:embed testdata
 var testdata embed.FS
 
-// fixtures are the recorded bodies the upstream serves and the clients send (testdata/SOURCES.md).
+// fixtures are the recorded bodies the upstream serves and the clients send.
 type fixtures struct {
 	jsonResponse []byte   // a recorded Responses API JSON body (~2 KiB)
 	jsonRequest  []byte   // a real agent's Responses request (pi), stream false
@@ -46,9 +51,16 @@ func loadFixtures() (*fixtures, error) {
 		}
 		return b, nil
 	}
+	shared := func(elem ...string) ([]byte, error) {
+		b, err := os.ReadFile(capturetest.Testdata(elem...))
+		if err != nil {
+			return nil, fmt.Errorf("read fixture: %w", err)
+		}
+		return b, nil
+	}
 	f := &fixtures{}
 	var err error
-	if f.jsonResponse, err = read("json_reasoning_text_function_call_cached.json"); err != nil {
+	if f.jsonResponse, err = shared("fixtures", "openai_responses", "json_reasoning_text_function_call_cached.json"); err != nil {
 		return nil, err
 	}
 	if f.jsonRequest, err = read("request_responses.json"); err != nil {
@@ -57,7 +69,7 @@ func loadFixtures() (*fixtures, error) {
 	if f.sseRequest, err = read("request_chat_stream.json"); err != nil {
 		return nil, err
 	}
-	raw, err := read("stream_tool_call_usage_only_chunk.sse")
+	raw, err := shared("fixtures", "openai_chat", "stream_tool_call_usage_only_chunk.sse")
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +93,7 @@ func loadFixtures() (*fixtures, error) {
 				"\"delta\":{\"content\":\"%d %s\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n", i, contentText))
 	}
 
-	ents, err := fs.ReadDir(testdata, "testdata/gym-capture")
+	ents, err := os.ReadDir(capturetest.GymCaptureDir())
 	if err != nil {
 		return nil, fmt.Errorf("read gym capture fixtures: %w", err)
 	}
@@ -93,7 +105,7 @@ func loadFixtures() (*fixtures, error) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		b, err := read("gym-capture/" + n)
+		b, err := shared("gym-capture", "capture", n)
 		if err != nil {
 			return nil, err
 		}

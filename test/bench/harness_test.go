@@ -98,15 +98,7 @@ func TestFixtureShapes(t *testing.T) {
 
 // TestUpstreamAndClient runs every client measurement once against the upstream directly.
 func TestUpstreamAndClient(t *testing.T) {
-	fx, err := loadFixtures()
-	if err != nil {
-		t.Fatal(err)
-	}
-	up, err := startUpstream(fx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer up.close()
+	fx, up := fixturesAndUpstream(t)
 	s := newSubject("direct", up.url, false)
 	defer s.closeIdle()
 	ctx := context.Background()
@@ -147,15 +139,7 @@ func TestUpstreamAndClient(t *testing.T) {
 // TestHeldDetection feeds the stream through a proxy that holds every event until the next one
 // arrives, and checks that the client sees them as held.
 func TestHeldDetection(t *testing.T) {
-	fx, err := loadFixtures()
-	if err != nil {
-		t.Fatal(err)
-	}
-	up, err := startUpstream(fx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer up.close()
+	fx, up := fixturesAndUpstream(t)
 	holder, err := serve(holdingProxy{target: up.url})
 	if err != nil {
 		t.Fatal(err)
@@ -201,4 +185,19 @@ func (h holdingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Write(pending)
+}
+
+// fixturesAndUpstream loads the fixtures and starts the bench upstream on them, closed at cleanup.
+func fixturesAndUpstream(t *testing.T) (*fixtures, *upstream) {
+	t.Helper()
+	fx, err := loadFixtures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := startUpstream(fx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(up.close)
+	return fx, up
 }

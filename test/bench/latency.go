@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -30,6 +31,13 @@ type subjectStats struct {
 	calls   int       // concurrent calls completed
 	elapsed time.Duration
 	cpu     time.Duration // process CPU time (user + system) spent in the concurrent batches
+}
+
+// addConc records one concurrent batch.
+func (s *subjectStats) addConc(r loadResult) {
+	s.conc = append(s.conc, r.lat...)
+	s.calls += r.calls
+	s.elapsed += r.elapsed
 }
 
 // cpuPerCall is the whole process's CPU time per concurrent call (clients and upstream included,
@@ -170,11 +178,7 @@ func (r *runner) runLatency(ctx context.Context) error {
 	}
 
 	for round := range r.rounds {
-		order := subjects
-		if round%2 == 1 {
-			order = reversed(subjects)
-		}
-		for _, s := range order {
+		for _, s := range alternate(round, subjects) {
 			st := res.by[s.name]
 			w0 := captureWrites(gwOn)
 			seq, err := s.sequential(ctx, r.fx, "lat1", r.seqCalls)
@@ -194,9 +198,7 @@ func (r *runner) runLatency(ctx context.Context) error {
 				res.gwWrite["1 client"].add(w1.sub(w0))
 				res.gwWrite[fmt.Sprintf("%d concurrent, own files", r.workers)].add(w2.sub(w1))
 			}
-			st.conc = append(st.conc, conc.lat...)
-			st.calls += conc.calls
-			st.elapsed += conc.elapsed
+			st.addConc(conc)
 			if s.name == sGwOn {
 				// 64 concurrent calls into one rollout file, right after the own-file batch.
 				c1 := processCPU()
@@ -206,10 +208,7 @@ func (r *runner) runLatency(ctx context.Context) error {
 				}
 				res.by[sGwOne].cpu += processCPU() - c1
 				res.gwWrite[fmt.Sprintf("%d concurrent, one file", r.workers)].add(captureWrites(gwOn).sub(w2))
-				o := res.by[sGwOne]
-				o.conc = append(o.conc, one.lat...)
-				o.calls += one.calls
-				o.elapsed += one.elapsed
+				res.by[sGwOne].addConc(one)
 			}
 		}
 		f, err := probe.run(r.fsyncN)
@@ -233,9 +232,7 @@ func (r *runner) runLatency(ctx context.Context) error {
 				return err
 			}
 			x.st.cpu += processCPU() - c0
-			x.st.conc = append(x.st.conc, sl.lat...)
-			x.st.calls += sl.calls
-			x.st.elapsed += sl.elapsed
+			x.st.addConc(sl)
 		}
 		r.logf("  round %d/%d: bare seq p50 %s ms, gw-on seq p50 %s ms, fsync p50 %s ms", round+1, r.rounds,
 			ms(res.by[sBare].seq.pct(50)), ms(res.by[sGwOn].seq.pct(50)), ms(res.fsync.pct(50)))
@@ -252,12 +249,19 @@ func (r *runner) runLatency(ctx context.Context) error {
 
 func (r *runner) ownFile(w int) string { return fmt.Sprintf("rollout-%02d", w) }
 
-func reversed[T any](s []T) []T {
-	out := make([]T, len(s))
-	for i, v := range s {
-		out[len(s)-1-i] = v
+// alternate is s in round's order: as given in even rounds, reversed in odd ones, so that a slow
+// drift of the machine (page cache, clock, other load) falls on every subject alike.
+func alternate[T any](round int, s []T) []T {
+	if round%2 == 0 {
+		return s
 	}
-	return out
+	return reversed(s)
+}
+
+func reversed[T any](s []T) []T {
+	r := slices.Clone(s)
+	slices.Reverse(r)
+	return r
 }
 
 func mustMkdir(dir string) string {
@@ -291,19 +295,13 @@ func (r *runner) childProcsRow(ctx context.Context, res *latencyResult) error {
 	}
 	rounds := max(1, r.rounds/2)
 	for round := range rounds {
-		order := childProcs
-		if round%2 == 1 {
-			order = reversed(childProcs)
-		}
-		for _, n := range order {
+		for _, n := range alternate(round, childProcs) {
 			conc, err := children[n].concurrent(ctx, r.fx, r.workers, r.concDur, r.ownFile)
 			if err != nil {
 				return err
 			}
 			st := res.childProcs[n]
-			st.conc = append(st.conc, conc.lat...)
-			st.calls += conc.calls
-			st.elapsed += conc.elapsed
+			st.addConc(conc)
 		}
 	}
 	return nil

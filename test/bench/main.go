@@ -172,38 +172,22 @@ func (r *runner) run(base, out string) error {
 	defer r.up.close()
 	ctx := context.Background()
 
-	if r.want("latency") {
-		if err := r.timed("latency and throughput (rows 1-3)", func() error { return r.runLatency(ctx) }); err != nil {
-			return err
+	for _, row := range []struct {
+		name, title string // -only name; the phase's name in the log and the timings table
+		run         func() error
+	}{
+		{"latency", "latency and throughput (rows 1-3)", func() error { return r.runLatency(ctx) }},
+		{"sse", "SSE timing (row 4)", func() error { return r.runSSE(ctx) }},
+		{"rss", "peak memory (row 5)", func() error { return r.runRSSRow(ctx) }},
+		{"merge", "merge throughput (row 6)", r.runMergeRow},
+		{"store", "capture store alone (store row)", r.runStoreRow},
+		{"otel", "live OTLP export (row 7)", func() error { return r.runOTelRow(ctx) }},
+		{"view", "viewer first page (row 8)", r.runViewRow},
+	} {
+		if !r.want(row.name) {
+			continue
 		}
-	}
-	if r.want("sse") {
-		if err := r.timed("SSE timing (row 4)", func() error { return r.runSSE(ctx) }); err != nil {
-			return err
-		}
-	}
-	if r.want("rss") {
-		if err := r.timed("peak memory (row 5)", func() error { return r.runRSSRow(ctx) }); err != nil {
-			return err
-		}
-	}
-	if r.want("merge") {
-		if err := r.timed("merge throughput (row 6)", func() error { return r.runMergeRow() }); err != nil {
-			return err
-		}
-	}
-	if r.want("store") {
-		if err := r.timed("capture store alone (store row)", func() error { return r.runStoreRow() }); err != nil {
-			return err
-		}
-	}
-	if r.want("otel") {
-		if err := r.timed("live OTLP export (row 7)", func() error { return r.runOTelRow(ctx) }); err != nil {
-			return err
-		}
-	}
-	if r.want("view") {
-		if err := r.timed("viewer first page (row 8)", func() error { return r.runViewRow() }); err != nil {
+		if err := r.timed(row.title, row.run); err != nil {
 			return err
 		}
 	}

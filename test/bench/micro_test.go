@@ -128,7 +128,8 @@ func BenchmarkReadAvailableRecords(b *testing.B) {
 	}
 }
 
-// BenchmarkClaimRelease creates and removes the claim of one call (SPEC §4), which the gateway does
+// BenchmarkClaimRelease creates and removes the claim of one call (the marker that a capture write is
+// outstanding, which merge waits for; docs/format.md section 5), which the gateway does
 // around every captured call; parallel runs one rollout per goroutine.
 func BenchmarkClaimRelease(b *testing.B) {
 	s, err := capture.Open(b.TempDir())

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
@@ -146,12 +145,17 @@ func (m *mitm) stop() {
 		return
 	}
 	m.cmd.Process.Signal(os.Interrupt)
+	waitOrKill(m.cmd, 10*time.Second)
+}
+
+// waitOrKill waits for cmd, a process this harness started, to exit; after d it kills it (by pid).
+func waitOrKill(cmd *exec.Cmd, d time.Duration) {
 	done := make(chan error, 1)
-	go func() { done <- m.cmd.Wait() }()
+	go func() { done <- cmd.Wait() }()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
-		m.cmd.Process.Kill()
+	case <-time.After(d):
+		cmd.Process.Kill()
 		<-done
 	}
 }
@@ -237,45 +241,14 @@ func (p *claimProbe) run(n int) (claim, release durations, err error) {
 // Append of one line, Release — from workers goroutines for about dur, worker w into rollout
 // idOf(w). Its rate is the ceiling the disk puts on captured calls per second.
 func storeLoad(store *capture.Store, line []byte, workers int, dur time.Duration, idOf func(int) string) (loadResult, error) {
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		res      loadResult
-		firstErr error
-	)
-	start := time.Now()
-	deadline := start.Add(dur)
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			id := idOf(w)
-			var lat durations
-			var err error
-			for time.Now().Before(deadline) {
-				t := time.Now()
-				var c *capture.Claim
-				if c, err = store.Claim(id, capture.NewModelCallID()); err != nil {
-					break
-				}
-				if err = store.Append(id, line); err != nil {
-					break
-				}
-				if err = c.Release(); err != nil {
-					break
-				}
-				lat = append(lat, time.Since(t))
-			}
-			mu.Lock()
-			res.lat = append(res.lat, lat...)
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	res.elapsed = time.Since(start)
-	res.calls = len(res.lat)
-	return res, firstErr
+	return runStoreOps(func(id string, line []byte) error {
+		c, err := store.Claim(id, capture.NewModelCallID())
+		if err != nil {
+			return err
+		}
+		if err := store.Append(id, line); err != nil {
+			return err
+		}
+		return c.Release()
+	}, line, workers, dur, idOf)
 }

@@ -160,14 +160,7 @@ func (c *child) mem() (memStatus, error) {
 // stop closes the child's stdin (it shuts down) and waits; it kills the child (by pid) after 15 s.
 func (c *child) stop() {
 	c.stdin.Close()
-	done := make(chan error, 1)
-	go func() { done <- c.cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
-		c.cmd.Process.Kill()
-		<-done
-	}
+	waitOrKill(c.cmd, 15*time.Second)
 }
 
 // rssResult is the peak-memory row for one proxy.

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -91,12 +90,8 @@ func (r *runner) runStoreRow() error {
 		}
 	}
 	for round := range r.rounds {
-		order := subjects
-		if round%2 == 1 {
-			order = reversed(subjects)
-		}
 		for _, lay := range layouts {
-			for _, s := range order {
+			for _, s := range alternate(round, subjects) {
 				c0 := processCPU()
 				res, err := runStoreOps(s.op, line, r.workers, dur, lay.idOf)
 				if err != nil {
@@ -104,9 +99,7 @@ func (r *runner) runStoreRow() error {
 				}
 				st := row.by[s.name+" / "+lay.name]
 				st.cpu += processCPU() - c0
-				st.conc = append(st.conc, res.lat...)
-				st.calls += res.calls
-				st.elapsed += res.elapsed
+				st.addConc(res)
 			}
 		}
 		r.logf("  store round %d/%d done", round+1, r.rounds)
@@ -117,40 +110,14 @@ func (r *runner) runStoreRow() error {
 
 // runStoreOps runs op from workers goroutines for about dur, worker w into rollout idOf(w).
 func runStoreOps(op func(string, []byte) error, line []byte, workers int, dur time.Duration, idOf func(int) string) (loadResult, error) {
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		res      loadResult
-		firstErr error
-	)
-	start := time.Now()
-	deadline := start.Add(dur)
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			id := idOf(w)
-			var lat durations
-			var err error
-			for time.Now().Before(deadline) {
-				t := time.Now()
-				if err = op(id, line); err != nil {
-					break
-				}
-				lat = append(lat, time.Since(t))
-			}
-			mu.Lock()
-			res.lat = append(res.lat, lat...)
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	res.elapsed = time.Since(start)
-	res.calls = len(res.lat)
-	return res, firstErr
+	return closedLoop(workers, dur, func(w int) func() (time.Duration, error) {
+		id := idOf(w)
+		return func() (time.Duration, error) {
+			t := time.Now()
+			err := op(id, line)
+			return time.Since(t), err
+		}
+	})
 }
 
 // legacyCall is the per-call-file pattern, for comparison: claim file, append with open/close,

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -33,29 +31,21 @@ const (
 //
 // The path may carry a /ng-rollout/<id> prefix (the bare proxy forwards it unchanged).
 type upstream struct {
-	fx  *fixtures
-	srv *http.Server
-	url string
+	*server // its loopback HTTP server: url, close
+	fx      *fixtures
 
 	mu    sync.Mutex
 	sends map[string][]time.Time // paced streams: send time of every event, by stream id
 }
 
 func startUpstream(fx *fixtures) (*upstream, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	u := &upstream{fx: fx, sends: map[string][]time.Time{}}
+	s, err := serve(u)
 	if err != nil {
-		return nil, fmt.Errorf("upstream listen: %w", err)
+		return nil, fmt.Errorf("upstream: %w", err)
 	}
-	u := &upstream{fx: fx, sends: map[string][]time.Time{}, url: "http://" + ln.Addr().String()}
-	u.srv = &http.Server{Handler: u, ReadHeaderTimeout: 10 * time.Second}
-	go u.srv.Serve(ln)
+	u.server = s
 	return u, nil
-}
-
-func (u *upstream) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	u.srv.Shutdown(ctx)
 }
 
 // takeSends returns and forgets the send times recorded for a paced stream.

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // Environment knobs of the matrix (all optional):
@@ -301,9 +302,7 @@ func (s *suite) runMatrix(t *testing.T, rig *upstreamRig, projectDir func(harnes
 		if err := rig.proxy.stop(); err != nil {
 			t.Errorf("proxy did not shut down cleanly on SIGTERM: %v\n%s", err, rig.proxy.logTail())
 		}
-		rig.proxy.mu.Lock()
 		log := rig.proxy.log.String()
-		rig.proxy.mu.Unlock()
 		if strings.Contains(log, "DATA RACE") || strings.Contains(log, "panic:") {
 			t.Errorf("proxy log shows a data race or panic; see %s", filepath.Join(filepath.Dir(rig.captureDir), "proxy.log"))
 		}
@@ -493,9 +492,10 @@ func matchRecord(recs []record, obs Observed, i int, used map[int]bool) int {
 	return -1
 }
 
-// expectedSessionID applies SPEC §5's client id rule to the headers the upstream saw (the
-// gateway forwards headers unchanged): the first present of x-session-id,
-// x-claude-code-session-id, session-id, session_id; several different values give none.
+// expectedSessionID applies the gateway's client id rule (docs/format.md section 3.6) to the
+// headers the upstream saw (the gateway forwards headers unchanged): the first present of
+// x-session-id, x-claude-code-session-id, session-id, session_id; several different values give
+// none.
 func expectedSessionID(h http.Header) *string {
 	for _, name := range []string{"x-session-id", "x-claude-code-session-id", "session-id", "session_id"} {
 		vals := h.Values(name)
@@ -869,15 +869,10 @@ type proxyProc struct {
 	once   sync.Once
 	err    error
 
-	mu  sync.Mutex
-	log bytes.Buffer
+	log capturetest.Buffer
 }
 
-func (p *proxyProc) logTail() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return tail(p.log.String(), 30)
-}
+func (p *proxyProc) logTail() string { return tail(p.log.String(), 30) }
 
 // stop sends SIGTERM (graceful drain) and waits for the exit status.
 func (p *proxyProc) stop() error {
@@ -925,9 +920,7 @@ func startProxy(t *testing.T, bin, upstream, capDir, logPath string) *proxyProc 
 		sc.Buffer(make([]byte, 64<<10), 16<<20)
 		for sc.Scan() {
 			line := sc.Text()
-			p.mu.Lock()
-			p.log.WriteString(line + "\n")
-			p.mu.Unlock()
+			p.log.Write([]byte(line + "\n"))
 			if logf != nil {
 				fmt.Fprintln(logf, line)
 			}

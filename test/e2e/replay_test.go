@@ -5,7 +5,6 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // replayHarnesses are the harnesses whose runs are replayed after their upstream is stopped.
@@ -35,8 +36,8 @@ type replayProc struct {
 	logDone      chan struct{} // closed when the log pipe reached EOF
 	once         sync.Once
 	err          error
-	mu           sync.Mutex
-	stdout, logs bytes.Buffer
+	mu           sync.Mutex // guards base and admin while the log is read
+	stdout, logs capturetest.Buffer
 }
 
 var (
@@ -56,7 +57,7 @@ func startReplay(t *testing.T, bin, logPath string, args ...string) *replayProc 
 	p := &replayProc{cmd: cmd, exited: make(chan error, 1), logDone: make(chan struct{})}
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
-	cmd.Stdout = &lockedWriter{mu: &p.mu, w: &p.stdout}
+	cmd.Stdout = &p.stdout
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start modelcalls replay: %v", err)
 	}
@@ -72,8 +73,8 @@ func startReplay(t *testing.T, bin, logPath string, args ...string) *replayProc 
 		sc.Buffer(make([]byte, 64<<10), 16<<20)
 		for sc.Scan() {
 			line := sc.Text()
+			p.logs.Write([]byte(line + "\n"))
 			p.mu.Lock()
-			p.logs.WriteString(line + "\n")
 			if m := adminAddrRE.FindStringSubmatch(line); m != nil {
 				p.admin = "http://" + m[1]
 			}
@@ -93,17 +94,11 @@ func startReplay(t *testing.T, bin, logPath string, args ...string) *replayProc 
 		return p
 	case err := <-p.exited:
 		p.exited <- err
-		t.Fatalf("modelcalls replay exited at start: %v\n%s", err, p.logText())
+		t.Fatalf("modelcalls replay exited at start: %v\n%s", err, p.logs.String())
 	case <-time.After(30 * time.Second):
-		t.Fatalf("modelcalls replay logged no listening address in 30s:\n%s", p.logText())
+		t.Fatalf("modelcalls replay logged no listening address in 30s:\n%s", p.logs.String())
 	}
 	return nil
-}
-
-func (p *replayProc) logText() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.logs.String()
 }
 
 // stop sends SIGTERM (once) and returns the exit error and what the command printed on stdout.
@@ -119,59 +114,7 @@ func (p *replayProc) stop() (error, string) {
 		}
 		<-p.logDone
 	})
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	return p.err, p.stdout.String()
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
-}
-
-// captureLine is the part of a capture line the replay checks read.
-type captureLine struct {
-	ModelCallID         string          `json:"model_call_id"`
-	StatusCode          *int            `json:"status_code"`
-	Response            json.RawMessage `json:"response"`
-	ResponseRaw         *string         `json:"response_raw"`
-	ResponseSource      *string         `json:"response_source"`
-	UpstreamAttempted   *bool           `json:"upstream_attempted"`
-	LocalResponseReason *string         `json:"local_response_reason"`
-}
-
-// body is what the line holds as the response body: response_raw, else the response object.
-func (l captureLine) body() []byte {
-	if l.ResponseRaw != nil {
-		return []byte(*l.ResponseRaw)
-	}
-	return l.Response
-}
-
-func readCaptureLines(t *testing.T, dir, id string) []captureLine {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, id+".capture.jsonl"))
-	if err != nil {
-		t.Fatalf("capture file: %v", err)
-	}
-	var out []captureLine
-	for _, raw := range bytes.Split(b, []byte("\n")) {
-		if len(bytes.TrimSpace(raw)) == 0 {
-			continue
-		}
-		var l captureLine
-		if err := json.Unmarshal(raw, &l); err != nil {
-			t.Fatalf("capture line of %s: %v", id, err)
-		}
-		out = append(out, l)
-	}
-	return out
 }
 
 // freshHome moves the directory home to home+suffix and creates an empty one in its place.
@@ -238,14 +181,14 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 			entries := tap.Take()
 			if err != nil {
 				t.Fatalf("replayed %s: %v\nstdout:\n%s\nstderr (tail):\n%s\nreplay log (tail):\n%s", run.harness, err, stdout,
-					tail(stderr, 30), tail(rp.logText(), 20))
+					tail(stderr, 30), tail(rp.logs.String(), 20))
 			}
 			if stdout != res.output {
 				t.Errorf("replayed run printed %q, against the model it printed %q", stdout, res.output)
 			}
 			t.Logf("replayed %s in %v (against the model: %v)", res.run, wall.Round(time.Millisecond), res.wall.Round(time.Millisecond))
 
-			orig := readCaptureLines(t, rig.captureDir, res.rolloutID)
+			orig := capturetest.ReadDir(t, rig.captureDir, res.rolloutID)
 			var calls []TapEntry
 			for _, e := range entries {
 				if DialectOfPath(strings.TrimPrefix(e.Path, "/ng-rollout/"+res.rolloutID)) != "" && e.Method == http.MethodPost {
@@ -260,9 +203,9 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 				if orig[i].StatusCode == nil || e.Status != *orig[i].StatusCode {
 					t.Errorf("call %d: status %d, recorded %v", i, e.Status, derefAny(orig[i].StatusCode))
 				}
-				if !bytes.Equal(e.RespBody, orig[i].body()) {
+				if !bytes.Equal(e.RespBody, orig[i].Body()) {
 					t.Errorf("call %d: the harness received %d bytes that differ from the %d recorded\n got: %.300q\nwant: %.300q",
-						i, len(e.RespBody), len(orig[i].body()), e.RespBody, orig[i].body())
+						i, len(e.RespBody), len(orig[i].Body()), e.RespBody, orig[i].Body())
 				}
 				if id := e.RespHeader.Get("x-nemo-gym-model-call-id"); id == "" || id == orig[i].ModelCallID {
 					t.Errorf("call %d: model call id header %q: want the re-capture's own id", i, id)
@@ -271,12 +214,12 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 
 			// The re-capture: one line per call, the recorded bytes, provenance local / replay; and
 			// its records compare with the original's call for call.
-			re := readCaptureLines(t, outDir, res.rolloutID)
+			re := capturetest.ReadDir(t, outDir, res.rolloutID)
 			if len(re) != len(orig) {
 				t.Fatalf("re-capture has %d lines, want %d", len(re), len(orig))
 			}
 			for i := range re {
-				if !bytes.Equal(re[i].body(), orig[i].body()) {
+				if !bytes.Equal(re[i].Body(), orig[i].Body()) {
 					t.Errorf("re-captured call %d: body differs from the original capture", i)
 				}
 				if deref(re[i].ResponseSource) != "local" || deref(re[i].LocalResponseReason) != "replay" ||
@@ -309,7 +252,7 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 			freshHome(t, home2, "-replayed")
 			changed := harnessPrompt + " please"
 			args, env = run.command(t, home2, run.baseURL(rollBase), changed)
-			before := strings.Count(rp.logText(), `msg="replay miss" rollout_id=`+res.rolloutID+" ")
+			before := strings.Count(rp.logs.String(), `msg="replay miss" rollout_id=`+res.rolloutID+" ")
 			stdout, stderr, err = runProcess(res.exe, args, env, home2, res.project, harnessTimeout)
 			if err == nil && strings.Contains(stdout, res.nonce) {
 				t.Errorf("a changed prompt was answered: %q", stdout)
@@ -327,7 +270,7 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 			// The replay logs before it answers; its log reaches us through a pipe.
 			n := 0
 			for deadline := time.Now().Add(5 * time.Second); n < 1 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-				n = strings.Count(rp.logText(), `msg="replay miss" rollout_id=`+res.rolloutID+" ") - before
+				n = strings.Count(rp.logs.String(), `msg="replay miss" rollout_id=`+res.rolloutID+" ") - before
 			}
 			if n < 1 {
 				t.Errorf("the replay did not log the miss")
@@ -353,9 +296,9 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 	}
 	err, stdout := rp.stop()
 	if err != nil {
-		t.Errorf("replay did not exit cleanly on SIGTERM: %v\n%s", err, tail(rp.logText(), 20))
+		t.Errorf("replay did not exit cleanly on SIGTERM: %v\n%s", err, tail(rp.logs.String(), 20))
 	}
-	misses := strings.Count(rp.logText(), `msg="replay miss"`)
+	misses := strings.Count(rp.logs.String(), `msg="replay miss"`)
 	if misses < changedRuns {
 		t.Errorf("%d misses logged for %d changed-prompt runs", misses, changedRuns)
 	}

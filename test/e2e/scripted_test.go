@@ -238,12 +238,7 @@ func testScriptedThroughSDKs(t *testing.T, gz bool) {
 	s := &Scripted{FilePath: "/p/hello.txt", Gzip: gz}
 	up := httptest.NewServer(s)
 	defer up.Close()
-	tap, err := NewTap(up.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	front := httptest.NewServer(tap)
-	defer front.Close()
+	tap, front := tapIn(t, up.URL)
 	oc := openai.NewClient(ooption.WithBaseURL(front.URL+"/v1/"), ooption.WithAPIKey("sk-test"), ooption.WithMaxRetries(0))
 	ac := anthropic.NewClient(aoption.WithBaseURL(front.URL+"/"), aoption.WithAPIKey("sk-ant-test"), aoption.WithMaxRetries(0))
 	ctx := context.Background()

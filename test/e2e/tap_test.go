@@ -26,12 +26,7 @@ func TestTapStreamsAndRecords(t *testing.T) {
 		_, _ = io.WriteString(w, "data: two\n\n")
 	}))
 	defer up.Close()
-	tap, err := NewTap(up.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	front := httptest.NewServer(tap)
-	defer front.Close()
+	tap, front := tapIn(t, up.URL)
 
 	resp, err := http.Post(front.URL+"/v1/chat/completions?x=1", "application/json", strings.NewReader(`{"stream":true}`))
 	if err != nil {
@@ -81,4 +76,16 @@ func TestNewTapRejectsBadTargets(t *testing.T) {
 			t.Errorf("NewTap(%q) = nil error", target)
 		}
 	}
+}
+
+// tapIn starts a Tap in front of upstream on a test server, closed at cleanup.
+func tapIn(t *testing.T, upstream string) (*Tap, *httptest.Server) {
+	t.Helper()
+	tap, err := NewTap(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(tap)
+	t.Cleanup(front.Close)
+	return tap, front
 }

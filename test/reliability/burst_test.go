@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // Item 3: a burst of 12,500 captured calls offered in 10 s (1,250 calls/s) through the gateway on
@@ -22,7 +24,7 @@ func TestBurst(t *testing.T) {
 		calls, window = 1250, time.Second
 	}
 	const rollouts, clients = 250, 48
-	up := newRawUpstream(t, echoHandler)
+	up := capturetest.NewServer(t, echoHandler)
 	g := startGateway(t, up.URL, nil)
 	g.ctr.MaxIdleConnsPerHost = clients
 	g.utr.MaxIdleConnsPerHost = clients

@@ -12,6 +12,7 @@ import (
 
 	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/internal/cli"
 )
 
@@ -52,7 +53,7 @@ func TestClearDuringLiveCall(t *testing.T) {
 	if code != cli.ExitFailure || !strings.Contains(errOut, "rollout "+id+": not cleared: 1 capture writes still in flight") {
 		t.Fatalf("clear with a call in flight: exit %d, stdout %q, stderr %q; want exit 1 and the rollout named", code, out, errOut)
 	}
-	if n := len(readExchanges(t, store, id)); n != 1 {
+	if n := len(capturetest.Lines(t, store, id)); n != 1 {
 		t.Fatalf("clear without --force touched the capture: %d lines, want 1", n)
 	}
 
@@ -84,7 +85,7 @@ func TestClearDuringLiveCall(t *testing.T) {
 	p.stop()
 
 	var nonces []string
-	for _, ex := range readExchanges(t, store, id) {
+	for _, ex := range capturetest.Lines(t, store, id) {
 		nonces = append(nonces, nonceOf(ex.Request))
 	}
 	if strings.Join(nonces, ",") != "attempt2-a,attempt2-b" {
@@ -121,7 +122,7 @@ func nonceOf(req []byte) string {
 // one slot file per gateway process, which the gateway removes when it drains; the capture dir keeps
 // only the (empty) slot directory, one per capture dir.
 func TestNoClaimsLeftBehind(t *testing.T) {
-	up := newRawUpstream(t, echoHandler)
+	up := capturetest.NewServer(t, echoHandler)
 	dir := filepath.Join(t.TempDir(), "capture")
 	p := startProxy(t, up.URL, dir, nil)
 	client := &http.Client{Transport: withSecrets{&http.Transport{}}}

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/modelcalls/modelcalls/gateway"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // Item 6: client faults. A client that leaves before the upstream answers, mid-stream, or after the
@@ -49,7 +50,7 @@ func TestClientFaults(t *testing.T) {
 	t.Run("leaves before the upstream answers", func(t *testing.T) {
 		noLeaks(t)
 		arrived, gone := make(chan struct{}), make(chan struct{})
-		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 			close(arrived)
 			select {
 			case <-r.Context().Done():
@@ -81,7 +82,7 @@ func TestClientFaults(t *testing.T) {
 	t.Run("leaves while sending the request", func(t *testing.T) {
 		noLeaks(t)
 		reached := make(chan struct{}, 1)
-		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { reached <- struct{}{} })
+		up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) { reached <- struct{}{} })
 		g := startGateway(t, up.URL, nil)
 		c, err := net.Dial("tcp", g.srv.Listener.Addr().String())
 		if err != nil {
@@ -119,7 +120,7 @@ func TestClientFaults(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			noLeaks(t)
 			gone := make(chan struct{})
-			up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 				sseHeaders(w)
 				for _, ev := range tc.events[:tc.cut] {
 					w.Write(ev)
@@ -156,7 +157,7 @@ func TestClientFaults(t *testing.T) {
 
 	t.Run("leaves after the terminal event", func(t *testing.T) {
 		noLeaks(t)
-		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 			sseHeaders(w)
 			w.Write(whole)
 			w.(http.Flusher).Flush()
@@ -195,7 +196,7 @@ func TestClientFaults(t *testing.T) {
 		// leaves.
 		full := chatJSON("n1", 16<<20)
 		gone := make(chan struct{})
-		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Content-Length", fmt.Sprint(len(full)))
 			for off := 0; off < len(full); off += 64 << 10 {
@@ -244,7 +245,7 @@ func TestClientFaults(t *testing.T) {
 		}
 		evs = append(evs, chatEvent("n1", "", "stop"), []byte("data: [DONE]\n\n"))
 		body := bytes.Join(evs, nil)
-		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 			sseHeaders(w)
 			for _, ev := range evs {
 				if _, err := w.Write(ev); err != nil {

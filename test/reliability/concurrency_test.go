@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // Item 2: several gateway processes (the real proxy command) and writer goroutines append to one
@@ -39,7 +40,7 @@ func TestManyProcessesAppend(t *testing.T) {
 		procs, perProc, writers, perWriter = 3, 60, 2, 40
 	}
 	const clientsPerProc = 4
-	up := newRawUpstream(t, echoHandler)
+	up := capturetest.NewServer(t, echoHandler)
 	dir := filepath.Join(t.TempDir(), "capture")
 	store, err := capture.Open(dir)
 	if err != nil {

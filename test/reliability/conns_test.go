@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/gateway"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // Connection hygiene: a connection cap derived from the descriptor limit refuses connections
@@ -97,7 +98,7 @@ func callOn(t *testing.T, c net.Conn, id string) int {
 // connection is forwarded and captured (the proxy of old accepted until EMFILE, then answered
 // that call 502 and left no line, no claim, no marker).
 func TestConnectionCap(t *testing.T) {
-	up := newRawUpstream(t, echoHandler)
+	up := capturetest.NewServer(t, echoHandler)
 	dir := t.TempDir()
 	p := startProxy(t, up.URL, dir, []string{"--admin-listen", "127.0.0.1:0"}, "MR_NOFILE="+strconv.Itoa(nofile))
 	store, err := capture.OpenExisting(dir)
@@ -144,7 +145,7 @@ func TestConnectionCap(t *testing.T) {
 	if last != http.StatusServiceUnavailable || open != limit-1 || refused != 80-open {
 		t.Errorf("last connection %d, %d refused, %d open: want 503, %d, %d", last, refused, open, 80-(limit-1), limit-1)
 	}
-	if xs := readExchanges(t, store, "capped"); len(xs) != 1 || num(xs[0].StatusCode) != "200" {
+	if xs := capturetest.Lines(t, store, "capped"); len(xs) != 1 || num(xs[0].StatusCode) != "200" {
 		t.Errorf("capture of the call: %+v", xs)
 	}
 	admin := &http.Client{Transport: &http.Transport{}}
@@ -170,7 +171,7 @@ func TestConnectionCap(t *testing.T) {
 // cannot open its capture file (nor, usually, reach the upstream: 502), leaves the incomplete
 // marker, so a merge reports the gap.
 func TestOutOfDescriptorsLeavesMarker(t *testing.T) {
-	up := newRawUpstream(t, echoHandler)
+	up := capturetest.NewServer(t, echoHandler)
 	dir := t.TempDir()
 	p := startProxy(t, up.URL, dir, []string{"--max-connections", "-1"}, "MR_NOFILE="+strconv.Itoa(nofile))
 	store, err := capture.OpenExisting(dir)
@@ -214,7 +215,7 @@ func TestOutOfDescriptorsLeavesMarker(t *testing.T) {
 			io.Copy(io.Discard, res.Body)
 			res.Body.Close()
 			if res.StatusCode == 200 {
-				if xs := readExchanges(t, store, id); len(xs) != 1 {
+				if xs := capturetest.Lines(t, store, id); len(xs) != 1 {
 					t.Errorf("%d lines after descriptors came back", len(xs))
 				}
 				break
@@ -238,7 +239,7 @@ func TestOutOfDescriptorsLeavesMarker(t *testing.T) {
 // TestKeepAliveAndHeaderLimits: an idle keep-alive connection is closed after --keepalive-timeout;
 // a header block past --max-header-bytes gets 431.
 func TestKeepAliveAndHeaderLimits(t *testing.T) {
-	up := newRawUpstream(t, echoHandler)
+	up := capturetest.NewServer(t, echoHandler)
 	p := startProxy(t, up.URL, t.TempDir(), []string{"--keepalive-timeout", "300ms", "--max-header-bytes", "8192"})
 	c := flood(t, p.url, 1)[0]
 	if got := callOn(t, c, "ka"); got != 200 {

@@ -19,7 +19,8 @@ import (
 // Item 1: crash mid-write. Writer processes are SIGKILLed while appending, over and over, while a
 // steady writer process keeps appending to the same rollout. Afterwards every line acknowledged
 // before a kill is intact, each kill tore at most one line (counted as damaged), and the next
-// append always started a fresh line (SPEC §4 torn-tail repair).
+// append always started a fresh line (torn-tail repair: before appending, a writer that finds the
+// file not ending in a newline writes one, so a torn line never swallows the next).
 
 // Line shapes of the writer role. Every line is an exchange whose model_call_id encodes (writer,
 // seq), so a torn or glued line can be traced to the append it came from, and whose response_raw is

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/gateway"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -64,7 +65,7 @@ func mergeGaps(t *testing.T, dir, id string) map[string]string {
 }
 
 func TestWriteErrors(t *testing.T) {
-	up := newRawUpstream(t, echoHandler)
+	up := capturetest.NewServer(t, echoHandler)
 
 	t.Run("/dev/full", func(t *testing.T) {
 		if _, err := os.Stat("/dev/full"); err != nil {
@@ -89,7 +90,7 @@ func TestWriteErrors(t *testing.T) {
 			t.Error("the marker is missing, or set on the rollout whose writes worked")
 		}
 		logNames(t, g.logs.String(), "capture write failed", id)
-		if len(readExchanges(t, g.store, control)) != 2 {
+		if len(capturetest.Lines(t, g.store, control)) != 2 {
 			t.Error("the control rollout lost lines")
 		}
 		os.Remove(p) // reading /dev/full never ends
@@ -126,7 +127,7 @@ func TestWriteErrors(t *testing.T) {
 		os.Remove(p)
 		os.Rename(p+".saved", p)
 		after, _ := os.ReadFile(p)
-		if string(after) != string(before) || len(readExchanges(t, g.store, id)) != 3 {
+		if string(after) != string(before) || len(capturetest.Lines(t, g.store, id)) != 3 {
 			t.Error("lines written before the fault changed")
 		}
 	})
@@ -152,7 +153,7 @@ func TestWriteErrors(t *testing.T) {
 		logNames(t, g.logs.String(), "incomplete marker failed too", id)
 		os.Remove(g.dir)
 		os.Rename(g.dir+".saved", g.dir)
-		if len(readExchanges(t, g.store, id)) != 1 {
+		if len(capturetest.Lines(t, g.store, id)) != 1 {
 			t.Error("the line written before the fault is gone")
 		}
 	})
@@ -206,7 +207,7 @@ func fullDiskCheck(t *testing.T, store *capture.Store, id string, calls int, ok,
 // 64 KiB (RLIMIT_FSIZE): appends past it fail with EFBIG after a partial write, as on a full disk,
 // with no privileges needed. Afterwards an append without the limit repairs the torn tail.
 func TestDiskFullFileSizeLimit(t *testing.T) {
-	up := newRawUpstream(t, echoHandler)
+	up := capturetest.NewServer(t, echoHandler)
 	dir := filepath.Join(t.TempDir(), "capture")
 	p := startProxy(t, up.URL, dir, []string{"--admin-listen", "127.0.0.1:0"}, "MR_FSIZE=65536")
 	client := &http.Client{Transport: withSecrets{&http.Transport{}}}
@@ -247,7 +248,7 @@ func TestDiskFullTmpfs(t *testing.T) {
 			unix.Unmount(mnt, unix.MNT_DETACH)
 		}
 	})
-	up := newRawUpstream(t, echoHandler)
+	up := capturetest.NewServer(t, echoHandler)
 	g := startGateway(t, up.URL, func(h *gateway.Handler) {
 		s, err := capture.Open(mnt)
 		if err != nil {
@@ -283,7 +284,7 @@ func TestDiskFullTmpfs(t *testing.T) {
 // marker fail (EROFS): calls go on, every write counts as lost, the log names the rollout, and once
 // the dir is writable again the next call lands after the lines from before.
 func TestReadOnlyCaptureDir(t *testing.T) {
-	up := newRawUpstream(t, echoHandler)
+	up := capturetest.NewServer(t, echoHandler)
 	g := startGateway(t, up.URL, nil)
 	const id = "rofs-0"
 	faultCalls(t, g.client, g.srv.URL, id, 2, 100)
@@ -312,7 +313,7 @@ func TestReadOnlyCaptureDir(t *testing.T) {
 	if lost != 3 {
 		t.Errorf("lost writes %v, want 3", lost)
 	}
-	if n := len(readExchanges(t, g.store, id)); n != 3 {
+	if n := len(capturetest.Lines(t, g.store, id)); n != 3 {
 		t.Errorf("%d lines, want the 2 from before and the 1 after", n)
 	}
 }

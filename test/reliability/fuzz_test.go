@@ -21,6 +21,7 @@ import (
 	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/gateway"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -238,7 +239,7 @@ func FuzzGatewayRelay(f *testing.F) {
 	f.Add([]byte{}, true, uint8(2), uint8(0))
 
 	var bodies sync.Map // case id -> fuzzAnswer
-	up := newRawUpstreamF(f, func(w http.ResponseWriter, r *http.Request) {
+	up := capturetest.NewServer(f, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		v, _ := bodies.Load(r.Header.Get("X-Fuzz-Case"))
 		a := v.(fuzzAnswer)
@@ -299,7 +300,7 @@ func FuzzGatewayRelay(f *testing.F) {
 			t.Fatalf("no record from the line: %v", err)
 		}
 		if sse && len(body) > 0 {
-			// The line is written when the terminal event is seen (SPEC §5): response_raw is the
+			// The line is written when the terminal event is seen, before the client gets it: response_raw is the
 			// body up to there, plus whatever arrived in the same read; all of it without one.
 			k := rawPrefix(body, rec.ResponseRaw)
 			if k < 0 || (k < len(body) && deref(rec.ErrorCategory) == "stream_truncated") {
@@ -335,11 +336,4 @@ type fuzzAnswer struct {
 	sse    bool
 	status int
 	chunk  int
-}
-
-// newRawUpstreamF is newRawUpstream for a fuzz target.
-func newRawUpstreamF(f *testing.F, h http.HandlerFunc) *httptest.Server {
-	srv := httptest.NewServer(h)
-	f.Cleanup(srv.Close)
-	return srv
 }

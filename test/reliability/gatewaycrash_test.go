@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -20,7 +21,7 @@ import (
 // closed, announcing each on arrived.
 func heldUpstream(t *testing.T, n int) (url string, arrived chan struct{}, release chan struct{}) {
 	arrived, release = make(chan struct{}, n), make(chan struct{})
-	up := newRawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+	up := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Hold") != "" {
 			arrived <- struct{}{}
 			select {
@@ -32,6 +33,18 @@ func heldUpstream(t *testing.T, n int) (url string, arrived chan struct{}, relea
 		echoHandler(w, r)
 	})
 	return up.URL, arrived, release
+}
+
+// awaitArrived waits until n held calls reached the upstream.
+func awaitArrived(t *testing.T, arrived <-chan struct{}, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case <-arrived:
+		case <-within():
+			t.Fatal("held calls did not reach the upstream")
+		}
+	}
 }
 
 // heldCalls starts n calls through base for rollout id that the upstream holds, and returns a
@@ -71,13 +84,7 @@ func TestProxyDrainsOnSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	errs := heldCalls(t, client, p.url, id, n)
-	for range n {
-		select {
-		case <-arrived:
-		case <-within():
-			t.Fatal("held calls did not reach the upstream")
-		}
-	}
+	awaitArrived(t, arrived, n)
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	p.expect("draining")
 	close(release)
@@ -90,7 +97,7 @@ func TestProxyDrainsOnSIGTERM(t *testing.T) {
 		t.Fatalf("proxy exit: %v\n%s", err, tail(p.stderr.String(), 2000))
 	}
 	store, _ := capture.Open(dir)
-	if xs := readExchanges(t, store, id); len(xs) != n+1 {
+	if xs := capturetest.Lines(t, store, id); len(xs) != n+1 {
 		t.Fatalf("%d lines after the drain, want %d", len(xs), n+1)
 	}
 	assertNoClaimsIn(t, dir)
@@ -111,13 +118,7 @@ func TestProxyKilledWithCallsInFlight(t *testing.T) {
 		}
 	}
 	errs := heldCalls(t, client, p.url, id, n)
-	for range n {
-		select {
-		case <-arrived:
-		case <-within():
-			t.Fatal("held calls did not reach the upstream")
-		}
-	}
+	awaitArrived(t, arrived, n)
 	store, _ := capture.Open(dir)
 	awaitClaims(t, store, id, n)
 	p.kill()

@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/gateway"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -58,7 +58,7 @@ type gw struct {
 	srv    *httptest.Server
 	store  *capture.Store
 	dir    string
-	logs   *syncBuffer
+	logs   *capturetest.Buffer
 	client *http.Client
 	ctr    *http.Transport // the client's transport
 	utr    *http.Transport // the gateway's upstream transport
@@ -80,7 +80,7 @@ func startGateway(t *testing.T, upstream string, configure func(h *gateway.Handl
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &capturetest.Buffer{}
 	utr := http.DefaultTransport.(*http.Transport).Clone()
 	utr.DisableCompression = true
 	utr.MaxIdleConnsPerHost = 256
@@ -160,49 +160,10 @@ func (g *gw) drain() {
 	}
 }
 
-// exchangeView is what the tests read back from a capture line.
-type exchangeView struct {
-	ModelCallID              string          `json:"model_call_id"`
-	Dialect                  string          `json:"dialect"`
-	StatusCode               *int            `json:"status_code"`
-	ErrorCategory            *string         `json:"error_category"`
-	Request                  json.RawMessage `json:"request"`
-	Response                 json.RawMessage `json:"response"`
-	RequestRaw               *string         `json:"request_raw"`
-	ResponseRaw              *string         `json:"response_raw"`
-	ResponseSource           *string         `json:"response_source"`
-	UpstreamAttempted        *bool           `json:"upstream_attempted"`
-	UpstreamStatusCode       *int            `json:"upstream_status_code"`
-	LocalResponseReason      *string         `json:"local_response_reason"`
-	ClientSessionID          *string         `json:"client_session_id"`
-	ClientAssistantMessageID *string         `json:"client_assistant_message_id"`
-	LatencyTTFTMS            *float64        `json:"latency_ttft_ms"`
-}
-
-// readExchanges reads rollout id strictly (every line must be whole) and checks that a record
-// builds from each line.
-func readExchanges(t testing.TB, store *capture.Store, id string) []exchangeView {
-	t.Helper()
-	entries, err := store.Read(id)
-	if err != nil {
-		t.Fatalf("read capture of %s: %v", id, err)
-	}
-	out := make([]exchangeView, len(entries))
-	for i, e := range entries {
-		if err := json.Unmarshal(e.Data, &out[i]); err != nil {
-			t.Fatalf("%s line %d: %v", id, e.Line, err)
-		}
-		if _, err := modelcalls.BuildRecord(e.Data, e.Index); err != nil {
-			t.Fatalf("%s line %d: no record builds: %v", id, e.Line, err)
-		}
-	}
-	return out
-}
-
 // only returns the single exchange of rollout id.
-func (g *gw) only(id string) exchangeView {
+func (g *gw) only(id string) *capturetest.Line {
 	g.t.Helper()
-	xs := readExchanges(g.t, g.store, id)
+	xs := capturetest.Lines(g.t, g.store, id)
 	if len(xs) != 1 {
 		g.t.Fatalf("rollout %s has %d capture lines, want 1", id, len(xs))
 	}
@@ -335,25 +296,6 @@ func chatStream(nonce string, pieces ...string) [][]byte {
 func sseHeaders(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
-}
-
-// newUpstream starts an httptest upstream serving handler, closed at cleanup. The request body is
-// read before handler runs, as a model server does; only then does net/http notice a client that
-// goes away (and cancel the request's context).
-func newUpstream(t *testing.T, handler http.HandlerFunc) *httptest.Server {
-	t.Helper()
-	return newRawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		handler(w, r)
-	})
-}
-
-// newRawUpstream is newUpstream with the body left for handler to read.
-func newRawUpstream(t *testing.T, handler http.HandlerFunc) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewServer(handler)
-	t.Cleanup(srv.Close)
-	return srv
 }
 
 // content returns choices[0].message.content of a Chat Completions response object.

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -31,7 +32,7 @@ type headerUpstream struct {
 
 func (u *headerUpstream) start(t *testing.T) string {
 	u.seen = map[string]http.Header{}
-	srv := newRawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+	srv := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 			c, brw, err := http.NewResponseController(w).Hijack()
 			if err != nil {
@@ -171,7 +172,7 @@ func TestHTTPVersionsAreCaptured(t *testing.T) {
 			if !bytes.Equal(got.body, want) {
 				t.Errorf("body %.200q, want the upstream's %.200q", got.body, want)
 			}
-			xs := readExchanges(t, store, id)
+			xs := capturetest.Lines(t, store, id)
 			if len(xs) != 1 || num(xs[0].StatusCode) != "200" || xs[0].ErrorCategory != nil {
 				t.Fatalf("%d capture lines for the call (want 1, status 200, clean): %+v", len(xs), xs)
 			}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/gateway"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
@@ -36,7 +37,7 @@ type recordingUpstream struct {
 }
 
 func (u *recordingUpstream) start(t *testing.T) string {
-	srv := newRawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+	srv := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		u.hits.Add(1)
 		u.mu.Lock()
@@ -199,9 +200,9 @@ func (g *gw) awaitServed(t *testing.T) {
 }
 
 // onlyUnder reads the single line of rollout id, failing t (not the gateway's test).
-func (g *gw) onlyUnder(t *testing.T, id string) exchangeView {
+func (g *gw) onlyUnder(t *testing.T, id string) *capturetest.Line {
 	t.Helper()
-	xs := readExchanges(t, g.store, id)
+	xs := capturetest.Lines(t, g.store, id)
 	if len(xs) != 1 {
 		t.Fatalf("rollout %s has %d lines, want 1", id, len(xs))
 	}
@@ -374,7 +375,7 @@ func TestHostileResponses(t *testing.T) {
 			"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\xe2\x82\"}}]}\n\ndata: [DONE]\n\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", tc.ctype)
 				io.WriteString(w, tc.body)
 			})

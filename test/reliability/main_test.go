@@ -2,17 +2,16 @@ package reliability
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"go.uber.org/goleak"
 )
 
@@ -54,7 +53,7 @@ type helperProc struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan string
-	stderr *syncBuffer
+	stderr *capturetest.Buffer
 	done   chan struct{} // closed once the process was waited for
 	err    error         // Wait's result, valid after done
 }
@@ -70,7 +69,7 @@ func startHelperCmd(t testing.TB, role string, adjust func(*exec.Cmd), env ...st
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.count=1")
 	cmd.Env = append(append(os.Environ(), helperEnv+"="+role), env...)
-	p := &helperProc{t: t, role: role, cmd: cmd, lines: make(chan string, 1024), stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &helperProc{t: t, role: role, cmd: cmd, lines: make(chan string, 1024), stderr: &capturetest.Buffer{}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -159,22 +158,4 @@ func (p *helperProc) wait() error {
 		p.t.Fatalf("helper %s did not exit within %v; stderr:\n%s", p.role, waitFor, p.stderr.String())
 		return nil
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers (a process's stderr, a slog handler).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -13,30 +13,35 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // Request bodies announced but not sent: memory grows with the bytes received, never with the
 // Content-Length announced, and a body that stops arriving is cut off by the request body timeout.
 
-// rssBytes is the resident set size of process pid (VmRSS in /proc/<pid>/status).
-func rssBytes(t testing.TB, pid int) int64 {
+// procStatus is the size key (VmRSS: resident now, VmHWM: peak resident) of process pid in bytes,
+// from /proc/<pid>/status.
+func procStatus(t testing.TB, pid int, key string) int64 {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+	for l := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, key+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			if err != nil {
-				t.Fatalf("VmRSS %q: %v", v, err)
+				t.Fatalf("%s %q: %v", key, v, err)
 			}
 			return kb << 10
 		}
 	}
-	t.Fatal("no VmRSS")
+	t.Fatalf("no %s in /proc/%d/status", key, pid)
 	return 0
 }
+
+// rssBytes is the resident set size of process pid.
+func rssBytes(t testing.TB, pid int) int64 { return procStatus(t, pid, "VmRSS") }
 
 // announce opens a connection to the proxy at base and sends the headers of a captured call
 // announcing a body of size bytes, then the first n bytes of it.
@@ -88,7 +93,7 @@ func TestAnnouncedBodiesCostNoMemory(t *testing.T) {
 	}
 	awaitClaims(t, store, "mem", 0)
 	p.stop()
-	xs := readExchanges(t, store, "mem")
+	xs := capturetest.Lines(t, store, "mem")
 	if len(xs) != conns {
 		t.Fatalf("%d lines for %d calls", len(xs), conns)
 	}
@@ -132,7 +137,7 @@ func TestStalledRequestBody(t *testing.T) {
 		t.Errorf("answered after %v, before the 300ms timeout", took)
 	}
 	awaitClaims(t, store, "stall", 0)
-	xs := readExchanges(t, store, "stall")
+	xs := capturetest.Lines(t, store, "stall")
 	if len(xs) != 1 || str(xs[0].ErrorCategory) != "cancelled" || xs[0].UpstreamAttempted == nil || *xs[0].UpstreamAttempted {
 		t.Fatalf("lines %+v; want one cancelled line with upstream_attempted false", xs)
 	}
@@ -175,7 +180,7 @@ func TestStalledRequestBody(t *testing.T) {
 		t.Errorf("h2 stalled body: %s %d, want HTTP/2.0 408", res.Proto, res.StatusCode)
 	}
 	awaitClaims(t, store, "stall-h2", 0)
-	if xs := readExchanges(t, store, "stall-h2"); len(xs) != 1 || str(xs[0].ErrorCategory) != "cancelled" {
+	if xs := capturetest.Lines(t, store, "stall-h2"); len(xs) != 1 || str(xs[0].ErrorCategory) != "cancelled" {
 		t.Errorf("h2 stalled body lines %+v; want one cancelled line", xs)
 	}
 	p.stop()

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strconv"
 	"sync"
@@ -251,43 +250,16 @@ func TestMergeAfterWriterDied(t *testing.T) {
 // were answered attaches every call.
 func TestMergeDuringGatewayCalls(t *testing.T) {
 	const done, outstanding = 4, 6
-	arrived := make(chan struct{}, outstanding)
-	release := make(chan struct{})
-	up := newRawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-Hold") != "" {
-			arrived <- struct{}{}
-			select {
-			case <-release:
-			case <-t.Context().Done():
-				return
-			}
-		}
-		echoHandler(w, r)
-	})
-	g := startGateway(t, up.URL, nil)
+	upURL, arrived, release := heldUpstream(t, outstanding)
+	g := startGateway(t, upURL, nil)
 	const id = "gw-pending-0"
 	for i := range done {
 		if _, err := echoCall(t, g.client, g.srv.URL, id, fmt.Sprintf("done-%d", i), i%2 == 0, 10); err != nil {
 			t.Fatal(err)
 		}
 	}
-	errs := make(chan error, outstanding)
-	for i := range outstanding {
-		go func() {
-			status, _, body, err := g.call(id, "/v1/chat/completions", echoRequest(fmt.Sprintf("held-%d", i), i%2 == 0, 10), "X-Hold", "1")
-			if err == nil && (status != 200 || !bytes.Equal(body, echoAnswer(fmt.Sprintf("held-%d", i), i%2 == 0, 10))) {
-				err = fmt.Errorf("held call %d: got %d %q", i, status, body)
-			}
-			errs <- err
-		}()
-	}
-	for range outstanding {
-		select {
-		case <-arrived:
-		case <-within():
-			t.Fatal("the held calls did not reach the upstream")
-		}
-	}
+	errs := heldCalls(t, g.client, g.srv.URL, id, outstanding)
+	awaitArrived(t, arrived, outstanding)
 	awaitClaims(t, g.store, id, outstanding)
 	record := `{"_ng_task_index":3,"_ng_rollout_index":1,"_ng_rollout_id":"gw-pending-0","response":{"output":[]}}`
 	short, err := modelcalls.NewMerger([]string{g.dir}, modelcalls.MergeOptions{DrainTimeout: 150 * time.Millisecond})

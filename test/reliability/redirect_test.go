@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // Redirects stay inside the gateway: a Location on the upstream's own origin is rewritten to the
@@ -15,7 +17,7 @@ import (
 
 func TestRedirectsStayInsideTheGateway(t *testing.T) {
 	var upstream string // the upstream's base URL, with its base path /base
-	srv := newRawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+	srv := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Query().Get("case") {
 		case "absolute":
 			w.Header().Set("Location", upstream+"/v1/chat/completions?case=moved")
@@ -81,7 +83,7 @@ func TestRedirectsStayInsideTheGateway(t *testing.T) {
 		t.Errorf("the client followed the redirect straight to the upstream (%s)", res.Request.URL)
 	}
 	g.drain()
-	xs := readExchanges(t, g.store, id)
+	xs := capturetest.Lines(t, g.store, id)
 	var statuses []string
 	for _, x := range xs {
 		statuses = append(statuses, num(x.StatusCode))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/internal/jsonscan/orjsonrules"
 )
 
@@ -105,7 +106,7 @@ func TestHostilePayloadsWriteLinesNeMoGymReads(t *testing.T) {
 	for _, c := range hostileCases {
 		byName[c.name] = c
 	}
-	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+	up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		c, ok := byName[r.Header.Get("X-Hostile-Case")]
 		if !ok {
 			http.Error(w, "unknown case", http.StatusBadRequest)

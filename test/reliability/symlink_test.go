@@ -12,13 +12,14 @@ import (
 	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/gateway"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // A symlink planted where a capture file, marker, claim slot dir or claims dir belongs is never
 // followed: nothing outside the capture dir is written, created or removed, the call is still
 // answered, and the refusal is logged (naming the rollout) and counted.
 func TestSymlinksNeverFollowed(t *testing.T) {
-	up := newRawUpstream(t, echoHandler)
+	up := capturetest.NewServer(t, echoHandler)
 
 	t.Run("capture file", func(t *testing.T) {
 		g := startGateway(t, up.URL, nil)
@@ -83,7 +84,7 @@ func TestSymlinksNeverFollowed(t *testing.T) {
 		if n := metric(t, g.client, g.srv.URL, gateway.MetricClaimFailures); n != 2 {
 			t.Errorf("claim failures %v, want 2", n)
 		}
-		if n := len(readExchanges(t, g.store, id)); n != 2 {
+		if n := len(capturetest.Lines(t, g.store, id)); n != 2 {
 			t.Errorf("%d lines, want 2: the calls are captured without a claim", n)
 		}
 	})

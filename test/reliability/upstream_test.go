@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/gateway"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // Item 5: upstream faults. Whatever the upstream does (refuses, resets mid-stream, stalls, speaks
@@ -31,7 +32,7 @@ type lineWant struct {
 	response       bool    // response is an object (not null)
 }
 
-func checkLine(t *testing.T, x exchangeView, w lineWant) {
+func checkLine(t *testing.T, x *capturetest.Line, w lineWant) {
 	t.Helper()
 	attempted := ""
 	if x.UpstreamAttempted != nil {
@@ -76,7 +77,7 @@ func ptrTo[T any](v T) *T { return &v }
 // with the request read.
 func hijacked(t *testing.T, fn func(c net.Conn, rw *bufio.ReadWriter)) string {
 	t.Helper()
-	srv := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+	srv := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		c, rw, err := http.NewResponseController(w).Hijack()
 		if err != nil {
@@ -94,7 +95,7 @@ func chunk(b []byte) string { return fmt.Sprintf("%x\r\n%s\r\n", len(b), b) }
 
 // localError checks a local answer: the status, a dialect-shaped JSON error naming reason, and the
 // model call id header matching the line.
-func localError(t *testing.T, status int, hdr http.Header, body []byte, wantStatus int, reason string, x exchangeView) {
+func localError(t *testing.T, status int, hdr http.Header, body []byte, wantStatus int, reason string, x *capturetest.Line) {
 	t.Helper()
 	var e struct {
 		Error struct {
@@ -162,14 +163,15 @@ func TestUpstreamFaults(t *testing.T) {
 		}
 		g.drain()
 		x := g.only("reset-0")
-		// After an upstream failure the response is null and the raw body what arrived (reference §6.4).
+		// After an upstream failure the response is null (even when a whole stream had arrived) and
+		// response_raw holds what arrived.
 		checkLine(t, x, lineWant{status: 200, category: "connection", source: "upstream", attempted: "true", upstreamStatus: 200,
 			raw: ptrTo(string(ev1) + string(ev2))})
 	})
 
 	t.Run("stall before headers", func(t *testing.T) {
 		gone := make(chan struct{})
-		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 			select {
 			case <-r.Context().Done():
 				close(gone)
@@ -194,7 +196,7 @@ func TestUpstreamFaults(t *testing.T) {
 
 	t.Run("stall mid-body", func(t *testing.T) {
 		gone := make(chan struct{})
-		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 			sseHeaders(w)
 			w.Write(ev1)
 			w.(http.Flusher).Flush()
@@ -233,7 +235,7 @@ func TestUpstreamFaults(t *testing.T) {
 
 	t.Run("200 with an HTML body", func(t *testing.T) {
 		html := "<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1><p>nginx</p></body></html>\n"
-		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			io.WriteString(w, html)
 		})
@@ -301,7 +303,7 @@ func TestUpstreamFaults(t *testing.T) {
 			category string
 		}{{500, "upstream_error"}, {503, "upstream_error"}, {504, "timeout"}, {429, "rate_limit"}, {401, "auth"}, {404, "not_found"}, {400, "client_error"}} {
 			errBody := fmt.Sprintf(`{"error":{"message":"upstream says %d","type":"x","code":"c%d"}}`, tc.status, tc.status)
-			up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(tc.status)
 				io.WriteString(w, errBody)
@@ -317,41 +319,36 @@ func TestUpstreamFaults(t *testing.T) {
 		}
 	})
 
-	t.Run("stream ends without its terminal event", func(t *testing.T) {
-		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-			sseHeaders(w)
-			w.Write(ev1)
-			w.Write(ev2)
+	errEv := []byte("data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n")
+	for _, tc := range []struct {
+		name, id string
+		events   [][]byte // the whole stream the upstream sends
+		category string
+	}{
+		{"stream ends without its terminal event", "trunc-0", [][]byte{ev1, ev2}, "stream_truncated"},
+		{"error event mid-stream", "errev-0", [][]byte{ev1, errEv}, "upstream_error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sent := bytes.Join(tc.events, nil)
+			up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				sseHeaders(w)
+				for _, ev := range tc.events {
+					w.Write(ev)
+				}
+			})
+			g := startGateway(t, up.URL, nil)
+			status, _, body, err := g.call(tc.id, path, chatRequest("n1", true))
+			if err != nil || status != 200 || !bytes.Equal(body, sent) {
+				t.Fatalf("client got %d %q %v", status, body, err)
+			}
+			g.drain()
+			checkLine(t, g.only(tc.id), lineWant{status: 200, category: tc.category, source: "upstream", attempted: "true", upstreamStatus: 200,
+				raw: ptrTo(string(sent)), response: true})
 		})
-		g := startGateway(t, up.URL, nil)
-		status, _, body, err := g.call("trunc-0", path, chatRequest("n1", true))
-		if err != nil || status != 200 || !bytes.Equal(body, append(ev1, ev2...)) {
-			t.Fatalf("client got %d %q %v", status, body, err)
-		}
-		g.drain()
-		checkLine(t, g.only("trunc-0"), lineWant{status: 200, category: "stream_truncated", source: "upstream", attempted: "true", upstreamStatus: 200,
-			raw: ptrTo(string(ev1) + string(ev2)), response: true})
-	})
-
-	t.Run("error event mid-stream", func(t *testing.T) {
-		errEv := []byte("data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n")
-		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-			sseHeaders(w)
-			w.Write(ev1)
-			w.Write(errEv)
-		})
-		g := startGateway(t, up.URL, nil)
-		status, _, body, err := g.call("errev-0", path, chatRequest("n1", true))
-		if err != nil || status != 200 || !bytes.Equal(body, append(ev1, errEv...)) {
-			t.Fatalf("client got %d %q %v", status, body, err)
-		}
-		g.drain()
-		checkLine(t, g.only("errev-0"), lineWant{status: 200, category: "upstream_error", source: "upstream", attempted: "true", upstreamStatus: 200,
-			raw: ptrTo(string(ev1) + string(errEv)), response: true})
-	})
+	}
 
 	t.Run("upstream declares its provenance", func(t *testing.T) {
-		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set(gateway.HeaderResponseSource, "local")
 			w.Header().Set(gateway.HeaderUpstreamAttempted, "true")

@@ -4,39 +4,23 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // Upstream-driven memory and disk: whatever the upstream sends, a real `modelcalls proxy` process
 // stays within a bounded resident size, its capture line and spool stay within the capture limit,
 // and the client still gets every byte as sent.
 
-// procHWMKiB reads the peak resident size (VmHWM) of process pid, in KiB.
-func procHWMKiB(t testing.TB, pid int) int64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Skipf("no /proc: %v", err)
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			f := strings.Fields(v)
-			n, _ := strconv.ParseInt(f[0], 10, 64)
-			return n
-		}
-	}
-	t.Fatal("no VmHWM in /proc status")
-	return 0
-}
+// procHWMKiB is the peak resident size of process pid, in KiB.
+func procHWMKiB(t testing.TB, pid int) int64 { return procStatus(t, pid, "VmHWM") >> 10 }
 
 // gzipBomb returns a gzip body (concatenated members) that decodes to n spaces (a byte the line
 // stores unescaped, so the line's size is the kept size; zeros would be stored as \u0000).
@@ -85,7 +69,7 @@ func TestGzipBombCaptureCapped(t *testing.T) {
 	bomb := gzipBomb(t, 1<<30)
 	want := sha256.Sum256(bomb)
 	t.Logf("gzip body %d bytes, decoding to 1 GiB", len(bomb))
-	up := newRawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+	up := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Encoding", "gzip")
@@ -120,7 +104,7 @@ func TestGzipBombCaptureCapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := readExchanges(t, store, "bomb")
+	x := capturetest.Lines(t, store, "bomb")
 	if len(x) != 1 || str(x[0].ErrorCategory) != "capture_too_large" || string(x[0].Response) != "null" ||
 		x[0].ResponseRaw == nil || len(*x[0].ResponseRaw) != kept {
 		t.Fatalf("line: %d exchanges, category %s, response %.40s, response_raw %d bytes", len(x), str(x[0].ErrorCategory),
@@ -167,7 +151,7 @@ func TestNewlinelessSSELine(t *testing.T) {
 	h.Write([]byte("\n\ndata: [DONE]\n\n"))
 	var want [32]byte
 	copy(want[:], h.Sum(nil))
-	up := newRawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+	up := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		sseHeaders(w)
 		w.Write([]byte("data: "))
@@ -195,7 +179,7 @@ func TestNewlinelessSSELine(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			x := readExchanges(t, store, "longline")
+			x := capturetest.Lines(t, store, "longline")
 			if len(x) != 1 || str(x[0].ErrorCategory) != "capture_too_large" || x[0].ResponseRaw == nil || len(*x[0].ResponseRaw) != tc.kept {
 				t.Fatalf("line: %d exchanges, category %s, response_raw %d bytes, want %d", len(x), str(x[0].ErrorCategory),
 					len(deref(x[0].ResponseRaw)), tc.kept)

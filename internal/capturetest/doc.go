@@ -1,0 +1,7 @@
+// Package capturetest holds what the tests of several packages share: a capture store in a temp
+// dir, the read-back of capture lines into one struct (Line), loopback upstreams that answer with
+// recorded bodies, a goroutine-safe buffer for logs and process output, and the paths of the one
+// fixture set in the repository's top-level testdata directory.
+//
+// It is imported by tests (and by the benchmark tool under test/bench), never by product code.
+package capturetest

@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	modelcalls "github.com/modelcalls/modelcalls"
+	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/rollout"
+	"github.com/spf13/pflag"
+)
+
+// recordsOptions are the flags merge and clear share: the capture dirs, the rollout records to read
+// (--in) and how long to wait for capture writes still in flight (--wait).
+type recordsOptions struct {
+	captureDirs []string
+	in          string
+	wait        time.Duration
+}
+
+// addFlags registers the shared flags; dirHelp and waitHelp are the command's own help texts.
+func (r *recordsOptions) addFlags(f *pflag.FlagSet, dirHelp, waitHelp string) {
+	f.StringArrayVar(&r.captureDirs, "capture-dir", nil, dirHelp)
+	f.StringVar(&r.in, "in", "", "JSONL rollout records to read (default: stdin; - is stdin)")
+	f.DurationVar(&r.wait, "wait", modelcalls.CaptureDrainTimeout, waitHelp)
+}
+
+// check returns the usage or not-found error of bad shared flags.
+func (r *recordsOptions) check() error {
+	if err := checkCaptureDirs(r.captureDirs); err != nil {
+		return err
+	}
+	if r.wait < 0 {
+		return usageErrorf("--wait %s: must be >= 0 (0: look once, do not wait)", r.wait)
+	}
+	return nil
+}
+
+// checkCaptureDirs returns an ExitUsage error when no dir was given and an ExitNotFound error when
+// one does not exist or is not a directory.
+func checkCaptureDirs(dirs []string) error {
+	if len(dirs) == 0 {
+		return usageErrorf("--capture-dir is required (the directory the proxy writes <rollout_id>.capture.jsonl files to)")
+	}
+	for _, d := range dirs {
+		if d == "" {
+			return usageErrorf("--capture-dir must not be empty")
+		}
+		if err := checkDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkDir returns an ExitNotFound error naming dir when it does not exist or is not a directory.
+func checkDir(dir string) error {
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return withExit(ExitNotFound, fmt.Errorf("capture dir %s does not exist", dir))
+	case err != nil:
+		return withExit(ExitNotFound, fmt.Errorf("capture dir: %w", err))
+	case !st.IsDir():
+		return withExit(ExitNotFound, fmt.Errorf("capture dir %s is not a directory", dir))
+	}
+	return nil
+}
+
+// openCaptureDir opens the existing capture dir named on the command line, creating nothing: an
+// ExitNotFound error when it does not exist or is not a directory.
+func openCaptureDir(dir string) (*capture.Store, error) {
+	if err := checkDir(dir); err != nil {
+		return nil, err
+	}
+	store, err := capture.OpenExisting(dir)
+	if err != nil {
+		return nil, withExit(ExitNotFound, err)
+	}
+	return store, nil
+}
+
+// checkRolloutID returns an ExitUsage error naming what (the flag or argument) when id is not a
+// valid rollout id.
+func checkRolloutID(what, id string) error {
+	if err := rollout.Validate(id); err != nil {
+		return usageErrorf("%s: %w (rule: ^[A-Za-z0-9][A-Za-z0-9._-]*$, at most %d bytes)", what, err, rollout.MaxIDLen)
+	}
+	return nil
+}
+
+// loadRollout reads rollout id of capture dir dir for show and calls: an ExitNotFound error when
+// the dir does not exist or the rollout has neither a capture file nor an incomplete marker (naming
+// capture writes still in progress or abandoned, which explain an empty rollout).
+func loadRollout(dir, id string) (*rolloutCalls, error) {
+	store, err := openCaptureDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := readRolloutCalls(store, id)
+	if err != nil {
+		return nil, withExit(ExitFailure, fmt.Errorf("read rollout %s: %w", id, err))
+	}
+	if !rc.hasCapture && !rc.incomplete {
+		msg := fmt.Sprintf("rollout %s has no capture in %s (no %s%s)", id, dir, id, capture.CaptureSuffix)
+		if rc.claims.Live > 0 {
+			msg += fmt.Sprintf("; %d capture writes are still in progress", rc.claims.Live)
+		}
+		if rc.claims.Stale > 0 {
+			msg += fmt.Sprintf("; %d capture writes were abandoned (stale claims: the writing process is gone)", rc.claims.Stale)
+		}
+		return nil, withExit(ExitNotFound, errors.New(msg))
+	}
+	return rc, nil
+}
+
+// openInput opens --in ("" or "-": stdin). size is the size of a regular file, else -1. When the
+// input is stdin and stdin is a terminal, it tells the user on stderr that it is waiting for input
+// (prog names the command), so a forgotten --in does not look like a hang.
+func openInput(s *Streams, prog, name string) (r io.Reader, size int64, closeFn func(), err error) {
+	regularSize := func(f *os.File) int64 {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			return st.Size()
+		}
+		return -1
+	}
+	if name == "" || name == "-" {
+		size = -1
+		if f, ok := s.In.(*os.File); ok {
+			size = regularSize(f)
+			if isTerminal(f) {
+				fmt.Fprintf(s.ErrOut, "modelcalls %s: reading rollout records from stdin (Ctrl-D to end)\n", prog)
+			}
+		}
+		return s.In, size, func() {}, nil
+	}
+	f, err := os.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, nil, withExit(ExitNotFound, fmt.Errorf("--in %s does not exist", name))
+	}
+	if err != nil {
+		return nil, 0, nil, withExit(ExitFailure, fmt.Errorf("open --in: %w", err))
+	}
+	return f, regularSize(f), func() { f.Close() }, nil
+}
