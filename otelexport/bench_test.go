@@ -20,11 +20,13 @@ import (
 
 // benchExchange is the call the bench's OTLP row sends: a real agent's Responses request (compact)
 // and the recorded 2 KiB Responses body, pretty-printed as the upstream sends it and the gateway
-// hands it over (the capture line holds it compacted).
+// hands it over (the capture line holds it compacted). Both files are the ones `make bench` reads:
+// the request from test/bench/testdata (see its SOURCES.md), the body from the repository's
+// fixture set (testdata/fixtures).
 func benchExchange(b *testing.B) *capture.Exchange {
 	b.Helper()
 	read := func(name string) string {
-		raw, err := os.ReadFile(filepath.Join("testdata", name))
+		raw, err := os.ReadFile(filepath.FromSlash(name))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -33,7 +35,9 @@ func benchExchange(b *testing.B) *capture.Exchange {
 		}
 		return string(raw)
 	}
-	return exchange("responses", read("request_responses.json"), read("json_reasoning_text_function_call_cached.json"), func(ex *capture.Exchange) {
+	req := read("../test/bench/testdata/request_responses.json")
+	resp := read("../testdata/fixtures/openai_responses/json_reasoning_text_function_call_cached.json")
+	return exchange("responses", req, resp, func(ex *capture.Exchange) {
 		ex.LatencyTTFTMS = new(1.25)
 		ex.ClientSessionID = new("sess-1")
 		ex.PayloadsChecked = true // as the gateway hands them over
