@@ -19,11 +19,14 @@ var update = flag.Bool("update", false, "rewrite testdata/golden/*.json from the
 // chunkSizes are the chunkings every fixture is fed in; 0 means the whole body in one Write.
 var chunkSizes = []int{1, 7, 97, 0}
 
-// streamFixtures lists testdata/streams/*.sse: copies of /work/shared/fixtures/<dir>/<file>.sse
-// named <dir>__<file>.sse (see testdata/README.md).
+// fixturesDir is the repository's one set of recorded provider bodies: real SSE streams of the
+// three dialects under <dialect>/<file>.sse (see ../testdata/fixtures/README.md).
+var fixturesDir = filepath.Join("..", "testdata", "fixtures")
+
+// streamFixtures lists every recorded stream in fixturesDir, sorted: ../testdata/fixtures/<dir>/<file>.sse.
 func streamFixtures(t testing.TB) []string {
 	t.Helper()
-	files, err := filepath.Glob("testdata/streams/*.sse")
+	files, err := filepath.Glob(filepath.Join(fixturesDir, "*", "*.sse"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no stream fixtures: %v", err)
 	}
@@ -31,18 +34,22 @@ func streamFixtures(t testing.TB) []string {
 	return files
 }
 
-// fixtureDialect maps a fixture file to its dialect by its source directory.
+// fixtureName is a fixture stream's name in testdata/golden and in test names: <dir>__<file>.sse.
+func fixtureName(file string) string {
+	return filepath.Base(filepath.Dir(file)) + "__" + filepath.Base(file)
+}
+
+// fixtureDialect maps a fixture file to its dialect by its directory.
 func fixtureDialect(t testing.TB, file string) Dialect {
-	base := filepath.Base(file)
-	switch {
-	case strings.HasPrefix(base, "openai_responses__"):
+	switch dir := filepath.Base(filepath.Dir(file)); dir {
+	case "openai_responses":
 		return Responses
-	case strings.HasPrefix(base, "openai_chat__"):
+	case "openai_chat":
 		return Chat
-	case strings.HasPrefix(base, "anthropic_messages__"):
+	case "anthropic_messages":
 		return Messages
 	}
-	t.Fatalf("fixture %s has no known dialect prefix", base)
+	t.Fatalf("fixture %s is not in a dialect directory", file)
 	return ""
 }
 
@@ -112,7 +119,7 @@ type golden struct {
 }
 
 func goldenPath(file string) string {
-	return filepath.Join("testdata", "golden", strings.TrimSuffix(filepath.Base(file), ".sse")+".json")
+	return filepath.Join("testdata", "golden", strings.TrimSuffix(fixtureName(file), ".sse")+".json")
 }
 
 // TestStreamGolden feeds every fixture in several chunkings, checks that the reassembly and the
@@ -121,7 +128,7 @@ func goldenPath(file string) string {
 // byte with testdata/golden (go test ./dialect -run TestStreamGolden -update rewrites them).
 func TestStreamGolden(t *testing.T) {
 	for _, file := range streamFixtures(t) {
-		t.Run(filepath.Base(file), func(t *testing.T) {
+		t.Run(fixtureName(file), func(t *testing.T) {
 			d := fixtureDialect(t, file)
 			body, err := os.ReadFile(file)
 			if err != nil {

@@ -95,7 +95,7 @@ func TestStreamMatchesGym(t *testing.T) {
 			if err := json.Unmarshal(b, &g); err != nil {
 				t.Fatal(err)
 			}
-			stream := filepath.Join("testdata", "streams", strings.ReplaceAll(g.Fixture, "/", "__"))
+			stream := filepath.Join(fixturesDir, filepath.FromSlash(g.Fixture))
 			body, err := os.ReadFile(stream)
 			if err != nil {
 				t.Fatal(err)
@@ -179,90 +179,90 @@ func TestFixtureKeyValues(t *testing.T) {
 		fixture string
 		want    map[string]string // path -> compact JSON value
 	}{
-		{"openai_responses__stream_reasoning_function_call.sse", map[string]string{
+		{"openai_responses/stream_reasoning_function_call.sse", map[string]string{
 			"status": `"completed"`, "usage.input_tokens": "53", "usage.output_tokens": "469",
 			"usage.total_tokens": "522", "usage.output_tokens_details.reasoning_tokens": "448",
 			"output.1.type": `"function_call"`, "output.1.call_id": `"call_CWXgs68YprAjp6t0371hiPOI"`,
 			"output.1.name": `"final_result"`, "output.1.arguments": `"{\"result\":6666}"`,
 			"temperature": "1.0",
 		}},
-		{"openai_responses__stream_reasoning_summary_function_call.sse", map[string]string{
+		{"openai_responses/stream_reasoning_summary_function_call.sse", map[string]string{
 			"usage.input_tokens": "134", "usage.output_tokens": "28", "usage.total_tokens": "162",
 			"usage.output_tokens_details.reasoning_tokens": "0",
 			"output.0.summary.0.type":                      `"summary_text"`,
 			"output.1.call_id":                             `"call_AB6AaRZ1FYZB2RwS6A5vbdqn"`, "output.1.name": `"calculator"`,
 			"output.1.arguments": `"{\"a\":12,\"b\":7,\"op\":\"add\"}"`,
 		}},
-		{"openai_responses__stream_error_event_then_failed.sse", map[string]string{
+		{"openai_responses/stream_error_event_then_failed.sse", map[string]string{
 			"status": `"failed"`, "usage": "null", "error.code": `"insufficient_quota"`, "output": "[]",
 		}},
-		{"openai_chat__stream_tool_call_usage_only_chunk.sse", map[string]string{
+		{"openai_chat/stream_tool_call_usage_only_chunk.sse", map[string]string{
 			"choices.0.finish_reason": `"tool_calls"`, "choices.0.message.tool_calls.0.id": `"call_c91SqDXlYFuETYv8mUHzz6pp"`,
 			"choices.0.message.tool_calls.0.function.arguments": `"{\"city\":\"Edinburgh\",\"country\":\"UK\",\"units\":\"c\"}"`,
 			"usage.prompt_tokens":                               "76", "usage.completion_tokens": "24", "usage.total_tokens": "100",
 		}},
-		{"openai_chat__stream_parallel_tool_calls_usage_only_chunk.sse", map[string]string{
+		{"openai_chat/stream_parallel_tool_calls_usage_only_chunk.sse", map[string]string{
 			"choices.0.message.tool_calls.0.id":            `"call_JMW1whyEaYG438VE1OIflxA2"`,
 			"choices.0.message.tool_calls.1.id":            `"call_DNYTawLBoN8fj3KN6qU9N1Ou"`,
 			"choices.0.message.tool_calls.1.function.name": `"get_stock_price"`,
 			"usage.prompt_tokens":                          "149", "usage.completion_tokens": "60", "usage.total_tokens": "209",
 		}},
-		{"openai_chat__stream_azure_filter_chunk_reasoning_tokens.sse", map[string]string{
+		{"openai_chat/stream_azure_filter_chunk_reasoning_tokens.sse", map[string]string{
 			"model": `"gpt-5-nano-2025-08-07"`, "id": `"chatcmpl-CYPS1lijGoK8gd9lYzY3r9Sx50nbt"`,
 			"choices.0.message.content": `"Capital of Denmark."`, "choices.0.finish_reason": `"stop"`,
 			"usage.prompt_tokens": "15", "usage.completion_tokens": "78", "usage.total_tokens": "93",
 			"usage.completion_tokens_details.reasoning_tokens": "64",
 		}},
-		{"openai_chat__stream_tool_call_empty_id_continuations.sse", map[string]string{
+		{"openai_chat/stream_tool_call_empty_id_continuations.sse", map[string]string{
 			"choices.0.message.tool_calls.0.id":                 `"call_eee11723464a4b9eb8cee71d"`,
 			"choices.0.message.tool_calls.0.function.arguments": `"{\"location\": \"San Francisco\"}"`,
 			"usage.prompt_tokens":                               "295", "usage.completion_tokens": "22", "usage.total_tokens": "317",
 			"usage.prompt_tokens_details.cached_tokens": "0",
 		}},
-		{"openai_chat__stream_usage_on_finish_chunk.sse", map[string]string{
+		{"openai_chat/stream_usage_on_finish_chunk.sse", map[string]string{
 			"choices.0.message.tool_calls.0.id": `"tk85n1k4m"`, "choices.0.message.tool_calls.0.function.arguments": `"{}"`,
 			"usage.prompt_tokens": "210", "usage.completion_tokens": "15", "usage.total_tokens": "225",
 			"usage.queue_time": "0.041520249",
 		}},
-		{"openai_chat__stream_keepalive_comments_reasoning_midstream_error.sse", map[string]string{
+		{"openai_chat/stream_keepalive_comments_reasoning_midstream_error.sse", map[string]string{
 			"choices.0.finish_reason": `"length"`, "choices.0.message.content": "null",
 			"choices.0.message.reasoning_content": `"We need to respond to a greeting. The user"`,
 			"usage.prompt_tokens":                 "43", "usage.completion_tokens": "10", "usage.total_tokens": "53",
 			"usage.completion_tokens_details.reasoning_tokens": "11",
 		}},
-		{"openai_chat__compat_deepseek_stream_reasoning_content_tool_call.sse", map[string]string{
+		{"openai_chat/compat_deepseek_stream_reasoning_content_tool_call.sse", map[string]string{
 			"usage.prompt_tokens": "339", "usage.completion_tokens": "83", "usage.total_tokens": "422",
 			"usage.completion_tokens_details.reasoning_tokens": "39", "usage.prompt_tokens_details.cached_tokens": "320",
 			"choices.0.message.tool_calls.0.function.arguments": `"{\"location\": \"San Francisco\"}"`,
 		}},
-		{"anthropic_messages__stream_tool_use_input_json_delta.sse", map[string]string{
+		{"anthropic_messages/stream_tool_use_input_json_delta.sse", map[string]string{
 			"stop_reason": `"tool_use"`, "usage.input_tokens": "377", "usage.output_tokens": "65",
 			"content.1.id": `"toolu_01NRLabsLyVHZPKxbKvkfSMn"`, "content.1.input": `{"location":"Paris"}`,
 		}},
-		{"anthropic_messages__stream_thinking_signature.sse", map[string]string{
+		{"anthropic_messages/stream_thinking_signature.sse", map[string]string{
 			"usage.input_tokens": "43", "usage.output_tokens": "282", "content.0.type": `"thinking"`,
 			"content.1.type": `"text"`,
 		}},
-		{"anthropic_messages__stream_redacted_thinking.sse", map[string]string{
+		{"anthropic_messages/stream_redacted_thinking.sse", map[string]string{
 			"usage.input_tokens": "92", "usage.output_tokens": "189", "content.0.type": `"redacted_thinking"`,
 			"content.1.type": `"redacted_thinking"`, "content.2.type": `"text"`,
 		}},
-		{"anthropic_messages__stream_message_delta_cumulative_cache.sse", map[string]string{
+		{"anthropic_messages/stream_message_delta_cumulative_cache.sse", map[string]string{
 			"usage.input_tokens": "6", "usage.cache_creation_input_tokens": "3337",
 			"usage.cache_read_input_tokens": "6289", "usage.output_tokens": "198",
 			"usage.output_tokens_details.thinking_tokens": "0", "content.0.type": `"server_tool_use"`,
 		}},
-		{"anthropic_messages__stream_message_delta_input_tokens_differs.sse", map[string]string{
+		{"anthropic_messages/stream_message_delta_input_tokens_differs.sse", map[string]string{
 			"usage": `{"input_tokens":61,"output_tokens":2}`, "stop_reason": `"end_turn"`,
 		}},
-		{"anthropic_messages__stream_truncated_tool_input_max_tokens.sse", map[string]string{
+		{"anthropic_messages/stream_truncated_tool_input_max_tokens.sse", map[string]string{
 			"stop_reason": `"max_tokens"`, "usage.input_tokens": "450", "usage.output_tokens": "124",
 			"content.1.type": `"tool_use"`, "content.1.id": `"toolu_01EKqbqmZrGRXy18eN7m9kvY"`,
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fixture, func(t *testing.T) {
-			file := filepath.Join("testdata", "streams", tt.fixture)
+			file := filepath.Join(fixturesDir, filepath.FromSlash(tt.fixture))
 			body, err := os.ReadFile(file)
 			if err != nil {
 				t.Fatal(err)

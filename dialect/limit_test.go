@@ -3,7 +3,6 @@ package dialect
 import (
 	"bytes"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,7 +14,7 @@ import (
 // in-memory reassembly gives, in every chunking; Close removes nothing it should keep.
 func TestSpilledTextSameResponse(t *testing.T) {
 	for _, file := range streamFixtures(t) {
-		t.Run(filepath.Base(file), func(t *testing.T) {
+		t.Run(fixtureName(file), func(t *testing.T) {
 			d := fixtureDialect(t, file)
 			body := mustRead(t, file)
 			want := runStream(d, body, 0).response
