@@ -7,8 +7,11 @@ import (
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
-// chatState rebuilds an OpenAI Chat Completions response from its chunks (reference §7.5 with
-// SPEC §7: one choice per choice index, and the tool-call id rules).
+// chatState rebuilds an OpenAI Chat Completions response from its chunks, as NeMo Gym's stream
+// reconstruction does (last truthy model and usage, last string id, content and reasoning
+// fragments joined, tool-call arguments appended per slot), except that an n > 1 stream keeps
+// one choice per choice index (Gym merges every choice into one message) and tool-call deltas
+// follow the id rules of toolDelta.
 type chatState struct {
 	model   []byte // last truthy chunk model
 	id      []byte // last chunk id that is a string
@@ -100,9 +103,11 @@ func (c *chatState) choice(ch []byte) {
 	})
 }
 
-// toolDelta applies one tool-call delta (SPEC §7): a delta without index (or with a null index)
+// toolDelta applies one tool-call delta: a delta without index (or with a null index)
 // continues the last call; a non-empty id that differs from the id its call already holds starts
-// a new call with the same index; an empty id never starts a call.
+// a new call with the same index; an empty id never starts a call. Real servers need each rule:
+// some send every parallel call whole with index 0, and Qwen (DashScope) sends "id": "" on
+// continuation deltas.
 func (st *chatChoice) toolDelta(tc []byte, sp *spill) {
 	fn := jsonscan.Lookup(tc, "function")
 	if jsonscan.Truthy(fn) && !jsonscan.IsObject(fn) {

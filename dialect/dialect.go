@@ -8,7 +8,7 @@ import (
 )
 
 // Dialect names one observed wire API. Its value is the exchange's "dialect" field in a capture
-// line (reference §3.2).
+// line, with NeMo Gym's values: "responses", "chat" or "messages".
 type Dialect string
 
 // The observed dialects.
@@ -19,9 +19,9 @@ const (
 )
 
 // ForPath returns the dialect observed on path, which must already have its /ng-rollout/<id>
-// prefix and its query stripped. The match is exact (reference §6.1): "/v1/responses",
-// "/v1/chat/completions" and "/v1/messages" only; a trailing slash, "/v1/models" or
-// "/v1/messages/count_tokens" are not observed (ok false).
+// prefix and its query stripped. The match is exact, as in NeMo Gym's capture middleware:
+// "/v1/responses", "/v1/chat/completions" and "/v1/messages" only; a trailing slash, "/v1/models"
+// or "/v1/messages/count_tokens" are not observed (ok false).
 func ForPath(path string) (Dialect, bool) {
 	switch path {
 	case "/v1/responses":
@@ -37,7 +37,8 @@ func ForPath(path string) (Dialect, bool) {
 // Valid reports whether d is one of the three observed dialects.
 func (d Dialect) Valid() bool { return d == Responses || d == Chat || d == Messages }
 
-// Terminal is the kind of terminal event a stream ended with (reference §7.1).
+// Terminal is the kind of terminal event a stream ended with; the kinds are NeMo Gym's
+// (complete, incomplete, error), and each maps to the exchange's error category.
 type Terminal int
 
 // Terminal kinds. TerminalIncomplete is only produced by the Responses dialect.
@@ -63,8 +64,9 @@ func (t Terminal) String() string {
 	return "Terminal(" + strconv.Itoa(int(t)) + ")"
 }
 
-// TerminalOf reports whether ev is a terminal event of dialect d and which kind. The rules are
-// reference §7.1 plus SPEC §7:
+// TerminalOf reports whether ev is a terminal event of dialect d and which kind. The event names
+// are the ones NeMo Gym's capture middleware detects (OpenAI's Responses stream ends with
+// response.completed, Chat Completions with data: [DONE], Anthropic's Messages with message_stop):
 //
 //	responses: event response.completed → complete; response.incomplete → incomplete;
 //	           response.failed or error → error
@@ -73,8 +75,8 @@ func (t Terminal) String() string {
 //	           "error" member that is not null (even false) → error
 //
 // An event without an event field (or with the SSE default type "message") is also recognised
-// by the "type" of its data JSON object, with the same names (SPEC §7: many servers send no
-// event line); for chat only the type "error" counts. The data lines of the event are joined with "\n"
+// by the "type" of its data JSON object, with the same names (many servers send no event line;
+// NeMo Gym misses those); for chat only the type "error" counts. The data lines of the event are joined with "\n"
 // before any JSON decoding (sse.Event.Data already is). Matching is exact and case-sensitive;
 // the decoder has already removed leading white space from values. Another dialect value gives
 // TerminalNone.

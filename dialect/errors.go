@@ -2,8 +2,8 @@ package dialect
 
 import "github.com/modelcalls/modelcalls/internal/jsonscan"
 
-// ErrorBody returns the body of an error response the gateway answers itself (SPEC §5: invalid
-// rollout id, unreachable or timed-out upstream, request too large, shutting down), shaped as
+// ErrorBody returns the body of an error response the gateway answers itself (invalid rollout
+// id, unreachable or timed-out upstream, request too large, shutting down), shaped as
 // the dialect's own servers shape errors, as compact JSON without a trailing newline:
 //
 //	responses, chat (and any other value): {"error":{"message":M,"type":T,"param":null,"code":C}}

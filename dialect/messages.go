@@ -6,8 +6,11 @@ import (
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
-// messagesState rebuilds an Anthropic Messages response from its stream events (reference §7.3
-// with SPEC §7's usage rule).
+// messagesState rebuilds an Anthropic Messages response from its stream events, as NeMo Gym's
+// stream reconstruction does (message_start's fields, content blocks by index with their text,
+// thinking and tool input deltas), except that message_delta's usage replaces message_start's
+// values field by field and never with null (see messageDelta), and that signature_delta, which
+// Gym drops, fills the thinking block's signature as the non-streaming API returns it.
 type messagesState struct {
 	message  *object           // message_start's id/type/role/model/stop_reason; nil before it
 	blocks   map[int64]*object // content blocks by their index
@@ -146,8 +149,8 @@ func appendBlockText(block *object, typ, name string, frag []byte, sp *spill) {
 }
 
 func (m *messagesState) messageDelta(ev []byte) {
-	// SPEC §7: message_delta usage replaces message_start values field by field, only with
-	// values that are not null; it never sums.
+	// message_delta usage replaces message_start values field by field, only with values that
+	// are not null (a null or absent field keeps what message_start said); it never sums.
 	jsonscan.EachMember(jsonscan.Lookup(ev, "usage"), func(k, v []byte) bool {
 		if !jsonscan.IsNull(v) {
 			m.usage.set(string(jsonscan.KeyName(k)), rawNode(v))
@@ -194,8 +197,8 @@ func (m *messagesState) encode(e *enc) {
 	out.encode(e)
 }
 
-// toolInput decodes accumulated input_json_delta text (reference §7.3): {} for empty text, the
-// decoded value when it is strict JSON, else {"_raw": text}.
+// toolInput decodes accumulated input_json_delta text as NeMo Gym's reconstruction does: {} for
+// empty text, the decoded value when it is strict JSON, else {"_raw": text}.
 func toolInput(js []byte) *node {
 	if len(js) == 0 {
 		return &node{raw: []byte("{}")}

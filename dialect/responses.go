@@ -8,8 +8,11 @@ import (
 )
 
 // responsesState rebuilds an OpenAI Responses response from its stream events: the response
-// envelope of the last terminal event (reference §7.4), with its output rebuilt from the
-// streamed output items when the envelope's output is missing or empty (SPEC §7).
+// envelope of the last terminal event (response.completed, .incomplete or .failed; failing that,
+// of the last event carrying a response object), as NeMo Gym's stream reconstruction takes it.
+// Unlike Gym, when the envelope's output is missing or empty, the output is rebuilt from the
+// streamed output items in output_index order: real servers send response.completed with an
+// empty output.
 type responsesState struct {
 	final  []byte // compact "response" of the last response.completed/incomplete/failed event
 	latest []byte // compact "response" of the last event carrying a response object

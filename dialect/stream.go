@@ -12,8 +12,10 @@ import (
 
 // Stream follows one streamed (text/event-stream) response of a dialect as its body passes
 // through the gateway: it decodes the chunks into events (package sse), detects the first
-// terminal event (TerminalOf) and reassembles the response incrementally (reference §7.3
-// Anthropic, §7.4 Responses, §7.5 Chat, with the SPEC §7 differences). It keeps the decoder's
+// terminal event (TerminalOf) and reassembles the response incrementally, as NeMo Gym's stream
+// reconstruction rebuilds each dialect, with the differences written on messagesState,
+// responsesState and chatState (and SSE lines split only where the SSE standard splits them,
+// never on U+2028 and the other breaks Python's splitlines adds). It keeps the decoder's
 // unfinished line and event plus what the reconstruction needs (text and argument fragments,
 // output items, the latest response envelope), never the body.
 //
@@ -50,7 +52,7 @@ type reassembler interface {
 }
 
 // NewStream returns a Stream for dialect d. A value other than the three dialects is
-// reassembled as chat (as NeMo Gym does, reference §7.2) and never sees a terminal event.
+// reassembled as chat (as NeMo Gym's reconstruction does) and never sees a terminal event.
 func NewStream(d Dialect) *Stream {
 	s := &Stream{d: d}
 	switch d {
@@ -96,8 +98,8 @@ func (s *Stream) Dialect() Dialect { return s.d }
 
 // Write feeds the next chunk of the body. It reports true iff this chunk completed the first
 // terminal event of the stream (the chunk that held the event's dispatching blank line); the
-// gateway holds exactly that chunk until the capture line is durable (reference §6.2). It
-// reports true at most once per Stream, counting End.
+// gateway holds exactly that chunk until the capture line is durable, as NeMo Gym's capture
+// middleware holds it. It reports true at most once per Stream, counting End.
 func (s *Stream) Write(chunk []byte) (terminalInChunk bool) {
 	s.hit = false
 	s.dec.FeedRaw(chunk, s.emit)
@@ -105,8 +107,9 @@ func (s *Stream) Write(chunk []byte) (terminalInChunk bool) {
 }
 
 // End tells the Stream the body is over. An unterminated last event (no blank line after it, as
-// some real recordings end) is decoded for reassembly and terminal detection (SPEC §7); End
-// reports true iff that event was the first terminal event. Call End once, after the last Write.
+// some real recordings end) is decoded for reassembly and terminal detection too (NeMo Gym's
+// terminal detection misses such an event and calls the stream truncated); End reports true iff
+// that event was the first terminal event. Call End once, after the last Write.
 func (s *Stream) End() (terminalInFlush bool) {
 	s.hit = false
 	s.dec.FlushRaw(s.emit)
@@ -121,10 +124,10 @@ func (s *Stream) Terminal() Terminal { return s.term }
 func (s *Stream) Events() int { return s.events }
 
 // Response returns the reconstructed response object as compact JSON, or nil when the events
-// seen so far give nothing to reconstruct (reference §7.2–§7.5: no events, no message or
-// content block, no choice, no response object). It may be called at any time, also before the
-// stream ends (partial reconstruction of a truncated or cancelled stream), and does not change
-// the Stream.
+// seen so far give nothing to reconstruct (as in NeMo Gym's reconstruction: no events, no
+// message or content block, no choice, no response object). It may be called at any time, also
+// before the stream ends (partial reconstruction of a truncated or cancelled stream), and does
+// not change the Stream.
 func (s *Stream) Response() json.RawMessage {
 	if !s.has() {
 		return nil
