@@ -38,8 +38,10 @@ func TestForPath(t *testing.T) {
 	}
 }
 
-// TestTerminalOf runs every variant of reference §7.1 and §11 item 11, and the SPEC §7
-// additions, from the raw SSE text of one stream through the decoder. want is the first terminal
+// TestTerminalOf runs every terminal event NeMo Gym's capture middleware detects (error events
+// for responses and messages, response.incomplete, "event:error" without a space and an error
+// payload for chat, "data:[DONE]"), and our additions (data-only events typed in their JSON, data
+// lines joined before decoding), from the raw SSE text of one stream through the decoder. want is the first terminal
 // kind among the stream's events.
 func TestTerminalOf(t *testing.T) {
 	tests := []struct {
@@ -64,7 +66,7 @@ func TestTerminalOf(t *testing.T) {
 		{"responses delta", Responses, "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\"}\n\n", TerminalNone},
 		{"responses DONE is not terminal", Responses, "data: [DONE]\n\n", TerminalNone},
 		{"responses message_stop is not terminal", Responses, "event: message_stop\n\n", TerminalNone},
-		// Responses: data-only events (SPEC §7).
+		// Responses: data-only events, recognised by their JSON type (NeMo Gym misses them).
 		{"responses data-only completed", Responses, "data: {\"type\":\"response.completed\",\"response\":{}}\n\n", TerminalComplete},
 		{"responses data-only incomplete", Responses, "data: {\"type\":\"response.incomplete\"}\n\n", TerminalIncomplete},
 		{"responses data-only failed", Responses, "data: {\"type\":\"response.failed\"}\n\n", TerminalError},

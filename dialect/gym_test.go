@@ -16,7 +16,7 @@ import (
 )
 
 // gymCapture is one exchange NeMo Gym's own capture middleware wrote for a fixture stream
-// (testdata/gym, extracted from /work/shared/fixtures/gym-capture, see testdata/README.md).
+// (testdata/gym, extracted from the repository's testdata/gym-capture, see testdata/README.md).
 type gymCapture struct {
 	RolloutID     string          `json:"rollout_id"`
 	Fixture       string          `json:"fixture"`
@@ -26,12 +26,12 @@ type gymCapture struct {
 	Response      json.RawMessage `json:"response"`
 }
 
-// gymDifferences are the fixtures where we expect to disagree with NeMo Gym, and why (SPEC §7).
+// gymDifferences are the fixtures where we expect to disagree with NeMo Gym, and why.
 // The reconstructed response agrees everywhere; only the error category differs.
 var gymDifferences = map[string]string{
 	// The recording ends without the blank line after message_stop. Gym never dispatches that
-	// event for terminal detection (stream_truncated); SPEC §7 parses an unterminated last event
-	// at end of stream, so the stream completed.
+	// event for terminal detection (stream_truncated); we parse an unterminated last event at end
+	// of stream, so the stream completed.
 	"anthropic_messages/stream_tool_use_input_json_delta.sse":       "stream_truncated -> null",
 	"anthropic_messages/stream_truncated_tool_input_max_tokens.sse": "stream_truncated -> null",
 }
@@ -63,7 +63,8 @@ func withValues(t *testing.T, doc []byte, values map[string]string) []byte {
 }
 
 // categoryOf is the error category the gateway derives from a 200 stream's terminal
-// (reference §6.3 step 2).
+// (after the status: an error event gives upstream_error, response.incomplete gives incomplete,
+// a stream without a terminal event gives stream_truncated, as NeMo Gym's middleware decides).
 func categoryOf(t Terminal) string {
 	switch t {
 	case TerminalError:
@@ -171,8 +172,8 @@ func sameJSON(a, b []byte) error {
 func isIntLiteral(s string) bool { return !strings.ContainsAny(s, ".eE") }
 
 // TestFixtureKeyValues checks the reassembled fixtures against the key values
-// /work/shared/fixtures/SOURCES.md lists for them (tokens, tool call ids and arguments, finish
-// reasons), read from the response by path. Numbers are compared as literals, so a count must
+// their recordings hold (tokens, tool call ids and arguments, finish reasons; see
+// ../testdata/fixtures/README.md), read from the response by path. Numbers are compared as literals, so a count must
 // stay an integer literal.
 func TestFixtureKeyValues(t *testing.T) {
 	tests := []struct {

@@ -51,8 +51,9 @@ func runReassemblyCases(t *testing.T, tests []reassemblyCase) {
 	}
 }
 
-// TestChatReassembly covers reference §7.5 and its SPEC §7 differences (per-choice n>1, tool-call
-// id rules), and reference §11 items 32 and 34.
+// TestChatReassembly covers NeMo Gym's chat reconstruction and our differences (per-choice n>1,
+// tool-call id rules), CRLF streams with the reasoning alias, split tool arguments and a
+// usage-only final chunk, and streams with nothing to rebuild.
 func TestChatReassembly(t *testing.T) {
 	runReassemblyCases(t, []reassemblyCase{
 		{"CRLF stream, reasoning alias, split arguments, usage-only last chunk (item 32)", Chat,
@@ -160,8 +161,9 @@ func TestChatMalformedShapes(t *testing.T) {
 	}
 }
 
-// TestMessagesReassembly covers reference §7.3 with SPEC §7's usage rule, and reference §11
-// items 31 and 34.
+// TestMessagesReassembly covers NeMo Gym's Anthropic reconstruction with our usage rule
+// (message_delta replaces field by field, never with null, never sums): thinking, text, tool_use
+// JSON, cache fields, and streams with nothing to rebuild.
 func TestMessagesReassembly(t *testing.T) {
 	start := `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude","content":[],"stop_reason":null,"usage":{"input_tokens":10,"cache_read_input_tokens":2,"cache_creation_input_tokens":5,"output_tokens":1}}}`
 	runReassemblyCases(t, []reassemblyCase{
@@ -237,7 +239,7 @@ func TestMessagesReassembly(t *testing.T) {
 				`{"type":"message_start","message":{"id":"two","usage":{"output_tokens":2}}}`),
 			`{"id":"two","type":"message","content":[],"usage":{"input_tokens":1,"output_tokens":2}}`,
 			TerminalNone},
-		{"unterminated final event is parsed (SPEC §7)", Messages,
+		{"unterminated final event is parsed", Messages,
 			[]byte("data: " + start + "\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":9}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}"),
 			`{"id":"msg_1","type":"message","role":"assistant","model":"claude","stop_reason":"end_turn","content":[],"usage":{"input_tokens":10,"cache_read_input_tokens":2,"cache_creation_input_tokens":5,"output_tokens":9}}`,
 			TerminalComplete},
@@ -259,7 +261,8 @@ func TestMessagesReassembly(t *testing.T) {
 	})
 }
 
-// TestResponsesReassembly covers reference §7.4 (item 33) and SPEC §7's output rebuild.
+// TestResponsesReassembly covers NeMo Gym's Responses reconstruction (the terminal envelope,
+// else an interim response object) and our rebuild of an empty output from the streamed items.
 func TestResponsesReassembly(t *testing.T) {
 	created := `{"type":"response.created","response":{"id":"r1","status":"in_progress","output":[],"usage":null}}`
 	streamed := []string{
@@ -346,8 +349,8 @@ func TestResponsesReassembly(t *testing.T) {
 	})
 }
 
-// TestEmptyAndJunkBodies: nothing to reconstruct gives nil for every dialect (reference §11
-// item 34), and odd bytes never panic.
+// TestEmptyAndJunkBodies: nothing to reconstruct (empty, unparseable, non-object streams, as in
+// NeMo Gym's reconstruction) gives nil for every dialect, and odd bytes never panic.
 func TestEmptyAndJunkBodies(t *testing.T) {
 	for _, d := range []Dialect{Responses, Chat, Messages, Dialect("other")} {
 		for name, in := range map[string]string{

@@ -6,7 +6,8 @@ import (
 )
 
 // TestWriteReportsTerminalChunk: Write reports true for exactly the chunk that completes the
-// first terminal event (reference §6.2 and §11 item 9), End for an unterminated one.
+// first terminal event (the chunk NeMo Gym's middleware holds until the capture line is durable,
+// also when the event is split across two chunks), End for an unterminated one.
 func TestWriteReportsTerminalChunk(t *testing.T) {
 	tests := []struct {
 		name   string
