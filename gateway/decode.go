@@ -16,7 +16,7 @@ import (
 )
 
 // contentCodings returns the Content-Encoding codings of h in the order they were applied,
-// lower-cased, with "identity" dropped (RFC 9110 §8.4). nil means the body is not encoded.
+// lower-cased, with "identity" dropped (RFC 9110 section 8.4). nil means the body is not encoded.
 func contentCodings(h http.Header) []string {
 	var out []string
 	for _, v := range h.Values("Content-Encoding") {
