@@ -1,9 +1,6 @@
 package otelexport
 
 import (
-	"bytes"
-	"strconv"
-
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/modelcalls/modelcalls"
@@ -88,13 +85,14 @@ type requestInfo struct {
 // response model that is not a non-empty string is none).
 func scanPayloads(rec *modelcalls.ModelCallRecord) requestInfo {
 	ri := scanRequest(rec.Request)
-	forTopMembers(rec.Response, func(key, v []byte) {
-		if keyIs(key, "model") {
+	jsonscan.EachMember(rec.Response, func(key, v []byte) bool {
+		if jsonscan.KeyIs(key, "model") {
 			ri.responseModel = nil
-			if s, ok := jsonString(v); ok && s != "" {
+			if s, ok := jsonscan.String(v); ok && s != "" {
 				ri.responseModel = &s
 			}
 		}
+		return true
 	})
 	return ri
 }
@@ -103,92 +101,19 @@ func scanPayloads(rec *modelcalls.ModelCallRecord) requestInfo {
 // repeated member wins).
 func scanRequest(req []byte) requestInfo {
 	var ri requestInfo
-	forTopMembers(req, func(key, v []byte) {
+	jsonscan.EachMember(req, func(key, v []byte) bool {
 		switch {
-		case keyIs(key, "model"):
+		case jsonscan.KeyIs(key, "model"):
 			ri.requestModel = nil
-			if s, ok := jsonString(v); ok {
+			if s, ok := jsonscan.String(v); ok {
 				ri.requestModel = &s
 			}
-		case keyIs(key, "stream"):
+		case jsonscan.KeyIs(key, "stream"):
 			ri.stream = string(v) == "true"
 		}
+		return true
 	})
 	return ri
-}
-
-// forTopMembers calls fn with the key (the string literal as written, quotes included) and raw
-// value of each top-level member of the JSON object obj (nothing when obj is not an object). A
-// repeated key is reported each time, so the last one wins for callers that overwrite.
-func forTopMembers(obj []byte, fn func(key, v []byte)) {
-	i := jsonscan.SkipWS(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return
-	}
-	i++
-	for {
-		i = jsonscan.SkipWS(obj, i)
-		if i >= len(obj) || obj[i] != '"' {
-			return
-		}
-		kEnd := jsonscan.SkipString(obj, i)
-		if kEnd > len(obj) || kEnd < i+2 {
-			return
-		}
-		key := obj[i:kEnd]
-		i = jsonscan.SkipWS(obj, kEnd)
-		if i >= len(obj) || obj[i] != ':' {
-			return
-		}
-		vStart := jsonscan.SkipWS(obj, i+1)
-		vEnd := jsonscan.SkipValue(obj, vStart)
-		fn(key, obj[vStart:vEnd])
-		i = jsonscan.SkipWS(obj, vEnd)
-		if i >= len(obj) || obj[i] != ',' {
-			return
-		}
-		i++
-	}
-}
-
-// keyIs reports whether the string literal lit decodes to name (escapes decoded only when present).
-func keyIs(lit []byte, name string) bool {
-	if len(lit) < 2 {
-		return false
-	}
-	inner := lit[1 : len(lit)-1]
-	if bytes.IndexByte(inner, '\\') < 0 {
-		return string(inner) == name
-	}
-	s, ok := jsonString(lit)
-	return ok && s == name
-}
-
-// jsonString decodes a JSON string literal.
-func jsonString(v []byte) (string, bool) {
-	if len(v) < 2 || v[0] != '"' {
-		return "", false
-	}
-	plain := true
-	for _, c := range v[1 : len(v)-1] {
-		if c == '\\' {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return string(v[1 : len(v)-1]), true
-	}
-	s, err := strconv.Unquote(string(v))
-	if err != nil {
-		// JSON escapes Go does not know (\/) or surrogate pairs: fall back to encoding/json.
-		var out string
-		if jerr := unmarshalString(v, &out); jerr != nil {
-			return "", false
-		}
-		return out, true
-	}
-	return s, true
 }
 
 // spanName is "{gen_ai.operation.name} {gen_ai.request.model}", or the operation alone when the

@@ -3,7 +3,6 @@ package otelexport
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"math/rand/v2"
 	"strconv"
 
@@ -101,5 +100,3 @@ func randomSpanID() trace.SpanID {
 	}
 	return s
 }
-
-func unmarshalString(v []byte, out *string) error { return json.Unmarshal(v, out) }

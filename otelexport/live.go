@@ -190,7 +190,7 @@ func lineString(s string) string {
 	if utf8.ValidString(s) {
 		return s
 	}
-	out, _ := jsonString(jsonscan.AppendString(nil, s))
+	out, _ := jsonscan.String(jsonscan.AppendString(nil, s))
 	return out
 }
 
