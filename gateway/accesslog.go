@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 
 	"github.com/modelcalls/modelcalls"
@@ -40,7 +39,7 @@ func (h *Handler) logCall(c *call, ex *capture.Exchange, category, result string
 		attrs = append(attrs, slog.String("model", model))
 	}
 	attrs = append(attrs, slog.Int("status", c.status))
-	if usage := member(ex.Response, "usage"); usage != nil {
+	if usage := jsonscan.Lookup(ex.Response, "usage"); usage != nil {
 		st := modelcalls.ExtractTokenStats(usage)
 		if st.TokensIn != nil {
 			attrs = append(attrs, slog.Int64("tokens_in", *st.TokensIn))
@@ -61,50 +60,9 @@ func (h *Handler) logCall(c *call, ex *capture.Exchange, category, result string
 	h.log.LogAttrs(context.Background(), slog.LevelInfo, "model call", attrs...)
 }
 
-// member returns the raw value of the last top-level member name of the JSON object obj (a
-// payload the store accepted), or nil. Keys are compared as written (an escaped key does not match).
-func member(obj []byte, name string) []byte {
-	i := jsonscan.SkipWS(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return nil
-	}
-	var v []byte
-	i++
-	for {
-		i = jsonscan.SkipWS(obj, i)
-		if i >= len(obj) || obj[i] != '"' {
-			return v
-		}
-		ks := i
-		i = jsonscan.SkipString(obj, i)
-		key := obj[ks:i]
-		i = jsonscan.SkipWS(obj, i)
-		if i >= len(obj) || obj[i] != ':' {
-			return v
-		}
-		i = jsonscan.SkipWS(obj, i+1)
-		vs := i
-		i = jsonscan.SkipValue(obj, i)
-		if len(key) == len(name)+2 && string(key[1:len(key)-1]) == name {
-			v = obj[vs:i]
-		}
-		i = jsonscan.SkipWS(obj, i)
-		if i >= len(obj) || obj[i] != ',' {
-			return v
-		}
-		i++
-	}
-}
-
-// stringMember is member decoded as a string; "" when absent or not a string.
+// stringMember is the last top-level member name of the JSON object obj decoded as a string; ""
+// when absent or not a string.
 func stringMember(obj []byte, name string) string {
-	v := member(obj, name)
-	if len(v) == 0 || v[0] != '"' {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(v, &s) != nil {
-		return ""
-	}
+	s, _ := jsonscan.String(jsonscan.Lookup(obj, name))
 	return s
 }
