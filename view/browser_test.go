@@ -172,16 +172,24 @@ func newFixture(t *testing.T) *fixture {
 
 func startViewer(t *testing.T, dirs []string, rolloutsFile string) *httptest.Server {
 	t.Helper()
-	srv, err := view.New(view.Options{Dirs: dirs, RolloutsFile: rolloutsFile, ScanInterval: 30 * time.Millisecond})
+	_, ts, stop := serveViewer(t, view.Options{Dirs: dirs, RolloutsFile: rolloutsFile, ScanInterval: 30 * time.Millisecond})
+	t.Cleanup(stop)
+	return ts
+}
+
+// serveViewer starts a viewer with opts behind an httptest server; stop closes the server and
+// waits for the viewer's Run to return.
+func serveViewer(tb testing.TB, opts view.Options) (srv *view.Server, ts *httptest.Server, stop func()) {
+	tb.Helper()
+	srv, err := view.New(opts)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { srv.Run(ctx); close(done) }()
-	ts := httptest.NewServer(srv)
-	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close(); cancel(); <-done })
-	return ts
+	ts = httptest.NewServer(srv)
+	return srv, ts, func() { ts.CloseClientConnections(); ts.Close(); cancel(); <-done }
 }
 
 // heldUpstream answers Chat Completions calls with a fixed completion, each only after the test
