@@ -212,12 +212,21 @@ func (u *heldUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // scriptPrompt is the user message of the live call: markup that must show as text.
 const scriptPrompt = `<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">hello`
 
+// browseFixture is the set-up of a browser test: it skips (or fails under CI) without Chromium before
+// building anything, then builds the fixture, the screenshot directory, a viewer over the fixture's
+// capture dir and a browser, which stops first (cleanups run last-in first-out), ending its long polls.
+func browseFixture(t *testing.T) (f *fixture, ts *httptest.Server, ctx context.Context, shots string) {
+	t.Helper()
+	chromiumPath(t)
+	f = newFixture(t)
+	shots = screenshotDir(t)
+	ts = startViewer(t, []string{f.captureDir}, f.rolloutsFile)
+	ctx = newBrowser(t)
+	return f, ts, ctx, shots
+}
+
 func TestBrowserClickThrough(t *testing.T) {
-	chromiumPath(t) // skip (or fail under CI) before building anything
-	f := newFixture(t)
-	shots := screenshotDir(t)
-	ts := startViewer(t, []string{f.captureDir}, f.rolloutsFile)
-	ctx := newBrowser(t) // stops first (cleanups run last-in first-out), ending its long polls
+	f, ts, ctx, shots := browseFixture(t)
 
 	// Overview: totals, the error category, the torn line called out as a gap.
 	do(t, ctx, "open overview", chromedp.Navigate(ts.URL+"/#/"))
@@ -290,11 +299,7 @@ func TestBrowserClickThrough(t *testing.T) {
 }
 
 func TestBrowserLiveAndEscaping(t *testing.T) {
-	chromiumPath(t) // skip (or fail under CI) before building anything
-	f := newFixture(t)
-	shots := screenshotDir(t)
-	ts := startViewer(t, []string{f.captureDir}, f.rolloutsFile)
-	ctx := newBrowser(t) // stops first (cleanups run last-in first-out), ending its long polls
+	f, ts, ctx, shots := browseFixture(t)
 
 	store, err := capture.Open(f.captureDir)
 	if err != nil {
