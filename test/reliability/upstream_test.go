@@ -111,6 +111,22 @@ func localError(t *testing.T, status int, hdr http.Header, body []byte, wantStat
 	}
 }
 
+// wantUnreachable makes one Chat call as rollout id through a gateway in front of upstream, which
+// never answers HTTP: the client gets the gateway's own 502 upstream_unreachable, and the line says
+// so as a connection error.
+func wantUnreachable(t *testing.T, upstream, id, path string) {
+	t.Helper()
+	g := startGateway(t, upstream, nil)
+	status, hdr, body, err := g.call(id, path, chatRequest("n1", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.drain()
+	x := g.only(id)
+	localError(t, status, hdr, body, 502, gateway.ReasonUpstreamUnreachable, x)
+	checkLine(t, x, lineWant{status: 502, category: "connection", source: "local", attempted: "true", reason: "upstream_unreachable", response: true})
+}
+
 func TestUpstreamFaults(t *testing.T) {
 	const path = "/v1/chat/completions"
 	ev1 := chatEvent("n1", "Hel", "")
@@ -123,15 +139,7 @@ func TestUpstreamFaults(t *testing.T) {
 		}
 		addr := ln.Addr().String()
 		ln.Close()
-		g := startGateway(t, "http://"+addr, nil)
-		status, hdr, body, err := g.call("refused-0", path, chatRequest("n1", false))
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.drain()
-		x := g.only("refused-0")
-		localError(t, status, hdr, body, 502, gateway.ReasonUpstreamUnreachable, x)
-		checkLine(t, x, lineWant{status: 502, category: "connection", source: "local", attempted: "true", reason: "upstream_unreachable", response: true})
+		wantUnreachable(t, "http://"+addr, "refused-0", path)
 	})
 
 	t.Run("reset mid-stream", func(t *testing.T) {
@@ -222,15 +230,7 @@ func TestUpstreamFaults(t *testing.T) {
 			rw.WriteString("\x00\x01\xffNOT HTTP AT ALL\r\n\r\n{\"choices\":[]}")
 			rw.Flush()
 		})
-		g := startGateway(t, up, nil)
-		status, hdr, body, err := g.call("garbage-0", path, chatRequest("n1", false))
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.drain()
-		x := g.only("garbage-0")
-		localError(t, status, hdr, body, 502, gateway.ReasonUpstreamUnreachable, x)
-		checkLine(t, x, lineWant{status: 502, category: "connection", source: "local", attempted: "true", reason: "upstream_unreachable", response: true})
+		wantUnreachable(t, up, "garbage-0", path)
 	})
 
 	t.Run("200 with an HTML body", func(t *testing.T) {
