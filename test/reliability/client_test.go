@@ -52,11 +52,7 @@ func TestClientFaults(t *testing.T) {
 		arrived, gone := make(chan struct{}), make(chan struct{})
 		up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 			close(arrived)
-			select {
-			case <-r.Context().Done():
-				close(gone)
-			case <-t.Context().Done():
-			}
+			awaitCancel(t, r, gone)
 		})
 		g := startGateway(t, up.URL, nil)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -126,11 +122,7 @@ func TestClientFaults(t *testing.T) {
 					w.Write(ev)
 				}
 				w.(http.Flusher).Flush()
-				select {
-				case <-r.Context().Done():
-					close(gone)
-				case <-t.Context().Done():
-				}
+				awaitCancel(t, r, gone)
 			})
 			g := startGateway(t, up.URL, nil)
 			res, err := g.post(t.Context(), "mid-0", tc.path, chatRequest("n1", true))
@@ -162,10 +154,7 @@ func TestClientFaults(t *testing.T) {
 			w.Write(whole)
 			w.(http.Flusher).Flush()
 			// Keep the connection open after [DONE], as some servers do.
-			select {
-			case <-r.Context().Done():
-			case <-t.Context().Done():
-			}
+			awaitCancel(t, r, nil)
 		})
 		g := startGateway(t, up.URL, nil)
 		res, err := g.post(t.Context(), "after-0", path, chatRequest("n1", true))
@@ -204,11 +193,7 @@ func TestClientFaults(t *testing.T) {
 					break // the gateway closed the upstream connection
 				}
 			}
-			select {
-			case <-r.Context().Done():
-				close(gone)
-			case <-t.Context().Done():
-			}
+			awaitCancel(t, r, gone)
 		})
 		g := startGateway(t, up.URL, nil)
 		client := smallWindowClient()

@@ -111,6 +111,18 @@ func localError(t *testing.T, status int, hdr http.Header, body []byte, wantStat
 	}
 }
 
+// awaitCancel is an upstream handler's wait: until the client's request r is cancelled (then it
+// closes gone, when not nil) or the test ends.
+func awaitCancel(t *testing.T, r *http.Request, gone chan struct{}) {
+	select {
+	case <-r.Context().Done():
+		if gone != nil {
+			close(gone)
+		}
+	case <-t.Context().Done():
+	}
+}
+
 // wantUnreachable makes one Chat call as rollout id through a gateway in front of upstream, which
 // never answers HTTP: the client gets the gateway's own 502 upstream_unreachable, and the line says
 // so as a connection error.
@@ -180,11 +192,7 @@ func TestUpstreamFaults(t *testing.T) {
 	t.Run("stall before headers", func(t *testing.T) {
 		gone := make(chan struct{})
 		up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-			select {
-			case <-r.Context().Done():
-				close(gone)
-			case <-t.Context().Done():
-			}
+			awaitCancel(t, r, gone)
 		})
 		g := startGateway(t, up.URL, func(h *gateway.Handler) { h.UpstreamTimeout = 300 * time.Millisecond })
 		status, hdr, body, err := g.call("stall-0", path, chatRequest("n1", false))
@@ -208,11 +216,7 @@ func TestUpstreamFaults(t *testing.T) {
 			sseHeaders(w)
 			w.Write(ev1)
 			w.(http.Flusher).Flush()
-			select {
-			case <-r.Context().Done():
-				close(gone)
-			case <-t.Context().Done():
-			}
+			awaitCancel(t, r, gone)
 		})
 		g := startGateway(t, up.URL, func(h *gateway.Handler) { h.IdleTimeout = 300 * time.Millisecond })
 		status, _, body, err := g.call("idle-0", path, chatRequest("n1", true))
