@@ -117,12 +117,7 @@ func TestClientFaults(t *testing.T) {
 			noLeaks(t)
 			gone := make(chan struct{})
 			up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-				sseHeaders(w)
-				for _, ev := range tc.events[:tc.cut] {
-					w.Write(ev)
-				}
-				w.(http.Flusher).Flush()
-				awaitCancel(t, r, gone)
+				sendThenAwaitCancel(t, w, r, gone, tc.events[:tc.cut]...)
 			})
 			g := startGateway(t, up.URL, nil)
 			res, err := g.post(t.Context(), "mid-0", tc.path, chatRequest("n1", true))
@@ -150,11 +145,8 @@ func TestClientFaults(t *testing.T) {
 	t.Run("leaves after the terminal event", func(t *testing.T) {
 		noLeaks(t)
 		up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-			sseHeaders(w)
-			w.Write(whole)
-			w.(http.Flusher).Flush()
 			// Keep the connection open after [DONE], as some servers do.
-			awaitCancel(t, r, nil)
+			sendThenAwaitCancel(t, w, r, nil, whole)
 		})
 		g := startGateway(t, up.URL, nil)
 		res, err := g.post(t.Context(), "after-0", path, chatRequest("n1", true))

@@ -123,6 +123,17 @@ func awaitCancel(t *testing.T, r *http.Request, gone chan struct{}) {
 	}
 }
 
+// sendThenAwaitCancel is an upstream handler that starts an event stream, sends events and
+// flushes them, then awaits the client's cancellation (awaitCancel).
+func sendThenAwaitCancel(t *testing.T, w http.ResponseWriter, r *http.Request, gone chan struct{}, events ...[]byte) {
+	sseHeaders(w)
+	for _, ev := range events {
+		w.Write(ev)
+	}
+	w.(http.Flusher).Flush()
+	awaitCancel(t, r, gone)
+}
+
 // wantUnreachable makes one Chat call as rollout id through a gateway in front of upstream, which
 // never answers HTTP: the client gets the gateway's own 502 upstream_unreachable, and the line says
 // so as a connection error.
@@ -213,10 +224,7 @@ func TestUpstreamFaults(t *testing.T) {
 	t.Run("stall mid-body", func(t *testing.T) {
 		gone := make(chan struct{})
 		up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-			sseHeaders(w)
-			w.Write(ev1)
-			w.(http.Flusher).Flush()
-			awaitCancel(t, r, gone)
+			sendThenAwaitCancel(t, w, r, gone, ev1)
 		})
 		g := startGateway(t, up.URL, func(h *gateway.Handler) { h.IdleTimeout = 300 * time.Millisecond })
 		status, _, body, err := g.call("idle-0", path, chatRequest("n1", true))
