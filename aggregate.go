@@ -1,10 +1,10 @@
 package modelcalls
 
 import (
-	"math"
 	"strconv"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/stats"
 )
 
 // Metrics are the per-rollout totals of its calls, as NeMo Gym aggregates them: each sum covers the calls whose
@@ -28,20 +28,20 @@ type Metrics struct {
 // so 0.1 + 0.2 + 0.3 gives 0.6 whatever the order of the calls.
 func AggregateRecords(calls []ModelCallRecord) Metrics {
 	var m Metrics
-	var tin, tout, treason, ttotal, cached intSum
-	var latency floatSum
+	var tin, tout, treason, ttotal, cached stats.IntSum
+	var latency stats.FloatSum
 	for i := range calls {
 		c := &calls[i]
-		tin.add(c.TokensIn)
-		tout.add(c.TokensOut)
-		treason.add(c.TokensReasoning)
-		ttotal.add(c.TokensTotal)
-		cached.add(c.CachedTokens)
-		latency.add(c.LatencyTotalMS)
+		tin.Add(c.TokensIn)
+		tout.Add(c.TokensOut)
+		treason.Add(c.TokensReasoning)
+		ttotal.Add(c.TokensTotal)
+		cached.Add(c.CachedTokens)
+		latency.AddOpt(c.LatencyTotalMS)
 	}
-	m.TokensIn, m.TokensOut, m.TokensReasoning = tin.result(), tout.result(), treason.result()
-	m.TokensTotal, m.CachedTokens = ttotal.result(), cached.result()
-	m.LatencyTotalMS = latency.result()
+	m.TokensIn, m.TokensOut, m.TokensReasoning = tin.Result(), tout.Result(), treason.Result()
+	m.TokensTotal, m.CachedTokens = ttotal.Result(), cached.Result()
+	m.LatencyTotalMS = latency.Result()
 	m.NumCalls = len(calls)
 	return m
 }
@@ -78,52 +78,4 @@ func (m *Metrics) AppendJSON(dst []byte) []byte {
 // MarshalJSON returns AppendJSON(nil).
 func (m Metrics) MarshalJSON() ([]byte, error) {
 	return m.AppendJSON(nil), nil
-}
-
-type intSum struct {
-	sum  int64
-	seen bool
-}
-
-func (s *intSum) add(v *int64) {
-	if v != nil {
-		s.sum += *v
-		s.seen = true
-	}
-}
-
-func (s *intSum) result() *int64 {
-	if !s.seen {
-		return nil
-	}
-	return new(s.sum)
-}
-
-// floatSum is Neumaier's compensated summation: the running compensation c collects the low-order
-// bits that s loses, whichever operand is larger.
-type floatSum struct {
-	s, c float64
-	seen bool
-}
-
-func (f *floatSum) add(v *float64) {
-	if v == nil {
-		return
-	}
-	f.seen = true
-	x := *v
-	t := f.s + x
-	if math.Abs(f.s) >= math.Abs(x) {
-		f.c += (f.s - t) + x
-	} else {
-		f.c += (x - t) + f.s
-	}
-	f.s = t
-}
-
-func (f *floatSum) result() *float64 {
-	if !f.seen {
-		return nil
-	}
-	return new(f.s + f.c)
 }

@@ -545,27 +545,50 @@ func (s *Store) scanClaims(only string) (map[string]ClaimCount, error) {
 // owner still runs, torn marks a record that stayed damaged over several reads (attributed by its
 // rollout id bytes when legible, otherwise skipped).
 func (s *Store) scanSlotFiles(fn func(rec slotRecord, live, torn bool)) error {
-	dfd, err := s.openSlotDir(false)
-	if err != nil {
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, ErrSymlink) {
-			return nil
-		}
+	dfd, names, ok, err := s.openSlotFiles()
+	if !ok {
 		return err
 	}
 	defer unix.Close(dfd)
-	names, err := readDirNames(dfd)
-	if err != nil {
-		return fmt.Errorf("list claim slot files: %w", err)
-	}
 	for _, name := range names {
-		if !strings.HasSuffix(name, SlotFileSuffix) || strings.HasPrefix(name, ".") {
-			continue
-		}
 		if err := scanSlotFile(dfd, name, fn); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// openSlotFiles opens the slot directory for reading and lists its slot files. ok is false when
+// there is nothing to read: no directory, a symlinked one (never followed), or an error (err).
+func (s *Store) openSlotFiles() (dfd int, names []string, ok bool, err error) {
+	dfd, err = s.openSlotDir(false)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, ErrSymlink) {
+			return -1, nil, false, nil
+		}
+		return -1, nil, false, err
+	}
+	names, err = slotFileNames(dfd)
+	if err != nil {
+		unix.Close(dfd)
+		return -1, nil, false, err
+	}
+	return dfd, names, true, nil
+}
+
+// slotFileNames lists the slot files of the open slot directory dfd (dot files are skipped).
+func slotFileNames(dfd int) ([]string, error) {
+	names, err := readDirNames(dfd)
+	if err != nil {
+		return nil, fmt.Errorf("list claim slot files: %w", err)
+	}
+	slots := names[:0]
+	for _, name := range names {
+		if strings.HasSuffix(name, SlotFileSuffix) && !strings.HasPrefix(name, ".") {
+			slots = append(slots, name)
+		}
+	}
+	return slots, nil
 }
 
 func readDirNames(dfd int) ([]string, error) {
@@ -662,14 +685,11 @@ func ownerAlive(fd int, id fileID, header []byte) bool {
 // exited after releasing its claims). It takes the file's exclusive lock without blocking first, so a
 // live owner's file is never removed. Errors are ignored: a leftover costs readers one read.
 func (s *Store) gcSlotFiles(dfd int) {
-	names, err := readDirNames(dfd)
+	names, err := slotFileNames(dfd)
 	if err != nil {
 		return
 	}
 	for _, name := range names {
-		if !strings.HasSuffix(name, SlotFileSuffix) || strings.HasPrefix(name, ".") {
-			continue
-		}
 		s.withDeadSlotFile(dfd, name, func(f *os.File, data []byte) bool {
 			for off := SlotSize; off+SlotSize <= len(data); off += SlotSize {
 				rec := data[off : off+SlotSize]
@@ -721,23 +741,13 @@ func (s *Store) withDeadSlotFile(dfd int, name string, fn func(f *os.File, data 
 // such files once all their slots are free. Live owners' records are left alone: those writers see
 // at append time that the rollout was cleared.
 func (s *Store) clearDeadClaims(id string) error {
-	dfd, err := s.openSlotDir(false)
-	if err != nil {
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, ErrSymlink) {
-			return nil
-		}
+	dfd, names, ok, err := s.openSlotFiles()
+	if !ok {
 		return err
 	}
 	defer unix.Close(dfd)
-	names, err := readDirNames(dfd)
-	if err != nil {
-		return fmt.Errorf("list claim slot files: %w", err)
-	}
 	var werr error
 	for _, name := range names {
-		if !strings.HasSuffix(name, SlotFileSuffix) || strings.HasPrefix(name, ".") {
-			continue
-		}
 		s.withDeadSlotFile(dfd, name, func(f *os.File, data []byte) bool {
 			empty := true
 			var zero [SlotSize]byte

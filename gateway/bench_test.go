@@ -154,9 +154,7 @@ func Benchmark100MiBStreamBare(b *testing.B) {
 	const size = 100 << 20
 	event := `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"lorem ipsum dolor sit amet, "},"finish_reason":null}]}` + "\n\n"
 	up := capturetest.NewUpstream(b, bigStream(size, []byte(event)))
-	upURL, _ := url.Parse(up.URL)
-	bare := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(upURL) }, FlushInterval: -1})
-	b.Cleanup(bare.Close)
+	bare := bareProxy(b, up)
 	client := rawClient()
 	b.SetBytes(size)
 	for range b.N {
@@ -171,19 +169,31 @@ func Benchmark100MiBStreamBare(b *testing.B) {
 	}
 }
 
-// BenchmarkPerCall compares one small JSON call through the capturing gateway (which includes the
-// capture line's append and fsync) with the same call through a bare httputil.ReverseProxy, and
-// through the gateway uncaptured (no prefix).
-func BenchmarkPerCall(b *testing.B) {
-	body := fixture(b, "openai_chat/json_text_usage_details.json")
-	up := capturetest.NewUpstream(b, capturetest.Replay(200, "application/json", body))
+// bareProxy is a bare httputil.ReverseProxy in front of up, flushing every write: the baseline the
+// gateway's benchmarks compare with.
+func bareProxy(b *testing.B, up *capturetest.Upstream) *httptest.Server {
 	upURL, _ := url.Parse(up.URL)
-	e := newEnvFor(b, up, func(h *gateway.Handler) { h.Logger = slogTo(io.Discard) })
 	bare := httptest.NewServer(&httputil.ReverseProxy{
 		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(upURL) },
 		FlushInterval: -1,
 	})
 	b.Cleanup(bare.Close)
+	return bare
+}
+
+// gatewayAndBare starts an upstream that answers every call with body (200, JSON), a gateway in
+// front of it that logs nowhere, and a bare proxy in front of it.
+func gatewayAndBare(b *testing.B, body []byte) (*env, *httptest.Server) {
+	up := capturetest.NewUpstream(b, capturetest.Replay(200, "application/json", body))
+	return newEnvFor(b, up, func(h *gateway.Handler) { h.Logger = slogTo(io.Discard) }), bareProxy(b, up)
+}
+
+// BenchmarkPerCall compares one small JSON call through the capturing gateway (which includes the
+// capture line's append and fsync) with the same call through a bare httputil.ReverseProxy, and
+// through the gateway uncaptured (no prefix).
+func BenchmarkPerCall(b *testing.B) {
+	body := fixture(b, "openai_chat/json_text_usage_details.json")
+	e, bare := gatewayAndBare(b, body)
 	for _, bc := range []struct{ name, url string }{
 		{"bare-reverseproxy", bare.URL + "/v1/chat/completions"},
 		{"gateway-uncaptured", e.url("", "/v1/chat/completions")},
@@ -217,14 +227,7 @@ func BenchmarkPerCallParallel(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	up := capturetest.NewUpstream(b, capturetest.Replay(200, "application/json", body))
-	upURL, _ := url.Parse(up.URL)
-	e := newEnvFor(b, up, func(h *gateway.Handler) { h.Logger = slogTo(io.Discard) })
-	bare := httptest.NewServer(&httputil.ReverseProxy{
-		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(upURL) },
-		FlushInterval: -1,
-	})
-	b.Cleanup(bare.Close)
+	e, bare := gatewayAndBare(b, body)
 	for _, bc := range []struct {
 		name string
 		url  func(w int) string

@@ -44,51 +44,31 @@ type metrics struct {
 func newMetrics() *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricCalls,
-			Help: "Captured model calls by dialect, HTTP status class (2xx..5xx, none) and error category (none when clean).",
-		}, []string{"dialect", "status_class", "error_category"}),
-		uncaptured: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricUncaptured,
-			Help: "Requests forwarded without capture, by reason (unprefixed, not_observed, upgrade, no_store).",
-		}, []string{"reason"}),
-		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricCaptureWrites,
-			Help: "Capture line writes: ok, failed (incomplete marker written) or lost (marker failed too).",
-		}, []string{"result"}),
+		calls: counterVec(MetricCalls,
+			"Captured model calls by dialect, HTTP status class (2xx..5xx, none) and error category (none when clean).",
+			"dialect", "status_class", "error_category"),
+		uncaptured: counterVec(MetricUncaptured,
+			"Requests forwarded without capture, by reason (unprefixed, not_observed, upgrade, no_store).", "reason"),
+		writes: counterVec(MetricCaptureWrites,
+			"Capture line writes: ok, failed (incomplete marker written) or lost (marker failed too).", "result"),
 		writeSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    MetricCaptureWriteSec,
 			Help:    "Time to append one capture line including fsync, in seconds.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 12), // 0.1 ms .. ~2.4 s
 		}),
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: MetricInFlight,
-			Help: "Captured calls in flight (capture line not yet durable or marked).",
-		}),
-		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricBytes,
-			Help: "Body bytes relayed, by direction (request: client to upstream, response: upstream to client).",
-		}, []string{"direction"}),
-		invalidIDs: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: MetricInvalidIDs,
-			Help: "Prefixed requests whose rollout id is invalid (answered 400, not captured).",
-		}),
-		claimFailures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: MetricClaimFailures,
-			Help: "Captured calls whose claim file could not be created (the call still proceeds).",
-		}),
-		routingMistakes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricRoutingMistakes,
-			Help: "Requests showing a routing mistake, by kind (prefixed_path_missing_v1, prefixed_path_extra_segments, upstream_path_v1, upstream_404); each kind is logged once at warn.",
-		}, []string{"kind"}),
-		connections: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: MetricConnections,
-			Help: "Client connections accepted through Handler.Listener and not yet closed.",
-		}),
-		connsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricConnsRefused,
-			Help: "Client connections refused (reason limit: past the connection cap, answered 503 and closed) and failed accepts (reason accept_error, e.g. out of file descriptors).",
-		}, []string{"reason"}),
+		inFlight: gauge(MetricInFlight, "Captured calls in flight (capture line not yet durable or marked)."),
+		bytes: counterVec(MetricBytes,
+			"Body bytes relayed, by direction (request: client to upstream, response: upstream to client).", "direction"),
+		invalidIDs: counter(MetricInvalidIDs, "Prefixed requests whose rollout id is invalid (answered 400, not captured)."),
+		claimFailures: counter(MetricClaimFailures,
+			"Captured calls whose claim file could not be created (the call still proceeds)."),
+		routingMistakes: counterVec(MetricRoutingMistakes,
+			"Requests showing a routing mistake, by kind (prefixed_path_missing_v1, prefixed_path_extra_segments, upstream_path_v1, upstream_404); each kind is logged once at warn.",
+			"kind"),
+		connections: gauge(MetricConnections, "Client connections accepted through Handler.Listener and not yet closed."),
+		connsRefused: counterVec(MetricConnsRefused,
+			"Client connections refused (reason limit: past the connection cap, answered 503 and closed) and failed accepts (reason accept_error, e.g. out of file descriptors).",
+			"reason"),
 	}
 	m.reg.MustRegister(m.calls, m.uncaptured, m.writes, m.writeSeconds, m.inFlight, m.bytes, m.invalidIDs,
 		m.claimFailures, m.routingMistakes, m.connections, m.connsRefused, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -98,6 +78,19 @@ func newMetrics() *metrics {
 		m.writes.WithLabelValues(r)
 	}
 	return m
+}
+
+// counterVec, counter and gauge build one collector from its name, help text and labels.
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+func gauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
 }
 
 // statusClass is the status_class label: "2xx".."5xx", "none" when no status was seen.

@@ -283,6 +283,15 @@ func exporterURL(proto, endpoint, signal string) (string, error) {
 	return signalURL(u, signal), nil
 }
 
+// endpointURL is the exporter option that sets the endpoint URL u, none when u is empty (the
+// exporter's default and the OTEL_EXPORTER_OTLP_* variables then apply).
+func endpointURL[O any](u string, withURL func(string) O) []O {
+	if u == "" {
+		return nil
+	}
+	return []O{withURL(u)}
+}
+
 func newSpanExporter(ctx context.Context, proto, endpoint string) (sdktrace.SpanExporter, error) {
 	u, err := exporterURL(proto, endpoint, "traces")
 	if err != nil {
@@ -290,17 +299,9 @@ func newSpanExporter(ctx context.Context, proto, endpoint string) (sdktrace.Span
 	}
 	var se sdktrace.SpanExporter
 	if proto == ProtocolGRPC {
-		var opts []otlptracegrpc.Option
-		if u != "" {
-			opts = append(opts, otlptracegrpc.WithEndpointURL(u))
-		}
-		se, err = otlptracegrpc.New(ctx, opts...)
+		se, err = otlptracegrpc.New(ctx, endpointURL(u, otlptracegrpc.WithEndpointURL)...)
 	} else {
-		var opts []otlptracehttp.Option
-		if u != "" {
-			opts = append(opts, otlptracehttp.WithEndpointURL(u))
-		}
-		se, err = otlptracehttp.New(ctx, opts...)
+		se, err = otlptracehttp.New(ctx, endpointURL(u, otlptracehttp.WithEndpointURL)...)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("otlp trace exporter: %w", err)
@@ -315,17 +316,9 @@ func newMetricExporter(ctx context.Context, proto, endpoint string) (sdkmetric.E
 	}
 	var me sdkmetric.Exporter
 	if proto == ProtocolGRPC {
-		var opts []otlpmetricgrpc.Option
-		if u != "" {
-			opts = append(opts, otlpmetricgrpc.WithEndpointURL(u))
-		}
-		me, err = otlpmetricgrpc.New(ctx, opts...)
+		me, err = otlpmetricgrpc.New(ctx, endpointURL(u, otlpmetricgrpc.WithEndpointURL)...)
 	} else {
-		var opts []otlpmetrichttp.Option
-		if u != "" {
-			opts = append(opts, otlpmetrichttp.WithEndpointURL(u))
-		}
-		me, err = otlpmetrichttp.New(ctx, opts...)
+		me, err = otlpmetrichttp.New(ctx, endpointURL(u, otlpmetrichttp.WithEndpointURL)...)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("otlp metric exporter: %w", err)

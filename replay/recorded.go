@@ -11,21 +11,6 @@ import (
 	"github.com/modelcalls/modelcalls/sse"
 )
 
-// line is the part of a capture line replay reads (field names of NeMo Gym's CaptureStore).
-type line struct {
-	ModelCallID    string          `json:"model_call_id"`
-	Dialect        string          `json:"dialect"`
-	LatencyMS      float64         `json:"latency_ms"`
-	LatencyTTFTMS  *float64        `json:"latency_ttft_ms"`
-	StatusCode     *int            `json:"status_code"`
-	ErrorCategory  *string         `json:"error_category"`
-	Request        json.RawMessage `json:"request"`
-	Response       json.RawMessage `json:"response"`
-	RequestRaw     *string         `json:"request_raw"`
-	ResponseRaw    *string         `json:"response_raw"`
-	ResponseSource *string         `json:"response_source"`
-}
-
 // recorded is one captured call, ready to be answered.
 type recorded struct {
 	index       int    // capture index in the rollout's file (0-based)
@@ -54,7 +39,7 @@ type recorded struct {
 func loadRecorded(entries []capture.Entry, ignore [][]string) ([]*recorded, error) {
 	out := make([]*recorded, 0, len(entries))
 	for _, e := range entries {
-		var l line
+		var l capture.LineFields
 		if err := json.Unmarshal(e.Data, &l); err != nil {
 			return nil, fmt.Errorf("capture line %d: %w", e.Line, err)
 		}

@@ -1,12 +1,10 @@
 package view_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -74,14 +72,7 @@ func BenchmarkRolloutListFirstPage(b *testing.B) {
 	var first, full time.Duration
 	for b.Loop() {
 		start := time.Now()
-		srv, err := view.New(view.Options{Dirs: []string{dir}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { srv.Run(ctx); close(done) }()
-		ts := httptest.NewServer(srv)
+		srv, ts, stop := serveViewer(b, view.Options{Dirs: []string{dir}})
 		get := func(path string) []byte {
 			resp, err := http.Get(ts.URL + path)
 			if err != nil {
@@ -119,9 +110,7 @@ func BenchmarkRolloutListFirstPage(b *testing.B) {
 			<-changed
 		}
 		full = time.Since(start)
-		ts.Close()
-		cancel()
-		<-done
+		stop()
 	}
 	b.ReportMetric(first.Seconds(), "s-first-page")
 	b.ReportMetric(full.Seconds(), "s-full-index")

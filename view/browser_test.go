@@ -172,16 +172,24 @@ func newFixture(t *testing.T) *fixture {
 
 func startViewer(t *testing.T, dirs []string, rolloutsFile string) *httptest.Server {
 	t.Helper()
-	srv, err := view.New(view.Options{Dirs: dirs, RolloutsFile: rolloutsFile, ScanInterval: 30 * time.Millisecond})
+	_, ts, stop := serveViewer(t, view.Options{Dirs: dirs, RolloutsFile: rolloutsFile, ScanInterval: 30 * time.Millisecond})
+	t.Cleanup(stop)
+	return ts
+}
+
+// serveViewer starts a viewer with opts behind an httptest server; stop closes the server and
+// waits for the viewer's Run to return.
+func serveViewer(tb testing.TB, opts view.Options) (srv *view.Server, ts *httptest.Server, stop func()) {
+	tb.Helper()
+	srv, err := view.New(opts)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { srv.Run(ctx); close(done) }()
-	ts := httptest.NewServer(srv)
-	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close(); cancel(); <-done })
-	return ts
+	ts = httptest.NewServer(srv)
+	return srv, ts, func() { ts.CloseClientConnections(); ts.Close(); cancel(); <-done }
 }
 
 // heldUpstream answers Chat Completions calls with a fixed completion, each only after the test
@@ -204,12 +212,21 @@ func (u *heldUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // scriptPrompt is the user message of the live call: markup that must show as text.
 const scriptPrompt = `<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">hello`
 
+// browseFixture is the set-up of a browser test: it skips (or fails under CI) without Chromium before
+// building anything, then builds the fixture, the screenshot directory, a viewer over the fixture's
+// capture dir and a browser, which stops first (cleanups run last-in first-out), ending its long polls.
+func browseFixture(t *testing.T) (f *fixture, ts *httptest.Server, ctx context.Context, shots string) {
+	t.Helper()
+	chromiumPath(t)
+	f = newFixture(t)
+	shots = screenshotDir(t)
+	ts = startViewer(t, []string{f.captureDir}, f.rolloutsFile)
+	ctx = newBrowser(t)
+	return f, ts, ctx, shots
+}
+
 func TestBrowserClickThrough(t *testing.T) {
-	chromiumPath(t) // skip (or fail under CI) before building anything
-	f := newFixture(t)
-	shots := screenshotDir(t)
-	ts := startViewer(t, []string{f.captureDir}, f.rolloutsFile)
-	ctx := newBrowser(t) // stops first (cleanups run last-in first-out), ending its long polls
+	f, ts, ctx, shots := browseFixture(t)
 
 	// Overview: totals, the error category, the torn line called out as a gap.
 	do(t, ctx, "open overview", chromedp.Navigate(ts.URL+"/#/"))
@@ -282,11 +299,7 @@ func TestBrowserClickThrough(t *testing.T) {
 }
 
 func TestBrowserLiveAndEscaping(t *testing.T) {
-	chromiumPath(t) // skip (or fail under CI) before building anything
-	f := newFixture(t)
-	shots := screenshotDir(t)
-	ts := startViewer(t, []string{f.captureDir}, f.rolloutsFile)
-	ctx := newBrowser(t) // stops first (cleanups run last-in first-out), ending its long polls
+	f, ts, ctx, shots := browseFixture(t)
 
 	store, err := capture.Open(f.captureDir)
 	if err != nil {

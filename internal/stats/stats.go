@@ -160,20 +160,13 @@ func Distribute(samples []float64) Distribution {
 	return d
 }
 
-// neumaierSum is compensated float summation (the algorithm Python >= 3.12's sum() uses), so results
-// do not depend on accumulated rounding.
+// neumaierSum is the compensated (FloatSum) sum of xs.
 func neumaierSum(xs []float64) float64 {
-	var sum, c float64
+	var f FloatSum
 	for _, x := range xs {
-		t := sum + x
-		if math.Abs(sum) >= math.Abs(x) {
-			c += (sum - t) + x
-		} else {
-			c += (x - t) + sum
-		}
-		sum = t
+		f.Add(x)
 	}
-	return sum + c
+	return f.Sum()
 }
 
 // Accumulator collects calls and rollout-level counts; the zero value is ready to use. It is not
@@ -285,30 +278,10 @@ func (a *Accumulator) Report() Report {
 type acc struct {
 	calls, errors               int
 	byCategory                  map[string]int
-	in, out, reasoning, total   optSum
-	cached, creation            optSum
+	in, out, reasoning, total   IntSum
+	cached, creation            IntSum
 	withUsage, cacheKnown, hits int
 	latency, ttft               []float64
-}
-
-type optSum struct {
-	v     int64
-	known bool
-}
-
-func (s *optSum) add(p *int64) {
-	if p != nil {
-		s.v += *p
-		s.known = true
-	}
-}
-
-func (s optSum) ptr() *int64 {
-	if !s.known {
-		return nil
-	}
-	v := s.v
-	return &v
 }
 
 func (m *acc) add(c Call) {
@@ -320,15 +293,15 @@ func (m *acc) add(c Call) {
 		}
 		m.byCategory[*c.ErrorCategory]++
 	}
-	m.in.add(c.TokensIn)
-	m.out.add(c.TokensOut)
-	m.reasoning.add(c.TokensReasoning)
-	m.total.add(c.TokensTotal)
+	m.in.Add(c.TokensIn)
+	m.out.Add(c.TokensOut)
+	m.reasoning.Add(c.TokensReasoning)
+	m.total.Add(c.TokensTotal)
 	if c.TokensTotal != nil {
 		m.withUsage++
 	}
-	m.cached.add(c.CachedTokens)
-	m.creation.add(c.CacheCreationTokens)
+	m.cached.Add(c.CachedTokens)
+	m.creation.Add(c.CacheCreationTokens)
 	if c.CacheHit != nil {
 		m.cacheKnown++
 		if *c.CacheHit {
@@ -349,12 +322,12 @@ func (m *acc) summary() Summary {
 		Errors:           m.errors,
 		ErrorsByCategory: map[string]int{},
 		Tokens: Tokens{
-			In: m.in.ptr(), Out: m.out.ptr(), Reasoning: m.reasoning.ptr(), Total: m.total.ptr(),
+			In: m.in.Result(), Out: m.out.Result(), Reasoning: m.reasoning.Result(), Total: m.total.Result(),
 			CallsWithUsage: m.withUsage,
 		},
 		Cache: Cache{
 			Known: m.cacheKnown, Hits: m.hits,
-			CachedTokens: m.cached.ptr(), CacheCreationTokens: m.creation.ptr(),
+			CachedTokens: m.cached.Result(), CacheCreationTokens: m.creation.Result(),
 		},
 		LatencyMS: Distribute(slices.Clone(m.latency)),
 		TTFTMS:    Distribute(slices.Clone(m.ttft)),

@@ -70,14 +70,8 @@ type mergePass struct {
 // decoded.
 func (d *mergeData) readRaw() (mergePass, error) {
 	var p mergePass
-	br := bufio.NewReaderSize(nil, 64<<10)
 	start := time.Now()
-	for _, id := range d.ids {
-		f, err := os.Open(filepath.Join(d.dir, id+capture.CaptureSuffix))
-		if err != nil {
-			return p, fmt.Errorf("raw read: %w", err)
-		}
-		br.Reset(f)
+	err := d.readFiles("raw read", func(_ string, br *bufio.Reader) error {
 		for {
 			line, err := br.ReadSlice('\n')
 			p.bytes += int64(len(line))
@@ -85,18 +79,16 @@ func (d *mergeData) readRaw() (mergePass, error) {
 				continue
 			}
 			if err == io.EOF {
-				break
+				return nil
 			}
 			if err != nil {
-				f.Close()
-				return p, fmt.Errorf("raw read: %w", err)
+				return fmt.Errorf("raw read: %w", err)
 			}
 			p.records++
 		}
-		f.Close()
-	}
+	})
 	p.elapsed = time.Since(start)
-	return p, nil
+	return p, err
 }
 
 // readValidate is a second reference: the same bufio read, plus one strict validating scan of each
@@ -104,40 +96,49 @@ func (d *mergeData) readRaw() (mergePass, error) {
 // beat it by much: it is the ceiling for any merge that validates each byte once.
 func (d *mergeData) readValidate() (mergePass, error) {
 	var p mergePass
-	br := bufio.NewReaderSize(nil, 64<<10)
 	start := time.Now()
-	for _, id := range d.ids {
-		f, err := os.Open(filepath.Join(d.dir, id+capture.CaptureSuffix))
-		if err != nil {
-			return p, fmt.Errorf("validate read: %w", err)
-		}
-		br.Reset(f)
+	err := d.readFiles("validate read", func(id string, br *bufio.Reader) error {
 		for {
 			line, err := br.ReadSlice('\n')
 			if err == bufio.ErrBufferFull {
-				f.Close()
-				return p, fmt.Errorf("validate read: line longer than the buffer: %w", errUnexpected)
+				return fmt.Errorf("validate read: line longer than the buffer: %w", errUnexpected)
 			}
 			if len(line) > 1 {
 				if verr := jsonscan.Validate(line[:len(line)-1]); verr != nil {
-					f.Close()
-					return p, fmt.Errorf("validate read %s: %w", id, verr)
+					return fmt.Errorf("validate read %s: %w", id, verr)
 				}
 				p.records++
 			}
 			p.bytes += int64(len(line))
 			if err == io.EOF {
-				break
+				return nil
 			}
 			if err != nil {
-				f.Close()
-				return p, fmt.Errorf("validate read: %w", err)
+				return fmt.Errorf("validate read: %w", err)
 			}
 		}
-		f.Close()
-	}
+	})
 	p.elapsed = time.Since(start)
-	return p, nil
+	return p, err
+}
+
+// readFiles opens every capture file of the data set in turn and hands it to read through one
+// 64 KiB bufio.Reader; what names the pass in an open error.
+func (d *mergeData) readFiles(what string, read func(id string, br *bufio.Reader) error) error {
+	br := bufio.NewReaderSize(nil, 64<<10)
+	for _, id := range d.ids {
+		f, err := os.Open(filepath.Join(d.dir, id+capture.CaptureSuffix))
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		br.Reset(f)
+		err = read(id, br)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readRecords is the subject: modelcalls.ReadAvailableRecords for every rollout (shared lock,

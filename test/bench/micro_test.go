@@ -45,13 +45,20 @@ func benchExchange(b *testing.B, fx *fixtures) *capture.Exchange {
 	}
 }
 
-// BenchmarkEncodeExchange encodes that exchange into its capture line.
-func BenchmarkEncodeExchange(b *testing.B) {
+// benchLine is benchExchange over the harness's fixtures, and its capture line.
+func benchLine(b *testing.B) (*capture.Exchange, []byte) {
+	b.Helper()
 	ex := benchExchange(b, benchFixtures(b))
 	line, err := capture.EncodeExchange(ex)
 	if err != nil {
 		b.Fatal(err)
 	}
+	return ex, line
+}
+
+// BenchmarkEncodeExchange encodes that exchange into its capture line.
+func BenchmarkEncodeExchange(b *testing.B) {
+	ex, line := benchLine(b)
 	b.SetBytes(int64(len(line)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -64,11 +71,7 @@ func BenchmarkEncodeExchange(b *testing.B) {
 // BenchmarkStoreAppend appends that line to one rollout file: open, flock, tail check, write,
 // fsync, close. The fsync dominates; compare with BenchmarkFsync on the same disk.
 func BenchmarkStoreAppend(b *testing.B) {
-	ex := benchExchange(b, benchFixtures(b))
-	line, err := capture.EncodeExchange(ex)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, line := benchLine(b)
 	s, err := capture.Open(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
@@ -88,11 +91,7 @@ func BenchmarkStoreAppend(b *testing.B) {
 // BenchmarkFsync is the floor of BenchmarkStoreAppend: write the same number of bytes to an open
 // file and fsync it.
 func BenchmarkFsync(b *testing.B) {
-	ex := benchExchange(b, benchFixtures(b))
-	line, err := capture.EncodeExchange(ex)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, line := benchLine(b)
 	p, err := newFsyncProbe(b.TempDir(), len(line)+1)
 	if err != nil {
 		b.Fatal(err)

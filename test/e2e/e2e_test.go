@@ -876,17 +876,22 @@ func (p *proxyProc) logTail() string { return tail(p.log.String(), 30) }
 
 // stop sends SIGTERM (graceful drain) and waits for the exit status.
 func (p *proxyProc) stop() error {
-	p.once.Do(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case p.err = <-p.exited:
-		case <-time.After(60 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-			p.err = errors.New("still running 60s after SIGTERM")
-		}
-	})
+	p.once.Do(func() { p.err = terminate(p.cmd, p.exited) })
 	return p.err
+}
+
+// terminate sends cmd SIGTERM and waits for its exit status on exited; a command still running
+// 60 s later is killed and reported as such.
+func terminate(cmd *exec.Cmd, exited <-chan error) error {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-exited:
+		return err
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+		return errors.New("still running 60s after SIGTERM")
+	}
 }
 
 var listenAddrRE = regexp.MustCompile(`127\.0\.0\.1:([0-9]+)`)

@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -104,14 +103,7 @@ func startReplay(t *testing.T, bin, logPath string, args ...string) *replayProc 
 // stop sends SIGTERM (once) and returns the exit error and what the command printed on stdout.
 func (p *replayProc) stop() (error, string) {
 	p.once.Do(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case p.err = <-p.exited:
-		case <-time.After(60 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-			p.err = fmt.Errorf("still running 60s after SIGTERM")
-		}
+		p.err = terminate(p.cmd, p.exited)
 		<-p.logDone
 	})
 	return p.err, p.stdout.String()

@@ -287,7 +287,7 @@ func toolResult(d string, req map[string]json.RawMessage) (string, bool) {
 	var found bool
 	var last string
 	switch d {
-	case DialectChat:
+	case DialectChat, DialectMessages:
 		var msgs []struct {
 			Role    string `json:"role"`
 			Content any    `json:"content"`
@@ -296,8 +296,17 @@ func toolResult(d string, req map[string]json.RawMessage) (string, bool) {
 			return "", false
 		}
 		for _, m := range msgs {
-			if m.Role == "tool" {
-				found, last = true, textOf(m.Content)
+			if d == DialectChat {
+				if m.Role == "tool" {
+					found, last = true, textOf(m.Content)
+				}
+				continue
+			}
+			blocks, _ := m.Content.([]any)
+			for _, b := range blocks {
+				if bm, _ := b.(map[string]any); bm != nil && bm["type"] == "tool_result" {
+					found, last = true, textOf(bm["content"])
+				}
 			}
 		}
 	case DialectResponses:
@@ -311,22 +320,6 @@ func toolResult(d string, req map[string]json.RawMessage) (string, bool) {
 		for _, it := range items {
 			if it.Type == "function_call_output" {
 				found, last = true, textOf(it.Output)
-			}
-		}
-	case DialectMessages:
-		var msgs []struct {
-			Role    string `json:"role"`
-			Content any    `json:"content"`
-		}
-		if json.Unmarshal(req["messages"], &msgs) != nil {
-			return "", false
-		}
-		for _, m := range msgs {
-			blocks, _ := m.Content.([]any)
-			for _, b := range blocks {
-				if bm, _ := b.(map[string]any); bm != nil && bm["type"] == "tool_result" {
-					found, last = true, textOf(bm["content"])
-				}
 			}
 		}
 	}

@@ -324,6 +324,24 @@ func describe(o Observed) string {
 	return string(b)
 }
 
+// sdkStream is what the OpenAI and Anthropic SDKs' streams have in common.
+type sdkStream[T any] interface {
+	Next() bool
+	Current() T
+	Err() error
+}
+
+// drainStream hands every event of st to each and fails the test on a stream error.
+func drainStream[T any](t *testing.T, what string, st sdkStream[T], each func(T)) {
+	t.Helper()
+	for st.Next() {
+		each(st.Current())
+	}
+	if err := st.Err(); err != nil {
+		t.Fatalf("%s stream: %v", what, err)
+	}
+}
+
 func chatViaSDK(t *testing.T, ctx context.Context, c openai.Client, stream bool, body []byte) sdkResult {
 	t.Helper()
 	opt := ooption.WithRequestBody("application/json", body)
@@ -332,8 +350,7 @@ func chatViaSDK(t *testing.T, ctx context.Context, c openai.Client, stream bool,
 		st := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{}, opt)
 		acc := openai.ChatCompletionAccumulator{}
 		var reasoning strings.Builder
-		for st.Next() {
-			ch := st.Current()
+		drainStream(t, "chat", st, func(ch openai.ChatCompletionChunk) {
 			acc.AddChunk(ch)
 			for _, choice := range ch.Choices {
 				var d struct {
@@ -342,10 +359,7 @@ func chatViaSDK(t *testing.T, ctx context.Context, c openai.Client, stream bool,
 				_ = json.Unmarshal([]byte(choice.Delta.RawJSON()), &d)
 				reasoning.WriteString(d.ReasoningContent)
 			}
-		}
-		if err := st.Err(); err != nil {
-			t.Fatalf("chat stream: %v", err)
-		}
+		})
 		cc = acc.ChatCompletion
 		r := chatResult(t, cc)
 		r.reasoning = reasoning.String()
@@ -383,15 +397,11 @@ func responsesViaSDK(t *testing.T, ctx context.Context, c openai.Client, stream 
 	var resp responses.Response
 	if stream {
 		st := c.Responses.NewStreaming(ctx, responses.ResponseNewParams{}, opt)
-		for st.Next() {
-			ev := st.Current()
+		drainStream(t, "responses", st, func(ev responses.ResponseStreamEventUnion) {
 			if ev.Type == "response.completed" {
 				resp = ev.Response
 			}
-		}
-		if err := st.Err(); err != nil {
-			t.Fatalf("responses stream: %v", err)
-		}
+		})
 	} else {
 		res, err := c.Responses.New(ctx, responses.ResponseNewParams{}, opt)
 		if err != nil {
@@ -419,14 +429,11 @@ func messagesViaSDK(t *testing.T, ctx context.Context, c anthropic.Client, strea
 	var msg anthropic.Message
 	if stream {
 		st := c.Messages.NewStreaming(ctx, anthropic.MessageNewParams{}, opt)
-		for st.Next() {
-			if err := msg.Accumulate(st.Current()); err != nil {
+		drainStream(t, "messages", st, func(ev anthropic.MessageStreamEventUnion) {
+			if err := msg.Accumulate(ev); err != nil {
 				t.Fatalf("accumulate: %v", err)
 			}
-		}
-		if err := st.Err(); err != nil {
-			t.Fatalf("messages stream: %v", err)
-		}
+		})
 	} else {
 		res, err := c.Messages.New(ctx, anthropic.MessageNewParams{}, opt)
 		if err != nil {

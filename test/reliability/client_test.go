@@ -52,11 +52,7 @@ func TestClientFaults(t *testing.T) {
 		arrived, gone := make(chan struct{}), make(chan struct{})
 		up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 			close(arrived)
-			select {
-			case <-r.Context().Done():
-				close(gone)
-			case <-t.Context().Done():
-			}
+			awaitCancel(t, r, gone)
 		})
 		g := startGateway(t, up.URL, nil)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -121,16 +117,7 @@ func TestClientFaults(t *testing.T) {
 			noLeaks(t)
 			gone := make(chan struct{})
 			up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-				sseHeaders(w)
-				for _, ev := range tc.events[:tc.cut] {
-					w.Write(ev)
-				}
-				w.(http.Flusher).Flush()
-				select {
-				case <-r.Context().Done():
-					close(gone)
-				case <-t.Context().Done():
-				}
+				sendThenAwaitCancel(t, w, r, gone, tc.events[:tc.cut]...)
 			})
 			g := startGateway(t, up.URL, nil)
 			res, err := g.post(t.Context(), "mid-0", tc.path, chatRequest("n1", true))
@@ -158,14 +145,8 @@ func TestClientFaults(t *testing.T) {
 	t.Run("leaves after the terminal event", func(t *testing.T) {
 		noLeaks(t)
 		up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-			sseHeaders(w)
-			w.Write(whole)
-			w.(http.Flusher).Flush()
 			// Keep the connection open after [DONE], as some servers do.
-			select {
-			case <-r.Context().Done():
-			case <-t.Context().Done():
-			}
+			sendThenAwaitCancel(t, w, r, nil, whole)
 		})
 		g := startGateway(t, up.URL, nil)
 		res, err := g.post(t.Context(), "after-0", path, chatRequest("n1", true))
@@ -204,11 +185,7 @@ func TestClientFaults(t *testing.T) {
 					break // the gateway closed the upstream connection
 				}
 			}
-			select {
-			case <-r.Context().Done():
-				close(gone)
-			case <-t.Context().Done():
-			}
+			awaitCancel(t, r, gone)
 		})
 		g := startGateway(t, up.URL, nil)
 		client := smallWindowClient()

@@ -111,6 +111,45 @@ func localError(t *testing.T, status int, hdr http.Header, body []byte, wantStat
 	}
 }
 
+// awaitCancel is an upstream handler's wait: until the client's request r is cancelled (then it
+// closes gone, when not nil) or the test ends.
+func awaitCancel(t *testing.T, r *http.Request, gone chan struct{}) {
+	select {
+	case <-r.Context().Done():
+		if gone != nil {
+			close(gone)
+		}
+	case <-t.Context().Done():
+	}
+}
+
+// sendThenAwaitCancel is an upstream handler that starts an event stream, sends events and
+// flushes them, then awaits the client's cancellation (awaitCancel).
+func sendThenAwaitCancel(t *testing.T, w http.ResponseWriter, r *http.Request, gone chan struct{}, events ...[]byte) {
+	sseHeaders(w)
+	for _, ev := range events {
+		w.Write(ev)
+	}
+	w.(http.Flusher).Flush()
+	awaitCancel(t, r, gone)
+}
+
+// wantUnreachable makes one Chat call as rollout id through a gateway in front of upstream, which
+// never answers HTTP: the client gets the gateway's own 502 upstream_unreachable, and the line says
+// so as a connection error.
+func wantUnreachable(t *testing.T, upstream, id, path string) {
+	t.Helper()
+	g := startGateway(t, upstream, nil)
+	status, hdr, body, err := g.call(id, path, chatRequest("n1", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.drain()
+	x := g.only(id)
+	localError(t, status, hdr, body, 502, gateway.ReasonUpstreamUnreachable, x)
+	checkLine(t, x, lineWant{status: 502, category: "connection", source: "local", attempted: "true", reason: "upstream_unreachable", response: true})
+}
+
 func TestUpstreamFaults(t *testing.T) {
 	const path = "/v1/chat/completions"
 	ev1 := chatEvent("n1", "Hel", "")
@@ -123,15 +162,7 @@ func TestUpstreamFaults(t *testing.T) {
 		}
 		addr := ln.Addr().String()
 		ln.Close()
-		g := startGateway(t, "http://"+addr, nil)
-		status, hdr, body, err := g.call("refused-0", path, chatRequest("n1", false))
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.drain()
-		x := g.only("refused-0")
-		localError(t, status, hdr, body, 502, gateway.ReasonUpstreamUnreachable, x)
-		checkLine(t, x, lineWant{status: 502, category: "connection", source: "local", attempted: "true", reason: "upstream_unreachable", response: true})
+		wantUnreachable(t, "http://"+addr, "refused-0", path)
 	})
 
 	t.Run("reset mid-stream", func(t *testing.T) {
@@ -172,11 +203,7 @@ func TestUpstreamFaults(t *testing.T) {
 	t.Run("stall before headers", func(t *testing.T) {
 		gone := make(chan struct{})
 		up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-			select {
-			case <-r.Context().Done():
-				close(gone)
-			case <-t.Context().Done():
-			}
+			awaitCancel(t, r, gone)
 		})
 		g := startGateway(t, up.URL, func(h *gateway.Handler) { h.UpstreamTimeout = 300 * time.Millisecond })
 		status, hdr, body, err := g.call("stall-0", path, chatRequest("n1", false))
@@ -197,14 +224,7 @@ func TestUpstreamFaults(t *testing.T) {
 	t.Run("stall mid-body", func(t *testing.T) {
 		gone := make(chan struct{})
 		up := capturetest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-			sseHeaders(w)
-			w.Write(ev1)
-			w.(http.Flusher).Flush()
-			select {
-			case <-r.Context().Done():
-				close(gone)
-			case <-t.Context().Done():
-			}
+			sendThenAwaitCancel(t, w, r, gone, ev1)
 		})
 		g := startGateway(t, up.URL, func(h *gateway.Handler) { h.IdleTimeout = 300 * time.Millisecond })
 		status, _, body, err := g.call("idle-0", path, chatRequest("n1", true))
@@ -222,15 +242,7 @@ func TestUpstreamFaults(t *testing.T) {
 			rw.WriteString("\x00\x01\xffNOT HTTP AT ALL\r\n\r\n{\"choices\":[]}")
 			rw.Flush()
 		})
-		g := startGateway(t, up, nil)
-		status, hdr, body, err := g.call("garbage-0", path, chatRequest("n1", false))
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.drain()
-		x := g.only("garbage-0")
-		localError(t, status, hdr, body, 502, gateway.ReasonUpstreamUnreachable, x)
-		checkLine(t, x, lineWant{status: 502, category: "connection", source: "local", attempted: "true", reason: "upstream_unreachable", response: true})
+		wantUnreachable(t, up, "garbage-0", path)
 	})
 
 	t.Run("200 with an HTML body", func(t *testing.T) {
