@@ -29,7 +29,7 @@ func BenchmarkLine(b *testing.B) {
 // BenchmarkLineStreamed encodes the line of a streamed call: a recorded 200-event SSE body as
 // response_raw (most of the line, escaped into a JSON string).
 func BenchmarkLineStreamed(b *testing.B) {
-	raw, err := os.ReadFile("../test/bench/testdata/stream_tool_call_usage_only_chunk.sse")
+	raw, err := os.ReadFile("../testdata/fixtures/openai_chat/stream_tool_call_usage_only_chunk.sse")
 	if err != nil {
 		b.Fatal(err)
 	}
