@@ -21,50 +21,55 @@ import (
 // section 3, gives the whole line. The error categories are NeMo Gym's (timeout, rate_limit, auth,
 // not_found, client_error, upstream_error, connection, exception, incomplete, stream_truncated,
 // capture_parse_error) and our cancelled and capture_too_large.
+//
+// The json tags name the line's keys, so a reader can decode a line into an Exchange with
+// encoding/json (null as nil; Request and Response keep their raw JSON as written, "null"
+// included; members it does not name are ignored). Lines are written by EncodeExchange and
+// AppendExchange, never by encoding/json.
 type Exchange struct {
-	ModelCallID string                  // "model_call_id": 32 lowercase hex characters (NewModelCallID)
-	Dialect     string                  // "dialect": "responses", "chat" or "messages"
-	ModelRef    *rollout.ModelServerRef // "model_ref": null when the model server has no name
-	StartedAt   float64                 // "started_at": wall clock, seconds since the Unix epoch
-	CompletedAt float64                 // "completed_at": wall clock, seconds since the Unix epoch
-	LatencyMS   float64                 // "latency_ms": monotonic duration in ms, rounded with RoundMS
-	// LatencyTTFTMS ("latency_ttft_ms") is the monotonic time to the first non-empty body chunk in
+	ModelCallID string                  `json:"model_call_id"` // 32 lowercase hex characters (NewModelCallID)
+	Dialect     string                  `json:"dialect"`       // "responses", "chat" or "messages"
+	ModelRef    *rollout.ModelServerRef `json:"model_ref"`     // null when the model server has no name
+	StartedAt   float64                 `json:"started_at"`    // wall clock, seconds since the Unix epoch
+	CompletedAt float64                 `json:"completed_at"`  // wall clock, seconds since the Unix epoch
+	LatencyMS   float64                 `json:"latency_ms"`    // monotonic duration in ms, rounded with RoundMS
+	// LatencyTTFTMS is the monotonic time to the first non-empty body chunk in
 	// ms, rounded with RoundMS; nil (null) when no body byte arrived.
-	LatencyTTFTMS *float64
-	StatusCode    *int    // "status_code": HTTP status, null when none was observed
-	ErrorCategory *string // "error_category": one of the categories named above; null on success
-	// Request ("request") is the request body when it is a JSON object, compacted; nil writes null.
-	Request json.RawMessage
-	// Response ("response") is the parsed or reconstructed response object, compacted; nil writes null.
-	Response json.RawMessage
-	// RequestRaw ("request_raw") is written only when non-nil: the request body as text when it was
+	LatencyTTFTMS *float64 `json:"latency_ttft_ms"`
+	StatusCode    *int     `json:"status_code"`    // HTTP status, null when none was observed
+	ErrorCategory *string  `json:"error_category"` // one of the categories named above; null on success
+	// Request is the request body when it is a JSON object, compacted; nil writes null.
+	Request json.RawMessage `json:"request"`
+	// Response is the parsed or reconstructed response object, compacted; nil writes null.
+	Response json.RawMessage `json:"response"`
+	// RequestRaw is written only when non-nil: the request body as text when it was
 	// non-empty and not a JSON object.
-	RequestRaw *string
-	// ResponseRaw ("response_raw") is written only when non-nil (or ResponseRawFrom is set): the body
+	RequestRaw *string `json:"request_raw"`
+	// ResponseRaw is written only when non-nil (or ResponseRawFrom is set): the body
 	// as text when it was non-empty and streamed or unparseable (as NeMo Gym's middleware keeps it).
-	ResponseRaw *string
+	ResponseRaw *string `json:"response_raw"`
 	// ResponseRawFrom, when non-nil, supplies response_raw's bytes instead of ResponseRaw, read to EOF
 	// while the line is written (for bodies spooled to disk). It is not itself serialised.
-	ResponseRawFrom io.Reader
+	ResponseRawFrom io.Reader `json:"-"`
 	// ResponseRawEscaped, when non-nil, is response_raw already escaped for the line (by a
 	// TextEscaper, as the body arrived), taking the place of ResponseRaw and ResponseRawFrom. It is
 	// written as is, not checked again.
-	ResponseRawEscaped *EscapedText
+	ResponseRawEscaped *EscapedText `json:"-"`
 	// ResponseTo, when non-nil, writes the response value instead of Response, while the line is
 	// written (a stream's reconstruction, streamed from its spooled text instead of built in
 	// memory). It must write one compact JSON object, or null, that IsPayloadObject would accept;
 	// it is not checked again.
-	ResponseTo func(io.Writer) error
+	ResponseTo func(io.Writer) error `json:"-"`
 	// PayloadsChecked says the caller already checked Request and Response with IsPayloadObject,
 	// so writing the line does not validate them a second time.
-	PayloadsChecked bool
+	PayloadsChecked bool `json:"-"`
 
-	ResponseSource           *string // "response_source": "upstream" or "local"
-	UpstreamAttempted        *bool   // "upstream_attempted"
-	UpstreamStatusCode       *int    // "upstream_status_code"
-	LocalResponseReason      *string // "local_response_reason", e.g. "upstream_unreachable"
-	ClientSessionID          *string // "client_session_id"
-	ClientAssistantMessageID *string // "client_assistant_message_id"
+	ResponseSource           *string `json:"response_source"` // "upstream" or "local"
+	UpstreamAttempted        *bool   `json:"upstream_attempted"`
+	UpstreamStatusCode       *int    `json:"upstream_status_code"`
+	LocalResponseReason      *string `json:"local_response_reason"` // "local_response_reason", e.g. "upstream_unreachable"
+	ClientSessionID          *string `json:"client_session_id"`
+	ClientAssistantMessageID *string `json:"client_assistant_message_id"` // "client_assistant_message_id"
 }
 
 // EncodeExchange returns ex as one compact JSON line without the trailing newline, in the key order

@@ -39,7 +39,7 @@ type recorded struct {
 func loadRecorded(entries []capture.Entry, ignore [][]string) ([]*recorded, error) {
 	out := make([]*recorded, 0, len(entries))
 	for _, e := range entries {
-		var l capture.LineFields
+		var l capture.Exchange
 		if err := json.Unmarshal(e.Data, &l); err != nil {
 			return nil, fmt.Errorf("capture line %d: %w", e.Line, err)
 		}

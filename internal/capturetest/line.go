@@ -10,10 +10,10 @@ import (
 	"github.com/modelcalls/modelcalls/capture"
 )
 
-// Line is one capture line decoded (capture.LineFields) with the line's bytes, position, members
+// Line is one capture line decoded (capture.Exchange) with the line's bytes, position, members
 // and record.
 type Line struct {
-	capture.LineFields
+	capture.Exchange
 
 	Keys   map[string]json.RawMessage  `json:"-"` // every member of the line, for presence checks
 	Data   []byte                      `json:"-"` // the line as stored, without its newline
