@@ -35,25 +35,15 @@ func (b *ObservationBundle) parse(raw []byte) error {
 	if err != nil {
 		return err
 	}
-	b.Records = make([]ObservationRecord, 0, len(records))
-	for i, r := range records {
-		rec, err := parseRecord(r)
-		if err != nil {
-			return fmt.Errorf("records[%d]: %w", i, err)
-		}
-		b.Records = append(b.Records, rec)
+	if b.Records, err = parseEach(records, "records", parseRecord); err != nil {
+		return err
 	}
 	gaps, err := o.list("gaps")
 	if err != nil {
 		return err
 	}
-	b.Gaps = make([]Gap, 0, len(gaps))
-	for i, g := range gaps {
-		gap, err := parseGap(g)
-		if err != nil {
-			return fmt.Errorf("gaps[%d]: %w", i, err)
-		}
-		b.Gaps = append(b.Gaps, gap)
+	if b.Gaps, err = parseEach(gaps, "gaps", parseGap); err != nil {
+		return err
 	}
 	return b.Validate()
 }
@@ -138,7 +128,7 @@ func parseInvocation(raw json.RawMessage) (*AgentInvocation, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%s: %w", KindAgentInvocation, err)
 	}
-	if r.ModelCalls, err = parseRefs(refs, "model_calls"); err != nil {
+	if r.ModelCalls, err = parseEach(refs, "model_calls", parseRef); err != nil {
 		return nil, fmt.Errorf("%s %q: %w", KindAgentInvocation, r.InvocationID, err)
 	}
 	return &r, nil
@@ -220,7 +210,7 @@ func parseCompaction(raw json.RawMessage) (*ContextCompactionObservation, error)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%s: %w", KindContextCompaction, err)
 	}
-	if r.ModelCalls, err = parseRefs(refs, "model_calls"); err != nil {
+	if r.ModelCalls, err = parseEach(refs, "model_calls", parseRef); err != nil {
 		return nil, fmt.Errorf("%s: %w", KindContextCompaction, err)
 	}
 	for _, f := range []struct {
@@ -240,16 +230,18 @@ func parseCompaction(raw json.RawMessage) (*ContextCompactionObservation, error)
 	return &r, nil
 }
 
-func parseRefs(raws []json.RawMessage, field string) ([]ModelCallRef, error) {
-	refs := make([]ModelCallRef, 0, len(raws))
+// parseEach parses every element of the list field with parse, in order; an error names the
+// element as field[i]. The result is never nil.
+func parseEach[T any](raws []json.RawMessage, field string, parse func(json.RawMessage) (T, error)) ([]T, error) {
+	out := make([]T, 0, len(raws))
 	for i, raw := range raws {
-		ref, err := parseRef(raw)
+		v, err := parse(raw)
 		if err != nil {
 			return nil, fmt.Errorf("%s[%d]: %w", field, i, err)
 		}
-		refs = append(refs, ref)
+		out = append(out, v)
 	}
-	return refs, nil
+	return out, nil
 }
 
 func parseRef(raw json.RawMessage) (ModelCallRef, error) {
