@@ -1,6 +1,8 @@
 package dialect
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -65,14 +67,7 @@ func (c *chatState) choice(ch []byte) {
 			return // malformed choice index: skip the choice
 		}
 	}
-	if c.choices == nil {
-		c.choices = make(map[int64]*chatChoice)
-	}
-	st := c.choices[idx]
-	if st == nil {
-		st = &chatChoice{}
-		c.choices[idx] = st
-	}
+	st := entry(&c.choices, idx)
 	if fr := jsonscan.Lookup(ch, "finish_reason"); jsonscan.Truthy(fr) {
 		st.finish = keep(st.finish, fr)
 	}
@@ -170,12 +165,7 @@ func (c *chatState) encode(e *enc) {
 		e.raw("null")
 	}
 	e.raw(`,"choices":[`)
-	idxs := make([]int64, 0, len(c.choices))
-	for k := range c.choices {
-		idxs = append(idxs, k)
-	}
-	sort.Slice(idxs, func(i, j int) bool { return idxs[i] < idxs[j] })
-	for i, idx := range idxs {
+	for i, idx := range slices.Sorted(maps.Keys(c.choices)) {
 		if i > 0 {
 			e.raw(",")
 		}

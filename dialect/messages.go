@@ -1,7 +1,8 @@
 package dialect
 
 import (
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
@@ -97,14 +98,7 @@ func (m *messagesState) blockDelta(ev []byte) {
 	if jsonscan.Truthy(delta) && !jsonscan.IsObject(delta) {
 		return
 	}
-	if m.blocks == nil {
-		m.blocks = make(map[int64]*object)
-	}
-	block := m.blocks[key]
-	if block == nil {
-		block = &object{}
-		m.blocks[key] = block
-	}
+	block := entry(&m.blocks, key)
 	dtyp, _ := jsonscan.Text(jsonscan.Lookup(delta, "type"))
 	switch string(dtyp) {
 	case "text_delta":
@@ -174,11 +168,7 @@ func (m *messagesState) encode(e *enc) {
 	} else {
 		out.set("type", stringNode("message"))
 	}
-	keys := make([]int64, 0, len(m.blocks))
-	for k := range m.blocks {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	keys := slices.Sorted(maps.Keys(m.blocks))
 	content := &node{isArr: true, arr: make([]*node, 0, len(keys))}
 	for _, k := range keys {
 		block := m.blocks[k]

@@ -2,7 +2,8 @@ package dialect
 
 import (
 	"bytes"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
@@ -248,11 +249,7 @@ func (r *responsesState) encode(e *enc) {
 		e.bytes(env)
 		return
 	}
-	idxs := make([]int64, 0, len(r.items))
-	for k := range r.items {
-		idxs = append(idxs, k)
-	}
-	sort.Slice(idxs, func(i, j int) bool { return idxs[i] < idxs[j] })
+	idxs := slices.Sorted(maps.Keys(r.items))
 	output := &node{isArr: true, arr: make([]*node, 0, len(idxs))}
 	for _, k := range idxs {
 		output.arr = append(output.arr, r.items[k])

@@ -51,6 +51,20 @@ type reassembler interface {
 	encode(e *enc)
 }
 
+// entry returns the reassembler's state for index k of an indexed part (a chat choice, a
+// Messages content block), creating the map and a zero state the first time k is seen.
+func entry[V any](m *map[int64]*V, k int64) *V {
+	if *m == nil {
+		*m = make(map[int64]*V)
+	}
+	v := (*m)[k]
+	if v == nil {
+		v = new(V)
+		(*m)[k] = v
+	}
+	return v
+}
+
 // NewStream returns a Stream for dialect d. A value other than the three dialects is
 // reassembled as chat (as NeMo Gym's reconstruction does) and never sees a terminal event.
 func NewStream(d Dialect) *Stream {
