@@ -113,24 +113,23 @@ func (d *Decoder) FeedRaw(chunk []byte, emit func(*RawEvent)) {
 }
 
 // appendLine adds p to the unfinished line, keeping only its prefix once it passes Max.
-func (d *Decoder) appendLine(p []byte) {
-	if d.lineOver {
-		if room := PrefixBytes - len(d.line); room > 0 {
-			d.line = append(d.line, p[:min(room, len(p))]...)
+func (d *Decoder) appendLine(p []byte) { d.line = appendCapped(d.line, p, d.Max, &d.lineOver) }
+
+// appendCapped appends p to buf while buf stays within limit bytes (0: none). Once it would
+// pass limit, *over is set and buf keeps only its first PrefixBytes from then on; the big buffer
+// is dropped for a small one, so memory goes back to the prefix.
+func appendCapped(buf, p []byte, limit int, over *bool) []byte {
+	if !*over {
+		if limit <= 0 || len(buf)+len(p) <= limit {
+			return append(buf, p...)
 		}
-		return
+		buf = append(make([]byte, 0, PrefixBytes), buf[:min(len(buf), PrefixBytes)]...)
+		*over = true
 	}
-	if d.Max > 0 && len(d.line)+len(p) > d.Max {
-		// Drop the big buffer for a small one: memory goes back to the prefix.
-		prefix := make([]byte, 0, PrefixBytes)
-		prefix = append(prefix, d.line[:min(len(d.line), PrefixBytes)]...)
-		if room := PrefixBytes - len(prefix); room > 0 {
-			prefix = append(prefix, p[:min(room, len(p))]...)
-		}
-		d.line, d.lineOver = prefix, true
-		return
+	if room := PrefixBytes - len(buf); room > 0 {
+		buf = append(buf, p[:min(room, len(p))]...)
 	}
-	d.line = append(d.line, p...)
+	return buf
 }
 
 // Flush ends the stream: an unterminated last line is processed as if it had ended, and an event
@@ -221,22 +220,7 @@ func (d *Decoder) processLine(line []byte, emit func(*RawEvent)) {
 }
 
 // appendData adds p to the current event's data, keeping only its prefix once it passes Max.
-func (d *Decoder) appendData(p []byte) {
-	if d.over {
-		if room := PrefixBytes - len(d.data); room > 0 {
-			d.data = append(d.data, p[:min(room, len(p))]...)
-		}
-		return
-	}
-	if d.Max > 0 && len(d.data)+len(p) > d.Max {
-		prefix := make([]byte, 0, PrefixBytes)
-		prefix = append(prefix, d.data[:min(len(d.data), PrefixBytes)]...)
-		d.data, d.over = prefix, true
-		d.appendData(p)
-		return
-	}
-	d.data = append(d.data, p...)
-}
+func (d *Decoder) appendData(p []byte) { d.data = appendCapped(d.data, p, d.Max, &d.over) }
 
 // dispatch emits the current event, if any field started one, and clears it.
 func (d *Decoder) dispatch(emit func(*RawEvent)) {
