@@ -263,12 +263,7 @@ func (s *suite) runLlama(t *testing.T, name, modelFile string, only []string, to
 
 func (s *suite) newRig(t *testing.T, name, dir, upstreamURL string) *upstreamRig {
 	t.Helper()
-	tap, err := NewTap(upstreamURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	front := httptest.NewServer(tap)
-	t.Cleanup(front.Close)
+	tap, front := tapIn(t, upstreamURL)
 	capDir := filepath.Join(dir, "capture")
 	p := startProxy(t, s.bin, front.URL, capDir, filepath.Join(dir, "proxy.log"))
 	return &upstreamRig{name: name, bin: s.bin, tap: tap, proxy: p, captureDir: capDir, stopUpstream: front.Close}

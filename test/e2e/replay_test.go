@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,12 +147,7 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 	started := time.Now()
 	rp := startReplay(t, rig.bin, filepath.Join(dir, "replay.log"),
 		"--capture-dir", rig.captureDir, "--capture-dir-out", outDir, "--name", proxyName)
-	tap, err := NewTap(rp.base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	front := httptest.NewServer(tap)
-	defer front.Close()
+	tap, front := tapIn(t, rp.base)
 
 	served, changedRuns := 0, 0
 	for _, res := range todo {
