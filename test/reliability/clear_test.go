@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,31 +20,20 @@ import (
 // clears and says where the call's line will go. The old call's line then lands in
 // <id>.capture.orphaned.jsonl, never in the retry's fresh capture, and is not lost.
 func TestClearDuringLiveCall(t *testing.T) {
-	upURL, arrived, release := heldUpstream(t, 1)
+	p := startHeldProxy(t, 1)
 	released := false
 	defer func() {
 		if !released {
-			close(release)
+			close(p.release)
 		}
 	}()
-	dir := filepath.Join(t.TempDir(), "capture")
-	p := startProxy(t, upURL, dir, nil)
-	client := &http.Client{Transport: withSecrets{&http.Transport{}}}
-	defer client.CloseIdleConnections()
+	dir, client := p.dir, p.client
 	const id = "cleared-0"
 	if _, err := echoCall(t, client, p.url, id, "attempt1-done", false, 10); err != nil {
 		t.Fatal(err)
 	}
-	errs := heldCalls(t, client, p.url, id, 1) // nonce held-0, in flight until released
-	select {
-	case <-arrived:
-	case <-within():
-		t.Fatal("the held call did not reach the upstream")
-	}
-	store, err := capture.OpenExisting(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	errs := p.hold(t, id, 1) // nonce held-0, in flight until released
+	store := existingStore(t, dir)
 	awaitClaims(t, store, id, 1)
 	rec := `{"_ng_rollout_id":"` + id + `"}` + "\n"
 
@@ -74,7 +62,7 @@ func TestClearDuringLiveCall(t *testing.T) {
 	if _, err := echoCall(t, client, p.url, id, "attempt2-a", false, 10); err != nil {
 		t.Fatal(err)
 	}
-	close(release)
+	close(p.release)
 	released = true
 	if err := <-errs; err != nil {
 		t.Fatalf("the call in flight during clear was not answered: %v", err)
@@ -125,8 +113,7 @@ func TestNoClaimsLeftBehind(t *testing.T) {
 	up := capturetest.NewServer(t, echoHandler)
 	dir := filepath.Join(t.TempDir(), "capture")
 	p := startProxy(t, up.URL, dir, nil)
-	client := &http.Client{Transport: withSecrets{&http.Transport{}}}
-	defer client.CloseIdleConnections()
+	client := secretsClient(t)
 	for r := range 5 {
 		faultCalls(t, client, p.url, fmt.Sprintf("left-%d", r), 3, 10)
 	}

@@ -207,10 +207,7 @@ func TestCrashMidWrite(t *testing.T) {
 		rounds = 6
 	}
 	dir := t.TempDir()
-	store, err := capture.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := openStore(t, dir)
 	const id = "crash-0"
 	rng := rand.New(rand.NewPCG(1, 2))
 

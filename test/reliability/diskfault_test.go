@@ -210,8 +210,7 @@ func TestDiskFullFileSizeLimit(t *testing.T) {
 	up := capturetest.NewServer(t, echoHandler)
 	dir := filepath.Join(t.TempDir(), "capture")
 	p := startProxy(t, up.URL, dir, []string{"--admin-listen", "127.0.0.1:0"}, "MR_FSIZE=65536")
-	client := &http.Client{Transport: withSecrets{&http.Transport{}}}
-	defer client.CloseIdleConnections()
+	client := secretsClient(t)
 	const id, calls = "fsize-0", 40
 	faultCalls(t, client, p.url, id, calls, 4000)
 	ok := metric(t, client, p.admin, gateway.MetricCaptureWrites, "result=ok")

@@ -187,10 +187,7 @@ func FuzzRolloutIDPath(f *testing.F) {
 		f.Add(id)
 	}
 	dir := f.TempDir()
-	store, err := capture.Open(dir)
-	if err != nil {
-		f.Fatal(err)
-	}
+	store := openStore(f, dir)
 	merger, err := modelcalls.NewMerger([]string{dir}, modelcalls.MergeOptions{DrainTimeout: -1})
 	if err != nil {
 		f.Fatal(err)
@@ -257,10 +254,7 @@ func FuzzGatewayRelay(f *testing.F) {
 		}
 	})
 	dir := f.TempDir()
-	store, err := capture.Open(dir)
-	if err != nil {
-		f.Fatal(err)
-	}
+	store := openStore(f, dir)
 	u, _ := url.Parse(up.URL)
 	tr := &http.Transport{DisableCompression: true}
 	h := &gateway.Handler{Upstream: u, Store: store, Transport: tr, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls"
-	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/rollout"
 )
@@ -72,22 +71,45 @@ func heldCalls(t *testing.T, client *http.Client, base, id string, n int) chan e
 	return errs
 }
 
-func TestProxyDrainsOnSIGTERM(t *testing.T) {
-	const n = 20
+// heldProxy is a proxy process in front of heldUpstream, capturing into dir, with a client of its
+// own that sends the secret headers.
+type heldProxy struct {
+	*proxyProc
+	dir     string
+	client  *http.Client
+	arrived chan struct{}
+	release chan struct{} // closing it lets the held calls through
+}
+
+// startHeldProxy starts a heldProxy whose upstream can hold n calls at once.
+func startHeldProxy(t *testing.T, n int) *heldProxy {
+	t.Helper()
 	upURL, arrived, release := heldUpstream(t, n)
 	dir := filepath.Join(t.TempDir(), "capture")
 	p := startProxy(t, upURL, dir, nil)
-	client := &http.Client{Transport: withSecrets{&http.Transport{}}}
-	defer client.CloseIdleConnections()
+	return &heldProxy{proxyProc: p, dir: dir, client: secretsClient(t), arrived: arrived, release: release}
+}
+
+// hold starts n calls for rollout id that the upstream holds (see heldCalls) and returns once
+// all of them reached it.
+func (p *heldProxy) hold(t *testing.T, id string, n int) chan error {
+	t.Helper()
+	errs := heldCalls(t, p.client, p.url, id, n)
+	awaitArrived(t, p.arrived, n)
+	return errs
+}
+
+func TestProxyDrainsOnSIGTERM(t *testing.T) {
+	const n = 20
+	p := startHeldProxy(t, n)
 	const id = "drain-0"
-	if _, err := echoCall(t, client, p.url, id, "before", false, 10); err != nil {
+	if _, err := echoCall(t, p.client, p.url, id, "before", false, 10); err != nil {
 		t.Fatal(err)
 	}
-	errs := heldCalls(t, client, p.url, id, n)
-	awaitArrived(t, arrived, n)
+	errs := p.hold(t, id, n)
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	p.expect("draining")
-	close(release)
+	close(p.release)
 	for range n {
 		if err := <-errs; err != nil {
 			t.Errorf("a call in flight at SIGTERM: %v", err)
@@ -96,30 +118,25 @@ func TestProxyDrainsOnSIGTERM(t *testing.T) {
 	if err := p.wait(); err != nil {
 		t.Fatalf("proxy exit: %v\n%s", err, tail(p.stderr.String(), 2000))
 	}
-	store, _ := capture.Open(dir)
+	store := openStore(t, p.dir)
 	if xs := capturetest.Lines(t, store, id); len(xs) != n+1 {
 		t.Fatalf("%d lines after the drain, want %d", len(xs), n+1)
 	}
-	assertNoClaimsIn(t, dir)
-	assertNoSecretsIn(t, dir, p.stderr.String())
+	assertNoClaimsIn(t, p.dir)
+	assertNoSecretsIn(t, p.dir, p.stderr.String())
 }
 
 func TestProxyKilledWithCallsInFlight(t *testing.T) {
 	const n = 7
-	upURL, arrived, _ := heldUpstream(t, n)
-	dir := filepath.Join(t.TempDir(), "capture")
-	p := startProxy(t, upURL, dir, nil)
-	client := &http.Client{Transport: withSecrets{&http.Transport{}}}
-	defer client.CloseIdleConnections()
+	p := startHeldProxy(t, n)
 	const id = "killed-0"
 	for i := range 3 {
-		if _, err := echoCall(t, client, p.url, id, fmt.Sprintf("before-%d", i), i == 1, 10); err != nil {
+		if _, err := echoCall(t, p.client, p.url, id, fmt.Sprintf("before-%d", i), i == 1, 10); err != nil {
 			t.Fatal(err)
 		}
 	}
-	errs := heldCalls(t, client, p.url, id, n)
-	awaitArrived(t, arrived, n)
-	store, _ := capture.Open(dir)
+	errs := p.hold(t, id, n)
+	store := openStore(t, p.dir)
 	awaitClaims(t, store, id, n)
 	p.kill()
 	for range n {
@@ -127,7 +144,7 @@ func TestProxyKilledWithCallsInFlight(t *testing.T) {
 			t.Error("a call in flight when the gateway died was answered")
 		}
 	}
-	m, err := modelcalls.NewMerger([]string{dir}, modelcalls.MergeOptions{DrainTimeout: waitFor})
+	m, err := modelcalls.NewMerger([]string{p.dir}, modelcalls.MergeOptions{DrainTimeout: waitFor})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,6 +51,35 @@ func (s withSecrets) RoundTrip(r *http.Request) (*http.Response, error) {
 	return s.rt.RoundTrip(r)
 }
 
+// secretsClient is a client of its own that sends secretHeaders on every call; its idle
+// connections are closed when the test ends.
+func secretsClient(t testing.TB) *http.Client {
+	c := &http.Client{Transport: withSecrets{&http.Transport{}}}
+	t.Cleanup(c.CloseIdleConnections)
+	return c
+}
+
+// openStore opens the capture store in dir (created when missing), failing the test when it cannot.
+func openStore(t testing.TB, dir string) *capture.Store {
+	t.Helper()
+	store, err := capture.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
+// existingStore opens the capture store a process under test created in dir, failing the test
+// when dir is not one.
+func existingStore(t testing.TB, dir string) *capture.Store {
+	t.Helper()
+	store, err := capture.OpenExisting(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
 // gw is one gateway under test.
 type gw struct {
 	t      *testing.T
@@ -76,10 +105,7 @@ func startGateway(t *testing.T, upstream string, configure func(h *gateway.Handl
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "capture")
-	store, err := capture.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := openStore(t, dir)
 	logs := &capturetest.Buffer{}
 	utr := http.DefaultTransport.(*http.Transport).Clone()
 	utr.DisableCompression = true

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/rollout"
 )
@@ -83,10 +82,7 @@ func TestHTTPVersionsAreCaptured(t *testing.T) {
 	up := &headerUpstream{}
 	dir := t.TempDir()
 	p := startProxy(t, up.start(t), dir, nil)
-	store, err := capture.OpenExisting(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := existingStore(t, dir)
 	path := func(id string) string { return rollout.PathPrefix(id) + "/v1/chat/completions" }
 	type result struct {
 		status string // "HTTP/x.y code"

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
@@ -64,10 +63,7 @@ func TestAnnouncedBodiesCostNoMemory(t *testing.T) {
 	up := &recordingUpstream{}
 	dir := t.TempDir()
 	p := startProxy(t, up.start(t), dir, nil)
-	store, err := capture.OpenExisting(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := existingStore(t, dir)
 	const conns, announced = 40, 60 << 20
 	before := rssBytes(t, p.cmd.Process.Pid)
 	var cs []net.Conn
@@ -115,10 +111,7 @@ func TestStalledRequestBody(t *testing.T) {
 	up := &recordingUpstream{}
 	dir := t.TempDir()
 	p := startProxy(t, up.start(t), dir, []string{"--request-body-timeout", "300ms"})
-	store, err := capture.OpenExisting(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := existingStore(t, dir)
 	c := announce(t, p.url, "stall", 1000, 10)
 	defer c.Close()
 	start := time.Now()

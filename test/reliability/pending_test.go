@@ -86,10 +86,7 @@ func gapCodes(gs []rollout.Gap) map[string]string {
 
 func TestMergeWhileWriting(t *testing.T) {
 	dir := t.TempDir()
-	store, err := capture.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := openStore(t, dir)
 	const id = "pending-0"
 	const done, outstanding = 3, 5
 	for i := range done {
@@ -204,10 +201,7 @@ func claimerRole() int {
 // not wait for them (their process is gone) and must not pretend the capture is complete.
 func TestMergeAfterWriterDied(t *testing.T) {
 	dir := t.TempDir()
-	store, err := capture.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := openStore(t, dir)
 	const id = "died-0"
 	if err := store.AppendExchange(id, okExchange("before-crash", 10)); err != nil {
 		t.Fatal(err)
