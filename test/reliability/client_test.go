@@ -120,15 +120,9 @@ func TestClientFaults(t *testing.T) {
 				sendThenAwaitCancel(t, w, r, gone, tc.events[:tc.cut]...)
 			})
 			g := startGateway(t, up.URL, nil)
-			res, err := g.post(t.Context(), "mid-0", tc.path, chatRequest("n1", true))
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := g.open("mid-0", tc.path, chatRequest("n1", true))
 			sent := bytes.Join(tc.events[:tc.cut], nil)
-			got := make([]byte, len(sent))
-			if _, err := io.ReadFull(res.Body, got); err != nil || !bytes.Equal(got, sent) {
-				t.Fatalf("client read %q (%v), want %q", got, err, sent)
-			}
+			readFirst(t, res.Body, sent)
 			res.Body.Close() // leave before the terminal event
 			awaitClosed(t, gone, "cancellation of the upstream request")
 			g.drain()
@@ -149,14 +143,8 @@ func TestClientFaults(t *testing.T) {
 			sendThenAwaitCancel(t, w, r, nil, whole)
 		})
 		g := startGateway(t, up.URL, nil)
-		res, err := g.post(t.Context(), "after-0", path, chatRequest("n1", true))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := make([]byte, len(whole))
-		if _, err := io.ReadFull(res.Body, got); err != nil || !bytes.Equal(got, whole) {
-			t.Fatalf("client read %q (%v)", got, err)
-		}
+		res := g.open("after-0", path, chatRequest("n1", true))
+		readFirst(t, res.Body, whole)
 		// The line is durable once the client has the terminal event, though the upstream has
 		// not ended its body.
 		x := g.only("after-0")
@@ -195,10 +183,8 @@ func TestClientFaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		head := make([]byte, 100<<10)
-		if _, err := io.ReadFull(res.Body, head); err != nil || !bytes.Equal(head, full[:len(head)]) {
-			t.Fatalf("client read %v", err)
-		}
+		head := full[:100<<10]
+		readFirst(t, res.Body, head)
 		res.Body.Close()
 		awaitClosed(t, gone, "cancellation of the upstream request")
 		g.drain()

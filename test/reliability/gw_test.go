@@ -164,6 +164,27 @@ func (g *gw) post(ctx context.Context, id, path string, body []byte, headers ...
 	return g.client.Do(req)
 }
 
+// open posts body to path under rollout id on the test's context and returns the response, failing
+// the test when none comes; the caller reads and closes its body.
+func (g *gw) open(id, path string, body []byte) *http.Response {
+	g.t.Helper()
+	res, err := g.post(g.t.Context(), id, path, body)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return res
+}
+
+// readFirst reads len(want) bytes from a response body and fails the test unless they are want:
+// what the client must have before the test goes on.
+func readFirst(t testing.TB, body io.Reader, want []byte) {
+	t.Helper()
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(body, got); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("client read %.300q (%v), want %.300q", got, err, want)
+	}
+}
+
 // call posts and reads the whole answer; err is the transport or body read error.
 func (g *gw) call(id, path string, body []byte, headers ...string) (status int, hdr http.Header, got []byte, err error) {
 	res, err := g.post(context.Background(), id, path, body, headers...)

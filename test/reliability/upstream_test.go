@@ -178,14 +178,8 @@ func TestUpstreamFaults(t *testing.T) {
 			c.(*net.TCPConn).SetLinger(0) // close with RST
 		})
 		g := startGateway(t, up, nil)
-		res, err := g.post(t.Context(), "reset-0", path, chatRequest("n1", true))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := make([]byte, len(ev1)+len(ev2))
-		if _, err := io.ReadFull(res.Body, got); err != nil || !bytes.Equal(got, append(ev1, ev2...)) {
-			t.Fatalf("client got %q (%v) before the reset", got, err)
-		}
+		res := g.open("reset-0", path, chatRequest("n1", true))
+		readFirst(t, res.Body, append(ev1, ev2...)) // before the reset
 		close(relayed)
 		rest, err := io.ReadAll(res.Body)
 		res.Body.Close()
@@ -274,14 +268,8 @@ func TestUpstreamFaults(t *testing.T) {
 			rw.Flush()
 		})
 		g := startGateway(t, up, nil)
-		res, err := g.post(t.Context(), "chunked-0", path, chatRequest("n1", true))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := make([]byte, len(ev1))
-		if _, err := io.ReadFull(res.Body, got); err != nil || !bytes.Equal(got, ev1) {
-			t.Fatalf("client got %q (%v)", got, err)
-		}
+		res := g.open("chunked-0", path, chatRequest("n1", true))
+		readFirst(t, res.Body, ev1)
 		close(relayed)
 		rest, err := io.ReadAll(res.Body)
 		res.Body.Close()
