@@ -33,7 +33,7 @@ func TestClearDuringLiveCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	errs := p.hold(t, id, 1) // nonce held-0, in flight until released
-	store := existingStore(t, dir)
+	store := openStore(t, capture.OpenExisting, dir)
 	awaitClaims(t, store, id, 1)
 	rec := `{"_ng_rollout_id":"` + id + `"}` + "\n"
 

@@ -42,7 +42,7 @@ func TestManyProcessesAppend(t *testing.T) {
 	const clientsPerProc = 4
 	up := capturetest.NewServer(t, echoHandler)
 	dir := filepath.Join(t.TempDir(), "capture")
-	store := openStore(t, dir)
+	store := openStore(t, capture.Open, dir)
 	proxies := make([]*proxyProc, procs)
 	for i := range proxies {
 		proxies[i] = startProxy(t, up.URL, dir, nil)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/gateway"
 	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
@@ -100,7 +101,7 @@ func TestConnectionCap(t *testing.T) {
 	up := capturetest.NewServer(t, echoHandler)
 	dir := t.TempDir()
 	p := startProxy(t, up.URL, dir, []string{"--admin-listen", "127.0.0.1:0"}, "MR_NOFILE="+strconv.Itoa(nofile))
-	store := existingStore(t, dir)
+	store := openStore(t, capture.OpenExisting, dir)
 	cs := flood(t, p.url, 81)
 	last := awaitSaturated(t, p, cs[80])
 	limit := -1
@@ -170,7 +171,7 @@ func TestOutOfDescriptorsLeavesMarker(t *testing.T) {
 	up := capturetest.NewServer(t, echoHandler)
 	dir := t.TempDir()
 	p := startProxy(t, up.URL, dir, []string{"--max-connections", "-1"}, "MR_NOFILE="+strconv.Itoa(nofile))
-	store := existingStore(t, dir)
+	store := openStore(t, capture.OpenExisting, dir)
 	cs := flood(t, p.url, 81)
 	// The backlog is drained (each waiting connection refused with the listener's spare
 	// descriptor) when the last connection has its 503; the open ones hold every other descriptor.

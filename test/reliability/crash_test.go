@@ -207,7 +207,7 @@ func TestCrashMidWrite(t *testing.T) {
 		rounds = 6
 	}
 	dir := t.TempDir()
-	store := openStore(t, dir)
+	store := openStore(t, capture.Open, dir)
 	const id = "crash-0"
 	rng := rand.New(rand.NewPCG(1, 2))
 

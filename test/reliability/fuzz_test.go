@@ -187,7 +187,7 @@ func FuzzRolloutIDPath(f *testing.F) {
 		f.Add(id)
 	}
 	dir := f.TempDir()
-	store := openStore(f, dir)
+	store := openStore(f, capture.Open, dir)
 	merger, err := modelcalls.NewMerger([]string{dir}, modelcalls.MergeOptions{DrainTimeout: -1})
 	if err != nil {
 		f.Fatal(err)
@@ -254,7 +254,7 @@ func FuzzGatewayRelay(f *testing.F) {
 		}
 	})
 	dir := f.TempDir()
-	store := openStore(f, dir)
+	store := openStore(f, capture.Open, dir)
 	u, _ := url.Parse(up.URL)
 	tr := &http.Transport{DisableCompression: true}
 	h := &gateway.Handler{Upstream: u, Store: store, Transport: tr, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls"
+	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/rollout"
 )
@@ -118,7 +119,7 @@ func TestProxyDrainsOnSIGTERM(t *testing.T) {
 	if err := p.wait(); err != nil {
 		t.Fatalf("proxy exit: %v\n%s", err, tail(p.stderr.String(), 2000))
 	}
-	store := openStore(t, p.dir)
+	store := openStore(t, capture.Open, p.dir)
 	if xs := capturetest.Lines(t, store, id); len(xs) != n+1 {
 		t.Fatalf("%d lines after the drain, want %d", len(xs), n+1)
 	}
@@ -136,7 +137,7 @@ func TestProxyKilledWithCallsInFlight(t *testing.T) {
 		}
 	}
 	errs := p.hold(t, id, n)
-	store := openStore(t, p.dir)
+	store := openStore(t, capture.Open, p.dir)
 	awaitClaims(t, store, id, n)
 	p.kill()
 	for range n {

@@ -59,21 +59,12 @@ func secretsClient(t testing.TB) *http.Client {
 	return c
 }
 
-// openStore opens the capture store in dir (created when missing), failing the test when it cannot.
-func openStore(t testing.TB, dir string) *capture.Store {
+// openStore opens the capture store in dir with open (capture.Open creates dir when missing;
+// capture.OpenExisting, for a dir a process under test wrote, fails unless it is a capture dir),
+// failing the test when it cannot.
+func openStore(t testing.TB, open func(dir string) (*capture.Store, error), dir string) *capture.Store {
 	t.Helper()
-	store, err := capture.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return store
-}
-
-// existingStore opens the capture store a process under test created in dir, failing the test
-// when dir is not one.
-func existingStore(t testing.TB, dir string) *capture.Store {
-	t.Helper()
-	store, err := capture.OpenExisting(dir)
+	store, err := open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +96,7 @@ func startGateway(t *testing.T, upstream string, configure func(h *gateway.Handl
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "capture")
-	store := openStore(t, dir)
+	store := openStore(t, capture.Open, dir)
 	logs := &capturetest.Buffer{}
 	utr := http.DefaultTransport.(*http.Transport).Clone()
 	utr.DisableCompression = true

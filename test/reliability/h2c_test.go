@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/rollout"
 )
@@ -82,7 +83,7 @@ func TestHTTPVersionsAreCaptured(t *testing.T) {
 	up := &headerUpstream{}
 	dir := t.TempDir()
 	p := startProxy(t, up.start(t), dir, nil)
-	store := existingStore(t, dir)
+	store := openStore(t, capture.OpenExisting, dir)
 	path := func(id string) string { return rollout.PathPrefix(id) + "/v1/chat/completions" }
 	type result struct {
 		status string // "HTTP/x.y code"

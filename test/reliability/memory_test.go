@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
@@ -63,7 +64,7 @@ func TestAnnouncedBodiesCostNoMemory(t *testing.T) {
 	up := &recordingUpstream{}
 	dir := t.TempDir()
 	p := startProxy(t, up.start(t), dir, nil)
-	store := existingStore(t, dir)
+	store := openStore(t, capture.OpenExisting, dir)
 	const conns, announced = 40, 60 << 20
 	before := rssBytes(t, p.cmd.Process.Pid)
 	var cs []net.Conn
@@ -111,7 +112,7 @@ func TestStalledRequestBody(t *testing.T) {
 	up := &recordingUpstream{}
 	dir := t.TempDir()
 	p := startProxy(t, up.start(t), dir, []string{"--request-body-timeout", "300ms"})
-	store := existingStore(t, dir)
+	store := openStore(t, capture.OpenExisting, dir)
 	c := announce(t, p.url, "stall", 1000, 10)
 	defer c.Close()
 	start := time.Now()

@@ -86,7 +86,7 @@ func gapCodes(gs []rollout.Gap) map[string]string {
 
 func TestMergeWhileWriting(t *testing.T) {
 	dir := t.TempDir()
-	store := openStore(t, dir)
+	store := openStore(t, capture.Open, dir)
 	const id = "pending-0"
 	const done, outstanding = 3, 5
 	for i := range done {
@@ -201,7 +201,7 @@ func claimerRole() int {
 // not wait for them (their process is gone) and must not pretend the capture is complete.
 func TestMergeAfterWriterDied(t *testing.T) {
 	dir := t.TempDir()
-	store := openStore(t, dir)
+	store := openStore(t, capture.Open, dir)
 	const id = "died-0"
 	if err := store.AppendExchange(id, okExchange("before-crash", 10)); err != nil {
 		t.Fatal(err)

@@ -222,7 +222,7 @@ func TestReadersRefuseLinesNeMoGymRefuses(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "r1"+capture.CaptureSuffix), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	store := openStore(t, dir)
+	store := openStore(t, capture.Open, dir)
 	recs, damaged, err := modelcalls.ReadAvailableRecords(store, "r1")
 	if err != nil {
 		t.Fatal(err)

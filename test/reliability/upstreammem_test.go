@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
@@ -99,7 +100,7 @@ func TestGzipBombCaptureCapped(t *testing.T) {
 	if st.Size() > int64(kept)+64<<10 {
 		t.Fatalf("capture line is %d bytes: the 1 GiB decoded body was kept past the %d MiB limit", st.Size(), kept>>20)
 	}
-	store := openStore(t, dir)
+	store := openStore(t, capture.Open, dir)
 	x := capturetest.Lines(t, store, "bomb")
 	if len(x) != 1 || str(x[0].ErrorCategory) != "capture_too_large" || string(x[0].Response) != "null" ||
 		x[0].ResponseRaw == nil || len(*x[0].ResponseRaw) != kept {
@@ -171,7 +172,7 @@ func TestNewlinelessSSELine(t *testing.T) {
 			peak := procHWMKiB(t, p.cmd.Process.Pid)
 			p.stop()
 
-			store := openStore(t, dir)
+			store := openStore(t, capture.Open, dir)
 			x := capturetest.Lines(t, store, "longline")
 			if len(x) != 1 || str(x[0].ErrorCategory) != "capture_too_large" || x[0].ResponseRaw == nil || len(*x[0].ResponseRaw) != tc.kept {
 				t.Fatalf("line: %d exchanges, category %s, response_raw %d bytes, want %d", len(x), str(x[0].ErrorCategory),
