@@ -165,34 +165,52 @@ func TestUpstreamFaults(t *testing.T) {
 		wantUnreachable(t, "http://"+addr, "refused-0", path)
 	})
 
-	t.Run("reset mid-stream", func(t *testing.T) {
-		relayed := make(chan struct{})
-		up := hijacked(t, func(c net.Conn, rw *bufio.ReadWriter) {
-			rw.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
-			rw.WriteString(chunk(ev1) + chunk(ev2))
-			rw.Flush()
-			select {
-			case <-relayed:
-			case <-t.Context().Done():
-			}
+	// The upstream sends the first events of a stream in chunks, then, once the client has read
+	// them, breaks the response. The client gets an error after those bytes and nothing more.
+	// After an upstream failure the response is null (even when a whole stream had arrived) and
+	// response_raw holds what arrived.
+	for _, tc := range []struct {
+		name, id string
+		events   [][]byte // sent, one chunk each, before the fault
+		fault    func(c net.Conn, rw *bufio.ReadWriter)
+	}{
+		{"reset mid-stream", "reset-0", [][]byte{ev1, ev2}, func(c net.Conn, _ *bufio.ReadWriter) {
 			c.(*net.TCPConn).SetLinger(0) // close with RST
+		}},
+		{"chunked encoding error", "chunked-0", [][]byte{ev1}, func(_ net.Conn, rw *bufio.ReadWriter) {
+			rw.WriteString("zz-not-a-chunk-size\r\n" + string(ev2) + "\r\n")
+			rw.Flush()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			relayed := make(chan struct{})
+			up := hijacked(t, func(c net.Conn, rw *bufio.ReadWriter) {
+				rw.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+				for _, ev := range tc.events {
+					rw.WriteString(chunk(ev))
+				}
+				rw.Flush()
+				select {
+				case <-relayed:
+				case <-t.Context().Done():
+				}
+				tc.fault(c, rw)
+			})
+			g := startGateway(t, up, nil)
+			sent := bytes.Join(tc.events, nil)
+			res := g.open(tc.id, path, chatRequest("n1", true))
+			readFirst(t, res.Body, sent) // before the fault
+			close(relayed)
+			rest, err := io.ReadAll(res.Body)
+			res.Body.Close()
+			if err == nil || len(rest) != 0 {
+				t.Errorf("after the fault the client read %q, err %v; want nothing more and an error", rest, err)
+			}
+			g.drain()
+			checkLine(t, g.only(tc.id), lineWant{status: 200, category: "connection", source: "upstream", attempted: "true", upstreamStatus: 200,
+				raw: ptrTo(string(sent))})
 		})
-		g := startGateway(t, up, nil)
-		res := g.open("reset-0", path, chatRequest("n1", true))
-		readFirst(t, res.Body, append(ev1, ev2...)) // before the reset
-		close(relayed)
-		rest, err := io.ReadAll(res.Body)
-		res.Body.Close()
-		if err == nil || len(rest) != 0 {
-			t.Errorf("after the reset the client read %q, err %v; want nothing more and an error", rest, err)
-		}
-		g.drain()
-		x := g.only("reset-0")
-		// After an upstream failure the response is null (even when a whole stream had arrived) and
-		// response_raw holds what arrived.
-		checkLine(t, x, lineWant{status: 200, category: "connection", source: "upstream", attempted: "true", upstreamStatus: 200,
-			raw: ptrTo(string(ev1) + string(ev2))})
-	})
+	}
 
 	t.Run("stall before headers", func(t *testing.T) {
 		gone := make(chan struct{})
@@ -253,32 +271,6 @@ func TestUpstreamFaults(t *testing.T) {
 		g.drain()
 		checkLine(t, g.only("html-0"), lineWant{status: 200, category: "capture_parse_error", source: "upstream", attempted: "true", upstreamStatus: 200,
 			raw: &html})
-	})
-
-	t.Run("chunked encoding error", func(t *testing.T) {
-		relayed := make(chan struct{})
-		up := hijacked(t, func(c net.Conn, rw *bufio.ReadWriter) {
-			rw.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk(ev1))
-			rw.Flush()
-			select {
-			case <-relayed:
-			case <-t.Context().Done():
-			}
-			rw.WriteString("zz-not-a-chunk-size\r\n" + string(ev2) + "\r\n")
-			rw.Flush()
-		})
-		g := startGateway(t, up, nil)
-		res := g.open("chunked-0", path, chatRequest("n1", true))
-		readFirst(t, res.Body, ev1)
-		close(relayed)
-		rest, err := io.ReadAll(res.Body)
-		res.Body.Close()
-		if err == nil || len(rest) != 0 {
-			t.Errorf("after the bad chunk the client read %q, err %v; want nothing more and an error", rest, err)
-		}
-		g.drain()
-		checkLine(t, g.only("chunked-0"), lineWant{status: 200, category: "connection", source: "upstream", attempted: "true", upstreamStatus: 200,
-			raw: ptrTo(string(ev1))})
 	})
 
 	t.Run("body shorter than Content-Length", func(t *testing.T) {
