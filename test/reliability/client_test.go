@@ -176,8 +176,7 @@ func TestClientFaults(t *testing.T) {
 			awaitCancel(t, r, gone)
 		})
 		g := startGateway(t, up.URL, nil)
-		client := smallWindowClient()
-		defer client.CloseIdleConnections()
+		client := smallWindowClient(t)
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, g.url("bigjson-0", path), bytes.NewReader(chatRequest("n1", false)))
 		res, err := client.Do(req)
 		if err != nil {
@@ -218,8 +217,7 @@ func TestClientFaults(t *testing.T) {
 		})
 		const idle = 400 * time.Millisecond
 		g := startGateway(t, up.URL, func(h *gateway.Handler) { h.IdleTimeout = idle })
-		client := smallWindowClient()
-		defer client.CloseIdleConnections()
+		client := smallWindowClient(t)
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, g.url("slow-0", path), bytes.NewReader(chatRequest("n1", true)))
 		res, err := client.Do(req)
 		if err != nil {
@@ -251,8 +249,9 @@ func TestClientFaults(t *testing.T) {
 }
 
 // smallWindowClient is a client whose connections have a 64 KiB receive buffer (which also stops
-// the kernel from growing it), so a gateway writing to it feels backpressure after a few MiB.
-func smallWindowClient() *http.Client {
+// the kernel from growing it), so a gateway writing to it feels backpressure after a few MiB. Its
+// idle connections are closed when the test ends.
+func smallWindowClient(t testing.TB) *http.Client {
 	d := &net.Dialer{Control: func(network, address string, c syscall.RawConn) error {
 		var serr error
 		err := c.Control(func(fd uintptr) {
@@ -260,7 +259,9 @@ func smallWindowClient() *http.Client {
 		})
 		return errors.Join(err, serr)
 	}}
-	return &http.Client{Transport: withSecrets{&http.Transport{DialContext: d.DialContext, DisableCompression: true}}}
+	c := &http.Client{Transport: withSecrets{&http.Transport{DialContext: d.DialContext, DisableCompression: true}}}
+	t.Cleanup(c.CloseIdleConnections)
+	return c
 }
 
 // messagesStream is an Anthropic Messages stream with the text pieces as deltas: message_start,
