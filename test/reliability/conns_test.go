@@ -25,6 +25,16 @@ import (
 
 const nofile = 64 // RLIMIT_NOFILE of the proxy processes below
 
+// startLimited starts a proxy with extra flags in front of an echo upstream, in a process limited
+// to nofile descriptors, and returns it with its capture store.
+func startLimited(t *testing.T, extra ...string) (*proxyProc, *capture.Store) {
+	t.Helper()
+	up := capturetest.NewServer(t, echoHandler)
+	dir := t.TempDir()
+	p := startProxy(t, up.URL, dir, extra, "MR_NOFILE="+strconv.Itoa(nofile))
+	return p, openStore(t, capture.OpenExisting, dir)
+}
+
 // flood opens n idle connections to the proxy at base.
 func flood(t *testing.T, base string, n int) []net.Conn {
 	t.Helper()
@@ -98,10 +108,7 @@ func callOn(t *testing.T, c net.Conn, id string) int {
 // connection is forwarded and captured (the proxy of old accepted until EMFILE, then answered
 // that call 502 and left no line, no claim, no marker).
 func TestConnectionCap(t *testing.T) {
-	up := capturetest.NewServer(t, echoHandler)
-	dir := t.TempDir()
-	p := startProxy(t, up.URL, dir, []string{"--admin-listen", "127.0.0.1:0"}, "MR_NOFILE="+strconv.Itoa(nofile))
-	store := openStore(t, capture.OpenExisting, dir)
+	p, store := startLimited(t, "--admin-listen", "127.0.0.1:0")
 	cs := flood(t, p.url, 81)
 	last := awaitSaturated(t, p, cs[80])
 	limit := -1
@@ -168,10 +175,7 @@ func TestConnectionCap(t *testing.T) {
 // cannot open its capture file (nor, usually, reach the upstream: 502), leaves the incomplete
 // marker, so a merge reports the gap.
 func TestOutOfDescriptorsLeavesMarker(t *testing.T) {
-	up := capturetest.NewServer(t, echoHandler)
-	dir := t.TempDir()
-	p := startProxy(t, up.URL, dir, []string{"--max-connections", "-1"}, "MR_NOFILE="+strconv.Itoa(nofile))
-	store := openStore(t, capture.OpenExisting, dir)
+	p, store := startLimited(t, "--max-connections", "-1")
 	cs := flood(t, p.url, 81)
 	// The backlog is drained (each waiting connection refused with the listener's spare
 	// descriptor) when the last connection has its 503; the open ones hold every other descriptor.
