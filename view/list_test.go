@@ -9,13 +9,21 @@ import (
 	"testing"
 )
 
+// indexedDemoViewer serves the demo's capture dir and rollouts file (newFixture) and returns the
+// viewer's base URL once the index is complete.
+func indexedDemoViewer(t *testing.T) string {
+	t.Helper()
+	f := newFixture(t)
+	ts := startViewer(t, []string{f.captureDir}, f.rolloutsFile)
+	waitIndexed(t, ts.URL)
+	return ts.URL
+}
+
 // TestAPIListUnknownTokens: a rollout's token sum is null when none of its calls knows the count
 // (0 is a count), sorts last in both orders, and matches `=null`. The demo's Messages rollouts
 // report no reasoning count, its 429 rollout no usage at all, and demo-never-ran has no capture.
 func TestAPIListUnknownTokens(t *testing.T) {
-	f := newFixture(t)
-	ts := startViewer(t, []string{f.captureDir}, f.rolloutsFile)
-	waitIndexed(t, ts.URL)
+	base := indexedDemoViewer(t)
 	for _, tc := range []struct {
 		query   string
 		wantIDs []string // rows in order
@@ -57,7 +65,7 @@ func TestAPIListUnknownTokens(t *testing.T) {
 		var res struct {
 			Rows []map[string]any `json:"rows"`
 		}
-		getJSON(t, ts.URL+"/api/rollouts?"+tc.query, 200, &res)
+		getJSON(t, base+"/api/rollouts?"+tc.query, 200, &res)
 		var ids []string
 		for _, r := range res.Rows {
 			id := r["id"].(string)
@@ -82,7 +90,7 @@ func TestAPIListUnknownTokens(t *testing.T) {
 	var o struct {
 		Tokens map[string]any `json:"tokens"`
 	}
-	getJSON(t, ts.URL+"/api/overview", 200, &o)
+	getJSON(t, base+"/api/overview", 200, &o)
 	for _, k := range []string{"in", "out", "cached", "reasoning", "cache_creation"} {
 		if _, ok := o.Tokens[k].(float64); !ok {
 			t.Errorf("overview tokens.%s = %v, want a number", k, o.Tokens[k])
@@ -93,9 +101,7 @@ func TestAPIListUnknownTokens(t *testing.T) {
 // TestAPIListBadParameters: a sort field or order the list does not know is a 400 that names the
 // parameter and the allowed values, as a malformed filter is.
 func TestAPIListBadParameters(t *testing.T) {
-	f := newFixture(t)
-	ts := startViewer(t, []string{f.captureDir}, f.rolloutsFile)
-	waitIndexed(t, ts.URL)
+	base := indexedDemoViewer(t)
 	for _, tc := range []struct {
 		query    string
 		status   int
@@ -113,7 +119,7 @@ func TestAPIListBadParameters(t *testing.T) {
 		{"order=desc", 200, nil},
 		{"sort=&order=", 200, nil}, // empty means the default
 	} {
-		resp, err := http.Get(ts.URL + "/api/rollouts?" + tc.query)
+		resp, err := http.Get(base + "/api/rollouts?" + tc.query)
 		if err != nil {
 			t.Fatal(err)
 		}
