@@ -14,12 +14,9 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/cached-build.sh"
 
 NODE_LLAMA_CPP_VERSION="${NODE_LLAMA_CPP_VERSION:-3.21.1}"
-CACHE="${MODELCALLS_E2E_CACHE:-${HOME}/.cache/modelcalls-e2e}"
 OUT="${CACHE}/llama-server/node-llama-cpp-${NODE_LLAMA_CPP_VERSION}"
 BIN="${OUT}/bin/llama-server"
 JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
-
-log() { echo "build-llama-server: $*" >&2; }
 
 cached_build_begin "${BIN}" "${CACHE}/llama-server"
 

@@ -13,12 +13,9 @@ set -euo pipefail
 # shellcheck source=lib/cached-build.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/cached-build.sh"
 cd "$(dirname "$0")/.."
-CACHE="${MODELCALLS_E2E_CACHE:-${HOME}/.cache/modelcalls-e2e}"
 KEY="$(cat test/e2e/otelcol/go.mod test/e2e/otelcol/go.sum test/e2e/otelcol/main.go | sha256sum | cut -c1-16)"
 OUT="${CACHE}/otelcol/${KEY}"
 BIN="${OUT}/otelcol-e2e"
-
-log() { echo "build-otelcol: $*" >&2; }
 
 cached_build_begin "${BIN}" "${CACHE}/otelcol"
 start=$(date +%s)
