@@ -2,11 +2,9 @@ package cli
 
 import (
 	"encoding/json"
-	"io"
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/creack/pty"
 	"github.com/mattn/go-runewidth"
@@ -30,21 +28,12 @@ func onPTY(t *testing.T, cols int, args ...string) string {
 		t.Fatal(err)
 	}
 	tty.Close()
-	got := make(chan string, 1)
-	go func() { b, _ := io.ReadAll(ptmx); got <- string(b) }()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("%v: %v", args, err)
-		}
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("%v did not finish", args)
-	}
 	// The read ends (EIO) once the last holder of the terminal's other end has exited.
-	return strings.ReplaceAll(<-got, "\r\n", "\n")
+	code, shown := finish(t, cmd, ptmx, &strings.Builder{})
+	if code != ExitOK {
+		t.Fatalf("%v: exit %d; terminal: %q", args, code, shown)
+	}
+	return strings.ReplaceAll(shown, "\r\n", "\n")
 }
 
 func TestTableOnTerminalTSVOtherwise(t *testing.T) {

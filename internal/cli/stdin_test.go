@@ -36,8 +36,8 @@ func onTerminal(t *testing.T, want string, args ...string) (*exec.Cmd, *os.File,
 	return cmd, ptmx, &seen
 }
 
-// finish waits for cmd (a timeout here is a failure: the command did not stop) and returns its exit
-// code and everything else the terminal showed.
+// finish waits for cmd (a timeout here is a failure: the command did not stop; it is killed) and
+// returns its exit code and everything else the terminal showed.
 func finish(t *testing.T, cmd *exec.Cmd, ptmx *os.File, seen *strings.Builder) (int, string) {
 	t.Helper()
 	rest := make(chan string, 1)
@@ -50,7 +50,8 @@ func finish(t *testing.T, cmd *exec.Cmd, ptmx *os.File, seen *strings.Builder) (
 		ptmx.Close()
 		return code, seen.String() + <-rest
 	case <-time.After(30 * time.Second):
-		t.Fatalf("command still running 30 s after the signal; terminal: %q", seen.String())
+		cmd.Process.Kill()
+		t.Fatalf("%v still running after 30 s; terminal: %q", cmd.Args, seen.String())
 	}
 	return 0, ""
 }
