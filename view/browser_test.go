@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -101,15 +102,31 @@ func do(t *testing.T, ctx context.Context, what string, actions ...chromedp.Acti
 	}
 }
 
-// waitJS waits until the JavaScript expression is truthy.
+// waitJS waits until the JavaScript expression is truthy. A poll whose JavaScript context went away
+// under it (a navigation replaced the document between chromedp's lookup of the frame's context and
+// the call: CDP error -32000 "Cannot find context with specified id", seen on a loaded machine right
+// after the first navigation from about:blank) is started again in the new document.
 func waitJS(t *testing.T, ctx context.Context, what, expr string) {
 	t.Helper()
 	c, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if _, err := chromedp.Run(c, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
+	var err error
+	for {
+		_, err = chromedp.Run(c, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(20*time.Millisecond)))
+		if err == nil || !contextGone(err) || c.Err() != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
 		body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("main").innerText.slice(0, 3000)`))
 		t.Fatalf("%s: waiting for %s: %v\npage text:\n%s", what, expr, err, body)
 	}
+}
+
+// contextGone reports the CDP error of an evaluation in a JavaScript context that no longer exists.
+func contextGone(err error) bool {
+	return strings.Contains(err.Error(), "Cannot find context with specified id")
 }
 
 func evalJS[T any](t *testing.T, ctx context.Context, expr string) T {
