@@ -12,13 +12,31 @@ import (
 // when a chunk completes the first terminal SSE event, reaches the announced Content-Length, or the
 // body ends (or fails), the capture line is written before Read returns that chunk (NeMo Gym's hold).
 // Bytes after that pass straight through.
+//
+// A non-streamed body's last chunk is returned but for its last byte while the line is written:
+// the client receives the headers and all the rest during the sync, and the last byte, without which
+// it does not have the body, once the line is durable (the next Read, or Close, waits for it).
 type teeBody struct {
 	c  *call
 	rc io.ReadCloser
+
+	held     bool          // the body's last byte is held back until captured closes
+	last     byte          // that byte
+	heldErr  error         // what the upstream read that ended the body returned with it (nil or io.EOF)
+	captured chan struct{} // closed when the capture line is written (or marked): finish returned
 }
 
 func (b *teeBody) Read(p []byte) (int, error) {
 	c := b.c
+	if b.held {
+		<-b.captured
+		b.held = false
+		if len(p) == 0 {
+			return 0, nil
+		}
+		p[0] = b.last
+		return 1, b.heldErr
+	}
 	c.armIdle()
 	n, err := b.rc.Read(p)
 	c.disarmIdle()
@@ -33,24 +51,47 @@ func (b *teeBody) Read(p []byte) (int, error) {
 	}
 	switch {
 	case err == io.EOF:
-		c.finish(outcome{eof: true})
+		return b.finishHolding(p, n, err)
 	case err != nil:
 		c.finish(outcome{failure: c.classify(err)})
 	case c.terminalHit:
 		c.finish(outcome{})
 	case c.contentLength >= 0 && c.read >= c.contentLength:
 		// The client has the whole body once this chunk is written: hold it like the terminal chunk.
-		c.finish(outcome{eof: true})
+		return b.finishHolding(p, n, err)
 	}
 	return n, err
+}
+
+// finishHolding captures a call whose body just ended with the chunk p[:n] (read with err, nil or
+// io.EOF). A non-streamed body of two bytes or more is captured in a goroutine while p[:n-1] goes to
+// the client; otherwise the capture is written before the chunk is returned.
+func (b *teeBody) finishHolding(p []byte, n int, err error) (int, error) {
+	c := b.c
+	if n < 2 || c.stream != nil {
+		c.finish(outcome{eof: true})
+		return n, err
+	}
+	b.held, b.last, b.heldErr = true, p[n-1], err
+	b.captured = make(chan struct{})
+	go func() {
+		defer close(b.captured)
+		c.finish(outcome{eof: true})
+	}()
+	return n - 1, nil
 }
 
 // Close is called by ReverseProxy when the copy ends. If the capture is not finished, the copy
 // stopped early because writing to the client failed: the client went away before the terminal
 // event. The upstream request is cancelled first (nobody reads the tokens), then the call is
-// captured as cancelled with what was observed.
+// captured as cancelled with what was observed. A capture still being written for a held last
+// byte is waited for: the whole body had arrived, so the line records it whole.
 func (b *teeBody) Close() error {
 	c := b.c
+	if b.held {
+		<-b.captured
+		b.held = false
+	}
 	if c.idleTimer != nil {
 		c.idleTimer.Stop()
 	}
