@@ -13,29 +13,35 @@ import (
 // body ends (or fails), the capture line is written before Read returns that chunk (NeMo Gym's hold).
 // Bytes after that pass straight through.
 //
-// A non-streamed body's last chunk is returned but for its last byte while the line is written:
-// the client receives the headers and all the rest during the sync, and the last byte, without which
-// it does not have the body, once the line is durable (the next Read, or Close, waits for it).
+// The chunk that ends the body, or completes the terminal event, is returned but for the last byte
+// of the body (of the terminal event) and whatever follows it, while the line is written: the
+// client receives the headers and all the rest during the sync, and the byte without which it has
+// neither the whole body nor the terminal event once the line is durable (the next Read, or Close,
+// waits for it).
 type teeBody struct {
 	c  *call
 	rc io.ReadCloser
 
-	held     bool          // the body's last byte is held back until captured closes
-	last     byte          // that byte
-	heldErr  error         // what the upstream read that ended the body returned with it (nil or io.EOF)
+	held     []byte        // bytes held back until captured closes: returned by the next Reads
+	heldErr  error         // what the upstream read that ended the body returned with them (nil or io.EOF)
+	holding  bool          // a capture is being written in a goroutine; held is still to be returned
 	captured chan struct{} // closed when the capture line is written (or marked): finish returned
 }
 
 func (b *teeBody) Read(p []byte) (int, error) {
 	c := b.c
-	if b.held {
+	if b.holding {
 		<-b.captured
-		b.held = false
 		if len(p) == 0 {
 			return 0, nil
 		}
-		p[0] = b.last
-		return 1, b.heldErr
+		n := copy(p, b.held)
+		b.held = b.held[n:]
+		if len(b.held) > 0 {
+			return n, nil
+		}
+		b.holding = false
+		return n, b.heldErr
 	}
 	c.armIdle()
 	n, err := b.rc.Read(p)
@@ -51,34 +57,46 @@ func (b *teeBody) Read(p []byte) (int, error) {
 	}
 	switch {
 	case err == io.EOF:
-		return b.finishHolding(p, n, err)
+		if c.stream == nil {
+			return b.finishHolding(p, n, n, err, outcome{eof: true})
+		}
+		c.finish(outcome{eof: true})
 	case err != nil:
 		c.finish(outcome{failure: c.classify(err)})
 	case c.terminalHit:
+		if c.inflate == nil && c.termRest >= 0 && c.termRest < n {
+			// The chunk as read is the chunk the SSE decoder was fed: the event ends at n-termRest.
+			return b.finishHolding(p, n, n-c.termRest, err, outcome{})
+		}
 		c.finish(outcome{})
 	case c.contentLength >= 0 && c.read >= c.contentLength:
 		// The client has the whole body once this chunk is written: hold it like the terminal chunk.
-		return b.finishHolding(p, n, err)
+		if c.stream == nil {
+			return b.finishHolding(p, n, n, err, outcome{eof: true})
+		}
+		c.finish(outcome{eof: true})
 	}
 	return n, err
 }
 
-// finishHolding captures a call whose body just ended with the chunk p[:n] (read with err, nil or
-// io.EOF). A non-streamed body of two bytes or more is captured in a goroutine while p[:n-1] goes to
-// the client; otherwise the capture is written before the chunk is returned.
-func (b *teeBody) finishHolding(p []byte, n int, err error) (int, error) {
+// finishHolding captures the call (outcome o) for the chunk p[:n] read with err (nil or io.EOF),
+// in which what the client must not have before the line is durable ends at byte end. With end >= 2
+// the capture is written in a goroutine while p[:end-1] goes to the client, and p[end-1:n] is held
+// for the next Reads; otherwise the capture is written before the chunk is returned.
+func (b *teeBody) finishHolding(p []byte, n, end int, err error, o outcome) (int, error) {
 	c := b.c
-	if n < 2 || c.stream != nil {
-		c.finish(outcome{eof: true})
+	if end < 2 {
+		c.finish(o)
 		return n, err
 	}
-	b.held, b.last, b.heldErr = true, p[n-1], err
+	b.held = append([]byte(nil), p[end-1:n]...)
+	b.heldErr, b.holding = err, true
 	b.captured = make(chan struct{})
 	go func() {
 		defer close(b.captured)
-		c.finish(outcome{eof: true})
+		c.finish(o)
 	}()
-	return n - 1, nil
+	return end - 1, nil
 }
 
 // Close is called by ReverseProxy when the copy ends. If the capture is not finished, the copy
@@ -88,9 +106,9 @@ func (b *teeBody) finishHolding(p []byte, n int, err error) (int, error) {
 // byte is waited for: the whole body had arrived, so the line records it whole.
 func (b *teeBody) Close() error {
 	c := b.c
-	if b.held {
+	if b.holding {
 		<-b.captured
-		b.held = false
+		b.holding = false
 	}
 	if c.idleTimer != nil {
 		c.idleTimer.Stop()

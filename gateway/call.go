@@ -83,7 +83,10 @@ type call struct {
 	inflate       *inflater
 	decodeErr     error
 	terminalHit   bool // the current chunk completed the first terminal event
-	finished      bool // the capture line is written (or marked); the call is released
+	// termRest is, with terminalHit, how many bytes of the chunk consume was given follow the
+	// terminal event's end; -1 when unknown (the chunk was fed to the reassembly in two parts).
+	termRest int
+	finished bool // the capture line is written (or marked); the call is released
 
 	traceparent string          // the client's traceparent header, kept only for OnCaptured (captured.go)
 	summary     json.RawMessage // a streamed reconstruction's Summary, for the access log and OnCaptured
@@ -284,6 +287,10 @@ func (c *call) consume(p []byte) {
 		c.keep(keep)
 		if c.stream != nil && c.stream.Write(keep) {
 			c.terminalHit = true
+			c.termRest = -1
+			if len(keep) == len(p) {
+				c.termRest = c.stream.TerminalRest()
+			}
 		}
 		if !c.capped {
 			return
@@ -295,6 +302,7 @@ func (c *call) consume(p []byte) {
 	}
 	if c.stream != nil && c.stream.Write(p) {
 		c.terminalHit = true
+		c.termRest = -1
 	}
 }
 
