@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
@@ -165,15 +166,24 @@ func (s *Stream) has() bool { return !s.unstorable && s.r.has() }
 // without building it in memory: spooled text is streamed from its file. The JSON is compact,
 // valid UTF-8 and nested less than jsonscan.MaxNesting deep.
 func (s *Stream) WriteResponse(w io.Writer) error {
-	e := enc{w: w, b: make([]byte, 0, encFlush+encFlush/4)}
+	bp := encBufs.Get().(*[]byte)
+	e := enc{w: w, b: (*bp)[:0]}
 	if s.has() {
 		s.r.encode(&e)
 	} else {
 		e.raw("null")
 	}
 	e.flush()
+	if cap(e.b) <= 2*encFlush {
+		*bp = e.b[:0]
+		encBufs.Put(bp)
+	}
 	return errors.Join(e.err, s.sp.err)
 }
+
+// encBufs recycles WriteResponse's buffers: one is about 40 KiB, written at every stream's
+// terminal event, and allocating (and zeroing) it each time showed in the terminal event's hold.
+var encBufs = sync.Pool{New: func() any { b := make([]byte, 0, encFlush+encFlush/4); return &b }}
 
 func (s *Stream) onEvent(ev *sse.RawEvent) {
 	s.events++
