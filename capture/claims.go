@@ -60,16 +60,18 @@ type ClaimInfo struct {
 
 // Claim is an outstanding capture write for one model call: a slot of this process's claim slot
 // file holds its record from Claim until Release. Readers wait for claims to go away before they read
-// a rollout (quiescence). A claim also pins the capture file it was made against: if the rollout is
-// cleared while the call is in flight, the call's line goes to <id>.capture.orphaned.jsonl instead of
-// the next attempt's capture.
+// a rollout (quiescence). If the rollout is cleared while the call is in flight, the call's line goes
+// to <id>.capture.orphaned.jsonl instead of the next attempt's capture (the clear lists the claims
+// it saw; the append looks them up). A claim made while the Store holds the rollout's capture file
+// open pins that file until Release: an append through it that finds the file still at its path
+// knows no clear happened since the claim, and skips the lookup.
 type Claim struct {
 	s           *Store
 	id          string
 	modelCallID string
 	sw          *slotFile // nil when the slot could not be written (see Claim)
 	slot        int
-	file        *openFile // the capture file the claim pins; nil when it could not be opened
+	file        *openFile // the capture file the claim pins; nil when none was open
 	once        sync.Once
 	err         error
 }
@@ -163,6 +165,7 @@ func (s *Store) Claim(id, modelCallID string) (*Claim, error) {
 		return nil, fmt.Errorf("claim capture write: %w", err)
 	}
 	c.sw = sf
+	c.file = s.files.pinKept(id)
 	return c, nil
 }
 
@@ -178,6 +181,9 @@ func (c *Claim) Release() error {
 		s.claims.mu.Unlock()
 		if err := c.sw.release(c.slot); err != nil {
 			c.err = fmt.Errorf("release capture claim: %w", err)
+		}
+		if c.file != nil {
+			s.files.release(c.file)
 		}
 	})
 	return c.err

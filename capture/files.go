@@ -65,6 +65,7 @@ type appendReq struct {
 	line      []byte                // one line with its '\n', or nil when write is set
 	write     func(io.Writer) error // a large line streamed under the lock (AppendFunc)
 	claimMCID string                // the model call id of the append's claim ("" when unclaimed)
+	claimFile *openFile             // the capture file the claim pinned when it was made, or nil
 	done      chan appendResult     // buffered 1
 }
 
@@ -175,6 +176,19 @@ func (e *openFile) isBroken() bool {
 	return e.broken
 }
 
+// pinKept returns id's capture file pinned when the cache holds it open, without a system call;
+// nil otherwise.
+func (c *fileCache) pinKept(id string) *openFile {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.m[id]
+	if e == nil || e.gone {
+		return nil
+	}
+	c.pin(e)
+	return e
+}
+
 // pin takes a reference (c.mu held).
 func (c *fileCache) pin(e *openFile) {
 	if e.refs == 0 && e.elem != nil {
@@ -272,7 +286,7 @@ func (s *Store) appendLine(id string, claim *Claim, line []byte) error {
 // removed or replaced. A claimed append whose claim a clear listed goes to the orphan file.
 func (s *Store) commit(id string, claim *Claim, req *appendReq) error {
 	if claim != nil {
-		req.claimMCID = claim.modelCallID
+		req.claimMCID, req.claimFile = claim.modelCallID, claim.file
 	}
 	for try := 0; ; try++ {
 		e, err := s.files.acquire(s, id, true)
@@ -366,7 +380,11 @@ func (s *Store) writeBatch(e *openFile, batch []*appendReq) []error {
 	}
 	var clearedSet map[string]bool
 	for i, r := range batch {
-		if r.claimMCID == "" {
+		if r.claimMCID == "" || r.claimFile == e {
+			// Unclaimed; or the file was open, and pinned by the claim, from the claim to now, and
+			// the path still names it: the rollout was not cleared since the claim (a clear unlinks
+			// the file under this lock before it lists the claims, and an inode held open cannot be
+			// reused for a new file at the path), so no clear can have listed the claim.
 			continue
 		}
 		if clearedSet == nil {
