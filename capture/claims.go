@@ -60,16 +60,18 @@ type ClaimInfo struct {
 
 // Claim is an outstanding capture write for one model call: a slot of this process's claim slot
 // file holds its record from Claim until Release. Readers wait for claims to go away before they read
-// a rollout (quiescence). A claim also pins the capture file it was made against: if the rollout is
-// cleared while the call is in flight, the call's line goes to <id>.capture.orphaned.jsonl instead of
-// the next attempt's capture.
+// a rollout (quiescence). If the rollout is cleared while the call is in flight, the call's line goes
+// to <id>.capture.orphaned.jsonl instead of the next attempt's capture (the clear lists the claims
+// it saw; the append looks them up). A claim made while the Store holds the rollout's capture file
+// open pins that file until Release: an append through it that finds the file still at its path
+// knows no clear happened since the claim, and skips the lookup.
 type Claim struct {
 	s           *Store
 	id          string
 	modelCallID string
 	sw          *slotFile // nil when the slot could not be written (see Claim)
 	slot        int
-	file        *openFile // the capture file the claim pins; nil when it could not be opened
+	file        *openFile // the capture file the claim pins; nil when none was open
 	once        sync.Once
 	err         error
 }
@@ -149,6 +151,12 @@ func (s *Store) Claim(id, modelCallID string) (*Claim, error) {
 	sf, err := s.slotFile()
 	if err == nil {
 		c.slot, err = sf.claim(id, modelCallID)
+		if errors.Is(err, errSlotFileRetired) {
+			// Replaced since slotFile returned it (the dir was moved or replaced): once more.
+			if sf, err = s.slotFile(); err == nil {
+				c.slot, err = sf.claim(id, modelCallID)
+			}
+		}
 	}
 	if err != nil {
 		s.claims.mu.Lock()
@@ -157,6 +165,7 @@ func (s *Store) Claim(id, modelCallID string) (*Claim, error) {
 		return nil, fmt.Errorf("claim capture write: %w", err)
 	}
 	c.sw = sf
+	c.file = s.files.pinKept(id)
 	return c, nil
 }
 
@@ -172,6 +181,9 @@ func (c *Claim) Release() error {
 		s.claims.mu.Unlock()
 		if err := c.sw.release(c.slot); err != nil {
 			c.err = fmt.Errorf("release capture claim: %w", err)
+		}
+		if c.file != nil {
+			s.files.release(c.file)
 		}
 	})
 	return c.err
@@ -195,13 +207,20 @@ func (s *Store) lookupClaim(id, mcid string) *Claim {
 // no longer at its path (the capture dir was moved or replaced): a reader looking at the dir would
 // not see claims written there.
 func (s *Store) slotFile() (*slotFile, error) {
+	// The check is a system call: made without the claims lock, which every claim, release and
+	// append takes.
+	s.claims.mu.Lock()
+	seen := s.claims.sf
+	s.claims.mu.Unlock()
+	if seen != nil && seen.atPath() {
+		return seen, nil
+	}
 	s.claims.mu.Lock()
 	defer s.claims.mu.Unlock()
+	if sf := s.claims.sf; sf != nil && sf != seen {
+		return sf, nil // another claim replaced it meanwhile
+	}
 	if sf := s.claims.sf; sf != nil {
-		var st unix.Stat_t
-		if err := unix.Lstat(sf.path, &st); err == nil && uint64(st.Ino) == sf.ino && uint64(st.Dev) == sf.dev {
-			return sf, nil
-		}
 		// Keep the old file open for the claims still in it; new claims go to a new file.
 		sf.mu.Lock()
 		sf.retired = true
@@ -297,9 +316,22 @@ func (s *Store) createSlotFile() (*slotFile, error) {
 	return sf, nil
 }
 
+// errSlotFileRetired is returned by a claim in a slot file that a new one has replaced.
+var errSlotFileRetired = errors.New("claim slot file replaced")
+
+// atPath reports whether sf's path still names sf's file (no symlink followed).
+func (sf *slotFile) atPath() bool {
+	var st unix.Stat_t
+	return unix.Lstat(sf.path, &st) == nil && uint64(st.Ino) == sf.ino && uint64(st.Dev) == sf.dev
+}
+
 // claim writes a record for (id, mcid) into a free slot, growing the file when all are taken.
 func (sf *slotFile) claim(id, mcid string) (int, error) {
 	sf.mu.Lock()
+	if sf.retired {
+		sf.mu.Unlock()
+		return 0, errSlotFileRetired
+	}
 	if len(sf.free) == 0 {
 		grown := sf.n * 2
 		if err := sf.f.Truncate(int64(SlotSize * (1 + grown))); err != nil {

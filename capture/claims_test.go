@@ -399,6 +399,91 @@ func TestClearInFlightGoesToOrphan(t *testing.T) {
 	}
 }
 
+// TestClearInFlightKeptFile is TestClearInFlightGoesToOrphan with the capture file already open
+// when the call is claimed (the claim pins it, and an append through a pinned file that is still at
+// its path skips the cleared lookup): whoever clears, and whether or not the next attempt wrote
+// first, the old call's line goes to the orphan file.
+func TestClearInFlightKeptFile(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		otherClearer   bool // the clear runs in another process (its own Store)
+		nextWriteFirst bool // the next attempt appends before the old call does
+	}{
+		{"same store, old call first", false, false},
+		{"same store, next attempt first", false, true},
+		{"other store, old call first", true, false},
+		{"other store, next attempt first", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t)
+			if err := s.Append("o", []byte(`{"attempt":1,"n":1}`)); err != nil {
+				t.Fatal(err)
+			}
+			old, err := s.Claim("o", "old-call") // the file is open: the claim pins it
+			if err != nil {
+				t.Fatal(err)
+			}
+			if old.file == nil {
+				t.Fatal("the claim did not pin the open capture file")
+			}
+			clearer := s
+			if tc.otherClearer {
+				clearer, _ = OpenExisting(s.Dir())
+			}
+			if rep, err := clearer.ClearRollout("o"); err != nil || rep.InFlight != 1 || !rep.Removed {
+				t.Fatalf("ClearRollout = %+v %v", rep, err)
+			}
+			next, _ := OpenExisting(s.Dir())
+			writeNext := func() {
+				nc, err := next.Claim("o", "new-call")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := next.AppendExchange("o", &Exchange{ModelCallID: "new-call", Dialect: "chat"}); err != nil {
+					t.Fatal(err)
+				}
+				nc.Release()
+			}
+			if tc.nextWriteFirst {
+				writeNext()
+			}
+			if err := s.AppendExchange("o", &Exchange{ModelCallID: "old-call", Dialect: "chat"}); err != nil {
+				t.Fatal(err)
+			}
+			old.Release()
+			if !tc.nextWriteFirst {
+				writeNext()
+			}
+			if got := readFile(t, s, "o"); !strings.Contains(got, "new-call") || strings.Contains(got, "old-call") || strings.Count(got, "\n") != 1 {
+				t.Errorf("the next attempt's capture: %q", got)
+			}
+			op, _ := s.OrphanPath("o")
+			if b, err := os.ReadFile(op); err != nil || !strings.Contains(string(b), "old-call") || strings.Count(string(b), "\n") != 1 {
+				t.Errorf("orphan file: %q %v", b, err)
+			}
+		})
+	}
+	// Without a clear, the pinned file takes the line (no orphan).
+	s := newStore(t)
+	if err := s.Append("k", []byte(`{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Claim("k", "call")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendExchange("k", &Exchange{ModelCallID: "call", Dialect: "chat"}); err != nil {
+		t.Fatal(err)
+	}
+	c.Release()
+	if got := readFile(t, s, "k"); strings.Count(got, "\n") != 2 {
+		t.Errorf("capture: %q", got)
+	}
+	if s.files.openCount() != 1 {
+		t.Errorf("open files %d after the claim's release, want the one kept", s.files.openCount())
+	}
+}
+
 // No store operation follows a symlink: appends, the marker and claims refuse one (ErrSymlink,
 // counted), and the target is never touched.
 func TestStoreRefusesSymlinks(t *testing.T) {

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/modelcalls/modelcalls/internal/fsutil"
+	"github.com/modelcalls/modelcalls/internal/uring"
 )
 
 // DefaultMaxOpenFiles is how many capture files a Store keeps open between appends when
@@ -63,6 +65,7 @@ type appendReq struct {
 	line      []byte                // one line with its '\n', or nil when write is set
 	write     func(io.Writer) error // a large line streamed under the lock (AppendFunc)
 	claimMCID string                // the model call id of the append's claim ("" when unclaimed)
+	claimFile *openFile             // the capture file the claim pinned when it was made, or nil
 	done      chan appendResult     // buffered 1
 }
 
@@ -173,6 +176,19 @@ func (e *openFile) isBroken() bool {
 	return e.broken
 }
 
+// pinKept returns id's capture file pinned when the cache holds it open, without a system call;
+// nil otherwise.
+func (c *fileCache) pinKept(id string) *openFile {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.m[id]
+	if e == nil || e.gone {
+		return nil
+	}
+	c.pin(e)
+	return e
+}
+
 // pin takes a reference (c.mu held).
 func (c *fileCache) pin(e *openFile) {
 	if e.refs == 0 && e.elem != nil {
@@ -270,7 +286,7 @@ func (s *Store) appendLine(id string, claim *Claim, line []byte) error {
 // removed or replaced. A claimed append whose claim a clear listed goes to the orphan file.
 func (s *Store) commit(id string, claim *Claim, req *appendReq) error {
 	if claim != nil {
-		req.claimMCID = claim.modelCallID
+		req.claimMCID, req.claimFile = claim.modelCallID, claim.file
 	}
 	for try := 0; ; try++ {
 		e, err := s.files.acquire(s, id, true)
@@ -364,7 +380,11 @@ func (s *Store) writeBatch(e *openFile, batch []*appendReq) []error {
 	}
 	var clearedSet map[string]bool
 	for i, r := range batch {
-		if r.claimMCID == "" {
+		if r.claimMCID == "" || r.claimFile == e {
+			// Unclaimed; or the file was open, and pinned by the claim, from the claim to now, and
+			// the path still names it: the rollout was not cleared since the claim (a clear unlinks
+			// the file under this lock before it lists the claims, and an inode held open cannot be
+			// reused for a new file at the path), so no clear can have listed the claim.
 			continue
 		}
 		if clearedSet == nil {
@@ -509,16 +529,53 @@ func (e *openFile) atPath(dir string) (size int64, ok bool, err error) {
 // system without it): later batches write and then fdatasync.
 var noDsyncWrites atomic.Bool
 
-// writeDsync writes b to f (opened O_APPEND: at its end) with pwritev2(RWF_DSYNC), which makes the
-// bytes durable like an fdatasync after the write, in one system call instead of two. Where that is
-// not offered, or when a test replaces the sync (syncHook), it writes plainly and reports dsynced
-// false: the caller then syncs.
+// durableInFlight counts the durable writes and syncs (writeDsync, fdatasync) of this process
+// under way, to choose how each one waits for the disk (see durableDirect).
+var durableInFlight atomic.Int32
+
+// durableDirect reports whether a durable write or sync that makes the count of those under way n
+// is made as a plain system call. A goroutine blocked in a system call keeps its scheduler slot (P)
+// until the runtime's monitor takes it back, which it may do only after milliseconds, while a
+// durable write takes 0.3-1.5 ms: so at most half of GOMAXPROCS (none with one P) wait that way, the
+// one-call-at-a-time case keeping the lowest latency. The others go through the process's io_uring
+// (internal/uring), where the waiting goroutine is parked and its P runs other goroutines; where
+// io_uring is not available, every one is a plain system call.
+func durableDirect(n int32) bool {
+	if n <= int32(runtime.GOMAXPROCS(0)/2) {
+		return true
+	}
+	_, err := uring.Shared()
+	return err != nil
+}
+
+// writeDsync writes b to f (opened O_APPEND: at its end) with RWF_DSYNC, which makes the bytes
+// durable like an fdatasync after the write, in one operation instead of two: pwritev2(2), or the
+// same write through io_uring (durableDirect says which). Where RWF_DSYNC is not offered, or when a
+// test replaces the sync (syncHook), it writes plainly and reports dsynced false: the caller then
+// syncs.
 func writeDsync(f *os.File, b []byte) (dsynced bool, err error) {
 	if syncHook != nil || noDsyncWrites.Load() {
 		_, err := f.Write(b)
 		return false, err
 	}
 	fd := int(f.Fd())
+	n := durableInFlight.Add(1)
+	defer durableInFlight.Add(-1)
+	if !durableDirect(n) {
+		r, _ := uring.Shared()
+		err := r.WriteDsync(fd, b)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL):
+			// Nothing was written (the kernel checks the flags first): as below.
+			noDsyncWrites.Store(true)
+			_, err := f.Write(b)
+			return false, err
+		default:
+			return true, &os.PathError{Op: "write", Path: f.Name(), Err: err}
+		}
+	}
 	for len(b) > 0 {
 		n, err := unix.Pwritev2(fd, [][]byte{b}, -1, unix.RWF_DSYNC)
 		switch {
@@ -537,10 +594,18 @@ func writeDsync(f *os.File, b []byte) (dsynced bool, err error) {
 }
 
 // fdatasync flushes f's data and the metadata needed to read it back (its size). It is enough for
-// an append: the file's mtime is not needed after a crash.
+// an append: the file's mtime is not needed after a crash. Like writeDsync, it is a plain system
+// call or goes through io_uring.
 func fdatasync(f *os.File) error {
+	fd := int(f.Fd())
+	n := durableInFlight.Add(1)
+	defer durableInFlight.Add(-1)
+	if !durableDirect(n) {
+		r, _ := uring.Shared()
+		return r.Fdatasync(fd)
+	}
 	for {
-		err := unix.Fdatasync(int(f.Fd()))
+		err := unix.Fdatasync(fd)
 		if !errors.Is(err, unix.EINTR) {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
@@ -29,6 +30,7 @@ type Stream struct {
 	emit      func(*sse.RawEvent) // s.onEvent, bound once so Write does not allocate a closure
 	term      Terminal
 	hit       bool // the first terminal event was seen during the current Write or End
+	hitRest   int  // with hit during a Write: bytes of that chunk after the terminal event's end
 	r         reassembler
 	sp        spill
 	events    int
@@ -120,6 +122,11 @@ func (s *Stream) Write(chunk []byte) (terminalInChunk bool) {
 	return s.hit
 }
 
+// TerminalRest is, after a Write that returned true, how many bytes of its chunk come after the
+// end of the terminal event (the line break of its blank line): 0 when the event ends the chunk.
+// A proxy may pass the chunk on up to the event's last byte while it waits to release the event.
+func (s *Stream) TerminalRest() int { return s.hitRest }
+
 // End tells the Stream the body is over. An unterminated last event (no blank line after it, as
 // some real recordings end) is decoded for reassembly and terminal detection too (NeMo Gym's
 // terminal detection misses such an event and calls the stream truncated); End reports true iff
@@ -173,15 +180,24 @@ func (s *Stream) has() bool { return !s.unstorable && s.r.has() }
 // without building it in memory: spooled text is streamed from its file. The JSON is compact,
 // valid UTF-8 and nested less than jsonscan.MaxNesting deep.
 func (s *Stream) WriteResponse(w io.Writer) error {
-	e := enc{w: w, b: make([]byte, 0, encFlush+encFlush/4)}
+	bp := encBufs.Get().(*[]byte)
+	e := enc{w: w, b: (*bp)[:0]}
 	if s.has() {
 		s.r.encode(&e)
 	} else {
 		e.raw("null")
 	}
 	e.flush()
+	if cap(e.b) <= 2*encFlush {
+		*bp = e.b[:0]
+		encBufs.Put(bp)
+	}
 	return errors.Join(e.err, s.sp.err)
 }
+
+// encBufs recycles WriteResponse's buffers: one is about 40 KiB, written at every stream's
+// terminal event, and allocating (and zeroing) it each time showed in the terminal event's hold.
+var encBufs = sync.Pool{New: func() any { b := make([]byte, 0, encFlush+encFlush/4); return &b }}
 
 func (s *Stream) onEvent(ev *sse.RawEvent) {
 	s.events++
@@ -189,7 +205,7 @@ func (s *Stream) onEvent(ev *sse.RawEvent) {
 		s.truncated++
 		if s.term == TerminalNone {
 			if t := s.d.terminalOfPrefix(ev); t != TerminalNone {
-				s.term, s.hit = t, true
+				s.term, s.hit, s.hitRest = t, true, s.dec.Rest()
 			}
 		}
 		return
@@ -200,7 +216,7 @@ func (s *Stream) onEvent(ev *sse.RawEvent) {
 	}
 	if s.term == TerminalNone {
 		if t := s.d.terminalOf(ev.Type, ev.HasData, ev.Data, obj); t != TerminalNone {
-			s.term, s.hit = t, true
+			s.term, s.hit, s.hitRest = t, true, s.dec.Rest()
 		}
 	}
 	if obj != nil && !s.stopped {

@@ -268,3 +268,94 @@ func TestHoldLastChunkOfJSON(t *testing.T) {
 		t.Errorf("line: category %s, response %s", l.Category(), l.Response)
 	}
 }
+
+// TestHoldOverlapsTheSync: while the capture write is blocked, the chunk that ends the body or
+// completes the terminal event reaches the client up to, and not including, its last byte (the
+// last byte of the body, or of the terminal event's blank line); that byte, and whatever the chunk
+// holds after the terminal event, arrives only once the line is durable.
+func TestHoldOverlapsTheSync(t *testing.T) {
+	chat := capturetest.SSEEvents(fixture(t, "openai_chat/stream_tool_call_usage_only_chunk.sse"))
+	terminal := chat[len(chat)-1]
+	for _, tc := range []struct {
+		name  string
+		last  []byte // the chunk that ends the body or holds the terminal event
+		early int    // bytes of it the client may have before the line is durable
+	}{
+		{"terminal event ends the chunk", terminal, len(terminal) - 1},
+		{"bytes after the terminal event", append(append([]byte(nil), terminal...), "data: {\"after\":1}\n\n"...), len(terminal) - 1},
+		{"terminal event with CRLF", []byte(strings.ReplaceAll(string(terminal), "\n", "\r\n")), len(terminal) + strings.Count(string(terminal), "\n") - 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newSteppedUpstream()
+			e := newEnv(t, up.serve)
+			const id = "overlap"
+			unlock := lockCaptureFile(t, e, id)
+			req, _ := http.NewRequest(http.MethodPost, e.url(id, "/v1/chat/completions"), strings.NewReader(`{"model":"m","stream":true}`))
+			resp, err := rawClient().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			cr := newClientReader(t, resp.Body)
+			for i, ev := range chat[:len(chat)-1] {
+				up.chunks <- ev
+				cr.expect(t, ev, "event "+strconv.Itoa(i))
+			}
+			up.chunks <- tc.last
+			cr.expect(t, tc.last[:tc.early], "the terminal chunk but its last byte")
+			cr.want <- len(tc.last) - tc.early
+			select {
+			case got := <-cr.got:
+				t.Fatalf("%q reached the client while the capture write was blocked", got)
+			case err := <-cr.errs:
+				t.Fatalf("client read failed: %v", err)
+			case <-time.After(300 * time.Millisecond):
+			}
+			unlock()
+			select {
+			case got := <-cr.got:
+				if string(got) != string(tc.last[tc.early:]) {
+					t.Fatalf("after the line: %q, want %q", got, tc.last[tc.early:])
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the held bytes were not released after the capture write could finish")
+			}
+			if l := e.one(id); l.ErrorCategory != nil || l.ResponseRaw == nil || !strings.Contains(*l.ResponseRaw, string(tc.last[:tc.early])) {
+				t.Errorf("line: category %s, response_raw %v", l.Category(), l.ResponseRaw != nil)
+			}
+			close(up.chunks)
+		})
+	}
+
+	t.Run("JSON body", func(t *testing.T) {
+		body := fixture(t, "openai_chat/json_text_usage_details.json")
+		e := newEnv(t, capturetest.Replay(http.StatusOK, "application/json", body))
+		const id = "overlap-json"
+		unlock := lockCaptureFile(t, e, id)
+		resp, err := rawClient().Post(e.url(id, "/v1/chat/completions"), "application/json", strings.NewReader(`{"model":"m"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		cr := newClientReader(t, resp.Body)
+		cr.expect(t, body[:len(body)-1], "the body but its last byte")
+		cr.want <- 1
+		select {
+		case got := <-cr.got:
+			t.Fatalf("last byte %q reached the client while the capture write was blocked", got)
+		case <-time.After(300 * time.Millisecond):
+		}
+		unlock()
+		select {
+		case got := <-cr.got:
+			if string(got) != string(body[len(body)-1:]) {
+				t.Fatalf("last byte %q", got)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("last byte not released after the capture write could finish")
+		}
+		if l := e.one(id); l.ErrorCategory != nil || l.Response == nil {
+			t.Errorf("line: category %s, response %s", l.Category(), l.Response)
+		}
+	})
+}

@@ -53,6 +53,7 @@ func (r *runner) checks() []check {
 	if l := r.lat; l != nil {
 		d, b, off, on := l.by[sDirect], l.by[sBare], l.by[sGwOff], l.by[sGwOn]
 		fs := l.fsync.pct(50)
+		fsPaced := l.fsyncPaced.pct(50)
 		for _, mode := range []struct {
 			name string
 			get  func(*subjectStats) durations
@@ -78,11 +79,12 @@ func (r *runner) checks() []check {
 			cs = append(cs, check{
 				row:      "1",
 				figure:   "added latency, non-streaming, capture on, " + mode.name + " (p50 / p99)",
-				baseline: fmt.Sprintf("bare proxy %s / %s ms; fsync p50 %s ms (same disk, same run)", ms(bp[0]), ms(bp[1]), ms(fs)),
-				result: fmt.Sprintf("%s / %s ms: p50 %s ms above bare (budget %s ms), p99 %s ms above bare",
-					ms(np[0]), ms(np[1]), msSigned(over), ms(fs+goalOnSlack), msSigned(np[1]-bp[1])),
+				baseline: fmt.Sprintf("bare proxy %s / %s ms; fsync p50 %s ms, one after each bare-proxy call (back to back: %s ms; same disk, same run)",
+					ms(bp[0]), ms(bp[1]), ms(fsPaced), ms(fs)),
+				result: fmt.Sprintf("%s / %s ms: p50 %s ms above bare (budget %s ms; %s ms against the back-to-back fsync), p99 %s ms above bare",
+					ms(np[0]), ms(np[1]), msSigned(over), ms(fsPaced+goalOnSlack), ms(fs+goalOnSlack), msSigned(np[1]-bp[1])),
 				goal: "p50 <= bare p50 + fsync p50 + 0.1 ms",
-				ok:   boolp(over <= fs+goalOnSlack),
+				ok:   boolp(over <= fsPaced+goalOnSlack),
 			})
 		}
 		if l.mitm {
@@ -268,7 +270,9 @@ func (r *runner) report() string {
 			w("| %s | - | - | - | %s | %s | %.0f | %s | %s |\n", x.name, ms(c[0]), ms(c[1]), x.st.callsPerSec(), ratio(x.st.callsPerSec(), bcps), us(x.st.cpuPerCall()))
 		}
 		f := l.fsync.pcts(50, 90, 99)
-		w("\nfsync of a %d-byte append on the capture disk: p50 %s ms, p90 %s ms, p99 %s ms (%d samples).\n", l.lineLen, ms(f[0]), ms(f[1]), ms(f[2]), len(l.fsync))
+		w("\nfsync of a %d-byte append on the capture disk, back to back: p50 %s ms, p90 %s ms, p99 %s ms (%d samples).\n", l.lineLen, ms(f[0]), ms(f[1]), ms(f[2]), len(l.fsync))
+		fp := l.fsyncPaced.pcts(50, 90, 99)
+		w("The same, one fsync after each call through the bare proxy (the cadence of the 1-client batch; row 1's capture-on baseline): p50 %s ms, p90 %s ms, p99 %s ms (%d samples).\n", ms(fp[0]), ms(fp[1]), ms(fp[2]), len(l.fsyncPaced))
 		c, rl := l.claim.pcts(50, 99), l.release.pcts(50, 99)
 		w("capture.Store.Claim on the same disk (before every captured call is forwarded): p50 %s ms, p99 %s ms; Claim.Release: p50 %s ms, p99 %s ms.\n",
 			ms(c[0]), ms(c[1]), ms(rl[0]), ms(rl[1]))

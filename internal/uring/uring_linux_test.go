@@ -1,0 +1,132 @@
+package uring
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ring returns the shared ring, skipping the test where the kernel offers none (io_uring disabled
+// by sysctl or a seccomp filter): the store then writes with plain system calls, tested elsewhere.
+func ring(t *testing.T) *Ring {
+	t.Helper()
+	r, err := Shared()
+	if err != nil {
+		t.Skipf("no io_uring here: %v", err)
+	}
+	return r
+}
+
+func TestWriteDsyncAppends(t *testing.T) {
+	r := ring(t)
+	path := filepath.Join(t.TempDir(), "f.jsonl")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var want bytes.Buffer
+	for i := range 50 {
+		line := fmt.Appendf(nil, "{\"n\":%d,\"pad\":%q}\n", i, bytes.Repeat([]byte("x"), i*97))
+		if err := r.WriteDsync(int(f.Fd()), line); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+		want.Write(line)
+	}
+	if err := r.Fdatasync(int(f.Fd())); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("file holds %d bytes, want the %d written in order", len(got), want.Len())
+	}
+}
+
+// TestConcurrentWriters has more goroutines than the ring has room for write into their own files
+// at once: every byte lands in its file, and the ring's reap goroutine is gone once all returned.
+func TestConcurrentWriters(t *testing.T) {
+	r := ring(t)
+	dir := t.TempDir()
+	const writers, lines = 300, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			path := filepath.Join(dir, fmt.Sprintf("w%03d", w))
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer f.Close()
+			for i := range lines {
+				if err := r.WriteDsync(int(f.Fd()), fmt.Appendf(nil, "%d %d\n", w, i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for w := range writers {
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("w%03d", w)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []byte
+		for i := range lines {
+			want = fmt.Appendf(want, "%d %d\n", w, i)
+		}
+		if !bytes.Equal(b, want) {
+			t.Fatalf("writer %d: file %q, want %q", w, b, want)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r.mu.Lock()
+		idle := !r.reaping && r.pending == 0 && len(r.free) == len(r.slots)
+		r.mu.Unlock()
+		if idle {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the ring still has operations pending after every writer returned")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestErrorsAreTheKernels: a write to a read-only descriptor and a sync of a closed one give the
+// kernel's errno, as the plain system calls would.
+func TestErrorsAreTheKernels(t *testing.T) {
+	r := ring(t)
+	path := filepath.Join(t.TempDir(), "ro")
+	if err := os.WriteFile(path, []byte("x"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := r.WriteDsync(int(f.Fd()), []byte("y")); !errors.Is(err, unix.EBADF) {
+		t.Fatalf("write to a read-only fd: %v, want EBADF", err)
+	}
+	if err := r.Fdatasync(-1); !errors.Is(err, unix.EBADF) {
+		t.Fatalf("sync of fd -1: %v, want EBADF", err)
+	}
+}
