@@ -159,6 +159,9 @@ func parseOTelVariants(spec, recvURL string) ([]*otelSubject, error) {
 			continue
 		}
 		name, exe, _ := strings.Cut(f[0], "@")
+		if name == "" || strings.Contains(name, "=") {
+			return nil, fmt.Errorf("%s: entry %q does not start with a name: %w", otelVariantsEnv, entry, errUnexpected)
+		}
 		v := &otelSubject{name: name, tag: fmt.Sprintf("v%d", i), exe: exe, export: true,
 			env: append(otelOnEnv(recvURL), f[1:]...)}
 		for _, kv := range f[1:] {

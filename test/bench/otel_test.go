@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -47,5 +48,42 @@ func TestMedianCI(t *testing.T) {
 	}
 	if lo, hi := medianCI(nil); lo != 0 || hi != 0 {
 		t.Errorf("empty sample: %v..%v", lo, hi)
+	}
+}
+
+func TestParseOTelVariants(t *testing.T) {
+	on := otelOnEnv("http://127.0.0.1:1")
+	tests := []struct {
+		spec    string
+		want    []otelSubject // name, exe, env
+		wantErr bool
+	}{
+		{spec: "", want: nil},
+		{spec: " ; ", want: nil},
+		{spec: "old@/tmp/bench-old", want: []otelSubject{{name: "old", exe: "/tmp/bench-old", env: on}}},
+		{spec: "b64 OTEL_BSP_MAX_EXPORT_BATCH_SIZE=64; old@/tmp/b A=1 B=2", want: []otelSubject{
+			{name: "b64", env: append(slices.Clone(on), "OTEL_BSP_MAX_EXPORT_BATCH_SIZE=64")},
+			{name: "old", exe: "/tmp/b", env: append(slices.Clone(on), "A=1", "B=2")},
+		}},
+		{spec: "b64 OTEL_BSP_MAX_EXPORT_BATCH_SIZE", wantErr: true},
+		{spec: "@/tmp/b", wantErr: true},
+		{spec: "A=1", wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := parseOTelVariants(tt.spec, "http://127.0.0.1:1")
+		if (err != nil) != tt.wantErr {
+			t.Errorf("%q: err %v, want error %v", tt.spec, err, tt.wantErr)
+			continue
+		}
+		if len(got) != len(tt.want) {
+			t.Errorf("%q: %d variants, want %d", tt.spec, len(got), len(tt.want))
+			continue
+		}
+		for i, w := range tt.want {
+			g := got[i]
+			if g.name != w.name || g.exe != w.exe || !slices.Equal(g.env, w.env) || !g.export {
+				t.Errorf("%q #%d: %+v, want name %q exe %q env %q export true", tt.spec, i, *g, w.name, w.exe, w.env)
+			}
+		}
 	}
 }
