@@ -14,6 +14,7 @@ import (
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/modelcalls/modelcalls/capture"
 )
@@ -99,4 +100,47 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkSDKFloor is what the OpenTelemetry SDK alone costs per span of the bench call: the span
+// BenchmarkLivePath sends (same name, kind, times, attributes and ids), started, ended, batched,
+// encoded and sent over OTLP/HTTP by the exporter's own tracer provider, with its attributes built
+// once outside the loop and no record, request scan or metrics. BenchmarkLivePath minus this is the
+// share of the package's own work.
+func BenchmarkSDKFloor(b *testing.B) {
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+	}))
+	defer sink.Close()
+	e, err := New(context.Background(), Config{Endpoint: sink.URL, MetricReader: sdkmetric.NewManualReader()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Shutdown(context.Background())
+	rec, _, err := spanRecord(benchExchange(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ri := scanRequest(rec.Request)
+	ri.responseModel = rec.Model
+	attrs := callAttributes(nil, "r1", rec, ri, e.srv)
+	start, end := callTimes(rec)
+	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: RolloutTraceID("r1"), SpanID: RolloutSpanID("r1"), TraceFlags: trace.FlagsSampled, Remote: true})
+	sid := callSpanID("r1", rec.ModelCallID, 0)
+	name := spanName(ri)
+	b.ReportAllocs()
+	stop := reportCPU(b)
+	for b.Loop() {
+		ctx := withIDs(trace.ContextWithRemoteSpanContext(context.Background(), parent), parent.TraceID(), sid)
+		_, span := e.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start))
+		span.SetAttributes(attrs...)
+		span.End(trace.WithTimestamp(end))
+	}
+	if err := e.Flush(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	stop()
+	if c := e.Counts(); c.Exported != int64(b.N) {
+		b.Fatalf("counts %+v after %d spans", c, b.N)
+	}
 }

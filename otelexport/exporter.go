@@ -399,28 +399,32 @@ func (e *Exporter) Emit(ctx context.Context, rolloutID string, rec *modelcalls.M
 	e.emit(ctx, rolloutID, rec, scanPayloads(rec), traceparent, nil)
 }
 
-// emit is Emit with the payloads' models and stream flag already read; the span's attributes are
-// built in attrs (allocated when nil) and the slice is returned for reuse.
-func (e *Exporter) emit(ctx context.Context, rolloutID string, rec *modelcalls.ModelCallRecord, ri requestInfo, traceparent string, attrs []attribute.KeyValue) []attribute.KeyValue {
+// clientKind is the span kind option of every call span, built once.
+var clientKind = trace.WithSpanKind(trace.SpanKindClient)
+
+// emit is Emit with the payloads' models and stream flag already read. With sc (the live worker's
+// scratch), the span's attributes are built in its reused slice and the rollout's span context and
+// the span name come from its caches; nil builds them afresh.
+func (e *Exporter) emit(ctx context.Context, rolloutID string, rec *modelcalls.ModelCallRecord, ri requestInfo, traceparent string, sc *workerScratch) {
 	parent := trace.SpanContext{}
 	if traceparent != "" {
 		pctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent})
 		parent = trace.SpanContextFromContext(pctx)
 	}
 	if !parent.IsValid() {
-		parent = trace.NewSpanContext(trace.SpanContextConfig{
-			TraceID: RolloutTraceID(rolloutID), SpanID: RolloutSpanID(rolloutID),
-			TraceFlags: trace.FlagsSampled, Remote: true,
-		})
+		parent = sc.rolloutParent(rolloutID)
 	}
 	sctx := trace.ContextWithRemoteSpanContext(ctx, parent)
 	sctx = withIDs(sctx, parent.TraceID(), callSpanID(rolloutID, rec.ModelCallID, rec.CallIndex))
 
 	start, end := callTimes(rec)
-	if attrs == nil {
+	var attrs []attribute.KeyValue
+	if sc != nil {
+		attrs = sc.attrs[:0]
+	} else {
 		attrs = make([]attribute.KeyValue, 0, maxCallAttrs)
 	}
-	attrs = callAttributes(attrs[:0], rolloutID, rec, ri, e.srv)
+	attrs = callAttributes(attrs, rolloutID, rec, ri, e.srv)
 	if e.cfg.Content {
 		in, out, sys := contentAttributes(rec)
 		if in != "" {
@@ -435,7 +439,7 @@ func (e *Exporter) emit(ctx context.Context, rolloutID string, rec *modelcalls.M
 	}
 	// The attributes go in after the start: trace.WithAttributes would copy them once more into the
 	// start options before the span copies them (every call is sampled, so no sampler reads them).
-	_, span := e.tracer.Start(sctx, spanName(ri), trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start))
+	_, span := e.tracer.Start(sctx, sc.spanName(ri), clientKind, trace.WithTimestamp(start))
 	span.SetAttributes(attrs...)
 	if rec.ErrorCategory != nil {
 		desc := *rec.ErrorCategory
@@ -446,7 +450,9 @@ func (e *Exporter) emit(ctx context.Context, rolloutID string, rec *modelcalls.M
 	}
 	span.End(trace.WithTimestamp(end))
 	e.record(ctx, rec, ri, end.Sub(start))
-	return attrs
+	if sc != nil {
+		sc.attrs = attrs
+	}
 }
 
 // callTimes are the call's real start and end (started_at, completed_at); a capture without them

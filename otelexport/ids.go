@@ -22,7 +22,7 @@ import (
 // RolloutTraceID is the trace id of every call of rollout id that has no client traceparent.
 func RolloutTraceID(rolloutID string) trace.TraceID {
 	var t trace.TraceID
-	sum := sha256.Sum256([]byte("modelcalls rollout trace " + rolloutID))
+	sum := labelSum("modelcalls rollout trace ", rolloutID, "")
 	copy(t[:], sum[:16])
 	if !t.IsValid() {
 		t[15] = 1
@@ -33,27 +33,38 @@ func RolloutTraceID(rolloutID string) trace.TraceID {
 // RolloutSpanID is the span id of rollout id's root span (`export otlp --in`) and so the parent
 // span id of its calls' spans.
 func RolloutSpanID(rolloutID string) trace.SpanID {
-	return spanIDOf("modelcalls rollout span " + rolloutID)
+	return spanIDOf("modelcalls rollout span ", rolloutID, "")
 }
 
 // CallSpanID is the span id of the call with this model_call_id.
-func CallSpanID(modelCallID string) trace.SpanID { return spanIDOf("modelcalls call " + modelCallID) }
+func CallSpanID(modelCallID string) trace.SpanID {
+	return spanIDOf("modelcalls call ", modelCallID, "")
+}
 
 func callSpanID(rolloutID string, modelCallID *string, callIndex int) trace.SpanID {
 	if modelCallID != nil && *modelCallID != "" {
 		return CallSpanID(*modelCallID)
 	}
-	return spanIDOf("modelcalls call " + rolloutID + "#" + strconv.Itoa(callIndex))
+	return spanIDOf("modelcalls call ", rolloutID, "#"+strconv.Itoa(callIndex))
 }
 
-func spanIDOf(s string) trace.SpanID {
-	var id trace.SpanID
-	sum := sha256.Sum256([]byte(s))
-	copy(id[:], sum[:8])
-	if !id.IsValid() {
-		id[7] = 1
+func spanIDOf(label, id, suffix string) trace.SpanID {
+	var s trace.SpanID
+	sum := labelSum(label, id, suffix)
+	copy(s[:], sum[:8])
+	if !s.IsValid() {
+		s[7] = 1
 	}
-	return id
+	return s
+}
+
+// labelSum is sha256(label + id + suffix), hashed from a buffer on the stack when they fit in it.
+func labelSum(label, id, suffix string) [sha256.Size]byte {
+	var buf [128]byte
+	b := append(buf[:0], label...)
+	b = append(b, id...)
+	b = append(b, suffix...)
+	return sha256.Sum256(b)
 }
 
 // idGenerator hands the SDK the ids placed in the span's start context (withIDs); spans started

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
@@ -92,19 +94,26 @@ func (e *Exporter) worker() {
 	}
 }
 
+// exchangeCopies recycles the queue entries' exchange copies: the worker returns each once its
+// call's span has ended (handle), so a steady stream of calls allocates none.
+var exchangeCopies = sync.Pool{New: func() any { return new(capture.Exchange) }}
+
 // newLiveCall is the queue entry of a captured call: a shallow copy of ex without response_raw.
 func (e *Exporter) newLiveCall(rolloutID string, ex *capture.Exchange, traceparent string) liveCall {
-	cp := *ex
-	cp.ResponseRaw, cp.ResponseRawFrom = nil, nil
+	cp := exchangeCopies.Get().(*capture.Exchange)
+	*cp = *ex
+	cp.ResponseRaw, cp.ResponseRawFrom, cp.ResponseRawEscaped, cp.ResponseTo = nil, nil, nil, nil
 	size := int64(len(cp.Request) + len(cp.Response))
 	if cp.RequestRaw != nil {
 		size += int64(len(*cp.RequestRaw))
 	}
-	return liveCall{rolloutID: rolloutID, ex: &cp, traceparent: traceparent, bytes: size}
+	return liveCall{rolloutID: rolloutID, ex: cp, traceparent: traceparent, bytes: size}
 }
 
-// handle turns one queued call into its span and metrics (the worker's work per call).
+// handle turns one queued call into its span and metrics (the worker's work per call), then
+// recycles its exchange copy.
 func (e *Exporter) handle(c liveCall) {
+	defer func() { *c.ex = capture.Exchange{}; exchangeCopies.Put(c.ex) }()
 	rec, line, err := spanRecord(c.ex, e.scratch.line)
 	e.scratch.line = line
 	if err != nil {
@@ -115,14 +124,53 @@ func (e *Exporter) handle(c liveCall) {
 	}
 	ri := scanRequest(rec.Request)
 	ri.responseModel = rec.Model // read from the response alone (see spanRecord)
-	e.scratch.attrs = e.emit(context.Background(), c.rolloutID, rec, ri, c.traceparent, e.scratch.attrs)
+	e.emit(context.Background(), c.rolloutID, rec, ri, c.traceparent, &e.scratch)
 }
 
 // workerScratch are buffers the worker reuses from call to call: nothing keeps them once a call's
-// span has ended (the SDK copies the attributes; the record's strings are copies of the line's).
+// span has ended (the SDK copies the attributes; the record's strings are copies of the line's);
+// and caches of what the calls of one rollout and one model share.
 type workerScratch struct {
-	line  []byte
-	attrs []attribute.KeyValue
+	line    []byte
+	attrs   []attribute.KeyValue
+	parents map[string]trace.SpanContext // rollout id -> its trace's parent span context
+	model   string                       // the request model of the last span name built
+	name    string                       // and that name
+}
+
+// maxParents bounds the cache of rollout span contexts; past it the cache starts over.
+const maxParents = 1024
+
+// rolloutParent is the span context the spans of rollout id hang under when the client sent no
+// trace context: its trace (RolloutTraceID) and root span (RolloutSpanID). sc may be nil.
+func (sc *workerScratch) rolloutParent(id string) trace.SpanContext {
+	if sc != nil {
+		if p, ok := sc.parents[id]; ok {
+			return p
+		}
+	}
+	p := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: RolloutTraceID(id), SpanID: RolloutSpanID(id),
+		TraceFlags: trace.FlagsSampled, Remote: true,
+	})
+	if sc != nil {
+		if sc.parents == nil || len(sc.parents) >= maxParents {
+			sc.parents = make(map[string]trace.SpanContext)
+		}
+		sc.parents[id] = p
+	}
+	return p
+}
+
+// spanName is spanName(ri), the last one kept for the next call of the same model. sc may be nil.
+func (sc *workerScratch) spanName(ri requestInfo) string {
+	if sc == nil || ri.requestModel == nil {
+		return spanName(ri)
+	}
+	if sc.name == "" || sc.model != *ri.requestModel {
+		sc.model, sc.name = *ri.requestModel, spanName(ri)
+	}
+	return sc.name
 }
 
 // spanRecord is the record a span reads, as modelcalls.BuildRecord reads it from ex's capture line

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/url"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -130,4 +133,99 @@ func TestMaxCallAttrs(t *testing.T) {
 	if len(spans) != 1 || len(spans[0].Attributes) != maxCallAttrs {
 		t.Fatalf("%d attributes, maxCallAttrs %d: %v", len(spans[0].Attributes), maxCallAttrs, attrMap(spans[0].Attributes))
 	}
+}
+
+// For every response body of the fixture set, compact as the line holds it and pretty-printed as an
+// upstream sends it, and for odd shapes (repeated and escaped member names, members of the wrong
+// type, only members the record does not read), the live record and span must be the ones the whole
+// line gives.
+func TestSpanRecordFixtures(t *testing.T) {
+	dialects := map[string]string{"openai_chat": "chat", "openai_responses": "responses", "anthropic_messages": "messages"}
+	reqs := map[string]string{"chat": chatReq, "responses": responsesReq, "messages": messagesReq}
+	type tc struct{ name, dialect, resp string }
+	var cases []tc
+	files, err := filepath.Glob(filepath.FromSlash("../testdata/fixtures/*/*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("fixtures: %v (%d files)", err, len(files))
+	}
+	for _, f := range files {
+		d, ok := dialects[filepath.Base(filepath.Dir(f))]
+		if !ok {
+			t.Fatalf("%s: no dialect for its directory", f)
+		}
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, tc{filepath.Base(filepath.Dir(f)) + "/" + filepath.Base(f), d, string(raw)})
+	}
+	cases = append(cases,
+		tc{"repeated members, last wins", "chat", `{"id":"a","model":"m1","choices":[],"usage":{"prompt_tokens":1},"id":"b","model":"m2","usage":{"prompt_tokens":9,"completion_tokens":2},"choices":[{"index":0,"message":{"role":"assistant","content":"x"},"finish_reason":"length"}]}`},
+		tc{"escaped member names", "messages", `{"\u0069d":"msg_e","mod\u0065l":"claude-e","stop_reason":"end_turn","\u0075sage":{"input_tokens":4,"output_tokens":5},"content":[{"type":"text","text":"t"}],"\u0074ools":[1]}`},
+		tc{"members of the wrong type", "responses", `{"id":7,"model":null,"status":["x"],"output":{"a":1},"usage":"many","incomplete_details":3}`},
+		tc{"skipped members first and last", "responses", `{"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"instructions":"be brief","id":"resp_o","model":"m","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[{"type":"function_call","call_id":"c1","name":"f","arguments":"{\"a\": 1}"}],"usage":{"input_tokens":3,"output_tokens":4,"input_tokens_details":{"cached_tokens":1},"output_tokens_details":{"reasoning_tokens":2}},"text":{"format":{"type":"text"}},"metadata":{}}`},
+		tc{"only skipped members", "chat", `{"object":"chat.completion","created":1,"system_fingerprint":"fp"}`},
+		tc{"empty object", "messages", `{}`},
+	)
+	for _, c := range cases {
+		for _, indented := range []bool{false, true} {
+			resp := compact(t, c.resp)
+			if indented {
+				resp = indent(resp)
+			}
+			t.Run(fmt.Sprintf("%s indented=%v", c.name, indented), func(t *testing.T) {
+				ex := exchange(c.dialect, reqs[c.dialect], resp, func(ex *capture.Exchange) { ex.PayloadsChecked = true })
+				got, _, err := spanRecord(ex, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				line, err := capture.EncodeExchange(ex)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := modelcalls.BuildRecord(line, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want.Model = scanPayloads(want).responseModel
+				if !bytes.Equal(compactBytes(t, got.Response), want.Response) {
+					t.Errorf("response %s, the line's %s", got.Response, want.Response)
+				}
+				g, w := *got, *want
+				g.Response, w.Response = nil, nil
+				if indented { // tool-call arguments alias the payload as it stands
+					g.ToolCalls, w.ToolCalls = nil, nil
+					if len(got.ToolCalls) != len(want.ToolCalls) {
+						t.Errorf("%d tool calls, the line's %d", len(got.ToolCalls), len(want.ToolCalls))
+					}
+				}
+				if !reflect.DeepEqual(g, w) {
+					t.Errorf("live record\n%s\nline record\n%s", got.AppendJSON(nil, true), want.AppendJSON(nil, true))
+				}
+				for _, content := range []bool{false, true} {
+					live, file := newHarness(t, Config{Content: content}), newHarness(t, Config{Content: content})
+					live.e.handle(live.e.newLiveCall("r1", ex, ""))
+					file.e.Emit(context.Background(), "r1", want, "")
+					ls, fs := live.flushSpans(t), file.flushSpans(t)
+					if len(ls) != 1 || len(fs) != 1 {
+						t.Fatalf("content %v: %d live spans, %d file spans", content, len(ls), len(fs))
+					}
+					if l, f := ls[0], fs[0]; l.Name != f.Name || l.Status != f.Status || !reflect.DeepEqual(attrMap(l.Attributes), attrMap(f.Attributes)) {
+						t.Errorf("content %v:\nlive %s %v %v\nfile %s %v %v", content, l.Name, l.Status, attrMap(l.Attributes), f.Name, f.Status, attrMap(f.Attributes))
+					}
+				}
+			})
+		}
+	}
+}
+
+func compact(t *testing.T, s string) string { return string(compactBytes(t, []byte(s))) }
+
+func compactBytes(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		t.Fatalf("compact %q: %v", b, err)
+	}
+	return out.Bytes()
 }
