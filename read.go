@@ -80,7 +80,7 @@ func readAvailable(store *capture.Store, id string, mode rawMode) (records []Mod
 			records = make([]ModelCallRecord, 0, 32) // skips the small steps of append's growth
 		}
 		records = append(records, ModelCallRecord{})
-		if buildRecordMembers(&records[len(records)-1], b, members, &sc, index, mode == rawDecode, tp) != nil {
+		if buildRecordMembers(&records[len(records)-1], b, members, &sc, index, mode == rawDecode, true, tp) != nil {
 			records = records[:len(records)-1]
 			damaged++
 			return

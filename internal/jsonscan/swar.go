@@ -43,3 +43,44 @@ func notPlain(x uint64) uint64 {
 	b := x ^ (lanes1 * '\\')
 	return ((x-lanes1*0x20)|(q-lanes1)|(b-lanes1))&^x&lanesHi | x&lanesHi
 }
+
+const lanes7F = 0x7F7F7F7F7F7F7F7F // 0x7F in every lane
+
+// eqLanes flags exactly the lanes of x equal to c: the low seven bits of each lane are added to
+// 0x7F without carrying out of the lane, so no flag depends on a neighbouring lane.
+func eqLanes(x uint64, c byte) uint64 {
+	y := x ^ (lanes1 * uint64(c))
+	return ^(((y & lanes7F) + lanes7F) | y) & lanesHi
+}
+
+// ctlOrHigh flags exactly the lanes of x below 0x20 (control bytes) or at or above 0x80 (bytes of
+// multi-byte UTF-8 sequences).
+func ctlOrHigh(x uint64) uint64 {
+	return (^((x & lanes7F) + lanes1*0x60) | x) & lanesHi
+}
+
+// lowerLanes returns the flags of every lane below the lowest flagged lane of m (all lanes when m
+// is 0).
+func lowerLanes(m uint64) uint64 { return (m & -m) - 1 }
+
+// compressLanes drops the lanes of x flagged in drop (exact flags) and packs the others towards
+// lane 0 in order; the lanes above them are 0. Each kept lane moves down by the number of dropped
+// lanes below it (s, a prefix count per lane: multiplying the 0x01 marks by lanes1 sums them
+// lane-wise without overflow); the moves are done by the bits of s, 1, 2 then 4 lanes, which never
+// lands a lane on one that stays put (the targets are distinct and the order is kept).
+func compressLanes(x, drop uint64) uint64 {
+	ones := drop >> 7
+	x &^= ones * 0xFF
+	s := ones * lanes1 << 8 // dropped lanes strictly below each lane
+	m := (s & lanes1) * 0xFF
+	x = x&^m | (x&m)>>8
+	s = s&^m | (s&m)>>8
+	m = (s >> 1 & lanes1) * 0xFF
+	x = x&^m | (x&m)>>16
+	if s&(lanes1*4) != 0 {
+		s = s&^m | (s&m)>>16
+		m = (s >> 2 & lanes1) * 0xFF
+		x = x&^m | (x&m)>>32
+	}
+	return x
+}

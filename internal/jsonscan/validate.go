@@ -90,6 +90,9 @@ type Scanner struct {
 
 	NestedMembers []Member
 	NestedStart   int
+	// Tree indexes every value inside the mapped Nested value (see Tree), valid until the next
+	// call of Members.
+	Tree Tree
 
 	buf []byte
 }
@@ -98,9 +101,11 @@ type Scanner struct {
 // with the scanner's additions (see Scanner). NestedMembers is reset on every call.
 func (sc *Scanner) Members(data []byte, dst []Member) ([]Member, error) {
 	sc.NestedMembers, sc.NestedStart = sc.NestedMembers[:0], -1
+	sc.Tree.reset(nil)
 	members, err := validate(data, dst, true, sc)
 	if err != nil {
 		sc.NestedMembers, sc.NestedStart = sc.NestedMembers[:0], -1
+		sc.Tree.reset(nil)
 	}
 	return members, err
 }
@@ -114,9 +119,9 @@ func validate(data []byte, members []Member, collect bool, sc *Scanner) ([]Membe
 	var end int
 	var err error
 	if data[i] == '{' {
-		end, members, err = validObject(data, i, 0, members, collect, sc)
+		end, members, err = validObject(data, i, 0, members, collect, sc, nil)
 	} else {
-		end, err = validValue(data, i, 0)
+		end, err = validValue(data, i, 0, nil)
 	}
 	if err != nil {
 		return members[:n], err
@@ -127,16 +132,18 @@ func validate(data []byte, members []Member, collect bool, sc *Scanner) ([]Membe
 	return members, nil
 }
 
-func validValue(data []byte, i, depth int) (int, error) {
+// validValue validates the value at data[i]; with t not nil the values inside it are indexed in t
+// (the caller indexes the value itself).
+func validValue(data []byte, i, depth int, t *Tree) (int, error) {
 	if i >= len(data) {
 		return i, &SyntaxError{i, "unexpected end of input"}
 	}
 	switch c := data[i]; c {
 	case '{':
-		end, _, err := validObject(data, i, depth, nil, false, nil)
+		end, _, err := validObject(data, i, depth, nil, false, nil, t)
 		return end, err
 	case '[':
-		return validArray(data, i, depth)
+		return validArray(data, i, depth, t)
 	case '"':
 		return validString(data, i)
 	case 't':
@@ -154,8 +161,8 @@ func validValue(data []byte, i, depth int) (int, error) {
 }
 
 // validObject validates the object at data[i] (a '{'); with collect it appends each member's
-// offsets to members, and does sc's additions (nil: none).
-func validObject(data []byte, i, depth int, members []Member, collect bool, sc *Scanner) (int, []Member, error) {
+// offsets to members, does sc's additions (nil: none) and indexes its members in t (nil: none).
+func validObject(data []byte, i, depth int, members []Member, collect bool, sc *Scanner, t *Tree) (int, []Member, error) {
 	if depth >= MaxNesting {
 		return i, members, &SyntaxError{i, "nesting too deep"}
 	}
@@ -186,12 +193,22 @@ func validObject(data []byte, i, depth int, members []Member, collect bool, sc *
 			}
 			decoded = true
 		case sc != nil && sc.Nested != "" && valStart < len(data) && data[valStart] == '{' && KeyIs(data[keyStart:keyEnd], sc.Nested):
-			if i, sc.NestedMembers, err = validObject(data, valStart, depth+1, sc.NestedMembers[:0], true, nil); err != nil {
+			tr := &sc.Tree
+			tr.reset(data)
+			root := tr.open(valStart, -1, -1)
+			if i, sc.NestedMembers, err = validObject(data, valStart, depth+1, sc.NestedMembers[:0], true, nil, tr); err != nil {
 				return i, members, err
 			}
+			tr.close(root, i)
 			sc.NestedStart = valStart
+		case t != nil:
+			n := t.open(valStart, keyStart, keyEnd)
+			if i, err = validValue(data, valStart, depth+1, t); err != nil {
+				return i, members, err
+			}
+			t.close(n, i)
 		default:
-			if i, err = validValue(data, valStart, depth+1); err != nil {
+			if i, err = validValue(data, valStart, depth+1, nil); err != nil {
 				return i, members, err
 			}
 		}
@@ -212,7 +229,7 @@ func validObject(data []byte, i, depth int, members []Member, collect bool, sc *
 	}
 }
 
-func validArray(data []byte, i, depth int) (int, error) {
+func validArray(data []byte, i, depth int, t *Tree) (int, error) {
 	if depth >= MaxNesting {
 		return i, &SyntaxError{i, "nesting too deep"}
 	}
@@ -222,9 +239,11 @@ func validArray(data []byte, i, depth int) (int, error) {
 	}
 	for {
 		var err error
-		if i, err = validValue(data, i, depth+1); err != nil {
+		n := t.open(i, -1, -1)
+		if i, err = validValue(data, i, depth+1, t); err != nil {
 			return i, err
 		}
+		t.close(n, i)
 		i = SkipWS(data, i)
 		if i >= len(data) {
 			return i, &SyntaxError{i, "unterminated array"}
@@ -247,88 +266,161 @@ func validLiteral(data []byte, i int, lit string) (int, error) {
 }
 
 // validString validates the string at data[i] (a '"') and returns the offset past its closing
-// quote. Plain runs (printable ASCII other than '"' and '\\') are skipped 8 bytes at a time;
-// only the bytes that end a run are looked at one by one: the closing quote, an escape (one of
-// \" \\ \/ \b \f \n \r \t \uXXXX, a surrogate escape only as a high-low pair), a control byte
-// (refused) or the start of a UTF-8 sequence (checked against Unicode's well-formed sequences).
+// quote. The text is read 8 bytes at a time (stringWord); only the bytes the fast path does not
+// settle are looked at one by one (stringSpecial): an escape other than \" \\ \n, a backslash
+// escaping a backslash, a control byte (refused) or the start of a UTF-8 sequence (checked
+// against Unicode's well-formed sequences).
 func validString(data []byte, i int) (int, error) {
 	start := i
 	i++
 	for {
-		if i+8 <= len(data) {
-			// The lanes of a word that are not plain are handled in order without reloading it
-			// while they are one-letter escapes (escape-dense text such as JSON held in a string is
-			// mostly \" and \n), or lanes flagged only by a borrow; anything else goes to the
-			// byte-wise checks below.
-			m := notPlain(load64(data, i))
-			for m != 0 {
-				k := firstByte(m)
-				c := data[i+k]
-				if c == '\\' && k < 7 && oneLetterEscape[data[i+k+1]] {
-					m &^= 0xFFFF << (8 * k)
-					continue
-				}
-				if plain[c] {
-					m &^= 0xFF << (8 * k)
-					continue
-				}
-				i += k
-				goto special
+		for i+8 <= len(data) {
+			x := load64(data, i)
+			m := notPlain(x)
+			if m == 0 {
+				i += 8
+				continue
 			}
-			i += 8
-			continue
+			if k := firstByte(m); data[i+k] >= 0x80 {
+				// A UTF-8 sequence (text in most languages but English): checked where it starts.
+				n := runeLen(data, i+k)
+				if n == 0 {
+					return i + k, &SyntaxError{i + k, "invalid UTF-8 in string"}
+				}
+				i += k + n
+				continue
+			}
+			// stringWord, inlined by hand.
+			q := eqLanes(x, '"')
+			b := eqLanes(x, '\\')
+			esc := b << 8
+			if b&esc != 0 {
+				break
+			}
+			end := q &^ esc
+			bad := ctlOrHigh(x) | esc&^(q|b|eqLanes(x, 'n'))
+			if bad&lowerLanes(end) != 0 {
+				break
+			}
+			if end != 0 {
+				return i + firstByte(end) + 1, nil
+			}
+			i += 8 - int(b>>63)
+		}
+		if i+8 <= len(data) {
+			i += firstByte(notPlain(load64(data, i))) // the lowest flag is exact
 		} else {
 			for i < len(data) && plain[data[i]] {
 				i++
 			}
-			if i >= len(data) {
-				return start, &SyntaxError{start, "unterminated string"}
-			}
 		}
-	special:
+		if i >= len(data) {
+			return start, &SyntaxError{start, "unterminated string"}
+		}
 		switch c := data[i]; {
 		case c == '"':
 			return i + 1, nil
-		case c == '\\':
-			if i+1 >= len(data) {
-				return i, &SyntaxError{i, "unterminated escape"}
-			}
-			switch data[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				r, ok := Hex4(data, i+2)
-				if !ok {
-					return i, &SyntaxError{i, "invalid \\u escape"}
-				}
-				if r >= 0xD800 && r <= 0xDFFF {
-					// UTF-16 surrogate: only a high half directly followed by an escaped low half
-					// encodes a character.
-					if r >= 0xDC00 {
-						return i, &SyntaxError{i, msgLoneLow}
-					}
-					lo, ok := rune(0), len(data)-i >= 12 && data[i+6] == '\\' && data[i+7] == 'u'
-					if ok {
-						lo, ok = Hex4(data, i+8)
-					}
-					if !ok || lo < 0xDC00 || lo > 0xDFFF {
-						return i, &SyntaxError{i, msgLoneHigh}
-					}
-					i += 6
-				}
-				i += 6
-			default:
-				return i, &SyntaxError{i, "invalid escape"}
-			}
-		case c < 0x20:
-			return i, &SyntaxError{i, "control character in string"}
-		default: // c >= 0x80
+		case c >= 0x80:
 			n := runeLen(data, i)
 			if n == 0 {
 				return i, &SyntaxError{i, "invalid UTF-8 in string"}
 			}
 			i += n
+		default:
+			var err error
+			if i, err = stringSpecial(data, i, nil, nil); err != nil {
+				return i, err
+			}
 		}
+	}
+}
+
+// stringWord settles one word x of a string body (starting at an escape boundary) when its lanes
+// are plain, the escapes \" \\ and \n whose backslashes are not adjacent, and the closing quote.
+// It returns the flag of the closing quote (0 when the string goes on), the flags of the
+// backslashes that start an escape among the lanes consumed, and n, the number of lanes consumed:
+// 8, or 7 when lane 7 is a backslash (its escape is read with the next word). n < 0 means the
+// word needs stringSpecial before the first byte that is not plain.
+func stringWord(x uint64) (end, backslashes uint64, n int) {
+	q := eqLanes(x, '"')
+	b := eqLanes(x, '\\')
+	esc := b << 8 // the lanes an escape's backslash applies to
+	if b&esc != 0 {
+		return 0, 0, -1 // \\: left to the byte-wise path, which pairs the backslashes
+	}
+	end = q &^ esc
+	bad := ctlOrHigh(x) | esc&^(q|b|eqLanes(x, 'n'))
+	live := lowerLanes(end)
+	if bad&live != 0 {
+		return 0, 0, -1
+	}
+	if end != 0 {
+		return end, b & live, 0
+	}
+	n = 8 - int(b>>63)
+	return 0, b &^ (1 << 63), n
+}
+
+// stringSpecial handles the unit of a string body at data[i] that the word-wise path leaves to
+// it: an escape, a control byte or a UTF-8 sequence. When out is not nil the decoded bytes are
+// written at out[*j:] and *j advanced; it returns the offset past the unit.
+func stringSpecial(data []byte, i int, out []byte, j *int) (int, error) {
+	switch c := data[i]; {
+	case c == '\\':
+		if i+1 >= len(data) {
+			return i, &SyntaxError{i, "unterminated escape"}
+		}
+		if e := unescaped[data[i+1]]; e != 0 {
+			if out != nil {
+				out[*j] = e
+				*j++
+			}
+			return i + 2, nil
+		}
+		if data[i+1] != 'u' {
+			return i, &SyntaxError{i, "invalid escape"}
+		}
+		r, ok := Hex4(data, i+2)
+		if !ok {
+			return i, &SyntaxError{i, "invalid \\u escape"}
+		}
+		n := 6
+		if r >= 0xD800 && r <= 0xDFFF {
+			// UTF-16 surrogate: only a high half directly followed by an escaped low half
+			// encodes a character.
+			if r >= 0xDC00 {
+				return i, &SyntaxError{i, msgLoneLow}
+			}
+			lo, ok := rune(0), len(data)-i >= 12 && data[i+6] == '\\' && data[i+7] == 'u'
+			if ok {
+				lo, ok = Hex4(data, i+8)
+			}
+			if !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return i, &SyntaxError{i, msgLoneHigh}
+			}
+			r, n = utf16.DecodeRune(r, lo), 12
+		}
+		if out != nil {
+			*j += utf8.EncodeRune(out[*j:], r) // at most 4 bytes for at least 6 read
+		}
+		return i + n, nil
+	case c < 0x20:
+		return i, &SyntaxError{i, "control character in string"}
+	case c < 0x80: // plain
+		if out != nil {
+			out[*j] = c
+			*j++
+		}
+		return i + 1, nil
+	default:
+		n := runeLen(data, i)
+		if n == 0 {
+			return i, &SyntaxError{i, "invalid UTF-8 in string"}
+		}
+		if out != nil {
+			*j += copy(out[*j:], data[i:i+n])
+		}
+		return i + n, nil
 	}
 }
 

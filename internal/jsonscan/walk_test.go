@@ -358,6 +358,11 @@ func validDecoding(data []byte, names ...string) ([]Member, error) {
 	if sc.NestedStart != start || strings.Join(got, ",") != strings.Join(nested, ",") {
 		return nil, fmt.Errorf("nested members at %d %q, EachMember at %d %q", sc.NestedStart, got, start, nested)
 	}
+	if start >= 0 {
+		if err := checkTree(&sc.Tree, data[start:start+SkipValue(data[start:], 0)]); err != nil {
+			return nil, err
+		}
+	}
 	for _, m := range members {
 		v := data[m.ValStart:m.ValEnd]
 		want := IsString(v) && isOneOf(data[m.KeyStart:m.KeyEnd], names)
@@ -400,4 +405,57 @@ func TestScannerDecodes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// checkTree checks that the index walks the valid value v, and every value inside it, as the
+// walkers walk the text: the same members (the same slices), elements and Lookup results.
+func checkTree(tr *Tree, v []byte) error {
+	if tr.find(v) < 0 {
+		return fmt.Errorf("value %.40q is not in the index", v)
+	}
+	var want, got [][]byte
+	switch {
+	case IsObject(v):
+		EachMember(v, func(k, val []byte) bool { want = append(want, k, val); return true })
+		tr.EachMember(v, func(k, val []byte) bool { got = append(got, k, val); return true })
+		for i := 0; i < len(want); i += 2 {
+			name := string(KeyName(want[i]))
+			if a, b := Lookup(v, name), tr.Lookup(v, name); !sameSlice(a, b) {
+				return fmt.Errorf("Lookup(%.40q, %q): walker %q, index %q", v, name, a, b)
+			}
+		}
+		if tr.Lookup(v, "\x00absent") != nil {
+			return fmt.Errorf("index Lookup of an absent name")
+		}
+	case IsArray(v):
+		EachElement(v, func(e []byte) bool { want = append(want, e); return true })
+		tr.EachElement(v, func(e []byte) bool { got = append(got, e); return true })
+	default:
+		if tr.EachMember(v, func(_, _ []byte) bool { return true }) || tr.EachElement(v, func([]byte) bool { return true }) {
+			return fmt.Errorf("index walks the scalar %q", v)
+		}
+		return nil
+	}
+	if len(got) != len(want) {
+		return fmt.Errorf("%.40q: index gives %d parts, walkers %d", v, len(got), len(want))
+	}
+	for i := range want {
+		if !sameSlice(want[i], got[i]) {
+			return fmt.Errorf("%.40q part %d: index %q, walkers %q", v, i, got[i], want[i])
+		}
+	}
+	for i := len(want) - 1; i >= 0; i-- {
+		if IsObject(v) && i%2 == 0 {
+			continue // a key
+		}
+		if err := checkTree(tr, want[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sameSlice reports whether a and b are the same bytes of the same text.
+func sameSlice(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
