@@ -62,7 +62,9 @@ func readAvailable(store *capture.Store, id string, mode rawMode) (records []Mod
 	var members []jsonscan.Member
 	sc := jsonscan.Scanner{Nested: "response"}
 	if mode == rawDecode {
-		sc.Decode = rawMembers
+		// The read buffer is ours (ScanAvailable keeps no other reference to it) and the records
+		// alias it anyway: the raw texts are decoded over their own bytes, allocating nothing.
+		sc.Decode, sc.InPlace = rawMembers, true
 	}
 	var tok rawTokens
 	var tp *rawTokens

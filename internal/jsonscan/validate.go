@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -87,6 +88,11 @@ func ValidateMembers(data []byte, dst []Member) ([]Member, error) {
 type Scanner struct {
 	Decode []string
 	Nested string
+	// InPlace makes the scanner decode the strings of Decode into data itself: the bytes of each
+	// such string are overwritten by its decoded text (never longer) and Member.Text shares that
+	// memory, so decoding allocates nothing. Only for a buffer the caller owns and never modifies
+	// afterwards; the rest of data is left as it is.
+	InPlace bool
 
 	NestedMembers []Member
 	NestedStart   int
@@ -555,6 +561,9 @@ func DeeperThan(b []byte, limit int) bool {
 // decode checks the string at data[i] (a '"') under validString's rules and decodes it in the same
 // pass: the text and the offset past the closing quote.
 func (d *Scanner) decode(data []byte, i int) (string, int, error) {
+	if d.InPlace {
+		return decodeInPlace(data, i)
+	}
 	start := i
 	i++
 	// The text is not longer than the rest of data, plus room for the last word store. A buffer
@@ -652,6 +661,93 @@ func (d *Scanner) decode(data []byte, i int) (string, int, error) {
 			}
 			j += copy(out[j:], data[i:i+n])
 			i += n
+		}
+	}
+}
+
+// decodeInPlace is Scanner.decode writing the text over the string's own bytes, from just past the
+// opening quote: the output position j never passes the input position i (every escape is longer
+// than what it stands for), so what is written has always been read. Words of plain bytes and of
+// the escapes \" and \n (non-adjacent backslashes) are decoded 8 bytes at a time: the escaped n
+// lanes become line feeds, the escaping backslashes are dropped (compressLanes), and the word is
+// stored whole once i - j leaves room for the lanes past the output, else byte by byte.
+func decodeInPlace(data []byte, i int) (string, int, error) {
+	start := i
+	i++
+	j := i
+	for {
+		for i+8 <= len(data) {
+			x := load64(data, i)
+			m := notPlain(x)
+			if m == 0 {
+				binary.LittleEndian.PutUint64(data[j:j+8], x) // j + 8 <= i + 8
+				i += 8
+				j += 8
+				continue
+			}
+			if k := firstByte(m); data[i+k] >= 0x80 {
+				n := runeLen(data, i+k)
+				if n == 0 {
+					return "", i + k, &SyntaxError{i + k, "invalid UTF-8 in string"}
+				}
+				j += copy(data[j:], data[i:i+k+n])
+				i += k + n
+				continue
+			}
+			q := eqLanes(x, '"')
+			b := eqLanes(x, '\\')
+			esc := b << 8
+			if b&esc != 0 {
+				break
+			}
+			end := q &^ esc
+			nl := eqLanes(x, 'n') & esc
+			live := lowerLanes(end)
+			if (ctlOrHigh(x)|esc&^(q|nl))&live != 0 {
+				break
+			}
+			var c int // lanes consumed
+			var drop uint64
+			if end != 0 {
+				c, drop = firstByte(end), b&live
+			} else {
+				c, drop = 8-int(b>>63), b&^(1<<63)
+			}
+			y := compressLanes(x^(nl>>7)*('n'^'\n'), drop)
+			v := c - bits.OnesCount64(drop)
+			if i-j+c >= 8 {
+				binary.LittleEndian.PutUint64(data[j:j+8], y)
+			} else {
+				for k := range v {
+					data[j+k] = byte(y >> (8 * k))
+				}
+			}
+			i += c
+			j += v
+			if end != 0 {
+				return unsafe.String(&data[start+1], j-start-1), i + 1, nil
+			}
+		}
+		if i+8 <= len(data) {
+			k := firstByte(notPlain(load64(data, i)))
+			j += copy(data[j:], data[i:i+k])
+			i += k
+		} else {
+			for i < len(data) && plain[data[i]] {
+				data[j] = data[i]
+				i++
+				j++
+			}
+		}
+		if i >= len(data) {
+			return "", start, &SyntaxError{start, "unterminated string"}
+		}
+		if data[i] == '"' {
+			return unsafe.String(&data[start+1], j-start-1), i + 1, nil
+		}
+		var err error
+		if i, err = stringSpecial(data, i, data, &j); err != nil {
+			return "", i, err
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -187,6 +188,17 @@ func FuzzWalk(f *testing.F) {
 			if (verr == nil) != (derr == nil) || (verr == nil && (end != dend || text != Unquote(tok))) {
 				t.Fatalf("token %q: validString %d, %v; decode %q, %d, %v", tok, end, verr, text, dend, derr)
 			}
+			buf := bytes.Clone(tok)
+			itext, iend, ierr := decodeInPlace(buf, 0)
+			if (ierr == nil) != (verr == nil) || (verr == nil && (iend != end || itext != text)) {
+				t.Fatalf("token %q: decode %q, %d, %v; in place %q, %d, %v", tok, text, dend, derr, itext, iend, ierr)
+			}
+			if verr == nil && !bytes.Equal(buf[iend:], tok[iend:]) {
+				t.Fatalf("token %q: decoding in place changed the bytes after the string: %q", tok, buf)
+			}
+		}
+		if err := checkInPlace(data, "a", "d", ""); err != nil {
+			t.Fatal(err)
 		}
 		err := Validate(data)
 		members, merr := ValidateMembers(data, nil)
@@ -387,6 +399,9 @@ func TestScannerDecodes(t *testing.T) {
 		{`{"raw":"ok"`, "unterminated object"},
 		{`{"raw":7,"x":"\q"}`, "invalid escape"},
 	} {
+		if err := checkInPlace([]byte(c.line), "raw"); err != nil {
+			t.Error(err)
+		}
 		members, err := d.Members([]byte(c.line), nil)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) || Validate([]byte(c.line)) == nil {
@@ -458,4 +473,61 @@ func checkTree(tr *Tree, v []byte) error {
 // sameSlice reports whether a and b are the same bytes of the same text.
 func sameSlice(a, b []byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// checkInPlace checks that a Scanner decoding in place (on a copy of data) gives the verdict, the
+// members and the texts of one that does not, and changes nothing outside the decoded strings.
+func checkInPlace(data []byte, names ...string) error {
+	want, werr := (&Scanner{Decode: names, Nested: "n"}).Members(data, nil)
+	buf := bytes.Clone(data)
+	got, gerr := (&Scanner{Decode: names, Nested: "n", InPlace: true}).Members(buf, nil)
+	if (werr == nil) != (gerr == nil) {
+		return fmt.Errorf("%q: Members %v, in place %v", data, werr, gerr)
+	}
+	if werr != nil {
+		return nil
+	}
+	if len(got) != len(want) {
+		return fmt.Errorf("%q: %d members, in place %d", data, len(want), len(got))
+	}
+	kept := bytes.Clone(data)
+	for i, w := range want {
+		g := got[i]
+		if g.KeyStart != w.KeyStart || g.ValStart != w.ValStart || g.ValEnd != w.ValEnd || g.Decoded != w.Decoded || g.Text != w.Text {
+			return fmt.Errorf("%q member %d: %+v, in place %+v", data, i, w, g)
+		}
+		if g.Decoded {
+			copy(kept[g.ValStart:g.ValEnd], buf[g.ValStart:g.ValEnd]) // may differ
+		}
+	}
+	if !bytes.Equal(kept, buf) {
+		return fmt.Errorf("%q: decoding in place changed bytes outside the decoded strings: %q", data, buf)
+	}
+	return nil
+}
+
+// TestDecodeInPlaceRandom decodes random escape-dense strings (the pieces JSON held in a string is
+// made of, and the escapes the word-wise path leaves to the byte-wise one) in place and compares
+// each with what the copying decoder and encoding/json give.
+func TestDecodeInPlaceRandom(t *testing.T) {
+	pieces := []string{`\"`, `\n`, `\\`, `a`, `bc`, `defgh`, `\u00e9`, `\ud83d\ude00`, `é`, `\t`, `\/`, "漢", ` `, `:`, `{`, `\\\"`}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		var sb strings.Builder
+		sb.WriteByte('"')
+		for range r.IntN(60) {
+			sb.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		sb.WriteString(`","x":1`)
+		tok := []byte(sb.String())
+		var want string
+		if err := json.Unmarshal(tok[:bytes.Index(tok, []byte(`","x"`))+1], &want); err != nil {
+			t.Fatal(err)
+		}
+		buf := bytes.Clone(tok)
+		got, end, err := decodeInPlace(buf, 0)
+		if err != nil || got != want || string(buf[end-1:]) != string(tok[end-1:]) {
+			t.Fatalf("%s: in place %q, %d, %v; want %q", tok, got, end, err, want)
+		}
+	}
 }
