@@ -53,3 +53,43 @@ func TestLaneMasksExact(t *testing.T) {
 		}
 	}
 }
+
+// TestClassify64 compares the block classifier with its plain Go reference, and escapedBits with
+// a byte-by-byte reading of backslash runs, on random blocks rich in the bytes they look for.
+func TestClassify64(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	alphabet := []byte{'"', '\\', '\\', 'n', 0, 0x1f, 0x20, 0x7f, 0x80, 0xff, 'a', 0x5b, 0x21, 0xc3}
+	for range 100000 {
+		var b [64 + 8]byte
+		for k := range b {
+			if r.IntN(3) > 0 {
+				b[k] = alphabet[r.IntN(len(alphabet))]
+			} else {
+				b[k] = byte(r.IntN(256))
+			}
+		}
+		off := r.IntN(8) // unaligned starts
+		blk := (*[64]byte)(b[off : off+64])
+		q, bs, sp := classify64(&blk[0])
+		wq, wbs, wsp := classify64Go(blk)
+		if q != wq || bs != wbs || sp != wsp {
+			t.Fatalf("classify64(%q) = %x %x %x, want %x %x %x", blk, q, bs, sp, wq, wbs, wsp)
+		}
+		carry := uint64(r.IntN(2))
+		c := carry
+		got := escapedBits(bs, &c)
+		var want uint64
+		escaping := carry == 1
+		for k := range 64 {
+			if escaping {
+				want |= 1 << k
+				escaping = false
+			} else if blk[k] == '\\' {
+				escaping = true
+			}
+		}
+		if wantCarry := map[bool]uint64{false: 0, true: 1}[escaping]; got != want || c != wantCarry {
+			t.Fatalf("escapedBits(%q, carry %d) = %x carry %d, want %x carry %d", blk, carry, got, c, want, wantCarry)
+		}
+	}
+}

@@ -272,70 +272,112 @@ func validLiteral(data []byte, i int, lit string) (int, error) {
 }
 
 // validString validates the string at data[i] (a '"') and returns the offset past its closing
-// quote. The text is read 8 bytes at a time (stringWord); only the bytes the fast path does not
-// settle are looked at one by one (stringSpecial): an escape other than \" \\ \n, a backslash
-// escaping a backslash, a control byte (refused) or the start of a UTF-8 sequence (checked
-// against Unicode's well-formed sequences).
+// quote. The text is read 64 bytes at a time (classify64, escapedBits) while it holds plain bytes
+// and one-letter escapes only; where it does not (a \\u escape, a control byte, a UTF-8 sequence)
+// the next 64 bytes or so are read 8 at a time (the escapes \" \\ \n and UTF-8 starts are settled
+// word by word), and only the bytes neither path settles are looked at one by one (stringSpecial).
 func validString(data []byte, i int) (int, error) {
 	start := i
 	i++
+	if i+8 <= len(data) {
+		// A short string (a key, most values) ends in its first word: no block is read for it.
+		if m := notPlain(load64(data, i)); m != 0 && data[i+firstByte(m)] == '"' {
+			return i + firstByte(m) + 1, nil
+		}
+	}
 	for {
-		for i+8 <= len(data) {
-			x := load64(data, i)
-			m := notPlain(x)
-			if m == 0 {
-				i += 8
-				continue
-			}
-			if k := firstByte(m); data[i+k] >= 0x80 {
-				// A UTF-8 sequence (text in most languages but English): checked where it starts.
-				n := runeLen(data, i+k)
-				if n == 0 {
-					return i + k, &SyntaxError{i + k, "invalid UTF-8 in string"}
-				}
-				i += k + n
-				continue
-			}
-			// stringWord, inlined by hand.
-			q := eqLanes(x, '"')
-			b := eqLanes(x, '\\')
-			esc := b << 8
-			if b&esc != 0 {
-				break
-			}
+		var carry uint64
+		window := 64
+		for i+64 <= len(data) {
+			q, b, sp := classify64(&data[i])
+			esc := escapedBits(b, &carry)
 			end := q &^ esc
-			bad := ctlOrHigh(x) | esc&^(q|b|eqLanes(x, 'n'))
-			if bad&lowerLanes(end) != 0 {
+			live := (end & -end) - 1 // the bytes before the closing quote (all, without one)
+			stop := sp
+			// Escape letters other than '"' and '\\' (about one in a hundred bytes of JSON held
+			// in a string) are checked one by one; a \\u escape is left to stringSpecial.
+			for odd := esc &^ (q | b) & live; odd != 0; odd &= odd - 1 {
+				k := bits.TrailingZeros64(odd)
+				if unescaped[data[i+k]] == 0 {
+					stop |= 1 << k
+				}
+			}
+			if stop &= live; stop != 0 {
+				k := bits.TrailingZeros64(stop)
+				if data[i+k] >= 0x80 {
+					window = 256 // text in most languages but English: words suit it better
+				}
+				if esc>>k&1 == 1 {
+					k-- // start at the escape's backslash (k = -1: the previous block's last byte)
+				}
+				i += k
+				carry = 0
 				break
 			}
 			if end != 0 {
-				return i + firstByte(end) + 1, nil
+				return i + bits.TrailingZeros64(end) + 1, nil
 			}
-			i += 8 - int(b>>63)
+			i += 64
 		}
-		if i+8 <= len(data) {
-			i += firstByte(notPlain(load64(data, i))) // the lowest flag is exact
-		} else {
-			for i < len(data) && plain[data[i]] {
-				i++
+		i -= int(carry) // the last backslash read escapes data[i]: the words start at it
+		for limit := i + window; i < limit; {
+			for i+8 <= len(data) && i < limit {
+				x := load64(data, i)
+				m := notPlain(x)
+				if m == 0 {
+					i += 8
+					continue
+				}
+				if k := firstByte(m); data[i+k] >= 0x80 {
+					// A UTF-8 sequence (text in most languages but English): checked where it starts.
+					n := runeLen(data, i+k)
+					if n == 0 {
+						return i + k, &SyntaxError{i + k, "invalid UTF-8 in string"}
+					}
+					i += k + n
+					continue
+				}
+				// stringWord, inlined by hand.
+				q := eqLanes(x, '"')
+				b := eqLanes(x, '\\')
+				esc := b << 8
+				if b&esc != 0 {
+					break
+				}
+				end := q &^ esc
+				bad := ctlOrHigh(x) | esc&^(q|b|eqLanes(x, 'n'))
+				if bad&lowerLanes(end) != 0 {
+					break
+				}
+				if end != 0 {
+					return i + firstByte(end) + 1, nil
+				}
+				i += 8 - int(b>>63)
 			}
-		}
-		if i >= len(data) {
-			return start, &SyntaxError{start, "unterminated string"}
-		}
-		switch c := data[i]; {
-		case c == '"':
-			return i + 1, nil
-		case c >= 0x80:
-			n := runeLen(data, i)
-			if n == 0 {
-				return i, &SyntaxError{i, "invalid UTF-8 in string"}
+			if i+8 <= len(data) {
+				i += firstByte(notPlain(load64(data, i))) // the lowest flag is exact
+			} else {
+				for i < len(data) && plain[data[i]] {
+					i++
+				}
 			}
-			i += n
-		default:
-			var err error
-			if i, err = stringSpecial(data, i, nil, nil); err != nil {
-				return i, err
+			if i >= len(data) {
+				return start, &SyntaxError{start, "unterminated string"}
+			}
+			switch c := data[i]; {
+			case c == '"':
+				return i + 1, nil
+			case c >= 0x80:
+				n := runeLen(data, i)
+				if n == 0 {
+					return i, &SyntaxError{i, "invalid UTF-8 in string"}
+				}
+				i += n
+			default:
+				var err error
+				if i, err = stringSpecial(data, i, nil, nil); err != nil {
+					return i, err
+				}
 			}
 		}
 	}
@@ -667,16 +709,16 @@ func (d *Scanner) decode(data []byte, i int) (string, int, error) {
 
 // decodeInPlace is Scanner.decode writing the text over the string's own bytes, from just past the
 // opening quote: the output position j never passes the input position i (every escape is longer
-// than what it stands for), so what is written has always been read. Words of plain bytes and of
-// the escapes \" and \n (non-adjacent backslashes) are decoded 8 bytes at a time: the escaped n
-// lanes become line feeds, the escaping backslashes are dropped (compressLanes), and the word is
-// stored whole once i - j leaves room for the lanes past the output, else byte by byte.
+// than what it stands for), so what is written has always been read. As in decode, words are
+// stored whole and the output moves past their plain lanes only; a word may be stored whole only
+// while it cannot reach bytes not yet read: always when it is all plain, else once i - j >= 8
+// (after the first eight escapes), before that its plain lanes are copied one by one.
 func decodeInPlace(data []byte, i int) (string, int, error) {
 	start := i
 	i++
 	j := i
 	for {
-		for i+8 <= len(data) {
+		if i+8 <= len(data) {
 			x := load64(data, i)
 			m := notPlain(x)
 			if m == 0 {
@@ -685,69 +727,44 @@ func decodeInPlace(data []byte, i int) (string, int, error) {
 				j += 8
 				continue
 			}
-			if k := firstByte(m); data[i+k] >= 0x80 {
-				n := runeLen(data, i+k)
-				if n == 0 {
-					return "", i + k, &SyntaxError{i + k, "invalid UTF-8 in string"}
-				}
-				j += copy(data[j:], data[i:i+k+n])
-				i += k + n
-				continue
-			}
-			q := eqLanes(x, '"')
-			b := eqLanes(x, '\\')
-			esc := b << 8
-			if b&esc != 0 {
-				break
-			}
-			end := q &^ esc
-			nl := eqLanes(x, 'n') & esc
-			live := lowerLanes(end)
-			if (ctlOrHigh(x)|esc&^(q|nl))&live != 0 {
-				break
-			}
-			var c int // lanes consumed
-			var drop uint64
-			if end != 0 {
-				c, drop = firstByte(end), b&live
+			k := firstByte(m)
+			if i-j >= 8 {
+				binary.LittleEndian.PutUint64(data[j:j+8], x)
 			} else {
-				c, drop = 8-int(b>>63), b&^(1<<63)
-			}
-			y := compressLanes(x^(nl>>7)*('n'^'\n'), drop)
-			v := c - bits.OnesCount64(drop)
-			if i-j+c >= 8 {
-				binary.LittleEndian.PutUint64(data[j:j+8], y)
-			} else {
-				for k := range v {
-					data[j+k] = byte(y >> (8 * k))
+				for t := range k {
+					data[j+t] = data[i+t]
 				}
 			}
-			i += c
-			j += v
-			if end != 0 {
-				return unsafe.String(&data[start+1], j-start-1), i + 1, nil
-			}
-		}
-		if i+8 <= len(data) {
-			k := firstByte(notPlain(load64(data, i)))
-			j += copy(data[j:], data[i:i+k])
 			i += k
-		} else {
-			for i < len(data) && plain[data[i]] {
-				data[j] = data[i]
-				i++
-				j++
+			j += k
+			if data[i] == '\\' && k < 7 {
+				if e := unescaped[data[i+1]]; e != 0 { // the common case, first
+					data[j] = e
+					i += 2
+					j++
+					continue
+				}
 			}
-		}
-		if i >= len(data) {
+		} else if i < len(data) && plain[data[i]] {
+			data[j] = data[i]
+			i++
+			j++
+			continue
+		} else if i >= len(data) {
 			return "", start, &SyntaxError{start, "unterminated string"}
 		}
-		if data[i] == '"' {
+		switch c := data[i]; {
+		case c == '"':
 			return unsafe.String(&data[start+1], j-start-1), i + 1, nil
-		}
-		var err error
-		if i, err = stringSpecial(data, i, data, &j); err != nil {
-			return "", i, err
+		case plain[c]: // a lane flagged only by a borrow
+			data[j] = c
+			i++
+			j++
+		default:
+			var err error
+			if i, err = stringSpecial(data, i, data, &j); err != nil {
+				return "", i, err
+			}
 		}
 	}
 }
