@@ -45,7 +45,12 @@ func BuildRecord(exchange []byte, callIndex int) (*ModelCallRecord, error) {
 	// the record is built from that map without walking the line again.
 	// The scanner and its member map are reused across calls (a record keeps none of their memory).
 	p := buildScanners.Get().(*buildScanner)
-	defer buildScanners.Put(p)
+	defer func() {
+		clear(p.members[:cap(p.members)]) // the decoded texts: a pooled scanner keeps no line alive
+		p.members = p.members[:0]
+		p.sc.Reset()
+		buildScanners.Put(p)
+	}()
 	var err error
 	p.members, err = p.sc.Members(ex, p.members[:0])
 	if err != nil {

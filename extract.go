@@ -402,7 +402,7 @@ func responsesToolCalls(output []byte, t *jsonscan.Tree, alias bool) (calls []To
 			}
 			return true
 		})
-		switch typ, _ := jsonscan.String(typ); typ {
+		switch typ, _ := text(typ, true); typ { // only compared: may share the text
 		case "function_call":
 			if !jsonscan.Truthy(callID) {
 				callID = id
@@ -486,7 +486,7 @@ func anthropicToolCalls(content []byte, t *jsonscan.Tree, alias bool) (calls []T
 			}
 			return true
 		})
-		switch typ, _ := jsonscan.String(typ); typ {
+		switch typ, _ := text(typ, true); typ { // only compared: may share the text
 		case "tool_use":
 			args := json.RawMessage("{}")
 			if jsonscan.Truthy(input) {

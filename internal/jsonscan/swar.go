@@ -62,25 +62,3 @@ func ctlOrHigh(x uint64) uint64 {
 // lowerLanes returns the flags of every lane below the lowest flagged lane of m (all lanes when m
 // is 0).
 func lowerLanes(m uint64) uint64 { return (m & -m) - 1 }
-
-// compressLanes drops the lanes of x flagged in drop (exact flags) and packs the others towards
-// lane 0 in order; the lanes above them are 0. Each kept lane moves down by the number of dropped
-// lanes below it (s, a prefix count per lane: multiplying the 0x01 marks by lanes1 sums them
-// lane-wise without overflow); the moves are done by the bits of s, 1, 2 then 4 lanes, which never
-// lands a lane on one that stays put (the targets are distinct and the order is kept).
-func compressLanes(x, drop uint64) uint64 {
-	ones := drop >> 7
-	x &^= ones * 0xFF
-	s := ones * lanes1 << 8 // dropped lanes strictly below each lane
-	m := (s & lanes1) * 0xFF
-	x = x&^m | (x&m)>>8
-	s = s&^m | (s&m)>>8
-	m = (s >> 1 & lanes1) * 0xFF
-	x = x&^m | (x&m)>>16
-	if s&(lanes1*4) != 0 {
-		s = s&^m | (s&m)>>16
-		m = (s >> 2 & lanes1) * 0xFF
-		x = x&^m | (x&m)>>32
-	}
-	return x
-}

@@ -5,6 +5,8 @@ import (
 	"testing"
 )
 
+// TestLaneMasksExact checks that eqLanes and ctlOrHigh flag exactly the lanes they name, on random
+// words rich in the bytes next to the ones they look for.
 func TestLaneMasksExact(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	alphabet := []byte{'"', '\\', 'n', 0, 0x1f, 0x20, 0x7f, 0x80, 0xff, '!', '#', ']', 'm', 'o', 0x21, 0x5b, 0x5d}
@@ -30,25 +32,6 @@ func TestLaneMasksExact(t *testing.T) {
 		for k := range 8 {
 			if (m>>(8*k+7)&1 == 1) != (b[k] < 0x20 || b[k] >= 0x80) {
 				t.Fatalf("ctlOrHigh(%q) lane %d", b, k)
-			}
-		}
-		drop := uint64(0)
-		var want []byte
-		for k := range 8 {
-			if r.IntN(3) == 0 {
-				drop |= 0x80 << (8 * k)
-			} else {
-				want = append(want, b[k])
-			}
-		}
-		got := compressLanes(x, drop)
-		for k := range 8 {
-			w := byte(0)
-			if k < len(want) {
-				w = want[k]
-			}
-			if byte(got>>(8*k)) != w {
-				t.Fatalf("compressLanes(%q, %x) = %x, want %q", b, drop, got, want)
 			}
 		}
 	}

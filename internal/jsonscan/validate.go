@@ -116,6 +116,13 @@ func (sc *Scanner) Members(data []byte, dst []Member) ([]Member, error) {
 	return members, err
 }
 
+// Reset drops the scanner's references to the last text it scanned (its index, its nested map),
+// keeping its configuration and scratch memory: a pooled scanner then keeps no buffer alive.
+func (sc *Scanner) Reset() {
+	sc.Tree.reset(nil)
+	sc.NestedMembers, sc.NestedStart = sc.NestedMembers[:0], -1
+}
+
 func validate(data []byte, members []Member, collect bool, sc *Scanner) ([]Member, error) {
 	i := SkipWS(data, 0)
 	if i >= len(data) {
