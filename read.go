@@ -34,6 +34,12 @@ func ReadRecords(store *capture.Store, id string) ([]ModelCallRecord, error) {
 // whose record cannot be built (an envelope field of the wrong JSON type, see BuildRecord). Every
 // non-blank line consumes a capture index, damaged or not, so indices may have holes; blank lines
 // consume none. Only I/O errors and an invalid id are returned as errors.
+//
+// The records share one buffer, the file as read: Request, Response and tool-call arguments are
+// slices of it, string fields without escapes share its bytes, and request_raw / response_raw are
+// decoded over their own bytes in it (see docs/records-and-merge.md, "Reading"). Do not modify a
+// record's Request or Response bytes: strings read from them (response_id, model, ...) would
+// change with them.
 func ReadAvailableRecords(store *capture.Store, id string) (records []ModelCallRecord, damaged int, err error) {
 	records, _, damaged, err = readAvailable(store, id, rawDecode)
 	return records, damaged, err
