@@ -2,22 +2,21 @@ package jsonscan
 
 import "math/bits"
 
-// classify64Go is classify64 in plain Go (the reference the assembly is tested against, and the
-// implementation on other architectures).
+// classify64Go is classify64 in plain Go (the implementation on other architectures): the exact
+// lane masks of each 8-byte word, gathered into one bit per byte.
 func classify64Go(b *[64]byte) (quote, backslash, special uint64) {
-	for k, c := range b {
-		bit := uint64(1) << k
-		switch {
-		case c == '"':
-			quote |= bit
-		case c == '\\':
-			backslash |= bit
-		case c < 0x20 || c >= 0x80:
-			special |= bit
-		}
+	for w := 0; w < 8; w++ {
+		x := load64(b[:], 8*w)
+		quote |= laneBits(eqLanes(x, '"')) << (8 * w)
+		backslash |= laneBits(eqLanes(x, '\\')) << (8 * w)
+		special |= laneBits(ctlOrHigh(x)) << (8 * w)
 	}
 	return quote, backslash, special
 }
+
+// laneBits gathers the flags of a lane mask (bit 7 of each lane) into the low 8 bits, lane k to
+// bit k: the multiplication moves bit 8k to bit 56+k without carries into the top byte.
+func laneBits(m uint64) uint64 { return (m >> 7) * 0x0102040810204080 >> 56 }
 
 // escapedBits returns the mask of the bytes of a 64-byte block that an escape's backslash applies
 // to, given the block's backslash mask and *carry, 1 when the block before ended inside a run of

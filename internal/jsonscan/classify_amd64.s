@@ -1,3 +1,5 @@
+//go:build amd64 && !purego
+
 #include "textflag.h"
 
 // func classify64(p *byte) (quote, backslash, special uint64)
