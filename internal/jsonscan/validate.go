@@ -723,64 +723,68 @@ func (d *Scanner) decode(data []byte, i int) (string, int, error) {
 	}
 }
 
-// decodeInPlace is Scanner.decode writing the text over the string's own bytes, from just past the
-// opening quote: the output position j never passes the input position i (every escape is longer
-// than what it stands for), so what is written has always been read. As in decode, words are
-// stored whole and the output moves past their plain lanes only; a word may be stored whole only
-// while it cannot reach bytes not yet read: always when it is all plain, else once i - j >= 8
-// (after the first eight escapes), before that its plain lanes are copied one by one.
+// decodeInPlace is Scanner.decode writing the text over the string's own bytes: the string is
+// validated first (validString: 64 bytes at a time), then its body is decoded over itself
+// (unescapeInPlace; the output never passes the input, every escape being longer than what it
+// stands for). Two passes measured as fast as one fused word loop and share the validator.
 func decodeInPlace(data []byte, i int) (string, int, error) {
-	start := i
-	i++
-	j := i
-	for {
-		if i+8 <= len(data) {
-			x := load64(data, i)
-			m := notPlain(x)
-			if m == 0 {
-				binary.LittleEndian.PutUint64(data[j:j+8], x) // j + 8 <= i + 8
-				i += 8
-				j += 8
-				continue
-			}
-			k := firstByte(m)
-			if i-j >= 8 {
-				binary.LittleEndian.PutUint64(data[j:j+8], x)
-			} else {
-				for t := range k {
-					data[j+t] = data[i+t]
-				}
-			}
-			i += k
-			j += k
-			if data[i] == '\\' && k < 7 {
-				if e := unescaped[data[i+1]]; e != 0 { // the common case, first
-					data[j] = e
-					i += 2
-					j++
-					continue
-				}
-			}
-		} else if i < len(data) && plain[data[i]] {
-			data[j] = data[i]
+	end, err := validString(data, i)
+	if err != nil {
+		return "", end, err
+	}
+	n := unescapeInPlace(data[i+1 : end-1])
+	return unsafe.String(&data[i+1], n), end, nil
+}
+
+// unescapeInPlace decodes the valid body s of a JSON string over itself and returns the length of
+// the text. As unescape: words are stored whole and the output moves past the bytes before their
+// first backslash only; a word may be stored whole only where it cannot reach bytes not yet read
+// (once i - j >= 8, after the first eight escapes), before that those bytes are moved exactly.
+func unescapeInPlace(s []byte) int {
+	i, j := 0, 0
+	for i+8 <= len(s) {
+		x := load64(s, i)
+		m := hasByte(x, '\\')
+		if m == 0 {
+			binary.LittleEndian.PutUint64(s[j:j+8], x) // j + 8 <= i + 8
+			i += 8
+			j += 8
+			continue
+		}
+		k := firstByte(m)
+		if i-j >= 8 {
+			binary.LittleEndian.PutUint64(s[j:j+8], x)
+		} else {
+			copy(s[j:j+k], s[i:i+k])
+		}
+		i += k
+		j += k
+		if c := unescaped[s[i+1]]; c != 0 {
+			s[j] = c
+			i += 2
+			j++
+			continue
+		}
+		r, n := unescapeU(s[i:]) // valid text: a \\u escape, paired when a surrogate
+		j += utf8.EncodeRune(s[j:], r)
+		i += n
+	}
+	for i < len(s) {
+		if s[i] != '\\' {
+			s[j] = s[i]
 			i++
 			j++
 			continue
-		} else if i >= len(data) {
-			return "", start, &SyntaxError{start, "unterminated string"}
 		}
-		switch c := data[i]; {
-		case c == '"':
-			return unsafe.String(&data[start+1], j-start-1), i + 1, nil
-		case plain[c]: // a lane flagged only by a borrow
-			data[j] = c
-			i++
+		if c := unescaped[s[i+1]]; c != 0 {
+			s[j] = c
+			i += 2
 			j++
-		default:
-			var err error
-			if i, err = stringSpecial(data, i, data, &j); err != nil {
-				return "", i, err
-			}
+			continue
 		}
+		r, n := unescapeU(s[i:])
+		j += utf8.EncodeRune(s[j:], r)
+		i += n
 	}
+	return j
 }
