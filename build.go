@@ -45,7 +45,12 @@ func BuildRecord(exchange []byte, callIndex int) (*ModelCallRecord, error) {
 	// the record is built from that map without walking the line again.
 	// The scanner and its member map are reused across calls (a record keeps none of their memory).
 	p := buildScanners.Get().(*buildScanner)
-	defer buildScanners.Put(p)
+	defer func() {
+		clear(p.members[:cap(p.members)]) // the decoded texts: a pooled scanner keeps no line alive
+		p.members = p.members[:0]
+		p.sc.Reset()
+		buildScanners.Put(p)
+	}()
 	var err error
 	p.members, err = p.sc.Members(ex, p.members[:0])
 	if err != nil {
@@ -55,7 +60,7 @@ func BuildRecord(exchange []byte, callIndex int) (*ModelCallRecord, error) {
 		return nil, fmt.Errorf("%w: not a JSON object but %s", ErrInvalidExchange, jsonscan.KindName(ex))
 	}
 	rec := new(ModelCallRecord)
-	if err := buildRecordMembers(rec, ex, p.members, &p.sc, callIndex, true, nil); err != nil {
+	if err := buildRecordMembers(rec, ex, p.members, &p.sc, callIndex, true, false, nil); err != nil {
 		return nil, err
 	}
 	return rec, nil
@@ -81,6 +86,9 @@ type envelope struct {
 	// The decoded request_raw and response_raw when the validating pass decoded them
 	// (a jsonscan.Scanner with Decode), else nil.
 	requestRawText, responseRawText *string
+	// alias: the record's strings may share the line's memory (text): the line is a read buffer
+	// the record owns.
+	alias bool
 	// The response's fields when the validating pass mapped the response's members.
 	responseFields responseFields
 	responseMapped bool
@@ -151,8 +159,8 @@ func buildRecord(rec *ModelCallRecord, ex []byte, callIndex int, rawText bool, t
 // buildRecordMembers is buildRecord for a line whose members the validating pass mapped (sc, a
 // jsonscan.Scanner that also decoded request_raw and response_raw when the raw texts are wanted, and
 // mapped the members of response): the line is not walked again.
-func buildRecordMembers(rec *ModelCallRecord, line []byte, members []jsonscan.Member, sc *jsonscan.Scanner, callIndex int, rawText bool, tok *rawTokens) error {
-	var e envelope
+func buildRecordMembers(rec *ModelCallRecord, line []byte, members []jsonscan.Member, sc *jsonscan.Scanner, callIndex int, rawText, alias bool, tok *rawTokens) error {
+	e := envelope{alias: alias}
 	responseStart := -1
 	for i := range members {
 		m := &members[i]
@@ -178,6 +186,8 @@ func buildRecordMembers(rec *ModelCallRecord, line []byte, members []jsonscan.Me
 		for _, m := range sc.NestedMembers {
 			e.responseFields.set(line[m.KeyStart:m.KeyEnd], line[m.ValStart:m.ValEnd])
 		}
+		e.responseFields.tree = &sc.Tree
+		e.responseFields.alias = alias
 	}
 	return e.build(rec, callIndex, rawText, tok)
 }
@@ -191,16 +201,16 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int, rawText bool, tok 
 	*rec = ModelCallRecord{CallIndex: callIndex}
 	b := new(recordBox)
 	var err error
-	if rec.ModelCallID, err = envString("model_call_id", e.modelCallID, &b.modelCallID); err != nil {
+	if rec.ModelCallID, err = envString("model_call_id", e.modelCallID, &b.modelCallID, e.alias); err != nil {
 		return err
 	}
-	if rec.Dialect, err = envString("dialect", e.dialect, &b.dialect); err != nil {
+	if rec.Dialect, err = envString("dialect", e.dialect, &b.dialect, e.alias); err != nil {
 		return err
 	}
-	if rec.ErrorCategory, err = envString("error_category", e.errorCategory, &b.errorCategory); err != nil {
+	if rec.ErrorCategory, err = envString("error_category", e.errorCategory, &b.errorCategory, e.alias); err != nil {
 		return err
 	}
-	if rec.ModelRef, err = envModelRef(e.modelRef, &b.modelRef); err != nil {
+	if rec.ModelRef, err = envModelRef(e.modelRef, &b.modelRef, e.alias); err != nil {
 		return err
 	}
 	if rec.StatusCode, err = envInt("status_code", e.statusCode, &b.statusCode); err != nil {
@@ -231,10 +241,10 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int, rawText bool, tok 
 	case rawText:
 		rec.RequestRaw, rec.ResponseRaw = e.requestRawText, e.responseRawText
 		if rec.RequestRaw == nil {
-			rec.RequestRaw = stringInto(e.requestRaw, &b.requestRaw)
+			rec.RequestRaw = stringInto(e.requestRaw, &b.requestRaw, e.alias)
 		}
 		if rec.ResponseRaw == nil {
-			rec.ResponseRaw = stringInto(e.responseRaw, &b.responseRaw)
+			rec.ResponseRaw = stringInto(e.responseRaw, &b.responseRaw, e.alias)
 		}
 	}
 	if s, ok := jsonscan.String(e.responseSource); ok && (s == "upstream" || s == "local") {
@@ -249,9 +259,9 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int, rawText bool, tok 
 		b.upstreamStatusCode = int(n)
 		rec.UpstreamStatusCode = &b.upstreamStatusCode
 	}
-	rec.LocalResponseReason = stringInto(e.localResponseReason, &b.localResponseReason)
-	rec.ClientSessionID = stringInto(e.clientSessionID, &b.clientSessionID)
-	rec.ClientAssistantMessageID = stringInto(e.clientAssistantMessageID, &b.clientAssistantMessageID)
+	rec.LocalResponseReason = stringInto(e.localResponseReason, &b.localResponseReason, e.alias)
+	rec.ClientSessionID = stringInto(e.clientSessionID, &b.clientSessionID, e.alias)
+	rec.ClientAssistantMessageID = stringInto(e.clientAssistantMessageID, &b.clientAssistantMessageID, e.alias)
 
 	if jsonscan.IsObject(e.request) {
 		rec.Request = e.request
@@ -265,7 +275,7 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int, rawText bool, tok 
 			f = scanResponse(e.response)
 		}
 	}
-	rec.ResponseID = stringInto(f.id, &b.responseID)
+	rec.ResponseID = stringInto(f.id, &b.responseID, e.alias)
 	// First truthy of response.model, request.model; a truthy non-string response model gives null
 	// without falling back, as NeMo Gym's record builder does. The request is only read for its
 	// model when needed.
@@ -276,16 +286,16 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int, rawText bool, tok 
 			model = jsonscan.Lookup(rec.Request, "model")
 		}
 	}
-	rec.Model = stringInto(model, &b.model)
-	rec.ResponseStatus = stringInto(f.status, &b.responseStatus)
+	rec.Model = stringInto(model, &b.model, e.alias)
+	rec.ResponseStatus = stringInto(f.status, &b.responseStatus, e.alias)
 	rec.FinishReason = finishReason(&f)
 
-	u := scanUsage(f.usage)
-	stats := extractTokenStats(u)
+	u := scanUsage(f.usage, f.tree)
+	stats := extractTokenStats(u, &b.tokens)
 	rec.TokensIn, rec.TokensOut = stats.TokensIn, stats.TokensOut
 	rec.TokensReasoning, rec.TokensTotal = stats.TokensReasoning, stats.TokensTotal
 	rec.CacheCreationTokens = stats.CacheCreationTokens
-	rec.CacheHit, rec.CachedTokens = cacheSignal(&u)
+	rec.CacheHit, rec.CachedTokens = cacheSignal(&u, &b.tokens)
 	rec.ToolCalls, rec.ReasoningContent = toolCallsAndReasoning(&f)
 	return nil
 }
@@ -299,11 +309,12 @@ type recordBox struct {
 	startedAt, completedAt, latencyMS, latencyTTFTMS                                                float64
 	upstreamAttempted                                                                               bool
 	modelRef                                                                                        rollout.ModelServerRef
+	tokens                                                                                          tokenBox
 }
 
-// stringInto is stringPtr with the string stored in *dst.
-func stringInto(v []byte, dst *string) *string {
-	s, ok := jsonscan.String(v)
+// stringInto is textPtr with the string stored in *dst.
+func stringInto(v []byte, dst *string, alias bool) *string {
+	s, ok := text(v, alias)
 	if !ok {
 		return nil
 	}
@@ -313,14 +324,14 @@ func stringInto(v []byte, dst *string) *string {
 
 // envString, envInt, envFloat and envModelRef read an envelope field into *dst: nil when it is null
 // or absent, an error wrapping ErrInvalidExchange when it has the wrong type.
-func envString(key string, v []byte, dst *string) (*string, error) {
+func envString(key string, v []byte, dst *string, alias bool) (*string, error) {
 	if jsonscan.IsNull(v) {
 		return nil, nil
 	}
 	if !jsonscan.IsString(v) {
 		return nil, envTypeError(key, "a string", v)
 	}
-	*dst = jsonscan.Unquote(v)
+	*dst, _ = text(v, alias)
 	return dst, nil
 }
 
@@ -348,7 +359,7 @@ func envFloat(key string, v []byte, dst *float64) (*float64, error) {
 	return dst, nil
 }
 
-func envModelRef(v []byte, dst *rollout.ModelServerRef) (*rollout.ModelServerRef, error) {
+func envModelRef(v []byte, dst *rollout.ModelServerRef, alias bool) (*rollout.ModelServerRef, error) {
 	if jsonscan.IsNull(v) {
 		return nil, nil
 	}
@@ -365,15 +376,15 @@ func envModelRef(v []byte, dst *rollout.ModelServerRef) (*rollout.ModelServerRef
 		}
 		return true
 	})
-	t, ok := jsonscan.String(typ)
+	t, ok := text(typ, true) // only compared: the record holds the constant
 	if !ok || t != rollout.ModelServerRefType {
 		return nil, fmt.Errorf("%w: model_ref.type must be %q, got %s", ErrInvalidExchange, rollout.ModelServerRefType, clipRaw(typ))
 	}
-	n, ok := jsonscan.String(name)
+	n, ok := text(name, alias)
 	if !ok {
 		return nil, envTypeError("model_ref.name", "a string", name)
 	}
-	*dst = rollout.ModelServerRef{Type: t, Name: n}
+	*dst = rollout.ModelServerRef{Type: rollout.ModelServerRefType, Name: n}
 	return dst, nil
 }
 

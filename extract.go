@@ -52,16 +52,17 @@ func usageDetailToken(usage json.RawMessage, groups, fields []string) (n int64, 
 	for i, g := range groups {
 		raw[i] = jsonscan.Lookup(usage, g)
 	}
-	return detailToken(raw, fields...)
+	return detailToken(nil, raw, fields...)
 }
 
-func detailToken(groups [][]byte, fields ...string) (int64, bool) {
+// detailToken is usageDetailToken over the raw groups, looked up through t (nil: walked as text).
+func detailToken(t *jsonscan.Tree, groups [][]byte, fields ...string) (int64, bool) {
 	for _, g := range groups {
 		if !jsonscan.IsObject(g) {
 			continue
 		}
 		for _, f := range fields {
-			if n, ok := tokenCount(jsonscan.Lookup(g, f)); ok {
+			if n, ok := tokenCount(t.Lookup(g, f)); ok {
 				return n, true
 			}
 		}
@@ -76,11 +77,13 @@ type usageFields struct {
 	promptDetails, inputDetails, outputDetails, completionDetails          []byte
 	promptCacheHit, promptCacheMiss, reasoningTokens                       []byte
 	isObject                                                               bool
+	tree                                                                   *jsonscan.Tree // the index the detail groups are read through
 }
 
-func scanUsage(usage []byte) usageFields {
-	var u usageFields
-	u.isObject = jsonscan.EachMember(usage, func(k, v []byte) bool {
+// scanUsage maps the members of usage, read through t (nil: walked as text).
+func scanUsage(usage []byte, t *jsonscan.Tree) usageFields {
+	u := usageFields{tree: t}
+	u.isObject = t.EachMember(usage, func(k, v []byte) bool {
 		switch string(jsonscan.KeyName(k)) {
 		case "input_tokens":
 			u.inputTokens = v
@@ -151,39 +154,56 @@ func ExtractTokenStats(usage json.RawMessage) TokenStats {
 	if !jsonscan.IsObject(usage) || jsonscan.Validate(usage) != nil {
 		return TokenStats{}
 	}
-	return extractTokenStats(scanUsage(usage))
+	return extractTokenStats(scanUsage(usage, nil), new(tokenBox))
 }
 
-func extractTokenStats(u usageFields) TokenStats {
+// tokenBox holds the counts a TokenStats points at: one allocation for all of them (a record
+// embeds it in its recordBox).
+type tokenBox struct {
+	in, out, reasoning, total, creation, cached int64
+	hit                                         bool
+}
+
+// put stores n in *dst and returns dst.
+func put[T any](dst *T, n T) *T {
+	*dst = n
+	return dst
+}
+
+// extractTokenStats is ExtractTokenStats over scanned usage fields, the counts stored in b.
+func extractTokenStats(u usageFields, b *tokenBox) TokenStats {
 	var s TokenStats
 	if !u.isObject {
 		return s
 	}
 	fromPrompt := false
 	if n, ok := tokenCount(u.inputTokens); ok {
-		s.TokensIn = new(n)
+		s.TokensIn = put(&b.in, n)
 	} else if n, ok := tokenCount(u.promptTokens); ok {
-		s.TokensIn = new(n)
+		s.TokensIn = put(&b.in, n)
 		fromPrompt = true
 	} else if hit, ok := tokenCount(u.promptCacheHit); ok {
 		if miss, ok := tokenCount(u.promptCacheMiss); ok {
-			s.TokensIn = new(hit + miss)
+			s.TokensIn = put(&b.in, hit+miss)
 			fromPrompt = true
 		}
 	}
-	prompt := s.TokensIn // as reported, before any fold
+	var prompt *int64 // as reported, before any fold (b.in may be folded later)
+	if s.TokensIn != nil {
+		prompt = new(*s.TokensIn)
+	}
 	if n, ok := tokenCount(u.outputTokens); ok {
-		s.TokensOut = new(n)
+		s.TokensOut = put(&b.out, n)
 	} else if n, ok := tokenCount(u.completionTokens); ok {
-		s.TokensOut = new(n)
+		s.TokensOut = put(&b.out, n)
 	}
 
 	read, haveRead := tokenCount(u.cacheRead)
 	creation, haveCreation := tokenCount(u.cacheCreation)
 	if haveCreation {
-		s.CacheCreationTokens = new(creation)
+		s.CacheCreationTokens = put(&b.creation, creation)
 	} else if n, ok := u.openAICacheWrite(); ok {
-		s.CacheCreationTokens = new(n)
+		s.CacheCreationTokens = put(&b.creation, n)
 	}
 	if (haveRead || haveCreation) && !fromPrompt && !u.hasOpenAICacheSubset() {
 		cacheTotal := read + creation // absent ones are 0
@@ -192,40 +212,40 @@ func extractTokenStats(u usageFields) TokenStats {
 			if s.TokensIn != nil {
 				in += *s.TokensIn
 			}
-			s.TokensIn = new(in)
+			s.TokensIn = put(&b.in, in)
 		}
 	}
 
-	if n, ok := detailToken([][]byte{u.outputDetails, u.completionDetails}, "reasoning_tokens"); ok {
-		s.TokensReasoning = new(n)
+	if n, ok := detailToken(u.tree, [][]byte{u.outputDetails, u.completionDetails}, "reasoning_tokens"); ok {
+		s.TokensReasoning = put(&b.reasoning, n)
 	} else if n, ok := tokenCount(u.reasoningOutput); ok {
-		s.TokensReasoning = new(n)
-	} else if n, ok := detailToken([][]byte{u.outputDetails}, "thinking_tokens"); ok {
-		s.TokensReasoning = new(n)
+		s.TokensReasoning = put(&b.reasoning, n)
+	} else if n, ok := detailToken(u.tree, [][]byte{u.outputDetails}, "thinking_tokens"); ok {
+		s.TokensReasoning = put(&b.reasoning, n)
 	} else if n, ok := tokenCount(u.reasoningTokens); ok {
-		s.TokensReasoning = new(n)
+		s.TokensReasoning = put(&b.reasoning, n)
 	}
 
 	total, haveTotal := tokenCount(u.totalTokens)
 	if haveTotal && prompt != nil && s.TokensOut != nil && s.TokensReasoning != nil && *s.TokensReasoning > 0 &&
 		total == *prompt+*s.TokensOut+*s.TokensReasoning {
-		s.TokensOut = new(*s.TokensOut + *s.TokensReasoning)
+		s.TokensOut = put(&b.out, *s.TokensOut+*s.TokensReasoning)
 	}
 	if haveTotal {
-		s.TokensTotal = new(total)
+		s.TokensTotal = put(&b.total, total)
 	} else if s.TokensIn != nil && s.TokensOut != nil {
-		s.TokensTotal = new(*s.TokensIn + *s.TokensOut)
+		s.TokensTotal = put(&b.total, *s.TokensIn+*s.TokensOut)
 	}
 	return s
 }
 
 func (u *usageFields) openAICached() (int64, bool) {
-	return detailToken([][]byte{u.promptDetails, u.inputDetails}, "cached_tokens", "cached_input_tokens")
+	return detailToken(u.tree, [][]byte{u.promptDetails, u.inputDetails}, "cached_tokens", "cached_input_tokens")
 }
 
 // openAICacheWrite is the first valid cache-write count of the OpenAI-style detail groups.
 func (u *usageFields) openAICacheWrite() (int64, bool) {
-	return detailToken([][]byte{u.promptDetails, u.inputDetails}, "cache_write_tokens", "cache_creation_tokens")
+	return detailToken(u.tree, [][]byte{u.promptDetails, u.inputDetails}, "cache_write_tokens", "cache_creation_tokens")
 }
 
 // hasOpenAICacheSubset reports a valid cache read or write count inside prompt_tokens_details or
@@ -249,11 +269,12 @@ func cacheSignalJSON(usage json.RawMessage) (hit *bool, cachedTokens *int64) {
 	if !jsonscan.IsObject(usage) || jsonscan.Validate(usage) != nil {
 		return nil, nil
 	}
-	u := scanUsage(usage)
-	return cacheSignal(&u)
+	u := scanUsage(usage, nil)
+	return cacheSignal(&u, new(tokenBox))
 }
 
-func cacheSignal(u *usageFields) (*bool, *int64) {
+// cacheSignal is cacheSignalJSON over scanned usage fields, the values stored in b.
+func cacheSignal(u *usageFields, b *tokenBox) (*bool, *int64) {
 	if !u.isObject {
 		return nil, nil
 	}
@@ -270,7 +291,7 @@ func cacheSignal(u *usageFields) (*bool, *int64) {
 	if !ok {
 		return nil, nil
 	}
-	return new(n > 0), new(n)
+	return put(&b.hit, n > 0), put(&b.cached, n)
 }
 
 // normalizeArgumentsJSON ports _as_arguments, with one difference of ours: tool-call arguments
@@ -344,11 +365,11 @@ func toolCallsAndReasoning(f *responseFields) ([]ToolCall, *string) {
 	var reasoning []string
 	switch {
 	case jsonscan.IsArray(f.output):
-		calls, reasoning = responsesToolCalls(f.output)
+		calls, reasoning = responsesToolCalls(f.output, f.tree, f.alias)
 	case jsonscan.IsArray(f.choices):
-		calls, reasoning = chatToolCalls(f.choices)
+		calls, reasoning = chatToolCalls(f.choices, f.tree, f.alias)
 	case jsonscan.IsArray(f.content):
-		calls, reasoning = anthropicToolCalls(f.content)
+		calls, reasoning = anthropicToolCalls(f.content, f.tree, f.alias)
 	default:
 		return nil, nil
 	}
@@ -358,13 +379,13 @@ func toolCallsAndReasoning(f *responseFields) ([]ToolCall, *string) {
 	return calls, nil
 }
 
-func responsesToolCalls(output []byte) (calls []ToolCall, reasoning []string) {
-	jsonscan.EachElement(output, func(item []byte) bool {
+func responsesToolCalls(output []byte, t *jsonscan.Tree, alias bool) (calls []ToolCall, reasoning []string) {
+	t.EachElement(output, func(item []byte) bool {
 		if !jsonscan.IsObject(item) {
 			return true
 		}
 		var typ, callID, id, name, args, summary []byte
-		jsonscan.EachMember(item, func(k, v []byte) bool {
+		t.EachMember(item, func(k, v []byte) bool {
 			switch string(jsonscan.KeyName(k)) {
 			case "type":
 				typ = v
@@ -381,16 +402,16 @@ func responsesToolCalls(output []byte) (calls []ToolCall, reasoning []string) {
 			}
 			return true
 		})
-		switch t, _ := jsonscan.String(typ); t {
+		switch typ, _ := text(typ, true); typ { // only compared: may share the text
 		case "function_call":
 			if !jsonscan.Truthy(callID) {
 				callID = id
 			}
-			calls = append(calls, ToolCall{CallID: stringPtr(callID), Name: stringPtr(name), Arguments: normalizeArguments(args)})
+			calls = append(calls, ToolCall{CallID: textPtr(callID, alias), Name: textPtr(name, alias), Arguments: normalizeArguments(args)})
 		case "reasoning":
-			jsonscan.EachElement(summary, func(entry []byte) bool {
-				if text, ok := jsonscan.String(jsonscan.Lookup(entry, "text")); ok && text != "" {
-					reasoning = append(reasoning, text)
+			t.EachElement(summary, func(entry []byte) bool {
+				if s, ok := text(t.Lookup(entry, "text"), alias); ok && s != "" {
+					reasoning = append(reasoning, s)
 				}
 				return true
 			})
@@ -400,14 +421,14 @@ func responsesToolCalls(output []byte) (calls []ToolCall, reasoning []string) {
 	return calls, reasoning
 }
 
-func chatToolCalls(choices []byte) (calls []ToolCall, reasoning []string) {
-	jsonscan.EachElement(choices, func(choice []byte) bool {
-		message := jsonscan.Lookup(choice, "message")
+func chatToolCalls(choices []byte, t *jsonscan.Tree, alias bool) (calls []ToolCall, reasoning []string) {
+	t.EachElement(choices, func(choice []byte) bool {
+		message := t.Lookup(choice, "message")
 		if !jsonscan.IsObject(message) {
 			return true
 		}
 		var toolCalls, reasoningContent, reasoningAlt []byte
-		jsonscan.EachMember(message, func(k, v []byte) bool {
+		t.EachMember(message, func(k, v []byte) bool {
 			switch string(jsonscan.KeyName(k)) {
 			case "tool_calls":
 				toolCalls = v
@@ -418,25 +439,25 @@ func chatToolCalls(choices []byte) (calls []ToolCall, reasoning []string) {
 			}
 			return true
 		})
-		jsonscan.EachElement(toolCalls, func(tc []byte) bool {
+		t.EachElement(toolCalls, func(tc []byte) bool {
 			if !jsonscan.IsObject(tc) {
 				return true
 			}
-			fn := jsonscan.Lookup(tc, "function")
+			fn := t.Lookup(tc, "function")
 			var name, args []byte
 			if jsonscan.IsObject(fn) {
-				name, args = jsonscan.Lookup(fn, "name"), jsonscan.Lookup(fn, "arguments")
+				name, args = t.Lookup(fn, "name"), t.Lookup(fn, "arguments")
 			}
-			calls = append(calls, ToolCall{CallID: stringPtr(jsonscan.Lookup(tc, "id")), Name: stringPtr(name), Arguments: normalizeArguments(args)})
+			calls = append(calls, ToolCall{CallID: textPtr(t.Lookup(tc, "id"), alias), Name: textPtr(name, alias), Arguments: normalizeArguments(args)})
 			return true
 		})
 		// reasoning_content wins when truthy, even if it is not a string: a truthy non-string blocks the
 		// fallback to reasoning, as in NeMo Gym.
-		text := reasoningContent
-		if !jsonscan.Truthy(text) {
-			text = reasoningAlt
+		reasoningText := reasoningContent
+		if !jsonscan.Truthy(reasoningText) {
+			reasoningText = reasoningAlt
 		}
-		if s, ok := jsonscan.String(text); ok && s != "" {
+		if s, ok := text(reasoningText, alias); ok && s != "" {
 			reasoning = append(reasoning, s)
 		}
 		return true
@@ -444,13 +465,13 @@ func chatToolCalls(choices []byte) (calls []ToolCall, reasoning []string) {
 	return calls, reasoning
 }
 
-func anthropicToolCalls(content []byte) (calls []ToolCall, reasoning []string) {
-	jsonscan.EachElement(content, func(block []byte) bool {
+func anthropicToolCalls(content []byte, t *jsonscan.Tree, alias bool) (calls []ToolCall, reasoning []string) {
+	t.EachElement(content, func(block []byte) bool {
 		if !jsonscan.IsObject(block) {
 			return true
 		}
 		var typ, id, name, input, thinking []byte
-		jsonscan.EachMember(block, func(k, v []byte) bool {
+		t.EachMember(block, func(k, v []byte) bool {
 			switch string(jsonscan.KeyName(k)) {
 			case "type":
 				typ = v
@@ -465,15 +486,15 @@ func anthropicToolCalls(content []byte) (calls []ToolCall, reasoning []string) {
 			}
 			return true
 		})
-		switch t, _ := jsonscan.String(typ); t {
+		switch typ, _ := text(typ, true); typ { // only compared: may share the text
 		case "tool_use":
 			args := json.RawMessage("{}")
 			if jsonscan.Truthy(input) {
 				args = normalizeArguments(input)
 			}
-			calls = append(calls, ToolCall{CallID: stringPtr(id), Name: stringPtr(name), Arguments: args})
+			calls = append(calls, ToolCall{CallID: textPtr(id, alias), Name: textPtr(name, alias), Arguments: args})
 		case "thinking", "redacted_thinking":
-			if s, ok := jsonscan.String(thinking); ok {
+			if s, ok := text(thinking, alias); ok {
 				reasoning = append(reasoning, s) // empty strings included, as NeMo Gym does
 			}
 		}
@@ -496,21 +517,22 @@ func finishReasonJSON(response json.RawMessage) *string {
 }
 
 func finishReason(f *responseFields) *string {
-	if s := stringPtr(f.stopReason); s != nil {
+	t := f.tree
+	if s := textPtr(f.stopReason, f.alias); s != nil {
 		return s
 	}
 	var first []byte
-	jsonscan.EachElement(f.choices, func(v []byte) bool {
+	t.EachElement(f.choices, func(v []byte) bool {
 		first = v
 		return false
 	})
 	if jsonscan.IsObject(first) {
-		if s := stringPtr(jsonscan.Lookup(first, "finish_reason")); s != nil {
+		if s := textPtr(t.Lookup(first, "finish_reason"), f.alias); s != nil {
 			return s
 		}
 	}
 	if jsonscan.IsObject(f.incompleteDetails) {
-		return stringPtr(jsonscan.Lookup(f.incompleteDetails, "reason"))
+		return textPtr(t.Lookup(f.incompleteDetails, "reason"), f.alias)
 	}
 	return nil
 }
@@ -518,6 +540,8 @@ func finishReason(f *responseFields) *string {
 // responseFields are the members of a response object that the rules read.
 type responseFields struct {
 	id, model, status, stopReason, choices, incompleteDetails, usage, output, content []byte
+	tree                                                                              *jsonscan.Tree // the index the values are read through (nil: walked as text)
+	alias                                                                             bool           // strings may share the text\'s memory (text)
 }
 
 func scanResponse(obj []byte) responseFields {

@@ -1,6 +1,8 @@
 package modelcalls
 
 import (
+	"sync"
+
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
@@ -32,6 +34,12 @@ func ReadRecords(store *capture.Store, id string) ([]ModelCallRecord, error) {
 // whose record cannot be built (an envelope field of the wrong JSON type, see BuildRecord). Every
 // non-blank line consumes a capture index, damaged or not, so indices may have holes; blank lines
 // consume none. Only I/O errors and an invalid id are returned as errors.
+//
+// The records share one buffer, the file as read: Request, Response and tool-call arguments are
+// slices of it, string fields without escapes share its bytes, and request_raw / response_raw are
+// decoded over their own bytes in it (see docs/records-and-merge.md, "Reading"). Do not modify a
+// record's Request or Response bytes: strings read from them (response_id, model, ...) would
+// change with them.
 func ReadAvailableRecords(store *capture.Store, id string) (records []ModelCallRecord, damaged int, err error) {
 	records, _, damaged, err = readAvailable(store, id, rawDecode)
 	return records, damaged, err
@@ -59,10 +67,16 @@ type rawTokens struct{ request, response []byte }
 // the record is built from them. When the raw texts are decoded, the validating pass decodes them as
 // it checks them, so the largest strings of the line are read once too.
 func readAvailable(store *capture.Store, id string, mode rawMode) (records []ModelCallRecord, tokens []rawTokens, damaged int, err error) {
-	var members []jsonscan.Member
-	sc := jsonscan.Scanner{Nested: "response"}
+	// The scanner and its member map are reused across reads (their scratch memory grows to the
+	// size of a line's index once, not once per rollout).
+	p := readScanners.Get().(*readScanner)
+	defer p.release()
+	members, sc := p.members[:0], &p.sc
+	sc.Nested, sc.Decode, sc.InPlace = "response", nil, false
 	if mode == rawDecode {
-		sc.Decode = rawMembers
+		// The read buffer is ours (ScanAvailable keeps no other reference to it) and the records
+		// alias it anyway: the raw texts are decoded over their own bytes, allocating nothing.
+		sc.Decode, sc.InPlace = rawMembers, true
 	}
 	var tok rawTokens
 	var tp *rawTokens
@@ -72,6 +86,7 @@ func readAvailable(store *capture.Store, id string, mode rawMode) (records []Mod
 	err = store.ScanAvailable(id, func(index, _ int, b []byte) {
 		var verr error
 		members, verr = sc.Members(b, members[:0])
+		p.members = members
 		if verr != nil || !jsonscan.IsObject(b[jsonscan.SkipWS(b, 0):]) {
 			damaged++
 			return
@@ -80,7 +95,7 @@ func readAvailable(store *capture.Store, id string, mode rawMode) (records []Mod
 			records = make([]ModelCallRecord, 0, 32) // skips the small steps of append's growth
 		}
 		records = append(records, ModelCallRecord{})
-		if buildRecordMembers(&records[len(records)-1], b, members, &sc, index, mode == rawDecode, tp) != nil {
+		if buildRecordMembers(&records[len(records)-1], b, members, sc, index, mode == rawDecode, true, tp) != nil {
 			records = records[:len(records)-1]
 			damaged++
 			return
@@ -93,4 +108,21 @@ func readAvailable(store *capture.Store, id string, mode rawMode) (records []Mod
 		return nil, nil, 0, err
 	}
 	return records, tokens, damaged, nil
+}
+
+// readScanner is readAvailable's reusable validating pass: the scanner and the slice the line's
+// top-level members go into.
+type readScanner struct {
+	sc      jsonscan.Scanner
+	members []jsonscan.Member
+}
+
+var readScanners = sync.Pool{New: func() any { return new(readScanner) }}
+
+// release drops the references to the last line (decoded texts, the index) and pools p.
+func (p *readScanner) release() {
+	clear(p.members[:cap(p.members)])
+	p.members = p.members[:0]
+	p.sc.Reset()
+	readScanners.Put(p)
 }

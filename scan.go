@@ -19,3 +19,22 @@ func stringPtr(v []byte) *string {
 	}
 	return &s
 }
+
+// text is jsonscan.String; with alias set, a string without escapes shares v's memory
+// (jsonscan.StringAlias) instead of being copied: for text the record owns and nobody modifies,
+// the read buffer of ReadAvailableRecords, whose records alias it anyway.
+func text(v []byte, alias bool) (string, bool) {
+	if alias {
+		return jsonscan.StringAlias(v)
+	}
+	return jsonscan.String(v)
+}
+
+// textPtr is stringPtr through text.
+func textPtr(v []byte, alias bool) *string {
+	s, ok := text(v, alias)
+	if !ok {
+		return nil
+	}
+	return &s
+}

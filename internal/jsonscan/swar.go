@@ -43,3 +43,22 @@ func notPlain(x uint64) uint64 {
 	b := x ^ (lanes1 * '\\')
 	return ((x-lanes1*0x20)|(q-lanes1)|(b-lanes1))&^x&lanesHi | x&lanesHi
 }
+
+const lanes7F = 0x7F7F7F7F7F7F7F7F // 0x7F in every lane
+
+// eqLanes flags exactly the lanes of x equal to c: the low seven bits of each lane are added to
+// 0x7F without carrying out of the lane, so no flag depends on a neighbouring lane.
+func eqLanes(x uint64, c byte) uint64 {
+	y := x ^ (lanes1 * uint64(c))
+	return ^(((y & lanes7F) + lanes7F) | y) & lanesHi
+}
+
+// ctlOrHigh flags exactly the lanes of x below 0x20 (control bytes) or at or above 0x80 (bytes of
+// multi-byte UTF-8 sequences).
+func ctlOrHigh(x uint64) uint64 {
+	return (^((x & lanes7F) + lanes1*0x60) | x) & lanesHi
+}
+
+// lowerLanes returns the flags of every lane below the lowest flagged lane of m (all lanes when m
+// is 0).
+func lowerLanes(m uint64) uint64 { return (m & -m) - 1 }

@@ -7,12 +7,22 @@
 // nesting. It allocates nothing on valid input and runs several times faster than
 // encoding/json.Valid followed by utf8.Valid, which matters because every capture line is validated
 // on every read.
+//
+// Strings, most of a capture line's bytes, are read 64 bytes at a time: classify64 (SSE2 assembly
+// on amd64, which every amd64 processor has; plain Go elsewhere, and the reference the assembly is
+// tested against) gives the masks of quotes, backslashes and control or non-ASCII bytes, and
+// escapedBits tells escaping backslashes from escaped ones for all runs at once, so escape-dense
+// text (JSON held in a string, a streamed response_raw) is validated at nearly the speed of plain
+// text. A Scanner can also decode chosen strings in the same pass (into a new string, or over
+// their own bytes: InPlace) and index a chosen member's value (Tree) for readers that look into it
+// several times.
 package jsonscan
 
 import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -87,9 +97,17 @@ func ValidateMembers(data []byte, dst []Member) ([]Member, error) {
 type Scanner struct {
 	Decode []string
 	Nested string
+	// InPlace makes the scanner decode the strings of Decode into data itself: the bytes of each
+	// such string are overwritten by its decoded text (never longer) and Member.Text shares that
+	// memory, so decoding allocates nothing. Only for a buffer the caller owns and never modifies
+	// afterwards; the rest of data is left as it is.
+	InPlace bool
 
 	NestedMembers []Member
 	NestedStart   int
+	// Tree indexes every value inside the mapped Nested value (see Tree), valid until the next
+	// call of Members.
+	Tree Tree
 
 	buf []byte
 }
@@ -98,11 +116,20 @@ type Scanner struct {
 // with the scanner's additions (see Scanner). NestedMembers is reset on every call.
 func (sc *Scanner) Members(data []byte, dst []Member) ([]Member, error) {
 	sc.NestedMembers, sc.NestedStart = sc.NestedMembers[:0], -1
+	sc.Tree.reset(nil)
 	members, err := validate(data, dst, true, sc)
 	if err != nil {
 		sc.NestedMembers, sc.NestedStart = sc.NestedMembers[:0], -1
+		sc.Tree.reset(nil)
 	}
 	return members, err
+}
+
+// Reset drops the scanner's references to the last text it scanned (its index, its nested map),
+// keeping its configuration and scratch memory: a pooled scanner then keeps no buffer alive.
+func (sc *Scanner) Reset() {
+	sc.Tree.reset(nil)
+	sc.NestedMembers, sc.NestedStart = sc.NestedMembers[:0], -1
 }
 
 func validate(data []byte, members []Member, collect bool, sc *Scanner) ([]Member, error) {
@@ -114,9 +141,9 @@ func validate(data []byte, members []Member, collect bool, sc *Scanner) ([]Membe
 	var end int
 	var err error
 	if data[i] == '{' {
-		end, members, err = validObject(data, i, 0, members, collect, sc)
+		end, members, err = validObject(data, i, 0, members, collect, sc, nil)
 	} else {
-		end, err = validValue(data, i, 0)
+		end, err = validValue(data, i, 0, nil)
 	}
 	if err != nil {
 		return members[:n], err
@@ -127,16 +154,18 @@ func validate(data []byte, members []Member, collect bool, sc *Scanner) ([]Membe
 	return members, nil
 }
 
-func validValue(data []byte, i, depth int) (int, error) {
+// validValue validates the value at data[i]; with t not nil the values inside it are indexed in t
+// (the caller indexes the value itself).
+func validValue(data []byte, i, depth int, t *Tree) (int, error) {
 	if i >= len(data) {
 		return i, &SyntaxError{i, "unexpected end of input"}
 	}
 	switch c := data[i]; c {
 	case '{':
-		end, _, err := validObject(data, i, depth, nil, false, nil)
+		end, _, err := validObject(data, i, depth, nil, false, nil, t)
 		return end, err
 	case '[':
-		return validArray(data, i, depth)
+		return validArray(data, i, depth, t)
 	case '"':
 		return validString(data, i)
 	case 't':
@@ -154,8 +183,8 @@ func validValue(data []byte, i, depth int) (int, error) {
 }
 
 // validObject validates the object at data[i] (a '{'); with collect it appends each member's
-// offsets to members, and does sc's additions (nil: none).
-func validObject(data []byte, i, depth int, members []Member, collect bool, sc *Scanner) (int, []Member, error) {
+// offsets to members, does sc's additions (nil: none) and indexes its members in t (nil: none).
+func validObject(data []byte, i, depth int, members []Member, collect bool, sc *Scanner, t *Tree) (int, []Member, error) {
 	if depth >= MaxNesting {
 		return i, members, &SyntaxError{i, "nesting too deep"}
 	}
@@ -186,12 +215,22 @@ func validObject(data []byte, i, depth int, members []Member, collect bool, sc *
 			}
 			decoded = true
 		case sc != nil && sc.Nested != "" && valStart < len(data) && data[valStart] == '{' && KeyIs(data[keyStart:keyEnd], sc.Nested):
-			if i, sc.NestedMembers, err = validObject(data, valStart, depth+1, sc.NestedMembers[:0], true, nil); err != nil {
+			tr := &sc.Tree
+			tr.reset(data)
+			root := tr.open(valStart, -1, -1)
+			if i, sc.NestedMembers, err = validObject(data, valStart, depth+1, sc.NestedMembers[:0], true, nil, tr); err != nil {
 				return i, members, err
 			}
+			tr.close(root, i)
 			sc.NestedStart = valStart
+		case t != nil:
+			n := t.open(valStart, keyStart, keyEnd)
+			if i, err = validValue(data, valStart, depth+1, t); err != nil {
+				return i, members, err
+			}
+			t.close(n, i)
 		default:
-			if i, err = validValue(data, valStart, depth+1); err != nil {
+			if i, err = validValue(data, valStart, depth+1, nil); err != nil {
 				return i, members, err
 			}
 		}
@@ -212,7 +251,7 @@ func validObject(data []byte, i, depth int, members []Member, collect bool, sc *
 	}
 }
 
-func validArray(data []byte, i, depth int) (int, error) {
+func validArray(data []byte, i, depth int, t *Tree) (int, error) {
 	if depth >= MaxNesting {
 		return i, &SyntaxError{i, "nesting too deep"}
 	}
@@ -222,9 +261,11 @@ func validArray(data []byte, i, depth int) (int, error) {
 	}
 	for {
 		var err error
-		if i, err = validValue(data, i, depth+1); err != nil {
+		n := t.open(i, -1, -1)
+		if i, err = validValue(data, i, depth+1, t); err != nil {
 			return i, err
 		}
+		t.close(n, i)
 		i = SkipWS(data, i)
 		if i >= len(data) {
 			return i, &SyntaxError{i, "unterminated array"}
@@ -247,88 +288,203 @@ func validLiteral(data []byte, i int, lit string) (int, error) {
 }
 
 // validString validates the string at data[i] (a '"') and returns the offset past its closing
-// quote. Plain runs (printable ASCII other than '"' and '\\') are skipped 8 bytes at a time;
-// only the bytes that end a run are looked at one by one: the closing quote, an escape (one of
-// \" \\ \/ \b \f \n \r \t \uXXXX, a surrogate escape only as a high-low pair), a control byte
-// (refused) or the start of a UTF-8 sequence (checked against Unicode's well-formed sequences).
+// quote. The text is read 64 bytes at a time (classify64, escapedBits) while it holds plain bytes
+// and one-letter escapes only; where it does not (a \\u escape, a control byte, a UTF-8 sequence)
+// the next 64 bytes or so are read 8 at a time (the escapes \" \\ \n and UTF-8 starts are settled
+// word by word), and only the bytes neither path settles are looked at one by one (stringSpecial).
 func validString(data []byte, i int) (int, error) {
 	start := i
 	i++
+	if i+8 <= len(data) {
+		// A short string (a key, most values) ends in its first word: no block is read for it.
+		if m := notPlain(load64(data, i)); m != 0 && data[i+firstByte(m)] == '"' {
+			return i + firstByte(m) + 1, nil
+		}
+	}
 	for {
-		if i+8 <= len(data) {
-			// The lanes of a word that are not plain are handled in order without reloading it
-			// while they are one-letter escapes (escape-dense text such as JSON held in a string is
-			// mostly \" and \n), or lanes flagged only by a borrow; anything else goes to the
-			// byte-wise checks below.
-			m := notPlain(load64(data, i))
-			for m != 0 {
-				k := firstByte(m)
-				c := data[i+k]
-				if c == '\\' && k < 7 && oneLetterEscape[data[i+k+1]] {
-					m &^= 0xFFFF << (8 * k)
-					continue
+		var carry uint64
+		window := 64
+		for i+64 <= len(data) {
+			q, b, sp := classify64(&data[i])
+			esc := escapedBits(b, &carry)
+			end := q &^ esc
+			live := (end & -end) - 1 // the bytes before the closing quote (all, without one)
+			stop := sp
+			// Escape letters other than '"' and '\\' (about one in a hundred bytes of JSON held
+			// in a string) are checked one by one; a \\u escape is left to stringSpecial.
+			for odd := esc &^ (q | b) & live; odd != 0; odd &= odd - 1 {
+				k := bits.TrailingZeros64(odd)
+				if unescaped[data[i+k]] == 0 {
+					stop |= 1 << k
 				}
-				if plain[c] {
-					m &^= 0xFF << (8 * k)
-					continue
+			}
+			if stop &= live; stop != 0 {
+				k := bits.TrailingZeros64(stop)
+				if data[i+k] >= 0x80 {
+					window = 256 // text in most languages but English: words suit it better
+				}
+				if esc>>k&1 == 1 {
+					k-- // start at the escape's backslash (k = -1: the previous block's last byte)
 				}
 				i += k
-				goto special
+				carry = 0
+				break
 			}
-			i += 8
-			continue
-		} else {
-			for i < len(data) && plain[data[i]] {
-				i++
+			if end != 0 {
+				return i + bits.TrailingZeros64(end) + 1, nil
+			}
+			i += 64
+		}
+		i -= int(carry) // the last backslash read escapes data[i]: the words start at it
+		for limit := i + window; i < limit; {
+			for i+8 <= len(data) && i < limit {
+				x := load64(data, i)
+				m := notPlain(x)
+				if m == 0 {
+					i += 8
+					continue
+				}
+				if k := firstByte(m); data[i+k] >= 0x80 {
+					// A UTF-8 sequence (text in most languages but English): checked where it starts.
+					n := runeLen(data, i+k)
+					if n == 0 {
+						return i + k, &SyntaxError{i + k, "invalid UTF-8 in string"}
+					}
+					i += k + n
+					continue
+				}
+				// stringWord, inlined by hand.
+				q := eqLanes(x, '"')
+				b := eqLanes(x, '\\')
+				esc := b << 8
+				if b&esc != 0 {
+					break
+				}
+				end := q &^ esc
+				bad := ctlOrHigh(x) | esc&^(q|b|eqLanes(x, 'n'))
+				if bad&lowerLanes(end) != 0 {
+					break
+				}
+				if end != 0 {
+					return i + firstByte(end) + 1, nil
+				}
+				i += 8 - int(b>>63)
+			}
+			if i+8 <= len(data) {
+				i += firstByte(notPlain(load64(data, i))) // the lowest flag is exact
+			} else {
+				for i < len(data) && plain[data[i]] {
+					i++
+				}
 			}
 			if i >= len(data) {
 				return start, &SyntaxError{start, "unterminated string"}
 			}
-		}
-	special:
-		switch c := data[i]; {
-		case c == '"':
-			return i + 1, nil
-		case c == '\\':
-			if i+1 >= len(data) {
-				return i, &SyntaxError{i, "unterminated escape"}
-			}
-			switch data[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				r, ok := Hex4(data, i+2)
-				if !ok {
-					return i, &SyntaxError{i, "invalid \\u escape"}
+			switch c := data[i]; {
+			case c == '"':
+				return i + 1, nil
+			case c >= 0x80:
+				n := runeLen(data, i)
+				if n == 0 {
+					return i, &SyntaxError{i, "invalid UTF-8 in string"}
 				}
-				if r >= 0xD800 && r <= 0xDFFF {
-					// UTF-16 surrogate: only a high half directly followed by an escaped low half
-					// encodes a character.
-					if r >= 0xDC00 {
-						return i, &SyntaxError{i, msgLoneLow}
-					}
-					lo, ok := rune(0), len(data)-i >= 12 && data[i+6] == '\\' && data[i+7] == 'u'
-					if ok {
-						lo, ok = Hex4(data, i+8)
-					}
-					if !ok || lo < 0xDC00 || lo > 0xDFFF {
-						return i, &SyntaxError{i, msgLoneHigh}
-					}
-					i += 6
-				}
-				i += 6
+				i += n
 			default:
-				return i, &SyntaxError{i, "invalid escape"}
+				var err error
+				if i, err = stringSpecial(data, i, nil, nil); err != nil {
+					return i, err
+				}
 			}
-		case c < 0x20:
-			return i, &SyntaxError{i, "control character in string"}
-		default: // c >= 0x80
-			n := runeLen(data, i)
-			if n == 0 {
-				return i, &SyntaxError{i, "invalid UTF-8 in string"}
-			}
-			i += n
 		}
+	}
+}
+
+// stringWord settles one word x of a string body (starting at an escape boundary) when its lanes
+// are plain, the escapes \" \\ and \n whose backslashes are not adjacent, and the closing quote.
+// It returns the flag of the closing quote (0 when the string goes on), the flags of the
+// backslashes that start an escape among the lanes consumed, and n, the number of lanes consumed:
+// 8, or 7 when lane 7 is a backslash (its escape is read with the next word). n < 0 means the
+// word needs stringSpecial before the first byte that is not plain.
+func stringWord(x uint64) (end, backslashes uint64, n int) {
+	q := eqLanes(x, '"')
+	b := eqLanes(x, '\\')
+	esc := b << 8 // the lanes an escape's backslash applies to
+	if b&esc != 0 {
+		return 0, 0, -1 // \\: left to the byte-wise path, which pairs the backslashes
+	}
+	end = q &^ esc
+	bad := ctlOrHigh(x) | esc&^(q|b|eqLanes(x, 'n'))
+	live := lowerLanes(end)
+	if bad&live != 0 {
+		return 0, 0, -1
+	}
+	if end != 0 {
+		return end, b & live, 0
+	}
+	n = 8 - int(b>>63)
+	return 0, b &^ (1 << 63), n
+}
+
+// stringSpecial handles the unit of a string body at data[i] that the word-wise path leaves to
+// it: an escape, a control byte or a UTF-8 sequence. When out is not nil the decoded bytes are
+// written at out[*j:] and *j advanced; it returns the offset past the unit.
+func stringSpecial(data []byte, i int, out []byte, j *int) (int, error) {
+	switch c := data[i]; {
+	case c == '\\':
+		if i+1 >= len(data) {
+			return i, &SyntaxError{i, "unterminated escape"}
+		}
+		if e := unescaped[data[i+1]]; e != 0 {
+			if out != nil {
+				out[*j] = e
+				*j++
+			}
+			return i + 2, nil
+		}
+		if data[i+1] != 'u' {
+			return i, &SyntaxError{i, "invalid escape"}
+		}
+		r, ok := Hex4(data, i+2)
+		if !ok {
+			return i, &SyntaxError{i, "invalid \\u escape"}
+		}
+		n := 6
+		if r >= 0xD800 && r <= 0xDFFF {
+			// UTF-16 surrogate: only a high half directly followed by an escaped low half
+			// encodes a character.
+			if r >= 0xDC00 {
+				return i, &SyntaxError{i, msgLoneLow}
+			}
+			lo, ok := rune(0), len(data)-i >= 12 && data[i+6] == '\\' && data[i+7] == 'u'
+			if ok {
+				lo, ok = Hex4(data, i+8)
+			}
+			if !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return i, &SyntaxError{i, msgLoneHigh}
+			}
+			r, n = utf16.DecodeRune(r, lo), 12
+		}
+		if out != nil {
+			*j += utf8.EncodeRune(out[*j:], r) // at most 4 bytes for at least 6 read
+		}
+		return i + n, nil
+	case c < 0x20:
+		return i, &SyntaxError{i, "control character in string"}
+	case c < 0x80: // plain
+		if out != nil {
+			out[*j] = c
+			*j++
+		}
+		return i + 1, nil
+	default:
+		n := runeLen(data, i)
+		if n == 0 {
+			return i, &SyntaxError{i, "invalid UTF-8 in string"}
+		}
+		if out != nil {
+			*j += copy(out[*j:], data[i:i+n])
+		}
+		return i + n, nil
 	}
 }
 
@@ -463,6 +619,9 @@ func DeeperThan(b []byte, limit int) bool {
 // decode checks the string at data[i] (a '"') under validString's rules and decodes it in the same
 // pass: the text and the offset past the closing quote.
 func (d *Scanner) decode(data []byte, i int) (string, int, error) {
+	if d.InPlace {
+		return decodeInPlace(data, i)
+	}
 	start := i
 	i++
 	// The text is not longer than the rest of data, plus room for the last word store. A buffer
@@ -562,4 +721,70 @@ func (d *Scanner) decode(data []byte, i int) (string, int, error) {
 			i += n
 		}
 	}
+}
+
+// decodeInPlace is Scanner.decode writing the text over the string's own bytes: the string is
+// validated first (validString: 64 bytes at a time), then its body is decoded over itself
+// (unescapeInPlace; the output never passes the input, every escape being longer than what it
+// stands for). Two passes measured as fast as one fused word loop and share the validator.
+func decodeInPlace(data []byte, i int) (string, int, error) {
+	end, err := validString(data, i)
+	if err != nil {
+		return "", end, err
+	}
+	n := unescapeInPlace(data[i+1 : end-1])
+	return unsafe.String(&data[i+1], n), end, nil
+}
+
+// unescapeInPlace decodes the valid body s of a JSON string over itself and returns the length of
+// the text. As unescape: words are stored whole and the output moves past the bytes before their
+// first backslash only; a word may be stored whole only where it cannot reach bytes not yet read
+// (once i - j >= 8, after the first eight escapes), before that those bytes are moved exactly.
+func unescapeInPlace(s []byte) int {
+	i, j := 0, 0
+	for i+8 <= len(s) {
+		x := load64(s, i)
+		m := hasByte(x, '\\')
+		if m == 0 {
+			binary.LittleEndian.PutUint64(s[j:j+8], x) // j + 8 <= i + 8
+			i += 8
+			j += 8
+			continue
+		}
+		k := firstByte(m)
+		if i-j >= 8 {
+			binary.LittleEndian.PutUint64(s[j:j+8], x)
+		} else {
+			copy(s[j:j+k], s[i:i+k])
+		}
+		i += k
+		j += k
+		if c := unescaped[s[i+1]]; c != 0 {
+			s[j] = c
+			i += 2
+			j++
+			continue
+		}
+		r, n := unescapeU(s[i:]) // valid text: a \\u escape, paired when a surrogate
+		j += utf8.EncodeRune(s[j:], r)
+		i += n
+	}
+	for i < len(s) {
+		if s[i] != '\\' {
+			s[j] = s[i]
+			i++
+			j++
+			continue
+		}
+		if c := unescaped[s[i+1]]; c != 0 {
+			s[j] = c
+			i += 2
+			j++
+			continue
+		}
+		r, n := unescapeU(s[i:])
+		j += utf8.EncodeRune(s[j:], r)
+		i += n
+	}
+	return j
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,6 +55,9 @@ func FuzzValidate(f *testing.F) {
 		`[1e308,1.8e308]`, `{"x":"\ud800\udc00","y":"\udc00"}`, `"\ud800\u"`, `-0.5E-400`} {
 		f.Add([]byte(s))
 	}
+	// Long strings, so that the 64-byte blocks of the string loop meet escapes at every offset.
+	f.Add([]byte(`{"x":"` + strings.Repeat(`data: {\"a\":\"b\\\"c\"}\n\n`, 12) + `é\u00e9"}`))
+	f.Add([]byte(`["` + strings.Repeat(`0123456789\\`, 9) + `\"` + "\x01" + `"]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		want := orjsonrules.Check(b)
 		if got := Validate(b); (got == nil) != (want == nil) {
@@ -202,6 +206,43 @@ func TestDeeperThan(t *testing.T) {
 	for _, tt := range tests {
 		if got := DeeperThan([]byte(tt.in), tt.limit); got != tt.want {
 			t.Errorf("DeeperThan(%s, %d) = %v, want %v", tt.in, tt.limit, got, tt.want)
+		}
+	}
+}
+
+// TestValidateRandomStrings validates long random strings made of the pieces JSON held in a string
+// is made of and of invalid ones (a control byte, a bad escape, a lone surrogate, a broken UTF-8
+// sequence), so that the 64-byte blocks, the words and the byte-wise path all meet every kind of
+// byte at every offset, and compares the verdict and the end with orjsonrules.
+func TestValidateRandomStrings(t *testing.T) {
+	good := []string{`\"`, `\n`, `\\`, `a`, `bc`, `defghij`, `\u00e9`, `\ud83d\ude00`, "é", `\t`, `\/`, "漢字", " ", `{`, `\\\"`, "😀", strings.Repeat("x", 40)}
+	bad := []string{"\x01", `\x`, `\ud800`, `\udc00x`, "\xff", "\xe2\x82", `\u12`, "\x7f\x1f"}
+	r := rand.New(rand.NewPCG(7, 8))
+	for n := range 30000 {
+		var sb strings.Builder
+		sb.WriteString(`{"k":"`)
+		for range r.IntN(120) {
+			sb.WriteString(good[r.IntN(len(good))])
+		}
+		if n%3 == 0 {
+			sb.WriteString(bad[r.IntN(len(bad))])
+			for range r.IntN(40) {
+				sb.WriteString(good[r.IntN(len(good))])
+			}
+		}
+		sb.WriteString(`","z":[1]}`)
+		b := []byte(sb.String())
+		got, want := Validate(b), orjsonrules.Check(b)
+		if (got == nil) != (want == nil) {
+			t.Fatalf("Validate(%q) = %v, orjson rules say %v", b, got, want)
+		}
+		if got == nil {
+			if end, err := validString(b, 5); err != nil || end != bytes.Index(b, []byte(`","z"`))+1 {
+				t.Fatalf("validString(%q) = %d, %v", b, end, err)
+			}
+		}
+		if err := checkInPlace(b, "k"); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

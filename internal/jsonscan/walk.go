@@ -322,11 +322,37 @@ func Truthy(v []byte) bool {
 
 // Int returns the value of v when it is an integer literal (IsInt) that fits in int64.
 func Int(v []byte) (int64, bool) {
+	if n, ok := smallInt(v); ok {
+		return n, true
+	}
 	if !IsInt(v) {
 		return 0, false
 	}
-	n, err := strconv.ParseInt(string(v), 10, 64)
+	n, err := strconv.ParseInt(bytesString(v), 10, 64)
 	return n, err == nil
+}
+
+// smallInt is Int for the common case, an optional '-' and 1 to 18 digits (which cannot overflow);
+// ok is false for anything else, which Int then reads the general way.
+func smallInt(v []byte) (int64, bool) {
+	d := v
+	if len(d) > 0 && d[0] == '-' {
+		d = d[1:]
+	}
+	if len(d) == 0 || len(d) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if len(d) < len(v) {
+		n = -n
+	}
+	return n, true
 }
 
 // Float returns the value of v when it is a number whose value as a double is finite.
@@ -334,12 +360,16 @@ func Float(v []byte) (float64, bool) {
 	if !IsNumber(v) {
 		return 0, false
 	}
-	f, err := strconv.ParseFloat(string(v), 64)
+	f, err := strconv.ParseFloat(bytesString(v), 64)
 	if err != nil || math.IsInf(f, 0) {
 		return 0, false
 	}
 	return f, true
 }
+
+// bytesString views b as a string without copying it, for a parser that does not keep its input
+// (strconv keeps it only in an error, which is dropped).
+func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // String returns the decoded text of v when it is a string; ok is false for any other kind.
 func String(v []byte) (s string, ok bool) {
@@ -353,6 +383,19 @@ func String(v []byte) (s string, ok bool) {
 	b := unescape(inner)
 	// b is fresh and never written again: the string may share its memory.
 	return unsafe.String(unsafe.SliceData(b), len(b)), true
+}
+
+// StringAlias is String that, for a string without escapes, returns a string sharing v's memory
+// instead of a copy: for text that is never modified afterwards (a read buffer the caller owns).
+func StringAlias(v []byte) (s string, ok bool) {
+	if !IsString(v) || len(v) < 2 {
+		return "", false
+	}
+	inner := v[1 : len(v)-1]
+	if indexBackslash(inner) < 0 {
+		return bytesString(inner), true
+	}
+	return String(v)
 }
 
 // Unquote is String for a value known to be a string: the decoded text, or "" for anything else.

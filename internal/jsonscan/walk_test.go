@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -187,6 +188,17 @@ func FuzzWalk(f *testing.F) {
 			if (verr == nil) != (derr == nil) || (verr == nil && (end != dend || text != Unquote(tok))) {
 				t.Fatalf("token %q: validString %d, %v; decode %q, %d, %v", tok, end, verr, text, dend, derr)
 			}
+			buf := bytes.Clone(tok)
+			itext, iend, ierr := decodeInPlace(buf, 0)
+			if (ierr == nil) != (verr == nil) || (verr == nil && (iend != end || itext != text)) {
+				t.Fatalf("token %q: decode %q, %d, %v; in place %q, %d, %v", tok, text, dend, derr, itext, iend, ierr)
+			}
+			if verr == nil && !bytes.Equal(buf[iend:], tok[iend:]) {
+				t.Fatalf("token %q: decoding in place changed the bytes after the string: %q", tok, buf)
+			}
+		}
+		if err := checkInPlace(data, "a", "d", ""); err != nil {
+			t.Fatal(err)
 		}
 		err := Validate(data)
 		members, merr := ValidateMembers(data, nil)
@@ -358,6 +370,11 @@ func validDecoding(data []byte, names ...string) ([]Member, error) {
 	if sc.NestedStart != start || strings.Join(got, ",") != strings.Join(nested, ",") {
 		return nil, fmt.Errorf("nested members at %d %q, EachMember at %d %q", sc.NestedStart, got, start, nested)
 	}
+	if start >= 0 {
+		if err := checkTree(&sc.Tree, data[start:start+SkipValue(data[start:], 0)]); err != nil {
+			return nil, err
+		}
+	}
 	for _, m := range members {
 		v := data[m.ValStart:m.ValEnd]
 		want := IsString(v) && isOneOf(data[m.KeyStart:m.KeyEnd], names)
@@ -382,6 +399,9 @@ func TestScannerDecodes(t *testing.T) {
 		{`{"raw":"ok"`, "unterminated object"},
 		{`{"raw":7,"x":"\q"}`, "invalid escape"},
 	} {
+		if err := checkInPlace([]byte(c.line), "raw"); err != nil {
+			t.Error(err)
+		}
 		members, err := d.Members([]byte(c.line), nil)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) || Validate([]byte(c.line)) == nil {
@@ -398,6 +418,116 @@ func TestScannerDecodes(t *testing.T) {
 			if m.Decoded != want || (want && m.Text != Unquote(v)) {
 				t.Errorf("%.50s: member %s decoded %v %.40q", c.line, c.line[m.KeyStart:m.KeyEnd], m.Decoded, m.Text)
 			}
+		}
+	}
+}
+
+// checkTree checks that the index walks the valid value v, and every value inside it, as the
+// walkers walk the text: the same members (the same slices), elements and Lookup results.
+func checkTree(tr *Tree, v []byte) error {
+	if tr.find(v) < 0 {
+		return fmt.Errorf("value %.40q is not in the index", v)
+	}
+	var want, got [][]byte
+	switch {
+	case IsObject(v):
+		EachMember(v, func(k, val []byte) bool { want = append(want, k, val); return true })
+		tr.EachMember(v, func(k, val []byte) bool { got = append(got, k, val); return true })
+		for i := 0; i < len(want); i += 2 {
+			name := string(KeyName(want[i]))
+			if a, b := Lookup(v, name), tr.Lookup(v, name); !sameSlice(a, b) {
+				return fmt.Errorf("Lookup(%.40q, %q): walker %q, index %q", v, name, a, b)
+			}
+		}
+		if tr.Lookup(v, "\x00absent") != nil {
+			return fmt.Errorf("index Lookup of an absent name")
+		}
+	case IsArray(v):
+		EachElement(v, func(e []byte) bool { want = append(want, e); return true })
+		tr.EachElement(v, func(e []byte) bool { got = append(got, e); return true })
+	default:
+		if tr.EachMember(v, func(_, _ []byte) bool { return true }) || tr.EachElement(v, func([]byte) bool { return true }) {
+			return fmt.Errorf("index walks the scalar %q", v)
+		}
+		return nil
+	}
+	if len(got) != len(want) {
+		return fmt.Errorf("%.40q: index gives %d parts, walkers %d", v, len(got), len(want))
+	}
+	for i := range want {
+		if !sameSlice(want[i], got[i]) {
+			return fmt.Errorf("%.40q part %d: index %q, walkers %q", v, i, got[i], want[i])
+		}
+	}
+	for i := len(want) - 1; i >= 0; i-- {
+		if IsObject(v) && i%2 == 0 {
+			continue // a key
+		}
+		if err := checkTree(tr, want[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sameSlice reports whether a and b are the same bytes of the same text.
+func sameSlice(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// checkInPlace checks that a Scanner decoding in place (on a copy of data) gives the verdict, the
+// members and the texts of one that does not, and changes nothing outside the decoded strings.
+func checkInPlace(data []byte, names ...string) error {
+	want, werr := (&Scanner{Decode: names, Nested: "n"}).Members(data, nil)
+	buf := bytes.Clone(data)
+	got, gerr := (&Scanner{Decode: names, Nested: "n", InPlace: true}).Members(buf, nil)
+	if (werr == nil) != (gerr == nil) {
+		return fmt.Errorf("%q: Members %v, in place %v", data, werr, gerr)
+	}
+	if werr != nil {
+		return nil
+	}
+	if len(got) != len(want) {
+		return fmt.Errorf("%q: %d members, in place %d", data, len(want), len(got))
+	}
+	kept := bytes.Clone(data)
+	for i, w := range want {
+		g := got[i]
+		if g.KeyStart != w.KeyStart || g.ValStart != w.ValStart || g.ValEnd != w.ValEnd || g.Decoded != w.Decoded || g.Text != w.Text {
+			return fmt.Errorf("%q member %d: %+v, in place %+v", data, i, w, g)
+		}
+		if g.Decoded {
+			copy(kept[g.ValStart:g.ValEnd], buf[g.ValStart:g.ValEnd]) // may differ
+		}
+	}
+	if !bytes.Equal(kept, buf) {
+		return fmt.Errorf("%q: decoding in place changed bytes outside the decoded strings: %q", data, buf)
+	}
+	return nil
+}
+
+// TestDecodeInPlaceRandom decodes random escape-dense strings (the pieces JSON held in a string is
+// made of, and the escapes the word-wise path leaves to the byte-wise one) in place and compares
+// each with what the copying decoder and encoding/json give.
+func TestDecodeInPlaceRandom(t *testing.T) {
+	pieces := []string{`\"`, `\n`, `\\`, `a`, `bc`, `defgh`, `\u00e9`, `\ud83d\ude00`, `é`, `\t`, `\/`, "漢", ` `, `:`, `{`, `\\\"`}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		var sb strings.Builder
+		sb.WriteByte('"')
+		for range r.IntN(60) {
+			sb.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		sb.WriteString(`","x":1`)
+		tok := []byte(sb.String())
+		var want string
+		if err := json.Unmarshal(tok[:bytes.Index(tok, []byte(`","x"`))+1], &want); err != nil {
+			t.Fatal(err)
+		}
+		buf := bytes.Clone(tok)
+		got, end, err := decodeInPlace(buf, 0)
+		if err != nil || got != want || string(buf[end-1:]) != string(tok[end-1:]) {
+			t.Fatalf("%s: in place %q, %d, %v; want %q", tok, got, end, err, want)
 		}
 	}
 }

@@ -342,7 +342,8 @@ func (r *runner) report() string {
 		w("## Merge read (row 6)\n\n")
 		w("%d rollout files x %d lines, every line a real capture line written by NeMo Gym (testdata/gym-capture, cycled; %.1f MB), read from the page cache with GOMAXPROCS=1. Best of %d interleaved passes each.\n\n",
 			len(m.data.ids), r.mCalls, float64(m.data.bytes)/1e6, len(m.raw))
-		w("| reader | pass times | best MB/s | records/s |\n|---|---|---|---|\n")
+		w("| reader | pass times | best MB/s | records/s | CPU per pass | MB/s of CPU time (best) | %% of raw by CPU time |\n|---|---|---|---|---|---|---|\n")
+		rawCPU := bestCPU(m.raw)
 		for _, x := range []struct {
 			name string
 			ps   []mergePass
@@ -352,7 +353,13 @@ func (r *runner) report() string {
 				ts = append(ts, p.elapsed.Round(time.Millisecond).String())
 			}
 			bp := best(x.ps)
-			w("| %s | %s | %.0f | %.0f |\n", x.name, strings.Join(ts, ", "), mbps(bp.bytes, bp.elapsed), float64(bp.records)/bp.elapsed.Seconds())
+			var cs []string
+			for _, p := range x.ps {
+				cs = append(cs, p.cpu.Round(time.Millisecond).String())
+			}
+			bc := bestCPU(x.ps)
+			w("| %s | %s | %.0f | %.0f | %s | %.0f | %.1f%% |\n", x.name, strings.Join(ts, ", "), mbps(bp.bytes, bp.elapsed), float64(bp.records)/bp.elapsed.Seconds(),
+				strings.Join(cs, ", "), mbps(bc.bytes, bc.cpu), 100*float64(rawCPU.cpu)/float64(bc.cpu))
 		}
 		w("\n")
 	}

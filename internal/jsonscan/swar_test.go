@@ -1,0 +1,97 @@
+package jsonscan
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestLaneMasksExact checks that eqLanes and ctlOrHigh flag exactly the lanes they name, on random
+// words rich in the bytes next to the ones they look for.
+func TestLaneMasksExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	alphabet := []byte{'"', '\\', 'n', 0, 0x1f, 0x20, 0x7f, 0x80, 0xff, '!', '#', ']', 'm', 'o', 0x21, 0x5b, 0x5d}
+	for range 200000 {
+		var b [8]byte
+		for k := range b {
+			if r.IntN(2) == 0 {
+				b[k] = alphabet[r.IntN(len(alphabet))]
+			} else {
+				b[k] = byte(r.IntN(256))
+			}
+		}
+		x := load64(b[:], 0)
+		for _, c := range []byte{'"', '\\', 'n'} {
+			m := eqLanes(x, c)
+			for k := range 8 {
+				if (m>>(8*k+7)&1 == 1) != (b[k] == c) {
+					t.Fatalf("eqLanes(%q, %q) lane %d", b, c, k)
+				}
+			}
+		}
+		m := ctlOrHigh(x)
+		for k := range 8 {
+			if (m>>(8*k+7)&1 == 1) != (b[k] < 0x20 || b[k] >= 0x80) {
+				t.Fatalf("ctlOrHigh(%q) lane %d", b, k)
+			}
+		}
+	}
+}
+
+// classifyBytes is classify64 byte by byte: the reference both implementations are tested against.
+func classifyBytes(b *[64]byte) (quote, backslash, special uint64) {
+	for k, c := range b {
+		bit := uint64(1) << k
+		switch {
+		case c == '"':
+			quote |= bit
+		case c == '\\':
+			backslash |= bit
+		case c < 0x20 || c >= 0x80:
+			special |= bit
+		}
+	}
+	return quote, backslash, special
+}
+
+// TestClassify64 compares the block classifier (and its plain Go form) with a byte-by-byte reference, and escapedBits with
+// a byte-by-byte reading of backslash runs, on random blocks rich in the bytes they look for.
+func TestClassify64(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	alphabet := []byte{'"', '\\', '\\', 'n', 0, 0x1f, 0x20, 0x7f, 0x80, 0xff, 'a', 0x5b, 0x21, 0xc3}
+	for range 100000 {
+		var b [64 + 8]byte
+		for k := range b {
+			if r.IntN(3) > 0 {
+				b[k] = alphabet[r.IntN(len(alphabet))]
+			} else {
+				b[k] = byte(r.IntN(256))
+			}
+		}
+		off := r.IntN(8) // unaligned starts
+		blk := (*[64]byte)(b[off : off+64])
+		q, bs, sp := classify64(&blk[0])
+		wq, wbs, wsp := classifyBytes(blk)
+		if q != wq || bs != wbs || sp != wsp {
+			t.Fatalf("classify64(%q) = %x %x %x, want %x %x %x", blk, q, bs, sp, wq, wbs, wsp)
+		}
+		if gq, gbs, gsp := classify64Go(blk); gq != wq || gbs != wbs || gsp != wsp {
+			t.Fatalf("classify64Go(%q) = %x %x %x, want %x %x %x", blk, gq, gbs, gsp, wq, wbs, wsp)
+		}
+		carry := uint64(r.IntN(2))
+		c := carry
+		got := escapedBits(bs, &c)
+		var want uint64
+		escaping := carry == 1
+		for k := range 64 {
+			if escaping {
+				want |= 1 << k
+				escaping = false
+			} else if blk[k] == '\\' {
+				escaping = true
+			}
+		}
+		if wantCarry := map[bool]uint64{false: 0, true: 1}[escaping]; got != want || c != wantCarry {
+			t.Fatalf("escapedBits(%q, carry %d) = %x carry %d, want %x carry %d", blk, carry, got, c, want, wantCarry)
+		}
+	}
+}

@@ -1,0 +1,128 @@
+package jsonscan
+
+import (
+	"sort"
+	"unsafe"
+)
+
+// A Tree is the structural index of one JSON value, built by a Scanner while it validates the value
+// (Scanner.Nested): the offsets of every value inside it, of its key when it is an object member,
+// and where its subtree ends, in text order. A reader that looks into the value several times (a
+// capture line's response: its usage, its output items, their tool calls) walks the index instead
+// of the text, so the text is read once, by the validating pass.
+//
+// The methods take raw values that alias the indexed text (as the walkers hand them out) and answer
+// as the walkers of the same name do; a value that is not in the index (another text, a Tree that
+// indexed nothing, or an index that outgrew maxTreeNodes) is walked as text, so a nil *Tree is a
+// valid Tree that walks everything.
+type Tree struct {
+	text  []byte
+	nodes []treeNode
+	full  bool // the index stopped growing at maxTreeNodes: it is not used
+}
+
+// treeNode is one indexed value: its raw value text[start:end], its key token text[key:keyEnd]
+// when it is an object member (key < 0 otherwise), and next, the index of the node that follows its
+// subtree (its next sibling, or the end of its parent's children).
+type treeNode struct {
+	start, end, key, keyEnd, next int
+}
+
+// maxTreeNodes bounds the index of one value (40 bytes a node): a payload with more values than
+// this is walked as text, so the index never costs more memory than a few MiB.
+const maxTreeNodes = 1 << 16
+
+func (t *Tree) reset(text []byte) {
+	t.text, t.nodes, t.full = text, t.nodes[:0], false
+}
+
+// open adds the node of the value at start (with its key token, or -1, -1) and returns its index,
+// or -1 when the index is full or t is nil.
+func (t *Tree) open(start, key, keyEnd int) int {
+	if t == nil || t.full {
+		return -1
+	}
+	if len(t.nodes) >= maxTreeNodes {
+		t.full = true
+		return -1
+	}
+	t.nodes = append(t.nodes, treeNode{start: start, key: key, keyEnd: keyEnd})
+	return len(t.nodes) - 1
+}
+
+// close records the end of node n's value and of its subtree.
+func (t *Tree) close(n, end int) {
+	if n >= 0 && !t.full {
+		t.nodes[n].end, t.nodes[n].next = end, len(t.nodes)
+	}
+}
+
+// find returns the index of the node whose raw value is v, or -1.
+func (t *Tree) find(v []byte) int {
+	if t == nil || t.full || len(v) == 0 || len(t.text) == 0 || len(t.nodes) == 0 {
+		return -1
+	}
+	off := int(uintptr(unsafe.Pointer(unsafe.SliceData(v))) - uintptr(unsafe.Pointer(unsafe.SliceData(t.text))))
+	if off < 0 || off >= len(t.text) {
+		return -1
+	}
+	k := sort.Search(len(t.nodes), func(k int) bool { return t.nodes[k].start >= off })
+	if k == len(t.nodes) || t.nodes[k].start != off || t.nodes[k].end != off+len(v) {
+		return -1
+	}
+	return k
+}
+
+// EachMember is EachMember through the index.
+func (t *Tree) EachMember(obj []byte, fn func(key, val []byte) bool) bool {
+	n := t.find(obj)
+	if n < 0 {
+		return EachMember(obj, fn)
+	}
+	if obj[0] != '{' {
+		return false
+	}
+	for c, end := n+1, t.nodes[n].next; c < end; c = t.nodes[c].next {
+		m := &t.nodes[c]
+		if !fn(t.text[m.key:m.keyEnd], t.text[m.start:m.end]) {
+			break
+		}
+	}
+	return true
+}
+
+// EachElement is EachElement through the index.
+func (t *Tree) EachElement(arr []byte, fn func(v []byte) bool) bool {
+	n := t.find(arr)
+	if n < 0 {
+		return EachElement(arr, fn)
+	}
+	if arr[0] != '[' {
+		return false
+	}
+	for c, end := n+1, t.nodes[n].next; c < end; c = t.nodes[c].next {
+		if !fn(t.text[t.nodes[c].start:t.nodes[c].end]) {
+			break
+		}
+	}
+	return true
+}
+
+// Lookup is Lookup through the index.
+func (t *Tree) Lookup(obj []byte, name string) []byte {
+	n := t.find(obj)
+	if n < 0 {
+		return Lookup(obj, name)
+	}
+	if obj[0] != '{' {
+		return nil
+	}
+	var v []byte
+	for c, end := n+1, t.nodes[n].next; c < end; c = t.nodes[c].next {
+		m := &t.nodes[c]
+		if KeyIs(t.text[m.key:m.keyEnd], name) {
+			v = t.text[m.start:m.end]
+		}
+	}
+	return v
+}
