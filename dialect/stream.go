@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
@@ -180,7 +179,13 @@ func (s *Stream) has() bool { return !s.unstorable && s.r.has() }
 // without building it in memory: spooled text is streamed from its file. The JSON is compact,
 // valid UTF-8 and nested less than jsonscan.MaxNesting deep.
 func (s *Stream) WriteResponse(w io.Writer) error {
-	bp := encBufs.Get().(*[]byte)
+	var bp *[]byte
+	select {
+	case bp = <-encBufs:
+	default:
+		b := make([]byte, 0, encFlush+encFlush/4)
+		bp = &b
+	}
 	e := enc{w: w, b: (*bp)[:0]}
 	if s.has() {
 		s.r.encode(&e)
@@ -190,14 +195,19 @@ func (s *Stream) WriteResponse(w io.Writer) error {
 	e.flush()
 	if cap(e.b) <= 2*encFlush {
 		*bp = e.b[:0]
-		encBufs.Put(bp)
+		select {
+		case encBufs <- bp:
+		default:
+		}
 	}
 	return errors.Join(e.err, s.sp.err)
 }
 
 // encBufs recycles WriteResponse's buffers: one is about 40 KiB, written at every stream's
 // terminal event, and allocating (and zeroing) it each time showed in the terminal event's hold.
-var encBufs = sync.Pool{New: func() any { b := make([]byte, 0, encFlush+encFlush/4); return &b }}
+// A small free list rather than a sync.Pool, which garbage collections empty between two streams'
+// terminal events; it holds at most 8 (320 KiB).
+var encBufs = make(chan *[]byte, 8)
 
 func (s *Stream) onEvent(ev *sse.RawEvent) {
 	s.events++
