@@ -87,21 +87,8 @@ func newClientReader(t *testing.T, body io.Reader) *clientReader {
 // the bound is reported as delayed.
 func (cr *clientReader) expect(t *testing.T, want []byte, what string) {
 	t.Helper()
-	select {
-	case cr.want <- len(want):
-	case err := <-cr.errs:
-		t.Fatalf("%s: client read failed: %v", what, err)
-	}
-	select {
-	case got := <-cr.got:
-		if string(got) != string(want) {
-			t.Fatalf("%s: client got %q, want %q", what, got, want)
-		}
-	case err := <-cr.errs:
-		t.Fatalf("%s: client read failed: %v", what, err)
-	case <-time.After(5 * time.Second):
-		t.Fatalf("%s: not delivered to the client while the upstream waits for it", what)
-	}
+	cr.ask(t, len(want), what)
+	cr.receive(t, want, what, "not delivered to the client while the upstream waits for it")
 }
 
 // expectHeld asks for the next len(want) bytes while the capture write is blocked and checks that
@@ -109,7 +96,7 @@ func (cr *clientReader) expect(t *testing.T, want []byte, what string) {
 // and checks that exactly want arrives.
 func (cr *clientReader) expectHeld(t *testing.T, want []byte, unlock func(), what string) {
 	t.Helper()
-	cr.want <- len(want)
+	cr.ask(t, len(want), what)
 	select {
 	case got := <-cr.got:
 		t.Fatalf("%s: %q reached the client while the capture write was blocked", what, got)
@@ -118,15 +105,32 @@ func (cr *clientReader) expectHeld(t *testing.T, want []byte, unlock func(), wha
 	case <-time.After(300 * time.Millisecond):
 	}
 	unlock()
+	cr.receive(t, want, what, "not released after the capture write could finish")
+}
+
+// ask has the reader read the next n bytes.
+func (cr *clientReader) ask(t *testing.T, n int, what string) {
+	t.Helper()
+	select {
+	case cr.want <- n:
+	case err := <-cr.errs:
+		t.Fatalf("%s: client read failed: %v", what, err)
+	}
+}
+
+// receive waits up to 5 s for the bytes asked for and checks they are want; late says what it
+// means when they do not come.
+func (cr *clientReader) receive(t *testing.T, want []byte, what, late string) {
+	t.Helper()
 	select {
 	case got := <-cr.got:
 		if string(got) != string(want) {
-			t.Fatalf("%s: client got %q once the line was durable, want %q", what, got, want)
+			t.Fatalf("%s: client got %q, want %q", what, got, want)
 		}
 	case err := <-cr.errs:
 		t.Fatalf("%s: client read failed: %v", what, err)
 	case <-time.After(5 * time.Second):
-		t.Fatalf("%s: not released after the capture write could finish", what)
+		t.Fatalf("%s: %s", what, late)
 	}
 }
 
