@@ -344,6 +344,33 @@ func awaitPending(t *testing.T, e *openFile, n int, leading bool) {
 	t.Fatalf("pending never reached %d", n)
 }
 
+// writeCall is one whole call of rollout id through s: claim callID, append its line, release.
+func writeCall(t *testing.T, s *Store, id, callID string) {
+	t.Helper()
+	c, err := s.Claim(id, callID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendExchange(id, &Exchange{ModelCallID: callID, Dialect: "chat"}); err != nil {
+		t.Fatal(err)
+	}
+	c.Release()
+}
+
+// checkOrphaned checks that rollout id's capture holds the next attempt's line ("new-call") alone
+// and that the old call's line ("old-call") went to the orphan file, whose path it returns.
+func checkOrphaned(t *testing.T, s *Store, id string) string {
+	t.Helper()
+	if got := readFile(t, s, id); !strings.Contains(got, "new-call") || strings.Contains(got, "old-call") || strings.Count(got, "\n") != 1 {
+		t.Errorf("the next attempt's capture: %q", got)
+	}
+	op, _ := s.OrphanPath(id)
+	if b, err := os.ReadFile(op); err != nil || !strings.Contains(string(b), "old-call") || strings.Count(string(b), "\n") != 1 {
+		t.Errorf("orphan file: %q %v", b, err)
+	}
+	return op
+}
+
 // A call in flight when its rollout is cleared writes its line to the orphan file, never into the
 // next attempt's capture; the clear reports it, and readers count the claim as cleared, not live.
 func TestClearInFlightGoesToOrphan(t *testing.T) {
@@ -364,25 +391,12 @@ func TestClearInFlightGoesToOrphan(t *testing.T) {
 	}
 	// The next attempt starts in another process (its own store) while the old call is in flight.
 	next, _ := OpenExisting(s.Dir())
-	nc, err := next.Claim("o", "new-call")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := next.AppendExchange("o", &Exchange{ModelCallID: "new-call", Dialect: "chat"}); err != nil {
-		t.Fatal(err)
-	}
-	nc.Release()
+	writeCall(t, next, "o", "new-call")
 	if err := s.AppendExchange("o", &Exchange{ModelCallID: "old-call", Dialect: "chat"}); err != nil {
 		t.Fatal(err)
 	}
 	old.Release()
-	if got := readFile(t, s, "o"); !strings.Contains(got, "new-call") || strings.Contains(got, "old-call") || strings.Count(got, "\n") != 1 {
-		t.Errorf("the next attempt's capture: %q", got)
-	}
-	op, _ := s.OrphanPath("o")
-	if b, err := os.ReadFile(op); err != nil || !strings.Contains(string(b), "old-call") || strings.Count(string(b), "\n") != 1 {
-		t.Errorf("orphan file: %q %v", b, err)
-	}
+	op := checkOrphaned(t, s, "o")
 	if s.OrphanedLines() != 1 {
 		t.Errorf("orphaned lines %d", s.OrphanedLines())
 	}
@@ -434,33 +448,17 @@ func TestClearInFlightKeptFile(t *testing.T) {
 				t.Fatalf("ClearRollout = %+v %v", rep, err)
 			}
 			next, _ := OpenExisting(s.Dir())
-			writeNext := func() {
-				nc, err := next.Claim("o", "new-call")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := next.AppendExchange("o", &Exchange{ModelCallID: "new-call", Dialect: "chat"}); err != nil {
-					t.Fatal(err)
-				}
-				nc.Release()
-			}
 			if tc.nextWriteFirst {
-				writeNext()
+				writeCall(t, next, "o", "new-call")
 			}
 			if err := s.AppendExchange("o", &Exchange{ModelCallID: "old-call", Dialect: "chat"}); err != nil {
 				t.Fatal(err)
 			}
 			old.Release()
 			if !tc.nextWriteFirst {
-				writeNext()
+				writeCall(t, next, "o", "new-call")
 			}
-			if got := readFile(t, s, "o"); !strings.Contains(got, "new-call") || strings.Contains(got, "old-call") || strings.Count(got, "\n") != 1 {
-				t.Errorf("the next attempt's capture: %q", got)
-			}
-			op, _ := s.OrphanPath("o")
-			if b, err := os.ReadFile(op); err != nil || !strings.Contains(string(b), "old-call") || strings.Count(string(b), "\n") != 1 {
-				t.Errorf("orphan file: %q %v", b, err)
-			}
+			checkOrphaned(t, s, "o")
 		})
 	}
 	// Without a clear, the pinned file takes the line (no orphan).
@@ -468,14 +466,7 @@ func TestClearInFlightKeptFile(t *testing.T) {
 	if err := s.Append("k", []byte(`{"n":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.Claim("k", "call")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.AppendExchange("k", &Exchange{ModelCallID: "call", Dialect: "chat"}); err != nil {
-		t.Fatal(err)
-	}
-	c.Release()
+	writeCall(t, s, "k", "call")
 	if got := readFile(t, s, "k"); strings.Count(got, "\n") != 2 {
 		t.Errorf("capture: %q", got)
 	}

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
@@ -82,12 +81,7 @@ func TestCompressedStreamHold(t *testing.T) {
 	unlock := lockCaptureFile(t, e, id)
 	req, _ := http.NewRequest(http.MethodPost, e.url(id, "/v1/chat/completions"), strings.NewReader(`{}`))
 	req.Header.Set("Accept-Encoding", "gzip")
-	resp, err := rawClient().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	cr := newClientReader(t, resp.Body)
+	_, cr := startCall(t, req)
 	// The last data event and [DONE] share the gzip stream's tail: send all but the [DONE] chunk.
 	for _, c := range chunks[:len(chunks)-1] {
 		up.chunks <- c
@@ -95,16 +89,7 @@ func TestCompressedStreamHold(t *testing.T) {
 	}
 	last := chunks[len(chunks)-1]
 	up.chunks <- last
-	cr.want <- len(last)
-	select {
-	case <-cr.got:
-		t.Fatal("compressed terminal chunk reached the client while the capture write was blocked")
-	case <-time.After(300 * time.Millisecond):
-	}
-	unlock()
-	if got := <-cr.got; !bytes.Equal(got, last) {
-		t.Fatalf("terminal chunk differs")
-	}
+	cr.expectHeld(t, last, unlock, "compressed terminal chunk")
 	if l := e.one(id); l.ErrorCategory != nil || deref(l.Record.TokensTotal) != int64(100) {
 		t.Errorf("line: category %s tokens_total %v", l.Category(), deref(l.Record.TokensTotal))
 	}

@@ -87,11 +87,41 @@ func newClientReader(t *testing.T, body io.Reader) *clientReader {
 // the bound is reported as delayed.
 func (cr *clientReader) expect(t *testing.T, want []byte, what string) {
 	t.Helper()
+	cr.ask(t, len(want), what)
+	cr.receive(t, want, what, "not delivered to the client while the upstream waits for it")
+}
+
+// expectHeld asks for the next len(want) bytes while the capture write is blocked and checks that
+// none of them reach the client within 300 ms; it then calls unlock (the capture write can finish)
+// and checks that exactly want arrives.
+func (cr *clientReader) expectHeld(t *testing.T, want []byte, unlock func(), what string) {
+	t.Helper()
+	cr.ask(t, len(want), what)
 	select {
-	case cr.want <- len(want):
+	case got := <-cr.got:
+		t.Fatalf("%s: %q reached the client while the capture write was blocked", what, got)
+	case err := <-cr.errs:
+		t.Fatalf("%s: client read failed: %v", what, err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	unlock()
+	cr.receive(t, want, what, "not released after the capture write could finish")
+}
+
+// ask has the reader read the next n bytes.
+func (cr *clientReader) ask(t *testing.T, n int, what string) {
+	t.Helper()
+	select {
+	case cr.want <- n:
 	case err := <-cr.errs:
 		t.Fatalf("%s: client read failed: %v", what, err)
 	}
+}
+
+// receive waits up to 5 s for the bytes asked for and checks they are want; late says what it
+// means when they do not come.
+func (cr *clientReader) receive(t *testing.T, want []byte, what, late string) {
+	t.Helper()
 	select {
 	case got := <-cr.got:
 		if string(got) != string(want) {
@@ -100,8 +130,21 @@ func (cr *clientReader) expect(t *testing.T, want []byte, what string) {
 	case err := <-cr.errs:
 		t.Fatalf("%s: client read failed: %v", what, err)
 	case <-time.After(5 * time.Second):
-		t.Fatalf("%s: not delivered to the client while the upstream waits for it", what)
+		t.Fatalf("%s: %s", what, late)
 	}
+}
+
+// startCall sends req to the gateway and returns its response with a clientReader over the body;
+// the body is closed when the test ends, before the reader stops.
+func startCall(t *testing.T, req *http.Request) (*http.Response, *clientReader) {
+	t.Helper()
+	resp, err := rawClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := newClientReader(t, resp.Body)
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp, cr
 }
 
 // lockCaptureFile takes an exclusive flock on rollout id's capture file, so the gateway's append
@@ -164,12 +207,7 @@ func TestHoldAndNoDelay(t *testing.T) {
 			unlock := lockCaptureFile(t, e, id)
 
 			req, _ := http.NewRequest(http.MethodPost, e.url(id, tc.path), strings.NewReader(`{"model":"m","stream":true}`))
-			resp, err := rawClient().Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			cr := newClientReader(t, resp.Body)
+			resp, cr := startCall(t, req)
 
 			for i, ev := range events[:len(events)-1] {
 				up.chunks <- ev
@@ -187,23 +225,7 @@ func TestHoldAndNoDelay(t *testing.T) {
 			}
 
 			up.chunks <- tail
-			cr.want <- len(tail)
-			select {
-			case got := <-cr.got:
-				t.Fatalf("terminal chunk %q reached the client while the capture write was blocked", got)
-			case err := <-cr.errs:
-				t.Fatalf("client read failed: %v", err)
-			case <-time.After(300 * time.Millisecond):
-			}
-			unlock()
-			select {
-			case got := <-cr.got:
-				if string(got) != string(tail) {
-					t.Fatalf("terminal chunk %q, want %q", got, tail)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("terminal chunk not released after the capture write could finish")
-			}
+			cr.expectHeld(t, tail, unlock, "the chunk that completes the terminal event")
 			l := e.one(id)
 			if c, _ := e.store.Claims(id); c.Live != 0 {
 				t.Errorf("claim still live after the line is durable")
@@ -291,35 +313,14 @@ func TestHoldOverlapsTheSync(t *testing.T) {
 			const id = "overlap"
 			unlock := lockCaptureFile(t, e, id)
 			req, _ := http.NewRequest(http.MethodPost, e.url(id, "/v1/chat/completions"), strings.NewReader(`{"model":"m","stream":true}`))
-			resp, err := rawClient().Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			cr := newClientReader(t, resp.Body)
+			_, cr := startCall(t, req)
 			for i, ev := range chat[:len(chat)-1] {
 				up.chunks <- ev
 				cr.expect(t, ev, "event "+strconv.Itoa(i))
 			}
 			up.chunks <- tc.last
 			cr.expect(t, tc.last[:tc.early], "the terminal chunk but its last byte")
-			cr.want <- len(tc.last) - tc.early
-			select {
-			case got := <-cr.got:
-				t.Fatalf("%q reached the client while the capture write was blocked", got)
-			case err := <-cr.errs:
-				t.Fatalf("client read failed: %v", err)
-			case <-time.After(300 * time.Millisecond):
-			}
-			unlock()
-			select {
-			case got := <-cr.got:
-				if string(got) != string(tc.last[tc.early:]) {
-					t.Fatalf("after the line: %q, want %q", got, tc.last[tc.early:])
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("the held bytes were not released after the capture write could finish")
-			}
+			cr.expectHeld(t, tc.last[tc.early:], unlock, "the held bytes")
 			if l := e.one(id); l.ErrorCategory != nil || l.ResponseRaw == nil || !strings.Contains(*l.ResponseRaw, string(tc.last[:tc.early])) {
 				t.Errorf("line: category %s, response_raw %v", l.Category(), l.ResponseRaw != nil)
 			}
@@ -332,28 +333,11 @@ func TestHoldOverlapsTheSync(t *testing.T) {
 		e := newEnv(t, capturetest.Replay(http.StatusOK, "application/json", body))
 		const id = "overlap-json"
 		unlock := lockCaptureFile(t, e, id)
-		resp, err := rawClient().Post(e.url(id, "/v1/chat/completions"), "application/json", strings.NewReader(`{"model":"m"}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		cr := newClientReader(t, resp.Body)
+		req, _ := http.NewRequest(http.MethodPost, e.url(id, "/v1/chat/completions"), strings.NewReader(`{"model":"m"}`))
+		req.Header.Set("Content-Type", "application/json")
+		_, cr := startCall(t, req)
 		cr.expect(t, body[:len(body)-1], "the body but its last byte")
-		cr.want <- 1
-		select {
-		case got := <-cr.got:
-			t.Fatalf("last byte %q reached the client while the capture write was blocked", got)
-		case <-time.After(300 * time.Millisecond):
-		}
-		unlock()
-		select {
-		case got := <-cr.got:
-			if string(got) != string(body[len(body)-1:]) {
-				t.Fatalf("last byte %q", got)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("last byte not released after the capture write could finish")
-		}
+		cr.expectHeld(t, body[len(body)-1:], unlock, "the last byte")
 		if l := e.one(id); l.ErrorCategory != nil || l.Response == nil {
 			t.Errorf("line: category %s, response %s", l.Category(), l.Response)
 		}

@@ -12,6 +12,8 @@ import (
 	"reflect"
 	"testing"
 
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
 )
@@ -23,6 +25,42 @@ func indent(s string) string {
 		panic(err)
 	}
 	return b.String()
+}
+
+// liveAndLineRecords returns ex's record as the live worker builds it (spanRecord) and as
+// BuildRecord reads it from ex's encoded line, the latter with the response model spans read from
+// the payloads.
+func liveAndLineRecords(t *testing.T, ex *capture.Exchange) (live, line *modelcalls.ModelCallRecord) {
+	t.Helper()
+	live, _, err := spanRecord(ex, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := capture.EncodeExchange(ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err = modelcalls.BuildRecord(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line.Model = scanPayloads(line).responseModel
+	return live, line
+}
+
+// liveAndFileSpan exports ex through the live worker and rec through Emit (as `export otlp` does
+// from the file), each into its own harness with Config{Content: content}, and returns the one span
+// each gave.
+func liveAndFileSpan(t *testing.T, ex *capture.Exchange, rec *modelcalls.ModelCallRecord, content bool) (live, file tracetest.SpanStub) {
+	t.Helper()
+	lh, fh := newHarness(t, Config{Content: content}), newHarness(t, Config{Content: content})
+	lh.e.handle(lh.e.newLiveCall("r1", ex, ""))
+	fh.e.Emit(context.Background(), "r1", rec, "")
+	ls, fs := lh.flushSpans(t), fh.flushSpans(t)
+	if len(ls) != 1 || len(fs) != 1 {
+		t.Fatalf("content %v: %d live spans, %d file spans", content, len(ls), len(fs))
+	}
+	return ls[0], fs[0]
 }
 
 // The live worker builds a call's record from the exchange without writing its line: it must be
@@ -69,31 +107,12 @@ func TestSpanRecordMatchesLine(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _, err := spanRecord(tt.ex, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			line, err := capture.EncodeExchange(tt.ex)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := modelcalls.BuildRecord(line, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want.Model = scanPayloads(want).responseModel
+			got, want := liveAndLineRecords(t, tt.ex)
 			if !tt.indented && !reflect.DeepEqual(got, want) {
 				t.Errorf("live record\n%s\nline record\n%s", got.AppendJSON(nil, true), want.AppendJSON(nil, true))
 			}
 			for _, content := range []bool{false, true} {
-				live, file := newHarness(t, Config{Content: content}), newHarness(t, Config{Content: content})
-				live.e.handle(live.e.newLiveCall("r1", tt.ex, ""))
-				file.e.Emit(context.Background(), "r1", want, "")
-				ls, fs := live.flushSpans(t), file.flushSpans(t)
-				if len(ls) != 1 || len(fs) != 1 {
-					t.Fatalf("content %v: %d live spans, %d file spans", content, len(ls), len(fs))
-				}
-				l, f := ls[0], fs[0]
+				l, f := liveAndFileSpan(t, tt.ex, want, content)
 				// Without started_at both take the export time: their own.
 				sameTimes := want.StartedAt == nil || (l.StartTime.Equal(f.StartTime) && l.EndTime.Equal(f.EndTime))
 				if l.Name != f.Name || !l.SpanContext.Equal(f.SpanContext) || !l.Parent.Equal(f.Parent) || !sameTimes || l.Status != f.Status || !reflect.DeepEqual(attrMap(l.Attributes), attrMap(f.Attributes)) {
@@ -175,19 +194,7 @@ func TestSpanRecordFixtures(t *testing.T) {
 			}
 			t.Run(fmt.Sprintf("%s indented=%v", c.name, indented), func(t *testing.T) {
 				ex := exchange(c.dialect, reqs[c.dialect], resp, func(ex *capture.Exchange) { ex.PayloadsChecked = true })
-				got, _, err := spanRecord(ex, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				line, err := capture.EncodeExchange(ex)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := modelcalls.BuildRecord(line, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want.Model = scanPayloads(want).responseModel
+				got, want := liveAndLineRecords(t, ex)
 				if !bytes.Equal(compactBytes(t, got.Response), want.Response) {
 					t.Errorf("response %s, the line's %s", got.Response, want.Response)
 				}
@@ -203,14 +210,7 @@ func TestSpanRecordFixtures(t *testing.T) {
 					t.Errorf("live record\n%s\nline record\n%s", got.AppendJSON(nil, true), want.AppendJSON(nil, true))
 				}
 				for _, content := range []bool{false, true} {
-					live, file := newHarness(t, Config{Content: content}), newHarness(t, Config{Content: content})
-					live.e.handle(live.e.newLiveCall("r1", ex, ""))
-					file.e.Emit(context.Background(), "r1", want, "")
-					ls, fs := live.flushSpans(t), file.flushSpans(t)
-					if len(ls) != 1 || len(fs) != 1 {
-						t.Fatalf("content %v: %d live spans, %d file spans", content, len(ls), len(fs))
-					}
-					if l, f := ls[0], fs[0]; l.Name != f.Name || l.Status != f.Status || !reflect.DeepEqual(attrMap(l.Attributes), attrMap(f.Attributes)) {
+					if l, f := liveAndFileSpan(t, ex, want, content); l.Name != f.Name || l.Status != f.Status || !reflect.DeepEqual(attrMap(l.Attributes), attrMap(f.Attributes)) {
 						t.Errorf("content %v:\nlive %s %v %v\nfile %s %v %v", content, l.Name, l.Status, attrMap(l.Attributes), f.Name, f.Status, attrMap(f.Attributes))
 					}
 				}

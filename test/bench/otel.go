@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime/metrics"
 	"runtime/pprof"
@@ -332,33 +329,6 @@ func (r *runner) runOTelRow(ctx context.Context) error {
 	}
 	r.otel = res
 	return nil
-}
-
-// startChildExe is startChild running another bench binary (a variant's, otelVariantsEnv): the
-// child protocol is the same, so any build of this package serves.
-func startChildExe(exe, mode, upstreamURL, captureDir string, env ...string) (*child, error) {
-	cmd := exec.Command(exe, "-child", mode, "-child-upstream", upstreamURL, "-child-capture-dir", captureDir)
-	cmd.Stderr = os.Stderr
-	cmd.Env = append(os.Environ(), env...)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start child %s: %w", exe, err)
-	}
-	c := &child{cmd: cmd, stdin: stdin}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "LISTEN ") {
-		c.stop()
-		return nil, fmt.Errorf("child %s %s did not start (%q): %w", exe, mode, line, errors.Join(err, errUnexpected))
-	}
-	c.url = strings.TrimSpace(strings.TrimPrefix(line, "LISTEN "))
-	return c, nil
 }
 
 // otelProfileEnv names the file a row-7 child writes its CPU profile to (its whole life): the run's

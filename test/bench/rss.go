@@ -120,6 +120,12 @@ func startChild(mode, upstreamURL, captureDir string, env ...string) (*child, er
 	if err != nil {
 		return nil, fmt.Errorf("find own binary: %w", err)
 	}
+	return startChildExe(exe, mode, upstreamURL, captureDir, env...)
+}
+
+// startChildExe is startChild running the bench binary exe, this one or another build of this
+// package (a variant's, otelVariantsEnv): the child protocol is the same, so any build serves.
+func startChildExe(exe, mode, upstreamURL, captureDir string, env ...string) (*child, error) {
 	cmd := exec.Command(exe, "-child", mode, "-child-upstream", upstreamURL, "-child-capture-dir", captureDir)
 	cmd.Stderr = os.Stderr
 	cmd.Env = append(os.Environ(), env...)
@@ -132,13 +138,13 @@ func startChild(mode, upstreamURL, captureDir string, env ...string) (*child, er
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start child: %w", err)
+		return nil, fmt.Errorf("start child %s: %w", exe, err)
 	}
 	c := &child{cmd: cmd, stdin: stdin}
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "LISTEN ") {
 		c.stop()
-		return nil, fmt.Errorf("child %s did not start (%q): %w", mode, line, errors.Join(err, errUnexpected))
+		return nil, fmt.Errorf("child %s %s did not start (%q): %w", exe, mode, line, errors.Join(err, errUnexpected))
 	}
 	c.url = strings.TrimSpace(strings.TrimPrefix(line, "LISTEN "))
 	return c, nil
