@@ -77,8 +77,8 @@ func (r *runner) checks() []check {
 			})
 			over := np[0] - bp[0]
 			cs = append(cs, check{
-				row:      "1",
-				figure:   "added latency, non-streaming, capture on, " + mode.name + " (p50 / p99)",
+				row:    "1",
+				figure: "added latency, non-streaming, capture on, " + mode.name + " (p50 / p99)",
 				baseline: fmt.Sprintf("bare proxy %s / %s ms; fsync p50 %s ms, one after each bare-proxy call (back to back: %s ms; same disk, same run)",
 					ms(bp[0]), ms(bp[1]), ms(fsPaced), ms(fs)),
 				result: fmt.Sprintf("%s / %s ms: p50 %s ms above bare (budget %s ms; %s ms against the back-to-back fsync), p99 %s ms above bare",
