@@ -29,7 +29,6 @@ type Stream struct {
 	emit      func(*sse.RawEvent) // s.onEvent, bound once so Write does not allocate a closure
 	term      Terminal
 	hit       bool // the first terminal event was seen during the current Write or End
-	hitRest   int  // with hit during a Write: bytes of that chunk after the terminal event's end
 	r         reassembler
 	sp        spill
 	events    int
@@ -121,11 +120,6 @@ func (s *Stream) Write(chunk []byte) (terminalInChunk bool) {
 	return s.hit
 }
 
-// TerminalRest is, after a Write that returned true, how many bytes of its chunk come after the
-// end of the terminal event (the line break of its blank line): 0 when the event ends the chunk.
-// A proxy may pass the chunk on up to the event's last byte while it waits to release the event.
-func (s *Stream) TerminalRest() int { return s.hitRest }
-
 // End tells the Stream the body is over. An unterminated last event (no blank line after it, as
 // some real recordings end) is decoded for reassembly and terminal detection too (NeMo Gym's
 // terminal detection misses such an event and calls the stream truncated); End reports true iff
@@ -215,7 +209,7 @@ func (s *Stream) onEvent(ev *sse.RawEvent) {
 		s.truncated++
 		if s.term == TerminalNone {
 			if t := s.d.terminalOfPrefix(ev); t != TerminalNone {
-				s.term, s.hit, s.hitRest = t, true, s.dec.Rest()
+				s.term, s.hit = t, true
 			}
 		}
 		return
@@ -226,7 +220,7 @@ func (s *Stream) onEvent(ev *sse.RawEvent) {
 	}
 	if s.term == TerminalNone {
 		if t := s.d.terminalOf(ev.Type, ev.HasData, ev.Data, obj); t != TerminalNone {
-			s.term, s.hit, s.hitRest = t, true, s.dec.Rest()
+			s.term, s.hit = t, true
 		}
 	}
 	if obj != nil && !s.stopped {

@@ -239,6 +239,9 @@ func TestRequestAndResponseBodies(t *testing.T) {
 	zw := gzip.NewWriter(&gz)
 	zw.Write([]byte(`{"model":"zipped"}`))
 	zw.Close()
+	// Bodies of 256 KiB and more are checked while the upstream works on the call.
+	bigJSON := `{"model":"m","pad":"` + strings.Repeat("x", 300<<10) + `"}`
+	bigText := strings.Repeat("not json ", 300<<10/9)
 	for _, tc := range []struct {
 		name            string
 		reqBody         string
@@ -254,6 +257,8 @@ func TestRequestAndResponseBodies(t *testing.T) {
 		{"json object", `{"model":"m"}`, "", 200, "application/json", `{"ok":true}`, `{"model":"m"}`, nil, true, nil, "<null>"},
 		{"not json", `{not-json`, "", 422, "application/json", `{"detail":"bad"}`, "", "{not-json", true, nil, "client_error"},
 		{"json array", `[]`, "", 200, "application/json", `{}`, "", "[]", true, nil, "<null>"},
+		{"large json object", bigJSON, "", 200, "application/json", `{"ok":true}`, bigJSON, nil, true, nil, "<null>"},
+		{"large text", bigText, "", 200, "application/json", `{"ok":true}`, "", bigText, true, nil, "<null>"},
 		{"empty request", ``, "", 200, "application/json", `{}`, "", nil, true, nil, "<null>"},
 		{"gzip request", gz.String(), "gzip", 200, "application/json", `{}`, `{"model":"zipped"}`, nil, true, nil, "<null>"},
 		{"plain text reply", `{}`, "", 200, "text/plain", "hello", `{}`, nil, false, "hello", "capture_parse_error"},

@@ -59,14 +59,7 @@ type Decoder struct {
 	pending bool   // the current event has at least one event, data or id field
 	skipLF  bool   // the previous chunk ended in CR: an LF starting the next chunk ends no line
 	started bool   // the first line has been seen (a byte order mark is only skipped there)
-	rest    int    // bytes of the chunk being fed after the line being processed
 }
-
-// Rest is, during an emit called from FeedRaw or Feed, how many bytes of the chunk being fed come
-// after the line break that completed the event (0 when the event's blank line ends the chunk, or
-// when a CR ending the chunk may still pair with an LF starting the next one). It lets a proxy
-// holding an event back tell where in the chunk the event ends. Outside an emit from a Feed, 0.
-func (d *Decoder) Rest() int { return d.rest }
 
 // Feed decodes chunk, calling emit for every event that chunk completes, in stream order. Bytes
 // after the last line break are kept until the next Feed or Flush. The Event's strings are
@@ -113,9 +106,7 @@ func (d *Decoder) FeedRaw(chunk []byte, emit func(*RawEvent)) {
 			}
 		}
 		chunk = chunk[i+1:]
-		d.rest = len(chunk)
 		d.processLine(line, emit)
-		d.rest = 0
 		d.line = d.line[:0]
 		d.lineOver = false
 	}

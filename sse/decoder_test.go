@@ -1,7 +1,6 @@
 package sse
 
 import (
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -167,34 +166,5 @@ func TestDecoderBufferBounded(t *testing.T) {
 	}
 	if cap(d.line) > 256 || cap(d.data) > 256 {
 		t.Fatalf("buffers grew with the stream: line cap %d, data cap %d", cap(d.line), cap(d.data))
-	}
-}
-
-// TestRest: during an emit, Rest counts the bytes of the chunk after the line break that completed
-// the event, whatever the line endings; outside an emit it is 0.
-func TestRest(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		chunk string
-		want  []int // Rest at each emitted event
-	}{
-		{"one event ends the chunk", "data: a\n\n", []int{0}},
-		{"two events", "data: a\n\ndata: b\n\n", []int{9, 0}},
-		{"bytes after", "data: a\n\ndata: b", []int{7}},
-		{"CRLF", "data: a\r\n\r\ndata: b\r\n\r\n", []int{11, 0}},
-		{"CR", "data: a\r\rx", []int{1}},
-		{"CR ends the chunk", "data: a\r\r", []int{0}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var d Decoder
-			var got []int
-			d.FeedRaw([]byte(tc.chunk), func(*RawEvent) { got = append(got, d.Rest()) })
-			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
-				t.Errorf("Rest at each event %v, want %v", got, tc.want)
-			}
-			if d.Rest() != 0 {
-				t.Errorf("Rest after Feed %d, want 0", d.Rest())
-			}
-		})
 	}
 }
