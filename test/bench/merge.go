@@ -206,20 +206,19 @@ func mbps(bytes int64, d time.Duration) float64 { return float64(bytes) / 1e6 / 
 
 // bestCPU returns the pass that used the least CPU time.
 func bestCPU(ps []mergePass) mergePass {
-	b := ps[0]
-	for _, p := range ps[1:] {
-		if p.cpu < b.cpu {
-			b = p
-		}
-	}
-	return b
+	return leastBy(ps, func(p mergePass) time.Duration { return p.cpu })
 }
 
 // best returns the fastest pass (least disturbed by other work on the machine).
 func best(ps []mergePass) mergePass {
+	return leastBy(ps, func(p mergePass) time.Duration { return p.elapsed })
+}
+
+// leastBy returns the first pass with the least key.
+func leastBy(ps []mergePass, key func(mergePass) time.Duration) mergePass {
 	b := ps[0]
 	for _, p := range ps[1:] {
-		if p.elapsed < b.elapsed {
+		if key(p) < key(b) {
 			b = p
 		}
 	}
