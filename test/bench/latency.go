@@ -73,10 +73,14 @@ type latencyResult struct {
 	// fsyncPaced is the same probe, one fsync after each bare-proxy call (pacedFsyncs): the
 	// baseline row 1's capture-on goal is judged against.
 	fsyncPaced durations
-	claim      durations    // capture.Store.Claim
-	release    durations    // Claim.Release
-	storeOwn   subjectStats // storeLoad, each worker its own rollout file
-	storeOne   subjectStats // storeLoad, all workers into one rollout file
+	// bareAfterFsync is the latency of those bare-proxy calls, each (but the first of a batch) made
+	// right after a probe fsync: the bare proxy at the cadence of a captured call, which always
+	// follows the previous call's fsync. Reported, not judged.
+	bareAfterFsync durations
+	claim          durations    // capture.Store.Claim
+	release        durations    // Claim.Release
+	storeOwn       subjectStats // storeLoad, each worker its own rollout file
+	storeOne       subjectStats // storeLoad, all workers into one rollout file
 	// The gateway's own capture-write histogram (append + fsync per call), by phase.
 	gwWrite map[string]*writeStat
 	// Row 2 with the gateway alone in a child process, by GOMAXPROCS of the child.
@@ -224,11 +228,12 @@ func (r *runner) runLatency(ctx context.Context) error {
 		// through the bare proxy. On a virtual disk an fsync issued after other work takes longer
 		// than one of a back-to-back burst (the device is no longer busy), and that is the
 		// fsync a captured call pays.
-		paced, err := pacedFsyncs(ctx, bareSubj, r.fx, probe, r.fsyncN)
+		paced, bareAfter, err := pacedFsyncs(ctx, bareSubj, r.fx, probe, r.fsyncN)
 		if err != nil {
 			return err
 		}
 		res.fsyncPaced = append(res.fsyncPaced, paced...)
+		res.bareAfterFsync = append(res.bareAfterFsync, bareAfter...)
 		cl, rel, err := claims.run(r.fsyncN)
 		if err != nil {
 			return err
@@ -263,21 +268,25 @@ func (r *runner) runLatency(ctx context.Context) error {
 func (r *runner) ownFile(w int) string { return fmt.Sprintf("rollout-%02d", w) }
 
 // pacedFsyncs makes n calls through s one after another and, after each, one probe append+fsync:
-// the fsync times alone, at the cadence of one per call.
-func pacedFsyncs(ctx context.Context, s *subject, fx *fixtures, probe *fsyncProbe, n int) (durations, error) {
+// the fsyncs timed alone, at the cadence of one per call, and the calls that followed an fsync.
+func pacedFsyncs(ctx context.Context, s *subject, fx *fixtures, probe *fsyncProbe, n int) (fsyncs, calls durations, err error) {
 	buf := make([]byte, 32<<10)
-	out := make(durations, 0, n)
-	for range n {
-		if _, err := s.call(ctx, "lat1", fx, buf); err != nil {
-			return nil, err
+	fsyncs = make(durations, 0, n)
+	for i := range n {
+		d, err := s.call(ctx, "lat1", fx, buf)
+		if err != nil {
+			return nil, nil, err
+		}
+		if i > 0 {
+			calls = append(calls, d)
 		}
 		f, err := probe.run(1)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out = append(out, f...)
+		fsyncs = append(fsyncs, f...)
 	}
-	return out, nil
+	return fsyncs, calls, nil
 }
 
 // alternate is s in round's order: as given in even rounds, reversed in odd ones, so that a slow

@@ -273,6 +273,11 @@ func (r *runner) report() string {
 		w("\nfsync of a %d-byte append on the capture disk, back to back: p50 %s ms, p90 %s ms, p99 %s ms (%d samples).\n", l.lineLen, ms(f[0]), ms(f[1]), ms(f[2]), len(l.fsync))
 		fp := l.fsyncPaced.pcts(50, 90, 99)
 		w("The same, one fsync after each call through the bare proxy (the cadence of the 1-client batch; row 1's capture-on baseline): p50 %s ms, p90 %s ms, p99 %s ms (%d samples).\n", ms(fp[0]), ms(fp[1]), ms(fp[2]), len(l.fsyncPaced))
+		if on, b := l.by[sGwOn], l.by[sBare]; on != nil && b != nil && len(l.bareAfterFsync) > 0 {
+			ba := l.bareAfterFsync.pct(50)
+			w("Those bare-proxy calls, each made right after an fsync (as every captured call follows the previous one's): p50 %s ms, against %s ms back to back; the 1-client gateway with capture on is %s ms above that p50 plus the paced fsync p50 (reported, not judged: how much of row 1's gap the cadence explains, since work right after an idle wait on the disk can run slower on a virtual machine, and a captured call always follows one).\n",
+				ms(ba), ms(b.seq.pct(50)), msSigned(on.seq.pct(50)-ba-l.fsyncPaced.pct(50)))
+		}
 		c, rl := l.claim.pcts(50, 99), l.release.pcts(50, 99)
 		w("capture.Store.Claim on the same disk (before every captured call is forwarded): p50 %s ms, p99 %s ms; Claim.Release: p50 %s ms, p99 %s ms.\n",
 			ms(c[0]), ms(c[1]), ms(rl[0]), ms(rl[1]))
