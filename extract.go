@@ -541,7 +541,7 @@ func finishReason(f *responseFields) *string {
 type responseFields struct {
 	id, model, status, stopReason, choices, incompleteDetails, usage, output, content []byte
 	tree                                                                              *jsonscan.Tree // the index the values are read through (nil: walked as text)
-	alias                                                                             bool           // strings may share the text\'s memory (text)
+	alias                                                                             bool           // strings may share the text's memory (text)
 }
 
 func scanResponse(obj []byte) responseFields {

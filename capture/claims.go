@@ -217,10 +217,10 @@ func (s *Store) slotFile() (*slotFile, error) {
 	}
 	s.claims.mu.Lock()
 	defer s.claims.mu.Unlock()
-	if sf := s.claims.sf; sf != nil && sf != seen {
-		return sf, nil // another claim replaced it meanwhile
-	}
 	if sf := s.claims.sf; sf != nil {
+		if sf != seen {
+			return sf, nil // another claim replaced it meanwhile
+		}
 		// Keep the old file open for the claims still in it; new claims go to a new file.
 		sf.mu.Lock()
 		sf.retired = true

@@ -530,27 +530,29 @@ func (e *openFile) atPath(dir string) (size int64, ok bool, err error) {
 var noDsyncWrites atomic.Bool
 
 // durableInFlight counts the durable writes and syncs (writeDsync, fdatasync) of this process
-// under way, to choose how each one waits for the disk (see durableDirect).
+// under way, to choose how each one waits for the disk (see durableRing).
 var durableInFlight atomic.Int32
 
-// durableDirect reports whether a durable write or sync that makes the count of those under way n
-// is made as a plain system call. A goroutine blocked in a system call keeps its scheduler slot (P)
-// until the runtime's monitor takes it back, which it may do only after milliseconds, while a
-// durable write takes 0.3-1.5 ms: so at most half of GOMAXPROCS (none with one P) wait that way, the
-// one-call-at-a-time case keeping the lowest latency. The others go through the process's io_uring
-// (internal/uring), where the waiting goroutine is parked and its P runs other goroutines; where
-// io_uring is not available, every one is a plain system call.
-func durableDirect(n int32) bool {
-	if n <= int32(runtime.GOMAXPROCS(0)/2) {
-		return true
+// durableRing starts a durable write or sync: it returns the io_uring to submit it to, or nil when
+// it is made as a plain system call, and done, to call when it is over. A goroutine blocked in a
+// system call keeps its scheduler slot (P) until the runtime's monitor takes it back, which it may
+// do only after milliseconds, while a durable write takes 0.3-1.5 ms: so at most half of GOMAXPROCS
+// (none with one P) wait that way, the one-call-at-a-time case keeping the lowest latency. The
+// others go through the process's io_uring (internal/uring), where the waiting goroutine is parked
+// and its P runs other goroutines; where io_uring is not available, every one is a plain system
+// call.
+func durableRing() (r *uring.Ring, done func()) {
+	done = func() { durableInFlight.Add(-1) }
+	if durableInFlight.Add(1) <= int32(runtime.GOMAXPROCS(0)/2) {
+		return nil, done
 	}
-	_, err := uring.Shared()
-	return err != nil
+	r, _ = uring.Shared() // nil when io_uring is not available
+	return r, done
 }
 
 // writeDsync writes b to f (opened O_APPEND: at its end) with RWF_DSYNC, which makes the bytes
 // durable like an fdatasync after the write, in one operation instead of two: pwritev2(2), or the
-// same write through io_uring (durableDirect says which). Where RWF_DSYNC is not offered, or when a
+// same write through io_uring (durableRing says which). Where RWF_DSYNC is not offered, or when a
 // test replaces the sync (syncHook), it writes plainly and reports dsynced false: the caller then
 // syncs.
 func writeDsync(f *os.File, b []byte) (dsynced bool, err error) {
@@ -559,10 +561,9 @@ func writeDsync(f *os.File, b []byte) (dsynced bool, err error) {
 		return false, err
 	}
 	fd := int(f.Fd())
-	n := durableInFlight.Add(1)
-	defer durableInFlight.Add(-1)
-	if !durableDirect(n) {
-		r, _ := uring.Shared()
+	r, done := durableRing()
+	defer done()
+	if r != nil {
 		err := r.WriteDsync(fd, b)
 		switch {
 		case err == nil:
@@ -598,10 +599,9 @@ func writeDsync(f *os.File, b []byte) (dsynced bool, err error) {
 // call or goes through io_uring.
 func fdatasync(f *os.File) error {
 	fd := int(f.Fd())
-	n := durableInFlight.Add(1)
-	defer durableInFlight.Add(-1)
-	if !durableDirect(n) {
-		r, _ := uring.Shared()
+	r, done := durableRing()
+	defer done()
+	if r != nil {
 		return r.Fdatasync(fd)
 	}
 	for {

@@ -58,7 +58,7 @@ type call struct {
 	assistantMessage *string
 	claim            *capture.Claim  // set by the claiming goroutine before it closes claimed
 	claimed          chan struct{}   // closed once the claim exists (or failed)
-	request          json.RawMessage // set by the goroutine that closes requestParsed
+	request          json.RawMessage // for a large body, set by the goroutine that closes requestParsed
 	requestRaw       *string
 	requestParsed    chan struct{} // set when request is worked out by a goroutine (a large body)
 
