@@ -19,6 +19,7 @@ type teeBody struct {
 
 func (b *teeBody) Read(p []byte) (int, error) {
 	c := b.c
+	c.settle() // the proxy asks for more only once it has written the previous chunk to the client
 	c.armIdle()
 	n, err := b.rc.Read(p)
 	c.disarmIdle()
@@ -33,14 +34,14 @@ func (b *teeBody) Read(p []byte) (int, error) {
 	}
 	switch {
 	case err == io.EOF:
-		c.finish(outcome{eof: true})
+		c.finishHeld(outcome{eof: true})
 	case err != nil:
-		c.finish(outcome{failure: c.classify(err)})
+		c.finishHeld(outcome{failure: c.classify(err)})
 	case c.terminalHit:
-		c.finish(outcome{})
+		c.finishHeld(outcome{})
 	case c.contentLength >= 0 && c.read >= c.contentLength:
 		// The client has the whole body once this chunk is written: hold it like the terminal chunk.
-		c.finish(outcome{eof: true})
+		c.finishHeld(outcome{eof: true})
 	}
 	return n, err
 }
@@ -55,6 +56,7 @@ func (b *teeBody) Close() error {
 		c.idleTimer.Stop()
 	}
 	if c.finished {
+		c.settle()
 		return b.rc.Close()
 	}
 	c.cancel(errClientGone)

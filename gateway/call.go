@@ -84,7 +84,14 @@ type call struct {
 	inflate       *inflater
 	decodeErr     error
 	terminalHit   bool // the current chunk completed the first terminal event
-	finished      bool // the capture line is written (or marked); the call is released
+	finished      bool // the capture line is written (or marked)
+
+	// settle's inputs, kept from finish: the exchange as written, the write's result ("ok",
+	// "failed" or "lost"), the error category's label, and whether settle still has to run.
+	written   *capture.Exchange
+	result    string
+	category  string
+	unsettled bool
 
 	traceparent string          // the client's traceparent header, kept only for OnCaptured (captured.go)
 	summary     json.RawMessage // a streamed reconstruction's Summary, for the access log and OnCaptured
@@ -102,6 +109,7 @@ func (h *Handler) serveCaptured(w http.ResponseWriter, r *http.Request, id strin
 		if !c.finished { // a path that neither answered nor captured (should not happen)
 			c.finish(outcome{failure: failException})
 		}
+		c.settle() // in case the proxy never read or closed the body again after the held chunk
 	}()
 	// The claim is made before the call is forwarded: it is one pwrite into this process's claim
 	// slot file (a few µs), so readers see every call from its start until its line is durable.
@@ -395,8 +403,12 @@ type outcome struct {
 }
 
 // finish captures the call exactly once: builds the exchange, appends it (or marks the rollout
-// incomplete), releases the claim and the spool, and counts the call. Later calls do nothing.
-func (c *call) finish(o outcome) {
+// incomplete), releases the claim and counts the call, then settles it (settle: OnCaptured, the
+// spool, the access log). Later calls do nothing.
+func (c *call) finish(o outcome) { c.capture(o, false) }
+
+// capture is finish; held leaves settle to the caller (finishHeld).
+func (c *call) capture(o outcome, held bool) {
 	if c.finished {
 		return
 	}
@@ -451,9 +463,6 @@ func (c *call) finish(o outcome) {
 			// spooled, and is never built in memory.
 			if c.body != nil && (o.failure == failNone || o.failure == failCancelled) && c.stream.HasResponse() && c.stream.Err() == nil {
 				ex.ResponseTo, parsed = c.stream.WriteResponse, true
-				if c.h.OnCaptured != nil || c.h.log.Enabled(context.Background(), slog.LevelInfo) {
-					c.summary = c.stream.Summary() // only its readers need it: a second encode
-				}
 			}
 		} else {
 			ex.Response = c.response(o.failure)
@@ -486,7 +495,16 @@ func (c *call) finish(o outcome) {
 		ex.ErrorCategory = errorCategory(v)
 	}
 	c.write(ex)
+	if !held {
+		// Every other caller answers after finish returns, or has nothing to answer.
+		c.settle()
+	}
 }
+
+// finishHeld is finish for the chunk a teeBody.Read is about to hand to the proxy: the line is made
+// durable now, before the client can read the chunk, and the rest (settle) waits until the proxy
+// has written the chunk to the client, so that none of it delays the terminal event.
+func (c *call) finishHeld(o outcome) { c.capture(o, true) }
 
 // response is a non-streamed exchange's response object: none after an upstream failure
 // (the call then records what arrived, as NeMo Gym does for a failed downstream) or past the capture limit; the body when it is one JSON object.
@@ -527,22 +545,47 @@ func (c *call) write(ex *capture.Exchange) {
 			h.log.Error("incomplete marker failed too; this call is missing from the capture", "rollout_id", c.rolloutID, "model_call_id", c.modelCallID, "err", merr)
 		}
 	}
-	h.metrics.writes.WithLabelValues(result).Inc()
-	// The access log and OnCaptured read the response's model, usage and ids: for a streamed
-	// reconstruction (written through ResponseTo, which ends with the stream) they get its summary.
-	seen := ex
-	if ex.ResponseTo != nil {
-		cp := *ex
-		cp.ResponseTo, cp.Response = nil, c.summary
-		seen = &cp
+	category := "none"
+	if ex.ErrorCategory != nil {
+		category = *ex.ErrorCategory
 	}
-	if err == nil {
-		c.captured(seen)
-	}
+	// The claim's release (one pwrite, about 1 µs) and the counters move with the line, so that a
+	// reader or a scrape after the client has its answer sees the call finished.
 	if c.claim != nil {
 		if err := c.claim.Release(); err != nil {
 			h.log.Warn("release capture claim", "rollout_id", c.rolloutID, "model_call_id", c.modelCallID, "err", err)
 		}
+	}
+	h.metrics.writes.WithLabelValues(result).Inc()
+	h.metrics.calls.WithLabelValues(string(c.dialect), statusClass(c.status), category).Inc()
+	h.metrics.inFlight.Dec()
+	c.written, c.result, c.category, c.unsettled = ex, result, category, true
+}
+
+// settle does what follows a call's durable line (or incomplete marker) and need not delay the
+// client: OnCaptured, the spool and the stream reassembly closed, the access log line, and the
+// drain count. It runs once; for a held chunk, after the proxy has written it to the client (the
+// next teeBody Read or Close), else at the end of finish.
+func (c *call) settle() {
+	if !c.unsettled {
+		return
+	}
+	c.unsettled = false
+	h, ex := c.h, c.written
+	// The access log and OnCaptured read the response's model, usage and ids: for a streamed
+	// reconstruction (written through ResponseTo) they get the stream's summary, a second encode
+	// made only when one of them is there to read it.
+	seen := ex
+	if ex.ResponseTo != nil {
+		if h.OnCaptured != nil || h.log.Enabled(context.Background(), slog.LevelInfo) {
+			c.summary = c.stream.Summary()
+		}
+		cp := *ex
+		cp.ResponseTo, cp.Response = nil, c.summary
+		seen = &cp
+	}
+	if c.result == "ok" {
+		c.captured(seen)
 	}
 	if c.body != nil {
 		c.body.Close()
@@ -550,14 +593,8 @@ func (c *call) write(ex *capture.Exchange) {
 	if c.stream != nil {
 		c.stream.Close()
 	}
-	category := "none"
-	if ex.ErrorCategory != nil {
-		category = *ex.ErrorCategory
-	}
-	h.metrics.calls.WithLabelValues(string(c.dialect), statusClass(c.status), category).Inc()
-	h.metrics.inFlight.Dec()
-	h.inflight.done()
-	h.logCall(c, seen, category, result) // the access log line (accesslog.go)
+	h.logCall(c, seen, c.category, c.result) // the access log line (accesslog.go)
+	h.inflight.done()                        // last: Shutdown's drain waits for all of the above
 }
 
 // verdict is what the error ladder looks at.

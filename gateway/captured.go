@@ -29,8 +29,9 @@ func (c *call) noteTrace(h http.Header) {
 	}
 }
 
-// captured calls OnCaptured for a call whose line is durable. It runs on the call's goroutine
-// before the terminal event reaches the client, so OnCaptured must only hand the call off.
+// captured calls OnCaptured for a call whose line is durable. It runs from settle, on the call's
+// goroutine, after the chunk that ended the call went to the client; OnCaptured must only hand the
+// call off.
 func (c *call) captured(ex *capture.Exchange) {
 	if c.h.OnCaptured == nil {
 		return

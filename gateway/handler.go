@@ -117,10 +117,11 @@ type Handler struct {
 	// them.
 	NoAdminEndpoints bool
 
-	// OnCaptured, when set, is called once for every captured call right after its capture line is
-	// durable (not for calls whose write failed), on the call's goroutine and before the client
-	// reads the terminal event: it must return at once (live OTLP export only enqueues). See
-	// CapturedCall.
+	// OnCaptured, when set, is called once for every captured call whose capture line is durable
+	// (not for calls whose write failed), on the call's goroutine, once the chunk that ended the call
+	// has been written to the client (for a local answer, before it is written): it never delays the
+	// terminal event, but it holds the handler, so it must return at once (live OTLP export only
+	// enqueues). See CapturedCall.
 	OnCaptured func(CapturedCall)
 
 	once     sync.Once

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -67,6 +68,10 @@ func TestStreamedCallSummaryReachesLogAndOnCaptured(t *testing.T) {
 			}
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
+			// The log line and OnCaptured come once the held chunk has gone out: wait for them.
+			if err := h.inflight.wait(context.Background()); err != nil {
+				t.Fatal(err)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if !bytes.Contains(seen, []byte(`"model":"`+tt.model+`"`)) || !bytes.Contains(seen, []byte(`"usage"`)) {
