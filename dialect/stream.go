@@ -151,18 +151,25 @@ func (s *Stream) Response() json.RawMessage {
 	return json.RawMessage(e.b)
 }
 
-// Summary returns what Response returns, except that texts that spilled to a temp file (see
-// Limit) are written as empty strings: the ids, model, usage, finish reasons and tool-call names
-// of a reconstruction, in bounded memory, for consumers that need those and not the text (the
-// gateway's access log line, live span export). Nil when Response would be.
-func (s *Stream) Summary() json.RawMessage {
+// Summary returns what Response returns, except that a text that spilled to a temp file (see
+// Limit) is cut to its first textBytes bytes (0: written as ""; a UTF-8 sequence the cut would
+// split is left out whole): the ids, model, usage, finish reasons and tool-call names of a
+// reconstruction, and the start of its long texts, in memory bounded by textBytes per spilled
+// text, for consumers that need those and not the whole text (the gateway's access log line, live
+// span export, which cuts content at SummaryTextBytes anyway). Nil when Response would be.
+func (s *Stream) Summary(textBytes int) json.RawMessage {
 	if !s.has() {
 		return nil
 	}
-	e := enc{elide: true}
+	e := enc{elide: true, elideAt: max(textBytes, 0)}
 	s.r.encode(&e)
 	return json.RawMessage(e.b)
 }
+
+// SummaryTextBytes is the length Summary's callers in this module cut spilled texts to: live span
+// export carries message content up to this many bytes per text (1 MiB), and a Summary cut there
+// (plus the few bytes of a UTF-8 sequence) gives it the same text the capture line does.
+const SummaryTextBytes = 1 << 20
 
 // HasResponse reports whether Response would return an object.
 func (s *Stream) HasResponse() bool { return s.has() }

@@ -111,6 +111,22 @@ func (t *text) each(fn func([]byte)) error {
 	}
 }
 
+// head returns the text's first n bytes at most, without a UTF-8 sequence the cut would split.
+func (t *text) head(n int) ([]byte, error) {
+	if t.f == nil {
+		b := t.mem[:min(n, len(t.mem))]
+		return b[:len(b)-incompleteTail(b)], nil
+	}
+	if err := t.w.Flush(); err != nil {
+		return nil, fmt.Errorf("spool reassembled text: %w", err)
+	}
+	b := make([]byte, min(int64(n), t.n))
+	if _, err := t.f.ReadAt(b, 0); err != nil {
+		return nil, fmt.Errorf("read reassembled text: %w", err)
+	}
+	return b[:len(b)-incompleteTail(b)], nil
+}
+
 // close releases sp's files.
 func (sp *spill) close() {
 	for _, f := range sp.files {
@@ -125,8 +141,10 @@ type enc struct {
 	b   []byte
 	w   io.Writer
 	err error
-	// elide writes texts that spilled to a file as "" (Stream.Summary): what stays is small.
-	elide bool
+	// elide cuts texts that spilled to a file to their first elideAt bytes (Stream.Summary): what
+	// stays is small.
+	elide   bool
+	elideAt int
 }
 
 const encFlush = 32 << 10
@@ -169,7 +187,11 @@ func (e *enc) str(s string) { e.b = jsonscan.AppendString(e.b, s) }
 // is carried over to the next one.
 func (e *enc) text(t *text) {
 	if e.elide && t.f != nil {
-		e.b = append(e.b, `""`...)
+		head, err := t.head(e.elideAt)
+		if err != nil && e.err == nil {
+			e.err = err
+		}
+		e.b = append(jsonscan.AppendEscaped(append(e.b, '"'), head), '"')
 		return
 	}
 	e.b = append(e.b, '"')

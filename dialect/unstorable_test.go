@@ -49,20 +49,39 @@ func TestUnstorableEventLeavesNoResponse(t *testing.T) {
 	}
 }
 
-// Summary keeps the reconstruction but for texts that spilled to a file, which it writes as "".
-func TestSummaryElidesSpilledText(t *testing.T) {
-	s := NewStream(Chat)
-	defer s.Close()
-	s.Limit(0, 16, t.TempDir())
-	s.Write([]byte("data: {\"id\":\"c\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"0123456789abcdefghij\"}}]}\n\n" +
-		"data: {\"id\":\"c\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"short\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":1}}\n\ndata: [DONE]\n\n"))
-	s.End()
-	full, sum := string(s.Response()), string(s.Summary())
-	if !strings.Contains(full, `"content":"0123456789abcdefghij"`) {
-		t.Fatalf("Response %s lacks the spilled text", full)
+// Summary keeps the reconstruction but cuts texts that spilled to a file to their first bytes
+// (none: ""), never inside a UTF-8 sequence; texts kept in memory stay whole.
+func TestSummaryCutsSpilledText(t *testing.T) {
+	const text = "0123456789abcdef\u00e9gh\u20acij" // é (2 bytes) at 16, € (3 bytes) at 20
+	tests := []struct {
+		textBytes int
+		want      string
+	}{
+		{0, ""},
+		{5, "01234"},
+		{16, "0123456789abcdef"},
+		{17, "0123456789abcdef"}, // é would be cut
+		{18, "0123456789abcdef\u00e9"},
+		{21, "0123456789abcdef\u00e9gh"}, // € would be cut
+		{22, "0123456789abcdef\u00e9gh"},
+		{23, "0123456789abcdef\u00e9gh\u20ac"},
+		{100, "0123456789abcdef\u00e9gh\u20acij"},
 	}
-	want := strings.Replace(full, `"content":"0123456789abcdefghij"`, `"content":""`, 1)
-	if sum != want {
-		t.Fatalf("Summary\n %s\nwant\n %s", sum, want)
+	for _, tt := range tests {
+		s := NewStream(Chat)
+		s.Limit(0, 16, t.TempDir())
+		s.Write([]byte("data: {\"id\":\"c\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"" + text + "\"}}]}\n\n" +
+			"data: {\"id\":\"c\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"short\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":1}}\n\ndata: [DONE]\n\n"))
+		s.End()
+		full, sum := string(s.Response()), string(s.Summary(tt.textBytes))
+		s.Close()
+		whole := `"content":"` + text + `"`
+		if !strings.Contains(full, whole) {
+			t.Fatalf("Response %s lacks the spilled text", full)
+		}
+		want := strings.Replace(full, whole, `"content":"`+tt.want+`"`, 1)
+		if sum != want {
+			t.Errorf("Summary(%d)\n %s\nwant\n %s", tt.textBytes, sum, want)
+		}
 	}
 }

@@ -577,8 +577,12 @@ func (c *call) settle() {
 	// made only when one of them is there to read it.
 	seen := ex
 	if ex.ResponseTo != nil {
-		if h.OnCaptured != nil || h.log.Enabled(context.Background(), slog.LevelInfo) {
-			c.summary = c.stream.Summary()
+		switch {
+		case h.OnCaptured != nil:
+			// Live span export carries message content up to SummaryTextBytes per text.
+			c.summary = c.stream.Summary(dialect.SummaryTextBytes)
+		case h.log.Enabled(context.Background(), slog.LevelInfo):
+			c.summary = c.stream.Summary(0)
 		}
 		cp := *ex
 		cp.ResponseTo, cp.Response = nil, c.summary

@@ -12,9 +12,11 @@ import (
 type CapturedCall struct {
 	// RolloutID is the rollout the line was appended to.
 	RolloutID string
-	// Exchange is the exchange as written. It is shared with the gateway: read it during the
-	// callback only, never modify it; Request and Response stay valid afterwards, ResponseRawFrom
-	// does not.
+	// Exchange is the exchange as written, except for a streamed call's reconstruction, which the
+	// line gets through ResponseTo: here it is in Response, with every text that spilled to a temp
+	// file (past Handler.SpoolThreshold) cut to its first dialect.SummaryTextBytes bytes. It is
+	// shared with the gateway: read it during the callback only, never modify it; Request and
+	// Response stay valid afterwards, ResponseRawFrom does not.
 	Exchange *capture.Exchange
 	// Start and End are the call's monotonic start and end (End - Start is latency_ms).
 	Start, End time.Time
