@@ -427,6 +427,16 @@ func NewModelCallID() string {
 // RoundMS rounds a duration in milliseconds to 2 decimals exactly as Python's round(x, 2): correctly
 // rounded on the exact binary value, ties to even, as NeMo Gym rounds latency_ms.
 func RoundMS(ms float64) float64 {
+	// Fast path: x = ms*100 is within a relative 2^-53 of the exact value, so for |ms| < 1e7 it is
+	// off by less than 1.2e-7; unless its fraction is that close to a half, math.Round gives the
+	// integer the exact value rounds to, and n/100 (two exact integers, one IEEE division) is the
+	// double nearest n/100, which is what formatting and parsing back return.
+	if x := ms * 100; math.Abs(ms) < 1e7 {
+		n := math.Round(x)
+		if d := math.Abs(x - math.Trunc(x)); d < 0.5-1e-6 || d > 0.5+1e-6 {
+			return n / 100
+		}
+	}
 	v, err := strconv.ParseFloat(strconv.FormatFloat(ms, 'f', 2, 64), 64)
 	if err != nil {
 		return ms

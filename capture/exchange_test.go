@@ -3,7 +3,10 @@ package capture
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -61,6 +64,43 @@ func TestRoundMS(t *testing.T) {
 	} {
 		if got := RoundMS(tc.in); got != tc.want {
 			t.Errorf("RoundMS(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+// roundMSSlow is RoundMS by its definition: format with 2 decimals, correctly rounded on the
+// exact binary value, and parse back.
+func roundMSSlow(ms float64) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(ms, 'f', 2, 64), 64)
+	return v
+}
+
+// RoundMS's arithmetic fast path must give what formatting and parsing give, on values near the
+// halves (where it must fall back) and on ordinary latencies.
+func FuzzRoundMS(f *testing.F) {
+	for _, v := range []float64{0.005, 0.015, 1.005, 2.675, 12.344999, 0, 3.14159, -0.125, 0.125, 1e7 - 0.005, 1e7 + 0.005, 5e-324, 9999999.995, 1234.565, math.MaxFloat64, math.Inf(1)} {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, ms float64) {
+		if math.IsNaN(ms) {
+			return
+		}
+		if got, want := RoundMS(ms), roundMSSlow(ms); got != want {
+			t.Fatalf("RoundMS(%v) = %v, want %v", ms, got, want)
+		}
+	})
+}
+
+func TestRoundMSMatchesFormatting(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200000 {
+		// Latencies from µs to hours, and values on and next to the halves of the second decimal.
+		ms := math.Exp(r.Float64()*math.Log(1e7)) / 1e3
+		half := (math.Floor(ms*100) + 0.5) / 100
+		for _, v := range []float64{ms, half, math.Nextafter(half, 0), math.Nextafter(half, math.Inf(1))} {
+			if got, want := RoundMS(v), roundMSSlow(v); got != want {
+				t.Fatalf("RoundMS(%v) = %v, want %v", v, got, want)
+			}
 		}
 	}
 }
