@@ -175,7 +175,7 @@ func (h *Handler) serveCaptured(w http.ResponseWriter, r *http.Request, id strin
 		c.headerTimer = time.AfterFunc(t, func() { cancel(errUpstreamTimeout) })
 		defer c.headerTimer.Stop()
 	}
-	h.proxy.ServeHTTP(w, out)
+	h.proxy.ServeHTTP(&headFlushWriter{ResponseWriter: w}, out)
 }
 
 // asyncRequestCheck is the request body size from which the storability check runs beside the

@@ -255,8 +255,37 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		route.Body = &countingBody{rc: route.Body, n: h.metrics.reqBytes}
 	}
-	h.proxy.ServeHTTP(w, route)
+	h.proxy.ServeHTTP(&headFlushWriter{ResponseWriter: w}, route)
 }
+
+// headFlushWriter is the ResponseWriter the proxy writes a response through. The proxy, flushing
+// every chunk (FlushInterval -1), also flushes the headers on their own as soon as they are
+// written; for a body of known length (Content-Length set) that is one more write to the client
+// than a proxy with the default flush interval makes (it sends the headers with the first chunk),
+// and the client reads the headers and the body separately. headFlushWriter drops that early
+// flush, so the headers go out with the first chunk; every chunk is still flushed as it is
+// written, and a stream (no length, text/event-stream) still gets its headers at once.
+type headFlushWriter struct {
+	http.ResponseWriter
+	wrote bool // a body chunk was written
+}
+
+func (w *headFlushWriter) Write(p []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(p)
+}
+
+// FlushError flushes, except before the first chunk of a body of known length. The proxy calls it
+// under the same lock as Write (httputil's maxLatencyWriter), from its flush timer too.
+func (w *headFlushWriter) FlushError() error {
+	if !w.wrote && w.Header().Get("Content-Length") != "" && !isEventStream(w.Header().Get("Content-Type")) {
+		return nil
+	}
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap gives http.ResponseController the writer underneath (deadlines, hijacking).
+func (w *headFlushWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // AdminHandler serves the admin endpoints (GET|HEAD /healthz, /readyz, /metrics) and answers 404
 // to everything else, for a listener of their own; set NoAdminEndpoints so that the proxy itself
