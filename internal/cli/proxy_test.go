@@ -167,13 +167,8 @@ func TestProxySignal(t *testing.T) {
 	if admin == nil {
 		t.Fatalf("no admin_url in the listening line:\n%s", stderr.String())
 	}
-	r, err := http.Get(admin[1] + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Body.Close()
-	if r.StatusCode != 200 {
-		t.Fatalf("healthz: %d", r.StatusCode)
+	if status, _ := capturetest.Get(t, admin[1]+"/healthz"); status != 200 {
+		t.Fatalf("healthz: %d", status)
 	}
 	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
