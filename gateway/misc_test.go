@@ -337,16 +337,7 @@ func TestWebSocketUpgrade(t *testing.T) {
 			http.Error(w, "want upgrade", 400)
 			return
 		}
-		conn, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
-		brw.Flush()
-		line, _ := brw.ReadString('\n')
-		brw.WriteString("echo " + line)
-		brw.Flush()
+		capturetest.EchoUpgrade(w)
 	})
 	conn, err := net.Dial("tcp", strings.TrimPrefix(e.gw.URL, "http://"))
 	if err != nil {
