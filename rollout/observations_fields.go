@@ -66,6 +66,16 @@ func (o fieldSet) optStr(dst **string, key string) error {
 	return nil
 }
 
+// strOrEmpty decodes an optional string, leaving dst "" when the key is absent or null.
+func (o fieldSet) strOrEmpty(dst *string, key string) error {
+	var s *string
+	err := o.optStr(&s, key)
+	if s != nil {
+		*dst = *s
+	}
+	return err
+}
+
 // enum decodes a string that must be one of allowed; an absent key gives def ("" = required).
 func (o fieldSet) enum(dst *string, key, def string, allowed ...string) error {
 	v, ok := o[key]
