@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 )
 
 // The run-wide (top-level) keys of a Gym global config that turn model-call capture on. Both are
@@ -76,8 +77,8 @@ func observabilityEnabled(cfg map[string]any) (bool, error) {
 // strings and numbers):
 //
 //   - a bool as is;
-//   - an integer of any Go integer type, or a json.Number holding one: 0 or 1;
-//   - a float32 or float64, or a json.Number holding one: 0.0 or 1.0 (NaN and every other value are
+//   - a value of any Go integer kind, or a json.Number holding an integer: 0 or 1;
+//   - a value of float kind (float32, float64), or a json.Number holding a float: 0.0 or 1.0 (NaN and every other value are
 //     errors);
 //   - a string that is exactly "0" or "1", or, ignoring ASCII case, one of "f", "n", "no", "off",
 //     "false", "t", "y", "on", "yes", "true". Surrounding spaces are not trimmed: " yes" is an
@@ -100,30 +101,14 @@ func laxBool(v any) (bool, error) {
 		if f, err := x.Float64(); err == nil {
 			return floatBool(f, v)
 		}
-	case int:
-		return intBool(int64(x), v)
-	case int8:
-		return intBool(int64(x), v)
-	case int16:
-		return intBool(int64(x), v)
-	case int32:
-		return intBool(int64(x), v)
-	case int64:
-		return intBool(x, v)
-	case uint:
-		return uintBool(uint64(x), v)
-	case uint8:
-		return uintBool(uint64(x), v)
-	case uint16:
-		return uintBool(uint64(x), v)
-	case uint32:
-		return uintBool(uint64(x), v)
-	case uint64:
-		return uintBool(x, v)
-	case float32:
-		return floatBool(float64(x), v)
-	case float64:
-		return floatBool(x, v)
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return intBool(rv.Int(), v)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return uintBool(rv.Uint(), v)
+	case reflect.Float32, reflect.Float64:
+		return floatBool(rv.Float(), v)
 	}
 	return false, notBool(v)
 }

@@ -3,6 +3,7 @@ package modelcalls
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -38,27 +39,39 @@ func TestObservabilityEnabled(t *testing.T) {
 	}
 }
 
+// TestCaptureDirsFromConfig runs the capture rules on config values as YAML decoding and override
+// parsing give them (ints, floats and strings where a bool belongs).
 func TestCaptureDirsFromConfig(t *testing.T) {
 	t.Setenv("NEMO_GYM_MODEL_CALL_CAPTURE_DIR", "/from/env") // must have no effect
 	cases := []struct {
 		name    string
 		cfg     map[string]any
-		want    string
+		want    []string // nil: capture off
 		wantErr string
 	}{
-		{"disabled", map[string]any{}, "[]", ""},
-		{"disabled ignores a relative dir", map[string]any{"observability_enabled": false, "model_call_capture_dir": "rel"}, "[]", ""},
-		{"enabled", map[string]any{"observability_enabled": true, "model_call_capture_dir": "/runs/cap/"}, "[/runs/cap]", ""},
-		{"enabled from an override string", map[string]any{"observability_enabled": "true", "model_call_capture_dir": "/c"}, "[/c]", ""},
-		{"enabled without dir", map[string]any{"observability_enabled": true}, "", "required"},
-		{"enabled with null dir", map[string]any{"observability_enabled": true, "model_call_capture_dir": nil}, "", "required"},
-		{"enabled with empty dir", map[string]any{"observability_enabled": true, "model_call_capture_dir": ""}, "", "required"},
-		{"enabled with relative dir", map[string]any{"observability_enabled": true, "model_call_capture_dir": "cap"}, "", "absolute"},
-		{"enabled with a non-string dir", map[string]any{"observability_enabled": true, "model_call_capture_dir": 5}, "", "path string"},
-		{"nested dir does not count", map[string]any{"observability_enabled": true, "server": map[string]any{"model_call_capture_dir": "/x"}}, "", "required"},
-		{"bad flag", map[string]any{"observability_enabled": "sometimes"}, "", "observability_enabled"},
-		{"flag with spaces", map[string]any{"observability_enabled": "true ", "model_call_capture_dir": "/c"}, "", "not a boolean"},
-		{"disabled ignores a non-string dir", map[string]any{"observability_enabled": "off", "model_call_capture_dir": 5}, "[]", ""},
+		{"disabled", map[string]any{}, nil, ""},
+		{"nil config", nil, nil, ""},
+		{"null flag", map[string]any{"observability_enabled": nil}, nil, ""},
+		{"disabled ignores a relative dir", map[string]any{"observability_enabled": false, "model_call_capture_dir": "rel"}, nil, ""},
+		{"disabled ignores a non-string dir", map[string]any{"observability_enabled": "off", "model_call_capture_dir": 5}, nil, ""},
+		{"disabled by a lax string", map[string]any{"observability_enabled": "off"}, nil, ""},
+		{"enabled", map[string]any{"observability_enabled": true, "model_call_capture_dir": "/runs/cap/"}, []string{"/runs/cap"}, ""},
+		{"enabled from an override string", map[string]any{"observability_enabled": "true", "model_call_capture_dir": "/c"}, []string{"/c"}, ""},
+		{"enabled by a lax string True", map[string]any{"observability_enabled": "True", "model_call_capture_dir": "/c"}, []string{"/c"}, ""},
+		{"enabled by an int", map[string]any{"observability_enabled": 1, "model_call_capture_dir": "/c"}, []string{"/c"}, ""},
+		{"enabled by an int64", map[string]any{"observability_enabled": int64(1), "model_call_capture_dir": "/c"}, []string{"/c"}, ""},
+		{"enabled without dir", map[string]any{"observability_enabled": true}, nil, "required"},
+		{"enabled with null dir", map[string]any{"observability_enabled": true, "model_call_capture_dir": nil}, nil, "required"},
+		{"enabled with empty dir", map[string]any{"observability_enabled": true, "model_call_capture_dir": ""}, nil, "required"},
+		{"enabled with relative dir", map[string]any{"observability_enabled": true, "model_call_capture_dir": "cap"}, nil, "absolute"},
+		{"enabled with a non-string dir", map[string]any{"observability_enabled": true, "model_call_capture_dir": 5}, nil, "path string"},
+		{"nested dir does not count", map[string]any{"observability_enabled": true, "server": map[string]any{"model_call_capture_dir": "/x"}}, nil, "required"},
+		{"nested flag does not count", map[string]any{"srv": map[string]any{"observability_enabled": true}}, nil, ""},
+		{"bad flag", map[string]any{"observability_enabled": "sometimes"}, nil, "observability_enabled"},
+		{"flag int 2", map[string]any{"observability_enabled": 2}, nil, "not a boolean"},
+		// pydantic compares the string as given: spaces around it make it no boolean
+		{"flag with spaces", map[string]any{"observability_enabled": "true ", "model_call_capture_dir": "/c"}, nil, "not a boolean"},
+		{"flag with spaces around", map[string]any{"observability_enabled": " YES ", "model_call_capture_dir": "/c"}, nil, "not a boolean"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -69,11 +82,8 @@ func TestCaptureDirsFromConfig(t *testing.T) {
 				}
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := "[" + strings.Join(dirs, " ") + "]"; got != c.want {
-				t.Errorf("dirs = %s, want %s", got, c.want)
+			if err != nil || !reflect.DeepEqual(dirs, c.want) {
+				t.Fatalf("CaptureDirsFromConfig = %q, %v; want %q", dirs, err, c.want)
 			}
 		})
 	}

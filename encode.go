@@ -15,40 +15,27 @@ import (
 // HTML escaping (as Python's json module and orjson), with float fields
 // always written as floats ("10.0", not "10", via capture.AppendFloat).
 
-func appendOptFloat(dst []byte, f *float64) []byte {
-	if f == nil {
+// appendOpt appends null for a nil p, else *p written by appendValue.
+func appendOpt[T any](dst []byte, p *T, appendValue func([]byte, T) []byte) []byte {
+	if p == nil {
 		return append(dst, "null"...)
 	}
-	return capture.AppendFloat(dst, *f)
+	return appendValue(dst, *p)
 }
 
-func appendOptInt64(dst []byte, n *int64) []byte {
-	if n == nil {
-		return append(dst, "null"...)
-	}
-	return strconv.AppendInt(dst, *n, 10)
-}
+func appendOptFloat(dst []byte, f *float64) []byte { return appendOpt(dst, f, capture.AppendFloat) }
+
+func appendOptInt64(dst []byte, n *int64) []byte { return appendOpt(dst, n, appendInt64) }
 
 func appendOptInt(dst []byte, n *int) []byte {
-	if n == nil {
-		return append(dst, "null"...)
-	}
-	return strconv.AppendInt(dst, int64(*n), 10)
+	return appendOpt(dst, n, func(dst []byte, n int) []byte { return strconv.AppendInt(dst, int64(n), 10) })
 }
 
-func appendOptString(dst []byte, s *string) []byte {
-	if s == nil {
-		return append(dst, "null"...)
-	}
-	return jsonscan.AppendString(dst, *s)
-}
+func appendOptString(dst []byte, s *string) []byte { return appendOpt(dst, s, jsonscan.AppendString) }
 
-func appendOptBool(dst []byte, b *bool) []byte {
-	if b == nil {
-		return append(dst, "null"...)
-	}
-	return strconv.AppendBool(dst, *b)
-}
+func appendOptBool(dst []byte, b *bool) []byte { return appendOpt(dst, b, strconv.AppendBool) }
+
+func appendInt64(dst []byte, n int64) []byte { return strconv.AppendInt(dst, n, 10) }
 
 // appendRaw appends a valid JSON value as it is. Values are written
 // byte-for-byte; only a value that spans lines (possible for decoded tool-call

@@ -25,29 +25,33 @@ type responsesState struct {
 
 // Text-carrying events of the Responses stream: where their fragment goes.
 type textTarget struct {
-	list     string // "content" or "summary": the item's part list; "" for a member of the item
-	indexKey string // the event member giving the part index
-	partType string // type of a part created because the stream never announced it
-	member   string // the member of the part (or of the item) that holds the text
-	itemType string // type of an item created because the stream never announced it
-	fragment string // the event member carrying the text: "delta", or the full text on .done
-	replace  bool   // .done events carry the whole text: replace instead of append
+	partTarget        // the part list ("content" or "summary"; "" for a member of the item itself) and the types of what the stream never announced
+	member     string // the member of the part (or of the item) that holds the text
+	fragment   string // the event member carrying the text: "delta", or the full text on .done
+	replace    bool   // .done events carry the whole text: replace instead of append
 }
 
-var responsesTextEvents = map[string]textTarget{
-	"response.output_text.delta":             {"content", "content_index", "output_text", "text", "message", "delta", false},
-	"response.output_text.done":              {"content", "content_index", "output_text", "text", "message", "text", true},
-	"response.refusal.delta":                 {"content", "content_index", "refusal", "refusal", "message", "delta", false},
-	"response.refusal.done":                  {"content", "content_index", "refusal", "refusal", "message", "refusal", true},
-	"response.reasoning_text.delta":          {"content", "content_index", "reasoning_text", "text", "reasoning", "delta", false},
-	"response.reasoning_text.done":           {"content", "content_index", "reasoning_text", "text", "reasoning", "text", true},
-	"response.reasoning_summary_text.delta":  {"summary", "summary_index", "summary_text", "text", "reasoning", "delta", false},
-	"response.reasoning_summary_text.done":   {"summary", "summary_index", "summary_text", "text", "reasoning", "text", true},
-	"response.function_call_arguments.delta": {"", "", "", "arguments", "function_call", "delta", false},
-	"response.function_call_arguments.done":  {"", "", "", "arguments", "function_call", "arguments", true},
-	"response.custom_tool_call_input.delta":  {"", "", "", "input", "custom_tool_call", "delta", false},
-	"response.custom_tool_call_input.done":   {"", "", "", "input", "custom_tool_call", "input", true},
-}
+// responsesTextEvents holds each text event as a pair: <name>.delta appends the event's "delta",
+// <name>.done carries the whole text under the member's own name and replaces it.
+var responsesTextEvents = func() map[string]textTarget {
+	events := map[string]textTarget{}
+	for _, e := range []struct {
+		name   string
+		part   partTarget
+		member string
+	}{
+		{"response.output_text", partTarget{"content", "content_index", "output_text", "message"}, "text"},
+		{"response.refusal", partTarget{"content", "content_index", "refusal", "message"}, "refusal"},
+		{"response.reasoning_text", partTarget{"content", "content_index", "reasoning_text", "reasoning"}, "text"},
+		{"response.reasoning_summary_text", partTarget{"summary", "summary_index", "summary_text", "reasoning"}, "text"},
+		{"response.function_call_arguments", partTarget{itemType: "function_call"}, "arguments"},
+		{"response.custom_tool_call_input", partTarget{itemType: "custom_tool_call"}, "input"},
+	} {
+		events[e.name+".delta"] = textTarget{e.part, e.member, "delta", false}
+		events[e.name+".done"] = textTarget{e.part, e.member, e.member, true}
+	}
+	return events
+}()
 
 // Part events: a whole content or summary part.
 var responsesPartEvents = map[string]partTarget{

@@ -133,13 +133,8 @@ func TestShuttingDown(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
 	checkLocal(t, e.one("sd-1"), 503, "upstream_error", "shutting_down", false)
-	r, err := http.Get(e.gw.URL + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Body.Close()
-	if r.StatusCode != 503 {
-		t.Errorf("readyz while draining: %d", r.StatusCode)
+	if code, _ := capturetest.Get(t, e.gw.URL+"/readyz"); code != 503 {
+		t.Errorf("readyz while draining: %d", code)
 	}
 	if n := len(e.up.Requests()); n != 0 {
 		t.Errorf("upstream saw %d requests", n)
@@ -300,15 +295,7 @@ func TestAdminEndpoints(t *testing.T) {
 	e := newEnv(t, capturetest.Replay(200, "application/json", fixture(t, "openai_chat/json_text_usage_details.json")))
 	e.post("m-1", "/v1/chat/completions", `{}`, nil)
 	e.post("", "/v1/chat/completions", `{}`, nil)
-	get := func(path string) (int, string) {
-		r, err := http.Get(e.gw.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Body.Close()
-		b, _ := io.ReadAll(r.Body)
-		return r.StatusCode, string(b)
-	}
+	get := func(path string) (int, string) { return capturetest.Get(t, e.gw.URL+path) }
 	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
 		t.Errorf("healthz %d %q", code, body)
 	}
@@ -337,13 +324,7 @@ func TestAdminEndpoints(t *testing.T) {
 	}
 	// With NoAdminEndpoints the paths go upstream.
 	e2 := newEnv(t, capturetest.Replay(200, "application/json", []byte(`{"up":1}`)), func(h *gateway.Handler) { h.NoAdminEndpoints = true })
-	r, err := http.Get(e2.gw.URL + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(r.Body)
-	r.Body.Close()
-	if string(b) != `{"up":1}` {
+	if _, b := capturetest.Get(t, e2.gw.URL+"/healthz"); b != `{"up":1}` {
 		t.Errorf("healthz with NoAdminEndpoints answered %q", b)
 	}
 }
@@ -356,16 +337,7 @@ func TestWebSocketUpgrade(t *testing.T) {
 			http.Error(w, "want upgrade", 400)
 			return
 		}
-		conn, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
-		brw.Flush()
-		line, _ := brw.ReadString('\n')
-		brw.WriteString("echo " + line)
-		brw.Flush()
+		capturetest.EchoUpgrade(w)
 	})
 	conn, err := net.Dial("tcp", strings.TrimPrefix(e.gw.URL, "http://"))
 	if err != nil {

@@ -375,14 +375,8 @@ func TestEncodedRequestMatches(t *testing.T) {
 	}{{buf.Bytes(), 200}, {[]byte("not gzip"), 400}} {
 		req, _ := http.NewRequest(http.MethodPost, rp.URL+"/ng-rollout/r/v1/chat/completions", bytes.NewReader(c.body))
 		req.Header.Set("Content-Encoding", "gzip")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if res.StatusCode != c.status {
-			t.Errorf("%q: %d %s", c.body, res.StatusCode, b)
+		if status, b := capturetest.Do(t, req); status != c.status {
+			t.Errorf("%q: %d %s", c.body, status, b)
 		}
 	}
 }

@@ -45,14 +45,14 @@ type ObservationRecord interface {
 // completed, failed, incomplete, unknown (default unknown). DurationMS is milliseconds (>= 0).
 // Conversation items are kept as the producer wrote them (not validated).
 type AgentInvocation struct {
-	InvocationID        string
-	ParentInvocationID  *string
-	SpawnedByToolCallID *string
-	Status              string
-	DurationMS          *float64
-	ErrorType           *string
-	ModelCalls          []ModelCallRef
-	Conversation        []json.RawMessage
+	InvocationID        string            `json:"invocation_id"`
+	ParentInvocationID  *string           `json:"parent_invocation_id"`
+	SpawnedByToolCallID *string           `json:"spawned_by_tool_call_id"`
+	Status              string            `json:"status"`
+	DurationMS          *float64          `json:"duration_ms"`
+	ErrorType           *string           `json:"error_type"`
+	ModelCalls          []ModelCallRef    `json:"model_calls"`
+	Conversation        []json.RawMessage `json:"conversation"`
 }
 
 // ToolCallObservation is the timing of one tool call at an agent-owned boundary. StartedAt and
@@ -60,16 +60,16 @@ type AgentInvocation struct {
 // milliseconds (>= 0). TimingSource is executor, artifact or harness; Status one of completed,
 // failed, timeout, cancelled, incomplete, unknown (default unknown).
 type ToolCallObservation struct {
-	InvocationID string
-	ToolCallID   string
-	SandboxID    *string
-	ToolName     *string
-	StartedAt    *float64
-	CompletedAt  *float64
-	DurationMS   *float64
-	TimingSource *string
-	Status       string
-	ErrorType    *string
+	InvocationID string   `json:"invocation_id"`
+	ToolCallID   string   `json:"tool_call_id"`
+	SandboxID    *string  `json:"sandbox_id"`
+	ToolName     *string  `json:"tool_name"`
+	StartedAt    *float64 `json:"started_at"`
+	CompletedAt  *float64 `json:"completed_at"`
+	DurationMS   *float64 `json:"duration_ms"`
+	TimingSource *string  `json:"timing_source"`
+	Status       string   `json:"status"`
+	ErrorType    *string  `json:"error_type"`
 }
 
 // SandboxObservation is the outcome and lifetime resource usage of a sandbox. Role is agent,
@@ -77,16 +77,16 @@ type ToolCallObservation struct {
 // cancelled, unknown (default unknown). WallTimeS and CPUTimeS are seconds, PeakMemoryMiB mebibytes
 // (all >= 0).
 type SandboxObservation struct {
-	Role                string
-	Provider            *string
-	SandboxID           *string
-	Outcome             string
-	ExitCode            *int64
-	WallTimeS           *float64
-	CPUTimeS            *float64
-	PeakMemoryMiB       *float64
-	ResourceUsageSource *string
-	ErrorType           *string
+	Role                string   `json:"role"`
+	Provider            *string  `json:"provider"`
+	SandboxID           *string  `json:"sandbox_id"`
+	Outcome             string   `json:"outcome"`
+	ExitCode            *int64   `json:"exit_code"`
+	WallTimeS           *float64 `json:"wall_time_s"`
+	CPUTimeS            *float64 `json:"cpu_time_s"`
+	PeakMemoryMiB       *float64 `json:"peak_memory_mib"`
+	ResourceUsageSource *string  `json:"resource_usage_source"`
+	ErrorType           *string  `json:"error_type"`
 }
 
 // ContextCompactionObservation is an explicit context compaction reported by the harness.
@@ -95,26 +95,26 @@ type SandboxObservation struct {
 // model call of the invocation before the compaction, ModelCalls the calls that did the compaction,
 // AfterModelCall the first call after it.
 type ContextCompactionObservation struct {
-	InvocationID    string
-	ObservedAt      *float64
-	Trigger         *string
-	TokensBefore    *int64
-	TokensAfter     *int64
-	Outcome         string
-	Summary         *string
-	FirstKeptItemID *string
-	BeforeModelCall *ModelCallRef
-	ModelCalls      []ModelCallRef
-	AfterModelCall  *ModelCallRef
+	InvocationID    string         `json:"invocation_id"`
+	ObservedAt      *float64       `json:"observed_at"`
+	Trigger         *string        `json:"trigger"`
+	TokensBefore    *int64         `json:"tokens_before"`
+	TokensAfter     *int64         `json:"tokens_after"`
+	Outcome         string         `json:"outcome"`
+	Summary         *string        `json:"summary"`
+	FirstKeptItemID *string        `json:"first_kept_item_id"`
+	BeforeModelCall *ModelCallRef  `json:"before_model_call"`
+	ModelCalls      []ModelCallRef `json:"model_calls"`
+	AfterModelCall  *ModelCallRef  `json:"after_model_call"`
 }
 
 // ObservationBundle is everything one agent server reported for one rollout. Records are unordered
 // (position does not imply execution order); invocation ids are unique and parent links never form
 // a cycle (missing parents are allowed: a producer may see only part of the tree).
 type ObservationBundle struct {
-	Source  string
-	Records []ObservationRecord
-	Gaps    []Gap
+	Source  string              `json:"source"`
+	Records []ObservationRecord `json:"records"`
+	Gaps    []Gap               `json:"gaps"`
 }
 
 // ObservationKind returns "agent_invocation".

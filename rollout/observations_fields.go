@@ -66,6 +66,16 @@ func (o fieldSet) optStr(dst **string, key string) error {
 	return nil
 }
 
+// strOrEmpty decodes an optional string, leaving dst "" when the key is absent or null.
+func (o fieldSet) strOrEmpty(dst *string, key string) error {
+	var s *string
+	err := o.optStr(&s, key)
+	if s != nil {
+		*dst = *s
+	}
+	return err
+}
+
 // enum decodes a string that must be one of allowed; an absent key gives def ("" = required).
 func (o fieldSet) enum(dst *string, key, def string, allowed ...string) error {
 	v, ok := o[key]
@@ -84,53 +94,53 @@ func (o fieldSet) enum(dst *string, key, def string, allowed ...string) error {
 	return nil
 }
 
+// optEnum decodes an optional string that must be one of allowed (nil when absent or null).
 func (o fieldSet) optEnum(dst **string, key string, allowed ...string) error {
-	v, ok := o[key]
-	if !ok || isNull(v) {
+	if err := o.optStr(dst, key); err != nil || *dst != nil && !slices.Contains(allowed, **dst) {
 		*dst = nil
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(v, &s); err != nil || !slices.Contains(allowed, s) {
 		return fmt.Errorf("%s must be null or one of %s", key, strings.Join(allowed, ", "))
 	}
-	*dst = &s
 	return nil
 }
 
+// optFloat decodes an optional JSON number (nil when absent or null).
 func (o fieldSet) optFloat(dst **float64, key string, nonNegative bool) error {
-	v, ok := o[key]
-	if !ok || isNull(v) {
-		*dst = nil
-		return nil
-	}
-	var f float64
-	if !isJSONNumber(v) || json.Unmarshal(v, &f) != nil || math.IsInf(f, 0) {
-		return fmt.Errorf("%s must be a number or null", key)
-	}
-	if nonNegative && f < 0 {
-		return fmt.Errorf("%s must be >= 0", key)
-	}
-	*dst = &f
-	return nil
+	f, err := o.number(key, false, nonNegative)
+	*dst = f
+	return err
 }
 
+// optInt decodes an optional integral JSON number (nil when absent or null).
 func (o fieldSet) optInt(dst **int64, key string, nonNegative bool) error {
+	f, err := o.number(key, true, nonNegative)
+	*dst = nil
+	if f != nil {
+		n := int64(*f)
+		*dst = &n
+	}
+	return err
+}
+
+// number decodes an optional JSON number: nil when absent or null, an error for any other JSON
+// type, a negative value when nonNegative, or (integer) a fractional value or one beyond +-2^53,
+// past which a float64 no longer holds every integer.
+func (o fieldSet) number(key string, integer, nonNegative bool) (*float64, error) {
 	v, ok := o[key]
 	if !ok || isNull(v) {
-		*dst = nil
-		return nil
+		return nil, nil
 	}
 	var f float64
-	if !isJSONNumber(v) || json.Unmarshal(v, &f) != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-		return fmt.Errorf("%s must be an integer or null", key)
+	if !isJSONNumber(v) || json.Unmarshal(v, &f) != nil || math.IsInf(f, 0) ||
+		integer && (f != math.Trunc(f) || math.Abs(f) > 1<<53) {
+		if integer {
+			return nil, fmt.Errorf("%s must be an integer or null", key)
+		}
+		return nil, fmt.Errorf("%s must be a number or null", key)
 	}
 	if nonNegative && f < 0 {
-		return fmt.Errorf("%s must be >= 0", key)
+		return nil, fmt.Errorf("%s must be >= 0", key)
 	}
-	n := int64(f)
-	*dst = &n
-	return nil
+	return &f, nil
 }
 
 func (o fieldSet) list(key string) ([]json.RawMessage, error) {

@@ -13,84 +13,47 @@ func (r ModelCallRef) MarshalJSON() ([]byte, error) {
 	return marshalPlain(plain(r))
 }
 
+// Each record type marshals as a copy of itself (a defined type without the MarshalJSON method)
+// behind its "kind", so the field names and order are the struct tags' in observations.go.
+
 // MarshalJSON writes the invocation with "kind": "agent_invocation" first.
 func (r *AgentInvocation) MarshalJSON() ([]byte, error) {
-	return marshalPlain(struct {
-		Kind                string            `json:"kind"`
-		InvocationID        string            `json:"invocation_id"`
-		ParentInvocationID  *string           `json:"parent_invocation_id"`
-		SpawnedByToolCallID *string           `json:"spawned_by_tool_call_id"`
-		Status              string            `json:"status"`
-		DurationMS          *float64          `json:"duration_ms"`
-		ErrorType           *string           `json:"error_type"`
-		ModelCalls          []ModelCallRef    `json:"model_calls"`
-		Conversation        []json.RawMessage `json:"conversation"`
-	}{KindAgentInvocation, r.InvocationID, r.ParentInvocationID, r.SpawnedByToolCallID, orDefault(r.Status),
-		r.DurationMS, r.ErrorType, nonNil(r.ModelCalls), nonNil(r.Conversation)})
+	type plain AgentInvocation
+	p := plain(*r)
+	p.Status, p.ModelCalls, p.Conversation = orDefault(p.Status), nonNil(p.ModelCalls), nonNil(p.Conversation)
+	return marshalKind(KindAgentInvocation, p)
 }
 
 // MarshalJSON writes the tool call with "kind": "tool_call" first.
 func (r *ToolCallObservation) MarshalJSON() ([]byte, error) {
-	return marshalPlain(struct {
-		Kind         string   `json:"kind"`
-		InvocationID string   `json:"invocation_id"`
-		ToolCallID   string   `json:"tool_call_id"`
-		SandboxID    *string  `json:"sandbox_id"`
-		ToolName     *string  `json:"tool_name"`
-		StartedAt    *float64 `json:"started_at"`
-		CompletedAt  *float64 `json:"completed_at"`
-		DurationMS   *float64 `json:"duration_ms"`
-		TimingSource *string  `json:"timing_source"`
-		Status       string   `json:"status"`
-		ErrorType    *string  `json:"error_type"`
-	}{KindToolCall, r.InvocationID, r.ToolCallID, r.SandboxID, r.ToolName, r.StartedAt, r.CompletedAt,
-		r.DurationMS, r.TimingSource, orDefault(r.Status), r.ErrorType})
+	type plain ToolCallObservation
+	p := plain(*r)
+	p.Status = orDefault(p.Status)
+	return marshalKind(KindToolCall, p)
 }
 
 // MarshalJSON writes the sandbox with "kind": "sandbox" first.
 func (r *SandboxObservation) MarshalJSON() ([]byte, error) {
-	return marshalPlain(struct {
-		Kind                string   `json:"kind"`
-		Role                string   `json:"role"`
-		Provider            *string  `json:"provider"`
-		SandboxID           *string  `json:"sandbox_id"`
-		Outcome             string   `json:"outcome"`
-		ExitCode            *int64   `json:"exit_code"`
-		WallTimeS           *float64 `json:"wall_time_s"`
-		CPUTimeS            *float64 `json:"cpu_time_s"`
-		PeakMemoryMiB       *float64 `json:"peak_memory_mib"`
-		ResourceUsageSource *string  `json:"resource_usage_source"`
-		ErrorType           *string  `json:"error_type"`
-	}{KindSandbox, r.Role, r.Provider, r.SandboxID, orDefault(r.Outcome), r.ExitCode, r.WallTimeS, r.CPUTimeS,
-		r.PeakMemoryMiB, r.ResourceUsageSource, r.ErrorType})
+	type plain SandboxObservation
+	p := plain(*r)
+	p.Outcome = orDefault(p.Outcome)
+	return marshalKind(KindSandbox, p)
 }
 
 // MarshalJSON writes the compaction with "kind": "context_compaction" first.
 func (r *ContextCompactionObservation) MarshalJSON() ([]byte, error) {
-	return marshalPlain(struct {
-		Kind            string         `json:"kind"`
-		InvocationID    string         `json:"invocation_id"`
-		ObservedAt      *float64       `json:"observed_at"`
-		Trigger         *string        `json:"trigger"`
-		TokensBefore    *int64         `json:"tokens_before"`
-		TokensAfter     *int64         `json:"tokens_after"`
-		Outcome         string         `json:"outcome"`
-		Summary         *string        `json:"summary"`
-		FirstKeptItemID *string        `json:"first_kept_item_id"`
-		BeforeModelCall *ModelCallRef  `json:"before_model_call"`
-		ModelCalls      []ModelCallRef `json:"model_calls"`
-		AfterModelCall  *ModelCallRef  `json:"after_model_call"`
-	}{KindContextCompaction, r.InvocationID, r.ObservedAt, r.Trigger, r.TokensBefore, r.TokensAfter,
-		orDefault(r.Outcome), r.Summary, r.FirstKeptItemID, r.BeforeModelCall, nonNil(r.ModelCalls), r.AfterModelCall})
+	type plain ContextCompactionObservation
+	p := plain(*r)
+	p.Outcome, p.ModelCalls = orDefault(p.Outcome), nonNil(p.ModelCalls)
+	return marshalKind(KindContextCompaction, p)
 }
 
 // MarshalJSON writes {"source", "records", "gaps"}; gaps omit empty invocation_id and detail.
 func (b *ObservationBundle) MarshalJSON() ([]byte, error) {
-	return marshalPlain(struct {
-		Source  string              `json:"source"`
-		Records []ObservationRecord `json:"records"`
-		Gaps    []Gap               `json:"gaps"`
-	}{b.Source, nonNil(b.Records), nonNil(b.Gaps)})
+	type plain ObservationBundle
+	p := plain(*b)
+	p.Records, p.Gaps = nonNil(p.Records), nonNil(p.Gaps)
+	return marshalPlain(p)
 }
 
 func orDefault(s string) string {
@@ -105,6 +68,16 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// marshalKind encodes the record fields v (a struct with at least one field) as an object with
+// "kind": kind as its first member. kind is one of the Kind constants (plain ASCII, nothing to escape).
+func marshalKind(kind string, v any) ([]byte, error) {
+	obj, err := marshalPlain(v)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(`{"kind":"`+kind+`",`), obj[1:]...), nil
 }
 
 // marshalPlain encodes v compactly without HTML escaping.

@@ -280,20 +280,11 @@ func parseModelServerRef(raw json.RawMessage) (ModelServerRef, error) {
 }
 
 func parseGap(raw json.RawMessage) (Gap, error) {
-	var g Gap
 	o, err := decodeFields(raw, "gap", "code", "invocation_id", "detail")
 	if err != nil {
-		return g, err
+		return Gap{}, err
 	}
-	var inv, detail *string
-	if err := errors.Join(o.strTo(&g.Code, "code"), o.optStr(&inv, "invocation_id"), o.optStr(&detail, "detail")); err != nil {
-		return g, err
-	}
-	if inv != nil {
-		g.InvocationID = *inv
-	}
-	if detail != nil {
-		g.Detail = *detail
-	}
-	return g, nil
+	var g Gap
+	err = errors.Join(o.strTo(&g.Code, "code"), o.strOrEmpty(&g.InvocationID, "invocation_id"), o.strOrEmpty(&g.Detail, "detail"))
+	return g, err
 }

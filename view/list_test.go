@@ -2,11 +2,11 @@ package view_test
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // indexedDemoViewer serves the demo's capture dir and rollouts file (newFixture) and returns the
@@ -119,21 +119,16 @@ func TestAPIListBadParameters(t *testing.T) {
 		{"order=desc", 200, nil},
 		{"sort=&order=", 200, nil}, // empty means the default
 	} {
-		resp, err := http.Get(base + "/api/rollouts?" + tc.query)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != tc.status {
-			t.Errorf("%s: status %d, want %d: %.300s", tc.query, resp.StatusCode, tc.status, body)
+		status, body := capturetest.Get(t, base+"/api/rollouts?"+tc.query)
+		if status != tc.status {
+			t.Errorf("%s: status %d, want %d: %.300s", tc.query, status, tc.status, body)
 			continue
 		}
 		if tc.status == 200 {
 			continue
 		}
 		var e struct{ Error string }
-		if err := json.Unmarshal(body, &e); err != nil {
+		if err := json.Unmarshal([]byte(body), &e); err != nil {
 			t.Errorf("%s: %v: %s", tc.query, err, body)
 		}
 		for _, s := range tc.errorHas {

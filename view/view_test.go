@@ -14,22 +14,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/view"
 )
 
 func getJSON(t *testing.T, url string, wantStatus int, v any) {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != wantStatus {
-		t.Fatalf("GET %s: status %d, want %d: %s", url, resp.StatusCode, wantStatus, body)
+	status, body := capturetest.Get(t, url)
+	if status != wantStatus {
+		t.Fatalf("GET %s: status %d, want %d: %s", url, status, wantStatus, body)
 	}
 	if v != nil {
-		if err := json.Unmarshal(body, v); err != nil {
+		if err := json.Unmarshal([]byte(body), v); err != nil {
 			t.Fatalf("GET %s: %v: %s", url, err, body)
 		}
 	}

@@ -1,7 +1,8 @@
 // Package capturetest holds what the tests of several packages share: a capture store in a temp
 // dir, the read-back of capture lines into one struct (Line), loopback upstreams that answer with
-// recorded bodies, a goroutine-safe buffer for logs and process output, and the paths of the one
-// fixture set in the repository's top-level testdata directory.
+// recorded bodies (and one that echoes over a switched upgrade connection), HTTP calls that return
+// a response's status and body (Get, Post, Do), a goroutine-safe buffer for logs and process output,
+// and the paths of the one fixture set in the repository's top-level testdata directory.
 //
 // It is imported by tests (and by the benchmark tool under test/bench), never by product code.
 package capturetest

@@ -99,3 +99,20 @@ func SSEEvents(body []byte) [][]byte {
 	}
 	return events
 }
+
+// EchoUpgrade answers an upgrade request the way a WebSocket upstream does at the HTTP level: 101
+// Switching Protocols, then it reads one line from the switched connection, writes it back prefixed
+// "echo " and closes. There is no WebSocket framing: it is for tests that a proxy relays the
+// switched connection both ways.
+func EchoUpgrade(w http.ResponseWriter) {
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+	brw.Flush()
+	line, _ := brw.ReadString('\n')
+	brw.WriteString("echo " + line)
+	brw.Flush()
+}

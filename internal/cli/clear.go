@@ -69,11 +69,10 @@ func runClear(ctx context.Context, s *Streams, o *clearOptions) error {
 	}
 	stores := make([]*capture.Store, len(o.captureDirs))
 	for i, d := range o.captureDirs {
-		st, err := capture.OpenExisting(d)
-		if err != nil {
-			return withExit(ExitNotFound, err)
+		var err error
+		if stores[i], err = openCaptureDir(d); err != nil {
+			return err
 		}
-		stores[i] = st
 	}
 	// SIGINT/SIGTERM stop at once, even while waiting for stdin; what was cleared stays cleared.
 	ctx, stop := interruptContext(ctx)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // upstreamWithAdminPaths is a model server that serves its own /metrics, /healthz and /readyz
@@ -28,17 +30,6 @@ func upstreamWithAdminPaths(t *testing.T) *httptest.Server {
 	}))
 	t.Cleanup(up.Close)
 	return up
-}
-
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	r, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Body.Close()
-	b, _ := io.ReadAll(r.Body)
-	return r.StatusCode, string(b)
 }
 
 // stopProxy cancels the command's context and waits for a clean exit.
@@ -74,7 +65,7 @@ func TestProxyPortForwardsAdminPaths(t *testing.T) {
 		}
 		addr, exit, stderr := runProxyCmd(t, ctx, args)
 		for _, p := range []string{"/metrics", "/healthz", "/readyz", "/ng-rollout/r1/metrics"} {
-			code, body := get(t, "http://"+addr+p)
+			code, body := capturetest.Get(t, "http://"+addr+p)
 			want := "upstream " + strings.TrimPrefix(p, "/ng-rollout/r1") + "\n"
 			if code != 200 || body != want {
 				t.Errorf("admin=%v GET %s on the proxy port: %d %.80q, want the upstream's %q", withAdmin, p, code, body, want)
@@ -92,16 +83,16 @@ func TestProxyPortForwardsAdminPaths(t *testing.T) {
 			t.Fatalf("no admin_url:\n%s", stderr.String())
 		}
 		admin := m[1]
-		if code, body := get(t, admin+"/healthz"); code != 200 || body != "ok\n" {
+		if code, body := capturetest.Get(t, admin+"/healthz"); code != 200 || body != "ok\n" {
 			t.Errorf("admin /healthz: %d %q", code, body)
 		}
-		if code, body := get(t, admin+"/readyz"); code != 200 || body != "ready\n" {
+		if code, body := capturetest.Get(t, admin+"/readyz"); code != 200 || body != "ready\n" {
 			t.Errorf("admin /readyz: %d %q", code, body)
 		}
-		if code, body := get(t, admin+"/metrics"); code != 200 || !strings.Contains(body, "modelcalls_gateway_calls_in_flight") {
+		if code, body := capturetest.Get(t, admin+"/metrics"); code != 200 || !strings.Contains(body, "modelcalls_gateway_calls_in_flight") {
 			t.Errorf("admin /metrics: %d, no gateway series", code)
 		}
-		if code, _ := get(t, admin+"/v1/chat/completions"); code != 404 {
+		if code, _ := capturetest.Get(t, admin+"/v1/chat/completions"); code != 404 {
 			t.Errorf("admin listener forwards: %d", code)
 		}
 		stopProxy(t, stop, exit)
@@ -122,7 +113,7 @@ func TestProxyAccessLog(t *testing.T) {
 		}
 		io.Copy(io.Discard, r.Body)
 		r.Body.Close()
-		get(t, "http://"+addr+"/v1/models") // uncaptured: no access line
+		capturetest.Get(t, "http://"+addr+"/v1/models") // uncaptured: no access line
 		stopProxy(t, stop, exit)
 
 		var lines []string

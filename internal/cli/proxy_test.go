@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -24,35 +23,25 @@ import (
 func TestProxyUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "gym.yaml")
-	os.WriteFile(cfg, []byte("observability_enabled: true\nmodel_call_capture_dir: /abs/caps\n"), 0o600)
-	for _, tc := range []struct {
-		name string
-		args []string
-		want string
-	}{
-		{"no upstream", []string{"proxy", "--capture-dir", dir}, "--upstream is required"},
-		{"upstream not http", []string{"proxy", "--upstream", "ftp://h/x", "--capture-dir", dir}, "--upstream"},
-		{"upstream relative", []string{"proxy", "--upstream", "localhost:8000", "--capture-dir", dir}, "absolute http"},
-		{"no capture dir", []string{"proxy", "--upstream", "http://h"}, "no capture dir"},
-		{"enabled without dir", []string{"proxy", "--upstream", "http://h", "++observability_enabled=true"}, "model_call_capture_dir is required"},
-		{"relative config dir", []string{"proxy", "--upstream", "http://h", "++observability_enabled=true", "++model_call_capture_dir=rel"}, "absolute"},
-		{"flag not a bool", []string{"proxy", "--upstream", "http://h", "++observability_enabled=sometimes"}, "observability_enabled"},
-		{"stray argument", []string{"proxy", "--upstream", "http://h", "--capture-dir", dir, "extra"}, "unexpected argument \"extra\""},
-		{"missing config", []string{"proxy", "--upstream", "http://h", "--config", filepath.Join(dir, "nope.yaml")}, "--config"},
-		{"dirs disagree", []string{"proxy", "--upstream", "http://h", "--config", cfg, "--capture-dir", dir}, "disagree"},
-		{"bad log level", []string{"proxy", "--upstream", "http://h", "--capture-dir", dir, "--log-level", "loud"}, "--log-level"},
-		{"bad override", []string{"proxy", "--upstream", "http://h", "--capture-dir", dir, "+a"}, "want key=value"},
-		{"bad log format", []string{"proxy", "--upstream", "http://h", "--capture-dir", dir, "--log-format", "xml"}, "--log-format"},
-		{"bad max connections", []string{"proxy", "--upstream", "http://h", "--capture-dir", dir, "--max-connections", "-2"}, "--max-connections"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var out, errOut bytes.Buffer
-			code := Main(tc.args, strings.NewReader(""), &out, &errOut)
-			if code != ExitUsage || !strings.Contains(errOut.String(), tc.want) {
-				t.Fatalf("exit %d, stderr %q; want %d and %q", code, errOut.String(), ExitUsage, tc.want)
-			}
-		})
+	if err := os.WriteFile(cfg, []byte("observability_enabled: true\nmodel_call_capture_dir: /abs/caps\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
+	checkExits(t, []exitCase{
+		{"no upstream", []string{"proxy", "--capture-dir", dir}, ExitUsage, "--upstream is required"},
+		{"upstream not http", []string{"proxy", "--upstream", "ftp://h/x", "--capture-dir", dir}, ExitUsage, "--upstream"},
+		{"upstream relative", []string{"proxy", "--upstream", "localhost:8000", "--capture-dir", dir}, ExitUsage, "absolute http"},
+		{"no capture dir", []string{"proxy", "--upstream", "http://h"}, ExitUsage, "no capture dir"},
+		{"enabled without dir", []string{"proxy", "--upstream", "http://h", "++observability_enabled=true"}, ExitUsage, "model_call_capture_dir is required"},
+		{"relative config dir", []string{"proxy", "--upstream", "http://h", "++observability_enabled=true", "++model_call_capture_dir=rel"}, ExitUsage, "absolute"},
+		{"flag not a bool", []string{"proxy", "--upstream", "http://h", "++observability_enabled=sometimes"}, ExitUsage, "observability_enabled"},
+		{"stray argument", []string{"proxy", "--upstream", "http://h", "--capture-dir", dir, "extra"}, ExitUsage, "unexpected argument \"extra\""},
+		{"missing config", []string{"proxy", "--upstream", "http://h", "--config", filepath.Join(dir, "nope.yaml")}, ExitUsage, "--config"},
+		{"dirs disagree", []string{"proxy", "--upstream", "http://h", "--config", cfg, "--capture-dir", dir}, ExitUsage, "disagree"},
+		{"bad log level", []string{"proxy", "--upstream", "http://h", "--capture-dir", dir, "--log-level", "loud"}, ExitUsage, "--log-level"},
+		{"bad override", []string{"proxy", "--upstream", "http://h", "--capture-dir", dir, "+a"}, ExitUsage, "want key=value"},
+		{"bad log format", []string{"proxy", "--upstream", "http://h", "--capture-dir", dir, "--log-format", "xml"}, ExitUsage, "--log-format"},
+		{"bad max connections", []string{"proxy", "--upstream", "http://h", "--capture-dir", dir, "--max-connections", "-2"}, ExitUsage, "--max-connections"},
+	})
 }
 
 // runProxyCmd starts `modelcalls args...` and returns the address it listens on, a channel with
@@ -167,13 +156,8 @@ func TestProxySignal(t *testing.T) {
 	if admin == nil {
 		t.Fatalf("no admin_url in the listening line:\n%s", stderr.String())
 	}
-	r, err := http.Get(admin[1] + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Body.Close()
-	if r.StatusCode != 200 {
-		t.Fatalf("healthz: %d", r.StatusCode)
+	if status, _ := capturetest.Get(t, admin[1]+"/healthz"); status != 200 {
+		t.Fatalf("healthz: %d", status)
 	}
 	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -82,24 +81,13 @@ func TestReplayCommand(t *testing.T) {
 		body   string
 		status int
 	}{{`{"messages":[{"content":"hi","role":"user"}],"model":"m"}`, 200}, {`{"model":"m","messages":[]}`, 400}} {
-		res, err := http.Post(base, "application/json", strings.NewReader(c.body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if res.StatusCode != c.status {
-			t.Errorf("%s: %d %s", c.body, res.StatusCode, b)
+		if status, b := capturetest.Post(t, base, "application/json", strings.NewReader(c.body)); status != c.status {
+			t.Errorf("%s: %d %s", c.body, status, b)
 		}
 	}
-	res, err := http.Get("http://" + a[1] + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, _ := io.ReadAll(res.Body)
-	res.Body.Close()
+	_, m := capturetest.Get(t, "http://"+a[1]+"/metrics")
 	for _, want := range []string{"modelcalls_replay_served_total 1", "modelcalls_replay_misses_total 1", `modelcalls_gateway_calls_total{`} {
-		if !strings.Contains(string(m), want) {
+		if !strings.Contains(m, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}

@@ -55,13 +55,8 @@ cannot be listened on.`,
 }
 
 func runView(ctx context.Context, s *Streams, o *viewOptions) error {
-	if len(o.dirs) == 0 {
-		return usageErrorf("--capture-dir is required")
-	}
-	for _, d := range o.dirs {
-		if err := checkDir(d); err != nil {
-			return err
-		}
+	if err := checkCaptureDirs(o.dirs); err != nil {
+		return err
 	}
 	if o.rollouts != "" {
 		if _, err := os.Stat(o.rollouts); err != nil {

@@ -4,10 +4,11 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 func TestViewExitCodes(t *testing.T) {
@@ -39,13 +40,8 @@ func TestViewServes(t *testing.T) {
 		t.Fatalf("no URL in %q", line)
 	}
 	url := strings.Fields(line[i:])[0]
-	resp, err := http.Get(url + "api/overview")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("overview: status %d", resp.StatusCode)
+	if status, _ := capturetest.Get(t, url+"api/overview"); status != 200 {
+		t.Fatalf("overview: status %d", status)
 	}
 	go io.Copy(io.Discard, pr)
 	cancel()

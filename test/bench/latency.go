@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -99,29 +98,12 @@ func (r *runner) runLatency(ctx context.Context) error {
 		res.gwWrite[k] = &writeStat{}
 	}
 	capDir := filepath.Join(r.workDir, "capture")
-	gwOn, stopOn, err := gatewayHandler(r.up.url, capDir, true)
+	p, err := startProxies(r.up.url, capDir, sBare, sGwOff, sGwOn)
 	if err != nil {
 		return err
 	}
-	defer stopOn()
-	gwOff, stopOff, err := gatewayHandler(r.up.url, "", false)
-	if err != nil {
-		return err
-	}
-	defer stopOff()
-	bare, err := bareProxy(r.up.url)
-	if err != nil {
-		return err
-	}
-	servers := map[string]*server{}
-	for name, h := range map[string]http.Handler{sBare: bare, sGwOff: gwOff, sGwOn: gwOn} {
-		srv, err := serve(h)
-		if err != nil {
-			return err
-		}
-		defer srv.close()
-		servers[name] = srv
-	}
+	defer p.close()
+	servers, gwOn := p.servers, p.gwOn
 	subjects := []*subject{
 		newSubject(sDirect, r.up.url, false),
 		newSubject(sBare, servers[sBare].url, true),

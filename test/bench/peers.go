@@ -51,6 +51,56 @@ func (s *server) close() {
 	s.srv.Shutdown(ctx)
 }
 
+// proxies are in-process subjects in front of the upstream (the bare ReverseProxy, the gateway
+// with capture off, the gateway with capture on), each served on its own loopback port.
+type proxies struct {
+	servers map[string]*server // by subject name: sBare, sGwOff, sGwOn
+	gwOn    http.Handler       // the capturing gateway (nil unless sGwOn was asked for), for its capture-write metric
+	stops   []func()           // drain the gateways
+}
+
+// startProxies builds and serves the named subjects (sBare, sGwOff, sGwOn; the capturing gateway
+// writes to capDir) in front of upstreamURL. close stops them.
+func startProxies(upstreamURL, capDir string, names ...string) (*proxies, error) {
+	p := &proxies{servers: map[string]*server{}}
+	for _, name := range names {
+		var h http.Handler
+		var err error
+		switch name {
+		case sBare:
+			h, err = bareProxy(upstreamURL)
+		case sGwOff, sGwOn:
+			var stop func()
+			if h, stop, err = gatewayHandler(upstreamURL, capDir, name == sGwOn); err == nil {
+				p.stops = append(p.stops, stop)
+			}
+		default:
+			err = fmt.Errorf("no in-process subject %q", name)
+		}
+		if err == nil {
+			p.servers[name], err = serve(h)
+		}
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+		if name == sGwOn {
+			p.gwOn = h
+		}
+	}
+	return p, nil
+}
+
+// close stops the servers, then drains the gateways' capture writes.
+func (p *proxies) close() {
+	for _, s := range p.servers {
+		s.close()
+	}
+	for i := len(p.stops) - 1; i >= 0; i-- {
+		p.stops[i]()
+	}
+}
+
 // bareProxy is the baseline proxy: httputil.ReverseProxy with nothing but a target (paths forwarded
 // unchanged, SSE flushed as it arrives, which ReverseProxy does by itself for text/event-stream).
 //

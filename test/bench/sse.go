@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -40,27 +39,15 @@ type sseResult struct {
 func (r *runner) runSSE(ctx context.Context) error {
 	res := &sseResult{by: map[string]*sseStats{}, pace: r.pace}
 	capDir := filepath.Join(r.workDir, "capture-sse")
-	gwOn, stopOn, err := gatewayHandler(r.up.url, capDir, true)
+	p, err := startProxies(r.up.url, capDir, sBare, sGwOn)
 	if err != nil {
 		return err
 	}
-	defer stopOn()
-	bare, err := bareProxy(r.up.url)
-	if err != nil {
-		return err
-	}
-	var subjects []*subject
-	subjects = append(subjects, newSubject(sDirect, r.up.url, false))
-	for _, x := range []struct {
-		name string
-		h    http.Handler
-	}{{sBare, bare}, {sGwOn, gwOn}} {
-		srv, err := serve(x.h)
-		if err != nil {
-			return err
-		}
-		defer srv.close()
-		subjects = append(subjects, newSubject(x.name, srv.url, true))
+	defer p.close()
+	subjects := []*subject{
+		newSubject(sDirect, r.up.url, false),
+		newSubject(sBare, p.servers[sBare].url, true),
+		newSubject(sGwOn, p.servers[sGwOn].url, true),
 	}
 	for _, s := range subjects {
 		defer s.closeIdle()

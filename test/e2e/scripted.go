@@ -359,17 +359,24 @@ func (sv Served) argumentsJSON() string {
 	return string(b)
 }
 
+// openAIUsage is the usage object both OpenAI APIs write, under their own names for the two sides:
+// "prompt" and "completion" (Chat Completions) or "input" and "output" (Responses). The cached
+// tokens are a part of the input, the reasoning tokens a part of the output.
+func (sv Served) openAIUsage(in, out string) map[string]any {
+	return map[string]any{
+		in + "_tokens":          sv.TokensIn,
+		out + "_tokens":         sv.TokensOut,
+		"total_tokens":          sv.TokensIn + sv.TokensOut,
+		in + "_tokens_details":  map[string]any{"cached_tokens": sv.CachedTokens},
+		out + "_tokens_details": map[string]any{"reasoning_tokens": sv.ReasoningTokens},
+	}
+}
+
 // answerChat writes a Chat Completions answer (reference: OpenAI chat.completion and
 // chat.completion.chunk objects; usage on a final usage-only chunk when stream_options asks).
 func (s *Scripted) answerChat(w http.ResponseWriter, req map[string]json.RawMessage, sv Served) {
 	created := time.Now().Unix()
-	usage := map[string]any{
-		"prompt_tokens":             sv.TokensIn,
-		"completion_tokens":         sv.TokensOut,
-		"total_tokens":              sv.TokensIn + sv.TokensOut,
-		"prompt_tokens_details":     map[string]any{"cached_tokens": sv.CachedTokens},
-		"completion_tokens_details": map[string]any{"reasoning_tokens": sv.ReasoningTokens},
-	}
+	usage := sv.openAIUsage("prompt", "completion")
 	finish := "stop"
 	if sv.ToolCall != nil {
 		finish = "tool_calls"
@@ -433,13 +440,7 @@ func (s *Scripted) answerChat(w http.ResponseWriter, req map[string]json.RawMess
 // streaming events, with a reasoning item carrying a summary before a function_call).
 func (s *Scripted) answerResponses(w http.ResponseWriter, sv Served) {
 	createdAt := time.Now().Unix()
-	usage := map[string]any{
-		"input_tokens":          sv.TokensIn,
-		"output_tokens":         sv.TokensOut,
-		"total_tokens":          sv.TokensIn + sv.TokensOut,
-		"input_tokens_details":  map[string]any{"cached_tokens": sv.CachedTokens},
-		"output_tokens_details": map[string]any{"reasoning_tokens": sv.ReasoningTokens},
-	}
+	usage := sv.openAIUsage("input", "output")
 	suffix := strings.TrimPrefix(sv.ResponseID, "resp_")
 	var output []any
 	reasoningItem := map[string]any{"id": "rs_" + suffix, "type": "reasoning",

@@ -24,7 +24,7 @@ import (
 // WebSocket upgrade still passes through uncaptured.
 
 // headerUpstream answers like echoHandler, remembers the upgrade-related headers of each request,
-// and relays a WebSocket-style upgrade: 101, then echoes bytes.
+// and answers a WebSocket upgrade with capturetest.EchoUpgrade.
 type headerUpstream struct {
 	mu   sync.Mutex
 	seen map[string]http.Header // rollout nonce -> the request headers that matter here
@@ -34,15 +34,7 @@ func (u *headerUpstream) start(t *testing.T) string {
 	u.seen = map[string]http.Header{}
 	srv := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
-			c, brw, err := http.NewResponseController(w).Hijack()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-			brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
-			brw.Flush()
-			line, _ := brw.ReadString('\n')
-			io.WriteString(c, "echo "+line)
+			capturetest.EchoUpgrade(w)
 			return
 		}
 		h := http.Header{}
