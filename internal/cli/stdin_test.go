@@ -47,8 +47,15 @@ func finish(t *testing.T, cmd *exec.Cmd, ptmx *os.File, seen *strings.Builder) (
 	select {
 	case err := <-done:
 		code := exitCode(t, err)
-		ptmx.Close()
-		return code, seen.String() + <-rest
+		// The read ends (EIO) once the output the command left in the terminal is read: closing
+		// ptmx before that would drop it. Close it only if the read does not end by itself.
+		select {
+		case out := <-rest:
+			return code, seen.String() + out
+		case <-time.After(10 * time.Second):
+			ptmx.Close()
+			return code, seen.String() + <-rest
+		}
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
 		t.Fatalf("%v still running after 30 s; terminal: %q", cmd.Args, seen.String())
