@@ -265,7 +265,7 @@ func (c *call) responseStarted(res *http.Response) {
 			c.inflate = inf
 		}
 	}
-	res.Header.Set(HeaderModelCallID, c.modelCallID)
+	res.Header[modelCallIDKey] = []string{c.modelCallID} // Set, without canonicalizing the name each call
 	if res.Body == http.NoBody || res.ContentLength == 0 {
 		// No body (HEAD, 204, 304, Content-Length: 0): the client has the whole response with the
 		// headers, so the line must be durable before they go out.
@@ -385,7 +385,7 @@ func (c *call) answerLocally(w http.ResponseWriter, status int, reason string, a
 	c.prov = local(reason, attempted)
 	body := dialect.ErrorBody(c.dialect, status, reason, localMessage(reason, message))
 	c.finish(outcome{localBody: body, localCategory: category})
-	writeJSON(w, status, body, http.Header{http.CanonicalHeaderKey(HeaderModelCallID): {c.modelCallID}})
+	writeJSON(w, status, body, http.Header{modelCallIDKey: {c.modelCallID}})
 }
 
 // localMessage is the message of a local error body. It starts with the reason code, because the

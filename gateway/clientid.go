@@ -10,26 +10,42 @@ var sessionHeaders = []string{"x-session-id", "x-claude-code-session-id", "sessi
 // assistantMessageHeader carries the harness's id for the assistant message a call produces.
 const assistantMessageHeader = "x-assistant-message-id"
 
+// The same names in canonical form, the form http.Header keys are stored in: looked up directly,
+// they are not canonicalized again (an allocation each) on every call.
+var (
+	sessionKeys         = canonicalKeys(sessionHeaders...)
+	assistantMessageKey = http.CanonicalHeaderKey(assistantMessageHeader)
+)
+
+func canonicalKeys(names ...string) []string {
+	keys := make([]string, len(names))
+	for i, n := range names {
+		keys[i] = http.CanonicalHeaderKey(n)
+	}
+	return keys
+}
+
 // clientIDs returns client_session_id and client_assistant_message_id from request headers: the
 // session id from the first of sessionHeaders that is present with a non-empty value, the message id
 // from x-assistant-message-id. A header sent several times with different values gives nil (no
 // guess); repeated equal values count once. These are correlation evidence, never authentication.
 func clientIDs(h http.Header) (session, assistantMessage *string) {
-	for _, name := range sessionHeaders {
-		if v, present := singleValue(h, name); present {
+	for _, key := range sessionKeys {
+		if v, present := singleValue(h, key); present {
 			session = v
 			break
 		}
 	}
-	assistantMessage, _ = singleValue(h, assistantMessageHeader)
+	assistantMessage, _ = singleValue(h, assistantMessageKey)
 	return session, assistantMessage
 }
 
-// singleValue returns the one distinct non-empty value of header name; present is false when the
-// header has no non-empty value, and v is nil when it has several different ones.
-func singleValue(h http.Header, name string) (v *string, present bool) {
+// singleValue returns the one distinct non-empty value of the header with canonical key key;
+// present is false when the header has no non-empty value, and v is nil when it has several
+// different ones.
+func singleValue(h http.Header, key string) (v *string, present bool) {
 	var first string
-	for _, x := range h.Values(name) {
+	for _, x := range h[key] {
 		if x == "" {
 			continue
 		}

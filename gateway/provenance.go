@@ -41,6 +41,20 @@ type provenance struct {
 	localReason  *string
 }
 
+// provenanceKeys are the provenance headers' canonical keys, in the order relayed reads them.
+var provenanceKeys = canonicalKeys(HeaderResponseSource, HeaderUpstreamAttempted, HeaderUpstreamStatusCode, HeaderLocalResponseReason)
+
+// modelCallIDKey is HeaderModelCallID's canonical key.
+var modelCallIDKey = http.CanonicalHeaderKey(HeaderModelCallID)
+
+// headerValue is h.Get for a canonical key.
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // relayed is the provenance of a response the gateway relayed from the upstream with status code,
 // unless the upstream declares its own provenance headers: then exactly the declared values are
 // recorded (a header that is absent or unusable gives null), since a Gym model server knows whether
@@ -49,8 +63,8 @@ type provenance struct {
 // reason valid UTF-8 of at most 200 bytes.
 func relayed(h http.Header, code int) provenance {
 	declared := false
-	for _, k := range []string{HeaderResponseSource, HeaderUpstreamAttempted, HeaderUpstreamStatusCode, HeaderLocalResponseReason} {
-		if _, ok := h[http.CanonicalHeaderKey(k)]; ok {
+	for _, k := range provenanceKeys {
+		if _, ok := h[k]; ok {
 			declared = true
 			break
 		}
@@ -59,17 +73,17 @@ func relayed(h http.Header, code int) provenance {
 		return provenance{source: ptr(SourceUpstream), attempted: ptr(true), upstreamCode: ptr(code)}
 	}
 	var p provenance
-	switch v := strings.TrimSpace(h.Get(HeaderResponseSource)); v {
+	switch v := strings.TrimSpace(headerValue(h, provenanceKeys[0])); v {
 	case SourceUpstream, SourceLocal:
 		p.source = ptr(v)
 	}
-	if b, err := strconv.ParseBool(strings.TrimSpace(h.Get(HeaderUpstreamAttempted))); err == nil {
+	if b, err := strconv.ParseBool(strings.TrimSpace(headerValue(h, provenanceKeys[1]))); err == nil {
 		p.attempted = ptr(b)
 	}
-	if n, err := strconv.Atoi(strings.TrimSpace(h.Get(HeaderUpstreamStatusCode))); err == nil && n >= 100 && n <= 999 {
+	if n, err := strconv.Atoi(strings.TrimSpace(headerValue(h, provenanceKeys[2]))); err == nil && n >= 100 && n <= 999 {
 		p.upstreamCode = ptr(n)
 	}
-	if v := strings.TrimSpace(h.Get(HeaderLocalResponseReason)); v != "" && len(v) <= 200 && utf8.ValidString(v) {
+	if v := strings.TrimSpace(headerValue(h, provenanceKeys[3])); v != "" && len(v) <= 200 && utf8.ValidString(v) {
 		p.localReason = ptr(v)
 	}
 	return p
