@@ -331,6 +331,12 @@ func (r *runner) report() string {
 				ms(d[0]), ms(d[1]), ms(d[2]), st.heldPct(), ms(st.terminal.pct(50)), ms(st.terminal.pct(99)),
 				float64(st.chunks)/float64(max(st.streams, 1)), ms(g[0]), ms(g[1]))
 		}
+		b, g := s.by[sBare], s.by[sGwOn]
+		ws := s.writeSync.pct(50)
+		w("\nThe fsync probe's append timed whole (the %d-byte write into the page cache, then the fsync), as the store must make the line durable: p50 %s ms, against %s ms for the fsync alone. "+
+			"The gateway's terminal delay beyond the bare proxy's (the time it holds the event) is p50 %s ms = that write+fsync %s ms "+
+			"(reported, not judged: row 4's goal is judged on the whole terminal delay against the fsync alone).\n",
+			s.lineLen, ms(ws), ms(s.fsync.pct(50)), ms(g.terminal.pct(50)-b.terminal.pct(50)), msSigned(g.terminal.pct(50)-b.terminal.pct(50)-ws))
 		w("\n")
 	}
 	if len(r.rss) > 0 {

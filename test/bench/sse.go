@@ -28,10 +28,12 @@ type sseResult struct {
 	order []string
 	by    map[string]*sseStats
 	pace  time.Duration
-	// fsync times an append of the streams' capture line size (lineLen) plus fsync on the capture
-	// disk, one after every stream: the floor of the terminal event's hold.
-	fsync   durations
-	lineLen int
+	// fsync times the fsync of an append of the streams' capture line size (lineLen) on the capture
+	// disk, one after every stream: the floor of the terminal event's hold. writeSync times the
+	// same append's write (the copy into the page cache) and fsync together.
+	fsync     durations
+	writeSync durations
+	lineLen   int
 }
 
 // runSSE streams the 200-event fixture, paced, through each subject one stream at a time, and
@@ -88,6 +90,7 @@ func (r *runner) runSSE(ctx context.Context) error {
 					return err
 				}
 				res.fsync = append(res.fsync, f...)
+				res.writeSync = append(res.writeSync, probe.lastWriteSync)
 			}
 		}
 		r.logf("  round %d/%d: ttft p50 bare %s ms, gateway %s ms", round+1, r.sseRounds,
