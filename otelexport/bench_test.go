@@ -144,3 +144,26 @@ func BenchmarkSDKFloor(b *testing.B) {
 		b.Fatalf("counts %+v after %d spans", c, b.N)
 	}
 }
+
+// BenchmarkLiveMetrics is the worker's metrics step per call of the bench call: the three GenAI
+// client histograms recorded with the call's cached attribute sets (aggregation into a manual
+// reader, no export).
+func BenchmarkLiveMetrics(b *testing.B) {
+	e, err := New(context.Background(), Config{SpanExporter: tracetest.NewNoopExporter(), MetricReader: sdkmetric.NewManualReader()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Shutdown(context.Background())
+	rec, _, err := spanRecord(benchExchange(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ri := scanRequest(rec.Request)
+	ri.responseModel = rec.Model
+	b.ReportAllocs()
+	stop := reportCPU(b)
+	for b.Loop() {
+		e.record(context.Background(), rec, ri, time.Millisecond)
+	}
+	stop()
+}

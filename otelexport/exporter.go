@@ -487,15 +487,15 @@ func (e *Exporter) record(ctx context.Context, rec *modelcalls.ModelCallRecord, 
 	if rec.LatencyTotalMS != nil {
 		secs = *rec.LatencyTotalMS / 1000
 	}
-	e.duration.Record(ctx, secs, ms.duration)
+	e.duration.Record(ctx, secs, ms.duration...)
 	if rec.TokensIn != nil {
-		e.tokens.Record(ctx, float64(*rec.TokensIn), ms.input)
+		e.tokens.Record(ctx, float64(*rec.TokensIn), ms.input...)
 	}
 	if rec.TokensOut != nil {
-		e.tokens.Record(ctx, float64(*rec.TokensOut), ms.output)
+		e.tokens.Record(ctx, float64(*rec.TokensOut), ms.output...)
 	}
 	if ri.stream && rec.LatencyTTFTMS != nil {
-		e.ttfc.Record(ctx, *rec.LatencyTTFTMS/1000, ms.base)
+		e.ttfc.Record(ctx, *rec.LatencyTTFTMS/1000, ms.base...)
 	}
 }
 
@@ -505,11 +505,12 @@ type metricKey struct {
 	hasProvider, hasRequestModel, hasResponseModel, hasError bool
 }
 
-// metricOpts are the attribute sets of one metricKey, as measurement options: base (operation,
-// provider, models, server), duration (base and error.type), input and output (base and
-// gen_ai.token.type).
+// metricOpts are the attribute sets of one metricKey, as the option lists Record takes: base
+// (operation, provider, models, server), duration (base and error.type), input and output (base and
+// gen_ai.token.type). Lists, not single options, so that a Record call passes one without
+// allocating its variadic slice.
 type metricOpts struct {
-	base, duration, input, output metric.MeasurementOption
+	base, duration, input, output []metric.RecordOption
 }
 
 // maxMetricSets bounds the cache of attribute sets; past it the cache starts over.
@@ -552,8 +553,8 @@ func (e *Exporter) metricSets(rec *modelcalls.ModelCallRecord, ri requestInfo) *
 			base = append(base, attribute.Int(AttrServerPort, e.srv.port))
 		}
 	}
-	with := func(kv ...attribute.KeyValue) metric.MeasurementOption {
-		return metric.WithAttributeSet(attribute.NewSet(append(base[:len(base):len(base)], kv...)...))
+	with := func(kv ...attribute.KeyValue) []metric.RecordOption {
+		return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(append(base[:len(base):len(base)], kv...)...))}
 	}
 	ms := &metricOpts{base: with(), duration: with(), input: with(attribute.String(AttrTokenType, "input")), output: with(attribute.String(AttrTokenType, "output"))}
 	if k.hasError {
