@@ -166,10 +166,10 @@ func (s *Stream) Summary(textBytes int) json.RawMessage {
 	return json.RawMessage(e.b)
 }
 
-// SummaryTextBytes is the length Summary's callers in this module cut spilled texts to: live span
-// export carries message content up to this many bytes per text (1 MiB), and a Summary cut there
-// (plus the few bytes of a UTF-8 sequence) gives it the same text the capture line does.
-const SummaryTextBytes = 1 << 20
+// SummaryTextBytes is the length the gateway cuts spilled texts to for OnCaptured: 1 MiB and 4
+// bytes, one UTF-8 sequence more than live span export carries of one text (1 MiB), so that the
+// exporter's own cut falls where it falls on the whole text of the capture line.
+const SummaryTextBytes = 1<<20 + utf8.UTFMax
 
 // HasResponse reports whether Response would return an object.
 func (s *Stream) HasResponse() bool { return s.has() }

@@ -84,3 +84,44 @@ func TestStreamedCallSummaryReachesLogAndOnCaptured(t *testing.T) {
 		})
 	}
 }
+
+// A streamed text past the spool threshold is not kept in memory; OnCaptured still gets its first
+// dialect.SummaryTextBytes bytes (here all of it), which live span export carries as content.
+func TestOnCapturedGetsSpilledText(t *testing.T) {
+	text := strings.Repeat("0123456789", 50)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"id\":\"c1\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\""+text+"\"}}]}\n\n"+
+			"data: {\"id\":\"c1\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	store, err := capture.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []byte
+	h := &Handler{Upstream: u, Store: store, SpoolThreshold: 64, SpoolDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		OnCaptured: func(c CapturedCall) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append([]byte(nil), c.Exchange.Response...)
+		}}
+	gw := httptest.NewServer(h)
+	defer gw.Close()
+	resp, err := http.Post(gw.URL+"/ng-rollout/r1/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err := h.inflight.wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !bytes.Contains(seen, []byte(`"content":"`+text+`"`)) {
+		t.Errorf("OnCaptured response %s; want the spilled text", seen)
+	}
+}

@@ -46,6 +46,7 @@ const (
 	AttrClientAssistantMessageID = "modelcalls.client_assistant_message_id"
 	AttrToolCalls                = "modelcalls.tool_calls"
 	AttrLatencyTTFTMS            = "modelcalls.latency_ttft_ms"
+	AttrContentTruncated         = "modelcalls.content_truncated"
 
 	// Rollout root span (export otlp --in).
 	AttrRolloutCalls        = "modelcalls.rollout.calls"

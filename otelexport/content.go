@@ -2,6 +2,9 @@ package otelexport
 
 import (
 	"encoding/json"
+	"unicode/utf8"
+
+	"github.com/modelcalls/modelcalls/dialect"
 
 	"github.com/modelcalls/modelcalls"
 )
@@ -35,11 +38,22 @@ type message struct {
 	FinishReason string `json:"finish_reason,omitempty"`
 }
 
+// ContentTextLimit is the most bytes of one text a content attribute carries: a text part's or a
+// reasoning part's content, or tool-call arguments sent as JSON text, is cut there (never inside a
+// UTF-8 sequence; arguments that long are carried as the cut string, not as JSON) and the span
+// says modelcalls.content_truncated. Live export gets a little more than this of a streamed text
+// that spilled to a temp file (dialect.SummaryTextBytes), so that the live span and the span
+// export otlp builds from the capture line carry the same content; and a streamed answer of many
+// MiB does not become one attribute that size (a Collector's OTLP receiver refuses requests past
+// 4 MiB by default).
+const ContentTextLimit = dialect.SummaryTextBytes - utf8.UTFMax
+
 // contentAttributes returns gen_ai.input.messages, gen_ai.output.messages and
-// gen_ai.system_instructions as JSON text ("" when there is nothing to say).
-func contentAttributes(rec *modelcalls.ModelCallRecord) (input, output, system string) {
+// gen_ai.system_instructions as JSON text ("" when there is nothing to say), and whether a text in
+// them was cut at ContentTextLimit.
+func contentAttributes(rec *modelcalls.ModelCallRecord) (input, output, system string, truncated bool) {
 	if rec.Dialect == nil {
-		return "", "", ""
+		return "", "", "", false
 	}
 	var req, resp map[string]any
 	if rec.Request != nil {
@@ -61,7 +75,42 @@ func contentAttributes(rec *modelcalls.ModelCallRecord) (input, output, system s
 		in, sys = messagesInput(req)
 		out = messagesOutput(resp)
 	}
-	return marshalOrEmpty(in), marshalOrEmpty(out), marshalOrEmpty(sys)
+	for _, m := range in {
+		truncated = capParts(m.Parts) || truncated
+	}
+	for _, m := range out {
+		truncated = capParts(m.Parts) || truncated
+	}
+	truncated = capParts(sys) || truncated
+	return marshalOrEmpty(in), marshalOrEmpty(out), marshalOrEmpty(sys), truncated
+}
+
+// capParts cuts the texts of parts at ContentTextLimit, reporting whether it cut any.
+func capParts(parts []part) bool {
+	cut := false
+	for i := range parts {
+		if s, ok := parts[i].Content.(string); ok && len(s) > ContentTextLimit {
+			parts[i].Content, cut = capText(s), true
+		}
+		if s, ok := parts[i].Arguments.(string); ok && len(s) > ContentTextLimit {
+			parts[i].Arguments, cut = capText(s), true
+		}
+	}
+	return cut
+}
+
+// capText is s cut at ContentTextLimit bytes, less a UTF-8 sequence the cut would split.
+func capText(s string) string {
+	s = s[:ContentTextLimit]
+	for k := 1; k <= utf8.UTFMax && k <= len(s); k++ {
+		if utf8.RuneStart(s[len(s)-k]) {
+			if !utf8.FullRuneInString(s[len(s)-k:]) {
+				return s[:len(s)-k]
+			}
+			break
+		}
+	}
+	return s
 }
 
 func marshalOrEmpty[T any](v []T) string {
@@ -81,10 +130,12 @@ func list(v any) []any { l, _ := v.([]any); return l }
 
 func obj(v any) map[string]any { m, _ := v.(map[string]any); return m }
 
-// jsonArg carries JSON text as JSON when it parses, else as the string.
+// jsonArg carries JSON text as JSON when it parses, else as the string; text past
+// ContentTextLimit stays a string (capParts cuts it), as the prefix a live span gets of long
+// streamed arguments would not parse.
 func jsonArg(v any) any {
 	s, ok := v.(string)
-	if !ok {
+	if !ok || len(s) > ContentTextLimit {
 		return v
 	}
 	var parsed any

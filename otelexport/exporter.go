@@ -426,7 +426,7 @@ func (e *Exporter) emit(ctx context.Context, rolloutID string, rec *modelcalls.M
 	}
 	attrs = callAttributes(attrs, rolloutID, rec, ri, e.srv)
 	if e.cfg.Content {
-		in, out, sys := contentAttributes(rec)
+		in, out, sys, truncated := contentAttributes(rec)
 		if in != "" {
 			attrs = append(attrs, attribute.String(AttrInputMessages, in))
 		}
@@ -435,6 +435,9 @@ func (e *Exporter) emit(ctx context.Context, rolloutID string, rec *modelcalls.M
 		}
 		if sys != "" {
 			attrs = append(attrs, attribute.String(AttrSystemInstructions, sys))
+		}
+		if truncated {
+			attrs = append(attrs, attribute.Bool(AttrContentTruncated, true))
 		}
 	}
 	// The attributes go in after the start: trace.WithAttributes would copy them once more into the
