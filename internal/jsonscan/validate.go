@@ -296,8 +296,15 @@ func validString(data []byte, i int) (int, error) {
 	start := i
 	i++
 	if i+8 <= len(data) {
-		// A short string (a key, most values) ends in its first word: no block is read for it.
-		if m := notPlain(load64(data, i)); m != 0 && data[i+firstByte(m)] == '"' {
+		// A short string (a key, most values) ends in its first words: no block is read for it.
+		// Up to four words of plain bytes are skipped word by word (the bytes before i stay plain,
+		// so the block loop may start at i).
+		m := notPlain(load64(data, i))
+		for m == 0 && i+16 <= len(data) && i-start < 25 {
+			i += 8
+			m = notPlain(load64(data, i))
+		}
+		if m != 0 && data[i+firstByte(m)] == '"' {
 			return i + firstByte(m) + 1, nil
 		}
 	}
