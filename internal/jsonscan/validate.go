@@ -209,7 +209,7 @@ func validObject(data []byte, i, depth int, members []Member, collect bool, sc *
 		var text string
 		decoded := false
 		switch {
-		case sc != nil && valStart < len(data) && data[valStart] == '"' && isOneOf(data[keyStart:keyEnd], sc.Decode):
+		case sc != nil && len(sc.Decode) > 0 && valStart < len(data) && data[valStart] == '"' && isOneOf(data[keyStart:keyEnd], sc.Decode):
 			if text, i, err = sc.decode(data, valStart); err != nil {
 				return i, members, err
 			}
@@ -229,6 +229,10 @@ func validObject(data []byte, i, depth int, members []Member, collect bool, sc *
 				return i, members, err
 			}
 			t.close(n, i)
+		case valStart < len(data) && data[valStart] == '"': // most values: no dispatch through validValue
+			if i, err = validString(data, valStart); err != nil {
+				return i, members, err
+			}
 		default:
 			if i, err = validValue(data, valStart, depth+1, nil); err != nil {
 				return i, members, err
@@ -588,13 +592,12 @@ func skipDigits(data []byte, i int) int {
 
 // SkipWS returns the first index at or after i that is not JSON whitespace.
 func SkipWS(data []byte, i int) int {
-	for i < len(data) {
-		switch data[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
+	// Compact JSON has no whitespace between tokens: one comparison settles the common case.
+	for i < len(data) && data[i] <= ' ' {
+		if c := data[i]; c != ' ' && c != '\t' && c != '\n' && c != '\r' {
 			return i
 		}
+		i++
 	}
 	return i
 }
