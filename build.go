@@ -90,8 +90,9 @@ type envelope struct {
 	responseMapped bool
 }
 
-// set records v as the value of the exchange key named by the key token k (last one wins).
-func (e *envelope) set(k, v []byte) {
+// set records v as the value of the exchange key named by the key token k (last one wins) and
+// reports whether the key is "response".
+func (e *envelope) set(k, v []byte) (isResponse bool) {
 	switch string(jsonscan.KeyName(k)) {
 	case "model_call_id":
 		e.modelCallID = v
@@ -115,6 +116,7 @@ func (e *envelope) set(k, v []byte) {
 		e.request = v
 	case "response":
 		e.response = v
+		return true
 	case "request_raw":
 		e.requestRaw = v
 	case "response_raw":
@@ -132,9 +134,10 @@ func (e *envelope) set(k, v []byte) {
 	case "client_assistant_message_id":
 		e.clientAssistantMessageID = v
 	}
+	return false
 }
 
-// buildRecord fills rec from a validated exchange ex (no surrounding whitespace).
+// buildRecord fills rec, a zero record, from a validated exchange ex (no surrounding whitespace).
 func buildRecord(rec *ModelCallRecord, ex []byte, callIndex int) error {
 	if !jsonscan.IsObject(ex) {
 		return fmt.Errorf("%w: not a JSON object but %s", ErrInvalidExchange, jsonscan.KindName(ex))
@@ -154,9 +157,7 @@ func buildRecordMembers(rec *ModelCallRecord, line []byte, members []jsonscan.Me
 	responseStart := -1
 	for i := range members {
 		m := &members[i]
-		k := line[m.KeyStart:m.KeyEnd]
-		e.set(k, line[m.ValStart:m.ValEnd])
-		if jsonscan.KeyIs(k, "response") {
+		if e.set(line[m.KeyStart:m.KeyEnd], line[m.ValStart:m.ValEnd]) {
 			responseStart = m.ValStart
 		}
 	}
@@ -172,9 +173,11 @@ func buildRecordMembers(rec *ModelCallRecord, line []byte, members []jsonscan.Me
 	return e.build(rec, callIndex)
 }
 
-// build fills rec from the envelope's values (see buildRecord).
+// build fills rec, a zero record, from the envelope's values (see buildRecord). Every caller hands
+// it a fresh record: clearing it again would cost a second write of each record (with GC write
+// barriers while a cycle runs).
 func (e *envelope) build(rec *ModelCallRecord, callIndex int) error {
-	*rec = ModelCallRecord{CallIndex: callIndex}
+	rec.CallIndex = callIndex
 	b := new(recordBox)
 	var err error
 	if rec.ModelCallID, err = envString("model_call_id", e.modelCallID, &b.modelCallID, e.alias); err != nil {

@@ -215,7 +215,7 @@ func KeyName(tok []byte) []byte {
 		return nil
 	}
 	inner := tok[1 : len(tok)-1]
-	if bytes.IndexByte(inner, '\\') < 0 {
+	if indexBackslash(inner) < 0 { // keys are short: a word at a time, no call
 		return inner
 	}
 	return unescape(inner)
@@ -360,12 +360,58 @@ func Float(v []byte) (float64, bool) {
 	if !IsNumber(v) {
 		return 0, false
 	}
+	if f, ok := exactFloat(v); ok {
+		return f, true
+	}
 	f, err := strconv.ParseFloat(bytesString(v), 64)
 	if err != nil || math.IsInf(f, 0) {
 		return 0, false
 	}
 	return f, true
 }
+
+// exactFloat is Float's fast path for a plain decimal (-?digits(.digits)?, no exponent) whose
+// digits, read as an integer m, are at most 2^53 and whose fraction has at most 22 digits: m and
+// 10^fraction are exact doubles, so m / 10^fraction, one IEEE division, is the correctly rounded
+// value strconv.ParseFloat gives (Clinger's fast path). ok is false for anything else.
+func exactFloat(v []byte) (float64, bool) {
+	i, neg := 0, false
+	if len(v) > 0 && v[0] == '-' {
+		i, neg = 1, true
+	}
+	var m uint64
+	digits, frac := 0, 0
+	for ; i < len(v) && v[i] >= '0' && v[i] <= '9'; i++ {
+		m = m*10 + uint64(v[i]-'0')
+		digits++
+	}
+	if digits == 0 {
+		return 0, false
+	}
+	if i < len(v) && v[i] == '.' {
+		i++
+		for ; i < len(v) && v[i] >= '0' && v[i] <= '9'; i++ {
+			m = m*10 + uint64(v[i]-'0')
+			frac++
+		}
+		if frac == 0 {
+			return 0, false
+		}
+		digits += frac
+	}
+	if i != len(v) || digits > 19 || m > 1<<53 || frac >= len(exactPow10) {
+		return 0, false
+	}
+	f := float64(m) / exactPow10[frac]
+	if neg {
+		f = -f
+	}
+	return f, true
+}
+
+// exactPow10 are the powers of ten that are exact doubles.
+var exactPow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12,
+	1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
 // bytesString views b as a string without copying it, for a parser that does not keep its input
 // (strconv keeps it only in an error, which is dropped).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -530,4 +531,23 @@ func TestDecodeInPlaceRandom(t *testing.T) {
 			t.Fatalf("%s: in place %q, %d, %v; want %q", tok, got, end, err, want)
 		}
 	}
+}
+
+// FuzzFloat: Float's fast path gives exactly strconv.ParseFloat's double (bits compared, so -0
+// and 0 differ) wherever it applies.
+func FuzzFloat(f *testing.F) {
+	for _, s := range []string{"0", "-0", "-0.0", "0.02", "1795968571.513956", "1795968571.5139756",
+		"9007199254740992", "9007199254740993", "0.1", "123.4567890123456789", "1e5", "01", "1.", "-", "2.2250738585072014"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := exactFloat([]byte(s))
+		if !ok {
+			return
+		}
+		want, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("exactFloat(%q) = %v, ParseFloat = %v, %v", s, got, want, err)
+		}
+	})
 }
