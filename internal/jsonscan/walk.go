@@ -590,6 +590,17 @@ func indexBackslash(s []byte) int {
 			return -1
 		}
 	}
+	if i == len(s) {
+		return -1
+	}
+	if len(s) >= 8 {
+		// The tail in one word: the last eight bytes, overlapping bytes already found plain (the
+		// lowest flag of hasByte is exact, so an overlapped byte is never reported).
+		if m := hasByte(load64(s, len(s)-8), '\\'); m != 0 {
+			return len(s) - 8 + firstByte(m)
+		}
+		return -1
+	}
 	for ; i < len(s); i++ {
 		if s[i] == '\\' {
 			return i

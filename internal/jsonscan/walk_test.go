@@ -457,3 +457,25 @@ func FuzzFloat(f *testing.F) {
 		}
 	})
 }
+
+// TestIndexBackslash compares indexBackslash with bytes.IndexByte for every length up to 80 and
+// every position of one or two backslashes (the word loop, the overlapping tail word, the byte
+// loop of short runs and the vectorised search of long ones).
+func TestIndexBackslash(t *testing.T) {
+	for n := range 81 {
+		base := bytes.Repeat([]byte{'a'}, n)
+		check := func(s []byte) {
+			if got, want := indexBackslash(s), bytes.IndexByte(s, '\\'); got != want {
+				t.Fatalf("indexBackslash(%q) = %d, want %d", s, got, want)
+			}
+		}
+		check(base)
+		for i := range n {
+			for j := i; j < n; j++ {
+				s := bytes.Clone(base)
+				s[i], s[j] = '\\', '\\'
+				check(s)
+			}
+		}
+	}
+}
