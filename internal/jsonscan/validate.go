@@ -593,4 +593,3 @@ func DeeperThan(b []byte, limit int) bool {
 	}
 	return false
 }
-

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -438,12 +439,12 @@ func sameSlice(a, b []byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
-
 // FuzzFloat: Float's fast path gives exactly strconv.ParseFloat's double (bits compared, so -0
 // and 0 differ) wherever it applies.
 func FuzzFloat(f *testing.F) {
 	for _, s := range []string{"0", "-0", "-0.0", "0.02", "1795968571.513956", "1795968571.5139756",
-		"9007199254740992", "9007199254740993", "0.1", "123.4567890123456789", "1e5", "01", "1.", "-", "2.2250738585072014"} {
+		"9007199254740992", "9007199254740993", "9007199254740995", "18014398509481989", "0.9007199254740993",
+		"1234567890123456789", "9999999999999999999", "0.0000000000000000001", "4503599627370496.5", "0.1", "123.4567890123456789", "1e5", "01", "1.", "-", "2.2250738585072014"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -476,6 +477,56 @@ func TestIndexBackslash(t *testing.T) {
 				s[i], s[j] = '\\', '\\'
 				check(s)
 			}
+		}
+	}
+}
+
+// TestExactFloatRandom compares Float's fast paths with strconv.ParseFloat bit for bit on random
+// plain decimals of 1 to 19 digits with every fraction length, and on the decimals just around
+// the midpoints between neighbouring doubles of a 17-digit timestamp's range.
+func TestExactFloatRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	// The capture line's timestamps take the fast path, not only the fallback.
+	for _, s := range []string{"1795968571.5139756", "1795968571.513956", "0.02"} {
+		if _, ok := exactFloat([]byte(s)); !ok {
+			t.Errorf("exactFloat(%q) fell back to strconv", s)
+		}
+	}
+	check := func(s string) {
+		got, ok := exactFloat([]byte(s))
+		want, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		if ok && math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("exactFloat(%q) = %v (%x), ParseFloat = %v (%x)", s, got, math.Float64bits(got), want, math.Float64bits(want))
+		}
+	}
+	for range 300000 {
+		digits := 1 + r.IntN(19)
+		b := make([]byte, 0, 21)
+		for range digits {
+			b = append(b, byte('0'+r.IntN(10)))
+		}
+		if frac := r.IntN(digits + 1); frac > 0 {
+			b = append(b[:digits-frac:digits-frac], append([]byte{'.'}, b[digits-frac:digits]...)...)
+			if len(b) > 0 && b[0] == '.' {
+				b = append([]byte{'0'}, b...)
+			}
+		}
+		check(string(b))
+	}
+	// Midpoints: for doubles near 1.8e9, q = (2M+1) * 2^(E-1) has a finite decimal expansion; its
+	// 19-digit truncation and the decimals one unit in the last place around it are near-ties.
+	for range 20000 {
+		f := 1e9 + r.Float64()*1e9
+		mid := (f + math.Nextafter(f, math.Inf(1))) / 2 // not exact, but within a few ulps of it
+		s := strconv.FormatFloat(mid, 'f', 9, 64)
+		check(s)
+		n, _ := strconv.ParseUint(strings.Replace(s, ".", "", 1), 10, 64)
+		for _, d := range []uint64{n - 1, n + 1} {
+			u := strconv.FormatUint(d, 10)
+			check(u[:len(u)-9] + "." + u[len(u)-9:])
 		}
 	}
 }
