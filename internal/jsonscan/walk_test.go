@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -483,7 +484,7 @@ func TestIndexBackslash(t *testing.T) {
 
 // TestExactFloatRandom compares Float's fast paths with strconv.ParseFloat bit for bit on random
 // plain decimals of 1 to 19 digits with every fraction length, and on the decimals just around
-// the midpoints between neighbouring doubles of a 17-digit timestamp's range.
+// the midpoints between neighbouring doubles of a timestamp's range.
 func TestExactFloatRandom(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	// The capture line's timestamps take the fast path, not only the fallback.
@@ -516,15 +517,16 @@ func TestExactFloatRandom(t *testing.T) {
 		}
 		check(string(b))
 	}
-	// Midpoints: for doubles near 1.8e9, q = (2M+1) * 2^(E-1) has a finite decimal expansion; its
-	// 19-digit truncation and the decimals one unit in the last place around it are near-ties.
+	// Near-ties: the exact midpoint between a double near 1.8e9 and the next one, truncated to 19
+	// digits (9 after the point), and the decimals one unit in the last place around it.
 	for range 20000 {
 		f := 1e9 + r.Float64()*1e9
-		mid := (f + math.Nextafter(f, math.Inf(1))) / 2 // not exact, but within a few ulps of it
-		s := strconv.FormatFloat(mid, 'f', 9, 64)
-		check(s)
+		_, e := math.Frexp(f)
+		mid := new(big.Float).SetPrec(200).SetFloat64(f)
+		mid.Add(mid, new(big.Float).SetMantExp(big.NewFloat(1), e-54)) // half an ulp: 2^(e-53-1)
+		s := mid.Text('f', 9)
 		n, _ := strconv.ParseUint(strings.Replace(s, ".", "", 1), 10, 64)
-		for _, d := range []uint64{n - 1, n + 1} {
+		for _, d := range []uint64{n - 1, n, n + 1} {
 			u := strconv.FormatUint(d, 10)
 			check(u[:len(u)-9] + "." + u[len(u)-9:])
 		}
