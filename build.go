@@ -256,7 +256,10 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int) error {
 	}
 	rec.Model = stringInto(model, &b.model, e.alias)
 	rec.ResponseStatus = stringInto(f.status, &b.responseStatus, e.alias)
-	rec.FinishReason = finishReason(&f)
+	if s, ok := finishReasonText(&f); ok {
+		b.finishReason = s
+		rec.FinishReason = &b.finishReason
+	}
 
 	u := scanUsage(f.usage, f.tree)
 	stats := extractTokenStats(u, &b.tokens)
@@ -271,16 +274,16 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int) error {
 // recordBox holds the scalar values a record's pointer fields point at: one allocation per record
 // instead of one per field. The record keeps the box alive as long as it keeps any of them.
 type recordBox struct {
-	modelCallID, dialect, errorCategory, responseID, model, responseStatus         string
-	responseSource, localResponseReason, clientSessionID, clientAssistantMessageID string
-	statusCode, upstreamStatusCode                                                 int
-	startedAt, completedAt, latencyMS, latencyTTFTMS                               float64
-	upstreamAttempted                                                              bool
-	modelRef                                                                       rollout.ModelServerRef
-	tokens                                                                         tokenBox
+	modelCallID, dialect, errorCategory, responseID, model, responseStatus, finishReason string
+	responseSource, localResponseReason, clientSessionID, clientAssistantMessageID       string
+	statusCode, upstreamStatusCode                                                       int
+	startedAt, completedAt, latencyMS, latencyTTFTMS                                     float64
+	upstreamAttempted                                                                    bool
+	modelRef                                                                             rollout.ModelServerRef
+	tokens                                                                               tokenBox
 }
 
-// stringInto is textPtr with the string stored in *dst.
+// stringInto is text with the string stored in *dst (nil when v is not a string).
 func stringInto(v []byte, dst *string, alias bool) *string {
 	s, ok := text(v, alias)
 	if !ok {
