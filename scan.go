@@ -29,4 +29,3 @@ func text(v []byte, alias bool) (string, bool) {
 	}
 	return jsonscan.String(v)
 }
-
