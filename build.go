@@ -37,16 +37,15 @@ var ErrInvalidExchange = errors.New("invalid exchange")
 // client_assistant_message_id strings) of the wrong type become null; malformed parts inside the
 // payloads are skipped (NeMo Gym drops such a record as damaged: one odd payload part must not
 // lose the call). Absent keys read as null, unknown keys are ignored, and a repeated key's
-// last value wins (as Python's json). The record aliases exchange (Request, Response and tool-call
-// arguments are sub-slices): do not modify exchange afterwards.
+// last value wins (as Python's json). The record aliases exchange (Request, Response, RequestRaw,
+// ResponseRaw and tool-call arguments are sub-slices): do not modify exchange afterwards.
 func BuildRecord(exchange []byte, callIndex int) (*ModelCallRecord, error) {
 	ex := jsonscan.TrimWS(exchange)
-	// One pass validates the line, maps its members and the response's, and decodes the raw texts;
-	// the record is built from that map without walking the line again.
+	// One pass validates the line and maps its members and the response's; the record is built
+	// from that map without walking the line again.
 	// The scanner and its member map are reused across calls (a record keeps none of their memory).
 	p := buildScanners.Get().(*buildScanner)
 	defer func() {
-		clear(p.members[:cap(p.members)]) // the decoded texts: a pooled scanner keeps no line alive
 		p.members = p.members[:0]
 		p.sc.Reset()
 		buildScanners.Put(p)
@@ -60,21 +59,21 @@ func BuildRecord(exchange []byte, callIndex int) (*ModelCallRecord, error) {
 		return nil, fmt.Errorf("%w: not a JSON object but %s", ErrInvalidExchange, jsonscan.KindName(ex))
 	}
 	rec := new(ModelCallRecord)
-	if err := buildRecordMembers(rec, ex, p.members, &p.sc, callIndex, true, false, nil); err != nil {
+	if err := buildRecordMembers(rec, ex, p.members, &p.sc, callIndex, false); err != nil {
 		return nil, err
 	}
 	return rec, nil
 }
 
-// buildScanner is BuildRecord's reusable validating pass: the scanner (response members mapped, raw
-// texts decoded) and the slice its top-level members go into.
+// buildScanner is BuildRecord's reusable validating pass: the scanner (response members mapped)
+// and the slice its top-level members go into.
 type buildScanner struct {
 	sc      jsonscan.Scanner
 	members []jsonscan.Member
 }
 
 var buildScanners = sync.Pool{New: func() any {
-	return &buildScanner{sc: jsonscan.Scanner{Nested: "response", Decode: rawMembers}}
+	return &buildScanner{sc: jsonscan.Scanner{Nested: "response"}}
 }}
 
 // envelope holds the raw values of the exchange keys a record reads (last occurrence wins).
@@ -83,9 +82,6 @@ type envelope struct {
 	statusCode, errorCategory, request, response, requestRaw, responseRaw            []byte
 	responseSource, upstreamAttempted, upstreamStatusCode, localResponseReason       []byte
 	clientSessionID, clientAssistantMessageID                                        []byte
-	// The decoded request_raw and response_raw when the validating pass decoded them
-	// (a jsonscan.Scanner with Decode), else nil.
-	requestRawText, responseRawText *string
 	// alias: the record's strings may share the line's memory (text): the line is a read buffer
 	// the record owns.
 	alias bool
@@ -94,8 +90,9 @@ type envelope struct {
 	responseMapped bool
 }
 
-// set records v as the value of the exchange key named by the key token k (last one wins).
-func (e *envelope) set(k, v []byte) {
+// set records v as the value of the exchange key named by the key token k (last one wins) and
+// reports whether the key is "response".
+func (e *envelope) set(k, v []byte) (isResponse bool) {
 	switch string(jsonscan.KeyName(k)) {
 	case "model_call_id":
 		e.modelCallID = v
@@ -119,10 +116,11 @@ func (e *envelope) set(k, v []byte) {
 		e.request = v
 	case "response":
 		e.response = v
+		return true
 	case "request_raw":
-		e.requestRaw, e.requestRawText = v, nil
+		e.requestRaw = v
 	case "response_raw":
-		e.responseRaw, e.responseRawText = v, nil
+		e.responseRaw = v
 	case "response_source":
 		e.responseSource = v
 	case "upstream_attempted":
@@ -136,15 +134,11 @@ func (e *envelope) set(k, v []byte) {
 	case "client_assistant_message_id":
 		e.clientAssistantMessageID = v
 	}
+	return false
 }
 
-// buildRecord fills rec from a validated exchange ex (no surrounding whitespace). With rawText false
-// request_raw and response_raw are left nil instead of decoded: a merge without payloads never
-// writes them, and a streamed response_raw is often the largest string of the line. With tok
-// non-nil, the string tokens of request_raw and response_raw are kept in *tok as they stand in ex
-// (aliasing it) and RequestRaw and ResponseRaw stay nil whatever rawText says: a merge with
-// payloads writes them from the tokens (appendStringToken) without decoding them.
-func buildRecord(rec *ModelCallRecord, ex []byte, callIndex int, rawText bool, tok *rawTokens) error {
+// buildRecord fills rec, a zero record, from a validated exchange ex (no surrounding whitespace).
+func buildRecord(rec *ModelCallRecord, ex []byte, callIndex int) error {
 	if !jsonscan.IsObject(ex) {
 		return fmt.Errorf("%w: not a JSON object but %s", ErrInvalidExchange, jsonscan.KindName(ex))
 	}
@@ -153,31 +147,18 @@ func buildRecord(rec *ModelCallRecord, ex []byte, callIndex int, rawText bool, t
 		e.set(k, v)
 		return true
 	})
-	return e.build(rec, callIndex, rawText, tok)
+	return e.build(rec, callIndex)
 }
 
 // buildRecordMembers is buildRecord for a line whose members the validating pass mapped (sc, a
-// jsonscan.Scanner that also decoded request_raw and response_raw when the raw texts are wanted, and
-// mapped the members of response): the line is not walked again.
-func buildRecordMembers(rec *ModelCallRecord, line []byte, members []jsonscan.Member, sc *jsonscan.Scanner, callIndex int, rawText, alias bool, tok *rawTokens) error {
+// jsonscan.Scanner that mapped the members of response): the line is not walked again.
+func buildRecordMembers(rec *ModelCallRecord, line []byte, members []jsonscan.Member, sc *jsonscan.Scanner, callIndex int, alias bool) error {
 	e := envelope{alias: alias}
 	responseStart := -1
 	for i := range members {
 		m := &members[i]
-		k := line[m.KeyStart:m.KeyEnd]
-		e.set(k, line[m.ValStart:m.ValEnd])
-		if jsonscan.KeyIs(k, "response") {
+		if e.set(line[m.KeyStart:m.KeyEnd], line[m.ValStart:m.ValEnd]) {
 			responseStart = m.ValStart
-		}
-		if !m.Decoded {
-			continue
-		}
-		text := m.Text // members is reused for the next line: the record keeps its own copy
-		switch {
-		case jsonscan.KeyIs(k, "request_raw"):
-			e.requestRawText = &text
-		case jsonscan.KeyIs(k, "response_raw"):
-			e.responseRawText = &text
 		}
 	}
 	if responseStart >= 0 && responseStart == sc.NestedStart {
@@ -189,16 +170,14 @@ func buildRecordMembers(rec *ModelCallRecord, line []byte, members []jsonscan.Me
 		e.responseFields.tree = &sc.Tree
 		e.responseFields.alias = alias
 	}
-	return e.build(rec, callIndex, rawText, tok)
+	return e.build(rec, callIndex)
 }
 
-// rawMembers are the members whose strings the merge read decodes while it validates them (when it
-// wants the raw texts).
-var rawMembers = []string{"request_raw", "response_raw"}
-
-// build fills rec from the envelope's values (see buildRecord).
-func (e *envelope) build(rec *ModelCallRecord, callIndex int, rawText bool, tok *rawTokens) error {
-	*rec = ModelCallRecord{CallIndex: callIndex}
+// build fills rec, a zero record, from the envelope's values (see buildRecord). Every caller hands
+// it a fresh record: clearing it again would cost a second write of each record (with GC write
+// barriers while a cycle runs).
+func (e *envelope) build(rec *ModelCallRecord, callIndex int) error {
+	rec.CallIndex = callIndex
 	b := new(recordBox)
 	var err error
 	if rec.ModelCallID, err = envString("model_call_id", e.modelCallID, &b.modelCallID, e.alias); err != nil {
@@ -229,23 +208,12 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int, rawText bool, tok 
 		return err
 	}
 
-	switch {
-	case tok != nil:
-		*tok = rawTokens{}
-		if jsonscan.IsString(e.requestRaw) {
-			tok.request = e.requestRaw
-		}
-		if jsonscan.IsString(e.responseRaw) {
-			tok.response = e.responseRaw
-		}
-	case rawText:
-		rec.RequestRaw, rec.ResponseRaw = e.requestRawText, e.responseRawText
-		if rec.RequestRaw == nil {
-			rec.RequestRaw = stringInto(e.requestRaw, &b.requestRaw, e.alias)
-		}
-		if rec.ResponseRaw == nil {
-			rec.ResponseRaw = stringInto(e.responseRaw, &b.responseRaw, e.alias)
-		}
+	// The raw texts are kept as their tokens (RawText), aliasing the line like Request and Response.
+	if jsonscan.IsString(e.requestRaw) {
+		rec.RequestRaw = RawText(e.requestRaw)
+	}
+	if jsonscan.IsString(e.responseRaw) {
+		rec.ResponseRaw = RawText(e.responseRaw)
 	}
 	if s, ok := jsonscan.String(e.responseSource); ok && (s == "upstream" || s == "local") {
 		b.responseSource = s
@@ -288,7 +256,10 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int, rawText bool, tok 
 	}
 	rec.Model = stringInto(model, &b.model, e.alias)
 	rec.ResponseStatus = stringInto(f.status, &b.responseStatus, e.alias)
-	rec.FinishReason = finishReason(&f)
+	if s, ok := finishReasonText(&f); ok {
+		b.finishReason = s
+		rec.FinishReason = &b.finishReason
+	}
 
 	u := scanUsage(f.usage, f.tree)
 	stats := extractTokenStats(u, &b.tokens)
@@ -303,16 +274,16 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int, rawText bool, tok 
 // recordBox holds the scalar values a record's pointer fields point at: one allocation per record
 // instead of one per field. The record keeps the box alive as long as it keeps any of them.
 type recordBox struct {
-	modelCallID, dialect, errorCategory, responseID, model, responseStatus, requestRaw, responseRaw string
-	responseSource, localResponseReason, clientSessionID, clientAssistantMessageID                  string
-	statusCode, upstreamStatusCode                                                                  int
-	startedAt, completedAt, latencyMS, latencyTTFTMS                                                float64
-	upstreamAttempted                                                                               bool
-	modelRef                                                                                        rollout.ModelServerRef
-	tokens                                                                                          tokenBox
+	modelCallID, dialect, errorCategory, responseID, model, responseStatus, finishReason string
+	responseSource, localResponseReason, clientSessionID, clientAssistantMessageID       string
+	statusCode, upstreamStatusCode                                                       int
+	startedAt, completedAt, latencyMS, latencyTTFTMS                                     float64
+	upstreamAttempted                                                                    bool
+	modelRef                                                                             rollout.ModelServerRef
+	tokens                                                                               tokenBox
 }
 
-// stringInto is textPtr with the string stored in *dst.
+// stringInto is text with the string stored in *dst (nil when v is not a string).
 func stringInto(v []byte, dst *string, alias bool) *string {
 	s, ok := text(v, alias)
 	if !ok {

@@ -78,8 +78,14 @@ func appendStringToken(dst, tok []byte) []byte {
 	if len(tok) < 2 {
 		return append(dst, `""`...)
 	}
-	s := tok[1 : len(tok)-1]
 	dst = append(dst, '"')
+	dst = appendTokenBody(dst, tok[1:len(tok)-1])
+	return append(dst, '"')
+}
+
+// appendTokenBody is appendStringToken for the body s of a token (no quotes), or a piece of it
+// that ends where an escape starts (or at the body's end) and does not split a surrogate pair.
+func appendTokenBody(dst, s []byte) []byte {
 	for {
 		i := bytes.IndexByte(s, '\\')
 		if i < 0 {
@@ -96,7 +102,7 @@ func appendStringToken(dst, tok []byte) []byte {
 		case 'u':
 			r, ok := jsonscan.Hex4(s, 2)
 			if !ok { // not in a valid line: unescape drops the rest
-				return append(dst, '"')
+				return dst
 			}
 			s = s[6:]
 			if utf16.IsSurrogate(r) {
@@ -120,5 +126,5 @@ func appendStringToken(dst, tok []byte) []byte {
 		}
 		s = s[2:]
 	}
-	return append(dst, '"')
+	return dst
 }

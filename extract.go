@@ -363,13 +363,14 @@ func toolCallsAndReasoningJSON(response json.RawMessage) ([]ToolCall, *string) {
 func toolCallsAndReasoning(f *responseFields) ([]ToolCall, *string) {
 	var calls []ToolCall
 	var reasoning []string
+	strs := &strSlab{alias: f.alias}
 	switch {
 	case jsonscan.IsArray(f.output):
-		calls, reasoning = responsesToolCalls(f.output, f.tree, f.alias)
+		calls, reasoning = responsesToolCalls(f.output, f.tree, strs)
 	case jsonscan.IsArray(f.choices):
-		calls, reasoning = chatToolCalls(f.choices, f.tree, f.alias)
+		calls, reasoning = chatToolCalls(f.choices, f.tree, strs)
 	case jsonscan.IsArray(f.content):
-		calls, reasoning = anthropicToolCalls(f.content, f.tree, f.alias)
+		calls, reasoning = anthropicToolCalls(f.content, f.tree, strs)
 	default:
 		return nil, nil
 	}
@@ -379,7 +380,28 @@ func toolCallsAndReasoning(f *responseFields) ([]ToolCall, *string) {
 	return calls, nil
 }
 
-func responsesToolCalls(output []byte, t *jsonscan.Tree, alias bool) (calls []ToolCall, reasoning []string) {
+// strSlab holds the call ids and names of one response's tool calls: a few strings per
+// allocation instead of one each. alias is text's: strings may share the line's memory.
+type strSlab struct {
+	buf   []string
+	alias bool
+}
+
+// ptr returns a pointer to the text of v kept in the slab, nil when v is not a string.
+func (s *strSlab) ptr(v []byte) *string {
+	t, ok := text(v, s.alias)
+	if !ok {
+		return nil
+	}
+	if len(s.buf) == cap(s.buf) {
+		s.buf = make([]string, 0, 8) // earlier strings stay where they are
+	}
+	s.buf = append(s.buf, t)
+	return &s.buf[len(s.buf)-1]
+}
+
+func responsesToolCalls(output []byte, t *jsonscan.Tree, strs *strSlab) (calls []ToolCall, reasoning []string) {
+	alias := strs.alias
 	t.EachElement(output, func(item []byte) bool {
 		if !jsonscan.IsObject(item) {
 			return true
@@ -407,7 +429,7 @@ func responsesToolCalls(output []byte, t *jsonscan.Tree, alias bool) (calls []To
 			if !jsonscan.Truthy(callID) {
 				callID = id
 			}
-			calls = append(calls, ToolCall{CallID: textPtr(callID, alias), Name: textPtr(name, alias), Arguments: normalizeArguments(args)})
+			calls = append(calls, ToolCall{CallID: strs.ptr(callID), Name: strs.ptr(name), Arguments: normalizeArguments(args)})
 		case "reasoning":
 			t.EachElement(summary, func(entry []byte) bool {
 				if s, ok := text(t.Lookup(entry, "text"), alias); ok && s != "" {
@@ -421,7 +443,8 @@ func responsesToolCalls(output []byte, t *jsonscan.Tree, alias bool) (calls []To
 	return calls, reasoning
 }
 
-func chatToolCalls(choices []byte, t *jsonscan.Tree, alias bool) (calls []ToolCall, reasoning []string) {
+func chatToolCalls(choices []byte, t *jsonscan.Tree, strs *strSlab) (calls []ToolCall, reasoning []string) {
+	alias := strs.alias
 	t.EachElement(choices, func(choice []byte) bool {
 		message := t.Lookup(choice, "message")
 		if !jsonscan.IsObject(message) {
@@ -448,7 +471,7 @@ func chatToolCalls(choices []byte, t *jsonscan.Tree, alias bool) (calls []ToolCa
 			if jsonscan.IsObject(fn) {
 				name, args = t.Lookup(fn, "name"), t.Lookup(fn, "arguments")
 			}
-			calls = append(calls, ToolCall{CallID: textPtr(t.Lookup(tc, "id"), alias), Name: textPtr(name, alias), Arguments: normalizeArguments(args)})
+			calls = append(calls, ToolCall{CallID: strs.ptr(t.Lookup(tc, "id")), Name: strs.ptr(name), Arguments: normalizeArguments(args)})
 			return true
 		})
 		// reasoning_content wins when truthy, even if it is not a string: a truthy non-string blocks the
@@ -465,7 +488,8 @@ func chatToolCalls(choices []byte, t *jsonscan.Tree, alias bool) (calls []ToolCa
 	return calls, reasoning
 }
 
-func anthropicToolCalls(content []byte, t *jsonscan.Tree, alias bool) (calls []ToolCall, reasoning []string) {
+func anthropicToolCalls(content []byte, t *jsonscan.Tree, strs *strSlab) (calls []ToolCall, reasoning []string) {
+	alias := strs.alias
 	t.EachElement(content, func(block []byte) bool {
 		if !jsonscan.IsObject(block) {
 			return true
@@ -492,7 +516,7 @@ func anthropicToolCalls(content []byte, t *jsonscan.Tree, alias bool) (calls []T
 			if jsonscan.Truthy(input) {
 				args = normalizeArguments(input)
 			}
-			calls = append(calls, ToolCall{CallID: textPtr(id, alias), Name: textPtr(name, alias), Arguments: args})
+			calls = append(calls, ToolCall{CallID: strs.ptr(id), Name: strs.ptr(name), Arguments: args})
 		case "thinking", "redacted_thinking":
 			if s, ok := text(thinking, alias); ok {
 				reasoning = append(reasoning, s) // empty strings included, as NeMo Gym does
@@ -517,9 +541,17 @@ func finishReasonJSON(response json.RawMessage) *string {
 }
 
 func finishReason(f *responseFields) *string {
+	if s, ok := finishReasonText(f); ok {
+		return &s
+	}
+	return nil
+}
+
+// finishReasonText is finishReason without the pointer: ok false for nil.
+func finishReasonText(f *responseFields) (string, bool) {
 	t := f.tree
-	if s := textPtr(f.stopReason, f.alias); s != nil {
-		return s
+	if s, ok := text(f.stopReason, f.alias); ok {
+		return s, true
 	}
 	var first []byte
 	t.EachElement(f.choices, func(v []byte) bool {
@@ -527,14 +559,14 @@ func finishReason(f *responseFields) *string {
 		return false
 	})
 	if jsonscan.IsObject(first) {
-		if s := textPtr(t.Lookup(first, "finish_reason"), f.alias); s != nil {
-			return s
+		if s, ok := text(t.Lookup(first, "finish_reason"), f.alias); ok {
+			return s, true
 		}
 	}
 	if jsonscan.IsObject(f.incompleteDetails) {
-		return textPtr(t.Lookup(f.incompleteDetails, "reason"), f.alias)
+		return text(t.Lookup(f.incompleteDetails, "reason"), f.alias)
 	}
-	return nil
+	return "", false
 }
 
 // responseFields are the members of a response object that the rules read.

@@ -58,6 +58,24 @@ func FuzzBuildRecord(f *testing.F) {
 				t.Fatalf("arguments %s are not an object", tc.Arguments)
 			}
 		}
+		// The raw texts are kept as tokens: they decode as encoding/json decodes them and are
+		// written as AppendString writes the decoded text (in one piece and through WriteJSON).
+		for _, raw := range []RawText{rec.RequestRaw, rec.ResponseRaw} {
+			if raw == nil {
+				continue
+			}
+			var want string
+			if err := json.Unmarshal(raw, &want); err != nil || raw.Text() != want {
+				t.Fatalf("raw text %s: Text() = %q, encoding/json %q, %v", raw, raw.Text(), want, err)
+			}
+			if got := raw.appendJSON(nil); !bytes.Equal(got, jsonscan.AppendString(nil, want)) {
+				t.Fatalf("raw text %s written as %s, want %s", raw, got, jsonscan.AppendString(nil, want))
+			}
+		}
+		var w bytes.Buffer
+		if err := rec.WriteJSON(&w, true); err != nil || !bytes.Equal(w.Bytes(), out) {
+			t.Fatalf("WriteJSON %s, AppendJSON %s (%v)", w.Bytes(), out, err)
+		}
 	})
 }
 

@@ -174,7 +174,7 @@ func (m *Merger) Merge(ctx context.Context, line []byte) ([]byte, MergeResult, e
 	// The attachment is written straight into the output line: no intermediate value, so a merge
 	// with payloads holds the capture file and the output line, about twice the largest capture
 	// line (raw texts are copied from their tokens, never decoded; appendStringToken).
-	att := planAttachment(id, ev.calls, ev.tokens, res.Gaps, m.opts.IncludePayloads)
+	att := planAttachment(id, ev.calls, res.Gaps, m.opts.IncludePayloads)
 	edits = append(edits, layout.setFieldEdit(line, layout.capture, FieldModelCallCapture, nil))
 	capIdx := len(edits) - 1
 	if len(edits) == 2 && edits[1].start < edits[0].start {
@@ -203,7 +203,6 @@ func (m *Merger) Merge(ctx context.Context, line []byte) ([]byte, MergeResult, e
 // evidence is what the capture dirs hold for one rollout.
 type evidence struct {
 	calls   []ModelCallRecord
-	tokens  []rawTokens // with payloads: the raw text tokens of calls[i]
 	damaged int
 	gaps    []rollout.Gap
 }
@@ -222,14 +221,10 @@ func (m *Merger) collect(ctx context.Context, id string) (evidence, error) {
 
 	store, marker, err := selectStore(m.stores, id)
 	if err == nil && store != nil {
-		mode := rawSkip
-		if m.opts.IncludePayloads {
-			mode = rawKeep
-		}
-		ev.calls, ev.tokens, ev.damaged, err = readAvailable(store, id, mode)
+		ev.calls, ev.damaged, err = ReadAvailableRecords(store, id)
 	}
 	if err != nil {
-		ev.calls, ev.tokens, ev.damaged = nil, nil, 0
+		ev.calls, ev.damaged = nil, 0
 		ev.gaps = append(ev.gaps, rollout.Gap{Code: rollout.GapCaptureUnreadable, Detail: err.Error()})
 	} else if ev.damaged > 0 {
 		ev.gaps = append(ev.gaps, rollout.Gap{Code: rollout.GapCaptureRecordsUnreadable, Detail: "count=" + strconv.Itoa(ev.damaged)})
@@ -314,19 +309,17 @@ func joinObservations(raw []byte, calls []ModelCallRecord) ([]byte, error) {
 // attachment is ng_model_call_capture = {"rollout_id","metrics","calls","gaps"?} ready to be
 // written: gaps only when non-empty, each without empty fields (NeMo Gym omits null gap fields). Everything but the
 // payloads is built in small; with payloads, the payload members of calls[i] go at small[cuts[i]]
-// and are copied from the records (and the raw text tokens) only when the attachment is written.
+// and are copied from the records (raw texts from their tokens) only when the attachment is written.
 type attachment struct {
-	small  []byte
-	cuts   []int
-	calls  []ModelCallRecord
-	tokens []rawTokens
-	size   int // an upper bound of the written length (exact unless a payload is compacted)
+	small []byte
+	cuts  []int
+	calls []ModelCallRecord
+	size  int // an upper bound of the written length (exact unless a payload is compacted)
 }
 
-// planAttachment builds the attachment's small part; tokens (nil, or one per call) are the raw
-// text tokens written in place of RequestRaw and ResponseRaw.
-func planAttachment(id string, calls []ModelCallRecord, tokens []rawTokens, gaps []rollout.Gap, payloads bool) attachment {
-	a := attachment{calls: calls, tokens: tokens}
+// planAttachment builds the attachment's small part.
+func planAttachment(id string, calls []ModelCallRecord, gaps []rollout.Gap, payloads bool) attachment {
+	a := attachment{calls: calls}
 	// About 1 KiB a call without payloads: sized once instead of grown call by call.
 	dst := append(make([]byte, 0, 512+1024*len(calls)), `{"rollout_id":`...)
 	dst = jsonscan.AppendString(dst, id)
@@ -380,54 +373,24 @@ func (a *attachment) appendTo(dst []byte) []byte {
 // appendPayloads appends the four payload members of call i as AppendJSON(dst, true) writes them.
 func (a *attachment) appendPayloads(dst []byte, i int) []byte {
 	r := &a.calls[i]
-	var tok rawTokens
-	if a.tokens != nil {
-		tok = a.tokens[i]
-	}
 	dst = append(dst, `,"request":`...)
 	dst = appendRaw(dst, r.Request)
 	dst = append(dst, `,"response":`...)
 	dst = appendRaw(dst, r.Response)
 	dst = append(dst, `,"request_raw":`...)
-	dst = appendRawText(dst, tok.request, r.RequestRaw)
+	dst = r.RequestRaw.appendJSON(dst)
 	dst = append(dst, `,"response_raw":`...)
-	return appendRawText(dst, tok.response, r.ResponseRaw)
+	return r.ResponseRaw.appendJSON(dst)
 }
 
 // payloadSize bounds the length appendPayloads writes for call i.
 func (a *attachment) payloadSize(i int) int {
 	r := &a.calls[i]
-	var tok rawTokens
-	if a.tokens != nil {
-		tok = a.tokens[i]
-	}
 	n := len(`,"request":,"response":,"request_raw":,"response_raw":`)
-	for _, v := range [...][]byte{r.Request, r.Response} {
-		n += max(len(v), len("null"))
-	}
-	for _, t := range [...]struct {
-		tok []byte
-		s   *string
-	}{{tok.request, r.RequestRaw}, {tok.response, r.ResponseRaw}} {
-		switch {
-		case t.tok != nil:
-			n += len(t.tok) // appendStringToken never writes more than the token
-		case t.s != nil:
-			n += len(*t.s) + 2 // a guess: most text needs few escapes
-		default:
-			n += len("null")
-		}
+	for _, v := range [...][]byte{r.Request, r.Response, r.RequestRaw, r.ResponseRaw} {
+		n += max(len(v), len("null")) // appendStringToken never writes more than the token
 	}
 	return n
-}
-
-// appendRawText appends a raw text member's value: from its token when there is one, else s (null
-// when nil).
-func appendRawText(dst, tok []byte, s *string) []byte {
-	if tok != nil {
-		return appendStringToken(dst, tok)
-	}
-	return appendOptString(dst, s)
 }
 
 func appendGap(dst []byte, g rollout.Gap) []byte {

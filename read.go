@@ -20,7 +20,7 @@ func ReadRecords(store *capture.Store, id string) ([]ModelCallRecord, error) {
 	}
 	records := make([]ModelCallRecord, len(entries))
 	for i, e := range entries {
-		if err := buildRecord(&records[i], jsonscan.TrimWS(e.Data), i, true, nil); err != nil {
+		if err := buildRecord(&records[i], jsonscan.TrimWS(e.Data), i); err != nil {
 			path, _ := store.CapturePath(id)
 			return nil, &capture.LineError{Path: path, Line: e.Line, Err: err}
 		}
@@ -35,54 +35,20 @@ func ReadRecords(store *capture.Store, id string) ([]ModelCallRecord, error) {
 // non-blank line consumes a capture index, damaged or not, so indices may have holes; blank lines
 // consume none. Only I/O errors and an invalid id are returned as errors.
 //
-// The records share one buffer, the file as read: Request, Response and tool-call arguments are
-// slices of it, string fields without escapes share its bytes, and request_raw / response_raw are
-// decoded over their own bytes in it (see docs/records-and-merge.md, "Reading"). Do not modify a
-// record's Request or Response bytes: strings read from them (response_id, model, ...) would
-// change with them.
+// The records share one buffer, the file as read: Request, Response, RequestRaw, ResponseRaw and
+// tool-call arguments are slices of it, and string fields without escapes share its bytes (see
+// docs/records-and-merge.md, "Reading"). Do not modify a record's Request or Response bytes:
+// strings read from them (response_id, model, ...) would change with them.
 func ReadAvailableRecords(store *capture.Store, id string) (records []ModelCallRecord, damaged int, err error) {
-	records, _, damaged, err = readAvailable(store, id, rawDecode)
-	return records, damaged, err
-}
-
-// rawMode says what readAvailable does with request_raw and response_raw.
-type rawMode int
-
-const (
-	rawSkip   rawMode = iota // leave RequestRaw and ResponseRaw nil
-	rawDecode                // decode them into RequestRaw and ResponseRaw
-	rawKeep                  // keep their string tokens (tokens), RequestRaw and ResponseRaw nil
-)
-
-// rawTokens are the request_raw and response_raw values of one capture line as JSON string tokens
-// (quotes included) aliasing the line, nil when the value is not a string.
-type rawTokens struct{ request, response []byte }
-
-// readAvailable is ReadAvailableRecords with a choice of what to do with the raw texts; with
-// rawKeep, tokens[i] holds the raw tokens of records[i] (else tokens is nil). The records alias
-// the capture file's bytes; the read keeps no other reference to them.
-//
-// Each line is walked once: the validating pass (the tolerant read's rule, capture.CheckLine: a
-// valid strict JSON object) maps the line's top-level members and the members of its response, and
-// the record is built from them. When the raw texts are decoded, the validating pass decodes them as
-// it checks them, so the largest strings of the line are read once too.
-func readAvailable(store *capture.Store, id string, mode rawMode) (records []ModelCallRecord, tokens []rawTokens, damaged int, err error) {
 	// The scanner and its member map are reused across reads (their scratch memory grows to the
 	// size of a line's index once, not once per rollout).
+	//
+	// Each line is walked once: the validating pass (the tolerant read's rule, capture.CheckLine: a
+	// valid strict JSON object) maps the line's top-level members and the members of its response,
+	// and the record is built from them.
 	p := readScanners.Get().(*readScanner)
 	defer p.release()
 	members, sc := p.members[:0], &p.sc
-	sc.Nested, sc.Decode, sc.InPlace = "response", nil, false
-	if mode == rawDecode {
-		// The read buffer is ours (ScanAvailable keeps no other reference to it) and the records
-		// alias it anyway: the raw texts are decoded over their own bytes, allocating nothing.
-		sc.Decode, sc.InPlace = rawMembers, true
-	}
-	var tok rawTokens
-	var tp *rawTokens
-	if mode == rawKeep {
-		tp = &tok
-	}
 	err = store.ScanAvailable(id, func(index, _ int, b []byte) {
 		var verr error
 		members, verr = sc.Members(b, members[:0])
@@ -95,19 +61,15 @@ func readAvailable(store *capture.Store, id string, mode rawMode) (records []Mod
 			records = make([]ModelCallRecord, 0, 32) // skips the small steps of append's growth
 		}
 		records = append(records, ModelCallRecord{})
-		if buildRecordMembers(&records[len(records)-1], b, members, sc, index, mode == rawDecode, true, tp) != nil {
+		if buildRecordMembers(&records[len(records)-1], b, members, sc, index, true) != nil {
 			records = records[:len(records)-1]
 			damaged++
-			return
-		}
-		if tp != nil {
-			tokens = append(tokens, tok)
 		}
 	})
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, 0, err
 	}
-	return records, tokens, damaged, nil
+	return records, damaged, nil
 }
 
 // readScanner is readAvailable's reusable validating pass: the scanner and the slice the line's
@@ -117,11 +79,10 @@ type readScanner struct {
 	members []jsonscan.Member
 }
 
-var readScanners = sync.Pool{New: func() any { return new(readScanner) }}
+var readScanners = sync.Pool{New: func() any { return &readScanner{sc: jsonscan.Scanner{Nested: "response"}} }}
 
-// release drops the references to the last line (decoded texts, the index) and pools p.
+// release drops the references to the last line (its index) and pools p.
 func (p *readScanner) release() {
-	clear(p.members[:cap(p.members)])
 	p.members = p.members[:0]
 	p.sc.Reset()
 	readScanners.Put(p)

@@ -1,6 +1,7 @@
 package modelcalls
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // TestReadGymCapture reads back every line NeMo Gym wrote: all build, except the one line 3-0's
@@ -165,10 +167,11 @@ func TestReadRecordsStrict(t *testing.T) {
 	}
 }
 
-// TestReadAvailableModesAgree reads lines with every kind of damage in each raw mode of the merge
-// read: the records and the damaged count are the same, and the same as the store's tolerant read
-// followed by BuildRecord, whichever pass checks the raw texts.
-func TestReadAvailableModesAgree(t *testing.T) {
+// TestReadAvailableAgrees reads lines with every kind of damage: the records and the damaged count
+// are the same as the store's tolerant read followed by BuildRecord, and the raw texts kept as
+// tokens decode (RawText.Text) as encoding/json decodes them and are written as AppendString
+// writes the decoded text.
+func TestReadAvailableAgrees(t *testing.T) {
 	lines := []string{ok("a", 1), `{"response_raw":"\ud800"}`, "{\"request_raw\":\"a\x01\"}", "{\"response_raw\":\"\xff\"}",
 		`{"response_raw":"\udc00","response_raw":"ok"}`, `{"response_raw":"fine","response_raw":"\ud800\u0041"}`,
 		`{"request_raw":"` + strings.Repeat(`ab\"cd\n`, 20) + `\u00e9\ud83d\ude00","response_raw":"x\/y"}`,
@@ -194,19 +197,30 @@ func TestReadAvailableModesAgree(t *testing.T) {
 		}
 		want = append(want, string(rec.AppendJSON(nil, true)))
 	}
-	for _, mode := range []rawMode{rawSkip, rawDecode, rawKeep} {
-		recs, _, damaged, err := readAvailable(store, "r-1", mode)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for i := range recs {
-			if mode == rawDecode {
-				got = append(got, string(recs[i].AppendJSON(nil, true)))
+	recs, damaged, err := ReadAvailableRecords(store, "r-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i := range recs {
+		got = append(got, string(recs[i].AppendJSON(nil, true)))
+		for _, raw := range []RawText{recs[i].RequestRaw, recs[i].ResponseRaw} {
+			if raw == nil {
+				continue
+			}
+			var want string
+			if err := json.Unmarshal(raw, &want); err != nil {
+				t.Fatalf("record %d: token %s: %v", i, raw, err)
+			}
+			if raw.Text() != want {
+				t.Errorf("record %d: Text() = %q, want %q", i, raw.Text(), want)
+			}
+			if enc := string(raw.appendJSON(nil)); enc != string(jsonscan.AppendString(nil, want)) {
+				t.Errorf("record %d: appendJSON = %s, want %s", i, enc, jsonscan.AppendString(nil, want))
 			}
 		}
-		if damaged != wantDamaged || len(recs) != len(want) || (mode == rawDecode && strings.Join(got, "\n") != strings.Join(want, "\n")) {
-			t.Errorf("mode %d: %d records, %d damaged; want %d, %d\n got %v\nwant %v", mode, len(recs), damaged, len(want), wantDamaged, got, want)
-		}
+	}
+	if damaged != wantDamaged || len(recs) != len(want) || strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%d records, %d damaged; want %d, %d\n got %v\nwant %v", len(recs), damaged, len(want), wantDamaged, got, want)
 	}
 }

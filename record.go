@@ -17,7 +17,9 @@ import (
 // upstream_status_code, local_response_reason, client_session_id, client_assistant_message_id).
 //
 // Request and Response hold the exchange's payload objects as the original JSON bytes (they alias the
-// line the record was built from); they are never decoded into maps or re-encoded.
+// line the record was built from); they are never decoded into maps or re-encoded. RequestRaw and
+// ResponseRaw likewise hold their JSON string tokens as the line has them (RawText): reading a
+// record does not decode its largest strings; RawText.Text does, when a caller wants the text.
 type ModelCallRecord struct {
 	ModelCallID *string                 // model_call_id: 32 lowercase hex chars from the capture line
 	ResponseID  *string                 // response_id: response.id when a string ("" kept)
@@ -40,8 +42,8 @@ type ModelCallRecord struct {
 
 	Request     json.RawMessage // request: the request object, or nil (null)
 	Response    json.RawMessage // response: the parsed/reconstructed response object, or nil (null)
-	RequestRaw  *string         // request_raw: request body text when it was not a JSON object
-	ResponseRaw *string         // response_raw: raw body text (SSE streams, unparseable bodies)
+	RequestRaw  RawText         // request_raw: request body text when it was not a JSON object, or nil (null)
+	ResponseRaw RawText         // response_raw: raw body text (SSE streams, unparseable bodies), or nil (null)
 
 	ToolCalls        []ToolCall // tool_calls: client tool calls the model asked for; never null in JSON
 	ReasoningContent *string    // reasoning_content: readable reasoning text, pieces joined with "\n"
@@ -128,9 +130,9 @@ func (r *ModelCallRecord) AppendJSON(dst []byte, payloads bool) []byte {
 		dst = appendKey(dst, "response")
 		dst = appendRaw(dst, r.Response)
 		dst = appendKey(dst, "request_raw")
-		dst = appendOptString(dst, r.RequestRaw)
+		dst = r.RequestRaw.appendJSON(dst)
 		dst = appendKey(dst, "response_raw")
-		dst = appendOptString(dst, r.ResponseRaw)
+		dst = r.ResponseRaw.appendJSON(dst)
 	}
 	dst = appendKey(dst, "tool_calls")
 	dst = append(dst, '[')
@@ -192,4 +194,32 @@ func (t *ToolCall) appendJSON(dst []byte) []byte {
 // MarshalJSON returns {"call_id":...,"name":...,"arguments":{...}}.
 func (t ToolCall) MarshalJSON() ([]byte, error) {
 	return t.appendJSON(nil), nil
+}
+
+// RawText is a JSON string value as it stands in a capture line: the string token, quotes and
+// escapes included (`"data: {\"id\"..."`), nil for null or absent. A record read from a capture
+// line holds a token that passed the line's strict validation (valid UTF-8, every escape valid,
+// surrogates paired); it aliases the line, so do not modify it. Code that fills a record itself
+// makes a token with an encoder (encoding/json's Marshal of a string gives one).
+//
+// A record keeps the token instead of the decoded text because the raw texts are most of a capture
+// line's bytes (a streamed response_raw is escape-dense SSE text) and a merge without payloads
+// never reads them: decoding them on every read cost more than building the rest of the record.
+// JSON output writes the text in the record's canonical string form (AppendJSON's, NeMo Gym's
+// orjson's), the same bytes whatever escapes the token used.
+type RawText []byte
+
+// Text returns the decoded text: "" for nil and for a token that is not a valid JSON string.
+func (t RawText) Text() string {
+	s, _ := jsonscan.String(t)
+	return s
+}
+
+// appendJSON appends the text as a JSON string in AppendString's form (null when nil), from the
+// token without decoding it into a string first.
+func (t RawText) appendJSON(dst []byte) []byte {
+	if t == nil {
+		return append(dst, "null"...)
+	}
+	return appendStringToken(dst, t)
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"unicode/utf8"
 
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
@@ -33,9 +32,9 @@ func (r *ModelCallRecord) WriteJSON(w io.Writer, payloads bool) error {
 	pw.raw(`,"response":`)
 	pw.value(r.Response)
 	pw.raw(`,"request_raw":`)
-	pw.optString(r.RequestRaw)
+	pw.rawText(r.RequestRaw)
 	pw.raw(`,"response_raw":`)
-	pw.optString(r.ResponseRaw)
+	pw.rawText(r.ResponseRaw)
 	pw.write(b[i:])
 	return pw.err
 }
@@ -64,27 +63,64 @@ func (p *pieceWriter) value(v []byte) {
 	p.write(appendRaw(nil, v))
 }
 
-// optString writes s as a JSON string (null when nil), escaping it piece by piece; pieces end on
-// rune boundaries, so a multi-byte character is never split.
-func (p *pieceWriter) optString(s *string) {
-	if s == nil {
+// rawText writes t as RawText.appendJSON does (null when nil), piece by piece: the token's body is
+// cut into pieces of about 64 KiB just before an escape (never between the halves of an escaped
+// surrogate pair), and each piece is written in AppendString's form.
+func (p *pieceWriter) rawText(t RawText) {
+	if t == nil {
 		p.raw("null")
 		return
 	}
+	if len(t) < 2 {
+		p.write(appendStringToken(p.buf[:0], t))
+		return
+	}
 	const piece = 64 << 10
-	t := *s
+	body := t[1 : len(t)-1]
 	p.raw(`"`)
-	for len(t) > 0 && p.err == nil {
-		n := min(len(t), piece)
-		for n < len(t) && n > 0 && !utf8.RuneStart(t[n]) {
-			n--
-		}
-		if n == 0 {
-			n = min(len(t), piece)
-		}
-		p.buf = jsonscan.AppendEscaped(p.buf[:0], t[:n])
+	for len(body) > 0 && p.err == nil {
+		n := tokenPiece(body, piece)
+		p.buf = appendTokenBody(p.buf[:0], body[:n])
 		p.write(p.buf)
-		t = t[n:]
+		body = body[n:]
 	}
 	p.raw(`"`)
+}
+
+// tokenPiece returns the length of the first piece of the token body s: all of s when it is at most
+// size bytes, else the offset of the first escape at or past size (or len(s)), an escaped surrogate
+// pair counting as one escape.
+func tokenPiece(s []byte, size int) int {
+	if len(s) <= size {
+		return len(s)
+	}
+	i := 0
+	for {
+		k := bytes.IndexByte(s[i:], '\\')
+		if k < 0 {
+			return len(s)
+		}
+		i += k
+		if i >= size {
+			return i
+		}
+		switch {
+		case i+1 < len(s) && s[i+1] == 'u':
+			i += 6
+			if i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' && isHighSurrogate(s[i-6:]) {
+				i += 6
+			}
+		default:
+			i += 2
+		}
+		if i >= len(s) {
+			return len(s)
+		}
+	}
+}
+
+// isHighSurrogate reports whether s starts with a \u escape of a UTF-16 high surrogate.
+func isHighSurrogate(s []byte) bool {
+	r, ok := jsonscan.Hex4(s, 2)
+	return ok && r >= 0xD800 && r <= 0xDBFF
 }

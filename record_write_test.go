@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // TestWriteJSONMatchesAppendJSON: WriteJSON writes the very bytes AppendJSON builds, with and
@@ -16,10 +18,22 @@ func TestWriteJSONMatchesAppendJSON(t *testing.T) {
 		`{"model_call_id":"b","dialect":"messages","request":null,"response":null,"response_raw":` + string(mustJSONString(long)) + `,"request_raw":"plain"}`,
 		`{"model_call_id":"c","dialect":"responses","request":{"a":[1,2]},"response":{"output":[]}}`,
 	}
+	// Tokens written by other encoders (\/, \u00e9, escaped surrogate pairs) are rewritten in
+	// AppendString's form; shifted by 0 to 22 bytes, the 64 KiB piece boundaries fall on every
+	// byte of the 23-byte unit, a surrogate pair's two halves among them.
+	for k := range 23 {
+		unit := `a\/\u00e9\ud83d\ude00\"`
+		lines = append(lines, `{"model_call_id":"d","request_raw":"`+strings.Repeat("x", k)+strings.Repeat(unit, 8000)+`"}`)
+	}
 	for i, l := range lines {
 		r, err := BuildRecord([]byte(l), i)
 		if err != nil {
 			t.Fatalf("line %d: %v", i, err)
+		}
+		for _, raw := range []RawText{r.RequestRaw, r.ResponseRaw} {
+			if raw != nil && !bytes.Equal(raw.appendJSON(nil), jsonscan.AppendString(nil, raw.Text())) {
+				t.Fatalf("line %d: raw text not written as AppendString writes its text", i)
+			}
 		}
 		for _, payloads := range []bool{false, true} {
 			want := r.AppendJSON(nil, payloads)

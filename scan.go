@@ -29,12 +29,3 @@ func text(v []byte, alias bool) (string, bool) {
 	}
 	return jsonscan.String(v)
 }
-
-// textPtr is stringPtr through text.
-func textPtr(v []byte, alias bool) *string {
-	s, ok := text(v, alias)
-	if !ok {
-		return nil
-	}
-	return &s
-}

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/modelcalls/modelcalls/internal/fsutil"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
@@ -118,6 +116,12 @@ func (s *Store) ScanAvailable(id string, fn func(index, line int, b []byte)) err
 }
 
 // readLocked reads the whole capture file of id under a shared lock. A missing file gives nil data.
+//
+// A merge reads thousands of small files: the file is handled through its descriptor with plain
+// system calls (open, flock, fstat, read until end of file, unlock, close) and no *os.File, whose
+// setup (non-blocking mode probes, a cleanup registered per file) cost more system calls than the
+// read itself. The descriptor is opened non-blocking so that a FIFO in the store cannot block the
+// open; it is made blocking again only when the path is not a regular file.
 func (s *Store) readLocked(id string) (string, []byte, error) {
 	p, err := s.CapturePath(id)
 	if err != nil {
@@ -134,43 +138,53 @@ func (s *Store) readLocked(id string) (string, []byte, error) {
 		}
 		return p, nil, fmt.Errorf("open capture file: %w", &os.PathError{Op: "open", Path: p, Err: err})
 	}
-	unix.SetNonblock(fd, false)
-	f := os.NewFile(uintptr(fd), p)
-	defer f.Close()
-	if err := fsutil.Lock(f, false); err != nil {
-		return p, nil, err
+	defer unix.Close(fd)
+	if err := retryEINTR(func() error { return unix.Flock(fd, unix.LOCK_SH) }); err != nil {
+		return p, nil, fmt.Errorf("flock %s: %w", p, err)
 	}
-	defer fsutil.Unlock(f)
-	st, err := f.Stat()
-	if err != nil {
-		return p, nil, fmt.Errorf("stat capture file: %w", err)
+	defer unix.Flock(fd, unix.LOCK_UN)
+	var st unix.Stat_t
+	if err := retryEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
+		return p, nil, fmt.Errorf("stat capture file: %w", &os.PathError{Op: "stat", Path: p, Err: err})
 	}
-	if st.IsDir() {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
 		return p, nil, fmt.Errorf("read capture file %s: is a directory", p)
+	case unix.S_IFREG:
+	default:
+		unix.SetNonblock(fd, false)
 	}
-	data := make([]byte, 0, st.Size()+1)
-	data, err = readAll(f, data)
+	data, err := readAll(fd, make([]byte, 0, max(st.Size, 0)+1))
 	if err != nil {
-		return p, nil, fmt.Errorf("read capture file: %w", err)
-	}
-	if data == nil {
-		data = []byte{}
+		return p, nil, fmt.Errorf("read capture file: %w", &os.PathError{Op: "read", Path: p, Err: err})
 	}
 	return p, data, nil
 }
 
-func readAll(r io.Reader, b []byte) ([]byte, error) {
+// readAll appends what fd holds from its offset to end of file to b, growing it when full.
+func readAll(fd int, b []byte) ([]byte, error) {
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
 		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
+		n, err := unix.Read(fd, b[len(b):cap(b)])
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return b, err
+		case n == 0:
 			return b, nil
 		}
-		if err != nil {
-			return b, err
+		b = b[:len(b)+n]
+	}
+}
+
+// retryEINTR calls op until it fails with something other than EINTR.
+func retryEINTR(op func() error) error {
+	for {
+		if err := op(); !errors.Is(err, unix.EINTR) {
+			return err
 		}
 	}
 }

@@ -229,7 +229,11 @@ func spanRecord(ex *capture.Exchange, buf []byte) (*modelcalls.ModelCallRecord, 
 	rec.LocalResponseReason = lineStringPtr(ex.LocalResponseReason)
 	rec.ClientSessionID = lineStringPtr(ex.ClientSessionID)
 	rec.ClientAssistantMessageID = lineStringPtr(ex.ClientAssistantMessageID)
-	rec.RequestRaw = lineStringPtr(ex.RequestRaw)
+	if ex.RequestRaw != nil {
+		// A record holds the raw text as its JSON string token, as the capture line has it
+		// (AppendString replaces invalid UTF-8 as the line's encoder does).
+		rec.RequestRaw = modelcalls.RawText(jsonscan.AppendString(nil, *ex.RequestRaw))
+	}
 	return rec, line, nil
 }
 

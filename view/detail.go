@@ -151,7 +151,7 @@ func (l *loaded) conversations() []*Conversation {
 		if r.Response != nil {
 			c.Output, c.Error = parseResponse(r.Response)
 		} else if r.ResponseRaw != nil {
-			c.Output = []Message{{Role: "assistant", Parts: []Part{{Kind: "other", Name: "response_raw", Text: *r.ResponseRaw}}}}
+			c.Output = []Message{{Role: "assistant", Parts: []Part{{Kind: "other", Name: "response_raw", Text: r.ResponseRaw.Text()}}}}
 		}
 		if c.Input == nil {
 			c.Input = []Message{}
@@ -277,19 +277,17 @@ func (x *Index) Raw(id string, index int, part string) (data []byte, isJSON, ok 
 		return r.Response, true, r.Response != nil, nil
 	case "request_raw":
 		if r.RequestRaw != nil {
-			return []byte(*r.RequestRaw), false, true, nil
+			return []byte(r.RequestRaw.Text()), false, true, nil
 		}
 	case "response_raw":
 		if r.ResponseRaw != nil {
-			return []byte(*r.ResponseRaw), false, true, nil
+			return []byte(r.ResponseRaw.Text()), false, true, nil
 		}
 	}
 	return nil, false, false, nil
 }
 
-func strLen(p *string) int {
-	if p == nil {
-		return 0
-	}
-	return len(*p)
+// strLen is the length of the decoded text (0 when null).
+func strLen(t modelcalls.RawText) int {
+	return len(t.Text())
 }

@@ -145,12 +145,12 @@ func printRaw(w io.Writer, r *modelcalls.ModelCallRecord, which string) {
 	case r.Request != nil:
 		req, reqWhat = r.Request, "request (JSON object as captured)"
 	case r.RequestRaw != nil:
-		req, reqWhat = []byte(*r.RequestRaw), "request_raw (body that was not a JSON object)"
+		req, reqWhat = []byte(r.RequestRaw.Text()), "request_raw (body that was not a JSON object)"
 	}
 	res, resWhat := []byte(nil), ""
 	switch {
 	case r.ResponseRaw != nil:
-		res, resWhat = []byte(*r.ResponseRaw), "response_raw (body as received)"
+		res, resWhat = []byte(r.ResponseRaw.Text()), "response_raw (body as received)"
 	case r.Response != nil:
 		res, resWhat = r.Response, "response (JSON object as captured)"
 	}
@@ -294,7 +294,7 @@ func printCall(w io.Writer, o *showOptions, id string, r *modelcalls.ModelCallRe
 	heading(w, "request")
 	switch {
 	case req == nil && r.RequestRaw != nil:
-		fmt.Fprintf(w, "not a JSON object (%d bytes; --raw=request prints it)\n", len(*r.RequestRaw))
+		fmt.Fprintf(w, "not a JSON object (%d bytes; --raw=request prints it)\n", len(r.RequestRaw.Text()))
 	case req == nil:
 		fmt.Fprintln(w, "not captured")
 	default:
@@ -329,7 +329,7 @@ func printCall(w io.Writer, o *showOptions, id string, r *modelcalls.ModelCallRe
 	heading(w, "response")
 	switch {
 	case res == nil && r.ResponseRaw != nil:
-		fmt.Fprintf(w, "no response object; the body as received is %d bytes (--raw=response prints it)\n", len(*r.ResponseRaw))
+		fmt.Fprintf(w, "no response object; the body as received is %d bytes (--raw=response prints it)\n", len(r.ResponseRaw.Text()))
 	case res == nil:
 		fmt.Fprintln(w, "none (no body was received)")
 	default:

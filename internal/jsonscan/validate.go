@@ -13,20 +13,17 @@
 // tested against) gives the masks of quotes, backslashes and control or non-ASCII bytes, and
 // escapedBits tells escaping backslashes from escaped ones for all runs at once, so escape-dense
 // text (JSON held in a string, a streamed response_raw) is validated at nearly the speed of plain
-// text. A Scanner can also decode chosen strings in the same pass (into a new string, or over
-// their own bytes: InPlace) and index a chosen member's value (Tree) for readers that look into it
-// several times.
+// text. A Scanner can also index a chosen member's value in the same pass (Tree) for readers that
+// look into it several times.
 package jsonscan
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // MaxNesting bounds container nesting during validation so hostile input
@@ -72,9 +69,6 @@ func Validate(data []byte) error {
 type Member struct {
 	KeyStart, KeyEnd int // the key token, quotes included
 	ValStart, ValEnd int // the raw value
-	// Text is the decoded value when a Scanner decoded it (Decoded), else "".
-	Text    string
-	Decoded bool
 }
 
 // ValidateMembers is Validate that also maps the value when it is an object: it appends the
@@ -86,30 +80,20 @@ func ValidateMembers(data []byte, dst []Member) ([]Member, error) {
 }
 
 // A Scanner validates lines as ValidateMembers does and does more in the same pass, so that a
-// reader walks each line once: it decodes the string values of the top-level members named in
-// Decode into Member.Text (Decoded set; each occurrence of a repeated key), and maps the members of
-// the object value of the top-level member named Nested into NestedMembers (offsets into the same
-// text). With a repeated key the last occurrence whose value is an object is mapped; NestedStart is
-// the offset of that value (-1 when none was mapped), so that a reader can tell whether it is the
-// occurrence it uses. A capture line's reader decodes request_raw and response_raw and maps
-// response. The scanner keeps scratch memory between lines; decoded texts do not alias it. It is
-// not safe for concurrent use.
+// reader walks each line once: it maps the members of the object value of the top-level member
+// named Nested into NestedMembers (offsets into the same text). With a repeated key the last
+// occurrence whose value is an object is mapped; NestedStart is the offset of that value (-1 when
+// none was mapped), so that a reader can tell whether it is the occurrence it uses. A capture
+// line's reader maps response. The scanner keeps scratch memory between lines. It is not safe for
+// concurrent use.
 type Scanner struct {
-	Decode []string
 	Nested string
-	// InPlace makes the scanner decode the strings of Decode into data itself: the bytes of each
-	// such string are overwritten by its decoded text (never longer) and Member.Text shares that
-	// memory, so decoding allocates nothing. Only for a buffer the caller owns and never modifies
-	// afterwards; the rest of data is left as it is.
-	InPlace bool
 
 	NestedMembers []Member
 	NestedStart   int
 	// Tree indexes every value inside the mapped Nested value (see Tree), valid until the next
 	// call of Members.
 	Tree Tree
-
-	buf []byte
 }
 
 // Members validates data and returns its top-level members appended to dst, as ValidateMembers,
@@ -206,14 +190,7 @@ func validObject(data []byte, i, depth int, members []Member, collect bool, sc *
 			return i, members, &SyntaxError{i, "expected ':' after object key"}
 		}
 		valStart := SkipWS(data, i+1)
-		var text string
-		decoded := false
 		switch {
-		case sc != nil && valStart < len(data) && data[valStart] == '"' && isOneOf(data[keyStart:keyEnd], sc.Decode):
-			if text, i, err = sc.decode(data, valStart); err != nil {
-				return i, members, err
-			}
-			decoded = true
 		case sc != nil && sc.Nested != "" && valStart < len(data) && data[valStart] == '{' && KeyIs(data[keyStart:keyEnd], sc.Nested):
 			tr := &sc.Tree
 			tr.reset(data)
@@ -229,13 +206,17 @@ func validObject(data []byte, i, depth int, members []Member, collect bool, sc *
 				return i, members, err
 			}
 			t.close(n, i)
+		case valStart < len(data) && data[valStart] == '"': // most values: no dispatch through validValue
+			if i, err = validString(data, valStart); err != nil {
+				return i, members, err
+			}
 		default:
 			if i, err = validValue(data, valStart, depth+1, nil); err != nil {
 				return i, members, err
 			}
 		}
 		if collect {
-			members = append(members, Member{keyStart, keyEnd, valStart, i, text, decoded})
+			members = append(members, Member{keyStart, keyEnd, valStart, i})
 		}
 		i = SkipWS(data, i)
 		if i >= len(data) {
@@ -296,8 +277,15 @@ func validString(data []byte, i int) (int, error) {
 	start := i
 	i++
 	if i+8 <= len(data) {
-		// A short string (a key, most values) ends in its first word: no block is read for it.
-		if m := notPlain(load64(data, i)); m != 0 && data[i+firstByte(m)] == '"' {
+		// A short string (a key, most values) ends in its first words: no block is read for it.
+		// Up to four words of plain bytes are skipped word by word (the bytes before i stay plain,
+		// so the block loop may start at i).
+		m := notPlain(load64(data, i))
+		for m == 0 && i+16 <= len(data) && i-start < 25 {
+			i += 8
+			m = notPlain(load64(data, i))
+		}
+		if m != 0 && data[i+firstByte(m)] == '"' {
 			return i + firstByte(m) + 1, nil
 		}
 	}
@@ -488,15 +476,6 @@ func stringSpecial(data []byte, i int, out []byte, j *int) (int, error) {
 	}
 }
 
-func isOneOf(key []byte, names []string) bool {
-	for _, n := range names {
-		if KeyIs(key, n) {
-			return true
-		}
-	}
-	return false
-}
-
 // oneLetterEscape marks the letters that follow a backslash in a two-byte escape.
 var oneLetterEscape = [256]bool{'"': true, '\\': true, '/': true, 'b': true, 'f': true, 'n': true, 'r': true, 't': true}
 
@@ -581,13 +560,12 @@ func skipDigits(data []byte, i int) int {
 
 // SkipWS returns the first index at or after i that is not JSON whitespace.
 func SkipWS(data []byte, i int) int {
-	for i < len(data) {
-		switch data[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
+	// Compact JSON has no whitespace between tokens: one comparison settles the common case.
+	for i < len(data) && data[i] <= ' ' {
+		if c := data[i]; c != ' ' && c != '\t' && c != '\n' && c != '\r' {
 			return i
 		}
+		i++
 	}
 	return i
 }
@@ -614,177 +592,4 @@ func DeeperThan(b []byte, limit int) bool {
 		i++
 	}
 	return false
-}
-
-// decode checks the string at data[i] (a '"') under validString's rules and decodes it in the same
-// pass: the text and the offset past the closing quote.
-func (d *Scanner) decode(data []byte, i int) (string, int, error) {
-	if d.InPlace {
-		return decodeInPlace(data, i)
-	}
-	start := i
-	i++
-	// The text is not longer than the rest of data, plus room for the last word store. A buffer
-	// allocated for this string alone is handed over when the text fills most of it (the string
-	// ends the line, as response_raw does); otherwise the text is copied out and the buffer kept
-	// as scratch for the next string.
-	out, fresh := d.buf[:cap(d.buf)], false
-	if need := len(data) - start + 8; len(out) < need {
-		out, fresh = make([]byte, need), true
-	}
-	j := 0
-	for {
-		if i+8 <= len(data) {
-			// As in unescape: the word is stored whole, the output moves past its plain lanes.
-			x := load64(data, i)
-			binary.LittleEndian.PutUint64(out[j:j+8], x)
-			m := notPlain(x)
-			if m == 0 {
-				i += 8
-				j += 8
-				continue
-			}
-			k := firstByte(m)
-			i += k
-			j += k
-			if data[i] == '\\' && k < 7 {
-				if e := unescaped[data[i+1]]; e != 0 { // the common case, first
-					out[j] = e
-					i += 2
-					j++
-					continue
-				}
-			}
-		} else if i < len(data) && plain[data[i]] {
-			out[j] = data[i]
-			i++
-			j++
-			continue
-		} else if i >= len(data) {
-			return "", start, &SyntaxError{start, "unterminated string"}
-		}
-		switch c := data[i]; {
-		case c == '"':
-			if fresh && 2*j >= len(out) {
-				// out is never written again: the string may share its memory.
-				return unsafe.String(unsafe.SliceData(out), j), i + 1, nil
-			}
-			if fresh {
-				d.buf = out[:0]
-			}
-			return string(out[:j]), i + 1, nil
-		case c == '\\':
-			if i+1 >= len(data) {
-				return "", i, &SyntaxError{i, "unterminated escape"}
-			}
-			if e := unescaped[data[i+1]]; e != 0 {
-				out[j] = e
-				i += 2
-				j++
-				continue
-			}
-			if data[i+1] != 'u' {
-				return "", i, &SyntaxError{i, "invalid escape"}
-			}
-			r, ok := Hex4(data, i+2)
-			if !ok {
-				return "", i, &SyntaxError{i, "invalid \\u escape"}
-			}
-			n := 6
-			if r >= 0xD800 && r <= 0xDFFF {
-				if r >= 0xDC00 {
-					return "", i, &SyntaxError{i, msgLoneLow}
-				}
-				lo, ok := rune(0), len(data)-i >= 12 && data[i+6] == '\\' && data[i+7] == 'u'
-				if ok {
-					lo, ok = Hex4(data, i+8)
-				}
-				if !ok || lo < 0xDC00 || lo > 0xDFFF {
-					return "", i, &SyntaxError{i, msgLoneHigh}
-				}
-				r, n = utf16.DecodeRune(r, lo), 12
-			}
-			j += utf8.EncodeRune(out[j:], r)
-			i += n
-		case plain[c]: // a lane flagged only by a borrow
-			out[j] = c
-			i++
-			j++
-		case c < 0x20:
-			return "", i, &SyntaxError{i, "control character in string"}
-		default: // c >= 0x80
-			n := runeLen(data, i)
-			if n == 0 {
-				return "", i, &SyntaxError{i, "invalid UTF-8 in string"}
-			}
-			j += copy(out[j:], data[i:i+n])
-			i += n
-		}
-	}
-}
-
-// decodeInPlace is Scanner.decode writing the text over the string's own bytes: the string is
-// validated first (validString: 64 bytes at a time), then its body is decoded over itself
-// (unescapeInPlace; the output never passes the input, every escape being longer than what it
-// stands for). Two passes measured as fast as one fused word loop and share the validator.
-func decodeInPlace(data []byte, i int) (string, int, error) {
-	end, err := validString(data, i)
-	if err != nil {
-		return "", end, err
-	}
-	n := unescapeInPlace(data[i+1 : end-1])
-	return unsafe.String(&data[i+1], n), end, nil
-}
-
-// unescapeInPlace decodes the valid body s of a JSON string over itself and returns the length of
-// the text. As unescape: words are stored whole and the output moves past the bytes before their
-// first backslash only; a word may be stored whole only where it cannot reach bytes not yet read
-// (once i - j >= 8, after the first eight escapes), before that those bytes are moved exactly.
-func unescapeInPlace(s []byte) int {
-	i, j := 0, 0
-	for i+8 <= len(s) {
-		x := load64(s, i)
-		m := hasByte(x, '\\')
-		if m == 0 {
-			binary.LittleEndian.PutUint64(s[j:j+8], x) // j + 8 <= i + 8
-			i += 8
-			j += 8
-			continue
-		}
-		k := firstByte(m)
-		if i-j >= 8 {
-			binary.LittleEndian.PutUint64(s[j:j+8], x)
-		} else {
-			copy(s[j:j+k], s[i:i+k])
-		}
-		i += k
-		j += k
-		if c := unescaped[s[i+1]]; c != 0 {
-			s[j] = c
-			i += 2
-			j++
-			continue
-		}
-		r, n := unescapeU(s[i:]) // valid text: a \\u escape, paired when a surrogate
-		j += utf8.EncodeRune(s[j:], r)
-		i += n
-	}
-	for i < len(s) {
-		if s[i] != '\\' {
-			s[j] = s[i]
-			i++
-			j++
-			continue
-		}
-		if c := unescaped[s[i+1]]; c != 0 {
-			s[j] = c
-			i += 2
-			j++
-			continue
-		}
-		r, n := unescapeU(s[i:])
-		j += utf8.EncodeRune(s[j:], r)
-		i += n
-	}
-	return j
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -215,7 +216,7 @@ func KeyName(tok []byte) []byte {
 		return nil
 	}
 	inner := tok[1 : len(tok)-1]
-	if bytes.IndexByte(inner, '\\') < 0 {
+	if indexBackslash(inner) < 0 { // keys are short: a word at a time, no call
 		return inner
 	}
 	return unescape(inner)
@@ -360,12 +361,142 @@ func Float(v []byte) (float64, bool) {
 	if !IsNumber(v) {
 		return 0, false
 	}
+	if f, ok := exactFloat(v); ok {
+		return f, true
+	}
 	f, err := strconv.ParseFloat(bytesString(v), 64)
 	if err != nil || math.IsInf(f, 0) {
 		return 0, false
 	}
 	return f, true
 }
+
+// exactFloat is Float's fast path for a plain decimal (-?digits(.digits)?, no exponent) of at most
+// 19 digits, read as an integer m, with at most 22 of them in the fraction: when m is at most 2^53,
+// m and 10^fraction are exact doubles, so m / 10^fraction, one IEEE division, is the correctly
+// rounded value strconv.ParseFloat gives (Clinger's fast path); a larger m (a 17-digit Unix
+// timestamp with microseconds) is settled by nearestQuotient. ok is false for anything else.
+func exactFloat(v []byte) (float64, bool) {
+	i, neg := 0, false
+	if len(v) > 0 && v[0] == '-' {
+		i, neg = 1, true
+	}
+	var m uint64
+	digits, frac := 0, 0
+	for ; i < len(v) && v[i] >= '0' && v[i] <= '9'; i++ {
+		m = m*10 + uint64(v[i]-'0')
+		digits++
+	}
+	if digits == 0 {
+		return 0, false
+	}
+	if i < len(v) && v[i] == '.' {
+		i++
+		for ; i < len(v) && v[i] >= '0' && v[i] <= '9'; i++ {
+			m = m*10 + uint64(v[i]-'0')
+			frac++
+		}
+		if frac == 0 {
+			return 0, false
+		}
+		digits += frac
+	}
+	if i != len(v) || digits > 19 || frac >= len(exactPow10) {
+		return 0, false
+	}
+	f := float64(m) / exactPow10[frac]
+	if m > 1<<53 {
+		// Two roundings (m to a double, then the division): f is within an ulp or two of the
+		// value. The neighbour whose rounding interval holds m / 10^frac is found by exact
+		// integer comparisons (nearestQuotient); a value past their 128-bit range falls back.
+		var ok bool
+		if f, ok = nearestQuotient(m, frac, f); !ok {
+			return 0, false
+		}
+	}
+	if neg {
+		f = -f
+	}
+	return f, true
+}
+
+// nearestQuotient returns the double nearest to q = m / 10^frac (ties to even), starting from an
+// approximation f (a positive normal double within a few ulps of q), or ok false when the exact
+// comparisons would not fit in 128 bits. f = M * 2^E with M the 53-bit significand; q lies in
+// f's rounding interval when (2M-1) * 2^(E-1) <= q <= (2M+1) * 2^(E-1), compared as
+// m * 2^(1-E) against (2M±1) * 10^frac.
+func nearestQuotient(m uint64, frac int, f float64) (float64, bool) {
+	p10 := uint64(1)
+	for range frac {
+		p10 *= 10
+	}
+	for range 4 {
+		b := math.Float64bits(f)
+		exp := int(b>>52) & 0x7FF
+		if exp == 0 || exp == 0x7FF {
+			return 0, false
+		}
+		M := b&(1<<52-1) | 1<<52
+		shift := 1 - (exp - 1075) // 1 - E
+		if shift < 1 || shift > 64 || bits.Len64(m)+shift > 128 {
+			return 0, false
+		}
+		// m * 2^shift as a 128-bit number.
+		var qh, ql uint64
+		if shift == 64 {
+			qh, ql = m, 0
+		} else {
+			qh, ql = m>>(64-shift), m<<shift
+		}
+		hh, hl := bits.Mul64(2*M+1, p10) // the upper edge of f's interval, times 10^frac * 2^(1-E)
+		if c := cmp128(qh, ql, hh, hl); c > 0 || (c == 0 && M&1 == 1) {
+			f = math.Nextafter(f, math.Inf(1))
+			continue
+		}
+		// The lower edge: (2M-1) * 2^(E-1), except at a power of two, where the double below is
+		// half as far: (4M-1) * 2^(E-2).
+		var lh, ll uint64
+		if b&(1<<52-1) == 0 {
+			if shift == 64 {
+				return 0, false
+			}
+			lh, ll = bits.Mul64(4*M-1, p10)
+			qh, ql = m>>(63-shift), m<<(shift+1)
+			if shift+1 == 64 {
+				qh, ql = m, 0
+			}
+		} else {
+			lh, ll = bits.Mul64(2*M-1, p10)
+		}
+		if c := cmp128(qh, ql, lh, ll); c < 0 || (c == 0 && M&1 == 1) {
+			f = math.Nextafter(f, 0)
+			continue
+		}
+		return f, true
+	}
+	return 0, false
+}
+
+// cmp128 compares the 128-bit numbers ah:al and bh:bl.
+func cmp128(ah, al, bh, bl uint64) int {
+	switch {
+	case ah != bh:
+		if ah < bh {
+			return -1
+		}
+		return 1
+	case al != bl:
+		if al < bl {
+			return -1
+		}
+		return 1
+	}
+	return 0
+}
+
+// exactPow10 are the powers of ten that are exact doubles.
+var exactPow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12,
+	1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
 // bytesString views b as a string without copying it, for a parser that does not keep its input
 // (strconv keeps it only in an error, which is dropped).
@@ -543,6 +674,17 @@ func indexBackslash(s []byte) int {
 			}
 			return -1
 		}
+	}
+	if i == len(s) {
+		return -1
+	}
+	if len(s) >= 8 {
+		// The tail in one word: the last eight bytes, overlapping bytes already found plain (the
+		// lowest flag of hasByte is exact, so an overlapped byte is never reported).
+		if m := hasByte(load64(s, len(s)-8), '\\'); m != 0 {
+			return len(s) - 8 + firstByte(m)
+		}
+		return -1
 	}
 	for ; i < len(s); i++ {
 		if s[i] == '\\' {

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -180,32 +182,12 @@ func FuzzWalk(f *testing.F) {
 		if a, b := unescape(data), appendUnescaped(nil, data); !bytes.Equal(a, b) {
 			t.Fatalf("unescape(%q) = %q, the general decoder gives %q", data, a, b)
 		}
-		tok := append(append([]byte{'"'}, data...), '"')
-		if SkipString(tok, 0) == len(tok) {
-			end, verr := validString(tok, 0)
-			var d Scanner
-			text, dend, derr := d.decode(tok, 0)
-			if (verr == nil) != (derr == nil) || (verr == nil && (end != dend || text != Unquote(tok))) {
-				t.Fatalf("token %q: validString %d, %v; decode %q, %d, %v", tok, end, verr, text, dend, derr)
-			}
-			buf := bytes.Clone(tok)
-			itext, iend, ierr := decodeInPlace(buf, 0)
-			if (ierr == nil) != (verr == nil) || (verr == nil && (iend != end || itext != text)) {
-				t.Fatalf("token %q: decode %q, %d, %v; in place %q, %d, %v", tok, text, dend, derr, itext, iend, ierr)
-			}
-			if verr == nil && !bytes.Equal(buf[iend:], tok[iend:]) {
-				t.Fatalf("token %q: decoding in place changed the bytes after the string: %q", tok, buf)
-			}
-		}
-		if err := checkInPlace(data, "a", "d", ""); err != nil {
-			t.Fatal(err)
-		}
 		err := Validate(data)
 		members, merr := ValidateMembers(data, nil)
 		if (err == nil) != (merr == nil) {
 			t.Fatalf("Validate = %v, ValidateMembers = %v", err, merr)
 		}
-		decoded, derr := validDecoding(data, "a", "d", "")
+		decoded, derr := validNested(data)
 		if (err == nil) != (derr == nil) {
 			t.Fatalf("Validate(%q) = %v, Scanner.Members: %v", data, err, derr)
 		}
@@ -346,11 +328,10 @@ func longDigits(b []byte) bool {
 	return false
 }
 
-// validDecoding is Scanner.Members decoding the named members and mapping member "n", also checking
-// that each decoded text is what Unquote gives, that only strings of the named members were decoded
-// and that the nested map is what EachMember walks.
-func validDecoding(data []byte, names ...string) ([]Member, error) {
-	sc := Scanner{Decode: names, Nested: "n"}
+// validNested is Scanner.Members mapping member "n", also checking that the nested map is what
+// EachMember walks and that its index walks it as the walkers do.
+func validNested(data []byte) ([]Member, error) {
+	sc := Scanner{Nested: "n"}
 	members, err := sc.Members(data, nil)
 	if err != nil {
 		return nil, err
@@ -375,49 +356,33 @@ func validDecoding(data []byte, names ...string) ([]Member, error) {
 			return nil, err
 		}
 	}
-	for _, m := range members {
-		v := data[m.ValStart:m.ValEnd]
-		want := IsString(v) && isOneOf(data[m.KeyStart:m.KeyEnd], names)
-		if m.Decoded != want || (want && m.Text != Unquote(v)) {
-			return nil, fmt.Errorf("member %s: decoded %v %q, want %v %q", data[m.KeyStart:m.KeyEnd], m.Decoded, m.Text, want, Unquote(v))
-		}
-	}
 	return members, nil
 }
 
-// TestScannerDecodes decodes long escape-dense texts (the scratch buffer grows) and
-// short ones with the same decoder, and refuses what Validate refuses.
-func TestScannerDecodes(t *testing.T) {
-	d := Scanner{Decode: []string{"raw"}}
+// TestScannerRefuses: a Scanner accepts long escape-dense texts and refuses what Validate refuses.
+func TestScannerRefuses(t *testing.T) {
+	d := Scanner{Nested: "n"}
 	long := strings.Repeat(`data: {\"type\":\"x\"}\n\n\u00e9\ud83d\ude00 `, 400)
 	for _, c := range []struct{ line, err string }{
-		{`{"raw":"` + long + `","n":1,"raw":"short\\"}`, ""},
+		{`{"raw":"` + long + `","n":{"a":1},"raw":"short\\"}`, ""},
 		{`{"raw":"a","other":"` + long + `"}`, ""},
 		{`{"raw":"` + long + `\ud800"}`, "unpaired"},
 		{`{"raw":"` + long + "\x01" + `"}`, "control"},
 		{`{"raw":"` + long, "unterminated"},
 		{`{"raw":"ok"`, "unterminated object"},
 		{`{"raw":7,"x":"\q"}`, "invalid escape"},
+		{`{"n":{"a":"\q"}}`, "invalid escape"},
 	} {
-		if err := checkInPlace([]byte(c.line), "raw"); err != nil {
-			t.Error(err)
-		}
-		members, err := d.Members([]byte(c.line), nil)
-		if c.err != "" {
-			if err == nil || !strings.Contains(err.Error(), c.err) || Validate([]byte(c.line)) == nil {
-				t.Errorf("%.50s: err %v, want %q (Validate: %v)", c.line, err, c.err, Validate([]byte(c.line)))
+		_, err := d.Members([]byte(c.line), nil)
+		verr := Validate([]byte(c.line))
+		if c.err == "" {
+			if err != nil || verr != nil {
+				t.Errorf("%.50s: Members %v, Validate %v", c.line, err, verr)
 			}
 			continue
 		}
-		if err != nil {
-			t.Fatalf("%.50s: %v", c.line, err)
-		}
-		for _, m := range members {
-			v := []byte(c.line[m.ValStart:m.ValEnd])
-			want := c.line[m.KeyStart:m.KeyEnd] == `"raw"` && IsString(v)
-			if m.Decoded != want || (want && m.Text != Unquote(v)) {
-				t.Errorf("%.50s: member %s decoded %v %.40q", c.line, c.line[m.KeyStart:m.KeyEnd], m.Decoded, m.Text)
-			}
+		if err == nil || !strings.Contains(err.Error(), c.err) || verr == nil || verr.Error() != err.Error() {
+			t.Errorf("%.50s: err %v, want %q (Validate: %v)", c.line, err, c.err, verr)
 		}
 	}
 }
@@ -475,59 +440,95 @@ func sameSlice(a, b []byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
-// checkInPlace checks that a Scanner decoding in place (on a copy of data) gives the verdict, the
-// members and the texts of one that does not, and changes nothing outside the decoded strings.
-func checkInPlace(data []byte, names ...string) error {
-	want, werr := (&Scanner{Decode: names, Nested: "n"}).Members(data, nil)
-	buf := bytes.Clone(data)
-	got, gerr := (&Scanner{Decode: names, Nested: "n", InPlace: true}).Members(buf, nil)
-	if (werr == nil) != (gerr == nil) {
-		return fmt.Errorf("%q: Members %v, in place %v", data, werr, gerr)
+// FuzzFloat: Float's fast path gives exactly strconv.ParseFloat's double (bits compared, so -0
+// and 0 differ) wherever it applies.
+func FuzzFloat(f *testing.F) {
+	for _, s := range []string{"0", "-0", "-0.0", "0.02", "1795968571.513956", "1795968571.5139756",
+		"9007199254740992", "9007199254740993", "9007199254740995", "18014398509481989", "0.9007199254740993",
+		"1234567890123456789", "9999999999999999999", "0.0000000000000000001", "4503599627370496.5", "0.1", "123.4567890123456789", "1e5", "01", "1.", "-", "2.2250738585072014"} {
+		f.Add(s)
 	}
-	if werr != nil {
-		return nil
-	}
-	if len(got) != len(want) {
-		return fmt.Errorf("%q: %d members, in place %d", data, len(want), len(got))
-	}
-	kept := bytes.Clone(data)
-	for i, w := range want {
-		g := got[i]
-		if g.KeyStart != w.KeyStart || g.ValStart != w.ValStart || g.ValEnd != w.ValEnd || g.Decoded != w.Decoded || g.Text != w.Text {
-			return fmt.Errorf("%q member %d: %+v, in place %+v", data, i, w, g)
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := exactFloat([]byte(s))
+		if !ok {
+			return
 		}
-		if g.Decoded {
-			copy(kept[g.ValStart:g.ValEnd], buf[g.ValStart:g.ValEnd]) // may differ
+		want, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("exactFloat(%q) = %v, ParseFloat = %v, %v", s, got, want, err)
 		}
-	}
-	if !bytes.Equal(kept, buf) {
-		return fmt.Errorf("%q: decoding in place changed bytes outside the decoded strings: %q", data, buf)
-	}
-	return nil
+	})
 }
 
-// TestDecodeInPlaceRandom decodes random escape-dense strings (the pieces JSON held in a string is
-// made of, and the escapes the word-wise path leaves to the byte-wise one) in place and compares
-// each with what the copying decoder and encoding/json give.
-func TestDecodeInPlaceRandom(t *testing.T) {
-	pieces := []string{`\"`, `\n`, `\\`, `a`, `bc`, `defgh`, `\u00e9`, `\ud83d\ude00`, `é`, `\t`, `\/`, "漢", ` `, `:`, `{`, `\\\"`}
-	r := rand.New(rand.NewPCG(3, 4))
+// TestIndexBackslash compares indexBackslash with bytes.IndexByte for every length up to 80 and
+// every position of one or two backslashes (the word loop, the overlapping tail word, the byte
+// loop of short runs and the vectorised search of long ones).
+func TestIndexBackslash(t *testing.T) {
+	for n := range 81 {
+		base := bytes.Repeat([]byte{'a'}, n)
+		check := func(s []byte) {
+			if got, want := indexBackslash(s), bytes.IndexByte(s, '\\'); got != want {
+				t.Fatalf("indexBackslash(%q) = %d, want %d", s, got, want)
+			}
+		}
+		check(base)
+		for i := range n {
+			for j := i; j < n; j++ {
+				s := bytes.Clone(base)
+				s[i], s[j] = '\\', '\\'
+				check(s)
+			}
+		}
+	}
+}
+
+// TestExactFloatRandom compares Float's fast paths with strconv.ParseFloat bit for bit on random
+// plain decimals of 1 to 19 digits with every fraction length, and on the decimals just around
+// the midpoints between neighbouring doubles of a timestamp's range.
+func TestExactFloatRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	// The capture line's timestamps take the fast path, not only the fallback.
+	for _, s := range []string{"1795968571.5139756", "1795968571.513956", "0.02"} {
+		if _, ok := exactFloat([]byte(s)); !ok {
+			t.Errorf("exactFloat(%q) fell back to strconv", s)
+		}
+	}
+	check := func(s string) {
+		got, ok := exactFloat([]byte(s))
+		want, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		if ok && math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("exactFloat(%q) = %v (%x), ParseFloat = %v (%x)", s, got, math.Float64bits(got), want, math.Float64bits(want))
+		}
+	}
+	for range 300000 {
+		digits := 1 + r.IntN(19)
+		b := make([]byte, 0, 21)
+		for range digits {
+			b = append(b, byte('0'+r.IntN(10)))
+		}
+		if frac := r.IntN(digits + 1); frac > 0 {
+			b = append(b[:digits-frac:digits-frac], append([]byte{'.'}, b[digits-frac:digits]...)...)
+			if len(b) > 0 && b[0] == '.' {
+				b = append([]byte{'0'}, b...)
+			}
+		}
+		check(string(b))
+	}
+	// Near-ties: the exact midpoint between a double near 1.8e9 and the next one, truncated to 19
+	// digits (9 after the point), and the decimals one unit in the last place around it.
 	for range 20000 {
-		var sb strings.Builder
-		sb.WriteByte('"')
-		for range r.IntN(60) {
-			sb.WriteString(pieces[r.IntN(len(pieces))])
-		}
-		sb.WriteString(`","x":1`)
-		tok := []byte(sb.String())
-		var want string
-		if err := json.Unmarshal(tok[:bytes.Index(tok, []byte(`","x"`))+1], &want); err != nil {
-			t.Fatal(err)
-		}
-		buf := bytes.Clone(tok)
-		got, end, err := decodeInPlace(buf, 0)
-		if err != nil || got != want || string(buf[end-1:]) != string(tok[end-1:]) {
-			t.Fatalf("%s: in place %q, %d, %v; want %q", tok, got, end, err, want)
+		f := 1e9 + r.Float64()*1e9
+		_, e := math.Frexp(f)
+		mid := new(big.Float).SetPrec(200).SetFloat64(f)
+		mid.Add(mid, new(big.Float).SetMantExp(big.NewFloat(1), e-54)) // half an ulp: 2^(e-53-1)
+		s := mid.Text('f', 9)
+		n, _ := strconv.ParseUint(strings.Replace(s, ".", "", 1), 10, 64)
+		for _, d := range []uint64{n - 1, n, n + 1} {
+			u := strconv.FormatUint(d, 10)
+			check(u[:len(u)-9] + "." + u[len(u)-9:])
 		}
 	}
 }

@@ -58,8 +58,8 @@ func FuzzEncodeExchange(f *testing.F) {
 		if err != nil {
 			t.Fatalf("record from encoded line: %v", err)
 		}
-		if want := string([]rune(text)); rec.ResponseRaw == nil || *rec.ResponseRaw != want {
-			t.Fatalf("response_raw reads back as %q, want %q", deref(rec.ResponseRaw), want)
+		if want := string([]rune(text)); rec.ResponseRaw == nil || rec.ResponseRaw.Text() != want {
+			t.Fatalf("response_raw reads back as %q, want %q", rec.ResponseRaw.Text(), want)
 		}
 		if want := string([]rune(session)); rec.ClientSessionID == nil || *rec.ClientSessionID != want {
 			t.Fatalf("client_session_id reads back as %q, want %q", deref(rec.ClientSessionID), want)
@@ -298,11 +298,11 @@ func FuzzGatewayRelay(f *testing.F) {
 			// body up to there, plus whatever arrived in the same read; all of it without one.
 			k := rawPrefix(body, rec.ResponseRaw)
 			if k < 0 || (k < len(body) && deref(rec.ErrorCategory) == "stream_truncated") {
-				t.Fatalf("response_raw %q is not the body's text %q up to its terminal event", deref(rec.ResponseRaw), body)
+				t.Fatalf("response_raw %q is not the body's text %q up to its terminal event", rec.ResponseRaw.Text(), body)
 			}
 		}
-		if !sse && rec.ResponseRaw != nil && *rec.ResponseRaw != string([]rune(string(body))) {
-			t.Fatalf("response_raw %q, body %q", deref(rec.ResponseRaw), body)
+		if !sse && rec.ResponseRaw != nil && rec.ResponseRaw.Text() != string([]rune(string(body))) {
+			t.Fatalf("response_raw %q, body %q", rec.ResponseRaw.Text(), body)
 		}
 		if rec.StatusCode == nil || *rec.StatusCode != a.status {
 			t.Fatalf("status_code %v, want %d", rec.StatusCode, a.status)
@@ -312,12 +312,13 @@ func FuzzGatewayRelay(f *testing.F) {
 
 // rawPrefix returns the k for which raw is the text of body[:k] (invalid UTF-8 replaced), the
 // longest one, or -1 when there is none (or raw is nil).
-func rawPrefix(body []byte, raw *string) int {
+func rawPrefix(body []byte, raw modelcalls.RawText) int {
 	if raw == nil {
 		return -1
 	}
+	text := raw.Text()
 	for k := len(body); k >= 0; k-- {
-		if string([]rune(string(body[:k]))) == *raw {
+		if string([]rune(string(body[:k]))) == text {
 			return k
 		}
 	}
