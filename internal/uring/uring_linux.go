@@ -46,6 +46,8 @@ const (
 	offSQEs   = 0x10000000
 
 	registerEventfd = 4
+	// registerIOWQMaxWorkers is IORING_REGISTER_IOWQ_MAX_WORKERS (Linux 5.15).
+	registerIOWQMaxWorkers = 19
 
 	sqeSize = 64
 	cqeSize = 16
@@ -119,6 +121,9 @@ type slot struct {
 	done chan int32
 }
 
+// maxWorkers is the most operations on regular files the kernel runs at once for a ring.
+const maxWorkers = 64
+
 // New sets up a ring with room for entries operations in flight (rounded up to a power of two by
 // the kernel) and starts the goroutine that reaps completions. It fails where io_uring, or one of
 // the operations this package needs, is not available.
@@ -168,6 +173,13 @@ func New(entries uint32) (*Ring, error) {
 	}
 	// A non-blocking fd makes a pollable os.File: reads park the goroutine in the network poller.
 	r.efd = os.NewFile(uintptr(efd), "io_uring-eventfd")
+	// The kernel runs a write it cannot finish at once (every RWF_DSYNC write) on a worker thread
+	// of the ring's own pool, and by default starts at most 4 per CPU for regular files: on 2 CPUs,
+	// 8 durable writes at a time, while the disk takes more at once (64 writers, each on its own
+	// file, made twice as many durable appends per second with plain system calls). Raise the
+	// bound to maxWorkers; kernels before 5.15 do not offer it and keep theirs.
+	limits := [2]uint32{maxWorkers, 0} // bounded (regular files), unbounded: unchanged
+	unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerIOWQMaxWorkers, uintptr(unsafe.Pointer(&limits)), 2, 0, 0)
 
 	// At most as many operations in flight as the SQ holds: the CQ (twice as large) cannot overflow.
 	n := min(p.sqEntries, p.cqEntries)

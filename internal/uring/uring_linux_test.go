@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -128,5 +129,18 @@ func TestErrorsAreTheKernels(t *testing.T) {
 	}
 	if err := r.Fdatasync(-1); !errors.Is(err, unix.EBADF) {
 		t.Fatalf("sync of fd -1: %v, want EBADF", err)
+	}
+}
+
+// The ring's pool runs up to maxWorkers writes to regular files at once, not the kernel's default
+// of 4 per CPU (read back: limits of 0 leave them as they are and return them).
+func TestMaxWorkers(t *testing.T) {
+	r := ring(t)
+	var limits [2]uint32
+	if _, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerIOWQMaxWorkers, uintptr(unsafe.Pointer(&limits)), 2, 0, 0); errno != 0 {
+		t.Skipf("IORING_REGISTER_IOWQ_MAX_WORKERS: %v (before Linux 5.15)", errno)
+	}
+	if limits[0] != maxWorkers {
+		t.Errorf("bounded workers %d, want %d", limits[0], maxWorkers)
 	}
 }
