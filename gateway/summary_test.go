@@ -38,46 +38,10 @@ func TestStreamedCallSummaryReachesLogAndOnCaptured(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.dialect, func(t *testing.T) {
-			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "text/event-stream")
-				io.WriteString(w, tt.stream)
-			}))
-			defer up.Close()
-			u, _ := url.Parse(up.URL)
-			store, err := capture.Open(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			var logs bytes.Buffer
-			var mu sync.Mutex
-			var seen []byte
-			h := &Handler{Upstream: u, Store: store, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-				OnCaptured: func(c CapturedCall) {
-					mu.Lock()
-					defer mu.Unlock()
-					seen = append([]byte(nil), c.Exchange.Response...)
-					if c.Exchange.ResponseTo != nil {
-						t.Error("OnCaptured got an exchange whose response is written by ResponseTo")
-					}
-				}}
-			gw := httptest.NewServer(h)
-			defer gw.Close()
-			resp, err := http.Post(gw.URL+"/ng-rollout/r1"+tt.path, "application/json", strings.NewReader(`{"model":"asked","stream":true}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			// The log line and OnCaptured come once the held chunk has gone out: wait for them.
-			if err := h.inflight.wait(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			mu.Lock()
-			defer mu.Unlock()
+			seen, line := streamOnce(t, tt.path, tt.stream, nil)
 			if !bytes.Contains(seen, []byte(`"model":"`+tt.model+`"`)) || !bytes.Contains(seen, []byte(`"usage"`)) {
 				t.Errorf("OnCaptured response %s; want the stream's model and usage", seen)
 			}
-			line := logs.String()
 			if !strings.Contains(line, "model="+tt.model) || !strings.Contains(line, tt.tokens) {
 				t.Errorf("access log %q; want model=%s and %s", line, tt.model, tt.tokens)
 			}
@@ -89,10 +53,23 @@ func TestStreamedCallSummaryReachesLogAndOnCaptured(t *testing.T) {
 // dialect.SummaryTextBytes bytes (here all of it), which live span export carries as content.
 func TestOnCapturedGetsSpilledText(t *testing.T) {
 	text := strings.Repeat("0123456789", 50)
+	seen, _ := streamOnce(t, "/v1/chat/completions",
+		"data: {\"id\":\"c1\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\""+text+"\"}}]}\n\n"+
+			"data: {\"id\":\"c1\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+		func(h *Handler) { h.SpoolThreshold, h.SpoolDir = 64, t.TempDir() })
+	if !bytes.Contains(seen, []byte(`"content":"`+text+`"`)) {
+		t.Errorf("OnCaptured response %s; want the spilled text", seen)
+	}
+}
+
+// streamOnce serves stream as a text/event-stream answer to one captured call through a Handler
+// (configured by configure, with OnCaptured recording the exchange's response), and returns, once
+// the call is settled, what OnCaptured got and the access log.
+func streamOnce(t *testing.T, path, stream string, configure func(*Handler)) (seen []byte, log string) {
+	t.Helper()
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, "data: {\"id\":\"c1\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\""+text+"\"}}]}\n\n"+
-			"data: {\"id\":\"c1\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+		io.WriteString(w, stream)
 	}))
 	defer up.Close()
 	u, _ := url.Parse(up.URL)
@@ -100,28 +77,33 @@ func TestOnCapturedGetsSpilledText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var logs bytes.Buffer
 	var mu sync.Mutex
-	var seen []byte
-	h := &Handler{Upstream: u, Store: store, SpoolThreshold: 64, SpoolDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	h := &Handler{Upstream: u, Store: store, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		OnCaptured: func(c CapturedCall) {
 			mu.Lock()
 			defer mu.Unlock()
 			seen = append([]byte(nil), c.Exchange.Response...)
+			if c.Exchange.ResponseTo != nil {
+				t.Error("OnCaptured got an exchange whose response is written by ResponseTo")
+			}
 		}}
+	if configure != nil {
+		configure(h)
+	}
 	gw := httptest.NewServer(h)
 	defer gw.Close()
-	resp, err := http.Post(gw.URL+"/ng-rollout/r1/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","stream":true}`))
+	resp, err := http.Post(gw.URL+"/ng-rollout/r1"+path, "application/json", strings.NewReader(`{"model":"asked","stream":true}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+	// The log line and OnCaptured come once the held chunk has gone out: wait for them.
 	if err := h.inflight.wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if !bytes.Contains(seen, []byte(`"content":"`+text+`"`)) {
-		t.Errorf("OnCaptured response %s; want the spilled text", seen)
-	}
+	return seen, logs.String()
 }

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
 )
 
@@ -102,6 +103,18 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// benchRecord is the bench call's record and request info, as the worker reads them (handle).
+func benchRecord(b *testing.B) (*modelcalls.ModelCallRecord, requestInfo) {
+	b.Helper()
+	rec, _, err := spanRecord(benchExchange(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ri := scanRequest(rec.Request)
+	ri.responseModel = rec.Model
+	return rec, ri
+}
+
 // BenchmarkSDKFloor is what the OpenTelemetry SDK alone costs per span of the bench call: the span
 // BenchmarkLivePath sends (same name, kind, times, attributes and ids), started, ended, batched,
 // encoded and sent over OTLP/HTTP by the exporter's own tracer provider, with its attributes built
@@ -117,12 +130,7 @@ func BenchmarkSDKFloor(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.Shutdown(context.Background())
-	rec, _, err := spanRecord(benchExchange(b), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ri := scanRequest(rec.Request)
-	ri.responseModel = rec.Model
+	rec, ri := benchRecord(b)
 	attrs := callAttributes(nil, "r1", rec, ri, e.srv)
 	start, end := callTimes(rec)
 	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: RolloutTraceID("r1"), SpanID: RolloutSpanID("r1"), TraceFlags: trace.FlagsSampled, Remote: true})
@@ -154,12 +162,7 @@ func BenchmarkLiveMetrics(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.Shutdown(context.Background())
-	rec, _, err := spanRecord(benchExchange(b), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ri := scanRequest(rec.Request)
-	ri.responseModel = rec.Model
+	rec, ri := benchRecord(b)
 	b.ReportAllocs()
 	stop := reportCPU(b)
 	for b.Loop() {
