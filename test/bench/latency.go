@@ -201,7 +201,7 @@ func (r *runner) runLatency(ctx context.Context) error {
 				res.by[sGwOne].addConc(one)
 			}
 		}
-		f, err := probe.run(r.fsyncN)
+		f, _, err := probe.run(r.fsyncN)
 		if err != nil {
 			return err
 		}
@@ -262,7 +262,7 @@ func pacedFsyncs(ctx context.Context, s *subject, fx *fixtures, probe *fsyncProb
 		if i > 0 {
 			calls = append(calls, d)
 		}
-		f, err := probe.run(1)
+		f, _, err := probe.run(1)
 		if err != nil {
 			return nil, nil, err
 		}

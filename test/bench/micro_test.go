@@ -99,7 +99,7 @@ func BenchmarkFsync(b *testing.B) {
 	defer p.close()
 	b.SetBytes(int64(len(line) + 1))
 	for b.Loop() {
-		if _, err := p.run(1); err != nil {
+		if _, _, err := p.run(1); err != nil {
 			b.Fatal(err)
 		}
 	}

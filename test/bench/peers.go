@@ -231,9 +231,6 @@ func tail(b []byte, n int) string {
 type fsyncProbe struct {
 	f    *os.File
 	line []byte
-	// lastWriteSync is the last append's write and fsync together (what the store does for a line:
-	// the copy into the page cache is part of making it durable).
-	lastWriteSync time.Duration
 }
 
 func newFsyncProbe(dir string, lineLen int) (*fsyncProbe, error) {
@@ -246,23 +243,24 @@ func newFsyncProbe(dir string, lineLen int) (*fsyncProbe, error) {
 	return &fsyncProbe{f: f, line: line}, nil
 }
 
-// run times n append+fsync pairs; what is recorded is the fsync alone.
-func (p *fsyncProbe) run(n int) (durations, error) {
-	out := make(durations, 0, n)
+// run times n append+fsync pairs: fsyncs is each fsync alone, whole each write and fsync together
+// (what the store does for a line: the copy into the page cache is part of making it durable).
+func (p *fsyncProbe) run(n int) (fsyncs, whole durations, err error) {
+	fsyncs, whole = make(durations, 0, n), make(durations, 0, n)
 	for range n {
 		t0 := time.Now()
 		if _, err := p.f.Write(p.line); err != nil {
-			return nil, fmt.Errorf("fsync probe write: %w", err)
+			return nil, nil, fmt.Errorf("fsync probe write: %w", err)
 		}
 		t := time.Now()
 		if err := p.f.Sync(); err != nil {
-			return nil, fmt.Errorf("fsync probe: %w", err)
+			return nil, nil, fmt.Errorf("fsync probe: %w", err)
 		}
 		end := time.Now()
-		out = append(out, end.Sub(t))
-		p.lastWriteSync = end.Sub(t0)
+		fsyncs = append(fsyncs, end.Sub(t))
+		whole = append(whole, end.Sub(t0))
 	}
-	return out, nil
+	return fsyncs, whole, nil
 }
 
 func (p *fsyncProbe) close() error {

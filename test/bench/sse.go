@@ -85,12 +85,12 @@ func (r *runner) runSSE(ctx context.Context) error {
 				st.add(sr)
 				// One probe sync after every stream: the disk sees the cadence the gateway's
 				// terminal syncs see (one every ~200 ms), not a burst of back-to-back syncs.
-				f, err := probe.run(1)
+				f, w, err := probe.run(1)
 				if err != nil {
 					return err
 				}
 				res.fsync = append(res.fsync, f...)
-				res.writeSync = append(res.writeSync, probe.lastWriteSync)
+				res.writeSync = append(res.writeSync, w...)
 			}
 		}
 		r.logf("  round %d/%d: ttft p50 bare %s ms, gateway %s ms", round+1, r.sseRounds,
