@@ -405,10 +405,10 @@ type outcome struct {
 // finish captures the call exactly once: builds the exchange, appends it (or marks the rollout
 // incomplete), releases the claim and counts the call, then settles it (settle: OnCaptured, the
 // spool, the access log). Later calls do nothing.
-func (c *call) finish(o outcome) { c.capture(o, false) }
+func (c *call) finish(o outcome) { c.conclude(o, false) }
 
-// capture is finish; held leaves settle to the caller (finishHeld).
-func (c *call) capture(o outcome, held bool) {
+// conclude is finish; held leaves settle to the caller (finishHeld).
+func (c *call) conclude(o outcome, held bool) {
 	if c.finished {
 		return
 	}
@@ -504,7 +504,7 @@ func (c *call) capture(o outcome, held bool) {
 // finishHeld is finish for the chunk a teeBody.Read is about to hand to the proxy: the line is made
 // durable now, before the client can read the chunk, and the rest (settle) waits until the proxy
 // has written the chunk to the client, so that none of it delays the terminal event.
-func (c *call) finishHeld(o outcome) { c.capture(o, true) }
+func (c *call) finishHeld(o outcome) { c.conclude(o, true) }
 
 // response is a non-streamed exchange's response object: none after an upstream failure
 // (the call then records what arrived, as NeMo Gym does for a failed downstream) or past the capture limit; the body when it is one JSON object.
