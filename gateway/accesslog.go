@@ -28,7 +28,19 @@ func (h *Handler) logCall(c *call, ex *capture.Exchange, category, result string
 		slog.String("rollout_id", c.rolloutID),
 		slog.String("model_call_id", c.modelCallID),
 		slog.String("dialect", string(c.dialect)))
-	model := stringMember(ex.Response, "model")
+	// One walk of the response for its model and usage (the last member of a name wins, as the
+	// call records read them).
+	var model string
+	var usage []byte
+	jsonscan.EachMember(ex.Response, func(key, v []byte) bool {
+		switch {
+		case jsonscan.KeyIs(key, "model"):
+			model, _ = jsonscan.String(v)
+		case jsonscan.KeyIs(key, "usage"):
+			usage = v
+		}
+		return true
+	})
 	if model == "" {
 		model = stringMember(ex.Request, "model")
 	}
@@ -39,7 +51,7 @@ func (h *Handler) logCall(c *call, ex *capture.Exchange, category, result string
 		attrs = append(attrs, slog.String("model", model))
 	}
 	attrs = append(attrs, slog.Int("status", c.status))
-	if usage := jsonscan.Lookup(ex.Response, "usage"); usage != nil {
+	if usage != nil {
 		st := modelcalls.ExtractTokenStats(usage)
 		if st.TokensIn != nil {
 			attrs = append(attrs, slog.Int64("tokens_in", *st.TokensIn))
