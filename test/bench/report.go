@@ -14,7 +14,7 @@ import (
 const (
 	goalOffRatio     = 1.2                    // capture off: added latency within 1.2x of the bare proxy's
 	goalOnSlack      = 100 * time.Microsecond // capture on: p50 <= bare p50 + fsync p50 + 0.1 ms
-	goalHoldSlack    = 200 * time.Microsecond // terminal event: p50 <= fsync p50 (of the stream's line size) + 0.2 ms
+	goalHoldSlack    = 200 * time.Microsecond // terminal event: hold p50 (beyond the bare proxy's terminal delay) <= fsync p50 (of the stream's line size) + 0.2 ms
 	goalThroughput   = 0.5                    // capture on, own files: >= 50% of the bare proxy's calls/s
 	goalTTFT         = 500 * time.Microsecond // added TTFT p50
 	goalRSSKiB       = 64 << 10               // RSS growth for a 100 MiB stream
@@ -143,15 +143,17 @@ func (r *runner) checks() []check {
 			goal: "no chunk held except the terminal event (held share within 1 point of the bare proxy's)",
 			ok:   boolp(okHeld),
 		})
-		fs := s.fsync.pct(50)
+		// The hold is the gateway's terminal delay beyond the bare proxy's: the relay's own delay is
+		// inside the budget, as the bare proxy's latency is in row 1's.
+		fs, hold := s.fsync.pct(50), g.terminal.pct(50)-b.terminal.pct(50)
 		cs = append(cs, check{
-			row: "4", figure: "terminal event ([DONE]) delay (p50 / p99)",
-			baseline: fmt.Sprintf("bare proxy %s / %s ms; fsync of a %d-byte append (the streams' capture line) p50 %s ms (same disk, same run)",
+			row: "4", figure: "terminal event ([DONE]) hold: the gateway's terminal delay beyond the bare proxy's (p50)",
+			baseline: fmt.Sprintf("bare proxy terminal delay %s / %s ms (p50 / p99); fsync of a %d-byte append (the streams' capture line) p50 %s ms (same disk, same run)",
 				ms(b.terminal.pct(50)), ms(b.terminal.pct(99)), s.lineLen, ms(fs)),
-			result: fmt.Sprintf("gateway %s / %s ms (held until the capture line is durable): p50 %s ms above that fsync",
-				ms(g.terminal.pct(50)), ms(g.terminal.pct(99)), msSigned(g.terminal.pct(50)-fs)),
-			goal: "p50 <= fsync p50 + 0.2 ms",
-			ok:   boolp(g.terminal.pct(50) <= fs+goalHoldSlack),
+			result: fmt.Sprintf("gateway terminal delay %s / %s ms (held until the capture line is durable): hold p50 %s ms = that fsync %s ms",
+				ms(g.terminal.pct(50)), ms(g.terminal.pct(99)), ms(hold), msSigned(hold-fs)),
+			goal: "hold p50 <= fsync p50 + 0.2 ms",
+			ok:   boolp(hold <= fs+goalHoldSlack),
 		})
 	}
 	for _, x := range r.rss {
@@ -334,9 +336,10 @@ func (r *runner) report() string {
 		b, g := s.by[sBare], s.by[sGwOn]
 		ws := s.writeSync.pct(50)
 		w("\nThe fsync probe's append timed whole (the %d-byte write into the page cache, then the fsync), as the store must make the line durable: p50 %s ms, against %s ms for the fsync alone. "+
-			"The gateway's terminal delay beyond the bare proxy's (the time it holds the event) is p50 %s ms = that write+fsync %s ms "+
-			"(reported, not judged: row 4's goal is judged on the whole terminal delay against the fsync alone).\n",
-			s.lineLen, ms(ws), ms(s.fsync.pct(50)), ms(g.terminal.pct(50)-b.terminal.pct(50)), msSigned(g.terminal.pct(50)-b.terminal.pct(50)-ws))
+			"The gateway's hold (its terminal delay beyond the bare proxy's) is p50 %s ms = that write+fsync %s ms; its whole terminal delay is the fsync alone %s ms "+
+			"(both reported, not judged: row 4's goal is judged on the hold against the fsync alone).\n",
+			s.lineLen, ms(ws), ms(s.fsync.pct(50)), ms(g.terminal.pct(50)-b.terminal.pct(50)), msSigned(g.terminal.pct(50)-b.terminal.pct(50)-ws),
+			msSigned(g.terminal.pct(50)-s.fsync.pct(50)))
 		w("\n")
 	}
 	if len(r.rss) > 0 {
