@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"syscall"
 	"time"
@@ -30,6 +31,7 @@ type subjectStats struct {
 	calls   int       // concurrent calls completed
 	elapsed time.Duration
 	cpu     time.Duration // process CPU time (user + system) spent in the concurrent batches
+	machine machineTimes  // the whole machine's steal and idle time in the concurrent batches
 }
 
 // addConc records one concurrent batch.
@@ -46,6 +48,16 @@ func (s *subjectStats) cpuPerCall() time.Duration {
 		return 0
 	}
 	return s.cpu / time.Duration(s.calls)
+}
+
+// machineCells renders the concurrent batches' host steal per call and the share of the machine's
+// CPU time that was idle, as two table cells ("-" where /proc/stat was not readable).
+func (s *subjectStats) machineCells() string {
+	if !s.machine.ok || s.calls == 0 || s.elapsed <= 0 {
+		return "- | -"
+	}
+	idle := float64(s.machine.idle) / (float64(s.elapsed) * float64(runtime.NumCPU()))
+	return fmt.Sprintf("%s | %.0f%%", us(s.machine.steal/time.Duration(s.calls)), 100*idle)
 }
 
 // processCPU returns the CPU time (user + system) this process has used so far.
@@ -69,6 +81,9 @@ type latencyResult struct {
 	order []string
 	by    map[string]*subjectStats
 	fsync durations // back to back
+	// fsyncMachine is the machine's steal and idle time over the back-to-back fsync probe runs
+	// (the probe's write and sync of each line, nothing else running in the bench).
+	fsyncMachine machineTimes
 	// fsyncPaced is the same probe, one fsync after each bare-proxy call (pacedFsyncs): the
 	// baseline row 1's capture-on goal is judged against.
 	fsyncPaced durations
@@ -177,12 +192,13 @@ func (r *runner) runLatency(ctx context.Context) error {
 			}
 			w1 := captureWrites(gwOn)
 			st.seq = append(st.seq, seq.lat...)
-			c0 := processCPU()
+			c0, m0 := processCPU(), readMachineTimes()
 			conc, err := s.concurrent(ctx, r.fx, r.workers, r.concDur, r.ownFile)
 			if err != nil {
 				return err
 			}
 			st.cpu += processCPU() - c0
+			st.machine.add(readMachineTimes().sub(m0))
 			w2 := captureWrites(gwOn)
 			if s.name == sGwOn {
 				res.gwWrite["1 client"].add(w1.sub(w0))
@@ -191,20 +207,23 @@ func (r *runner) runLatency(ctx context.Context) error {
 			st.addConc(conc)
 			if s.name == sGwOn {
 				// 64 concurrent calls into one rollout file, right after the own-file batch.
-				c1 := processCPU()
+				c1, m1 := processCPU(), readMachineTimes()
 				one, err := oneFile.concurrent(ctx, r.fx, r.workers, r.concDur, func(int) string { return "one-file" })
 				if err != nil {
 					return err
 				}
 				res.by[sGwOne].cpu += processCPU() - c1
+				res.by[sGwOne].machine.add(readMachineTimes().sub(m1))
 				res.gwWrite[fmt.Sprintf("%d concurrent, one file", r.workers)].add(captureWrites(gwOn).sub(w2))
 				res.by[sGwOne].addConc(one)
 			}
 		}
+		m0 := readMachineTimes()
 		f, _, err := probe.run(r.fsyncN)
 		if err != nil {
 			return err
 		}
+		res.fsyncMachine.add(readMachineTimes().sub(m0))
 		res.fsync = append(res.fsync, f...)
 		// The same fsync at the cadence the gateway's 1-client fsyncs see: one after each call
 		// through the bare proxy. On a virtual disk an fsync issued after other work takes longer
@@ -226,12 +245,13 @@ func (r *runner) runLatency(ctx context.Context) error {
 			st   *subjectStats
 			idOf func(int) string
 		}{{&res.storeOwn, func(w int) string { return fmt.Sprintf("store-%02d", w) }}, {&res.storeOne, func(int) string { return "store-one" }}} {
-			c0 := processCPU()
+			c0, m0 := processCPU(), readMachineTimes()
 			sl, err := storeLoad(probeStore, storeLine, r.workers, r.concDur/3, x.idOf)
 			if err != nil {
 				return err
 			}
 			x.st.cpu += processCPU() - c0
+			x.st.machine.add(readMachineTimes().sub(m0))
 			x.st.addConc(sl)
 		}
 		r.logf("  round %d/%d: bare seq p50 %s ms, gw-on seq p50 %s ms, fsync p50 %s ms", round+1, r.rounds,

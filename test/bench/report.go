@@ -246,7 +246,7 @@ func (r *runner) report() string {
 		w("Request: a real agent's Responses request (%d B); response: a recorded Responses body (%d B). ", len(r.fx.jsonRequest), len(r.fx.jsonResponse))
 		w("%d rounds; per subject and round %d sequential calls (1 client) and %s of %d closed-loop clients, each its own rollout file.\n\n",
 			r.rounds, r.seqCalls, r.concDur, r.workers)
-		w("| subject | 1 client p50 | p99 | added p50 vs direct | %d concurrent p50 | p99 | calls/s | vs bare | CPU per call |\n|---|---|---|---|---|---|---|---|---|\n", r.workers)
+		w("| subject | 1 client p50 | p99 | added p50 vs direct | %d concurrent p50 | p99 | calls/s | vs bare | CPU per call | host steal per call | CPUs idle |\n|---|---|---|---|---|---|---|---|---|---|---|\n", r.workers)
 		dp := l.by[sDirect].seq.pct(50)
 		bcps := l.by[sBare].callsPerSec()
 		for _, name := range l.order {
@@ -262,17 +262,21 @@ func (r *runner) report() string {
 			if name == sMitm {
 				cpu += " + mitmdump's own process"
 			}
-			w("| %s | %s | %s | %s | %s | %s | %.0f | %s | %s |\n", name, seq, seq99, add, ms(c[0]), ms(c[1]), s.callsPerSec(), ratio(s.callsPerSec(), bcps), cpu)
+			w("| %s | %s | %s | %s | %s | %s | %.0f | %s | %s | %s |\n", name, seq, seq99, add, ms(c[0]), ms(c[1]), s.callsPerSec(), ratio(s.callsPerSec(), bcps), cpu, s.machineCells())
 		}
 		for _, x := range []struct {
 			name string
 			st   *subjectStats
 		}{{"store alone, no HTTP (Claim+Append+Release), own files", &l.storeOwn}, {"store alone, no HTTP, one file", &l.storeOne}} {
 			c := x.st.conc.pcts(50, 99)
-			w("| %s | - | - | - | %s | %s | %.0f | %s | %s |\n", x.name, ms(c[0]), ms(c[1]), x.st.callsPerSec(), ratio(x.st.callsPerSec(), bcps), us(x.st.cpuPerCall()))
+			w("| %s | - | - | - | %s | %s | %.0f | %s | %s | %s |\n", x.name, ms(c[0]), ms(c[1]), x.st.callsPerSec(), ratio(x.st.callsPerSec(), bcps), us(x.st.cpuPerCall()), x.st.machineCells())
 		}
 		f := l.fsync.pcts(50, 90, 99)
-		w("\nfsync of a %d-byte append on the capture disk, back to back: p50 %s ms, p90 %s ms, p99 %s ms (%d samples).\n", l.lineLen, ms(f[0]), ms(f[1]), ms(f[2]), len(l.fsync))
+		w("\nfsync of a %d-byte append on the capture disk, back to back: p50 %s ms, p90 %s ms, p99 %s ms (%d samples).", l.lineLen, ms(f[0]), ms(f[1]), ms(f[2]), len(l.fsync))
+		if m := l.fsyncMachine; m.ok && len(l.fsync) > 0 {
+			w(" Over those probe runs the host stole %s of the machine's CPU time per fsync (its own work for the guest's disk I/O runs on the CPUs the guest's are given).", us(m.steal/time.Duration(len(l.fsync))))
+		}
+		w("\n")
 		fp := l.fsyncPaced.pcts(50, 90, 99)
 		w("The same, one fsync after each call through the bare proxy (the cadence of the 1-client batch; row 1's capture-on baseline): p50 %s ms, p90 %s ms, p99 %s ms (%d samples).\n", ms(fp[0]), ms(fp[1]), ms(fp[2]), len(l.fsyncPaced))
 		if on, b := l.by[sGwOn], l.by[sBare]; on != nil && b != nil && len(l.bareAfterFsync) > 0 {
@@ -302,7 +306,8 @@ func (r *runner) report() string {
 			w("Row 2 against the gateway alone in a child process (capture on, %d rollouts, own files): %s.\n", r.workers, strings.Join(cp, "; "))
 		}
 		w("Latencies are in ms, from request sent to the last body byte read. Samples per subject: %d (1 client). "+
-			"CPU per call: user + system CPU time of the whole bench process (clients and upstream included, the same for every subject) during the concurrent batches, divided by the calls; the difference to the bare proxy is the proxy's own cost per call.\n\n", len(l.by[sDirect].seq))
+			"CPU per call: user + system CPU time of the whole bench process (clients and upstream included, the same for every subject) during the concurrent batches, divided by the calls; the difference to the bare proxy is the proxy's own cost per call. "+
+			"Host steal per call and CPUs idle are the whole machine's (/proc/stat) during those batches: the time the hypervisor ran something else on the guest's CPUs, divided by the calls, and the share of the CPUs' time idle or waiting for I/O.\n\n", len(l.by[sDirect].seq))
 	}
 	if st := r.store; st != nil {
 		w("## Capture store alone (store row)\n\n")

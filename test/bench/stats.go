@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"math"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -64,4 +68,48 @@ func verdict(ok bool) string {
 		return "met"
 	}
 	return "**not met**"
+}
+
+// machineTimes is what /proc/stat's aggregate "cpu" line says the whole machine's CPUs have spent
+// so far: stolen by the hypervisor (time a virtual CPU wanted to run and the host ran something
+// else, such as its own handling of the guest's disk I/O), and idle (idle plus iowait). The line
+// counts in USER_HZ ticks, 100 per second on Linux.
+type machineTimes struct {
+	steal, idle time.Duration
+	ok          bool
+}
+
+// readMachineTimes reads machineTimes; ok is false where /proc/stat is missing or unreadable.
+func readMachineTimes() machineTimes {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return machineTimes{}
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	f := strings.Fields(string(line))
+	// cpu user nice system idle iowait irq softirq steal ...
+	if len(f) < 9 || f[0] != "cpu" {
+		return machineTimes{}
+	}
+	tick := func(s string) time.Duration {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0
+		}
+		return time.Duration(n) * (time.Second / 100)
+	}
+	return machineTimes{steal: tick(f[8]), idle: tick(f[4]) + tick(f[5]), ok: true}
+}
+
+// sub is m minus an earlier reading (zero when either is unknown).
+func (m machineTimes) sub(o machineTimes) machineTimes {
+	if !m.ok || !o.ok {
+		return machineTimes{}
+	}
+	return machineTimes{steal: m.steal - o.steal, idle: m.idle - o.idle, ok: true}
+}
+
+// add accumulates d.
+func (m *machineTimes) add(d machineTimes) {
+	m.steal, m.idle, m.ok = m.steal+d.steal, m.idle+d.idle, m.ok || d.ok
 }
