@@ -10,39 +10,53 @@ import (
 )
 
 // The strict field decoder of the observation parser: a JSON object as its members, read one
-// typed field at a time, with every JSON type checked.
+// typed field at a time, with every JSON type checked; a member no reader asks for is an unknown
+// field.
 
-// fieldSet is an object's members by name (a repeated key's last value wins).
-type fieldSet map[string]json.RawMessage
+// fieldSet is an object's members by name (a repeated key's last value wins), with the keys its
+// readers asked for: the fields the parser knows, so that what is not read is an unknown field.
+type fieldSet struct {
+	members map[string]json.RawMessage
+	known   []string
+}
 
-// decodeFields decodes raw as a JSON object and rejects keys not in allowed.
-func decodeFields(raw []byte, what string, allowed ...string) (fieldSet, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+// decodeFields decodes raw as a JSON object; what names it in the error when it is not one.
+func decodeFields(raw []byte, what string) (*fieldSet, error) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil || members == nil {
 		return nil, fmt.Errorf("%s must be a JSON object", what)
 	}
+	return &fieldSet{members: members}, nil
+}
+
+// get returns the member key (ok false when absent) and counts key as a known field.
+func (o *fieldSet) get(key string) (v json.RawMessage, ok bool) {
+	if !slices.Contains(o.known, key) {
+		o.known = append(o.known, key)
+	}
+	v, ok = o.members[key]
+	return v, ok
+}
+
+// unknown returns an error naming, sorted, the members no reader asked for (what names the
+// object), or nil when every member was read.
+func (o *fieldSet) unknown(what string) error {
 	var unknown []string
-	for k := range fields {
-		if !slices.Contains(allowed, k) {
+	for k := range o.members {
+		if !slices.Contains(o.known, k) {
 			unknown = append(unknown, k)
 		}
 	}
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		return nil, fmt.Errorf("%s: unknown field(s) %s", what, strings.Join(unknown, ", "))
+	if len(unknown) == 0 {
+		return nil
 	}
-	return fieldSet(fields), nil
-}
-
-func (o fieldSet) str(key string) (string, error) {
-	var s string
-	err := o.strTo(&s, key)
-	return s, err
+	slices.Sort(unknown)
+	return fmt.Errorf("%s: unknown field(s) %s", what, strings.Join(unknown, ", "))
 }
 
 // strTo decodes a required, non-null string.
-func (o fieldSet) strTo(dst *string, key string) error {
-	v, ok := o[key]
+func (o *fieldSet) strTo(dst *string, key string) error {
+	v, ok := o.get(key)
 	if !ok || isNull(v) {
 		return fmt.Errorf("%s is required", key)
 	}
@@ -52,8 +66,8 @@ func (o fieldSet) strTo(dst *string, key string) error {
 	return nil
 }
 
-func (o fieldSet) optStr(dst **string, key string) error {
-	v, ok := o[key]
+func (o *fieldSet) optStr(dst **string, key string) error {
+	v, ok := o.get(key)
 	if !ok || isNull(v) {
 		*dst = nil
 		return nil
@@ -67,7 +81,7 @@ func (o fieldSet) optStr(dst **string, key string) error {
 }
 
 // strOrEmpty decodes an optional string, leaving dst "" when the key is absent or null.
-func (o fieldSet) strOrEmpty(dst *string, key string) error {
+func (o *fieldSet) strOrEmpty(dst *string, key string) error {
 	var s *string
 	err := o.optStr(&s, key)
 	if s != nil {
@@ -77,8 +91,8 @@ func (o fieldSet) strOrEmpty(dst *string, key string) error {
 }
 
 // enum decodes a string that must be one of allowed; an absent key gives def ("" = required).
-func (o fieldSet) enum(dst *string, key, def string, allowed ...string) error {
-	v, ok := o[key]
+func (o *fieldSet) enum(dst *string, key, def string, allowed ...string) error {
+	v, ok := o.get(key)
 	if !ok {
 		if def == "" {
 			return fmt.Errorf("%s is required", key)
@@ -95,7 +109,7 @@ func (o fieldSet) enum(dst *string, key, def string, allowed ...string) error {
 }
 
 // optEnum decodes an optional string that must be one of allowed (nil when absent or null).
-func (o fieldSet) optEnum(dst **string, key string, allowed ...string) error {
+func (o *fieldSet) optEnum(dst **string, key string, allowed ...string) error {
 	if err := o.optStr(dst, key); err != nil || *dst != nil && !slices.Contains(allowed, **dst) {
 		*dst = nil
 		return fmt.Errorf("%s must be null or one of %s", key, strings.Join(allowed, ", "))
@@ -104,14 +118,14 @@ func (o fieldSet) optEnum(dst **string, key string, allowed ...string) error {
 }
 
 // optFloat decodes an optional JSON number (nil when absent or null).
-func (o fieldSet) optFloat(dst **float64, key string, nonNegative bool) error {
+func (o *fieldSet) optFloat(dst **float64, key string, nonNegative bool) error {
 	f, err := o.number(key, false, nonNegative)
 	*dst = f
 	return err
 }
 
 // optInt decodes an optional integral JSON number (nil when absent or null).
-func (o fieldSet) optInt(dst **int64, key string, nonNegative bool) error {
+func (o *fieldSet) optInt(dst **int64, key string, nonNegative bool) error {
 	f, err := o.number(key, true, nonNegative)
 	*dst = nil
 	if f != nil {
@@ -124,8 +138,8 @@ func (o fieldSet) optInt(dst **int64, key string, nonNegative bool) error {
 // number decodes an optional JSON number: nil when absent or null, an error for any other JSON
 // type, a negative value when nonNegative, or (integer) a fractional value or one beyond +-2^53,
 // past which a float64 no longer holds every integer.
-func (o fieldSet) number(key string, integer, nonNegative bool) (*float64, error) {
-	v, ok := o[key]
+func (o *fieldSet) number(key string, integer, nonNegative bool) (*float64, error) {
+	v, ok := o.get(key)
 	if !ok || isNull(v) {
 		return nil, nil
 	}
@@ -143,15 +157,19 @@ func (o fieldSet) number(key string, integer, nonNegative bool) (*float64, error
 	return &f, nil
 }
 
-func (o fieldSet) list(key string) ([]json.RawMessage, error) {
-	var l []json.RawMessage
-	err := o.listTo(&l, key)
-	return l, err
+// optRaw sets dst to the member key as written, nil when it is absent or null.
+func (o *fieldSet) optRaw(dst *json.RawMessage, key string) error {
+	v, ok := o.get(key)
+	if !ok || isNull(v) {
+		v = nil
+	}
+	*dst = v
+	return nil
 }
 
 // listTo decodes an array that defaults to empty when absent (null is not allowed).
-func (o fieldSet) listTo(dst *[]json.RawMessage, key string) error {
-	v, ok := o[key]
+func (o *fieldSet) listTo(dst *[]json.RawMessage, key string) error {
+	v, ok := o.get(key)
 	if !ok {
 		*dst = []json.RawMessage{}
 		return nil

@@ -24,22 +24,19 @@ func ParseObservationBundle(raw []byte) (*ObservationBundle, error) {
 }
 
 func (b *ObservationBundle) parse(raw []byte) error {
-	o, err := decodeFields(raw, "bundle", "source", "records", "gaps")
+	o, err := decodeFields(raw, "bundle")
 	if err != nil {
 		return err
 	}
-	if b.Source, err = o.str("source"); err != nil {
+	var records, gaps []json.RawMessage
+	errs := errors.Join(o.strTo(&b.Source, "source"), o.listTo(&records, "records"), o.listTo(&gaps, "gaps"))
+	if err := o.unknown("bundle"); err != nil {
 		return err
 	}
-	records, err := o.list("records")
-	if err != nil {
-		return err
+	if errs != nil {
+		return errs
 	}
 	if b.Records, err = parseEach(records, "records", parseRecord); err != nil {
-		return err
-	}
-	gaps, err := o.list("gaps")
-	if err != nil {
 		return err
 	}
 	if b.Gaps, err = parseEach(gaps, "gaps", parseGap); err != nil {
@@ -107,127 +104,129 @@ func parseRecord(raw json.RawMessage) (ObservationRecord, error) {
 		KindAgentInvocation, KindToolCall, KindContextCompaction, KindSandbox)
 }
 
-func parseInvocation(raw json.RawMessage) (*AgentInvocation, error) {
-	o, err := decodeFields(raw, KindAgentInvocation, "kind", "invocation_id", "parent_invocation_id",
-		"spawned_by_tool_call_id", "status", "duration_ms", "error_type", "model_calls", "conversation")
+// parseKind parses a record of kind: read decodes its fields into r and returns their errors. A
+// member read does not ask for (other than "kind") is an unknown field, reported alone; read's
+// errors are joined under the kind.
+func parseKind[T any](raw json.RawMessage, kind string, read func(o *fieldSet, r *T) []error) (*T, error) {
+	o, err := decodeFields(raw, kind)
 	if err != nil {
 		return nil, err
 	}
-	var r AgentInvocation
-	var refs []json.RawMessage
-	errs := []error{
-		o.strTo(&r.InvocationID, "invocation_id"),
-		o.optStr(&r.ParentInvocationID, "parent_invocation_id"),
-		o.optStr(&r.SpawnedByToolCallID, "spawned_by_tool_call_id"),
-		o.enum(&r.Status, "status", "unknown", "completed", "failed", "incomplete", "unknown"),
-		o.optFloat(&r.DurationMS, "duration_ms", true),
-		o.optStr(&r.ErrorType, "error_type"),
-		o.listTo(&refs, "model_calls"),
-		o.listTo(&r.Conversation, "conversation"),
+	o.get("kind") // checked by parseRecord
+	var r T
+	errs := errors.Join(read(o, &r)...)
+	if err := o.unknown(kind); err != nil {
+		return nil, err
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("%s: %w", KindAgentInvocation, err)
+	if errs != nil {
+		return nil, fmt.Errorf("%s: %w", kind, errs)
+	}
+	return &r, nil
+}
+
+func parseInvocation(raw json.RawMessage) (*AgentInvocation, error) {
+	var refs []json.RawMessage
+	r, err := parseKind(raw, KindAgentInvocation, func(o *fieldSet, r *AgentInvocation) []error {
+		return []error{
+			o.strTo(&r.InvocationID, "invocation_id"),
+			o.optStr(&r.ParentInvocationID, "parent_invocation_id"),
+			o.optStr(&r.SpawnedByToolCallID, "spawned_by_tool_call_id"),
+			o.enum(&r.Status, "status", "unknown", "completed", "failed", "incomplete", "unknown"),
+			o.optFloat(&r.DurationMS, "duration_ms", true),
+			o.optStr(&r.ErrorType, "error_type"),
+			o.listTo(&refs, "model_calls"),
+			o.listTo(&r.Conversation, "conversation"),
+		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	if r.ModelCalls, err = parseEach(refs, "model_calls", parseRef); err != nil {
 		return nil, fmt.Errorf("%s %q: %w", KindAgentInvocation, r.InvocationID, err)
 	}
-	return &r, nil
+	return r, nil
 }
 
 func parseToolCall(raw json.RawMessage) (*ToolCallObservation, error) {
-	o, err := decodeFields(raw, KindToolCall, "kind", "invocation_id", "tool_call_id", "sandbox_id",
-		"tool_name", "started_at", "completed_at", "duration_ms", "timing_source", "status", "error_type")
+	r, err := parseKind(raw, KindToolCall, func(o *fieldSet, r *ToolCallObservation) []error {
+		return []error{
+			o.strTo(&r.InvocationID, "invocation_id"),
+			o.strTo(&r.ToolCallID, "tool_call_id"),
+			o.optStr(&r.SandboxID, "sandbox_id"),
+			o.optStr(&r.ToolName, "tool_name"),
+			o.optFloat(&r.StartedAt, "started_at", false),
+			o.optFloat(&r.CompletedAt, "completed_at", false),
+			o.optFloat(&r.DurationMS, "duration_ms", true),
+			o.optEnum(&r.TimingSource, "timing_source", "executor", "artifact", "harness"),
+			o.enum(&r.Status, "status", "unknown", "completed", "failed", "timeout", "cancelled", "incomplete", "unknown"),
+			o.optStr(&r.ErrorType, "error_type"),
+		}
+	})
 	if err != nil {
 		return nil, err
-	}
-	var r ToolCallObservation
-	errs := []error{
-		o.strTo(&r.InvocationID, "invocation_id"),
-		o.strTo(&r.ToolCallID, "tool_call_id"),
-		o.optStr(&r.SandboxID, "sandbox_id"),
-		o.optStr(&r.ToolName, "tool_name"),
-		o.optFloat(&r.StartedAt, "started_at", false),
-		o.optFloat(&r.CompletedAt, "completed_at", false),
-		o.optFloat(&r.DurationMS, "duration_ms", true),
-		o.optEnum(&r.TimingSource, "timing_source", "executor", "artifact", "harness"),
-		o.enum(&r.Status, "status", "unknown", "completed", "failed", "timeout", "cancelled", "incomplete", "unknown"),
-		o.optStr(&r.ErrorType, "error_type"),
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("%s: %w", KindToolCall, err)
 	}
 	if r.StartedAt != nil && r.CompletedAt != nil && *r.CompletedAt < *r.StartedAt {
 		return nil, fmt.Errorf("%s %q: completed_at must not precede started_at", KindToolCall, r.ToolCallID)
 	}
-	return &r, nil
+	return r, nil
 }
 
 func parseSandbox(raw json.RawMessage) (*SandboxObservation, error) {
-	o, err := decodeFields(raw, KindSandbox, "kind", "role", "provider", "sandbox_id", "outcome", "exit_code",
-		"wall_time_s", "cpu_time_s", "peak_memory_mib", "resource_usage_source", "error_type")
-	if err != nil {
-		return nil, err
-	}
-	var r SandboxObservation
-	errs := []error{
-		o.enum(&r.Role, "role", "", "agent", "verifier", "environment"),
-		o.optStr(&r.Provider, "provider"),
-		o.optStr(&r.SandboxID, "sandbox_id"),
-		o.enum(&r.Outcome, "outcome", "unknown", "completed", "failed", "timeout", "oom", "sandbox_error", "cancelled", "unknown"),
-		o.optInt(&r.ExitCode, "exit_code", false),
-		o.optFloat(&r.WallTimeS, "wall_time_s", true),
-		o.optFloat(&r.CPUTimeS, "cpu_time_s", true),
-		o.optFloat(&r.PeakMemoryMiB, "peak_memory_mib", true),
-		o.optStr(&r.ResourceUsageSource, "resource_usage_source"),
-		o.optStr(&r.ErrorType, "error_type"),
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("%s: %w", KindSandbox, err)
-	}
-	return &r, nil
+	return parseKind(raw, KindSandbox, func(o *fieldSet, r *SandboxObservation) []error {
+		return []error{
+			o.enum(&r.Role, "role", "", "agent", "verifier", "environment"),
+			o.optStr(&r.Provider, "provider"),
+			o.optStr(&r.SandboxID, "sandbox_id"),
+			o.enum(&r.Outcome, "outcome", "unknown", "completed", "failed", "timeout", "oom", "sandbox_error", "cancelled", "unknown"),
+			o.optInt(&r.ExitCode, "exit_code", false),
+			o.optFloat(&r.WallTimeS, "wall_time_s", true),
+			o.optFloat(&r.CPUTimeS, "cpu_time_s", true),
+			o.optFloat(&r.PeakMemoryMiB, "peak_memory_mib", true),
+			o.optStr(&r.ResourceUsageSource, "resource_usage_source"),
+			o.optStr(&r.ErrorType, "error_type"),
+		}
+	})
 }
 
 func parseCompaction(raw json.RawMessage) (*ContextCompactionObservation, error) {
-	o, err := decodeFields(raw, KindContextCompaction, "kind", "invocation_id", "observed_at", "trigger",
-		"tokens_before", "tokens_after", "outcome", "summary", "first_kept_item_id", "before_model_call",
-		"model_calls", "after_model_call")
+	var refs []json.RawMessage
+	var before, after json.RawMessage
+	r, err := parseKind(raw, KindContextCompaction, func(o *fieldSet, r *ContextCompactionObservation) []error {
+		return []error{
+			o.strTo(&r.InvocationID, "invocation_id"),
+			o.optFloat(&r.ObservedAt, "observed_at", false),
+			o.optStr(&r.Trigger, "trigger"),
+			o.optInt(&r.TokensBefore, "tokens_before", true),
+			o.optInt(&r.TokensAfter, "tokens_after", true),
+			o.enum(&r.Outcome, "outcome", "unknown", "completed", "failed", "aborted", "unknown"),
+			o.optStr(&r.Summary, "summary"),
+			o.optStr(&r.FirstKeptItemID, "first_kept_item_id"),
+			o.optRaw(&before, "before_model_call"),
+			o.listTo(&refs, "model_calls"),
+			o.optRaw(&after, "after_model_call"),
+		}
+	})
 	if err != nil {
 		return nil, err
-	}
-	var r ContextCompactionObservation
-	var refs []json.RawMessage
-	errs := []error{
-		o.strTo(&r.InvocationID, "invocation_id"),
-		o.optFloat(&r.ObservedAt, "observed_at", false),
-		o.optStr(&r.Trigger, "trigger"),
-		o.optInt(&r.TokensBefore, "tokens_before", true),
-		o.optInt(&r.TokensAfter, "tokens_after", true),
-		o.enum(&r.Outcome, "outcome", "unknown", "completed", "failed", "aborted", "unknown"),
-		o.optStr(&r.Summary, "summary"),
-		o.optStr(&r.FirstKeptItemID, "first_kept_item_id"),
-		o.listTo(&refs, "model_calls"),
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("%s: %w", KindContextCompaction, err)
 	}
 	if r.ModelCalls, err = parseEach(refs, "model_calls", parseRef); err != nil {
 		return nil, fmt.Errorf("%s: %w", KindContextCompaction, err)
 	}
 	for _, f := range []struct {
 		key string
+		raw json.RawMessage
 		dst **ModelCallRef
-	}{{"before_model_call", &r.BeforeModelCall}, {"after_model_call", &r.AfterModelCall}} {
-		v, ok := o[f.key]
-		if !ok || isNull(v) {
+	}{{"before_model_call", before, &r.BeforeModelCall}, {"after_model_call", after, &r.AfterModelCall}} {
+		if f.raw == nil {
 			continue
 		}
-		ref, err := parseRef(v)
+		ref, err := parseRef(f.raw)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", KindContextCompaction, f.key, err)
 		}
 		*f.dst = &ref
 	}
-	return &r, nil
+	return r, nil
 }
 
 // parseEach parses every element of the list field with parse, in order; an error names the
@@ -246,15 +245,21 @@ func parseEach[T any](raws []json.RawMessage, field string, parse func(json.RawM
 
 func parseRef(raw json.RawMessage) (ModelCallRef, error) {
 	var r ModelCallRef
-	o, err := decodeFields(raw, "model call reference", "model_call_id", "model_ref", "response_id")
+	o, err := decodeFields(raw, "model call reference")
 	if err != nil {
 		return r, err
 	}
-	if err := errors.Join(o.optStr(&r.ModelCallID, "model_call_id"), o.optStr(&r.ResponseID, "response_id")); err != nil {
+	var modelRef json.RawMessage
+	errs := errors.Join(o.optStr(&r.ModelCallID, "model_call_id"), o.optRaw(&modelRef, "model_ref"),
+		o.optStr(&r.ResponseID, "response_id"))
+	if err := o.unknown("model call reference"); err != nil {
 		return r, err
 	}
-	if v, ok := o["model_ref"]; ok && !isNull(v) {
-		ref, err := parseModelServerRef(v)
+	if errs != nil {
+		return r, errs
+	}
+	if modelRef != nil {
+		ref, err := parseModelServerRef(modelRef)
 		if err != nil {
 			return r, err
 		}
@@ -266,12 +271,13 @@ func parseRef(raw json.RawMessage) (ModelCallRef, error) {
 	return r, nil
 }
 
+// parseModelServerRef parses a model_ref: type and name are checked, and other members are allowed
+// (model_ref is the one object where unknown fields are not rejected, as in NeMo Gym's model).
 func parseModelServerRef(raw json.RawMessage) (ModelServerRef, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+	o, err := decodeFields(raw, "model_ref")
+	if err != nil {
 		return ModelServerRef{}, errors.New("model_ref must be an object")
 	}
-	o := fieldSet(fields)
 	var ref ModelServerRef
 	if err := errors.Join(o.enum(&ref.Type, "type", "", ModelServerRefType), o.strTo(&ref.Name, "name")); err != nil {
 		return ModelServerRef{}, fmt.Errorf("model_ref: %w", err)
@@ -280,11 +286,14 @@ func parseModelServerRef(raw json.RawMessage) (ModelServerRef, error) {
 }
 
 func parseGap(raw json.RawMessage) (Gap, error) {
-	o, err := decodeFields(raw, "gap", "code", "invocation_id", "detail")
+	o, err := decodeFields(raw, "gap")
 	if err != nil {
 		return Gap{}, err
 	}
 	var g Gap
-	err = errors.Join(o.strTo(&g.Code, "code"), o.strOrEmpty(&g.InvocationID, "invocation_id"), o.strOrEmpty(&g.Detail, "detail"))
-	return g, err
+	errs := errors.Join(o.strTo(&g.Code, "code"), o.strOrEmpty(&g.InvocationID, "invocation_id"), o.strOrEmpty(&g.Detail, "detail"))
+	if err := o.unknown("gap"); err != nil {
+		return Gap{}, err
+	}
+	return g, errs
 }

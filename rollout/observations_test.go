@@ -46,6 +46,9 @@ func TestParseObservationBundleRejects(t *testing.T) {
 		"sandbox fractional exit code":  `{"source":"s","records":[{"kind":"sandbox","role":"agent","exit_code":1.5}]}`,
 		"compaction negative tokens":    `{"source":"s","records":[{"kind":"context_compaction","invocation_id":"a","tokens_before":-5}]}`,
 		"compaction bad before ref":     `{"source":"s","records":[{"kind":"context_compaction","invocation_id":"a","before_model_call":{}}]}`,
+		"tool unknown field":            `{"source":"s","records":[{"kind":"tool_call","invocation_id":"a","tool_call_id":"t","turn":1}]}`,
+		"sandbox unknown field":         `{"source":"s","records":[{"kind":"sandbox","role":"agent","turn":1}]}`,
+		"compaction unknown field":      `{"source":"s","records":[{"kind":"context_compaction","invocation_id":"a","turn":1}]}`,
 		"gap without code":              `{"source":"s","gaps":[{"detail":"x"}]}`,
 		"gap unknown field":             `{"source":"s","gaps":[{"code":"x","why":"y"}]}`,
 	}
@@ -60,6 +63,21 @@ func TestParseObservationBundleRejects(t *testing.T) {
 				t.Errorf("error %v does not wrap ErrInvalidObservations", err)
 			}
 		})
+	}
+}
+
+// Unknown fields are reported alone, sorted, under the object's name, even when a known field is
+// invalid too.
+func TestParseObservationBundleUnknownFields(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"source":"s","turns":[],"records":null}`:                                                                                  "bundle: unknown field(s) turns",
+		`{"source":"s","records":[{"kind":"sandbox","role":"x","zz":1,"aa":2}]}`:                                                    "records[0]: sandbox: unknown field(s) aa, zz",
+		`{"source":"s","records":[{"kind":"agent_invocation","invocation_id":"a","model_calls":[{"model_call_id":"c","turn":1}]}]}`: `agent_invocation "a": model_calls[0]: model call reference: unknown field(s) turn`,
+	} {
+		_, err := ParseObservationBundle([]byte(in))
+		if err == nil || !strings.HasSuffix(err.Error(), want) {
+			t.Errorf("%s: error %v, want one ending in %q", in, err, want)
+		}
 	}
 }
 

@@ -34,11 +34,12 @@ type Conversation struct {
 	Error string `json:"error,omitempty"`
 }
 
-// parseRequest turns a request object of any of the three dialects into messages. The shapes are
+// ParseRequest turns a request object of any of the three dialects into messages, and the names of
+// the tools it offers (a built-in tool by its type; "" when a tool has neither). The shapes are
 // told apart by their keys, not by the dialect: Responses "instructions" and "input"; Chat
 // Completions and Messages "messages" (Messages' "system" is a top-level string or block list).
 // Unknown item and block types become "other" parts named by their type.
-func parseRequest(req []byte) (msgs []Message, tools []string) {
+func ParseRequest(req []byte) (msgs []Message, tools []string) {
 	var r map[string]json.RawMessage
 	if json.Unmarshal(req, &r) != nil {
 		return nil, nil
@@ -80,10 +81,10 @@ func parseRequest(req []byte) (msgs []Message, tools []string) {
 	return msgs, tools
 }
 
-// parseResponse turns a response object into the messages it answered: Chat Completions
+// ParseResponse turns a response object into the messages it answered: Chat Completions
 // choices[].message, Responses output[] items, Messages content[] blocks. An error body
 // ({"error": ...} or {"type": "error", ...}) gives its message.
-func parseResponse(resp []byte) (msgs []Message, errMsg string) {
+func ParseResponse(resp []byte) (msgs []Message, errMsg string) {
 	var r map[string]json.RawMessage
 	if json.Unmarshal(resp, &r) != nil {
 		return nil, ""

@@ -45,7 +45,7 @@ func TestParseRequest(t *testing.T) {
 		{"not an object", `[1,2]`, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			msgs, tools := parseRequest([]byte(tc.req))
+			msgs, tools := ParseRequest([]byte(tc.req))
 			if got := kinds(msgs); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("messages %v, want %v", got, tc.want)
 			}
@@ -68,7 +68,7 @@ func TestParseResponse(t *testing.T) {
 		{"anthropic error", `{"type":"error","error":{"type":"rate_limit_error","message":"busy"}}`, "busy", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			msgs, errMsg := parseResponse([]byte(tc.resp))
+			msgs, errMsg := ParseResponse([]byte(tc.resp))
 			if got := kinds(msgs); !reflect.DeepEqual(got, tc.want) || errMsg != tc.wantErr {
 				t.Errorf("got %v %q, want %v %q", got, errMsg, tc.want, tc.wantErr)
 			}
@@ -80,10 +80,10 @@ func TestMarkNew(t *testing.T) {
 	// Call 2 resends call 1's user message and its tool call (arguments re-encoded with other
 	// spacing and key order), then adds the tool result.
 	c1 := &Conversation{}
-	c1.Input, _ = parseRequest([]byte(`{"messages":[{"role":"user","content":"q"}]}`))
-	c1.Output, _ = parseResponse([]byte(`{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c","function":{"name":"f","arguments":"{\"a\":1,\"b\":2}"}}]}}]}`))
+	c1.Input, _ = ParseRequest([]byte(`{"messages":[{"role":"user","content":"q"}]}`))
+	c1.Output, _ = ParseResponse([]byte(`{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c","function":{"name":"f","arguments":"{\"a\":1,\"b\":2}"}}]}}]}`))
 	c2 := &Conversation{}
-	c2.Input, _ = parseRequest([]byte(`{"messages":[{"role":"user","content":"q"},{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{\"b\": 2, \"a\": 1}"}}]},{"role":"tool","tool_call_id":"c","content":"r"}]}`))
+	c2.Input, _ = ParseRequest([]byte(`{"messages":[{"role":"user","content":"q"},{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{\"b\": 2, \"a\": 1}"}}]},{"role":"tool","tool_call_id":"c","content":"r"}]}`))
 	markNew([]*Conversation{c1, c2})
 	var got []bool
 	for _, m := range c2.Input {

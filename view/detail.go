@@ -146,10 +146,10 @@ func (l *loaded) conversations() []*Conversation {
 		r := &l.records[i]
 		c := &Conversation{}
 		if r.Request != nil {
-			c.Input, c.Tools = parseRequest(r.Request)
+			c.Input, c.Tools = ParseRequest(r.Request)
 		}
 		if r.Response != nil {
-			c.Output, c.Error = parseResponse(r.Response)
+			c.Output, c.Error = ParseResponse(r.Response)
 		} else if r.ResponseRaw != nil {
 			c.Output = []Message{{Role: "assistant", Parts: []Part{{Kind: "other", Name: "response_raw", Text: r.ResponseRaw.Text()}}}}
 		}

@@ -88,13 +88,19 @@ func TestAPIListUnknownTokens(t *testing.T) {
 
 	// The overview's sums follow the same rule: the demo knows every kind of count somewhere.
 	var o struct {
-		Tokens map[string]any `json:"tokens"`
+		Tokens map[string]any     `json:"tokens"`
+		Cache  map[string]float64 `json:"cache"`
 	}
 	getJSON(t, base+"/api/overview", 200, &o)
 	for _, k := range []string{"in", "out", "cached", "reasoning", "cache_creation"} {
 		if _, ok := o.Tokens[k].(float64); !ok {
 			t.Errorf("overview tokens.%s = %v, want a number", k, o.Tokens[k])
 		}
+	}
+	// The cache signal: hits among the calls whose cache_hit is known (the demo's 11 calls with a
+	// cache signal, 2 of them hits), and their ratio.
+	if c := o.Cache; len(c) != 3 || c["calls_known"] != 11 || c["hits"] != 2 || c["hit_rate"] != 2.0/11 {
+		t.Errorf("overview cache = %v, want calls_known 11, hits 2, hit_rate 2/11", c)
 	}
 }
 

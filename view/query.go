@@ -30,15 +30,15 @@ type Overview struct {
 	AbandonedCalls    int `json:"abandoned_calls"` // stale claims, all rollouts
 	DamagedLines      int `json:"damaged_lines"`
 
-	Errors   []Count  `json:"errors"` // calls per error_category, most first
-	Tokens   Tokens   `json:"tokens"`
-	Cache    Cache    `json:"cache"`
-	Latency  Hist     `json:"latency_ms"` // latency_total_ms of every call that has one
-	TTFT     Hist     `json:"ttft_ms"`    // latency_ttft_ms of every call that has one
-	OverTime OverTime `json:"calls_over_time"`
-	Models   []Group  `json:"models"`   // per model, most calls first; unknown model last
-	Dialects []Group  `json:"dialects"` // per dialect, most calls first
-	Gaps     Gaps     `json:"gaps"`
+	Errors   []Count         `json:"errors"` // calls per error_category, most first
+	Tokens   Tokens          `json:"tokens"`
+	Cache    stats.CacheHits `json:"cache"`      // the prompt-cache signal
+	Latency  Hist            `json:"latency_ms"` // latency_total_ms of every call that has one
+	TTFT     Hist            `json:"ttft_ms"`    // latency_ttft_ms of every call that has one
+	OverTime OverTime        `json:"calls_over_time"`
+	Models   []Group         `json:"models"`   // per model, most calls first; unknown model last
+	Dialects []Group         `json:"dialects"` // per dialect, most calls first
+	Gaps     Gaps            `json:"gaps"`
 }
 
 // Count is a named counter.
@@ -55,13 +55,6 @@ type Tokens struct {
 	Cached        *int64 `json:"cached"`
 	Reasoning     *int64 `json:"reasoning"`
 	CacheCreation *int64 `json:"cache_creation"`
-}
-
-// Cache is the prompt-cache signal: hits among calls whose cache_hit is known.
-type Cache struct {
-	Known   int      `json:"calls_known"`
-	Hits    int      `json:"hits"`
-	HitRate *float64 `json:"hit_rate"` // hits / calls_known in [0, 1]; null when none is known
 }
 
 // Hist is a histogram of durations in milliseconds: Counts[i] counts values v with
@@ -139,6 +132,7 @@ func (x *Index) Overview() *Overview {
 	errs := map[string]int{}
 	models, dialects := map[uint32]*Group{}, map[uint32]*Group{}
 	var lat, ttft []float64
+	var cacheKnown, cacheHits int
 	minStart, maxStart := math.Inf(1), math.Inf(-1)
 	addGap := func(list *[]string, n *int, id string) {
 		*n++
@@ -193,8 +187,8 @@ func (x *Index) Overview() *Overview {
 				errs[strs[c.errcat]]++
 			}
 			if c.cacheHit >= 0 {
-				o.Cache.Known++
-				o.Cache.Hits += int(c.cacheHit)
+				cacheKnown++
+				cacheHits += int(c.cacheHit)
 			}
 			if !math.IsNaN(c.latency) {
 				lat = append(lat, c.latency)
@@ -207,9 +201,7 @@ func (x *Index) Overview() *Overview {
 			}
 		}
 	}
-	if o.Cache.Known > 0 {
-		o.Cache.HitRate = ptr(float64(o.Cache.Hits) / float64(o.Cache.Known))
-	}
+	o.Cache = stats.NewCacheHits(cacheKnown, cacheHits)
 	o.Latency, o.TTFT = histogram(lat), histogram(ttft)
 	if !math.IsInf(minStart, 1) {
 		o.OverTime.Start = ptr(minStart)

@@ -9,9 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -243,25 +241,19 @@ func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []stri
 		maxConns = gateway.DefaultMaxConnections()
 	}
 	capped := h.Listener(ln, maxConns)
-	var admin *http.Server
 	adminURL := ""
 	if o.adminListen != "" {
-		aln, err := net.Listen("tcp", o.adminListen)
+		admin, addr, err := serveAdmin(o.adminListen, h.AdminHandler(), ln, log)
 		if err != nil {
-			ln.Close()
-			return usageErrorf("--admin-listen %s: %w", o.adminListen, err)
+			return err
 		}
-		admin = &http.Server{Handler: h.AdminHandler(), ReadHeaderTimeout: gateway.DefaultReadHeaderTimeout,
-			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
-		adminURL = "http://" + aln.Addr().String()
-		go admin.Serve(aln)
+		adminURL = "http://" + addr
 		defer admin.Close()
 	}
 	// Signals are caught before the listening line is printed, so whoever waits for that line may
 	// signal at once.
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	sigs, stop := stopSignals()
+	defer stop()
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(capped) }()
@@ -269,16 +261,8 @@ func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []stri
 		"upstream", cfg.upstream.Redacted(), "capture_dir", cfg.captureDir, "name", o.name,
 		"admin_url", adminURL, "max_connections", maxConns)
 
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	select {
-	case err := <-serveErr:
-		return withExit(ExitFailure, fmt.Errorf("serve: %w", err))
-	case sig := <-sigs:
-		log.Info("shutting down: finishing in-flight calls", "signal", sig.String(), "timeout", o.shutdownTimeout)
-	case <-ctx.Done():
-		log.Info("shutting down: finishing in-flight calls", "reason", context.Cause(ctx), "timeout", o.shutdownTimeout)
+	if err := awaitStop(ctx, serveErr, sigs, o.shutdownTimeout, log); err != nil {
+		return err
 	}
 	return drainProxy(srv, h, sigs, o.shutdownTimeout, log)
 }
@@ -287,26 +271,13 @@ func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []stri
 // to timeout, or until a second signal), then closes what is left. Calls cut off by the close are
 // still captured (as cancelled) before the handler returns, and drainProxy waits for those writes.
 func drainProxy(srv *http.Server, h *gateway.Handler, sigs <-chan os.Signal, timeout time.Duration, log *slog.Logger) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	go func() {
-		select {
-		case sig := <-sigs:
-			log.Warn("second signal: closing connections now", "signal", sig.String())
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	err := srv.Shutdown(ctx)
+	err := shutdownHTTP(srv, sigs, timeout, log)
 	if err != nil {
-		log.Warn("in-flight calls did not finish in time; closing connections", "err", err)
-		srv.Close()
+		log.Warn("in-flight calls did not finish in time; connections closed", "err", err)
 	}
 	// Closing connections cancels the calls still running; their capture lines are written on the
 	// way out. Give those writes a bounded moment.
-	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer wcancel()
-	if werr := h.Shutdown(wctx); werr != nil {
+	if werr := finishWrites(h.Shutdown); werr != nil {
 		return withExit(ExitFailure, fmt.Errorf("capture writes still pending at exit: %w", werr))
 	}
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {

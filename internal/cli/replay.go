@@ -10,10 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -181,58 +179,30 @@ func runReplay(ctx context.Context, s *Streams, o *replayOptions) error {
 
 	var admin *http.Server
 	if o.adminListen != "" {
-		aln, err := net.Listen("tcp", o.adminListen)
-		if err != nil {
-			ln.Close()
-			return usageErrorf("--admin-listen %s: %w", o.adminListen, err)
-		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", promhttp.HandlerFor(gatherers, promhttp.HandlerOpts{}))
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
-		admin = &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
-		go admin.Serve(aln)
-		log.Info("modelcalls replay admin listening", "admin_addr", aln.Addr().String())
+		var addr string
+		if admin, addr, err = serveAdmin(o.adminListen, mux, ln, log); err != nil {
+			return err
+		}
+		log.Info("modelcalls replay admin listening", "admin_addr", addr)
 	}
 
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	sigs, stop := stopSignals()
+	defer stop()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 	log.Info("modelcalls replay listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(),
 		"capture_dir", srv.Source.Dir(), "match", string(srv.Match), "timing", srv.Timing.String(),
 		"on_miss", o.onMiss, "capture_dir_out", o.captureDirOut)
 
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	var result error
-	select {
-	case err := <-serveErr:
-		result = withExit(ExitFailure, fmt.Errorf("serve: %w", err))
-	case sig := <-sigs:
-		log.Info("shutting down: finishing in-flight calls", "signal", sig.String(), "timeout", o.shutdownTimeout)
-	case <-ctx.Done():
-		log.Info("shutting down: finishing in-flight calls", "reason", context.Cause(ctx), "timeout", o.shutdownTimeout)
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
-	defer cancel()
-	go func() {
-		select {
-		case <-sigs:
-			cancel()
-		case <-sctx.Done():
-		}
-	}()
-	if err := hs.Shutdown(sctx); err != nil {
-		hs.Close()
-	}
+	result := awaitStop(ctx, serveErr, sigs, o.shutdownTimeout, log)
+	shutdownHTTP(hs, sigs, o.shutdownTimeout, log) // a replay has nothing of its own to cut off
 	if recap != nil {
-		wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := recap.Shutdown(wctx); err != nil && result == nil {
+		if err := finishWrites(recap.Shutdown); err != nil && result == nil {
 			result = withExit(ExitFailure, fmt.Errorf("re-capture writes still pending at exit: %w", err))
 		}
-		wcancel()
 	}
 	if admin != nil {
 		admin.Close()

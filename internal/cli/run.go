@@ -209,6 +209,7 @@ type ownGateway struct {
 	url   string
 	srv   *http.Server
 	h     *gateway.Handler
+	log   *slog.Logger
 	serve chan error
 }
 
@@ -239,6 +240,7 @@ func startOwnGateway(s *Streams, o *runOptions) (*ownGateway, error) {
 	g := &ownGateway{
 		url:   "http://" + ln.Addr().String(),
 		h:     h,
+		log:   log,
 		srv:   h.NewServer(gateway.ServerOptions{MaxHeaderBytes: gateway.DefaultMaxHeaderBytes}),
 		serve: make(chan error, 1),
 	}
@@ -252,15 +254,9 @@ func startOwnGateway(s *Streams, o *runOptions) (*ownGateway, error) {
 // their capture writes. Calls still running at the timeout are cut off; their lines (cancelled) are
 // still written before drain returns, within a further 30 s.
 func (g *ownGateway) drain(timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	err := g.srv.Shutdown(ctx)
-	if err != nil {
-		g.srv.Close()
-	}
-	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer wcancel()
-	if werr := g.h.Shutdown(wctx); werr != nil {
+	// No second signal cuts the drain short: run forwards its signals to the child.
+	err := shutdownHTTP(g.srv, nil, timeout, g.log)
+	if werr := finishWrites(g.h.Shutdown); werr != nil {
 		return fmt.Errorf("gateway: capture writes still pending at exit: %w", werr)
 	}
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {

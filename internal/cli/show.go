@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	modelcalls "github.com/modelcalls/modelcalls"
+	"github.com/modelcalls/modelcalls/view"
 )
 
 // showOptions are the flags of `modelcalls show`.
@@ -298,13 +299,13 @@ func printCall(w io.Writer, o *showOptions, id string, r *modelcalls.ModelCallRe
 	case req == nil:
 		fmt.Fprintln(w, "not captured")
 	default:
-		view := requestView(str(r.Dialect), req)
-		if view.system != "" {
+		summary := requestView(r.Request)
+		if summary.system != "" {
 			fmt.Fprintln(w, "system:")
-			writeIndented(w, cut(view.system))
+			writeIndented(w, cut(summary.system))
 		}
-		fmt.Fprintf(w, "messages (%d):\n", len(view.messages))
-		msgs := view.messages
+		fmt.Fprintf(w, "messages (%d):\n", len(summary.messages))
+		msgs := summary.messages
 		skipFrom, skipTo := -1, -1
 		if !o.full && len(msgs) > showMessageLimit {
 			skipFrom, skipTo = 2, len(msgs)-(showMessageLimit-2)
@@ -319,8 +320,8 @@ func printCall(w io.Writer, o *showOptions, id string, r *modelcalls.ModelCallRe
 			fmt.Fprintf(w, "  [%s]\n", m.role)
 			writeIndentedBy(w, cut(m.text), "    ")
 		}
-		if len(view.tools) > 0 {
-			fmt.Fprintf(w, "tools (%d): %s\n", len(view.tools), strings.Join(view.tools, ", "))
+		if len(summary.tools) > 0 {
+			fmt.Fprintf(w, "tools (%d): %s\n", len(summary.tools), strings.Join(summary.tools, ", "))
 		} else {
 			fmt.Fprintln(w, "tools: none")
 		}
@@ -333,7 +334,7 @@ func printCall(w io.Writer, o *showOptions, id string, r *modelcalls.ModelCallRe
 	case res == nil:
 		fmt.Fprintln(w, "none (no body was received)")
 	default:
-		if text := responseText(str(r.Dialect), res); text != "" {
+		if text := responseText(r.Response); text != "" {
 			fmt.Fprintln(w, "text:")
 			writeIndented(w, cut(text))
 		} else {
@@ -451,7 +452,6 @@ func decodeObject(raw json.RawMessage) map[string]any {
 
 // JSON accessors on decoded values; each returns the zero value when the shape is not as asked.
 func jStr(v any) string         { s, _ := v.(string); return s }
-func jArr(v any) []any          { a, _ := v.([]any); return a }
 func jObj(v any) map[string]any { m, _ := v.(map[string]any); return m }
 
 // jNum returns a JSON integer and whether v is one.
@@ -472,76 +472,29 @@ type requestSummary struct {
 	tools    []string
 }
 
-// requestView pulls the system prompt, messages and tool names out of a request of the dialect:
-// Chat Completions (messages with system/developer roles, tools[].function.name), Responses
-// (instructions, input as a string or items, tools[].name or their type for built-in tools) and
-// Messages (system, messages, tools[].name).
-func requestView(dialect string, req map[string]any) requestSummary {
+// requestView is a request as the viewer parses it (view.ParseRequest, any of the three dialects):
+// the system and developer messages it starts with (Messages' system, Responses' instructions, Chat's
+// and Responses' leading system/developer messages) joined into the system prompt, every other
+// message a role and its text, in order, and the names of the tools it offers. A tool message that
+// only answers one call is labelled "tool result <call id>".
+func requestView(req []byte) requestSummary {
+	msgs, tools := view.ParseRequest(req)
 	var v requestSummary
 	var system []string
-	switch dialect {
-	case "responses":
-		if s := jStr(req["instructions"]); s != "" {
-			system = append(system, s)
+	for _, m := range msgs {
+		text := partsText(m.Parts)
+		if (m.Role == "system" || m.Role == "developer") && len(v.messages) == 0 {
+			system = append(system, text)
+			continue
 		}
-		switch in := req["input"].(type) {
-		case string:
-			v.messages = append(v.messages, messageView{"user", in})
-		case []any:
-			for _, it := range in {
-				item := jObj(it)
-				role := jStr(item["role"])
-				switch typ := jStr(item["type"]); {
-				case typ == "function_call":
-					v.messages = append(v.messages, messageView{"assistant → tool call", jStr(item["name"]) + " " + jStr(item["arguments"])})
-				case typ == "function_call_output":
-					v.messages = append(v.messages, messageView{"tool result " + jStr(item["call_id"]), partsText(item["output"])})
-				case typ == "reasoning":
-					v.messages = append(v.messages, messageView{"reasoning", partsText(item["summary"])})
-				case role == "system" || role == "developer":
-					system = append(system, partsText(item["content"]))
-				case role != "":
-					v.messages = append(v.messages, messageView{role, partsText(item["content"])})
-				default:
-					v.messages = append(v.messages, messageView{orDefault(typ, "item"), partsText(item["content"])})
-				}
-			}
+		label := m.Role
+		if p := m.Parts; m.Role == "tool" && len(p) == 1 && p[0].Kind == "tool_result" {
+			label, text = "tool result "+p[0].CallID, p[0].Text
 		}
-	case "messages":
-		system = append(system, partsText(req["system"]))
-		for _, mv := range jArr(req["messages"]) {
-			m := jObj(mv)
-			v.messages = append(v.messages, messageView{jStr(m["role"]), partsText(m["content"])})
-		}
-	default: // chat
-		for _, mv := range jArr(req["messages"]) {
-			m := jObj(mv)
-			role := jStr(m["role"])
-			text := partsText(m["content"])
-			for _, tc := range jArr(m["tool_calls"]) {
-				fn := jObj(jObj(tc)["function"])
-				text = strings.TrimSpace(text + "\n→ tool call " + jStr(fn["name"]) + " " + jStr(fn["arguments"]))
-			}
-			if role == "system" || role == "developer" {
-				system = append(system, text)
-				continue
-			}
-			if id := jStr(m["tool_call_id"]); role == "tool" && id != "" {
-				role = "tool result " + id
-			}
-			v.messages = append(v.messages, messageView{role, text})
-		}
+		v.messages = append(v.messages, messageView{label, text})
 	}
 	v.system = strings.TrimSpace(strings.Join(system, "\n"))
-	for _, tv := range jArr(req["tools"]) {
-		t := jObj(tv)
-		name := jStr(t["name"])
-		if name == "" {
-			name = jStr(jObj(t["function"])["name"])
-		}
-		if name == "" {
-			name = jStr(t["type"])
-		}
+	for _, name := range tools {
 		if name != "" {
 			v.tools = append(v.tools, name)
 		}
@@ -549,69 +502,42 @@ func requestView(dialect string, req map[string]any) requestSummary {
 	return v
 }
 
-// partsText renders message content: a string, or a list of parts (text, input_text, output_text,
-// tool_use, tool_result, thinking, images and files as placeholders).
-func partsText(v any) string {
-	switch c := v.(type) {
-	case string:
-		return c
-	case []any:
-		var out []string
-		for _, pv := range c {
-			p := jObj(pv)
-			switch typ := jStr(p["type"]); typ {
-			case "text", "input_text", "output_text", "summary_text":
-				out = append(out, jStr(p["text"]))
-			case "thinking":
-				out = append(out, "(thinking) "+jStr(p["thinking"]))
-			case "tool_use":
-				args, _ := json.Marshal(p["input"])
-				out = append(out, "→ tool call "+jStr(p["name"])+" "+string(args))
-			case "tool_result":
-				out = append(out, "← tool result "+jStr(p["tool_use_id"])+": "+partsText(p["content"]))
-			case "refusal":
-				out = append(out, "(refusal) "+jStr(p["refusal"]))
-			case "":
-				if s, ok := pv.(string); ok {
-					out = append(out, s)
-				}
-			default:
-				out = append(out, "["+typ+"]")
-			}
+// partsText renders the parts of a message, one line or more each: text as is, reasoning as
+// "(thinking) ...", tool calls as "→ tool call NAME ARGUMENTS", tool results as
+// "← tool result CALL_ID: TEXT", images, files and unknown blocks as a [TYPE] placeholder.
+func partsText(parts []view.Part) string {
+	out := make([]string, 0, len(parts))
+	for _, p := range parts {
+		switch p.Kind {
+		case "text":
+			out = append(out, p.Text)
+		case "reasoning":
+			out = append(out, "(thinking) "+p.Text)
+		case "tool_call":
+			out = append(out, "→ tool call "+p.Name+" "+p.Arguments)
+		case "tool_result":
+			out = append(out, "← tool result "+p.CallID+": "+p.Text)
+		default: // image, other
+			out = append(out, "["+orDefault(p.Name, p.Kind)+"]")
 		}
-		return strings.Join(out, "\n")
 	}
-	return ""
+	return strings.Join(out, "\n")
 }
 
-// responseText is the answer text of a response object: Chat choices[0].message.content, Responses
-// output message items, Messages content text blocks.
-func responseText(dialect string, res map[string]any) string {
-	switch dialect {
-	case "responses":
-		var out []string
-		for _, it := range jArr(res["output"]) {
-			item := jObj(it)
-			if jStr(item["type"]) == "message" {
-				out = append(out, partsText(item["content"]))
+// responseText is the answer text of a response object as the viewer parses it
+// (view.ParseResponse): the text parts of Chat's choices[].message, of Responses' output message
+// items and of Messages' content blocks.
+func responseText(res []byte) string {
+	msgs, _ := view.ParseResponse(res)
+	var out []string
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			if p.Kind == "text" {
+				out = append(out, p.Text)
 			}
 		}
-		return strings.Join(out, "\n")
-	case "messages":
-		var out []string
-		for _, bv := range jArr(res["content"]) {
-			if b := jObj(bv); jStr(b["type"]) == "text" {
-				out = append(out, jStr(b["text"]))
-			}
-		}
-		return strings.Join(out, "\n")
-	default:
-		choices := jArr(res["choices"])
-		if len(choices) == 0 {
-			return ""
-		}
-		return partsText(jObj(jObj(choices[0])["message"])["content"])
 	}
+	return strings.Join(out, "\n")
 }
 
 // errorMessage is error.message of an error body (all three dialects use that shape), or the

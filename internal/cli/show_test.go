@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -125,4 +126,40 @@ func TestShowErrors(t *testing.T) {
 		{"bad raw", []string{"show", "--capture-dir", dir, "conv", "1", "--raw=headers"}, ExitUsage, "--raw=headers: want"},
 		{"damaged line", []string{"show", "--capture-dir", gymCapture, "3-0", "6"}, ExitFailure, "call 6: its capture line (line 7) is damaged"},
 	})
+}
+
+// TestRequestView: show reads a request as the viewer does; the leading system and developer
+// messages are the system prompt, later ones stay in place, a tool message answering one call is
+// labelled with its call id, and every kind of part has its line form.
+func TestRequestView(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		req    string
+		system string
+		msgs   []messageView
+		tools  []string
+	}{
+		{"responses items", `{"instructions":"Be brief.","input":[{"role":"developer","content":"Use tools."},{"role":"user","content":"hi"},` +
+			`{"type":"reasoning","summary":[{"type":"summary_text","text":"think"}]},{"type":"function_call","call_id":"f1","name":"shell","arguments":"{\"cmd\":\"ls\"}"},` +
+			`{"type":"function_call_output","call_id":"f1","output":"a.txt"}],"tools":[{"type":"function","name":"shell"},{"type":"web_search"}]}`,
+			"Be brief.\nUse tools.",
+			[]messageView{{"user", "hi"}, {"assistant", "(thinking) think"}, {"assistant", `→ tool call shell {"cmd":"ls"}`}, {"tool result f1", "a.txt"}},
+			[]string{"shell", "web_search"}},
+		{"chat system later stays in place", `{"messages":[{"role":"system","content":"S"},{"role":"user","content":"q"},{"role":"system","content":"late"}]}`,
+			"S", []messageView{{"user", "q"}, {"system", "late"}}, nil},
+		{"messages blocks", `{"system":"You are Claude.","messages":[{"role":"user","content":[{"type":"text","text":"see"},{"type":"image","source":{}}]},` +
+			`{"role":"assistant","content":[{"type":"thinking","thinking":"hm"},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]},` +
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}],"tools":[{"name":"Bash"}]}`,
+			"You are Claude.",
+			[]messageView{{"user", "see\n[image]"}, {"assistant", "(thinking) hm\n→ tool call Bash {\"command\":\"ls\"}"}, {"user", "← tool result t1: ok"}},
+			[]string{"Bash"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := requestView([]byte(tc.req))
+			if v.system != tc.system || !slices.Equal(v.messages, tc.msgs) || !slices.Equal(v.tools, tc.tools) {
+				t.Errorf("requestView = system %q, messages %q, tools %q\nwant system %q, messages %q, tools %q",
+					v.system, v.messages, v.tools, tc.system, tc.msgs, tc.tools)
+			}
+		})
+	}
 }

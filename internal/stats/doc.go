@@ -4,5 +4,7 @@
 //
 // The package knows nothing about capture files or record building: the caller turns each captured
 // call into a Call (from the root package's ModelCallRecord) and feeds it to an Accumulator, which
-// keeps only counters, sums and the latency samples needed for percentiles.
+// keeps only counters, sums and the latency samples needed for percentiles. The viewer's run overview
+// takes its percentiles (Distribute) and its cache signal (CacheHits) from here too, so both tools
+// give the same numbers for the same calls.
 package stats

@@ -107,16 +107,32 @@ type Tokens struct {
 // Cache holds prompt-cache statistics from each record's cache signal (cache_hit, cached_tokens:
 // the first valid cached count of the usage, in NeMo Gym's order, then prompt_cache_hit_tokens).
 type Cache struct {
-	// Known is the number of calls whose cache_hit is known (true or false).
-	Known int `json:"calls_known"`
-	// Hits is the number of calls with cache_hit true.
-	Hits int `json:"hits"`
-	// HitRate is Hits / Known, in [0, 1]; nil when Known is 0.
-	HitRate *float64 `json:"hit_rate"`
+	CacheHits
 	// CachedTokens is the sum of cached_tokens over calls where it is known; nil when none is.
 	CachedTokens *int64 `json:"cached_tokens"`
 	// CacheCreationTokens is the sum of cache_creation_tokens (Anthropic) where known; nil when none is.
 	CacheCreationTokens *int64 `json:"cache_creation_tokens"`
+}
+
+// CacheHits is the prompt-cache hit rate of a set of calls: hits among the calls whose cache_hit is
+// known.
+type CacheHits struct {
+	// Known is the number of calls whose cache_hit is known (true or false).
+	Known int `json:"calls_known"`
+	// Hits is the number of calls with cache_hit true.
+	Hits int `json:"hits"`
+	// HitRate is Hits / Known, in [0, 1]; nil (JSON null) when Known is 0.
+	HitRate *float64 `json:"hit_rate"`
+}
+
+// NewCacheHits returns the CacheHits of hits among known calls.
+func NewCacheHits(known, hits int) CacheHits {
+	c := CacheHits{Known: known, Hits: hits}
+	if known > 0 {
+		rate := float64(hits) / float64(known)
+		c.HitRate = &rate
+	}
+	return c
 }
 
 // Distribution summarises a set of durations in milliseconds. Percentiles use the nearest-rank method:
@@ -326,7 +342,7 @@ func (m *acc) summary() Summary {
 			CallsWithUsage: m.withUsage,
 		},
 		Cache: Cache{
-			Known: m.cacheKnown, Hits: m.hits,
+			CacheHits:    NewCacheHits(m.cacheKnown, m.hits),
 			CachedTokens: m.cached.Result(), CacheCreationTokens: m.creation.Result(),
 		},
 		LatencyMS: Distribute(slices.Clone(m.latency)),
@@ -334,10 +350,6 @@ func (m *acc) summary() Summary {
 	}
 	for k, v := range m.byCategory {
 		s.ErrorsByCategory[k] = v
-	}
-	if m.cacheKnown > 0 {
-		rate := float64(m.hits) / float64(m.cacheKnown)
-		s.Cache.HitRate = &rate
 	}
 	return s
 }

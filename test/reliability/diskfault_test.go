@@ -64,6 +64,41 @@ func mergeGaps(t *testing.T, dir, id string) map[string]string {
 	return gapCodes(mergeOne(t, m, `{"_ng_rollout_id":"`+id+`"}`).Gaps)
 }
 
+// beforeFault starts a gateway over upstream and makes n calls of rollout id through it (100 pad
+// bytes each), the lines written before the fault; it returns the gateway and id's capture file.
+func beforeFault(t *testing.T, upstream, id string, n int) (*gw, string) {
+	t.Helper()
+	g := startGateway(t, upstream, nil)
+	faultCalls(t, g.client, g.srv.URL, id, n, 100)
+	p, err := g.store.CapturePath(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, p
+}
+
+// displace moves path aside (to path+".saved") and lets create put the fault in its place (a
+// directory where a file was, a file where a directory was). restore removes the fault and moves the
+// original back; every step fails the test if it fails.
+func displace(t *testing.T, path string, create func(path string) error) (restore func()) {
+	t.Helper()
+	if err := os.Rename(path, path+".saved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := create(path); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		t.Helper()
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".saved", path); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestWriteErrors(t *testing.T) {
 	up := capturetest.NewServer(t, echoHandler)
 
@@ -71,9 +106,8 @@ func TestWriteErrors(t *testing.T) {
 		if _, err := os.Stat("/dev/full"); err != nil {
 			t.Skip("no /dev/full here")
 		}
-		g := startGateway(t, up.URL, nil)
 		const id, control = "devfull-0", "control-0"
-		p, _ := g.store.CapturePath(id)
+		g, p := beforeFault(t, up.URL, id, 0)
 		if err := os.Symlink("/dev/full", p); err != nil {
 			t.Fatal(err)
 		}
@@ -100,20 +134,13 @@ func TestWriteErrors(t *testing.T) {
 	})
 
 	t.Run("capture file replaced by a directory", func(t *testing.T) {
-		g := startGateway(t, up.URL, nil)
 		const id = "isdir-0"
-		faultCalls(t, g.client, g.srv.URL, id, 3, 100)
-		p, _ := g.store.CapturePath(id)
+		g, p := beforeFault(t, up.URL, id, 3)
 		before, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Rename(p, p+".saved"); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Mkdir(p, 0o750); err != nil {
-			t.Fatal(err)
-		}
+		restore := displace(t, p, func(p string) error { return os.Mkdir(p, 0o750) })
 		faultCalls(t, g.client, g.srv.URL, id, 3, 100)
 		g.drain()
 		if n := metric(t, g.client, g.srv.URL, gateway.MetricCaptureWrites, "result=failed"); n != 3 {
@@ -124,8 +151,7 @@ func TestWriteErrors(t *testing.T) {
 		}
 		logNames(t, g.logs.String(), "capture write failed", id)
 		// The lines written before the fault are all there once the file is back.
-		os.Remove(p)
-		os.Rename(p+".saved", p)
+		restore()
 		after, _ := os.ReadFile(p)
 		if string(after) != string(before) || len(capturetest.Lines(t, g.store, id)) != 3 {
 			t.Error("lines written before the fault changed")
@@ -133,15 +159,9 @@ func TestWriteErrors(t *testing.T) {
 	})
 
 	t.Run("capture dir gone: the marker fails too", func(t *testing.T) {
-		g := startGateway(t, up.URL, nil)
 		const id = "nodir-0"
-		faultCalls(t, g.client, g.srv.URL, id, 1, 100)
-		if err := os.Rename(g.dir, g.dir+".saved"); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(g.dir, []byte("not a directory"), 0o640); err != nil {
-			t.Fatal(err)
-		}
+		g, _ := beforeFault(t, up.URL, id, 1)
+		restore := displace(t, g.dir, func(p string) error { return os.WriteFile(p, []byte("not a directory"), 0o640) })
 		faultCalls(t, g.client, g.srv.URL, id, 2, 100)
 		g.drain()
 		if n := metric(t, g.client, g.srv.URL, gateway.MetricCaptureWrites, "result=lost"); n != 2 {
@@ -151,18 +171,15 @@ func TestWriteErrors(t *testing.T) {
 			t.Errorf("claim failures %v, want 2", n)
 		}
 		logNames(t, g.logs.String(), "incomplete marker failed too", id)
-		os.Remove(g.dir)
-		os.Rename(g.dir+".saved", g.dir)
+		restore()
 		if len(capturetest.Lines(t, g.store, id)) != 1 {
 			t.Error("the line written before the fault is gone")
 		}
 	})
 
 	t.Run("read-only capture file", func(t *testing.T) {
-		g := startGateway(t, up.URL, nil)
 		const id = "readonly-0"
-		faultCalls(t, g.client, g.srv.URL, id, 2, 100)
-		p, _ := g.store.CapturePath(id)
+		g, p := beforeFault(t, up.URL, id, 2)
 		if err := os.Chmod(p, 0o440); err != nil {
 			t.Fatal(err)
 		}
@@ -284,9 +301,8 @@ func TestDiskFullTmpfs(t *testing.T) {
 // the dir is writable again the next call lands after the lines from before.
 func TestReadOnlyCaptureDir(t *testing.T) {
 	up := capturetest.NewServer(t, echoHandler)
-	g := startGateway(t, up.URL, nil)
 	const id = "rofs-0"
-	faultCalls(t, g.client, g.srv.URL, id, 2, 100)
+	g, _ := beforeFault(t, up.URL, id, 2)
 	if err := unix.Mount(g.dir, g.dir, "", unix.MS_BIND, ""); err != nil {
 		t.Skipf("cannot bind-mount here (%v)", err)
 	}
