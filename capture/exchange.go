@@ -63,6 +63,11 @@ type Exchange struct {
 	// PayloadsChecked says the caller already checked Request and Response with IsPayloadObject,
 	// so writing the line does not validate them a second time.
 	PayloadsChecked bool `json:"-"`
+	// RequestCompact says Request is known to have no white space outside its strings
+	// (IsCompactJSON), so the line copies it without looking for any. A gateway that checks the
+	// request before forwarding it does that walk then, and not while the client waits for the
+	// call's last chunk.
+	RequestCompact bool `json:"-"`
 
 	ResponseSource           *string `json:"response_source"` // "upstream" or "local"
 	UpstreamAttempted        *bool   `json:"upstream_attempted"`
@@ -131,7 +136,11 @@ func WriteExchange(w io.Writer, ex *Exchange) error {
 	e.raw(`,"error_category":`)
 	e.optStr(ex.ErrorCategory)
 	e.raw(`,"request":`)
-	e.object(ex.Request)
+	if ex.RequestCompact && ex.Request != nil {
+		e.write(ex.Request)
+	} else {
+		e.object(ex.Request)
+	}
 	e.raw(`,"response":`)
 	if ex.ResponseTo != nil {
 		if e.err == nil {
@@ -205,8 +214,11 @@ func IsPayloadObject(b []byte) bool {
 	return len(t) > 0 && t[0] == '{' && jsonscan.Validate(b) == nil && !jsonscan.DeeperThan(b, jsonscan.MaxNesting-1)
 }
 
-// isCompact reports whether the valid JSON text b has no whitespace outside its strings, so that
-// json.Compact would return it unchanged.
+// IsCompactJSON reports whether the valid JSON text b has no white space outside its strings, so
+// that json.Compact would return it unchanged (and a capture line can hold it as it is).
+func IsCompactJSON(b []byte) bool { return isCompact(b) }
+
+// isCompact is IsCompactJSON.
 func isCompact(b []byte) bool {
 	if bytes.IndexAny(b, " \t\r\n") < 0 {
 		return true

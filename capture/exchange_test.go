@@ -175,6 +175,31 @@ func TestIsCompact(t *testing.T) {
 	}
 }
 
+// TestRequestCompactLine: a request the caller found compact (RequestCompact) is written as it is,
+// giving the same line as without the flag; without it, white space outside strings is dropped.
+func TestRequestCompactLine(t *testing.T) {
+	for _, req := range []string{`{"a":"b c","d":[1,{"e":null}]}`, `{"model":"m"}`} {
+		ex := Exchange{ModelCallID: "x", Dialect: "chat", Request: json.RawMessage(req), PayloadsChecked: true}
+		plain, err := EncodeExchange(&ex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !IsCompactJSON(ex.Request) {
+			t.Fatalf("IsCompactJSON(%s) is false", req)
+		}
+		ex.RequestCompact = true
+		flagged, err := EncodeExchange(&ex)
+		if err != nil || !bytes.Equal(plain, flagged) || !bytes.Contains(flagged, []byte(`"request":`+req+`,`)) {
+			t.Errorf("with RequestCompact: %s (%v), without: %s", flagged, err, plain)
+		}
+	}
+	ex := Exchange{ModelCallID: "x", Dialect: "chat", Request: json.RawMessage("{ \"a\" : \"b c\" }"), PayloadsChecked: true}
+	line, err := EncodeExchange(&ex)
+	if err != nil || !bytes.Contains(line, []byte(`"request":{"a":"b c"},`)) {
+		t.Errorf("not compacted: %s (%v)", line, err)
+	}
+}
+
 func TestAppendExchangeStreamsBigPayloads(t *testing.T) {
 	s := newStore(t)
 	big := `{"messages":[{"role":"user","content":"` + strings.Repeat("long context ", 200_000) + `"}]}`

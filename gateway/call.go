@@ -60,6 +60,7 @@ type call struct {
 	claimed          chan struct{}   // closed once the claim exists (or failed)
 	request          json.RawMessage // for a large body, set by the goroutine that closes requestParsed
 	requestRaw       *string
+	requestCompact   bool          // request has no white space outside its strings
 	requestParsed    chan struct{} // set when request is worked out by a goroutine (a large body)
 
 	ctx         context.Context // the outbound request's context (cancelled with a cause)
@@ -149,13 +150,13 @@ func (h *Handler) serveCaptured(w http.ResponseWriter, r *http.Request, id strin
 	// goroutine, which on the bench machine costs about 0.1 ms of latency.
 	codings := contentCodings(r.Header)
 	if len(body) < asyncRequestCheck {
-		c.request, c.requestRaw = captureRequest(body, codings, h.maxRequestBytes())
+		c.request, c.requestRaw, c.requestCompact = captureRequest(body, codings, h.maxRequestBytes())
 	} else {
 		parsed := make(chan struct{})
 		c.requestParsed = parsed
 		go func() {
 			defer close(parsed)
-			c.request, c.requestRaw = captureRequest(body, codings, h.maxRequestBytes())
+			c.request, c.requestRaw, c.requestCompact = captureRequest(body, codings, h.maxRequestBytes())
 		}()
 	}
 	h.metrics.reqBytes.Add(float64(len(body)))
@@ -219,9 +220,11 @@ func (c *call) readRequest(r *http.Request) ([]byte, error) {
 // captureRequest stores a request body as NeMo Gym's middleware does: a storable JSON object
 // (capture.IsPayloadObject, after undoing any Content-Encoding) becomes request; any other non-empty
 // body becomes request_raw (text, invalid UTF-8 replaced when written); an empty body gives neither.
-func captureRequest(body []byte, codings []string, limit int64) (json.RawMessage, *string) {
+// compact says the request object has no white space outside its strings (the line then copies it
+// without a second walk).
+func captureRequest(body []byte, codings []string, limit int64) (request json.RawMessage, raw *string, compact bool) {
 	if len(body) == 0 {
-		return nil, nil
+		return nil, nil, false
 	}
 	b := body
 	if len(codings) > 0 {
@@ -233,9 +236,9 @@ func captureRequest(body []byte, codings []string, limit int64) (json.RawMessage
 		}
 	}
 	if capture.IsPayloadObject(b) {
-		return json.RawMessage(b), nil
+		return json.RawMessage(b), nil, capture.IsCompactJSON(b)
 	}
-	return nil, ptr(string(b))
+	return nil, ptr(string(b)), false
 }
 
 // responseStarted is called with the upstream's response headers: it records status and provenance,
@@ -446,6 +449,7 @@ func (c *call) conclude(o outcome, held bool) {
 		ClientSessionID:          c.session,
 		ClientAssistantMessageID: c.assistantMessage,
 		PayloadsChecked:          true, // request by captureRequest, response by c.response
+		RequestCompact:           c.requestCompact,
 	}
 	if c.firstByte {
 		ex.LatencyTTFTMS = ptr(capture.RoundMS(milliseconds(c.ttft)))

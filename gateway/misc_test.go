@@ -237,6 +237,13 @@ func TestRequestAndResponseBodies(t *testing.T) {
 	// Bodies of 256 KiB and more are checked while the upstream works on the call.
 	bigJSON := `{"model":"m","pad":"` + strings.Repeat("x", 300<<10) + `"}`
 	bigText := strings.Repeat("not json ", 300<<10/9)
+	// White space outside strings is dropped from the stored request, inside strings kept; the
+	// compactness is found when the request is checked (before forwarding, or beside the upstream
+	// call for a large body), so the line copies a compact one as is.
+	prettyJSON := "{\n  \"model\": \"m\",\n  \"messages\": [ {\"role\": \"user\", \"content\": \"a b\\n c\"} ]\n}\n"
+	prettyCompacted := `{"model":"m","messages":[{"role":"user","content":"a b\n c"}]}`
+	bigPretty := "{ \"model\" : \"m\", \"pad\" : \"" + strings.Repeat("x y", 100<<10) + "\" }"
+	bigPrettyCompacted := `{"model":"m","pad":"` + strings.Repeat("x y", 100<<10) + `"}`
 	for _, tc := range []struct {
 		name            string
 		reqBody         string
@@ -250,6 +257,9 @@ func TestRequestAndResponseBodies(t *testing.T) {
 		category        string
 	}{
 		{"json object", `{"model":"m"}`, "", 200, "application/json", `{"ok":true}`, `{"model":"m"}`, nil, true, nil, "<null>"},
+		{"compact json object, spaces in strings", prettyCompacted, "", 200, "application/json", `{"ok":true}`, prettyCompacted, nil, true, nil, "<null>"},
+		{"pretty json object", prettyJSON, "", 200, "application/json", `{"ok":true}`, prettyCompacted, nil, true, nil, "<null>"},
+		{"large pretty json object", bigPretty, "", 200, "application/json", `{"ok":true}`, bigPrettyCompacted, nil, true, nil, "<null>"},
 		{"not json", `{not-json`, "", 422, "application/json", `{"detail":"bad"}`, "", "{not-json", true, nil, "client_error"},
 		{"json array", `[]`, "", 200, "application/json", `{}`, "", "[]", true, nil, "<null>"},
 		{"large json object", bigJSON, "", 200, "application/json", `{"ok":true}`, bigJSON, nil, true, nil, "<null>"},
