@@ -16,7 +16,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/modelcalls/modelcalls/gateway"
 	"github.com/modelcalls/modelcalls/otelexport"
@@ -358,27 +366,51 @@ func otelChildHandler(upstreamURL, captureDir string) (http.Handler, func(), err
 		return nil, nil, err
 	}
 	var exp *otelexport.Exporter
+	var floor *sdkFloor
 	if otelexport.Enabled("") {
 		gw := h.(*gateway.Handler)
 		upURL, _ := url.Parse(upstreamURL)
-		exp, err = otelexport.New(context.Background(), otelexport.Config{Upstream: upURL, Registerer: gw.Registry()})
+		cfg := otelexport.Config{Upstream: upURL, Registerer: gw.Registry()}
+		switch stage := os.Getenv(otelStageEnv); stage {
+		case "":
+		case otelStageDiscard:
+			cfg.SpanExporter = discardSpans{}
+		case otelStageSDK, otelStageSDKDiscard:
+			floor, err = newSDKFloor(context.Background(), upURL, stage == otelStageSDKDiscard)
+		default:
+			err = fmt.Errorf("%s=%q: want %s, %s or %s: %w", otelStageEnv, stage, otelStageDiscard, otelStageSDK, otelStageSDKDiscard, errUnexpected)
+		}
+		if err == nil && floor == nil {
+			exp, err = otelexport.New(context.Background(), cfg)
+		}
 		if err != nil {
 			stopGW()
 			stopProfile()
 			return nil, nil, err
 		}
-		gw.OnCaptured = func(c gateway.CapturedCall) { exp.Enqueue(c.RolloutID, c.Exchange, c.Traceparent) }
+		if floor != nil {
+			gw.OnCaptured = floor.span
+		} else {
+			gw.OnCaptured = func(c gateway.CapturedCall) { exp.Enqueue(c.RolloutID, c.Exchange, c.Traceparent) }
+		}
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc(otelCPUPath, func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintf(w, "%d %d %d\n", processCPU().Nanoseconds(), gcCPU().Nanoseconds(), heapAllocs())
 	})
 	mux.HandleFunc(otelFlushPath, func(w http.ResponseWriter, req *http.Request) {
-		if exp == nil {
+		var err error
+		switch {
+		case exp != nil:
+			err = exp.Flush(req.Context())
+		case floor != nil:
+			floor.round() // the calls still queued
+			err = floor.tp.ForceFlush(req.Context())
+		default:
 			http.Error(w, "export off", http.StatusNotFound)
 			return
 		}
-		if err := exp.Flush(req.Context()); err != nil {
+		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 		}
 	})
@@ -392,15 +424,138 @@ func otelChildHandler(upstreamURL, captureDir string) (http.Handler, func(), err
 	mux.Handle("/", h)
 	stop := func() {
 		stopGW()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
 		if exp != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
 			exp.Shutdown(ctx)
+		}
+		if floor != nil {
+			floor.tp.Shutdown(ctx)
 		}
 		stopProfile()
 	}
 	return mux, stop, nil
 }
+
+// otelStageEnv makes a row-7 export-on child (a variant, otelVariantsEnv) do only some stages of
+// the export, so that the variants' CPU per call against export off splits the export's cost in
+// the gateway process itself (reported, not judged):
+//
+//	discard      the exporter as configured, but its spans go to an exporter that discards them:
+//	             everything but the OTLP encoding (transform, protobuf) and the HTTP send
+//	sdk          no otelexport: each captured call gets one span from the SDK alone (a batch
+//	             span processor and the official OTLP/HTTP exporter), made in rounds on one
+//	             goroutine as otelexport makes them, with the attributes of the first call's real
+//	             span: the SDK's floor, without our record, request scan or metrics
+//	sdk-discard  sdk with an exporter that discards: the SDK's span start, attributes, end and
+//	             batch processor alone
+const otelStageEnv = "MODELCALLS_BENCH_OTEL_STAGE"
+
+const (
+	otelStageDiscard    = "discard"
+	otelStageSDK        = "sdk"
+	otelStageSDKDiscard = "sdk-discard"
+)
+
+// discardSpans is a span exporter that accepts and drops every batch.
+type discardSpans struct{}
+
+func (discardSpans) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardSpans) Shutdown(context.Context) error                             { return nil }
+
+// sdkFloor is the otelStageSDK child's span source: the SDK alone. Like otelexport's live queue,
+// the calls' goroutines only hand their times over, and one goroutine makes the spans of all the
+// calls queued since its last round, otelexport.LiveDelay after the first of them, so that the
+// SDK's work runs where otelexport runs it (one goroutine, in rounds) and the figure is the SDK's,
+// not that of 64 goroutines contending for its batch queue.
+type sdkFloor struct {
+	tp     *sdktrace.TracerProvider
+	tracer trace.Tracer
+	upURL  *url.URL
+	once   sync.Once
+	name   string
+	kind   trace.SpanStartOption
+	attrs  []attribute.KeyValue
+	err    error
+
+	mu             sync.Mutex
+	pending, spare [][2]time.Time // start and end of the calls queued for the next round
+	armed          bool
+}
+
+func newSDKFloor(ctx context.Context, upURL *url.URL, discard bool) (*sdkFloor, error) {
+	var se sdktrace.SpanExporter = discardSpans{}
+	if !discard {
+		var err error
+		if se, err = otlptracehttp.New(ctx); err != nil {
+			return nil, fmt.Errorf("otlp trace exporter: %w", err)
+		}
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(se, sdktrace.WithBlocking()))
+	return &sdkFloor{tp: tp, tracer: tp.Tracer(otelexport.ScopeName), upURL: upURL}, nil
+}
+
+// span is the sdk stage's OnCaptured. The first call learns the span's name, kind and attributes
+// from the real exporter (into an in-memory exporter); every call, the first included, is then
+// queued for a span like it with the call's start and end.
+func (f *sdkFloor) span(c gateway.CapturedCall) {
+	f.once.Do(func() {
+		if f.name, f.kind, f.attrs, f.err = firstSpan(c, f.upURL); f.err != nil {
+			fmt.Fprintln(os.Stderr, "bench child: sdk stage:", f.err)
+		}
+	})
+	if f.err != nil {
+		return
+	}
+	f.mu.Lock()
+	f.pending = append(f.pending, [2]time.Time{c.Start, c.End})
+	if !f.armed {
+		f.armed = true
+		time.AfterFunc(otelexport.LiveDelay, f.round)
+	}
+	f.mu.Unlock()
+}
+
+// round starts and ends the spans of the calls queued.
+func (f *sdkFloor) round() {
+	f.mu.Lock()
+	calls := f.pending
+	f.pending, f.spare, f.armed = f.spare[:0], nil, false
+	f.mu.Unlock()
+	for _, t := range calls {
+		_, s := f.tracer.Start(context.Background(), f.name, f.kind, trace.WithTimestamp(t[0]))
+		s.SetAttributes(f.attrs...)
+		s.End(trace.WithTimestamp(t[1]))
+	}
+	f.mu.Lock()
+	if f.spare == nil {
+		f.spare = calls
+	}
+	f.mu.Unlock()
+}
+
+// firstSpan is the name, kind and attributes of the span otelexport makes of c.
+func firstSpan(c gateway.CapturedCall, upURL *url.URL) (string, trace.SpanStartOption, []attribute.KeyValue, error) {
+	mem := keptSpans{tracetest.NewInMemoryExporter()}
+	e, err := otelexport.New(context.Background(), otelexport.Config{Upstream: upURL, SpanExporter: mem, MetricReader: sdkmetric.NewManualReader()})
+	if err != nil {
+		return "", nil, nil, err
+	}
+	e.Enqueue(c.RolloutID, c.Exchange, c.Traceparent)
+	if err := e.Shutdown(context.Background()); err != nil {
+		return "", nil, nil, err
+	}
+	spans := mem.GetSpans()
+	if len(spans) != 1 {
+		return "", nil, nil, fmt.Errorf("first span: got %d spans: %w", len(spans), errUnexpected)
+	}
+	return spans[0].Name, trace.WithSpanKind(spans[0].SpanKind), spans[0].Attributes, nil
+}
+
+// keptSpans is an in-memory exporter whose spans outlive its shutdown.
+type keptSpans struct{ *tracetest.InMemoryExporter }
+
+func (keptSpans) Shutdown(context.Context) error { return nil }
 
 // childCPU reads the CPU time a row-7 child has used so far, the garbage collector's share of it and
 // the bytes it allocated (otelCPUPath).
