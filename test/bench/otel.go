@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -20,7 +21,9 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -405,7 +408,7 @@ func otelChildHandler(upstreamURL, captureDir string) (http.Handler, func(), err
 			err = exp.Flush(req.Context())
 		case floor != nil:
 			floor.round() // the calls still queued
-			err = floor.tp.ForceFlush(req.Context())
+			err = errors.Join(floor.tp.ForceFlush(req.Context()), floor.mp.ForceFlush(req.Context()))
 		default:
 			http.Error(w, "export off", http.StatusNotFound)
 			return
@@ -431,6 +434,7 @@ func otelChildHandler(upstreamURL, captureDir string) (http.Handler, func(), err
 		}
 		if floor != nil {
 			floor.tp.Shutdown(ctx)
+			floor.mp.Shutdown(ctx)
 		}
 		stopProfile()
 	}
@@ -443,12 +447,14 @@ func otelChildHandler(upstreamURL, captureDir string) (http.Handler, func(), err
 //
 //	discard      the exporter as configured, but its spans go to an exporter that discards them:
 //	             everything but the OTLP encoding (transform, protobuf) and the HTTP send
-//	sdk          no otelexport: each captured call gets one span from the SDK alone (a batch
-//	             span processor and the official OTLP/HTTP exporter), made in rounds on one
-//	             goroutine as otelexport makes them, with the attributes of the first call's real
-//	             span: the SDK's floor, without our record, request scan or metrics
-//	sdk-discard  sdk with an exporter that discards: the SDK's span start, attributes, end and
-//	             batch processor alone
+//	sdk          no otelexport: each captured call gets one span and its three histogram records
+//	             from the SDK alone (a batch span processor, a periodic metric reader, the
+//	             official OTLP/HTTP exporters), made in rounds on one goroutine as otelexport
+//	             makes them, with the attributes of the first call's real span: the SDK's floor,
+//	             without our record, request scan, attribute building or queue
+//	sdk-discard  sdk with a span exporter that discards and a metric reader that never collects:
+//	             the SDK's span start, attributes, end, batch processor and histogram records
+//	             alone
 const otelStageEnv = "MODELCALLS_BENCH_OTEL_STAGE"
 
 const (
@@ -468,8 +474,13 @@ func (discardSpans) Shutdown(context.Context) error                             
 // calls queued since its last round, otelexport.LiveDelay after the first of them, so that the
 // SDK's work runs where otelexport runs it (one goroutine, in rounds) and the figure is the SDK's,
 // not that of 64 goroutines contending for its batch queue.
+//
+// Each call also records the three GenAI client histograms otelexport records (their names and
+// bucket counts, the attribute sets built once from the first span's), into a meter provider with
+// the official OTLP/HTTP metric exporter (sdk-discard: a reader that never collects).
 type sdkFloor struct {
 	tp     *sdktrace.TracerProvider
+	mp     *sdkmetric.MeterProvider
 	tracer trace.Tracer
 	upURL  *url.URL
 	once   sync.Once
@@ -477,6 +488,12 @@ type sdkFloor struct {
 	kind   trace.SpanStartOption
 	attrs  []attribute.KeyValue
 	err    error
+
+	duration, tokens, ttfc    metric.Float64Histogram
+	base, input, output       []metric.RecordOption
+	secs, tokensIn, tokensOut float64
+	ttfcSecs                  float64
+	stream                    bool
 
 	mu             sync.Mutex
 	pending, spare [][2]time.Time // start and end of the calls queued for the next round
@@ -491,8 +508,63 @@ func newSDKFloor(ctx context.Context, upURL *url.URL, discard bool) (*sdkFloor, 
 			return nil, fmt.Errorf("otlp trace exporter: %w", err)
 		}
 	}
+	var reader sdkmetric.Reader = sdkmetric.NewManualReader()
+	if !discard {
+		me, err := otlpmetrichttp.New(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("otlp metric exporter: %w", err)
+		}
+		reader = sdkmetric.NewPeriodicReader(me)
+	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(se, sdktrace.WithBlocking()))
-	return &sdkFloor{tp: tp, tracer: tp.Tracer(otelexport.ScopeName), upURL: upURL}, nil
+	f := &sdkFloor{tp: tp, mp: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), tracer: tp.Tracer(otelexport.ScopeName), upURL: upURL}
+	m := f.mp.Meter(otelexport.ScopeName)
+	var err error
+	bounds := metric.WithExplicitBucketBoundaries(0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
+	if f.duration, err = m.Float64Histogram("gen_ai.client.operation.duration", metric.WithUnit("s"), bounds); err == nil {
+		f.ttfc, err = m.Float64Histogram("gen_ai.client.operation.time_to_first_chunk", metric.WithUnit("s"), bounds)
+	}
+	if err == nil {
+		f.tokens, err = m.Float64Histogram("gen_ai.client.token.usage", metric.WithUnit("{token}"),
+			metric.WithExplicitBucketBoundaries(1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("otlp metric: %w", err)
+	}
+	return f, nil
+}
+
+// learn takes the span's name, kind and attributes, and the metrics' attribute sets and values,
+// from the span otelexport makes of c.
+func (f *sdkFloor) learn(c gateway.CapturedCall) error {
+	var err error
+	if f.name, f.kind, f.attrs, err = firstSpan(c, f.upURL); err != nil {
+		return err
+	}
+	var base []attribute.KeyValue
+	for _, kv := range f.attrs {
+		switch kv.Key {
+		case otelexport.AttrOperationName, otelexport.AttrProviderName, otelexport.AttrRequestModel, otelexport.AttrResponseModel,
+			otelexport.AttrServerAddress, otelexport.AttrServerPort:
+			base = append(base, kv)
+		case otelexport.AttrInputTokens:
+			f.tokensIn = float64(kv.Value.AsInt64())
+		case otelexport.AttrOutputTokens:
+			f.tokensOut = float64(kv.Value.AsInt64())
+		case otelexport.AttrTimeToFirstChunk:
+			f.ttfcSecs = kv.Value.AsFloat64()
+		case otelexport.AttrStream:
+			f.stream = kv.Value.AsBool()
+		}
+	}
+	with := func(kv ...attribute.KeyValue) []metric.RecordOption {
+		return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(append(base[:len(base):len(base)], kv...)...))}
+	}
+	f.base = with()
+	f.input = with(attribute.String(otelexport.AttrTokenType, "input"))
+	f.output = with(attribute.String(otelexport.AttrTokenType, "output"))
+	f.secs = c.End.Sub(c.Start).Seconds()
+	return nil
 }
 
 // span is the sdk stage's OnCaptured. The first call learns the span's name, kind and attributes
@@ -500,7 +572,7 @@ func newSDKFloor(ctx context.Context, upURL *url.URL, discard bool) (*sdkFloor, 
 // queued for a span like it with the call's start and end.
 func (f *sdkFloor) span(c gateway.CapturedCall) {
 	f.once.Do(func() {
-		if f.name, f.kind, f.attrs, f.err = firstSpan(c, f.upURL); f.err != nil {
+		if f.err = f.learn(c); f.err != nil {
 			fmt.Fprintln(os.Stderr, "bench child: sdk stage:", f.err)
 		}
 	})
@@ -526,6 +598,13 @@ func (f *sdkFloor) round() {
 		_, s := f.tracer.Start(context.Background(), f.name, f.kind, trace.WithTimestamp(t[0]))
 		s.SetAttributes(f.attrs...)
 		s.End(trace.WithTimestamp(t[1]))
+		ctx := context.Background()
+		f.duration.Record(ctx, f.secs, f.base...)
+		f.tokens.Record(ctx, f.tokensIn, f.input...)
+		f.tokens.Record(ctx, f.tokensOut, f.output...)
+		if f.stream {
+			f.ttfc.Record(ctx, f.ttfcSecs, f.base...)
+		}
 	}
 	f.mu.Lock()
 	if f.spare == nil {
