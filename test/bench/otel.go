@@ -63,6 +63,19 @@ type otelResult struct {
 	variants   []otelVariantResult
 }
 
+// otelFloorVariant names the built-in variant every run measures: otelStageSDK, the SDK's floor.
+const otelFloorVariant = "sdk-floor"
+
+// floor is the built-in floor variant's result, nil when absent.
+func (o *otelResult) floor() *otelVariantResult {
+	for i := range o.variants {
+		if o.variants[i].name == otelFloorVariant {
+			return &o.variants[i]
+		}
+	}
+	return nil
+}
+
 // otelVariantResult is an extra export-on subject (otelVariantsEnv) against the same export-off one.
 type otelVariantResult struct {
 	name   string
@@ -213,6 +226,9 @@ func (r *runner) runOTelRow(ctx context.Context) error {
 	subs := []*otelSubject{
 		{name: sOTelOff, tag: "off", env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="}},
 		{name: sOTelOn, tag: "on", env: otelOnEnv(recv.url), export: true},
+		// The SDK's floor, in every run: what the CPU goal leaves to the package is what export on
+		// costs above it.
+		{name: otelFloorVariant, tag: "floor", env: append(otelOnEnv(recv.url), otelStageEnv+"="+otelStageSDK), export: true},
 	}
 	variants, err := parseOTelVariants(os.Getenv(otelVariantsEnv), recv.url)
 	if err != nil {
@@ -772,6 +788,13 @@ func (r *runner) otelSection() string {
 			msSigned(o.addedP50()), len(o.pairs), msSigned(lo), msSigned(hi), msSigned(o.on.seq.pct(50)-o.off.seq.pct(50)),
 			len(added), msSigned(added[0]), msSigned(added[len(added)/2]), msSigned(added[len(added)-1]), cpu[0], cpu[len(cpu)/2], cpu[len(cpu)-1])
 	}
+	if f := o.floor(); f != nil {
+		offCPU := o.off.cpuPerCall()
+		fmt.Fprintf(&b, "\nSDK floor (not judged): the %s variant, each call's span and histogram records made by the OpenTelemetry SDK alone with its OTLP/HTTP exporters (%s), "+
+			"costs %s per call, %s over export off (%.2fx); export on costs %s over export off, so the package's own work is %s per call on top of the SDK's.\n",
+			otelFloorVariant, otelStageEnv+"="+otelStageSDK, us(f.st.cpuPerCall()), usSigned(f.st.cpuPerCall()-offCPU),
+			float64(f.st.cpuPerCall())/float64(max(1, offCPU)), usSigned(o.on.cpuPerCall()-offCPU), usSigned(o.on.cpuPerCall()-f.st.cpuPerCall()))
+	}
 	for _, v := range o.variants {
 		lo, hi := medianCI(v.pairs)
 		fmt.Fprintf(&b, "\nVariant %s (not judged): added p50 %s ms (median of paired blocks against export off; 95%% interval %s to %s), CPU per call %.2fx of export off.\n",
@@ -780,3 +803,6 @@ func (r *runner) otelSection() string {
 	b.WriteString("\n")
 	return b.String()
 }
+
+// usSigned renders d in whole microseconds with its sign.
+func usSigned(d time.Duration) string { return fmt.Sprintf("%+d µs", d.Microseconds()) }
