@@ -13,6 +13,7 @@ import (
 	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
@@ -130,8 +131,45 @@ func BenchmarkSDKFloor(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.Shutdown(context.Background())
+	sdkSpans(b, e.tracer)
+	if err := e.Flush(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	if c := e.Counts(); c.Exported != int64(b.N) {
+		b.Fatalf("counts %+v after %d spans", c, b.N)
+	}
+}
+
+// BenchmarkSDKSpan and BenchmarkSDKBatch split BenchmarkSDKFloor by stage: the span's start,
+// attributes and end alone (a span processor that does nothing with it), then with the batch span
+// processor handing it to an exporter that discards it (everything but the OTLP encoding and send).
+func BenchmarkSDKSpan(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithIDGenerator(idGenerator{}), sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithSpanProcessor(nopProcessor{}))
+	defer tp.Shutdown(context.Background())
+	sdkSpans(b, tp.Tracer(ScopeName))
+}
+
+func BenchmarkSDKBatch(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithIDGenerator(idGenerator{}), sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithBatcher(tracetest.NewNoopExporter(), sdktrace.WithBlocking()))
+	defer tp.Shutdown(context.Background())
+	sdkSpans(b, tp.Tracer(ScopeName))
+	tp.ForceFlush(context.Background())
+}
+
+// nopProcessor is a span processor that does nothing.
+type nopProcessor struct{}
+
+func (nopProcessor) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (nopProcessor) OnEnd(sdktrace.ReadOnlySpan)                     {}
+func (nopProcessor) Shutdown(context.Context) error                  { return nil }
+func (nopProcessor) ForceFlush(context.Context) error                { return nil }
+
+// sdkSpans starts and ends b.N spans like the bench call's through tr, the attributes built once,
+// and reports the CPU time per span.
+func sdkSpans(b *testing.B, tr trace.Tracer) {
 	rec, ri := benchRecord(b)
-	attrs := callAttributes(nil, "r1", rec, ri, e.srv)
+	attrs := callAttributes(nil, "r1", rec, ri, server{address: "127.0.0.1", port: 8000})
 	start, end := callTimes(rec)
 	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: RolloutTraceID("r1"), SpanID: RolloutSpanID("r1"), TraceFlags: trace.FlagsSampled, Remote: true})
 	sid := callSpanID("r1", rec.ModelCallID, 0)
@@ -140,17 +178,35 @@ func BenchmarkSDKFloor(b *testing.B) {
 	stop := reportCPU(b)
 	for b.Loop() {
 		ctx := withIDs(trace.ContextWithRemoteSpanContext(context.Background(), parent), parent.TraceID(), sid)
-		_, span := e.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start))
+		_, span := tr.Start(ctx, name, clientKind, trace.WithTimestamp(start))
 		span.SetAttributes(attrs...)
 		span.End(trace.WithTimestamp(end))
 	}
-	if err := e.Flush(context.Background()); err != nil {
-		b.Fatal(err)
+	stop()
+}
+
+// BenchmarkSpanRecord and BenchmarkRequestScan are the package's two largest steps per call of the
+// bench call: the record read from the response (spanRecord), and the request's model and stream
+// (scanRequest).
+func BenchmarkSpanRecord(b *testing.B) {
+	ex := benchExchange(b)
+	var buf []byte
+	b.ReportAllocs()
+	stop := reportCPU(b)
+	for b.Loop() {
+		_, buf, _ = spanRecord(ex, buf)
 	}
 	stop()
-	if c := e.Counts(); c.Exported != int64(b.N) {
-		b.Fatalf("counts %+v after %d spans", c, b.N)
+}
+
+func BenchmarkRequestScan(b *testing.B) {
+	ex := benchExchange(b)
+	b.ReportAllocs()
+	stop := reportCPU(b)
+	for b.Loop() {
+		scanRequest(ex.Request)
 	}
+	stop()
 }
 
 // BenchmarkLiveMetrics is the worker's metrics step per call of the bench call: the three GenAI

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,7 +17,17 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/modelcalls/modelcalls/gateway"
 	"github.com/modelcalls/modelcalls/otelexport"
@@ -50,6 +61,19 @@ type otelResult struct {
 	roundAdded []time.Duration
 	roundCPU   []float64
 	variants   []otelVariantResult
+}
+
+// otelFloorVariant names the built-in variant every run measures: otelStageSDK, the SDK's floor.
+const otelFloorVariant = "sdk-floor"
+
+// floor is the built-in floor variant's result, nil when absent.
+func (o *otelResult) floor() *otelVariantResult {
+	for i := range o.variants {
+		if o.variants[i].name == otelFloorVariant {
+			return &o.variants[i]
+		}
+	}
+	return nil
 }
 
 // otelVariantResult is an extra export-on subject (otelVariantsEnv) against the same export-off one.
@@ -202,6 +226,9 @@ func (r *runner) runOTelRow(ctx context.Context) error {
 	subs := []*otelSubject{
 		{name: sOTelOff, tag: "off", env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="}},
 		{name: sOTelOn, tag: "on", env: otelOnEnv(recv.url), export: true},
+		// The SDK's floor, in every run: what the CPU goal leaves to the package is what export on
+		// costs above it.
+		{name: otelFloorVariant, tag: "floor", env: append(otelOnEnv(recv.url), otelStageEnv+"="+otelStageSDK), export: true},
 	}
 	variants, err := parseOTelVariants(os.Getenv(otelVariantsEnv), recv.url)
 	if err != nil {
@@ -358,27 +385,51 @@ func otelChildHandler(upstreamURL, captureDir string) (http.Handler, func(), err
 		return nil, nil, err
 	}
 	var exp *otelexport.Exporter
+	var floor *sdkFloor
 	if otelexport.Enabled("") {
 		gw := h.(*gateway.Handler)
 		upURL, _ := url.Parse(upstreamURL)
-		exp, err = otelexport.New(context.Background(), otelexport.Config{Upstream: upURL, Registerer: gw.Registry()})
+		cfg := otelexport.Config{Upstream: upURL, Registerer: gw.Registry()}
+		switch stage := os.Getenv(otelStageEnv); stage {
+		case "":
+		case otelStageDiscard:
+			cfg.SpanExporter = discardSpans{}
+		case otelStageSDK, otelStageSDKDiscard:
+			floor, err = newSDKFloor(context.Background(), upURL, stage == otelStageSDKDiscard)
+		default:
+			err = fmt.Errorf("%s=%q: want %s, %s or %s: %w", otelStageEnv, stage, otelStageDiscard, otelStageSDK, otelStageSDKDiscard, errUnexpected)
+		}
+		if err == nil && floor == nil {
+			exp, err = otelexport.New(context.Background(), cfg)
+		}
 		if err != nil {
 			stopGW()
 			stopProfile()
 			return nil, nil, err
 		}
-		gw.OnCaptured = func(c gateway.CapturedCall) { exp.Enqueue(c.RolloutID, c.Exchange, c.Traceparent) }
+		if floor != nil {
+			gw.OnCaptured = floor.span
+		} else {
+			gw.OnCaptured = func(c gateway.CapturedCall) { exp.Enqueue(c.RolloutID, c.Exchange, c.Traceparent) }
+		}
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc(otelCPUPath, func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintf(w, "%d %d %d\n", processCPU().Nanoseconds(), gcCPU().Nanoseconds(), heapAllocs())
 	})
 	mux.HandleFunc(otelFlushPath, func(w http.ResponseWriter, req *http.Request) {
-		if exp == nil {
+		var err error
+		switch {
+		case exp != nil:
+			err = exp.Flush(req.Context())
+		case floor != nil:
+			floor.round() // the calls still queued
+			err = errors.Join(floor.tp.ForceFlush(req.Context()), floor.mp.ForceFlush(req.Context()))
+		default:
 			http.Error(w, "export off", http.StatusNotFound)
 			return
 		}
-		if err := exp.Flush(req.Context()); err != nil {
+		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 		}
 	})
@@ -392,15 +443,214 @@ func otelChildHandler(upstreamURL, captureDir string) (http.Handler, func(), err
 	mux.Handle("/", h)
 	stop := func() {
 		stopGW()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
 		if exp != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
 			exp.Shutdown(ctx)
+		}
+		if floor != nil {
+			floor.tp.Shutdown(ctx)
+			floor.mp.Shutdown(ctx)
 		}
 		stopProfile()
 	}
 	return mux, stop, nil
 }
+
+// otelStageEnv makes a row-7 export-on child (a variant, otelVariantsEnv) do only some stages of
+// the export, so that the variants' CPU per call against export off splits the export's cost in
+// the gateway process itself (reported, not judged):
+//
+//	discard      the exporter as configured, but its spans go to an exporter that discards them:
+//	             everything but the OTLP encoding (transform, protobuf) and the HTTP send
+//	sdk          no otelexport: each captured call gets one span and its three histogram records
+//	             from the SDK alone (a batch span processor, a periodic metric reader, the
+//	             official OTLP/HTTP exporters), made in rounds on one goroutine as otelexport
+//	             makes them, with the attributes of the first call's real span: the SDK's floor,
+//	             without our record, request scan, attribute building or queue
+//	sdk-discard  sdk with a span exporter that discards and a metric reader that never collects:
+//	             the SDK's span start, attributes, end, batch processor and histogram records
+//	             alone
+const otelStageEnv = "MODELCALLS_BENCH_OTEL_STAGE"
+
+const (
+	otelStageDiscard    = "discard"
+	otelStageSDK        = "sdk"
+	otelStageSDKDiscard = "sdk-discard"
+)
+
+// discardSpans is a span exporter that accepts and drops every batch.
+type discardSpans struct{}
+
+func (discardSpans) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardSpans) Shutdown(context.Context) error                             { return nil }
+
+// sdkFloor is the otelStageSDK child's span source: the SDK alone. Like otelexport's live queue,
+// the calls' goroutines only hand their times over, and one goroutine makes the spans of all the
+// calls queued since its last round, otelexport.LiveDelay after the first of them, so that the
+// SDK's work runs where otelexport runs it (one goroutine, in rounds) and the figure is the SDK's,
+// not that of 64 goroutines contending for its batch queue.
+//
+// Each call also records the three GenAI client histograms otelexport records (their names and
+// bucket counts, the attribute sets built once from the first span's), into a meter provider with
+// the official OTLP/HTTP metric exporter (sdk-discard: a reader that never collects).
+type sdkFloor struct {
+	tp     *sdktrace.TracerProvider
+	mp     *sdkmetric.MeterProvider
+	tracer trace.Tracer
+	upURL  *url.URL
+	once   sync.Once
+	name   string
+	kind   trace.SpanStartOption
+	attrs  []attribute.KeyValue
+	err    error
+
+	duration, tokens, ttfc    metric.Float64Histogram
+	base, input, output       []metric.RecordOption
+	secs, tokensIn, tokensOut float64
+	ttfcSecs                  float64
+	stream                    bool
+
+	mu             sync.Mutex
+	pending, spare [][2]time.Time // start and end of the calls queued for the next round
+	armed          bool
+}
+
+func newSDKFloor(ctx context.Context, upURL *url.URL, discard bool) (*sdkFloor, error) {
+	var se sdktrace.SpanExporter = discardSpans{}
+	if !discard {
+		var err error
+		if se, err = otlptracehttp.New(ctx); err != nil {
+			return nil, fmt.Errorf("otlp trace exporter: %w", err)
+		}
+	}
+	var reader sdkmetric.Reader = sdkmetric.NewManualReader()
+	if !discard {
+		me, err := otlpmetrichttp.New(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("otlp metric exporter: %w", err)
+		}
+		reader = sdkmetric.NewPeriodicReader(me)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(se, sdktrace.WithBlocking()))
+	f := &sdkFloor{tp: tp, mp: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), tracer: tp.Tracer(otelexport.ScopeName), upURL: upURL}
+	m := f.mp.Meter(otelexport.ScopeName)
+	var err error
+	bounds := metric.WithExplicitBucketBoundaries(0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
+	if f.duration, err = m.Float64Histogram("gen_ai.client.operation.duration", metric.WithUnit("s"), bounds); err == nil {
+		f.ttfc, err = m.Float64Histogram("gen_ai.client.operation.time_to_first_chunk", metric.WithUnit("s"), bounds)
+	}
+	if err == nil {
+		f.tokens, err = m.Float64Histogram("gen_ai.client.token.usage", metric.WithUnit("{token}"),
+			metric.WithExplicitBucketBoundaries(1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("otlp metric: %w", err)
+	}
+	return f, nil
+}
+
+// learn takes the span's name, kind and attributes, and the metrics' attribute sets and values,
+// from the span otelexport makes of c.
+func (f *sdkFloor) learn(c gateway.CapturedCall) error {
+	var err error
+	if f.name, f.kind, f.attrs, err = firstSpan(c, f.upURL); err != nil {
+		return err
+	}
+	var base []attribute.KeyValue
+	for _, kv := range f.attrs {
+		switch kv.Key {
+		case otelexport.AttrOperationName, otelexport.AttrProviderName, otelexport.AttrRequestModel, otelexport.AttrResponseModel,
+			otelexport.AttrServerAddress, otelexport.AttrServerPort:
+			base = append(base, kv)
+		case otelexport.AttrInputTokens:
+			f.tokensIn = float64(kv.Value.AsInt64())
+		case otelexport.AttrOutputTokens:
+			f.tokensOut = float64(kv.Value.AsInt64())
+		case otelexport.AttrTimeToFirstChunk:
+			f.ttfcSecs = kv.Value.AsFloat64()
+		case otelexport.AttrStream:
+			f.stream = kv.Value.AsBool()
+		}
+	}
+	with := func(kv ...attribute.KeyValue) []metric.RecordOption {
+		return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(append(base[:len(base):len(base)], kv...)...))}
+	}
+	f.base = with()
+	f.input = with(attribute.String(otelexport.AttrTokenType, "input"))
+	f.output = with(attribute.String(otelexport.AttrTokenType, "output"))
+	f.secs = c.End.Sub(c.Start).Seconds()
+	return nil
+}
+
+// span is the sdk stage's OnCaptured. The first call learns the span's name, kind and attributes
+// from the real exporter (into an in-memory exporter); every call, the first included, is then
+// queued for a span like it with the call's start and end.
+func (f *sdkFloor) span(c gateway.CapturedCall) {
+	f.once.Do(func() {
+		if f.err = f.learn(c); f.err != nil {
+			fmt.Fprintln(os.Stderr, "bench child: sdk stage:", f.err)
+		}
+	})
+	if f.err != nil {
+		return
+	}
+	f.mu.Lock()
+	f.pending = append(f.pending, [2]time.Time{c.Start, c.End})
+	if !f.armed {
+		f.armed = true
+		time.AfterFunc(otelexport.LiveDelay, f.round)
+	}
+	f.mu.Unlock()
+}
+
+// round starts and ends the spans of the calls queued.
+func (f *sdkFloor) round() {
+	f.mu.Lock()
+	calls := f.pending
+	f.pending, f.spare, f.armed = f.spare[:0], nil, false
+	f.mu.Unlock()
+	for _, t := range calls {
+		_, s := f.tracer.Start(context.Background(), f.name, f.kind, trace.WithTimestamp(t[0]))
+		s.SetAttributes(f.attrs...)
+		s.End(trace.WithTimestamp(t[1]))
+		ctx := context.Background()
+		f.duration.Record(ctx, f.secs, f.base...)
+		f.tokens.Record(ctx, f.tokensIn, f.input...)
+		f.tokens.Record(ctx, f.tokensOut, f.output...)
+		if f.stream {
+			f.ttfc.Record(ctx, f.ttfcSecs, f.base...)
+		}
+	}
+	f.mu.Lock()
+	if f.spare == nil {
+		f.spare = calls
+	}
+	f.mu.Unlock()
+}
+
+// firstSpan is the name, kind and attributes of the span otelexport makes of c.
+func firstSpan(c gateway.CapturedCall, upURL *url.URL) (string, trace.SpanStartOption, []attribute.KeyValue, error) {
+	mem := keptSpans{tracetest.NewInMemoryExporter()}
+	e, err := otelexport.New(context.Background(), otelexport.Config{Upstream: upURL, SpanExporter: mem, MetricReader: sdkmetric.NewManualReader()})
+	if err != nil {
+		return "", nil, nil, err
+	}
+	e.Enqueue(c.RolloutID, c.Exchange, c.Traceparent)
+	if err := e.Shutdown(context.Background()); err != nil {
+		return "", nil, nil, err
+	}
+	spans := mem.GetSpans()
+	if len(spans) != 1 {
+		return "", nil, nil, fmt.Errorf("first span: got %d spans: %w", len(spans), errUnexpected)
+	}
+	return spans[0].Name, trace.WithSpanKind(spans[0].SpanKind), spans[0].Attributes, nil
+}
+
+// keptSpans is an in-memory exporter whose spans outlive its shutdown.
+type keptSpans struct{ *tracetest.InMemoryExporter }
+
+func (keptSpans) Shutdown(context.Context) error { return nil }
 
 // childCPU reads the CPU time a row-7 child has used so far, the garbage collector's share of it and
 // the bytes it allocated (otelCPUPath).
@@ -538,6 +788,13 @@ func (r *runner) otelSection() string {
 			msSigned(o.addedP50()), len(o.pairs), msSigned(lo), msSigned(hi), msSigned(o.on.seq.pct(50)-o.off.seq.pct(50)),
 			len(added), msSigned(added[0]), msSigned(added[len(added)/2]), msSigned(added[len(added)-1]), cpu[0], cpu[len(cpu)/2], cpu[len(cpu)-1])
 	}
+	if f := o.floor(); f != nil {
+		offCPU := o.off.cpuPerCall()
+		fmt.Fprintf(&b, "\nSDK floor (not judged): the %s variant, each call's span and histogram records made by the OpenTelemetry SDK alone with its OTLP/HTTP exporters (%s), "+
+			"costs %s per call, %s over export off (%.2fx); export on costs %s over export off, so the package's own work is %s per call on top of the SDK's.\n",
+			otelFloorVariant, otelStageEnv+"="+otelStageSDK, us(f.st.cpuPerCall()), usSigned(f.st.cpuPerCall()-offCPU),
+			float64(f.st.cpuPerCall())/float64(max(1, offCPU)), usSigned(o.on.cpuPerCall()-offCPU), usSigned(o.on.cpuPerCall()-f.st.cpuPerCall()))
+	}
 	for _, v := range o.variants {
 		lo, hi := medianCI(v.pairs)
 		fmt.Fprintf(&b, "\nVariant %s (not judged): added p50 %s ms (median of paired blocks against export off; 95%% interval %s to %s), CPU per call %.2fx of export off.\n",
@@ -546,3 +803,6 @@ func (r *runner) otelSection() string {
 	b.WriteString("\n")
 	return b.String()
 }
+
+// usSigned renders d in whole microseconds with its sign.
+func usSigned(d time.Duration) string { return fmt.Sprintf("%+d µs", d.Microseconds()) }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -85,5 +86,25 @@ func TestParseOTelVariants(t *testing.T) {
 				t.Errorf("%q #%d: %+v, want name %q exe %q env %q export true", tt.spec, i, *g, w.name, w.exe, w.env)
 			}
 		}
+	}
+}
+
+// The section states the SDK floor's excess over export off and export on's over the floor, from
+// the built-in floor variant; without it, no such line.
+func TestOTelSectionFloor(t *testing.T) {
+	stats := func(cpuPerCall time.Duration) subjectStats {
+		return subjectStats{calls: 1000, cpu: 1000 * cpuPerCall, seq: durations{time.Millisecond}, conc: durations{time.Millisecond}}
+	}
+	o := &otelResult{off: stats(450 * time.Microsecond), on: stats(525 * time.Microsecond), offGC: -1, onGC: -1,
+		variants: []otelVariantResult{{name: "other", st: stats(600 * time.Microsecond), gc: -1}, {name: otelFloorVariant, st: stats(495 * time.Microsecond), gc: -1}}}
+	r := &runner{otel: o, plan: quickPlan}
+	got := r.otelSection()
+	want := "costs 495 µs per call, +45 µs over export off (1.10x); export on costs +75 µs over export off, so the package's own work is +30 µs per call on top of the SDK's."
+	if !strings.Contains(got, want) {
+		t.Errorf("section lacks %q:\n%s", want, got)
+	}
+	o.variants = o.variants[:1]
+	if got := r.otelSection(); strings.Contains(got, "SDK floor") {
+		t.Errorf("a floor line without the floor variant:\n%s", got)
 	}
 }
