@@ -1,6 +1,7 @@
 package modelcalls
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -369,6 +370,14 @@ func envModelRef(v []byte, dst *rollout.ModelServerRef, alias bool) (*rollout.Mo
 	if !jsonscan.IsObject(v) {
 		return nil, envTypeError("model_ref", "an object", v)
 	}
+	// The form the gateway writes, {"type":"responses_api_models","name":"..."}, is read without
+	// walking it: the rest after the type is one string token and the closing brace.
+	if rest, ok := bytes.CutPrefix(v, modelRefPrefix); ok && len(rest) >= 3 && rest[0] == '"' &&
+		jsonscan.SkipString(rest, 0) == len(rest)-1 {
+		n, _ := text(rest[:len(rest)-1], alias)
+		*dst = rollout.ModelServerRef{Type: rollout.ModelServerRefType, Name: n}
+		return dst, nil
+	}
 	var typ, name []byte
 	jsonscan.EachMember(v, func(k, val []byte) bool {
 		switch string(jsonscan.KeyName(k)) {
@@ -390,6 +399,9 @@ func envModelRef(v []byte, dst *rollout.ModelServerRef, alias bool) (*rollout.Mo
 	*dst = rollout.ModelServerRef{Type: rollout.ModelServerRefType, Name: n}
 	return dst, nil
 }
+
+// modelRefPrefix is a model_ref as the gateway writes it, up to its name's value.
+var modelRefPrefix = []byte(`{"type":"` + rollout.ModelServerRefType + `","name":`)
 
 func envTypeError(key, want string, v []byte) error {
 	return fmt.Errorf("%w: %s must be %s or null, got %s", ErrInvalidExchange, key, want, jsonscan.KindName(v))

@@ -1,9 +1,6 @@
 package jsonscan
 
-import (
-	"sort"
-	"unsafe"
-)
+import "unsafe"
 
 // A Tree is the structural index of one JSON value, built by a Scanner while it validates the value
 // (Scanner.Nested): the offsets of every value inside it, of its key when it is an object member,
@@ -19,6 +16,9 @@ type Tree struct {
 	text  []byte
 	nodes []treeNode
 	full  bool // the index stopped growing at maxTreeNodes: it is not used
+	// hint is the node last handed to a callback of EachMember or EachElement: readers most
+	// often look into the value they were just given, which find then settles without a search.
+	hint int
 }
 
 // treeNode is one indexed value: its raw value text[start:end], its key token text[key:keyEnd]
@@ -33,7 +33,7 @@ type treeNode struct {
 const maxTreeNodes = 1 << 16
 
 func (t *Tree) reset(text []byte) {
-	t.text, t.nodes, t.full = text, t.nodes[:0], false
+	t.text, t.nodes, t.full, t.hint = text, t.nodes[:0], false, 0
 }
 
 // open adds the node of the value at start (with its key token, or -1, -1) and returns its index,
@@ -66,11 +66,26 @@ func (t *Tree) find(v []byte) int {
 	if off < 0 || off >= len(t.text) {
 		return -1
 	}
-	k := sort.Search(len(t.nodes), func(k int) bool { return t.nodes[k].start >= off })
-	if k == len(t.nodes) || t.nodes[k].start != off || t.nodes[k].end != off+len(v) {
+	if h := t.hint; h < len(t.nodes) && t.nodes[h].start == off {
+		if t.nodes[h].end != off+len(v) {
+			return -1
+		}
+		return h
+	}
+	// The first node that starts at or after off (nodes are in text order).
+	lo, hi := 0, len(t.nodes)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if t.nodes[m].start < off {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == len(t.nodes) || t.nodes[lo].start != off || t.nodes[lo].end != off+len(v) {
 		return -1
 	}
-	return k
+	return lo
 }
 
 // EachMember is EachMember through the index.
@@ -84,6 +99,7 @@ func (t *Tree) EachMember(obj []byte, fn func(key, val []byte) bool) bool {
 	}
 	for c, end := n+1, t.nodes[n].next; c < end; c = t.nodes[c].next {
 		m := &t.nodes[c]
+		t.hint = c
 		if !fn(t.text[m.key:m.keyEnd], t.text[m.start:m.end]) {
 			break
 		}
@@ -101,6 +117,7 @@ func (t *Tree) EachElement(arr []byte, fn func(v []byte) bool) bool {
 		return false
 	}
 	for c, end := n+1, t.nodes[n].next; c < end; c = t.nodes[c].next {
+		t.hint = c
 		if !fn(t.text[t.nodes[c].start:t.nodes[c].end]) {
 			break
 		}
