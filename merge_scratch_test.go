@@ -99,12 +99,12 @@ func TestMergeScratchRelease(t *testing.T) {
 	sc.release()
 	for i, r := range sc.records[:cap(sc.records)] {
 		if r.ModelCallID != nil || r.Request != nil || r.Response != nil || r.ResponseRaw != nil || r.ToolCalls != nil {
-			t.Fatalf("record %d kept after release: %+v", i, r)
+			t.Fatalf("record %d (model_call_id %s) kept after release", i, strOrNil(r.ModelCallID))
 		}
 	}
 	for i, b := range sc.boxes.boxes[:cap(sc.boxes.boxes)] {
 		if b != (recordBox{}) {
-			t.Fatalf("box %d kept after release: %+v", i, b)
+			t.Fatalf("box %d (model_call_id %q) kept after release", i, b.modelCallID)
 		}
 	}
 	if len(sc.records) != 0 || len(sc.boxes.boxes) != 0 || len(sc.small) != 0 {
