@@ -1,6 +1,7 @@
 package modelcalls
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -59,7 +60,7 @@ func BuildRecord(exchange []byte, callIndex int) (*ModelCallRecord, error) {
 		return nil, fmt.Errorf("%w: not a JSON object but %s", ErrInvalidExchange, jsonscan.KindName(ex))
 	}
 	rec := new(ModelCallRecord)
-	if err := buildRecordMembers(rec, ex, p.members, &p.sc, callIndex, false); err != nil {
+	if err := buildRecordMembers(rec, ex, p.members, &p.sc, callIndex, false, nil); err != nil {
 		return nil, err
 	}
 	return rec, nil
@@ -85,6 +86,8 @@ type envelope struct {
 	// alias: the record's strings may share the line's memory (text): the line is a read buffer
 	// the record owns.
 	alias bool
+	// boxes gives the record its recordBox (nil: one allocation of its own).
+	boxes *boxSlab
 	// The response's fields when the validating pass mapped the response's members.
 	responseFields responseFields
 	responseMapped bool
@@ -152,8 +155,8 @@ func buildRecord(rec *ModelCallRecord, ex []byte, callIndex int) error {
 
 // buildRecordMembers is buildRecord for a line whose members the validating pass mapped (sc, a
 // jsonscan.Scanner that mapped the members of response): the line is not walked again.
-func buildRecordMembers(rec *ModelCallRecord, line []byte, members []jsonscan.Member, sc *jsonscan.Scanner, callIndex int, alias bool) error {
-	e := envelope{alias: alias}
+func buildRecordMembers(rec *ModelCallRecord, line []byte, members []jsonscan.Member, sc *jsonscan.Scanner, callIndex int, alias bool, boxes *boxSlab) error {
+	e := envelope{alias: alias, boxes: boxes}
 	responseStart := -1
 	for i := range members {
 		m := &members[i]
@@ -178,7 +181,7 @@ func buildRecordMembers(rec *ModelCallRecord, line []byte, members []jsonscan.Me
 // barriers while a cycle runs).
 func (e *envelope) build(rec *ModelCallRecord, callIndex int) error {
 	rec.CallIndex = callIndex
-	b := new(recordBox)
+	b := e.boxes.next()
 	var err error
 	if rec.ModelCallID, err = envString("model_call_id", e.modelCallID, &b.modelCallID, e.alias); err != nil {
 		return err
@@ -283,6 +286,36 @@ type recordBox struct {
 	tokens                                                                               tokenBox
 }
 
+// boxSlab hands out the recordBoxes of the records of one read from shared chunks: one allocation
+// for many records instead of one each. The records of a chunk keep it alive together, as they keep
+// the read buffer they alias.
+type boxSlab struct {
+	boxes []recordBox
+}
+
+// boxChunk is the size of a slab's first chunk: a rollout's records, typically. Each further
+// chunk is twice the last.
+const boxChunk = 32
+
+// next returns a zero box (a new allocation when s is nil).
+func (s *boxSlab) next() *recordBox {
+	if s == nil {
+		return new(recordBox)
+	}
+	if len(s.boxes) == cap(s.boxes) {
+		s.boxes = make([]recordBox, 0, max(boxChunk, 2*cap(s.boxes)))
+	}
+	s.boxes = s.boxes[:len(s.boxes)+1]
+	return &s.boxes[len(s.boxes)-1]
+}
+
+// reset zeroes the boxes of s's last chunk for reuse: only for a slab whose records are all
+// dropped (a Merger's, once a line is merged).
+func (s *boxSlab) reset() {
+	clear(s.boxes)
+	s.boxes = s.boxes[:0]
+}
+
 // stringInto is text with the string stored in *dst (nil when v is not a string).
 func stringInto(v []byte, dst *string, alias bool) *string {
 	s, ok := text(v, alias)
@@ -337,6 +370,14 @@ func envModelRef(v []byte, dst *rollout.ModelServerRef, alias bool) (*rollout.Mo
 	if !jsonscan.IsObject(v) {
 		return nil, envTypeError("model_ref", "an object", v)
 	}
+	// The form the gateway writes, {"type":"responses_api_models","name":"..."}, is read without
+	// walking it: the rest after the type is one string token and the closing brace.
+	if rest, ok := bytes.CutPrefix(v, modelRefPrefix); ok && len(rest) >= 3 && rest[0] == '"' &&
+		jsonscan.SkipString(rest, 0) == len(rest)-1 {
+		n, _ := text(rest[:len(rest)-1], alias)
+		*dst = rollout.ModelServerRef{Type: rollout.ModelServerRefType, Name: n}
+		return dst, nil
+	}
 	var typ, name []byte
 	jsonscan.EachMember(v, func(k, val []byte) bool {
 		switch string(jsonscan.KeyName(k)) {
@@ -358,6 +399,9 @@ func envModelRef(v []byte, dst *rollout.ModelServerRef, alias bool) (*rollout.Mo
 	*dst = rollout.ModelServerRef{Type: rollout.ModelServerRefType, Name: n}
 	return dst, nil
 }
+
+// modelRefPrefix is a model_ref as the gateway writes it, up to its name's value.
+var modelRefPrefix = []byte(`{"type":"` + rollout.ModelServerRefType + `","name":`)
 
 func envTypeError(key, want string, v []byte) error {
 	return fmt.Errorf("%w: %s must be %s or null, got %s", ErrInvalidExchange, key, want, jsonscan.KindName(v))

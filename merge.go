@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
@@ -152,10 +153,15 @@ func (m *Merger) Merge(ctx context.Context, line []byte) ([]byte, MergeResult, e
 		return line, res, nil
 	}
 
-	ev, err := m.collect(ctx, id)
+	// The records, their boxes and the attachment's small part live only until the output line
+	// is written: they are a pooled scratch (mergeScratch), zeroed when handed back.
+	sc := mergeScratches.Get().(*mergeScratch)
+	defer sc.release()
+	ev, err := m.collect(ctx, id, sc)
 	if err != nil {
 		return line, res, err
 	}
+	sc.records = ev.calls
 	res.Calls, res.Damaged, res.Gaps = len(ev.calls), ev.damaged, ev.gaps
 
 	var edits []edit
@@ -174,7 +180,8 @@ func (m *Merger) Merge(ctx context.Context, line []byte) ([]byte, MergeResult, e
 	// The attachment is written straight into the output line: no intermediate value, so a merge
 	// with payloads holds the capture file and the output line, about twice the largest capture
 	// line (raw texts are copied from their tokens, never decoded; appendStringToken).
-	att := planAttachment(id, ev.calls, res.Gaps, m.opts.IncludePayloads)
+	att := planAttachment(sc.small[:0], id, ev.calls, res.Gaps, m.opts.IncludePayloads)
+	sc.small = att.small
 	edits = append(edits, layout.setFieldEdit(line, layout.capture, FieldModelCallCapture, nil))
 	capIdx := len(edits) - 1
 	if len(edits) == 2 && edits[1].start < edits[0].start {
@@ -207,7 +214,33 @@ type evidence struct {
 	gaps    []rollout.Gap
 }
 
-func (m *Merger) collect(ctx context.Context, id string) (evidence, error) {
+// mergeScratch is the memory one Merge uses and drops: the records read (which alias the capture
+// file's buffer), their boxes and the attachment's small part. Merge hands it back zeroed, so a
+// pooled scratch keeps no capture buffer alive.
+type mergeScratch struct {
+	records []ModelCallRecord
+	boxes   boxSlab
+	small   []byte
+}
+
+var mergeScratches = sync.Pool{New: func() any { return new(mergeScratch) }}
+
+// maxScratchCalls bounds the records (and boxes) a pooled scratch keeps: the scratch of a rare
+// huge rollout is dropped instead of being kept by the pool.
+const maxScratchCalls = 4096
+
+func (sc *mergeScratch) release() {
+	clear(sc.records)
+	sc.records = sc.records[:0]
+	sc.boxes.reset()
+	sc.small = sc.small[:0]
+	if cap(sc.records) > maxScratchCalls || cap(sc.boxes.boxes) > maxScratchCalls || cap(sc.small) > maxScratchCalls<<10 {
+		return
+	}
+	mergeScratches.Put(sc)
+}
+
+func (m *Merger) collect(ctx context.Context, id string, sc *mergeScratch) (evidence, error) {
 	var ev evidence
 	timeout, poll := m.opts.drain()
 	claims, _, err := awaitStores(ctx, m.stores, id, timeout, poll)
@@ -221,7 +254,7 @@ func (m *Merger) collect(ctx context.Context, id string) (evidence, error) {
 
 	store, marker, err := selectStore(m.stores, id)
 	if err == nil && store != nil {
-		ev.calls, ev.damaged, err = ReadAvailableRecords(store, id)
+		ev.calls, ev.damaged, err = readAvailableRecords(store, id, sc.records[:0], &sc.boxes)
 	}
 	if err != nil {
 		ev.calls, ev.damaged = nil, 0
@@ -317,11 +350,14 @@ type attachment struct {
 	size  int // an upper bound of the written length (exact unless a payload is compacted)
 }
 
-// planAttachment builds the attachment's small part.
-func planAttachment(id string, calls []ModelCallRecord, gaps []rollout.Gap, payloads bool) attachment {
+// planAttachment builds the attachment's small part, appended to dst[:0].
+func planAttachment(dst []byte, id string, calls []ModelCallRecord, gaps []rollout.Gap, payloads bool) attachment {
 	a := attachment{calls: calls}
 	// About 1 KiB a call without payloads: sized once instead of grown call by call.
-	dst := append(make([]byte, 0, 512+1024*len(calls)), `{"rollout_id":`...)
+	if n := 512 + 1024*len(calls); cap(dst) < n {
+		dst = make([]byte, 0, n)
+	}
+	dst = append(dst[:0], `{"rollout_id":`...)
 	dst = jsonscan.AppendString(dst, id)
 	dst = append(dst, `,"metrics":`...)
 	metrics := AggregateRecords(calls)

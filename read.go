@@ -40,6 +40,13 @@ func ReadRecords(store *capture.Store, id string) ([]ModelCallRecord, error) {
 // docs/records-and-merge.md, "Reading"). Do not modify a record's Request or Response bytes:
 // strings read from them (response_id, model, ...) would change with them.
 func ReadAvailableRecords(store *capture.Store, id string) (records []ModelCallRecord, damaged int, err error) {
+	return readAvailableRecords(store, id, nil, nil)
+}
+
+// readAvailableRecords is ReadAvailableRecords with the records appended to dst (nil: a new slice)
+// and their boxes taken from boxes (nil: one allocation per record, the fewest bytes for records
+// that are kept).
+func readAvailableRecords(store *capture.Store, id string, dst []ModelCallRecord, boxes *boxSlab) (records []ModelCallRecord, damaged int, err error) {
 	// The scanner and its member map are reused across reads (their scratch memory grows to the
 	// size of a line's index once, not once per rollout).
 	//
@@ -49,6 +56,7 @@ func ReadAvailableRecords(store *capture.Store, id string) (records []ModelCallR
 	p := readScanners.Get().(*readScanner)
 	defer p.release()
 	members, sc := p.members[:0], &p.sc
+	records = dst
 	err = store.ScanAvailable(id, func(index, _ int, b []byte) {
 		var verr error
 		members, verr = sc.Members(b, members[:0])
@@ -61,13 +69,18 @@ func ReadAvailableRecords(store *capture.Store, id string) (records []ModelCallR
 			records = make([]ModelCallRecord, 0, 32) // skips the small steps of append's growth
 		}
 		records = append(records, ModelCallRecord{})
-		if buildRecordMembers(&records[len(records)-1], b, members, sc, index, true) != nil {
+		if buildRecordMembers(&records[len(records)-1], b, members, sc, index, true, boxes) != nil {
+			records[len(records)-1] = ModelCallRecord{} // a reused dst is handed out zeroed
 			records = records[:len(records)-1]
 			damaged++
 		}
 	})
 	if err != nil {
-		return nil, 0, err
+		clear(records[len(dst):])
+		if dst == nil {
+			return nil, 0, err
+		}
+		return records[:len(dst)], 0, err
 	}
 	return records, damaged, nil
 }

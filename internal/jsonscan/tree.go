@@ -1,7 +1,7 @@
 package jsonscan
 
 import (
-	"sort"
+	"math"
 	"unsafe"
 )
 
@@ -19,21 +19,26 @@ type Tree struct {
 	text  []byte
 	nodes []treeNode
 	full  bool // the index stopped growing at maxTreeNodes: it is not used
+	// hint is the node last handed to a callback of EachMember or EachElement: readers most
+	// often look into the value they were just given, which find then settles without a search.
+	hint int
 }
 
 // treeNode is one indexed value: its raw value text[start:end], its key token text[key:keyEnd]
 // when it is an object member (key < 0 otherwise), and next, the index of the node that follows its
 // subtree (its next sibling, or the end of its parent's children).
+// Offsets are 32-bit (20 bytes a node, half the stores of machine words while the index is
+// built); a text of 2 GiB or more is not indexed.
 type treeNode struct {
-	start, end, key, keyEnd, next int
+	start, end, key, keyEnd, next int32
 }
 
-// maxTreeNodes bounds the index of one value (40 bytes a node): a payload with more values than
+// maxTreeNodes bounds the index of one value (20 bytes a node): a payload with more values than
 // this is walked as text, so the index never costs more memory than a few MiB.
 const maxTreeNodes = 1 << 16
 
 func (t *Tree) reset(text []byte) {
-	t.text, t.nodes, t.full = text, t.nodes[:0], false
+	t.text, t.nodes, t.full, t.hint = text, t.nodes[:0], len(text) > math.MaxInt32, 0
 }
 
 // open adds the node of the value at start (with its key token, or -1, -1) and returns its index,
@@ -46,14 +51,14 @@ func (t *Tree) open(start, key, keyEnd int) int {
 		t.full = true
 		return -1
 	}
-	t.nodes = append(t.nodes, treeNode{start: start, key: key, keyEnd: keyEnd})
+	t.nodes = append(t.nodes, treeNode{start: int32(start), key: int32(key), keyEnd: int32(keyEnd)})
 	return len(t.nodes) - 1
 }
 
 // close records the end of node n's value and of its subtree.
 func (t *Tree) close(n, end int) {
 	if n >= 0 && !t.full {
-		t.nodes[n].end, t.nodes[n].next = end, len(t.nodes)
+		t.nodes[n].end, t.nodes[n].next = int32(end), int32(len(t.nodes))
 	}
 }
 
@@ -66,11 +71,26 @@ func (t *Tree) find(v []byte) int {
 	if off < 0 || off >= len(t.text) {
 		return -1
 	}
-	k := sort.Search(len(t.nodes), func(k int) bool { return t.nodes[k].start >= off })
-	if k == len(t.nodes) || t.nodes[k].start != off || t.nodes[k].end != off+len(v) {
+	if h := t.hint; h < len(t.nodes) && int(t.nodes[h].start) == off {
+		if int(t.nodes[h].end) != off+len(v) {
+			return -1
+		}
+		return h
+	}
+	// The first node that starts at or after off (nodes are in text order).
+	lo, hi := 0, len(t.nodes)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if int(t.nodes[m].start) < off {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == len(t.nodes) || int(t.nodes[lo].start) != off || int(t.nodes[lo].end) != off+len(v) {
 		return -1
 	}
-	return k
+	return lo
 }
 
 // EachMember is EachMember through the index.
@@ -82,8 +102,9 @@ func (t *Tree) EachMember(obj []byte, fn func(key, val []byte) bool) bool {
 	if obj[0] != '{' {
 		return false
 	}
-	for c, end := n+1, t.nodes[n].next; c < end; c = t.nodes[c].next {
+	for c, end := n+1, int(t.nodes[n].next); c < end; c = int(t.nodes[c].next) {
 		m := &t.nodes[c]
+		t.hint = c
 		if !fn(t.text[m.key:m.keyEnd], t.text[m.start:m.end]) {
 			break
 		}
@@ -100,7 +121,8 @@ func (t *Tree) EachElement(arr []byte, fn func(v []byte) bool) bool {
 	if arr[0] != '[' {
 		return false
 	}
-	for c, end := n+1, t.nodes[n].next; c < end; c = t.nodes[c].next {
+	for c, end := n+1, int(t.nodes[n].next); c < end; c = int(t.nodes[c].next) {
+		t.hint = c
 		if !fn(t.text[t.nodes[c].start:t.nodes[c].end]) {
 			break
 		}
@@ -118,7 +140,7 @@ func (t *Tree) Lookup(obj []byte, name string) []byte {
 		return nil
 	}
 	var v []byte
-	for c, end := n+1, t.nodes[n].next; c < end; c = t.nodes[c].next {
+	for c, end := n+1, int(t.nodes[n].next); c < end; c = int(t.nodes[c].next) {
 		m := &t.nodes[c]
 		if KeyIs(t.text[m.key:m.keyEnd], name) {
 			v = t.text[m.start:m.end]

@@ -278,10 +278,10 @@ func validString(data []byte, i int) (int, error) {
 	i++
 	if i+8 <= len(data) {
 		// A short string (a key, most values) ends in its first words: no block is read for it.
-		// Up to four words of plain bytes are skipped word by word (the bytes before i stay plain,
-		// so the block loop may start at i).
+		// Up to eight words of plain bytes are skipped word by word (response and item ids, 50 to
+		// 60 bytes, end in them; the bytes before i stay plain, so the block loop may start at i).
 		m := notPlain(load64(data, i))
-		for m == 0 && i+16 <= len(data) && i-start < 25 {
+		for m == 0 && i+16 <= len(data) && i-start < 57 {
 			i += 8
 			m = notPlain(load64(data, i))
 		}

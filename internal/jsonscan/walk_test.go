@@ -390,8 +390,20 @@ func TestScannerRefuses(t *testing.T) {
 // checkTree checks that the index walks the valid value v, and every value inside it, as the
 // walkers walk the text: the same members (the same slices), elements and Lookup results.
 func checkTree(tr *Tree, v []byte) error {
-	if tr.find(v) < 0 {
+	n := tr.find(v)
+	if n < 0 {
 		return fmt.Errorf("value %.40q is not in the index", v)
+	}
+	// A slice that starts where the value does but ends elsewhere is not the value, whether find
+	// meets it through its hint (the node last handed out) or its search.
+	for _, hint := range []int{n, 0} {
+		tr.hint = hint
+		if len(v) > 1 && tr.find(v[:len(v)-1]) >= 0 {
+			return fmt.Errorf("a prefix of %.40q is found in the index (hint %d)", v, hint)
+		}
+		if tr.find(v) != n {
+			return fmt.Errorf("value %.40q found at another node (hint %d)", v, hint)
+		}
 	}
 	var want, got [][]byte
 	switch {
