@@ -243,10 +243,24 @@ type lineWriter struct {
 	scratch []byte
 }
 
-func (e *lineWriter) write(b []byte) {
+// copy writes b, which may be reused once copy returns (the scratch buffer).
+func (e *lineWriter) copy(b []byte) {
 	if e.err == nil {
 		_, e.err = e.w.Write(b)
 	}
+}
+
+// write writes b, which must not change until the line is written: a large b goes to a gathering
+// writer (the store's line buffer) by reference.
+func (e *lineWriter) write(b []byte) {
+	if e.err != nil {
+		return
+	}
+	if g, ok := e.w.(*lineBuf); ok && len(b) >= refMin {
+		g.ref(b)
+		return
+	}
+	_, e.err = e.w.Write(b)
 }
 
 func (e *lineWriter) raw(s string) {
@@ -263,7 +277,7 @@ func (e *lineWriter) str(s string) {
 		return
 	}
 	e.scratch = jsonscan.AppendString(e.scratch[:0], s)
-	e.write(e.scratch)
+	e.copy(e.scratch)
 }
 
 func (e *lineWriter) optStr(s *string) {
@@ -284,7 +298,7 @@ func (e *lineWriter) optInt(n *int) {
 
 func (e *lineWriter) float(f float64) {
 	e.scratch = AppendFloat(e.scratch[:0], f)
-	e.write(e.scratch)
+	e.copy(e.scratch)
 }
 
 func (e *lineWriter) object(raw json.RawMessage) {
@@ -316,7 +330,7 @@ func (e *lineWriter) object(raw json.RawMessage) {
 				i++
 			}
 		}
-		e.write(e.scratch)
+		e.copy(e.scratch)
 	}
 }
 
@@ -335,7 +349,7 @@ func (e *lineWriter) strFrom(r io.Reader) {
 			keep = incompleteTail(chunk)
 		}
 		e.scratch = jsonscan.AppendEscaped(e.scratch[:0], chunk[:len(chunk)-keep])
-		e.write(e.scratch)
+		e.copy(e.scratch)
 		carry = append(carry[:0], chunk[len(chunk)-keep:]...)
 		if rerr == io.EOF {
 			break

@@ -2,6 +2,7 @@ package capture
 
 import (
 	"bufio"
+	"bytes"
 	"container/list"
 	"errors"
 	"fmt"
@@ -62,7 +63,8 @@ type openFile struct {
 }
 
 type appendReq struct {
-	line      []byte                // one line with its '\n', or nil when write is set
+	line      []byte                // one line with its '\n', or nil when segs or write is set
+	segs      [][]byte              // one line with its '\n', as the pieces to write in order
 	write     func(io.Writer) error // a large line streamed under the lock (AppendFunc)
 	claimMCID string                // the model call id of the append's claim ("" when unclaimed)
 	claimFile *openFile             // the capture file the claim pinned when it was made, or nil
@@ -412,7 +414,7 @@ func (s *Store) writeBatch(e *openFile, batch []*appendReq) []error {
 		repair = last[0] != '\n'
 	}
 	broken := false
-	var buf []byte
+	var iov [][]byte // the buffered lines' bytes, as they are: written with one vectored write
 	var buffered []int
 	// wrote counts the bytes of buffered lines written; tracked says the batch wrote nothing else,
 	// so that the file's new size is known to end with a '\n' of ours.
@@ -428,10 +430,10 @@ func (s *Store) writeBatch(e *openFile, batch []*appendReq) []error {
 			return
 		}
 		if repair {
-			buf = append([]byte{'\n'}, buf...)
+			iov = append([][]byte{{'\n'}}, iov...)
 			repair = false
 		}
-		dsynced, err := writeDsync(e.f, buf)
+		n, dsynced, err := writeDsync(e.f, iov)
 		unsynced = unsynced || !dsynced
 		if err != nil {
 			broken = true
@@ -440,9 +442,10 @@ func (s *Store) writeBatch(e *openFile, batch []*appendReq) []error {
 				errs[i] = err
 			}
 		} else {
-			wrote += int64(len(buf))
+			wrote += int64(n)
 		}
-		buf, buffered = buf[:0], buffered[:0]
+		clear(iov)
+		iov, buffered = iov[:0], buffered[:0]
 	}
 	for i, r := range batch {
 		if errs[i] != nil {
@@ -453,10 +456,10 @@ func (s *Store) writeBatch(e *openFile, batch []*appendReq) []error {
 			continue
 		}
 		if r.write == nil {
-			if len(buf) == 0 && len(batch) == 1 {
-				buf = r.line // one line: no copy
+			if r.segs != nil {
+				iov = append(iov, r.segs...)
 			} else {
-				buf = append(buf, r.line...)
+				iov = append(iov, r.line)
 			}
 			buffered = append(buffered, i)
 			continue
@@ -550,48 +553,76 @@ func durableRing() (r *uring.Ring, done func()) {
 	return r, done
 }
 
-// writeDsync writes b to f (opened O_APPEND: at its end) with RWF_DSYNC, which makes the bytes
-// durable like an fdatasync after the write, in one operation instead of two: pwritev2(2), or the
-// same write through io_uring (durableRing says which). Where RWF_DSYNC is not offered, or when a
-// test replaces the sync (syncHook), it writes plainly and reports dsynced false: the caller then
-// syncs.
-func writeDsync(f *os.File, b []byte) (dsynced bool, err error) {
+// writeDsync writes the concatenation of bufs to f (opened O_APPEND: at its end) with RWF_DSYNC,
+// which makes the bytes durable like an fdatasync after the write, in one operation instead of two:
+// one vectored write, pwritev2(2), or the same write through io_uring (durableRing says which). Where
+// RWF_DSYNC is not offered, or when a test replaces the sync (syncHook), it writes plainly and
+// reports dsynced false: the caller then syncs. n is the bytes written (all of them when err is
+// nil). More buffers than one vectored write takes are joined into one first.
+func writeDsync(f *os.File, bufs [][]byte) (n int, dsynced bool, err error) {
+	total := 0
+	for _, b := range bufs {
+		total += len(b)
+	}
+	if len(bufs) > uring.MaxIovecs {
+		bufs = [][]byte{bytes.Join(bufs, nil)}
+	}
 	if syncHook != nil || noDsyncWrites.Load() {
-		_, err := f.Write(b)
-		return false, err
+		return writePlain(f, bufs)
 	}
 	fd := int(f.Fd())
 	r, done := durableRing()
 	defer done()
 	if r != nil {
-		err := r.WriteDsync(fd, b)
+		err := r.WritevDsync(fd, bufs)
 		switch {
 		case err == nil:
-			return true, nil
+			return total, true, nil
 		case errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL):
 			// Nothing was written (the kernel checks the flags first): as below.
 			noDsyncWrites.Store(true)
-			_, err := f.Write(b)
-			return false, err
+			return writePlain(f, bufs)
 		default:
-			return true, &os.PathError{Op: "write", Path: f.Name(), Err: err}
+			return 0, true, &os.PathError{Op: "write", Path: f.Name(), Err: err}
 		}
 	}
-	for len(b) > 0 {
-		n, err := unix.Pwritev2(fd, [][]byte{b}, -1, unix.RWF_DSYNC)
+	written := 0
+	for written < total {
+		n, err := unix.Pwritev2(fd, bufs, -1, unix.RWF_DSYNC)
 		switch {
 		case errors.Is(err, unix.EINTR):
 			continue
-		case err != nil && n <= 0 && (errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL)):
+		case err != nil && n <= 0 && written == 0 && (errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL)):
 			noDsyncWrites.Store(true)
-			_, err := f.Write(b)
-			return false, err
+			return writePlain(f, bufs)
 		case err != nil:
-			return true, &os.PathError{Op: "write", Path: f.Name(), Err: err}
+			return written, true, &os.PathError{Op: "write", Path: f.Name(), Err: err}
 		}
-		b = b[n:]
+		written += n
+		bufs = uring.Advance(bufs, n)
 	}
-	return true, nil
+	return written, true, nil
+}
+
+// writePlain writes bufs to f with one vectored write (writev(2)), continued after a short one,
+// without RWF_DSYNC (dsynced is false: the caller syncs).
+func writePlain(f *os.File, bufs [][]byte) (n int, dsynced bool, err error) {
+	fd := int(f.Fd())
+	for len(bufs) > 0 {
+		m, err := unix.Writev(fd, bufs)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return n, false, &os.PathError{Op: "write", Path: f.Name(), Err: err}
+		}
+		if m == 0 {
+			return n, false, &os.PathError{Op: "write", Path: f.Name(), Err: io.ErrShortWrite}
+		}
+		n += m
+		bufs = uring.Advance(bufs, m)
+	}
+	return n, false, nil
 }
 
 // fdatasync flushes f's data and the metadata needed to read it back (its size). It is enough for

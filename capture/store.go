@@ -188,26 +188,76 @@ func (s *Store) AppendExchange(id string, ex *Exchange) error {
 		// Stream big lines to the file instead of building them in memory first.
 		return s.commit(id, claim, &appendReq{write: func(w io.Writer) error { return WriteExchange(w, ex) }})
 	}
-	// The line is built once, with its newline, in a recycled buffer sized for it up front.
-	lb := getLineBuf(size + lineOverhead)
+	// The line is built once, with its newline, in a recycled buffer sized for it up front, except
+	// for its large parts (the request and response objects, the escaped response_raw: refMin bytes
+	// and more), which the buffer only refers to: the write gathers them from where they are, so
+	// that a stream's terminal event does not wait for a copy of its whole body first.
+	lb := getLineBuf(inlineSize(ex, size) + lineOverhead)
 	defer putLineBuf(lb)
 	if err := WriteExchange(lb, ex); err != nil {
 		return err
 	}
 	lb.b = append(lb.b, '\n')
-	return s.commit(id, claim, &appendReq{line: lb.b})
+	if len(lb.segs) == 0 {
+		return s.commit(id, claim, &appendReq{line: lb.b})
+	}
+	return s.commit(id, claim, &appendReq{segs: lb.done()})
 }
+
+// inlineSize is what of size (the payloads and raw texts of ex) the line buffer holds itself: the
+// parts of refMin bytes and more that are copied as they are go to the write by reference.
+func inlineSize(ex *Exchange, size int) int {
+	for _, b := range [][]byte{ex.Request, ex.Response} {
+		if len(b) >= refMin {
+			size -= len(b) // an upper bound: only a compact one is referred to
+		}
+	}
+	if t := ex.ResponseRawEscaped; t != nil && len(t.Bytes) >= refMin {
+		size -= len(t.Bytes)
+	}
+	return max(size, 0)
+}
+
+// refMin is the size from which a part of a line is written from where it is instead of copied
+// into the line buffer: below it, a copy costs less than the kernel's handling of one more iovec.
+const refMin = 4 << 10
 
 // lineOverhead is room for a line's keys and small values beyond its payloads and raw text (a
 // little more than the escaping of typical text adds).
 const lineOverhead = 2 << 10
 
-// lineBuf is a growing byte slice to build one line in.
-type lineBuf struct{ b []byte }
+// lineBuf is a growing byte slice to build one line in. A line whose large parts it only refers to
+// (ref) is the sequence segs, gathered by done: pieces of b and the referred slices, in order.
+type lineBuf struct {
+	b    []byte
+	segs [][]byte
+	mark int // where in b the piece not yet in segs starts
+}
 
 func (l *lineBuf) Write(p []byte) (int, error) {
 	l.b = append(l.b, p...)
 	return len(p), nil
+}
+
+// ref appends p to the line without copying it; p must not change until the line is written.
+func (l *lineBuf) ref(p []byte) {
+	l.cut()
+	l.segs = append(l.segs, p)
+}
+
+// cut ends the current piece of b. A piece keeps pointing into the array it was written to even
+// when b grows into a new one later.
+func (l *lineBuf) cut() {
+	if len(l.b) > l.mark {
+		l.segs = append(l.segs, l.b[l.mark:len(l.b):len(l.b)])
+		l.mark = len(l.b)
+	}
+}
+
+// done returns the line as segments (after at least one ref).
+func (l *lineBuf) done() [][]byte {
+	l.cut()
+	return l.segs
 }
 
 func (l *lineBuf) WriteString(s string) (int, error) {
@@ -244,12 +294,14 @@ func getLineBuf(n int) *lineBuf {
 	if cap(lb.b) < n {
 		lb.b = make([]byte, 0, n+n/8)
 	}
-	lb.b = lb.b[:0]
+	lb.b, lb.segs, lb.mark = lb.b[:0], lb.segs[:0], 0
 	return lb
 }
 
 // putLineBuf recycles lb, unless it is too large to keep around.
 func putLineBuf(lb *lineBuf) {
+	clear(lb.segs) // keep nothing of the caller's reachable
+	lb.segs = lb.segs[:0]
 	switch c := cap(lb.b); {
 	case c <= keptLineBufMax:
 		select {

@@ -31,8 +31,9 @@ import (
 
 // Kernel ABI constants (include/uapi/linux/io_uring.h).
 const (
-	opFsync = 3
-	opWrite = 23
+	opWritev = 2
+	opFsync  = 3
+	opWrite  = 23
 
 	sqeAsync = 1 << 4 // IOSQE_ASYNC
 
@@ -114,10 +115,10 @@ type Ring struct {
 	reaping bool          // a reap goroutine runs; it exits when pending drops to 0
 }
 
-// slot is one operation in flight: the buffer it reads (kept reachable until the kernel is done
-// with it) and where its result goes.
+// slot is one operation in flight: what the kernel reads (a buffer, or an iovec array and through
+// it its buffers; kept reachable until the kernel is done with it) and where its result goes.
 type slot struct {
-	buf  []byte
+	keep any
 	done chan int32
 }
 
@@ -224,6 +225,60 @@ func (r *Ring) WriteDsync(fd int, b []byte) error {
 	return nil
 }
 
+// MaxIovecs is the most buffers one WritevDsync takes (the kernel's UIO_MAXIOV).
+const MaxIovecs = 1024
+
+// WritevDsync is WriteDsync for the concatenation of bufs, written with one vectored write
+// (IORING_OP_WRITEV, Linux 5.1) instead of a copy into one buffer; at most MaxIovecs buffers.
+// A short write is continued from where it stopped.
+func (r *Ring) WritevDsync(fd int, bufs [][]byte) error {
+	if len(bufs) > MaxIovecs {
+		return fmt.Errorf("io_uring writev: %d buffers, more than %d: %w", len(bufs), MaxIovecs, unix.EINVAL)
+	}
+	for {
+		iov := make([]unix.Iovec, 0, len(bufs))
+		for _, b := range bufs {
+			if len(b) > 0 {
+				v := unix.Iovec{Base: &b[0]}
+				v.SetLen(len(b))
+				iov = append(iov, v)
+			}
+		}
+		if len(iov) == 0 {
+			return nil
+		}
+		n, err := r.do(func(s *sqe) {
+			s.opcode, s.fd = opWritev, int32(fd)
+			s.off = ^uint64(0) // -1: the file position
+			s.addr, s.len = uint64(uintptr(unsafe.Pointer(&iov[0]))), uint32(len(iov))
+			s.opFlags = unix.RWF_DSYNC
+		}, iov)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("io_uring writev: %w", unix.EIO)
+		}
+		bufs = Advance(bufs, n)
+	}
+}
+
+// Advance returns bufs without their first n bytes (a vectored write's progress): the buffers
+// written whole are dropped and the next one is cut. bufs itself is not modified.
+func Advance(bufs [][]byte, n int) [][]byte {
+	for len(bufs) > 0 && n >= len(bufs[0]) {
+		n -= len(bufs[0])
+		bufs = bufs[1:]
+	}
+	if n > 0 && len(bufs) > 0 {
+		rest := make([][]byte, len(bufs))
+		copy(rest, bufs)
+		rest[0] = rest[0][n:]
+		return rest
+	}
+	return bufs
+}
+
 // Fdatasync flushes fd like fdatasync(2).
 func (r *Ring) Fdatasync(fd int) error {
 	_, err := r.do(func(s *sqe) {
@@ -235,7 +290,7 @@ func (r *Ring) Fdatasync(fd int) error {
 
 // do submits one operation filled in by fill and waits for its completion: the byte count (or 0)
 // and the error the kernel returned for it.
-func (r *Ring) do(fill func(*sqe), buf []byte) (int, error) {
+func (r *Ring) do(fill func(*sqe), keep any) (int, error) {
 	r.sem <- struct{}{}
 	defer func() { <-r.sem }()
 
@@ -243,7 +298,7 @@ func (r *Ring) do(fill func(*sqe), buf []byte) (int, error) {
 	idx := r.free[len(r.free)-1]
 	r.free = r.free[:len(r.free)-1]
 	sl := &r.slots[idx]
-	sl.buf = buf
+	sl.keep = keep
 	tail := atomic.LoadUint32(r.sqTail)
 	pos := tail & *r.sqMask
 	s := (*sqe)(unsafe.Pointer(&r.sqes[pos*sqeSize]))
@@ -269,7 +324,7 @@ func (r *Ring) do(fill func(*sqe), buf []byte) (int, error) {
 	if err != nil {
 		// Not consumed by the kernel: take the entry back so that the ring stays consistent.
 		atomic.StoreUint32(r.sqTail, tail)
-		sl.buf = nil
+		sl.keep = nil
 		r.free = append(r.free, idx)
 		r.mu.Unlock()
 		return 0, err
@@ -282,9 +337,9 @@ func (r *Ring) do(fill func(*sqe), buf []byte) (int, error) {
 	r.mu.Unlock()
 
 	res := <-sl.done
-	runtime.KeepAlive(buf)
+	runtime.KeepAlive(keep)
 	r.mu.Lock()
-	sl.buf = nil
+	sl.keep = nil
 	r.free = append(r.free, idx)
 	r.mu.Unlock()
 	if res < 0 {

@@ -53,6 +53,59 @@ func TestWriteDsyncAppends(t *testing.T) {
 	}
 }
 
+// TestWritevDsyncAppends: the buffers of one vectored write land at the file's end in order, empty
+// ones included, interleaved with plain writes; more than MaxIovecs buffers are refused whole.
+func TestWritevDsyncAppends(t *testing.T) {
+	r := ring(t)
+	path := filepath.Join(t.TempDir(), "f.jsonl")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var want bytes.Buffer
+	for i := range 20 {
+		bufs := [][]byte{fmt.Appendf(nil, "{\"n\":%d,", i), nil, bytes.Repeat([]byte("y"), i*1013), []byte("}\n")}
+		if err := r.WritevDsync(int(f.Fd()), bufs); err != nil {
+			t.Fatalf("writev %d: %v", i, err)
+		}
+		want.Write(bytes.Join(bufs, nil))
+		if err := r.WriteDsync(int(f.Fd()), []byte("plain\n")); err != nil {
+			t.Fatal(err)
+		}
+		want.WriteString("plain\n")
+	}
+	if err := r.WritevDsync(int(f.Fd()), [][]byte{nil, {}}); err != nil {
+		t.Errorf("writev of nothing: %v", err)
+	}
+	if err := r.WritevDsync(int(f.Fd()), make([][]byte, MaxIovecs+1)); !errors.Is(err, unix.EINVAL) {
+		t.Errorf("writev of %d buffers: %v, want EINVAL", MaxIovecs+1, err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("file holds %d bytes, want the %d written in order", len(got), want.Len())
+	}
+}
+
+func TestAdvance(t *testing.T) {
+	bufs := [][]byte{[]byte("ab"), nil, []byte("cde"), []byte("f")}
+	for _, tc := range []struct {
+		n    int
+		want string // the rest, buffers joined by |
+	}{{0, "ab||cde|f"}, {1, "b||cde|f"}, {2, "cde|f"}, {4, "e|f"}, {5, "f"}, {6, ""}} {
+		rest := Advance(bufs, tc.n)
+		if got := string(bytes.Join(rest, []byte("|"))); got != tc.want {
+			t.Errorf("Advance(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+	if string(bufs[0]) != "ab" || string(bufs[2]) != "cde" {
+		t.Errorf("Advance changed its argument: %q", bufs)
+	}
+}
+
 // TestConcurrentWriters has more goroutines than the ring has room for write into their own files
 // at once: every byte lands in its file, and the ring's reap goroutine is gone once all returned.
 func TestConcurrentWriters(t *testing.T) {
