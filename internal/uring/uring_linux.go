@@ -11,8 +11,9 @@
 // poller watches, and the P goes on running other goroutines meanwhile.
 //
 // What is used: io_uring_setup with a single shared mapping (IORING_FEAT_SINGLE_MMAP, Linux 5.4),
-// IORING_OP_WRITE (Linux 5.6) and IORING_OP_FSYNC, each submitted with IOSQE_ASYNC so that
-// submission never blocks, and IORING_REGISTER_EVENTFD for completions. Where any of it is missing
+// IORING_OP_WRITEV (one write of several buffers) at the file position (IORING_FEAT_RW_CUR_POS,
+// Linux 5.6) and IORING_OP_FSYNC, each submitted with IOSQE_ASYNC so that submission never blocks,
+// and IORING_REGISTER_EVENTFD for completions. Where any of it is missing
 // (an older kernel, io_uring disabled by sysctl or a seccomp filter), New returns an error and the
 // caller does the same writes with plain system calls.
 package uring
@@ -33,7 +34,6 @@ import (
 const (
 	opWritev = 2
 	opFsync  = 3
-	opWrite  = 23
 
 	sqeAsync = 1 << 4 // IOSQE_ASYNC
 
@@ -206,24 +206,7 @@ func (r *Ring) unmap() {
 // WriteDsync writes b to the file at fd at its current position (at its end when it was opened
 // with O_APPEND) with RWF_DSYNC: when it returns nil, the bytes are durable as after fdatasync.
 // A short write is continued until b is written. The error is the kernel's errno for the write.
-func (r *Ring) WriteDsync(fd int, b []byte) error {
-	for len(b) > 0 {
-		n, err := r.do(func(s *sqe) {
-			s.opcode, s.fd = opWrite, int32(fd)
-			s.off = ^uint64(0) // -1: the file position
-			s.addr, s.len = uint64(uintptr(unsafe.Pointer(&b[0]))), uint32(min(len(b), 1<<30))
-			s.opFlags = unix.RWF_DSYNC
-		}, b)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return fmt.Errorf("io_uring write: %w", unix.EIO)
-		}
-		b = b[n:]
-	}
-	return nil
-}
+func (r *Ring) WriteDsync(fd int, b []byte) error { return r.WritevDsync(fd, [][]byte{b}) }
 
 // MaxIovecs is the most buffers one WritevDsync takes (the kernel's UIO_MAXIOV).
 const MaxIovecs = 1024

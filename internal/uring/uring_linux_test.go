@@ -25,14 +25,21 @@ func ring(t *testing.T) *Ring {
 	return r
 }
 
-func TestWriteDsyncAppends(t *testing.T) {
-	r := ring(t)
+// appendFile creates a file opened for appends, closed at the test's end.
+func appendFile(t *testing.T) (string, *os.File) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "f.jsonl")
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
+	return path, f
+}
+
+func TestWriteDsyncAppends(t *testing.T) {
+	r := ring(t)
+	path, f := appendFile(t)
 	var want bytes.Buffer
 	for i := range 50 {
 		line := fmt.Appendf(nil, "{\"n\":%d,\"pad\":%q}\n", i, bytes.Repeat([]byte("x"), i*97))
@@ -57,12 +64,7 @@ func TestWriteDsyncAppends(t *testing.T) {
 // ones included, interleaved with plain writes; more than MaxIovecs buffers are refused whole.
 func TestWritevDsyncAppends(t *testing.T) {
 	r := ring(t)
-	path := filepath.Join(t.TempDir(), "f.jsonl")
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	path, f := appendFile(t)
 	var want bytes.Buffer
 	for i := range 20 {
 		bufs := [][]byte{fmt.Appendf(nil, "{\"n\":%d,", i), nil, bytes.Repeat([]byte("y"), i*1013), []byte("}\n")}
