@@ -61,13 +61,11 @@ func fileLines(t *testing.T, path string) []string {
 // separate sync (syncHook), group commit into one file, and after a torn tail left by another
 // writer (the repair newline goes first).
 func TestAppendGathersLargeParts(t *testing.T) {
-	if lb := getLineBuf(0); true {
-		WriteExchange(lb, gatherExchange(0))
-		if len(lb.segs) < 3 {
-			t.Fatalf("the line has %d segments, want its three large parts referred to", len(lb.segs))
-		}
-		putLineBuf(lb)
+	lb := getLineBuf(0)
+	if err := WriteExchange(lb, gatherExchange(0)); err != nil || len(lb.segs) < 3 {
+		t.Fatalf("the line has %d segments (%v), want its three large parts referred to", len(lb.segs), err)
 	}
+	putLineBuf(lb)
 	for _, tc := range []struct {
 		name    string
 		writers int
