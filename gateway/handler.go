@@ -51,7 +51,7 @@ const (
 // every field but Upstream is usable.
 //
 // Besides proxying, the Handler answers GET /healthz (200 while running), GET /readyz (200, or 503
-// once Shutdown began) and GET /metrics (Prometheus text format, on the Handler's own registry),
+// once BeginShutdown or Shutdown was called) and GET /metrics (Prometheus text format, on the Handler's own registry),
 // unless NoAdminEndpoints is set; AdminHandler serves the same endpoints on a listener of their own
 // (what `modelcalls proxy --admin-listen` does, so that the proxy port forwards every path).
 type Handler struct {
@@ -175,14 +175,22 @@ func (h *Handler) Registry() *prometheus.Registry {
 	return h.metrics.reg
 }
 
+// BeginShutdown marks the start of a shutdown without waiting for anything: from now on /readyz
+// answers 503 and new captured calls are refused (503 shutting_down, captured), while the calls in
+// flight go on. A server that drains its connections before calling Shutdown calls it first, so
+// that a load balancer polling /readyz stops sending calls while the drain runs.
+func (h *Handler) BeginShutdown() {
+	h.once.Do(h.init)
+	h.draining.Store(true)
+}
+
 // Shutdown makes the Handler refuse new captured calls (503 shutting_down, captured) and waits
 // until every captured call in flight has its capture line durable or its incomplete marker
 // written. It returns ctx.Err() if ctx ends first. Uncaptured requests are still forwarded; stop
 // the http.Server (Server.Shutdown) to stop accepting connections. Once drained, the Store's kept
 // capture files and its claim slot file are closed (Store.Close; it stays usable).
 func (h *Handler) Shutdown(ctx context.Context) error {
-	h.once.Do(h.init)
-	h.draining.Store(true)
+	h.BeginShutdown()
 	err := h.inflight.wait(ctx)
 	if err == nil && h.Store != nil {
 		h.Store.Close()

@@ -141,6 +141,55 @@ func TestShuttingDown(t *testing.T) {
 	}
 }
 
+// TestBeginShutdown: once BeginShutdown is called, /readyz answers 503 and a new captured call is
+// refused (503 shutting_down, captured), while a call already in flight goes on to its end and is
+// captured as usual.
+func TestBeginShutdown(t *testing.T) {
+	events := capturetest.SSEEvents(fixture(t, "openai_chat/stream_tool_call_usage_only_chunk.sse"))
+	up := newSteppedUpstream()
+	e := newEnv(t, up.serve)
+	req, _ := http.NewRequest(http.MethodPost, e.url("bs-1", "/v1/chat/completions"), strings.NewReader(`{"model":"m","stream":true}`))
+	resp, err := rawClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	cr := newClientReader(t, resp.Body)
+	up.chunks <- events[0]
+	cr.expect(t, events[0], "first event")
+	if code, _ := capturetest.Get(t, e.gw.URL+"/readyz"); code != 200 {
+		t.Fatalf("readyz before: %d", code)
+	}
+
+	e.h.BeginShutdown()
+	if code, _ := capturetest.Get(t, e.gw.URL+"/readyz"); code != 503 {
+		t.Errorf("readyz after BeginShutdown: %d, want 503", code)
+	}
+	r2, body := e.post("bs-2", "/v1/chat/completions", `{}`, nil)
+	if r2.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "shutting_down") {
+		t.Errorf("new call: %d %s", r2.StatusCode, body)
+	}
+	checkLocal(t, e.one("bs-2"), 503, "upstream_error", "shutting_down", false)
+
+	for _, ev := range events[1:] {
+		up.chunks <- ev
+		cr.expect(t, ev, "event")
+	}
+	close(up.chunks)
+	close(up.release)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.h.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l := e.one("bs-1"); l.ErrorCategory != nil || deref(l.StatusCode) != 200 {
+		t.Errorf("the call in flight: category %s status %v", l.Category(), deref(l.StatusCode))
+	}
+	if n := len(e.up.Requests()); n != 1 {
+		t.Errorf("upstream saw %d requests, want the one in flight", n)
+	}
+}
+
 // TestDeclaredProvenance: a Gym model server behind the gateway declares its own provenance; it is
 // recorded as declared (unusable values become null) and the headers still reach the client.
 func TestDeclaredProvenance(t *testing.T) {

@@ -271,8 +271,12 @@ func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []stri
 // to timeout, or until a second signal), then closes what is left. Calls cut off by the close are
 // still captured (as cancelled) before the handler returns, and drainProxy waits for those writes.
 func drainProxy(srv *http.Server, h *gateway.Handler, sigs <-chan os.Signal, timeout time.Duration, log *slog.Logger) error {
+	h.BeginShutdown() // /readyz answers 503 for the whole drain
 	err := shutdownHTTP(srv, sigs, timeout, log)
-	if err != nil {
+	switch {
+	case errors.Is(err, context.Canceled):
+		// Cut short by a second signal, which shutdownHTTP has logged.
+	case err != nil:
 		log.Warn("in-flight calls did not finish in time; connections closed", "err", err)
 	}
 	// Closing connections cancels the calls still running; their capture lines are written on the

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -93,13 +94,23 @@ func TestProxyServesAndDrains(t *testing.T) {
 		}
 	}))
 	defer up.Close()
+	endStream := sync.OnceFunc(func() { close(chunks) })
+	defer endStream() // before up.Close, which waits for the handler, when the test fails early
 	dir := filepath.Join(t.TempDir(), "caps")
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	addr, exit, stderr := runProxyCmd(t, ctx, []string{"proxy", "--upstream", up.URL, "--listen", "127.0.0.1:0",
-		"--name", "policy_model", "++observability_enabled=true", "++model_call_capture_dir=" + dir})
+		"--admin-listen", "127.0.0.1:0", "--name", "policy_model", "++observability_enabled=true", "++model_call_capture_dir=" + dir})
 	if strings.HasSuffix(addr, ":0") {
 		t.Fatalf("listening line shows %s, not the real port", addr)
+	}
+	m := regexp.MustCompile(`admin_url=(\S+)`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no admin_url:\n%s", stderr.String())
+	}
+	readyz := m[1] + "/readyz"
+	if code, _ := capturetest.Get(t, readyz); code != 200 {
+		t.Fatalf("readyz before the drain: %d", code)
 	}
 
 	resp, err := http.Post("http://"+addr+"/ng-rollout/cli-1/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","stream":true}`))
@@ -116,13 +127,25 @@ func TestProxyServesAndDrains(t *testing.T) {
 	br.ReadString('\n')
 
 	stop() // like SIGINT: the command starts draining with this call in flight
+	// A load balancer polling /readyz sees 503 for the whole drain, while the call goes on.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if code, _ := capturetest.Get(t, readyz); code == http.StatusServiceUnavailable {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("readyz still not 503 5 s into the drain")
+		}
+	}
 	select {
 	case err := <-exit:
 		t.Fatalf("proxy exited with a call in flight: %v", err)
 	case <-time.After(200 * time.Millisecond):
 	}
+	if code, _ := capturetest.Get(t, readyz); code != http.StatusServiceUnavailable {
+		t.Errorf("readyz during the drain: %d, want 503", code)
+	}
 	chunks <- "data: [DONE]\n\n"
-	close(chunks)
+	endStream()
 	rest, err := io.ReadAll(br)
 	if err != nil || string(rest) != "data: [DONE]\n\n" {
 		t.Fatalf("rest of the stream %q, %v", rest, err)

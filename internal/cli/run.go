@@ -255,6 +255,7 @@ func startOwnGateway(s *Streams, o *runOptions) (*ownGateway, error) {
 // still written before drain returns, within a further 30 s.
 func (g *ownGateway) drain(timeout time.Duration) error {
 	// No second signal cuts the drain short: run forwards its signals to the child.
+	g.h.BeginShutdown()
 	err := shutdownHTTP(g.srv, nil, timeout, g.log)
 	if werr := finishWrites(g.h.Shutdown); werr != nil {
 		return fmt.Errorf("gateway: capture writes still pending at exit: %w", werr)
