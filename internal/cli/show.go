@@ -115,8 +115,14 @@ func runShow(s *Streams, o *showOptions, id, call string) error {
 	return nil
 }
 
-// findCall picks the call named by a call_index (all digits) or a model_call_id.
+// findCall picks the call named by a model_call_id or a call_index (all digits). The id is looked
+// up first: a 32-hex id can be all digits, and no call_index is that long.
 func findCall(rc *rolloutCalls, call string) (*modelcalls.ModelCallRecord, error) {
+	for i := range rc.records {
+		if id := rc.records[i].ModelCallID; id != nil && *id == call {
+			return &rc.records[i], nil
+		}
+	}
 	if n, err := strconv.Atoi(call); err == nil && n >= 0 && isDigits(call) {
 		for i := range rc.records {
 			if rc.records[i].CallIndex == n {
@@ -130,11 +136,6 @@ func findCall(rc *rolloutCalls, call string) (*modelcalls.ModelCallRecord, error
 		}
 		return nil, withExit(ExitNotFound, fmt.Errorf("call %d: no call with that call_index (the rollout has %s; modelcalls calls lists them)",
 			n, plural(len(rc.records), "call", "calls")))
-	}
-	for i := range rc.records {
-		if id := rc.records[i].ModelCallID; id != nil && *id == call {
-			return &rc.records[i], nil
-		}
 	}
 	return nil, withExit(ExitNotFound, fmt.Errorf("call %q: neither a call_index nor a model_call_id of this rollout", call))
 }

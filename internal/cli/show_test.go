@@ -113,6 +113,35 @@ func TestShowCutsAndFull(t *testing.T) {
 	}
 }
 
+// TestShowCallByDigitID: a model_call_id made of digits only names its call, not the call_index
+// with that number.
+func TestShowCallByDigitID(t *testing.T) {
+	dir := t.TempDir()
+	st, err := capture.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := 200
+	ids := []string{strings.Repeat("0", 31) + "1", capture.NewModelCallID()} // call 0's id reads as the number 1
+	for i, id := range ids {
+		ex := &capture.Exchange{ModelCallID: id, Dialect: "chat", StatusCode: &ok,
+			Request: []byte(`{"model":"m","messages":[{"role":"user","content":"question ` + string(rune('A'+i)) + `"}]}`)}
+		if err := st.AppendExchange("digits", ex); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ arg, want string }{{ids[0], "question A"}, {"1", "question B"}, {"0", "question A"}, {ids[1], "question B"}} {
+		out, _, code := runCLI(t, "", "show", "--capture-dir", dir, "digits", tc.arg)
+		if code != ExitOK || !strings.Contains(out, tc.want) {
+			t.Errorf("show %s: exit %d, want %q in:\n%s", tc.arg, code, tc.want, clipText(out))
+		}
+	}
+	// All digits but no call's id: read as a call_index.
+	if _, errOut, code := runCLI(t, "", "show", "--capture-dir", dir, "digits", strings.Repeat("0", 31)+"7"); code != ExitNotFound || !strings.Contains(errOut, "no call with that call_index") {
+		t.Errorf("an unknown digit id: exit %d, %q", code, errOut)
+	}
+}
+
 func TestShowErrors(t *testing.T) {
 	dir := showStore(t)
 	checkExits(t, []exitCase{
