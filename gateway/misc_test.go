@@ -149,12 +149,7 @@ func TestBeginShutdown(t *testing.T) {
 	up := newSteppedUpstream()
 	e := newEnv(t, up.serve)
 	req, _ := http.NewRequest(http.MethodPost, e.url("bs-1", "/v1/chat/completions"), strings.NewReader(`{"model":"m","stream":true}`))
-	resp, err := rawClient().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	cr := newClientReader(t, resp.Body)
+	_, cr := startCall(t, req)
 	up.chunks <- events[0]
 	cr.expect(t, events[0], "first event")
 	if code, _ := capturetest.Get(t, e.gw.URL+"/readyz"); code != 200 {
