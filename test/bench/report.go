@@ -274,7 +274,7 @@ func (r *runner) report() string {
 		f := l.fsync.pcts(50, 90, 99)
 		w("\nfsync of a %d-byte append on the capture disk, back to back: p50 %s ms, p90 %s ms, p99 %s ms (%d samples).", l.lineLen, ms(f[0]), ms(f[1]), ms(f[2]), len(l.fsync))
 		if m := l.fsyncMachine; m.ok && len(l.fsync) > 0 {
-			w(" Over those probe runs the host stole %s of the machine's CPU time per fsync (its own work for the guest's disk I/O runs on the CPUs the guest's are given).", us(m.steal/time.Duration(len(l.fsync))))
+			w(" Over those probe runs the host stole %s of the machine's CPU time per fsync (the host's own work for the guest's disk I/O can run on the CPUs the guest is given).", us(m.steal/time.Duration(len(l.fsync))))
 		}
 		w("\n")
 		fp := l.fsyncPaced.pcts(50, 90, 99)
