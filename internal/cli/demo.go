@@ -36,7 +36,7 @@ exist yet (an earlier run's captures would otherwise be appended to).`,
 				opts.Logger = slog.New(slog.NewTextHandler(s.ErrOut, nil))
 			}
 			res, err := demo.Run(cmd.Context(), opts)
-			if errors.Is(err, demo.ErrDirNotEmpty) {
+			if errors.Is(err, demo.ErrDirNotEmpty) || errors.Is(err, demo.ErrNotDir) {
 				return usageErrorf("--dir: %w", err)
 			}
 			if err != nil {

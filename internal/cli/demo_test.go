@@ -7,6 +7,8 @@ import (
 	"testing"
 )
 
+// TestDemoRefusesNonEmptyDir: a --dir with files in it, or a file, is a usage error and nothing is
+// written.
 func TestDemoRefusesNonEmptyDir(t *testing.T) {
 	dir := t.TempDir()
 	old := filepath.Join(dir, "rollouts.jsonl")
@@ -22,6 +24,14 @@ func TestDemoRefusesNonEmptyDir(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("demo left files in the refused dir: %v", entries)
+	}
+	// A file where the directory should be is the same mistake: exit 2, the file untouched.
+	out, errOut, code = runCLI(t, "", "demo", "--dir", old)
+	if code != ExitUsage || !strings.Contains(errOut, "--dir: demo dir "+old+": not a directory") || out != "" {
+		t.Fatalf("--dir FILE: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if b, _ := os.ReadFile(old); string(b) != "mine\n" {
+		t.Errorf("the file given as --dir was changed: %q", b)
 	}
 }
 

@@ -48,6 +48,10 @@ reward and task index and the calls' count, errors and token totals.
 
 The endpoint is --endpoint (an OTLP base URL) or the standard OTEL_EXPORTER_OTLP_* variables. Exits
 1 when the endpoint refused or could not be reached for any span, 3 when DIR does not exist.`,
+		Example: `  modelcalls export otlp --capture-dir ./captures --endpoint http://127.0.0.1:4318
+  modelcalls export otlp --capture-dir ./captures --in rollouts.jsonl     # with a root span per rollout
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4317 OTEL_EXPORTER_OTLP_PROTOCOL=grpc \
+    modelcalls export otlp --capture-dir ./captures`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runExportOTLP(cmd.Context(), s, &o) },
 	}

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/modelcalls/modelcalls"
@@ -393,6 +394,9 @@ func mergeRollouts(ctx context.Context, res *Result) error {
 // ErrDirNotEmpty is returned by Run when Options.Dir holds files already.
 var ErrDirNotEmpty = errors.New("directory is not empty")
 
+// ErrNotDir is returned by Run when Options.Dir names something that is not a directory.
+var ErrNotDir = errors.New("not a directory")
+
 // emptyDir makes sure dir is an empty directory, creating it (and its parents) when it does not
 // exist.
 func emptyDir(dir string) error {
@@ -403,6 +407,8 @@ func emptyDir(dir string) error {
 			return fmt.Errorf("create demo dir: %w", err)
 		}
 		return nil
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("demo dir %s: %w; give an empty or new directory", dir, ErrNotDir)
 	case err != nil:
 		return fmt.Errorf("demo dir: %w", err)
 	case len(entries) > 0:
