@@ -205,12 +205,12 @@ func (s *Store) AppendExchange(id string, ex *Exchange) error {
 }
 
 // inlineSize is what of size (the payloads and raw texts of ex) the line buffer holds itself: the
-// parts of refMin bytes and more that are copied as they are go to the write by reference.
+// parts known to go to the write by reference (a compact request, the escaped response_raw, each
+// refMin bytes or more) are left out. The response is counted in: whether it is compact, and so
+// referred to rather than compacted into the buffer, is only found while the line is written.
 func inlineSize(ex *Exchange, size int) int {
-	for _, b := range [][]byte{ex.Request, ex.Response} {
-		if len(b) >= refMin {
-			size -= len(b) // an upper bound: only a compact one is referred to
-		}
+	if ex.RequestCompact && len(ex.Request) >= refMin {
+		size -= len(ex.Request)
 	}
 	if t := ex.ResponseRawEscaped; t != nil && len(t.Bytes) >= refMin {
 		size -= len(t.Bytes)
