@@ -340,27 +340,41 @@ func upstreamServer(u *url.URL) server {
 
 // Metric instruments, with the bucket boundaries the GenAI conventions advise.
 func (e *Exporter) initInstruments() error {
-	m := e.mp.Meter(ScopeName)
-	var err error
-	e.duration, err = m.Float64Histogram("gen_ai.client.operation.duration",
-		metric.WithUnit("s"), metric.WithDescription("GenAI operation duration."),
-		metric.WithExplicitBucketBoundaries(0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92))
+	h, err := NewClientHistograms(e.mp.Meter(ScopeName))
 	if err != nil {
-		return fmt.Errorf("otlp metric: %w", err)
+		return err
 	}
-	e.tokens, err = m.Float64Histogram("gen_ai.client.token.usage",
-		metric.WithUnit("{token}"), metric.WithDescription("Number of input and output tokens used."),
-		metric.WithExplicitBucketBoundaries(1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864))
-	if err != nil {
-		return fmt.Errorf("otlp metric: %w", err)
-	}
-	e.ttfc, err = m.Float64Histogram("gen_ai.client.operation.time_to_first_chunk",
-		metric.WithUnit("s"), metric.WithDescription("Time to receive the first chunk of a streamed response."),
-		metric.WithExplicitBucketBoundaries(0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92))
-	if err != nil {
-		return fmt.Errorf("otlp metric: %w", err)
-	}
+	e.duration, e.tokens, e.ttfc = h.Duration, h.Tokens, h.TimeToFirstChunk
 	return nil
+}
+
+// ClientHistograms are the GenAI client metrics every exported call records: the operation's
+// duration and its time to first chunk (seconds), and its input and output token counts.
+type ClientHistograms struct {
+	Duration, Tokens, TimeToFirstChunk metric.Float64Histogram
+}
+
+// NewClientHistograms creates the three GenAI client histograms on m with the names, units and
+// bucket boundaries the GenAI semantic conventions give (gen_ai.client.operation.duration,
+// gen_ai.client.token.usage, gen_ai.client.operation.time_to_first_chunk).
+func NewClientHistograms(m metric.Meter) (ClientHistograms, error) {
+	var h ClientHistograms
+	var err error
+	seconds := metric.WithExplicitBucketBoundaries(0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
+	if h.Duration, err = m.Float64Histogram("gen_ai.client.operation.duration",
+		metric.WithUnit("s"), metric.WithDescription("GenAI operation duration."), seconds); err != nil {
+		return h, fmt.Errorf("otlp metric: %w", err)
+	}
+	if h.Tokens, err = m.Float64Histogram("gen_ai.client.token.usage",
+		metric.WithUnit("{token}"), metric.WithDescription("Number of input and output tokens used."),
+		metric.WithExplicitBucketBoundaries(1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)); err != nil {
+		return h, fmt.Errorf("otlp metric: %w", err)
+	}
+	if h.TimeToFirstChunk, err = m.Float64Histogram("gen_ai.client.operation.time_to_first_chunk",
+		metric.WithUnit("s"), metric.WithDescription("Time to receive the first chunk of a streamed response."), seconds); err != nil {
+		return h, fmt.Errorf("otlp metric: %w", err)
+	}
+	return h, nil
 }
 
 func (e *Exporter) initCounters(reg prometheus.Registerer) {

@@ -534,19 +534,11 @@ func newSDKFloor(ctx context.Context, upURL *url.URL, discard bool) (*sdkFloor, 
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(se, sdktrace.WithBlocking()))
 	f := &sdkFloor{tp: tp, mp: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), tracer: tp.Tracer(otelexport.ScopeName), upURL: upURL}
-	m := f.mp.Meter(otelexport.ScopeName)
-	var err error
-	bounds := metric.WithExplicitBucketBoundaries(0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
-	if f.duration, err = m.Float64Histogram("gen_ai.client.operation.duration", metric.WithUnit("s"), bounds); err == nil {
-		f.ttfc, err = m.Float64Histogram("gen_ai.client.operation.time_to_first_chunk", metric.WithUnit("s"), bounds)
-	}
-	if err == nil {
-		f.tokens, err = m.Float64Histogram("gen_ai.client.token.usage", metric.WithUnit("{token}"),
-			metric.WithExplicitBucketBoundaries(1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864))
-	}
+	h, err := otelexport.NewClientHistograms(f.mp.Meter(otelexport.ScopeName))
 	if err != nil {
-		return nil, fmt.Errorf("otlp metric: %w", err)
+		return nil, err
 	}
+	f.duration, f.tokens, f.ttfc = h.Duration, h.Tokens, h.TimeToFirstChunk
 	return f, nil
 }
 
