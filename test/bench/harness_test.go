@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -200,4 +203,42 @@ func fixturesAndUpstream(t *testing.T) (*fixtures, *upstream) {
 	}
 	t.Cleanup(up.close)
 	return fx, up
+}
+
+// TestDurableProxy checks the durable floor subject: the client gets the recorded body (call checks
+// status and length), and every call left exactly one line, request then response, in its
+// rollout's file before the answer.
+func TestDurableProxy(t *testing.T) {
+	fx, up := fixturesAndUpstream(t)
+	dir := t.TempDir()
+	d, err := newDurableProxy(up.url, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := serve(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.close()
+	defer d.close()
+	s := newSubject(sBareSync, srv.url, true)
+	defer s.closeIdle()
+	if _, err := s.sequential(context.Background(), fx, "floor-a", 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.concurrent(context.Background(), fx, 4, 20*time.Millisecond, func(w int) string { return fmt.Sprintf("floor-%d", w) }); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "floor-a.lines"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := string(fx.jsonRequest) + " " + string(fx.jsonResponse) + "\n"
+	if got := string(b); got != strings.Repeat(want, 3) {
+		t.Errorf("floor-a.lines holds %d bytes, want the 3 calls' lines (%d bytes)", len(got), 3*len(want))
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "floor-*.lines"))
+	if len(files) != 5 {
+		t.Errorf("%d rollout files, want 5: %v", len(files), files)
+	}
 }

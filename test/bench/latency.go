@@ -113,7 +113,7 @@ func (r *runner) runLatency(ctx context.Context) error {
 		res.gwWrite[k] = &writeStat{}
 	}
 	capDir := filepath.Join(r.workDir, "capture")
-	p, err := startProxies(r.up.url, capDir, sBare, sGwOff, sGwOn)
+	p, err := startProxies(r.up.url, capDir, sBare, sBareSync, sGwOff, sGwOn)
 	if err != nil {
 		return err
 	}
@@ -122,6 +122,7 @@ func (r *runner) runLatency(ctx context.Context) error {
 	subjects := []*subject{
 		newSubject(sDirect, r.up.url, false),
 		newSubject(sBare, servers[sBare].url, true),
+		newSubject(sBareSync, servers[sBareSync].url, true),
 		newSubject(sGwOff, servers[sGwOff].url, true),
 		newSubject(sGwOn, servers[sGwOn].url, true),
 	}

@@ -69,6 +69,12 @@ func startProxies(upstreamURL, capDir string, names ...string) (*proxies, error)
 		switch name {
 		case sBare:
 			h, err = bareProxy(upstreamURL)
+		case sBareSync:
+			var d *durableProxy
+			if d, err = newDurableProxy(upstreamURL, filepath.Join(capDir, "durable-floor")); err == nil {
+				h = d
+				p.stops = append(p.stops, d.close)
+			}
 		case sGwOff, sGwOn:
 			var stop func()
 			if h, stop, err = gatewayHandler(upstreamURL, capDir, name == sGwOn); err == nil {
