@@ -82,7 +82,7 @@ func (r *runner) checks() []check {
 				floor = fmt.Sprintf("; the durable floor (%s: one O_DSYNC append per call, no capture logic) p50 %s ms = %s above bare, the gateway %s above the floor",
 					sBareSync, ms(fp), msSigned(fp-bp[0]), msSigned(np[0]-fp))
 			}
-			cs = append(cs, check{
+			c := check{
 				row:    "1",
 				figure: "added latency, non-streaming, capture on, " + mode.name + " (p50 / p99)",
 				baseline: fmt.Sprintf("bare proxy %s / %s ms; fsync p50 %s ms, one after each bare-proxy call (back to back: %s ms; same disk, same run)",
@@ -91,7 +91,13 @@ func (r *runner) checks() []check {
 					ms(np[0]), ms(np[1]), msSigned(over), ms(fsPaced+goalOnSlack), ms(fs+goalOnSlack), msSigned(np[1]-bp[1]), floor),
 				goal: "p50 <= bare p50 + fsync p50 + 0.1 ms",
 				ok:   boolp(over <= fsPaced+goalOnSlack),
-			})
+			}
+			if mode.name != "1 client" {
+				// The goal is one client's: under 64 closed-loop clients p50 is queueing (about 64 /
+				// calls per second), which row 2 judges.
+				c.goal, c.ok = "reported (the goal is 1 client's; here p50 is queueing, judged as calls/s in row 2)", nil
+			}
+			cs = append(cs, c)
 		}
 		if l.mitm {
 			m := l.by[sMitm]
