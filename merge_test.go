@@ -335,27 +335,18 @@ func TestMergeGaps(t *testing.T) {
 		}, 0, `[{"code":"model_call_capture_incomplete","detail":"stale_claims=1"}]`, "[0]"},
 		{"live claim outlasts the wait", func(t *testing.T, dir string, s *capture.Store) func() {
 			writeCapture(t, dir, "r", ok("a", 1)+"\n")
-			c, err := s.Claim("r", "in-flight")
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := claimCall(t, s, "r", "in-flight")
 			return func() { c.Release() }
 		}, 20 * time.Millisecond, `[{"code":"model_call_capture_pending","detail":"count=1"}]`, "[0]"},
 		{"live claim, nothing written yet", func(t *testing.T, dir string, s *capture.Store) func() {
-			c, err := s.Claim("r", "in-flight")
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := claimCall(t, s, "r", "in-flight")
 			return func() { c.Release() }
 		}, -1, `[{"code":"model_call_capture_pending","detail":"count=1"},{"code":"model_call_capture_no_records"}]`, "[]"},
 		{"everything, in order", func(t *testing.T, dir string, s *capture.Store) func() {
 			writeCapture(t, dir, "r", "{torn\n"+ok("a", 1)+"\n")
 			s.MarkIncomplete("r")
 			writeStaleClaim(t, s, "r")
-			c, err := s.Claim("r", "in-flight")
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := claimCall(t, s, "r", "in-flight")
 			return func() { c.Release() }
 		}, -1, `[{"code":"model_call_capture_records_unreadable","detail":"count=1"},{"code":"model_call_capture_incomplete","detail":"stale_claims=1"},{"code":"model_call_capture_pending","detail":"count=1"}]`, "[1]"},
 		{"capture path unreadable", func(t *testing.T, dir string, s *capture.Store) func() {
@@ -401,10 +392,7 @@ func TestMergeGaps(t *testing.T) {
 func TestMergeWaitsForOutstandingWrite(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir)
-	claim, err := s.Claim("r", "c1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	claim := claimCall(t, s, "r", "c1")
 	type result struct {
 		capture map[string]any
 		res     MergeResult
@@ -435,10 +423,7 @@ func TestMergeWaitsForOutstandingWrite(t *testing.T) {
 func TestMergeCancelledWhileWaiting(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir)
-	claim, err := s.Claim("r", "c1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	claim := claimCall(t, s, "r", "c1")
 	defer claim.Release()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
