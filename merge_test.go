@@ -14,50 +14,11 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest/jsonmember"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
-
-// valueSpan is the byte span of a top-level member found with encoding/json (independent of this
-// package's scanner): member from the end of the previous value (or the '{') to the end of the value.
-type valueSpan struct {
-	key                           string
-	memberStart, valStart, valEnd int
-}
-
-func topLevelSpans(t testing.TB, b []byte) []valueSpan {
-	t.Helper()
-	d := json.NewDecoder(bytes.NewReader(b))
-	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
-		t.Fatalf("not an object: %s", clipRaw(b))
-	}
-	var spans []valueSpan
-	prevEnd := int(d.InputOffset())
-	for d.More() {
-		k, err := d.Token()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var raw json.RawMessage
-		if err := d.Decode(&raw); err != nil {
-			t.Fatal(err)
-		}
-		end := int(d.InputOffset())
-		spans = append(spans, valueSpan{k.(string), prevEnd, end - len(raw), end})
-		prevEnd = end
-	}
-	return spans
-}
-
-func lastSpan(spans []valueSpan, key string) (valueSpan, bool) {
-	for i := len(spans) - 1; i >= 0; i-- {
-		if spans[i].key == key {
-			return spans[i], true
-		}
-	}
-	return valueSpan{}, false
-}
 
 // cut removes the given [start, end) ranges (sorted, disjoint) from b.
 func cut(b []byte, ranges ...[2]int) []byte {
@@ -78,27 +39,27 @@ func checkSplice(t testing.TB, in, out []byte, joined bool) {
 	if !json.Valid(out) {
 		t.Fatalf("output is not JSON: %s", out)
 	}
-	inSpans, outSpans := topLevelSpans(t, in), topLevelSpans(t, out)
+	inSpans, outSpans := jsonmember.Members(t, in), jsonmember.Members(t, out)
 	var inCut, outCut [][2]int
 	if joined {
-		a, ok1 := lastSpan(inSpans, FieldAgentObservations)
-		b, ok2 := lastSpan(outSpans, FieldAgentObservations)
+		a, ok1 := jsonmember.Last(inSpans, FieldAgentObservations)
+		b, ok2 := jsonmember.Last(outSpans, FieldAgentObservations)
 		if !ok1 || !ok2 {
 			t.Fatal("observations missing")
 		}
-		inCut, outCut = append(inCut, [2]int{a.valStart, a.valEnd}), append(outCut, [2]int{b.valStart, b.valEnd})
+		inCut, outCut = append(inCut, [2]int{a.ValueStart, a.ValueEnd}), append(outCut, [2]int{b.ValueStart, b.ValueEnd})
 	}
-	oc, ok := lastSpan(outSpans, FieldModelCallCapture)
+	oc, ok := jsonmember.Last(outSpans, FieldModelCallCapture)
 	if !ok {
 		t.Fatalf("no %s in %s", FieldModelCallCapture, out)
 	}
-	if ic, had := lastSpan(inSpans, FieldModelCallCapture); had {
-		inCut, outCut = append(inCut, [2]int{ic.valStart, ic.valEnd}), append(outCut, [2]int{oc.valStart, oc.valEnd})
+	if ic, had := jsonmember.Last(inSpans, FieldModelCallCapture); had {
+		inCut, outCut = append(inCut, [2]int{ic.ValueStart, ic.ValueEnd}), append(outCut, [2]int{oc.ValueStart, oc.ValueEnd})
 	} else {
 		if outSpans[len(outSpans)-1] != oc {
 			t.Fatalf("appended %s is not the last member: %s", FieldModelCallCapture, out)
 		}
-		outCut = append(outCut, [2]int{oc.memberStart, oc.valEnd})
+		outCut = append(outCut, [2]int{oc.Start, oc.ValueEnd})
 	}
 	sortRanges(inCut)
 	sortRanges(outCut)
