@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest/jsonmember"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
@@ -473,30 +474,9 @@ func TestRecordJSON(t *testing.T) {
 		"cache_hit", "cached_tokens", "cache_creation_tokens", "error_category", "latency_total_ms", "latency_ttft_ms",
 		"response_source", "upstream_attempted", "upstream_status_code", "local_response_reason", "client_session_id",
 		"client_assistant_message_id"}
-	if got := keyOrder(full); strings.Join(got, ",") != strings.Join(wantOrder, ",") {
+	if got := jsonmember.Keys(jsonmember.Members(t, full)); strings.Join(got, ",") != strings.Join(wantOrder, ",") {
 		t.Errorf("key order\n got %v\nwant %v", got, wantOrder)
 	}
-}
-
-// keyOrder lists the top-level keys of a JSON object in order (encoding/json's token stream).
-func keyOrder(b []byte) []string {
-	d := json.NewDecoder(bytes.NewReader(b))
-	var keys []string
-	if _, err := d.Token(); err != nil {
-		return nil
-	}
-	for d.More() {
-		k, err := d.Token()
-		if err != nil {
-			return keys
-		}
-		keys = append(keys, k.(string))
-		var skip json.RawMessage
-		if d.Decode(&skip) != nil {
-			return keys
-		}
-	}
-	return keys
 }
 
 func TestToolCallArgumentsOnMultipleLinesStayOneLine(t *testing.T) {

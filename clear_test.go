@@ -21,9 +21,7 @@ func TestClearCaptures(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Claim("0-0", "stale-call"); err != nil {
-		t.Fatal(err)
-	}
+	claimCall(t, s, "0-0", "stale-call")
 	records := [][]byte{
 		[]byte(`{"_ng_task_index": 0, "_ng_rollout_index": 0}`),
 		[]byte(`{"prompt": "no id here"}`),

@@ -68,6 +68,17 @@ func openStore(t testing.TB, dir string) *capture.Store {
 	return s
 }
 
+// claimCall claims call of rollout id in s (a live claim until released), failing the test if it
+// cannot.
+func claimCall(t testing.TB, s *capture.Store, id, call string) *capture.Claim {
+	t.Helper()
+	c, err := s.Claim(id, call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // decodeObject decodes a JSON object keeping numbers as json.Number.
 func decodeObject(t testing.TB, b []byte) map[string]any {
 	t.Helper()

@@ -14,50 +14,11 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest/jsonmember"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
-
-// valueSpan is the byte span of a top-level member found with encoding/json (independent of this
-// package's scanner): member from the end of the previous value (or the '{') to the end of the value.
-type valueSpan struct {
-	key                           string
-	memberStart, valStart, valEnd int
-}
-
-func topLevelSpans(t testing.TB, b []byte) []valueSpan {
-	t.Helper()
-	d := json.NewDecoder(bytes.NewReader(b))
-	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
-		t.Fatalf("not an object: %s", clipRaw(b))
-	}
-	var spans []valueSpan
-	prevEnd := int(d.InputOffset())
-	for d.More() {
-		k, err := d.Token()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var raw json.RawMessage
-		if err := d.Decode(&raw); err != nil {
-			t.Fatal(err)
-		}
-		end := int(d.InputOffset())
-		spans = append(spans, valueSpan{k.(string), prevEnd, end - len(raw), end})
-		prevEnd = end
-	}
-	return spans
-}
-
-func lastSpan(spans []valueSpan, key string) (valueSpan, bool) {
-	for i := len(spans) - 1; i >= 0; i-- {
-		if spans[i].key == key {
-			return spans[i], true
-		}
-	}
-	return valueSpan{}, false
-}
 
 // cut removes the given [start, end) ranges (sorted, disjoint) from b.
 func cut(b []byte, ranges ...[2]int) []byte {
@@ -78,27 +39,27 @@ func checkSplice(t testing.TB, in, out []byte, joined bool) {
 	if !json.Valid(out) {
 		t.Fatalf("output is not JSON: %s", out)
 	}
-	inSpans, outSpans := topLevelSpans(t, in), topLevelSpans(t, out)
+	inSpans, outSpans := jsonmember.Members(t, in), jsonmember.Members(t, out)
 	var inCut, outCut [][2]int
 	if joined {
-		a, ok1 := lastSpan(inSpans, FieldAgentObservations)
-		b, ok2 := lastSpan(outSpans, FieldAgentObservations)
+		a, ok1 := jsonmember.Last(inSpans, FieldAgentObservations)
+		b, ok2 := jsonmember.Last(outSpans, FieldAgentObservations)
 		if !ok1 || !ok2 {
 			t.Fatal("observations missing")
 		}
-		inCut, outCut = append(inCut, [2]int{a.valStart, a.valEnd}), append(outCut, [2]int{b.valStart, b.valEnd})
+		inCut, outCut = append(inCut, [2]int{a.ValueStart, a.ValueEnd}), append(outCut, [2]int{b.ValueStart, b.ValueEnd})
 	}
-	oc, ok := lastSpan(outSpans, FieldModelCallCapture)
+	oc, ok := jsonmember.Last(outSpans, FieldModelCallCapture)
 	if !ok {
 		t.Fatalf("no %s in %s", FieldModelCallCapture, out)
 	}
-	if ic, had := lastSpan(inSpans, FieldModelCallCapture); had {
-		inCut, outCut = append(inCut, [2]int{ic.valStart, ic.valEnd}), append(outCut, [2]int{oc.valStart, oc.valEnd})
+	if ic, had := jsonmember.Last(inSpans, FieldModelCallCapture); had {
+		inCut, outCut = append(inCut, [2]int{ic.ValueStart, ic.ValueEnd}), append(outCut, [2]int{oc.ValueStart, oc.ValueEnd})
 	} else {
 		if outSpans[len(outSpans)-1] != oc {
 			t.Fatalf("appended %s is not the last member: %s", FieldModelCallCapture, out)
 		}
-		outCut = append(outCut, [2]int{oc.memberStart, oc.valEnd})
+		outCut = append(outCut, [2]int{oc.Start, oc.ValueEnd})
 	}
 	sortRanges(inCut)
 	sortRanges(outCut)
@@ -335,27 +296,18 @@ func TestMergeGaps(t *testing.T) {
 		}, 0, `[{"code":"model_call_capture_incomplete","detail":"stale_claims=1"}]`, "[0]"},
 		{"live claim outlasts the wait", func(t *testing.T, dir string, s *capture.Store) func() {
 			writeCapture(t, dir, "r", ok("a", 1)+"\n")
-			c, err := s.Claim("r", "in-flight")
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := claimCall(t, s, "r", "in-flight")
 			return func() { c.Release() }
 		}, 20 * time.Millisecond, `[{"code":"model_call_capture_pending","detail":"count=1"}]`, "[0]"},
 		{"live claim, nothing written yet", func(t *testing.T, dir string, s *capture.Store) func() {
-			c, err := s.Claim("r", "in-flight")
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := claimCall(t, s, "r", "in-flight")
 			return func() { c.Release() }
 		}, -1, `[{"code":"model_call_capture_pending","detail":"count=1"},{"code":"model_call_capture_no_records"}]`, "[]"},
 		{"everything, in order", func(t *testing.T, dir string, s *capture.Store) func() {
 			writeCapture(t, dir, "r", "{torn\n"+ok("a", 1)+"\n")
 			s.MarkIncomplete("r")
 			writeStaleClaim(t, s, "r")
-			c, err := s.Claim("r", "in-flight")
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := claimCall(t, s, "r", "in-flight")
 			return func() { c.Release() }
 		}, -1, `[{"code":"model_call_capture_records_unreadable","detail":"count=1"},{"code":"model_call_capture_incomplete","detail":"stale_claims=1"},{"code":"model_call_capture_pending","detail":"count=1"}]`, "[1]"},
 		{"capture path unreadable", func(t *testing.T, dir string, s *capture.Store) func() {
@@ -401,10 +353,7 @@ func TestMergeGaps(t *testing.T) {
 func TestMergeWaitsForOutstandingWrite(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir)
-	claim, err := s.Claim("r", "c1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	claim := claimCall(t, s, "r", "c1")
 	type result struct {
 		capture map[string]any
 		res     MergeResult
@@ -435,10 +384,7 @@ func TestMergeWaitsForOutstandingWrite(t *testing.T) {
 func TestMergeCancelledWhileWaiting(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir)
-	claim, err := s.Claim("r", "c1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	claim := claimCall(t, s, "r", "c1")
 	defer claim.Release()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

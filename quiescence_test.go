@@ -22,10 +22,7 @@ func TestAwaitQuiescence(t *testing.T) {
 		t.Fatalf("a stale claim held the wait: %v %v", quiet, err)
 	}
 
-	claim, err := s.Claim("r", "live")
-	if err != nil {
-		t.Fatal(err)
-	}
+	claim := claimCall(t, s, "r", "live")
 	if quiet, err := AwaitQuiescence(ctx, "r", []string{dir}, 10*time.Millisecond, time.Millisecond); quiet || err != nil {
 		t.Fatalf("timeout: %v %v, want false", quiet, err)
 	}

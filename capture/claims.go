@@ -809,9 +809,9 @@ func (s *Store) clearDeadClaims(id string) error {
 
 // legacyClaimDirs lists the rollout ids that have a per-call claims directory.
 func (s *Store) legacyClaimDirs() ([]string, error) {
-	ents, err := os.ReadDir(s.dir)
+	ents, err := s.entries()
 	if err != nil {
-		return nil, fmt.Errorf("list capture dir: %w", err)
+		return nil, err
 	}
 	var ids []string
 	for _, e := range ents {

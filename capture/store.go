@@ -592,12 +592,21 @@ func removeLocked(p string) error {
 	return nil
 }
 
-// Rollouts lists the rollout ids that have a capture file or an incomplete marker in the store,
-// sorted. Files whose id part is not a valid rollout id are ignored.
-func (s *Store) Rollouts() ([]string, error) {
+// entries lists the capture dir.
+func (s *Store) entries() ([]os.DirEntry, error) {
 	ents, err := os.ReadDir(s.dir)
 	if err != nil {
 		return nil, fmt.Errorf("list capture dir: %w", err)
+	}
+	return ents, nil
+}
+
+// Rollouts lists the rollout ids that have a capture file or an incomplete marker in the store,
+// sorted. Files whose id part is not a valid rollout id are ignored.
+func (s *Store) Rollouts() ([]string, error) {
+	ents, err := s.entries()
+	if err != nil {
+		return nil, err
 	}
 	seen := map[string]bool{}
 	for _, e := range ents {

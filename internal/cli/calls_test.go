@@ -95,28 +95,6 @@ func jsonLines(t *testing.T, out string) []map[string]json.RawMessage {
 	return objs
 }
 
-// objectKeys returns the top-level keys of one JSON object in order.
-func objectKeys(t *testing.T, obj []byte) []string {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		t.Fatalf("not an object: %s", clipText(string(obj)))
-	}
-	var keys []string
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, tok.(string))
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return keys
-}
-
 // compactJSON removes insignificant whitespace (Gym's file is written with ", " and ": ").
 func compactJSON(t *testing.T, v []byte) string {
 	t.Helper()

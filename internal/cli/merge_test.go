@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/capturetest"
+	"github.com/modelcalls/modelcalls/internal/capturetest/jsonmember"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -28,25 +29,8 @@ import (
 // topLevelMember locates the value of the last top-level member named key in the JSON object data.
 func topLevelMember(t testing.TB, data []byte, key string) (start, end int, ok bool) {
 	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		t.Fatalf("not a JSON object: %s", clipText(string(data)))
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			t.Fatal(err)
-		}
-		if tok.(string) == key {
-			end = int(dec.InputOffset())
-			start, ok = end-len(raw), true
-		}
-	}
-	return start, end, ok
+	m, ok := jsonmember.Last(jsonmember.Members(t, data), key)
+	return m.ValueStart, m.ValueEnd, ok
 }
 
 // checkSplice verifies that out is in with only the ng_model_call_capture value set: replaced in

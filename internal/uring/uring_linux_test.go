@@ -37,6 +37,18 @@ func appendFile(t *testing.T) (string, *os.File) {
 	return path, f
 }
 
+// checkFile fails the test unless the file at path holds exactly want: the bytes written, in order.
+func checkFile(t *testing.T, path string, want []byte) {
+	t.Helper()
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("file holds %d bytes, want the %d written in order", len(got), len(want))
+	}
+}
+
 func TestWriteDsyncAppends(t *testing.T) {
 	r := ring(t)
 	path, f := appendFile(t)
@@ -51,13 +63,7 @@ func TestWriteDsyncAppends(t *testing.T) {
 	if err := r.Fdatasync(int(f.Fd())); err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want.Bytes()) {
-		t.Fatalf("file holds %d bytes, want the %d written in order", len(got), want.Len())
-	}
+	checkFile(t, path, want.Bytes())
 }
 
 // TestWritevDsyncAppends: the buffers of one vectored write land at the file's end in order, empty
@@ -83,13 +89,7 @@ func TestWritevDsyncAppends(t *testing.T) {
 	if err := r.WritevDsync(int(f.Fd()), make([][]byte, MaxIovecs+1)); !errors.Is(err, unix.EINVAL) {
 		t.Errorf("writev of %d buffers: %v, want EINVAL", MaxIovecs+1, err)
 	}
-	got, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want.Bytes()) {
-		t.Fatalf("file holds %d bytes, want the %d written in order", len(got), want.Len())
-	}
+	checkFile(t, path, want.Bytes())
 }
 
 func TestAdvance(t *testing.T) {
