@@ -43,7 +43,8 @@ percentiles, max) to 2 decimals, the hit rate to 4 (the table shows it as a perc
 Output: tables when stdout is a terminal (cut to its width); tab-separated values when it is not,
 one line per group after a first line "(all)" for the whole run; with --format json (or --json),
 one JSON object. --model, --status and --error keep only the matching calls (the rollout and
-damaged-line counts stay those of the whole dir). The capture dir may also be given as the only
+damaged-line counts stay those of the whole dir); --error takes any, none, a known error category
+or one some call in DIR has, as modelcalls calls does (anything else: exit 2, listing them). The capture dir may also be given as the only
 argument (modelcalls stats DIR).
 
 Exit code 3 when DIR does not exist; 1 when a capture file could not be read at all (reported on
@@ -171,6 +172,9 @@ func runStats(ctx context.Context, s *Streams, o *statsOptions, dir string) erro
 		return usageErrorf("--by %q: want model, rollout or dialect", o.by)
 	}
 	if err := o.filter.check(); err != nil {
+		return err
+	}
+	if err := o.filter.checkErrorValues(dir, nil); err != nil {
 		return err
 	}
 	report, failed, err := computeStats(ctx, dir, o, s.ErrOut)
