@@ -279,7 +279,7 @@ func TestBrowserClickThrough(t *testing.T) {
 	do(t, ctx, "open rollout", chromedp.Click(`a[href="#/rollout/demo-responses-sse"]`))
 	waitJS(t, ctx, "waterfall", `document.querySelectorAll("#waterfall a[data-call]").length === 2`)
 	waitJS(t, ctx, "calls table", `document.querySelectorAll("#calls-table tbody tr").length === 2`)
-	waitJS(t, ctx, "tool call shown", `document.querySelector('#calls-table tr[data-call="0"]').textContent.includes("final_result")`)
+	waitJS(t, ctx, "tool call shown", `document.querySelector('#calls-table tr[data-call="0"]').textContent.includes("get_weather")`)
 	// The last call's request: the user message and the tool call are resent history, the tool
 	// result is what this call added.
 	waitJS(t, ctx, "new message", `[...document.querySelectorAll("#conv-input .msg.new")].map(m => m.textContent).join() .includes("22 degrees Celsius")`)
@@ -291,7 +291,7 @@ func TestBrowserClickThrough(t *testing.T) {
 	// One call: rendered response, record fields with units, provenance, raw stream on demand.
 	do(t, ctx, "open call", chromedp.Click(`#calls-table a[aria-label="open call 1"]`))
 	waitJS(t, ctx, "call page", `document.getElementById("call-index")?.textContent === "1"`)
-	waitJS(t, ctx, "response text", `document.getElementById("conv-output").textContent.includes("Final result: 570")`)
+	waitJS(t, ctx, "response text", `document.getElementById("conv-output").textContent.includes("22 °C and clear in Tokyo")`)
 	waitJS(t, ctx, "reasoning", `document.querySelector("#conv-output .reasoning") !== null`)
 	waitJS(t, ctx, "units", `[...document.querySelectorAll("#record-table tr")].some(r => r.cells[0]?.textContent === "latency_total_ms" && r.cells[2].textContent === "ms")`)
 	waitJS(t, ctx, "provenance", `document.getElementById("provenance").textContent.includes("upstream")`)

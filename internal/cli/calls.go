@@ -36,8 +36,12 @@ a header line when it is not (a pipe or a file; unknown values are empty fields)
 present, null when unknown); --include-payloads adds request, response, request_raw and response_raw.
 
 --model, --status and --error keep only the matching calls (repeat a flag or comma-separate values
-for several; a call must match every flag given). The capture dir may also be given as the first
-argument (modelcalls calls DIR ROLLOUT_ID).
+for several; a call must match every flag given). --error takes any, none, a known error category
+(timeout, rate_limit, auth, not_found, client_error, upstream_error, connection, exception,
+incomplete, stream_truncated, capture_parse_error, cancelled, capture_too_large) or a category some
+call in DIR has (other producers may write their own); any other value is a usage error (exit 2)
+that lists both. The capture dir may also be given as the first argument (modelcalls calls DIR
+ROLLOUT_ID).
 
 Damaged capture lines are reported on stderr with their line numbers and skipped. The exit code is
 0 when the rollout was read, 3 when DIR or the rollout does not exist, 2 for an invalid rollout id.`,
@@ -125,6 +129,9 @@ func runCalls(s *Streams, o *callsOptions, dir, id string) error {
 	}
 	rc, err := loadRollout(dir, id)
 	if err != nil {
+		return err
+	}
+	if err := o.filter.checkErrorValues(dir, rc.records); err != nil {
 		return err
 	}
 	for _, d := range rc.damages {

@@ -46,8 +46,12 @@ of modelcalls proxy --otlp-endpoint sends: same trace and span ids, same attribu
 listed rollout also gets its root span (the parent of its calls' spans) carrying the rollout record's
 reward and task index and the calls' count, errors and token totals.
 
+An --in line that is not a JSON object, or whose rollout id cannot be derived or is invalid, is
+skipped and reported on stderr with its file and line number; the other rollouts are exported.
+
 The endpoint is --endpoint (an OTLP base URL) or the standard OTEL_EXPORTER_OTLP_* variables. Exits
-1 when the endpoint refused or could not be reached for any span, 3 when DIR does not exist.`,
+1 when the endpoint refused or could not be reached for any span, or when --in lines were skipped;
+3 when DIR does not exist.`,
 		Example: `  modelcalls export otlp --capture-dir ./captures --endpoint http://127.0.0.1:4318
   modelcalls export otlp --capture-dir ./captures --in rollouts.jsonl     # with a root span per rollout
   OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4317 OTEL_EXPORTER_OTLP_PROTOCOL=grpc \
@@ -98,8 +102,9 @@ func runExportOTLP(ctx context.Context, s *Streams, o *exportOptions) error {
 		return err
 	}
 	var rollouts []exportRollout
+	skippedLines := 0
 	if o.in != "" {
-		if rollouts, err = readExportRollouts(s, o.in); err != nil {
+		if rollouts, skippedLines, err = readExportRollouts(s, o.in); err != nil {
 			return err
 		}
 	} else {
@@ -174,6 +179,9 @@ func runExportOTLP(ctx context.Context, s *Streams, o *exportOptions) error {
 	if damaged > 0 || unreadable > 0 {
 		fmt.Fprintf(s.Out, "; %d damaged lines skipped, %d rollouts unreadable", damaged, unreadable)
 	}
+	if skippedLines > 0 {
+		fmt.Fprintf(s.Out, "; %d --in lines skipped", skippedLines)
+	}
 	fmt.Fprintln(s.Out)
 	if failed > 0 {
 		msg := fmt.Sprintf("the OTLP endpoint took %d of %d spans", c.Exported, want)
@@ -188,7 +196,7 @@ func runExportOTLP(ctx context.Context, s *Streams, o *exportOptions) error {
 	if metricsErr != nil {
 		return withExit(ExitFailure, fmt.Errorf("all %d spans exported, but the metrics upload failed: %w", want, metricsErr))
 	}
-	if unreadable > 0 || ctx.Err() != nil {
+	if unreadable > 0 || skippedLines > 0 || ctx.Err() != nil {
 		return silentExit{code: ExitFailure}
 	}
 	return nil
@@ -201,31 +209,41 @@ func isConnRefused(err error) bool {
 }
 
 // readExportRollouts reads the --in records: one rollout per distinct id, with reward (a number)
-// and _ng_task_index (an integer) when the record has them. Records without an id are skipped; a
-// record that is not a JSON object is a usage error naming its line.
-func readExportRollouts(s *Streams, name string) ([]exportRollout, error) {
+// and _ng_task_index (an integer) when the record has them. Blank lines and records without rollout
+// fields are skipped silently; a line that is not a JSON object, or whose rollout id cannot be
+// derived or is invalid, is skipped and reported on stderr as
+// "modelcalls export: <file>:<line>: not exported: <reason>" (file "stdin" for -), and counted in
+// skipped, as merge and clear report the lines they cannot use; the caller exits 1 after exporting
+// the rest.
+func readExportRollouts(s *Streams, name string) (rollouts []exportRollout, skipped int, err error) {
 	in, _, closeIn, err := openInput(s, "export otlp", name)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer closeIn()
+	file := name
+	if file == "" || file == "-" {
+		file = "stdin"
+	}
 	var out []exportRollout
 	seen := map[string]bool{}
 	lr := jsonl.NewReader(in)
 	for {
 		l, ok, err := lr.Next()
 		if err != nil {
-			return nil, withExit(ExitFailure, err)
+			return nil, skipped, withExit(ExitFailure, fmt.Errorf("read --in: %w", err))
 		}
 		if !ok {
-			return out, nil
+			return out, skipped, nil
 		}
 		if len(bytes.TrimSpace(l.Body)) == 0 {
 			continue
 		}
 		id, ok, err := modelcalls.RolloutID(l.Body)
 		if err != nil {
-			return nil, usageErrorf("--in line %d: %w", l.Num, err)
+			skipped++
+			fmt.Fprintf(s.ErrOut, "modelcalls export: %s:%d: not exported: %v\n", file, l.Num, err)
+			continue
 		}
 		if !ok || seen[id] {
 			continue

@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -55,6 +57,39 @@ func TestExportOTLP(t *testing.T) {
 		out, errOut, code := runCLI(t, `{"_ng_rollout_id":"r2","reward":1}`+"\n", "export", "otlp", "--capture-dir", dir, "--in", "-", "--endpoint", srv.URL)
 		if code != ExitOK || !strings.Contains(out, "exported 3 spans (2 calls, 1 rollout spans) of 1 rollouts; 0 failed") {
 			t.Errorf("exit %d, out %q, err %q", code, out, errOut)
+		}
+	})
+	t.Run("--in damaged lines are skipped, reported and counted", func(t *testing.T) {
+		in := filepath.Join(t.TempDir(), "rollouts.jsonl")
+		records := `{"_ng_rollout_id":"r1"}` + "\n" + `not json` + "\n\n" + `{"_ng_rollout_id":"bad id"}` + "\n" + `{"_ng_rollout_id":"r2","reward":1}` + "\n"
+		if err := os.WriteFile(in, []byte(records), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct{ name, stdin, in, file string }{
+			{"file", "", in, in},
+			{"stdin", records, "-", "stdin"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				srv, _ := otlpReceiver(t, http.StatusOK)
+				out, errOut, code := runCLI(t, tc.stdin, "export", "otlp", "--capture-dir", dir, "--in", tc.in, "--endpoint", srv.URL)
+				if code != ExitFailure {
+					t.Errorf("exit %d, want %d (lines reported); stderr %q", code, ExitFailure, errOut)
+				}
+				if want := "exported 6 spans (4 calls, 2 rollout spans) of 2 rollouts; 0 failed; 2 --in lines skipped\n"; out != want {
+					t.Errorf("stdout %q, want %q", out, want)
+				}
+				for _, want := range []string{
+					"modelcalls export: " + tc.file + ":2: not exported: ",
+					"modelcalls export: " + tc.file + ":4: not exported: ",
+				} {
+					if !strings.Contains(errOut, want) {
+						t.Errorf("stderr %q lacks %q", errOut, want)
+					}
+				}
+				if strings.Contains(errOut, ":3:") || strings.Contains(errOut, "modelcalls: ") {
+					t.Errorf("stderr %q: the blank line is not reported, and there is no fatal error", errOut)
+				}
+			})
 		}
 	})
 	t.Run("refused", func(t *testing.T) {

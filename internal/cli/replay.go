@@ -2,14 +2,12 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -85,16 +83,18 @@ func resolveReplay(o *replayOptions, log *slog.Logger) (*replay.Server, error) {
 	if o.captureDir == "" {
 		return nil, usageErrorf("--capture-dir is required (the capture directory of the run to replay)")
 	}
+	// The dir is checked as given, so a missing one is reported as calls and stats report it
+	// ("capture dir DIR does not exist", exit 3), then opened by its absolute path.
+	if err := checkDir(o.captureDir); err != nil {
+		return nil, err
+	}
 	dir, err := filepath.Abs(o.captureDir)
 	if err != nil {
 		return nil, usageErrorf("--capture-dir: %w", err)
 	}
-	src, err := capture.OpenExisting(dir)
+	src, err := openCaptureDir(dir)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, withExit(ExitNotFound, fmt.Errorf("--capture-dir: %w", err))
-		}
-		return nil, usageErrorf("--capture-dir: %w", err)
+		return nil, err
 	}
 	s := &replay.Server{Source: src, Logger: log}
 	switch replay.Match(o.match) {

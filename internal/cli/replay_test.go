@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -19,7 +20,7 @@ func TestReplayUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	checkExits(t, []exitCase{
 		{"no capture dir", []string{"replay"}, ExitUsage, "--capture-dir is required"},
-		{"missing capture dir", []string{"replay", "--capture-dir", filepath.Join(dir, "nope")}, ExitNotFound, "--capture-dir"},
+		{"missing capture dir", []string{"replay", "--capture-dir", filepath.Join(dir, "nope")}, ExitNotFound, "does not exist"},
 		{"bad match", []string{"replay", "--capture-dir", dir, "--match", "fuzzy"}, ExitUsage, "--match \"fuzzy\""},
 		{"bad timing", []string{"replay", "--capture-dir", dir, "--timing", "x0"}, ExitUsage, "--timing"},
 		{"forward without upstream", []string{"replay", "--capture-dir", dir, "--on-miss", "forward"}, ExitUsage, "needs --upstream"},
@@ -30,6 +31,35 @@ func TestReplayUsageErrors(t *testing.T) {
 		{"name without out", []string{"replay", "--capture-dir", dir, "--name", "m"}, ExitUsage, "--name is only used"},
 		{"stray argument", []string{"replay", "--capture-dir", dir, "extra"}, ExitUsage, "unknown command"},
 	})
+}
+
+// TestMissingCaptureDirMessage: replay reports a missing capture dir, or a file given as one, in
+// the words and with the exit code every reading command uses (checkDir).
+func TestMissingCaptureDirMessage(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	base := t.TempDir()
+	file := filepath.Join(base, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ dir, want string }{
+		{filepath.Join(base, "nope"), "modelcalls: capture dir " + filepath.Join(base, "nope") + " does not exist\n"},
+		{file, "modelcalls: capture dir " + file + " is not a directory\n"},
+	} {
+		for _, args := range [][]string{
+			{"replay", "--capture-dir", tc.dir},
+			{"calls", "--capture-dir", tc.dir, "r1"},
+			{"stats", "--capture-dir", tc.dir},
+			{"show", "--capture-dir", tc.dir, "r1"},
+			{"merge", "--capture-dir", tc.dir},
+			{"export", "otlp", "--capture-dir", tc.dir, "--endpoint", "http://127.0.0.1:1"},
+		} {
+			_, errOut, code := runCLI(t, "", args...)
+			if code != ExitNotFound || errOut != tc.want {
+				t.Errorf("%q: exit %d, stderr %q; want %d and %q", args, code, errOut, ExitNotFound, tc.want)
+			}
+		}
+	}
 }
 
 // TestReplayCommand runs the command: one recorded call answered, one miss, the admin /metrics,

@@ -37,12 +37,14 @@ model by default, per rollout or per dialect with --by.
 
 Percentiles are nearest-rank: the p-th percentile of n sorted samples is the sample at rank
 ceil(p/100 * n), always a value that was observed. Latency is latency_total_ms, TTFT is
-latency_ttft_ms, both in milliseconds.
+latency_ttft_ms, both in milliseconds. Every output rounds the same way: milliseconds (min, mean,
+percentiles, max) to 2 decimals, the hit rate to 4 (the table shows it as a percentage with 1).
 
 Output: tables when stdout is a terminal (cut to its width); tab-separated values when it is not,
 one line per group after a first line "(all)" for the whole run; with --format json (or --json),
 one JSON object. --model, --status and --error keep only the matching calls (the rollout and
-damaged-line counts stay those of the whole dir). The capture dir may also be given as the only
+damaged-line counts stay those of the whole dir); --error takes any, none, a known error category
+or one some call in DIR has, as modelcalls calls does (anything else: exit 2, listing them). The capture dir may also be given as the only
 argument (modelcalls stats DIR).
 
 Exit code 3 when DIR does not exist; 1 when a capture file could not be read at all (reported on
@@ -172,6 +174,9 @@ func runStats(ctx context.Context, s *Streams, o *statsOptions, dir string) erro
 	if err := o.filter.check(); err != nil {
 		return err
 	}
+	if err := o.filter.checkErrorValues(dir, nil); err != nil {
+		return err
+	}
 	report, failed, err := computeStats(ctx, dir, o, s.ErrOut)
 	if err != nil {
 		return err
@@ -181,7 +186,7 @@ func runStats(ctx context.Context, s *Streams, o *statsOptions, dir string) erro
 	case formatJSON:
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(report); err != nil {
+		if err := enc.Encode(report.Rounded()); err != nil { // ms to 0.01, ratios to 4 decimals, as the TSV
 			return withExit(ExitFailure, fmt.Errorf("encode stats: %w", err))
 		}
 	case formatTSV:

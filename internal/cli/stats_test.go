@@ -173,3 +173,72 @@ func TestStatsEmptyAndErrors(t *testing.T) {
 		t.Errorf("unreadable capture: exit %d, stderr %q, output %s", code, errOut, out)
 	}
 }
+
+// TestStatsJSONRounded: every number of stats --json that is not a count is rounded as the TSV
+// prints it: milliseconds to 2 decimals, the hit rate to 4, in the run, per model and per group.
+func TestStatsJSONRounded(t *testing.T) {
+	dir := t.TempDir()
+	st, err := capture.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := func(v float64) *float64 { return &v }
+	// Latencies 1.2 and 1.4: their float mean is 1.2999999999999998. Cache known on three calls,
+	// one hit: 0.333...
+	for i, lat := range []float64{1.2, 1.4, 1.4} {
+		usage := `{"prompt_tokens":3,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":0}}`
+		if i == 0 {
+			usage = `{"prompt_tokens":3,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":2}}`
+		}
+		if err := st.AppendExchange("r1", exchange("m", usage, lat, f(lat/3), 200, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, by := range []string{"model", "rollout", "dialect"} {
+		out, errOut, code := runCLI(t, "", "stats", dir, "--json", "--by", by)
+		if code != ExitOK {
+			t.Fatalf("--by %s: exit %d: %s", by, code, errOut)
+		}
+		dec := json.NewDecoder(strings.NewReader(out))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		floats := 0
+		var walk func(path string, v any)
+		walk = func(path string, v any) {
+			switch x := v.(type) {
+			case map[string]any:
+				for k, e := range x {
+					walk(path+"."+k, e)
+				}
+			case []any:
+				for i, e := range x {
+					walk(fmt.Sprintf("%s[%d]", path, i), e)
+				}
+			case json.Number:
+				s := x.String()
+				dot := strings.IndexByte(s, '.')
+				if dot < 0 {
+					return
+				}
+				floats++
+				want := 2
+				if strings.HasSuffix(path, ".hit_rate") {
+					want = 4
+				}
+				if decimals := len(s) - dot - 1; decimals > want {
+					t.Errorf("--by %s: %s = %s: %d decimals, want at most %d", by, path, s, decimals, want)
+				}
+			}
+		}
+		walk("", v)
+		if floats == 0 {
+			t.Fatalf("--by %s: no fractional number in %s", by, out)
+		}
+		if !strings.Contains(out, `"mean": 1.33`) || !strings.Contains(out, `"hit_rate": 0.3333`) {
+			t.Errorf("--by %s: want mean 1.33 and hit_rate 0.3333 in\n%s", by, out)
+		}
+	}
+}

@@ -121,10 +121,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			res.Rollouts = append(res.Rollouts, r)
 		}
 	}
+	// The same first call as demo-messages-json, which the upstream refuses with its recorded 429
+	// (the header asks it to; the header is not captured).
 	limited := Rollout{ID: "demo-messages-rate-limited", Dialect: dialect.Messages, Note: "upstream answers 429"}
-	if _, status, err := call(ctx, client, gatewayURL, &limited, map[string]any{
-		"model": "rate-limited", "max_tokens": 256, "messages": []any{userMessage(dialect.Messages)},
-	}); err != nil || status != http.StatusTooManyRequests {
+	if _, status, err := call(ctx, client, gatewayURL, &limited, firstRequest(dialect.Messages, false),
+		http.Header{rateLimitHeader: {"1"}}); err != nil || status != http.StatusTooManyRequests {
 		return nil, fmt.Errorf("rollout %s: status %d, %v", limited.ID, status, err)
 	}
 	res.Rollouts = append(res.Rollouts, limited)
@@ -161,11 +162,11 @@ func serve(h http.Handler) (string, func(), error) {
 	return "http://" + ln.Addr().String(), stop, nil
 }
 
-// toolLoop makes the two calls of one rollout: the first is answered with a tool call, the second
-// carries that call's result and is answered with text.
+// toolLoop makes the two calls of one rollout: the first is answered with a tool call, which the
+// script runs (weatherTool); the second carries that call and its result and is answered with text.
 func toolLoop(ctx context.Context, client *http.Client, base string, r *Rollout) error {
 	first := firstRequest(r.Dialect, r.Stream)
-	resp, status, err := call(ctx, client, base, r, first)
+	resp, status, err := call(ctx, client, base, r, first, nil)
 	if err != nil {
 		return err
 	}
@@ -179,8 +180,11 @@ func toolLoop(ctx context.Context, client *http.Client, base string, r *Rollout)
 	if len(tools) == 0 {
 		return errors.New("first call: the replayed response holds no tool call")
 	}
-	second := secondRequest(r.Dialect, first, tools[0])
-	resp, status, err = call(ctx, client, base, r, second)
+	second, err := secondRequest(r.Dialect, first, resp, tools[0])
+	if err != nil {
+		return fmt.Errorf("second call: %w", err)
+	}
+	resp, status, err = call(ctx, client, base, r, second, nil)
 	if err != nil {
 		return err
 	}
@@ -212,9 +216,9 @@ func toolCalls(resp json.RawMessage) ([]modelcalls.ToolCall, error) {
 	return rec.ToolCalls, nil
 }
 
-// call posts body to the rollout's prefixed path of its dialect and returns the response object
-// (reassembled from SSE when streamed) and the status.
-func call(ctx context.Context, client *http.Client, base string, r *Rollout, body map[string]any) (json.RawMessage, int, error) {
+// call posts body to the rollout's prefixed path of its dialect, with the extra headers given, and
+// returns the response object (reassembled from SSE when streamed) and the status.
+func call(ctx context.Context, client *http.Client, base string, r *Rollout, body map[string]any, extra http.Header) (json.RawMessage, int, error) {
 	r.Calls++
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -230,6 +234,9 @@ func call(ctx context.Context, client *http.Client, base string, r *Rollout, bod
 	req.Header.Set("X-Session-Id", r.ID+"-session")
 	if r.Dialect == dialect.Messages {
 		req.Header.Set("Anthropic-Version", "2023-06-01")
+	}
+	for k, v := range extra {
+		req.Header[k] = v
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -274,50 +281,109 @@ func dialectPath(d dialect.Dialect) string {
 	}
 }
 
-const question = "What is the weather in Tokyo? Use the tool."
+// The conversation every tool-loop rollout has: the user asks for the weather in a city, the model
+// calls get_weather with that city, the script answers the call (weatherTool), and the model answers
+// with the tool's figures. The recorded responses of the replay upstream (replay/*.json, *.sse) are
+// this conversation's, one per dialect, transport and turn; TestConversationsCoherent checks that
+// they fit these requests.
+const (
+	question  = "What is the weather in Tokyo? Use the tool."
+	toolName  = "get_weather"
+	toolDescr = "Get the current weather in a city."
+)
+
+// rolloutModels is the model each tool-loop rollout asks for: the model its recorded responses name
+// (a dated model id, so the request and the response agree).
+var rolloutModels = map[dialect.Dialect][2]string{ // [JSON, SSE]
+	dialect.Responses: {"deepseek-v4-flash", "gpt-5-2025-08-07"},
+	dialect.Chat:      {"deepseek-reasoner", "gpt-5-nano-2025-08-07"},
+	dialect.Messages:  {"claude-sonnet-4-5-20250929", "claude-sonnet-4-20250514"},
+}
+
+func model(d dialect.Dialect, stream bool) string {
+	if stream {
+		return rolloutModels[d][1]
+	}
+	return rolloutModels[d][0]
+}
+
+// weatherData is what the demo's get_weather tool knows.
+var weatherData = map[string]string{"Tokyo": "22 degrees Celsius, clear sky"}
+
+// weatherTool runs a get_weather call: its JSON arguments name the city; the result names the city
+// and its weather, or says that the tool has no data for it.
+func weatherTool(args json.RawMessage) string {
+	var a struct {
+		City string `json:"city"`
+	}
+	if err := json.Unmarshal(args, &a); err != nil || a.City == "" {
+		return `error: get_weather needs {"city": NAME}`
+	}
+	if w, ok := weatherData[a.City]; ok {
+		return a.City + ": " + w
+	}
+	return "no weather data for " + a.City
+}
 
 func userMessage(d dialect.Dialect) map[string]any {
 	return map[string]any{"role": "user", "content": question}
 }
 
 var weatherSchema = map[string]any{
-	"type":       "object",
-	"properties": map[string]any{"city": map[string]any{"type": "string"}},
-	"required":   []string{"city"},
+	"type":                 "object",
+	"properties":           map[string]any{"city": map[string]any{"type": "string", "description": "City name, e.g. Tokyo"}},
+	"required":             []string{"city"},
+	"additionalProperties": false,
 }
 
+// firstRequest is the first call of a tool-loop rollout: the question and the get_weather tool, in
+// the dialect's shape. The SSE Responses rollout asks gpt-5 for reasoning summaries and, since it
+// does not store responses, for the encrypted reasoning; the Messages rollouts enable extended
+// thinking, as the recordings' reasoning items and thinking blocks require.
 func firstRequest(d dialect.Dialect, stream bool) map[string]any {
+	m := model(d, stream)
 	switch d {
 	case dialect.Responses:
-		return map[string]any{"model": "demo-model", "stream": stream,
+		req := map[string]any{"model": m, "stream": stream,
 			"input": []any{userMessage(d)},
-			"tools": []any{map[string]any{"type": "function", "name": "get_temperature", "parameters": weatherSchema}}}
+			"tools": []any{map[string]any{"type": "function", "name": toolName, "description": toolDescr,
+				"parameters": weatherSchema, "strict": true}}}
+		if stream {
+			req["reasoning"] = map[string]any{"effort": "medium", "summary": "auto"}
+			req["store"] = false
+			req["include"] = []string{"reasoning.encrypted_content"}
+		}
+		return req
 	case dialect.Chat:
-		req := map[string]any{"model": "demo-model", "stream": stream,
+		req := map[string]any{"model": m, "stream": stream,
 			"messages": []any{userMessage(d)},
 			"tools": []any{map[string]any{"type": "function",
-				"function": map[string]any{"name": "weather", "parameters": weatherSchema}}}}
+				"function": map[string]any{"name": toolName, "description": toolDescr, "parameters": weatherSchema}}}}
 		if stream {
 			req["stream_options"] = map[string]any{"include_usage": true}
 		}
 		return req
 	default:
-		return map[string]any{"model": "demo-model", "stream": stream, "max_tokens": 1024,
+		return map[string]any{"model": m, "stream": stream, "max_tokens": 2048,
+			"thinking": map[string]any{"type": "enabled", "budget_tokens": 1024},
 			"messages": []any{userMessage(d)},
-			"tools":    []any{map[string]any{"name": "json", "input_schema": weatherSchema}}}
+			"tools":    []any{map[string]any{"name": toolName, "description": toolDescr, "input_schema": weatherSchema}}}
 	}
 }
 
-// secondRequest repeats the first request with the model's tool call and its result appended, in
-// the dialect's own shape.
-func secondRequest(d dialect.Dialect, first map[string]any, tc modelcalls.ToolCall) map[string]any {
+// secondRequest repeats the first request with the model's tool call and its result (weatherTool)
+// appended, in the dialect's own shape. A Messages client sends the assistant turn back as it came
+// (thinking blocks with their signatures, text, tool_use), as extended thinking with tools requires;
+// Responses and Chat Completions get the call itself (reasoning_content is not sent back, as
+// DeepSeek asks).
+func secondRequest(d dialect.Dialect, first map[string]any, resp json.RawMessage, tc modelcalls.ToolCall) (map[string]any, error) {
 	req := map[string]any{}
 	for k, v := range first {
 		req[k] = v
 	}
 	id, name := deref(tc.CallID), deref(tc.Name)
 	args := string(tc.Arguments)
-	const result = "22 degrees Celsius, clear sky"
+	result := weatherTool(tc.Arguments)
 	switch d {
 	case dialect.Responses:
 		req["input"] = []any{userMessage(d),
@@ -329,13 +395,18 @@ func secondRequest(d dialect.Dialect, first map[string]any, tc modelcalls.ToolCa
 				"id": id, "type": "function", "function": map[string]any{"name": name, "arguments": args}}}},
 			map[string]any{"role": "tool", "tool_call_id": id, "content": result}}
 	default:
+		var answer struct {
+			Content json.RawMessage `json:"content"`
+		}
+		if err := json.Unmarshal(resp, &answer); err != nil || len(answer.Content) == 0 {
+			return nil, fmt.Errorf("the first response has no content to send back: %v", err)
+		}
 		req["messages"] = []any{userMessage(d),
-			map[string]any{"role": "assistant", "content": []any{map[string]any{
-				"type": "tool_use", "id": id, "name": name, "input": json.RawMessage(args)}}},
+			map[string]any{"role": "assistant", "content": answer.Content},
 			map[string]any{"role": "user", "content": []any{map[string]any{
 				"type": "tool_result", "tool_use_id": id, "content": result}}}}
 	}
-	return req
+	return req, nil
 }
 
 func deref(p *string) string {

@@ -15,10 +15,13 @@ import (
 //go:embed replay/*.json replay/*.sse
 var replayFS embed.FS
 
+// rateLimitHeader on a request makes the replay upstream answer it with the recorded 429.
+const rateLimitHeader = "X-Demo-Rate-Limit"
+
 // replayUpstream is the demo's model server: for each observed path it answers with a recorded
 // response of that dialect. A request that already carries a tool result gets the final answer;
 // otherwise it gets a tool call. "stream": true selects the SSE recording, sent one event per write
-// with a flush, as a real server streams. A request whose model is "rate-limited" gets the recorded
+// with a flush, as a real server streams. A request with rateLimitHeader gets the recorded
 // Anthropic 429 error.
 type replayUpstream struct{}
 
@@ -34,14 +37,13 @@ func (replayUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req struct {
-		Model  string `json:"model"`
-		Stream bool   `json:"stream"`
+		Stream bool `json:"stream"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		http.Error(w, "request is not JSON: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	if req.Model == "rate-limited" {
+	if r.Header.Get(rateLimitHeader) != "" {
 		b, _ := replayFS.ReadFile("replay/messages_error_429.json")
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Retry-After", "1")
@@ -80,13 +82,14 @@ func (replayUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// sseBody returns the recorded stream of a dialect and turn. The Responses answer has no recorded
-// stream, so it is framed from the recorded JSON as response.created then response.completed.
+// sseBody returns the recorded stream of a dialect and turn. The streamed Responses answer has no
+// recorded stream: it is framed from the response object in <dialect>_<turn>.stream.json as
+// response.created then response.completed.
 func sseBody(d dialect.Dialect, turn string) ([]byte, error) {
 	if b, err := replayFS.ReadFile(fmt.Sprintf("replay/%s_%s.sse", d, turn)); err == nil {
 		return b, nil
 	}
-	js, err := replayFS.ReadFile(fmt.Sprintf("replay/%s_%s.json", d, turn))
+	js, err := replayFS.ReadFile(fmt.Sprintf("replay/%s_%s.stream.json", d, turn))
 	if err != nil {
 		return nil, err
 	}
