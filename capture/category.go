@@ -42,6 +42,28 @@ const (
 	CategoryCaptureTooLarge = "capture_too_large"
 )
 
+// categories is every Category* constant, in the order of docs/format.md (NeMo Gym's eleven, then
+// ours).
+var categories = [...]string{
+	CategoryTimeout, CategoryRateLimit, CategoryAuth, CategoryNotFound, CategoryClientError,
+	CategoryUpstreamError, CategoryConnection, CategoryException, CategoryIncomplete,
+	CategoryStreamTruncated, CategoryCaptureParseError, CategoryCancelled, CategoryCaptureTooLarge,
+}
+
+// Categories returns every error category modelcalls or NeMo Gym writes, the Category* constants,
+// in the order of docs/format.md: NeMo Gym's eleven, then ours. The slice is the caller's.
+func Categories() []string { return append([]string(nil), categories[:]...) }
+
+// IsCategory says whether c is one of Categories.
+func IsCategory(c string) bool {
+	for _, k := range categories {
+		if k == c {
+			return true
+		}
+	}
+	return false
+}
+
 // StatusCategory is the error category of an HTTP status, NeMo Gym's classification: "" below 400;
 // 408 and 504 CategoryTimeout; 429 CategoryRateLimit; 401 and 403 CategoryAuth; 404
 // CategoryNotFound; any other status below 500 CategoryClientError; everything else, 600 and above

@@ -9,21 +9,12 @@ import (
 	"github.com/modelcalls/modelcalls/capture"
 )
 
-// knownErrorCategories is every error_category modelcalls or NeMo Gym writes (the capture.Category*
-// constants), in the order of docs/format.md, section 3.4: NeMo Gym's eleven, then ours.
-var knownErrorCategories = []string{
-	capture.CategoryTimeout, capture.CategoryRateLimit, capture.CategoryAuth, capture.CategoryNotFound,
-	capture.CategoryClientError, capture.CategoryUpstreamError, capture.CategoryConnection,
-	capture.CategoryException, capture.CategoryIncomplete, capture.CategoryStreamTruncated,
-	capture.CategoryCaptureParseError, capture.CategoryCancelled, capture.CategoryCaptureTooLarge,
-}
-
 // unknownErrorValues returns the --error values that are neither "any", "none" nor a known
 // category, each once, in the order given.
 func (f *callFilter) unknownErrorValues() []string {
 	var unknown []string
 	for _, e := range f.errors {
-		if e == "any" || e == "none" || slices.Contains(knownErrorCategories, e) || slices.Contains(unknown, e) {
+		if e == "any" || e == "none" || capture.IsCategory(e) || slices.Contains(unknown, e) {
 			continue
 		}
 		unknown = append(unknown, e)
@@ -97,5 +88,5 @@ func (f *callFilter) checkErrorValues(dir string, have []modelcalls.ModelCallRec
 		inDir = "categories the calls in " + dir + " have: " + strings.Join(cats, ", ")
 	}
 	return usageErrorf("--error %s: not a known error category, nor one a call in %s has; want any, none or one of: %s; %s",
-		strings.Join(quoted, ", "), dir, strings.Join(knownErrorCategories, ", "), inDir)
+		strings.Join(quoted, ", "), dir, strings.Join(capture.Categories(), ", "), inDir)
 }

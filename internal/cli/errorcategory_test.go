@@ -1,12 +1,6 @@
 package cli
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -76,44 +70,5 @@ func TestErrorFilterValues(t *testing.T) {
 	_, errOut, code := runCLI(t, "", "stats", empty, "--error", "rate_limt")
 	if code != ExitUsage || !strings.Contains(errOut, "; no call in "+empty+" has an error category") {
 		t.Errorf("empty dir: exit %d, stderr %q", code, errOut)
-	}
-}
-
-// TestKnownErrorCategories: knownErrorCategories holds every capture.Category* constant, so a
-// category added there is accepted by --error without reading the dir.
-func TestKnownErrorCategories(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", "capture", "category.go"), nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []string
-	for _, d := range f.Decls {
-		g, ok := d.(*ast.GenDecl)
-		if !ok || g.Tok != token.CONST {
-			continue
-		}
-		for _, spec := range g.Specs {
-			vs := spec.(*ast.ValueSpec)
-			for i, name := range vs.Names {
-				if !strings.HasPrefix(name.Name, "Category") || i >= len(vs.Values) {
-					continue
-				}
-				lit, ok := vs.Values[i].(*ast.BasicLit)
-				if !ok || lit.Kind != token.STRING {
-					t.Fatalf("%s is not a string literal", name.Name)
-				}
-				v, _ := strconv.Unquote(lit.Value)
-				want = append(want, v)
-			}
-		}
-	}
-	if len(want) < 13 {
-		t.Fatalf("found %d Category constants in capture/category.go; the parse is wrong", len(want))
-	}
-	got := slices.Clone(knownErrorCategories)
-	slices.Sort(got)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("knownErrorCategories = %v; capture's constants are %v", got, want)
 	}
 }
