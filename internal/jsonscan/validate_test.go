@@ -243,3 +243,35 @@ func TestValidateRandomStrings(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkScannerCaptureLines is BenchmarkValidateCaptureLines through a Scanner that maps the
+// top-level members and the response's (with its Tree), as the record reader does.
+func BenchmarkScannerCaptureLines(b *testing.B) {
+	files, err := filepath.Glob("../../testdata/gym-capture/capture/*.capture.jsonl")
+	if err != nil || len(files) == 0 {
+		b.Fatal("no capture fixture", err)
+	}
+	var lines [][]byte
+	var size int64
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, l := range bytes.Split(data, []byte("\n")) {
+			if len(l) > 0 {
+				lines = append(lines, l)
+				size += int64(len(l))
+			}
+		}
+	}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	sc := Scanner{Nested: "response"}
+	var members []Member
+	for b.Loop() {
+		for _, l := range lines {
+			members, _ = sc.Members(l, members[:0]) // a few fixture lines are damaged on purpose
+		}
+	}
+}
