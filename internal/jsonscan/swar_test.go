@@ -2,6 +2,7 @@ package jsonscan
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -92,6 +93,22 @@ func TestClassify64(t *testing.T) {
 		}
 		if wantCarry := map[bool]uint64{false: 0, true: 1}[escaping]; got != want || c != wantCarry {
 			t.Fatalf("escapedBits(%q, carry %d) = %x carry %d, want %x carry %d", blk, carry, got, c, want, wantCarry)
+		}
+	}
+}
+
+// TestDigitsEnd: digitsEnd agrees with skipDigits for every byte at every position of a word, and
+// for runs longer than a word.
+func TestDigitsEnd(t *testing.T) {
+	for c := range 256 {
+		for pos := range 20 {
+			b := []byte(strings.Repeat("7", 20))
+			b[pos] = byte(c)
+			for start := range 4 {
+				if got, want := digitsEnd(b, start), skipDigits(b, start); got != want {
+					t.Fatalf("digitsEnd(%q, %d) = %d, skipDigits %d", b, start, got, want)
+				}
+			}
 		}
 	}
 }
