@@ -14,3 +14,9 @@ var useAVX2 = cpu.X86.HasAVX2
 //
 //go:noescape
 func classify64(p *byte) (quote, backslash, special uint64)
+
+// stringBlocks is validStringRest's block loop in assembly, for processors with AVX2 (useAVX2): see
+// classify_amd64.s. p must point at n readable bytes.
+//
+//go:noescape
+func stringBlocks(p *byte, n int, carry uint64) (off, kind int, carryOut uint64)

@@ -321,6 +321,17 @@ func validStringRest(data []byte, start, i int) (int, error) {
 		var carry uint64
 		window := 64
 		for i+64 <= len(data) {
+			if useAVX2 {
+				// Blocks of plain bytes and \" \\ \n escapes are read by the assembly loop; the
+				// block it stops at (anything else before its closing quote) is read below.
+				off, kind, c := stringBlocks(&data[i], len(data)-i, carry)
+				if kind == blocksQuote {
+					return i + off, nil
+				}
+				if i, carry = i+off, c; kind == blocksLeft {
+					break
+				}
+			}
 			q, b, sp := classify64(&data[i])
 			esc := escapedBits(b, &carry)
 			end := q &^ esc
@@ -414,6 +425,13 @@ func validStringRest(data []byte, start, i int) (int, error) {
 		}
 	}
 }
+
+// The kinds of stop of stringBlocks.
+const (
+	blocksLeft  = 0 // fewer than 64 bytes left
+	blocksQuote = 1 // the string's closing quote
+	blocksOther = 2 // a block that validStringRest reads itself
+)
 
 // stringWord settles one word x of a string body (starting at an escape boundary) when its lanes
 // are plain, the escapes \" \\ and \n whose backslashes are not adjacent, and the closing quote.

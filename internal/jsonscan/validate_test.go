@@ -215,7 +215,16 @@ func TestDeeperThan(t *testing.T) {
 // sequence), so that the 64-byte blocks, the words and the byte-wise path all meet every kind of
 // byte at every offset, and compares the verdict and the end with orjsonrules.
 func TestValidateRandomStrings(t *testing.T) {
-	good := []string{`\"`, `\n`, `\\`, `a`, `bc`, `defghij`, `\u00e9`, `\ud83d\ude00`, "é", `\t`, `\/`, "漢字", " ", `{`, `\\\"`, "😀", strings.Repeat("x", 40)}
+	defer restoreClassify()
+	for _, form := range classifyForms { // the block loop of each form: assembly with AVX2
+		form.use()
+		t.Run(form.name, testValidateRandomStrings)
+	}
+}
+
+func testValidateRandomStrings(t *testing.T) {
+	good := []string{`\"`, `\n`, `\\`, `a`, `bc`, `defghij`, `\u00e9`, `\ud83d\ude00`, "é", `\t`, `\/`, "漢字", " ", `{`, `\\\"`, "😀", strings.Repeat("x", 40),
+		strings.Repeat(`\\`, 33), strings.Repeat(`\"`, 40), strings.Repeat(`\n`, 20)}
 	bad := []string{"\x01", `\x`, `\ud800`, `\udc00x`, "\xff", "\xe2\x82", `\u12`, "\x7f\x1f"}
 	r := rand.New(rand.NewPCG(7, 8))
 	for n := range 30000 {
