@@ -40,7 +40,7 @@ func text(v []byte, alias bool) (string, bool) {
 // the token to compare) or when the decoded name holds a quote or a backslash, which no name the
 // package looks for does.
 func decodedKey(k []byte) ([]byte, bool) {
-	if bytes.IndexByte(k, '\\') < 0 {
+	if !jsonscan.HasBackslash(k) {
 		return nil, false
 	}
 	name := jsonscan.KeyName(k)
