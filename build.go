@@ -251,14 +251,14 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int) error {
 	if jsonscan.IsObject(e.request) {
 		rec.Request = e.request
 	}
-	var f responseFields
+	var none responseFields
+	f := &none // read in place, not copied
 	if jsonscan.IsObject(e.response) {
 		rec.Response = e.response
-		if e.responseMapped {
-			f = e.responseFields
-		} else {
-			f = scanResponse(e.response)
+		if !e.responseMapped {
+			e.responseFields = scanResponse(e.response)
 		}
+		f = &e.responseFields
 	}
 	rec.ResponseID = stringInto(f.id, &b.responseID, e.alias)
 	// First truthy of response.model, request.model; a truthy non-string response model gives null
@@ -273,7 +273,7 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int) error {
 	}
 	rec.Model = stringInto(model, &b.model, e.alias)
 	rec.ResponseStatus = stringInto(f.status, &b.responseStatus, e.alias)
-	if s, ok := finishReasonText(&f); ok {
+	if s, ok := finishReasonText(f); ok {
 		b.finishReason = s
 		rec.FinishReason = &b.finishReason
 	}
@@ -284,7 +284,7 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int) error {
 	rec.TokensReasoning, rec.TokensTotal = stats.TokensReasoning, stats.TokensTotal
 	rec.CacheCreationTokens = stats.CacheCreationTokens
 	rec.CacheHit, rec.CachedTokens = cacheSignal(&u, &b.tokens)
-	rec.ToolCalls, rec.ReasoningContent = toolCallsAndReasoning(&f)
+	rec.ToolCalls, rec.ReasoningContent = toolCallsAndReasoning(f)
 	return nil
 }
 
