@@ -63,3 +63,16 @@ func BenchmarkAppendFloat(b *testing.B) {
 		}
 	})
 }
+
+// FuzzAppendFloat: appendFloat writes what capture.AppendFloat writes for any double.
+func FuzzAppendFloat(f *testing.F) {
+	for _, v := range []float64{1795968571.513956, 1795968571.5139756, 0.02, 1e-4, 1 << 52, -3.5} {
+		f.Add(math.Float64bits(v))
+	}
+	f.Fuzz(func(t *testing.T, bits uint64) {
+		v := math.Float64frombits(bits)
+		if got, want := string(appendFloat(nil, v)), string(capture.AppendFloat(nil, v)); got != want {
+			t.Fatalf("appendFloat(%v) = %s, capture.AppendFloat %s", v, got, want)
+		}
+	})
+}
