@@ -96,48 +96,62 @@ type envelope struct {
 // set records v as the value of the exchange key named by the key token k (last one wins) and
 // reports whether the key is "response".
 func (e *envelope) set(k, v []byte) (isResponse bool) {
-	switch string(jsonscan.KeyName(k)) {
-	case "model_call_id":
-		e.modelCallID = v
-	case "dialect":
-		e.dialect = v
-	case "model_ref":
-		e.modelRef = v
-	case "started_at":
-		e.startedAt = v
-	case "completed_at":
-		e.completedAt = v
-	case "latency_ms":
-		e.latencyMS = v
-	case "latency_ttft_ms":
-		e.latencyTTFTMS = v
-	case "status_code":
-		e.statusCode = v
-	case "error_category":
-		e.errorCategory = v
-	case "request":
-		e.request = v
-	case "response":
-		e.response = v
-		return true
-	case "request_raw":
-		e.requestRaw = v
-	case "response_raw":
-		e.responseRaw = v
-	case "response_source":
-		e.responseSource = v
-	case "upstream_attempted":
-		e.upstreamAttempted = v
-	case "upstream_status_code":
-		e.upstreamStatusCode = v
-	case "local_response_reason":
-		e.localResponseReason = v
-	case "client_session_id":
-		e.clientSessionID = v
-	case "client_assistant_message_id":
-		e.clientAssistantMessageID = v
+	if found, isResponse := e.setToken(k, v); found {
+		return isResponse
 	}
-	return false
+	if d, ok := decodedKey(k); ok {
+		_, isResponse = e.setToken(d, v)
+	}
+	return isResponse
+}
+
+// setToken is set for a key token compared as it stands (see decodedKey); found is false when it
+// names no key a record reads.
+func (e *envelope) setToken(k, v []byte) (found, isResponse bool) {
+	switch string(k) {
+	case `"model_call_id"`:
+		e.modelCallID = v
+	case `"dialect"`:
+		e.dialect = v
+	case `"model_ref"`:
+		e.modelRef = v
+	case `"started_at"`:
+		e.startedAt = v
+	case `"completed_at"`:
+		e.completedAt = v
+	case `"latency_ms"`:
+		e.latencyMS = v
+	case `"latency_ttft_ms"`:
+		e.latencyTTFTMS = v
+	case `"status_code"`:
+		e.statusCode = v
+	case `"error_category"`:
+		e.errorCategory = v
+	case `"request"`:
+		e.request = v
+	case `"response"`:
+		e.response = v
+		return true, true
+	case `"request_raw"`:
+		e.requestRaw = v
+	case `"response_raw"`:
+		e.responseRaw = v
+	case `"response_source"`:
+		e.responseSource = v
+	case `"upstream_attempted"`:
+		e.upstreamAttempted = v
+	case `"upstream_status_code"`:
+		e.upstreamStatusCode = v
+	case `"local_response_reason"`:
+		e.localResponseReason = v
+	case `"client_session_id"`:
+		e.clientSessionID = v
+	case `"client_assistant_message_id"`:
+		e.clientAssistantMessageID = v
+	default:
+		return false, false
+	}
+	return true, false
 }
 
 // buildRecord fills rec, a zero record, from a validated exchange ex (no surrounding whitespace).
@@ -237,14 +251,14 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int) error {
 	if jsonscan.IsObject(e.request) {
 		rec.Request = e.request
 	}
-	var f responseFields
+	var none responseFields
+	f := &none // read in place, not copied
 	if jsonscan.IsObject(e.response) {
 		rec.Response = e.response
-		if e.responseMapped {
-			f = e.responseFields
-		} else {
-			f = scanResponse(e.response)
+		if !e.responseMapped {
+			e.responseFields = scanResponse(e.response)
 		}
+		f = &e.responseFields
 	}
 	rec.ResponseID = stringInto(f.id, &b.responseID, e.alias)
 	// First truthy of response.model, request.model; a truthy non-string response model gives null
@@ -259,7 +273,7 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int) error {
 	}
 	rec.Model = stringInto(model, &b.model, e.alias)
 	rec.ResponseStatus = stringInto(f.status, &b.responseStatus, e.alias)
-	if s, ok := finishReasonText(&f); ok {
+	if s, ok := finishReasonText(f); ok {
 		b.finishReason = s
 		rec.FinishReason = &b.finishReason
 	}
@@ -270,7 +284,7 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int) error {
 	rec.TokensReasoning, rec.TokensTotal = stats.TokensReasoning, stats.TokensTotal
 	rec.CacheCreationTokens = stats.CacheCreationTokens
 	rec.CacheHit, rec.CachedTokens = cacheSignal(&u, &b.tokens)
-	rec.ToolCalls, rec.ReasoningContent = toolCallsAndReasoning(&f)
+	rec.ToolCalls, rec.ReasoningContent = toolCallsAndReasoning(f)
 	return nil
 }
 

@@ -338,9 +338,9 @@ func TestBuildRecordLenient(t *testing.T) {
 					t.Errorf("got %s", r.AppendJSON(nil, false))
 				}
 			}},
-		{"escaped keys decode", `{"model\u005fcall_id":"x","response":{"us\u0061ge":{"input_tokens":1}}}`,
+		{"escaped keys decode", `{"model\u005fcall_id":"x","dialect\\":"no","\"dialect\"":"no","response":{"us\u0061ge":{"input\u005ftokens":1,"output_tokens\\":2}}}`,
 			func(t *testing.T, r *ModelCallRecord) {
-				if strOrNil(r.ModelCallID) != `"x"` || intOrNil(r.TokensIn) != "1" {
+				if strOrNil(r.ModelCallID) != `"x"` || intOrNil(r.TokensIn) != "1" || r.Dialect != nil || r.TokensOut != nil {
 					t.Errorf("got %s", r.AppendJSON(nil, false))
 				}
 			}},

@@ -84,43 +84,56 @@ type usageFields struct {
 func scanUsage(usage []byte, t *jsonscan.Tree) usageFields {
 	u := usageFields{tree: t}
 	u.isObject = t.EachMember(usage, func(k, v []byte) bool {
-		switch string(jsonscan.KeyName(k)) {
-		case "input_tokens":
-			u.inputTokens = v
-		case "prompt_tokens":
-			u.promptTokens = v
-		case "output_tokens":
-			u.outputTokens = v
-		case "completion_tokens":
-			u.completionTokens = v
-		case "total_tokens":
-			u.totalTokens = v
-		case "cache_read_input_tokens":
-			u.cacheRead = v
-		case "cache_creation_input_tokens":
-			u.cacheCreation = v
-		case "cached_input_tokens":
-			u.cachedInput = v
-		case "reasoning_output_tokens":
-			u.reasoningOutput = v
-		case "prompt_tokens_details":
-			u.promptDetails = v
-		case "input_tokens_details":
-			u.inputDetails = v
-		case "output_tokens_details":
-			u.outputDetails = v
-		case "completion_tokens_details":
-			u.completionDetails = v
-		case "prompt_cache_hit_tokens":
-			u.promptCacheHit = v
-		case "prompt_cache_miss_tokens":
-			u.promptCacheMiss = v
-		case "reasoning_tokens":
-			u.reasoningTokens = v
+		if !u.setToken(k, v) {
+			if d, ok := decodedKey(k); ok {
+				u.setToken(d, v)
+			}
 		}
 		return true
 	})
 	return u
+}
+
+// setToken records v as the value of the usage key named by the key token k, compared as it stands
+// (see decodedKey); it reports whether the key is one the record reads.
+func (u *usageFields) setToken(k, v []byte) bool {
+	switch string(k) {
+	case `"input_tokens"`:
+		u.inputTokens = v
+	case `"prompt_tokens"`:
+		u.promptTokens = v
+	case `"output_tokens"`:
+		u.outputTokens = v
+	case `"completion_tokens"`:
+		u.completionTokens = v
+	case `"total_tokens"`:
+		u.totalTokens = v
+	case `"cache_read_input_tokens"`:
+		u.cacheRead = v
+	case `"cache_creation_input_tokens"`:
+		u.cacheCreation = v
+	case `"cached_input_tokens"`:
+		u.cachedInput = v
+	case `"reasoning_output_tokens"`:
+		u.reasoningOutput = v
+	case `"prompt_tokens_details"`:
+		u.promptDetails = v
+	case `"input_tokens_details"`:
+		u.inputDetails = v
+	case `"output_tokens_details"`:
+		u.outputDetails = v
+	case `"completion_tokens_details"`:
+		u.completionDetails = v
+	case `"prompt_cache_hit_tokens"`:
+		u.promptCacheHit = v
+	case `"prompt_cache_miss_tokens"`:
+		u.promptCacheMiss = v
+	case `"reasoning_tokens"`:
+		u.reasoningTokens = v
+	default:
+		return false
+	}
+	return true
 }
 
 // ExtractTokenStats ports extract_token_stats: normalised token counts from a usage object of any
@@ -587,24 +600,37 @@ func scanResponse(obj []byte) responseFields {
 
 // set records v as the value of the response member named by the key token k (last one wins).
 func (f *responseFields) set(k, v []byte) {
-	switch string(jsonscan.KeyName(k)) {
-	case "id":
-		f.id = v
-	case "model":
-		f.model = v
-	case "status":
-		f.status = v
-	case "stop_reason":
-		f.stopReason = v
-	case "choices":
-		f.choices = v
-	case "incomplete_details":
-		f.incompleteDetails = v
-	case "usage":
-		f.usage = v
-	case "output":
-		f.output = v
-	case "content":
-		f.content = v
+	if !f.setToken(k, v) {
+		if d, ok := decodedKey(k); ok {
+			f.setToken(d, v)
+		}
 	}
+}
+
+// setToken is set for a key token compared as it stands (see decodedKey); it reports whether the
+// key is one the record reads.
+func (f *responseFields) setToken(k, v []byte) bool {
+	switch string(k) {
+	case `"id"`:
+		f.id = v
+	case `"model"`:
+		f.model = v
+	case `"status"`:
+		f.status = v
+	case `"stop_reason"`:
+		f.stopReason = v
+	case `"choices"`:
+		f.choices = v
+	case `"incomplete_details"`:
+		f.incompleteDetails = v
+	case `"usage"`:
+		f.usage = v
+	case `"output"`:
+		f.output = v
+	case `"content"`:
+		f.content = v
+	default:
+		return false
+	}
+	return true
 }

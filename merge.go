@@ -221,6 +221,9 @@ type mergeScratch struct {
 	records []ModelCallRecord
 	boxes   boxSlab
 	small   []byte
+	// file is the buffer the capture file is read into (the records alias it), reused by the next
+	// Merge: no per-rollout allocation, zeroing and collection of the largest buffer of a merge.
+	file []byte
 }
 
 var mergeScratches = sync.Pool{New: func() any { return new(mergeScratch) }}
@@ -229,11 +232,19 @@ var mergeScratches = sync.Pool{New: func() any { return new(mergeScratch) }}
 // huge rollout is dropped instead of being kept by the pool.
 const maxScratchCalls = 4096
 
+// maxScratchFile bounds the file buffer a pooled scratch keeps (a rollout of 20 calls is about
+// 100 KB; a larger one gets its own buffer, dropped with it).
+const maxScratchFile = 4 << 20
+
 func (sc *mergeScratch) release() {
 	clear(sc.records)
 	sc.records = sc.records[:0]
 	sc.boxes.reset()
 	sc.small = sc.small[:0]
+	if cap(sc.file) > maxScratchFile {
+		sc.file = nil
+	}
+	sc.file = sc.file[:0]
 	if cap(sc.records) > maxScratchCalls || cap(sc.boxes.boxes) > maxScratchCalls || cap(sc.small) > maxScratchCalls<<10 {
 		return
 	}
@@ -254,7 +265,7 @@ func (m *Merger) collect(ctx context.Context, id string, sc *mergeScratch) (evid
 
 	store, marker, err := selectStore(m.stores, id)
 	if err == nil && store != nil {
-		ev.calls, ev.damaged, err = readAvailableRecords(store, id, sc.records[:0], &sc.boxes)
+		ev.calls, ev.damaged, err = readAvailableRecords(store, id, sc.records[:0], &sc.boxes, &sc.file)
 	}
 	if err != nil {
 		ev.calls, ev.damaged = nil, 0

@@ -81,7 +81,7 @@ func TestMergerScratchReuse(t *testing.T) {
 }
 
 // TestMergeScratchRelease: a scratch handed back holds no records, boxes or attachment bytes
-// that could keep a capture buffer alive.
+// that could keep a capture buffer alive; it keeps its own file buffer (empty) for the next merge.
 func TestMergeScratchRelease(t *testing.T) {
 	dir := t.TempDir()
 	writeScratchRollouts(t, dir)
@@ -90,9 +90,12 @@ func TestMergeScratchRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc := new(mergeScratch)
-	recs, damaged, err := readAvailableRecords(store, "0-0", sc.records[:0], &sc.boxes)
+	recs, damaged, err := readAvailableRecords(store, "0-0", sc.records[:0], &sc.boxes, &sc.file)
 	if err != nil || len(recs)+damaged != 80 || len(recs) == 0 {
 		t.Fatalf("read: %d records, %d damaged, %v", len(recs), damaged, err)
+	}
+	if file, err := os.ReadFile(filepath.Join(dir, "0-0"+capture.CaptureSuffix)); err != nil || !bytes.Equal(sc.file, file) {
+		t.Fatalf("the file was not read into the scratch's buffer (%d bytes): %v", len(sc.file), err)
 	}
 	sc.records = recs
 	sc.small = append(sc.small, "attachment"...)
@@ -107,7 +110,7 @@ func TestMergeScratchRelease(t *testing.T) {
 			t.Fatalf("box %d (model_call_id %q) kept after release", i, b.modelCallID)
 		}
 	}
-	if len(sc.records) != 0 || len(sc.boxes.boxes) != 0 || len(sc.small) != 0 {
-		t.Fatalf("release left lengths %d, %d, %d", len(sc.records), len(sc.boxes.boxes), len(sc.small))
+	if len(sc.records) != 0 || len(sc.boxes.boxes) != 0 || len(sc.small) != 0 || len(sc.file) != 0 {
+		t.Fatalf("release left lengths %d, %d, %d, %d", len(sc.records), len(sc.boxes.boxes), len(sc.small), len(sc.file))
 	}
 }

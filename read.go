@@ -40,13 +40,14 @@ func ReadRecords(store *capture.Store, id string) ([]ModelCallRecord, error) {
 // docs/records-and-merge.md, "Reading"). Do not modify a record's Request or Response bytes:
 // strings read from them (response_id, model, ...) would change with them.
 func ReadAvailableRecords(store *capture.Store, id string) (records []ModelCallRecord, damaged int, err error) {
-	return readAvailableRecords(store, id, nil, nil)
+	return readAvailableRecords(store, id, nil, nil, nil)
 }
 
-// readAvailableRecords is ReadAvailableRecords with the records appended to dst (nil: a new slice)
-// and their boxes taken from boxes (nil: one allocation per record, the fewest bytes for records
-// that are kept).
-func readAvailableRecords(store *capture.Store, id string, dst []ModelCallRecord, boxes *boxSlab) (records []ModelCallRecord, damaged int, err error) {
+// readAvailableRecords is ReadAvailableRecords with the records appended to dst (nil: a new slice),
+// their boxes taken from boxes (nil: one allocation per record, the fewest bytes for records
+// that are kept) and the file read into *buf's memory when buf is not nil (capture.Store.ScanAvailableBuffer;
+// *buf is set to the buffer used): only for records dropped before buf is used again (a Merger's).
+func readAvailableRecords(store *capture.Store, id string, dst []ModelCallRecord, boxes *boxSlab, buf *[]byte) (records []ModelCallRecord, damaged int, err error) {
 	// The scanner and its member map are reused across reads (their scratch memory grows to the
 	// size of a line's index once, not once per rollout).
 	//
@@ -57,7 +58,7 @@ func readAvailableRecords(store *capture.Store, id string, dst []ModelCallRecord
 	defer p.release()
 	members, sc := p.members[:0], &p.sc
 	records = dst
-	err = store.ScanAvailable(id, func(index, _ int, b []byte) {
+	scan := func(index, _ int, b []byte) {
 		var verr error
 		members, verr = sc.Members(b, members[:0])
 		p.members = members
@@ -74,7 +75,12 @@ func readAvailableRecords(store *capture.Store, id string, dst []ModelCallRecord
 			records = records[:len(records)-1]
 			damaged++
 		}
-	})
+	}
+	if buf != nil {
+		*buf, err = store.ScanAvailableBuffer(id, *buf, scan)
+	} else {
+		err = store.ScanAvailable(id, scan)
+	}
 	if err != nil {
 		clear(records[len(dst):])
 		if dst == nil {

@@ -1,6 +1,10 @@
 package modelcalls
 
-import "github.com/modelcalls/modelcalls/internal/jsonscan"
+import (
+	"bytes"
+
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
+)
 
 // The package reads JSON through internal/jsonscan: a strict validator (NeMo Gym's reader's rules:
 // RFC 8259 syntax, valid UTF-8, every number finite as a double, every escaped surrogate paired, no
@@ -28,4 +32,21 @@ func text(v []byte, alias bool) (string, bool) {
 		return jsonscan.StringAlias(v)
 	}
 	return jsonscan.String(v)
+}
+
+// decodedKey returns, for a key token k that holds escapes, the token of its decoded name ("\u0069d"
+// gives "id", quotes included), so that a switch on quoted names (`"id"`) compares compact keys as
+// they stand and decodes only a key that needs it. ok is false when k holds no escape (k itself is
+// the token to compare) or when the decoded name holds a quote or a backslash, which no name the
+// package looks for does.
+func decodedKey(k []byte) ([]byte, bool) {
+	if !jsonscan.HasBackslash(k) {
+		return nil, false
+	}
+	name := jsonscan.KeyName(k)
+	if bytes.IndexByte(name, '\\') >= 0 || bytes.IndexByte(name, '"') >= 0 {
+		return nil, false
+	}
+	d := make([]byte, 0, len(name)+2)
+	return append(append(append(d, '"'), name...), '"'), true
 }

@@ -104,15 +104,25 @@ func (s *Store) ReadAvailable(id string) ([]Entry, []Damage, error) {
 // fn never and gives no error; I/O errors, a path that is a directory and an invalid id are
 // returned.
 func (s *Store) ScanAvailable(id string, fn func(index, line int, b []byte)) error {
-	_, data, err := s.readLocked(id)
+	_, err := s.ScanAvailableBuffer(id, nil, fn)
+	return err
+}
+
+// ScanAvailableBuffer is ScanAvailable reading the file into buf's memory (from its start, whatever
+// its length) when its capacity holds the file, else into a new buffer; it returns the buffer the
+// file was read into (buf when no file was read), so that a caller whose lines do not outlive fn's
+// use of them (a merge, which drops a rollout's records once its line is written) reads every
+// rollout into one buffer instead of allocating, zeroing and collecting one per file.
+func (s *Store) ScanAvailableBuffer(id string, buf []byte, fn func(index, line int, b []byte)) ([]byte, error) {
+	_, data, err := s.readLockedInto(id, buf)
 	if err != nil || data == nil {
-		return err
+		return buf, err
 	}
 	scanLines(data, func(index, line int, b []byte) bool {
 		fn(index, line, b)
 		return true
 	})
-	return nil
+	return data, nil
 }
 
 // readLocked reads the whole capture file of id under a shared lock. A missing file gives nil data.
@@ -123,6 +133,12 @@ func (s *Store) ScanAvailable(id string, fn func(index, line int, b []byte)) err
 // read itself. The descriptor is opened non-blocking so that a FIFO in the store cannot block the
 // open; it is made blocking again only when the path is not a regular file.
 func (s *Store) readLocked(id string) (string, []byte, error) {
+	return s.readLockedInto(id, nil)
+}
+
+// readLockedInto is readLocked reading into buf's memory when its capacity holds the file (see
+// ScanAvailableBuffer); a file that outgrows it is read into a new buffer.
+func (s *Store) readLockedInto(id string, buf []byte) (string, []byte, error) {
 	p, err := s.CapturePath(id)
 	if err != nil {
 		return "", nil, err
@@ -154,7 +170,11 @@ func (s *Store) readLocked(id string) (string, []byte, error) {
 	default:
 		unix.SetNonblock(fd, false)
 	}
-	data, err := readAll(fd, make([]byte, 0, max(st.Size, 0)+1))
+	// One byte more than the file: the read that sees end of file needs no growth.
+	if want := max(st.Size, 0) + 1; int64(cap(buf)) < want {
+		buf = make([]byte, 0, want)
+	}
+	data, err := readAll(fd, buf[:0])
 	if err != nil {
 		return p, nil, fmt.Errorf("read capture file: %w", &os.PathError{Op: "read", Path: p, Err: err})
 	}

@@ -41,3 +41,36 @@ func TestReadFileKinds(t *testing.T) {
 		t.Fatalf("missing file: %v %v", entries, err)
 	}
 }
+
+// TestScanAvailableBuffer: a file is read into the given buffer when it fits (a larger file read
+// before leaves no bytes behind), into a new one when it does not, and a missing file hands the
+// buffer back unread.
+func TestScanAvailableBuffer(t *testing.T) {
+	s := newStore(t)
+	long, short := `{"model_call_id":"aaaaaaaaaaaaaaaa"}`, `{"b":1}`
+	for id, data := range map[string]string{"long": long + "\n" + long + "\n", "short": short + "\n"} {
+		if err := os.WriteFile(filepath.Join(s.Dir(), id+CaptureSuffix), []byte(data), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scan := func(id string, buf []byte) ([]byte, []string) {
+		t.Helper()
+		var lines []string
+		got, err := s.ScanAvailableBuffer(id, buf, func(_, _ int, b []byte) { lines = append(lines, string(b)) })
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		return got, lines
+	}
+	buf, lines := scan("long", make([]byte, 0, 8)) // too small: a new buffer
+	if len(lines) != 2 || lines[1] != long || cap(buf) <= 8 {
+		t.Fatalf("long into a small buffer: %q (cap %d)", lines, cap(buf))
+	}
+	again, lines := scan("short", buf)
+	if len(lines) != 1 || lines[0] != short || &again[:1][0] != &buf[:1][0] {
+		t.Fatalf("short into the long one's buffer: %q (same memory: %v)", lines, &again[:1][0] == &buf[:1][0])
+	}
+	if got, lines := scan("missing", again); lines != nil || &got[:1][0] != &again[:1][0] {
+		t.Fatalf("missing file: %q, buffer not handed back", lines)
+	}
+}

@@ -62,3 +62,22 @@ func ctlOrHigh(x uint64) uint64 {
 // lowerLanes returns the flags of every lane below the lowest flagged lane of m (all lanes when m
 // is 0).
 func lowerLanes(m uint64) uint64 { return (m & -m) - 1 }
+
+// digitsEnd returns the first offset at or after i that is not an ASCII digit (skipDigits), 8
+// bytes at a time: a lane is a digit when its low seven bits are in [0x30, 0x3A) and its high bit
+// is clear; the additions stay inside their lanes.
+func digitsEnd(data []byte, i int) int {
+	for i+8 <= len(data) {
+		x := load64(data, i)
+		y := x & lanes7F
+		digit := (y + lanes1*(0x80-'0')) &^ (y + lanes1*(0x80-'9'-1)) &^ x & lanesHi
+		if nd := ^digit & lanesHi; nd != 0 {
+			return i + firstByte(nd)
+		}
+		i += 8
+	}
+	for i < len(data) && data[i] >= '0' && data[i] <= '9' {
+		i++
+	}
+	return i
+}

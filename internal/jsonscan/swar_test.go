@@ -2,6 +2,7 @@ package jsonscan
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -56,6 +57,7 @@ func classifyBytes(b *[64]byte) (quote, backslash, special uint64) {
 // TestClassify64 compares the block classifier (and its plain Go form) with a byte-by-byte reference, and escapedBits with
 // a byte-by-byte reading of backslash runs, on random blocks rich in the bytes they look for.
 func TestClassify64(t *testing.T) {
+	defer restoreClassify()
 	r := rand.New(rand.NewPCG(5, 6))
 	alphabet := []byte{'"', '\\', '\\', 'n', 0, 0x1f, 0x20, 0x7f, 0x80, 0xff, 'a', 0x5b, 0x21, 0xc3}
 	for range 100000 {
@@ -69,11 +71,15 @@ func TestClassify64(t *testing.T) {
 		}
 		off := r.IntN(8) // unaligned starts
 		blk := (*[64]byte)(b[off : off+64])
-		q, bs, sp := classify64(&blk[0])
 		wq, wbs, wsp := classifyBytes(blk)
-		if q != wq || bs != wbs || sp != wsp {
-			t.Fatalf("classify64(%q) = %x %x %x, want %x %x %x", blk, q, bs, sp, wq, wbs, wsp)
+		for _, form := range classifyForms {
+			form.use()
+			q, bs, sp := classify64(&blk[0])
+			if q != wq || bs != wbs || sp != wsp {
+				t.Fatalf("classify64 (%s) (%q) = %x %x %x, want %x %x %x", form.name, blk, q, bs, sp, wq, wbs, wsp)
+			}
 		}
+		bs := wbs
 		if gq, gbs, gsp := classify64Go(blk); gq != wq || gbs != wbs || gsp != wsp {
 			t.Fatalf("classify64Go(%q) = %x %x %x, want %x %x %x", blk, gq, gbs, gsp, wq, wbs, wsp)
 		}
@@ -94,4 +100,26 @@ func TestClassify64(t *testing.T) {
 			t.Fatalf("escapedBits(%q, carry %d) = %x carry %d, want %x carry %d", blk, carry, got, c, want, wantCarry)
 		}
 	}
+}
+
+// TestDigitsEnd: digitsEnd agrees with skipDigits for every byte at every position of a word, and
+// for runs longer than a word.
+func TestDigitsEnd(t *testing.T) {
+	for c := range 256 {
+		for pos := range 20 {
+			b := []byte(strings.Repeat("7", 20))
+			b[pos] = byte(c)
+			for start := range 4 {
+				if got, want := digitsEnd(b, start), skipDigits(b, start); got != want {
+					t.Fatalf("digitsEnd(%q, %d) = %d, skipDigits %d", b, start, got, want)
+				}
+			}
+		}
+	}
+}
+
+// classifyForm is one implementation of classify64 and the switch that selects it.
+type classifyForm struct {
+	name string
+	use  func()
 }

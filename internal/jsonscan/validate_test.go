@@ -215,7 +215,16 @@ func TestDeeperThan(t *testing.T) {
 // sequence), so that the 64-byte blocks, the words and the byte-wise path all meet every kind of
 // byte at every offset, and compares the verdict and the end with orjsonrules.
 func TestValidateRandomStrings(t *testing.T) {
-	good := []string{`\"`, `\n`, `\\`, `a`, `bc`, `defghij`, `\u00e9`, `\ud83d\ude00`, "é", `\t`, `\/`, "漢字", " ", `{`, `\\\"`, "😀", strings.Repeat("x", 40)}
+	defer restoreClassify()
+	for _, form := range classifyForms { // the block loop of each form: assembly with AVX2
+		form.use()
+		t.Run(form.name, testValidateRandomStrings)
+	}
+}
+
+func testValidateRandomStrings(t *testing.T) {
+	good := []string{`\"`, `\n`, `\\`, `a`, `bc`, `defghij`, `\u00e9`, `\ud83d\ude00`, "é", `\t`, `\/`, "漢字", " ", `{`, `\\\"`, "😀", strings.Repeat("x", 40),
+		strings.Repeat(`\\`, 33), strings.Repeat(`\"`, 40), strings.Repeat(`\n`, 20)}
 	bad := []string{"\x01", `\x`, `\ud800`, `\udc00x`, "\xff", "\xe2\x82", `\u12`, "\x7f\x1f"}
 	r := rand.New(rand.NewPCG(7, 8))
 	for n := range 30000 {
@@ -240,6 +249,38 @@ func TestValidateRandomStrings(t *testing.T) {
 			if end, err := validString(b, 5); err != nil || end != bytes.Index(b, []byte(`","z"`))+1 {
 				t.Fatalf("validString(%q) = %d, %v", b, end, err)
 			}
+		}
+	}
+}
+
+// BenchmarkScannerCaptureLines is BenchmarkValidateCaptureLines through a Scanner that maps the
+// top-level members and the response's (with its Tree), as the record reader does.
+func BenchmarkScannerCaptureLines(b *testing.B) {
+	files, err := filepath.Glob("../../testdata/gym-capture/capture/*.capture.jsonl")
+	if err != nil || len(files) == 0 {
+		b.Fatal("no capture fixture", err)
+	}
+	var lines [][]byte
+	var size int64
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, l := range bytes.Split(data, []byte("\n")) {
+			if len(l) > 0 {
+				lines = append(lines, l)
+				size += int64(len(l))
+			}
+		}
+	}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	sc := Scanner{Nested: "response"}
+	var members []Member
+	for b.Loop() {
+		for _, l := range lines {
+			members, _ = sc.Members(l, members[:0]) // a few fixture lines are damaged on purpose
 		}
 	}
 }

@@ -544,3 +544,27 @@ func TestExactFloatRandom(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyName decodes key tokens (and HasBackslash finds their escapes) of every length up to 20 bytes with an escape at every position
+// (the word-wise test of short tokens must find each one) and without.
+func TestKeyName(t *testing.T) {
+	for n := 0; n <= 18; n++ {
+		plainName := strings.Repeat("k", n)
+		if got := KeyName([]byte(`"` + plainName + `"`)); string(got) != plainName {
+			t.Fatalf("KeyName(%q) = %q", plainName, got)
+		}
+		if HasBackslash([]byte(`"` + plainName + `"`)) {
+			t.Fatalf("HasBackslash(%q) = true", plainName)
+		}
+		for pos := 0; pos+2 <= n; pos++ {
+			tok := `"` + plainName[:pos] + `\n` + plainName[pos+2:] + `"`
+			want := plainName[:pos] + "\n" + plainName[pos+2:]
+			if got := KeyName([]byte(tok)); string(got) != want {
+				t.Fatalf("KeyName(%s) = %q, want %q", tok, got, want)
+			}
+			if !HasBackslash([]byte(tok)) {
+				t.Fatalf("HasBackslash(%s) = false", tok)
+			}
+		}
+	}
+}
