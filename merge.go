@@ -419,15 +419,7 @@ func (a *attachment) appendTo(dst []byte) []byte {
 
 // appendPayloads appends the four payload members of call i as AppendJSON(dst, true) writes them.
 func (a *attachment) appendPayloads(dst []byte, i int) []byte {
-	r := &a.calls[i]
-	dst = append(dst, `,"request":`...)
-	dst = appendRaw(dst, r.Request)
-	dst = append(dst, `,"response":`...)
-	dst = appendRaw(dst, r.Response)
-	dst = append(dst, `,"request_raw":`...)
-	dst = r.RequestRaw.appendJSON(dst)
-	dst = append(dst, `,"response_raw":`...)
-	return r.ResponseRaw.appendJSON(dst)
+	return a.calls[i].appendPayloads(dst)
 }
 
 // payloadSize bounds the length appendPayloads writes for call i.

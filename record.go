@@ -129,14 +129,7 @@ func (r *ModelCallRecord) AppendJSON(dst []byte, payloads bool) []byte {
 	dst = append(dst, `,"tokens_total":`...)
 	dst = appendOptInt64(dst, r.TokensTotal)
 	if payloads {
-		dst = append(dst, `,"request":`...)
-		dst = appendRaw(dst, r.Request)
-		dst = append(dst, `,"response":`...)
-		dst = appendRaw(dst, r.Response)
-		dst = append(dst, `,"request_raw":`...)
-		dst = r.RequestRaw.appendJSON(dst)
-		dst = append(dst, `,"response_raw":`...)
-		dst = r.ResponseRaw.appendJSON(dst)
+		dst = r.appendPayloads(dst)
 	}
 	dst = append(dst, `,"tool_calls":`...)
 	dst = append(dst, '[')
@@ -198,6 +191,20 @@ func (t *ToolCall) appendJSON(dst []byte) []byte {
 // MarshalJSON returns {"call_id":...,"name":...,"arguments":{...}}.
 func (t ToolCall) MarshalJSON() ([]byte, error) {
 	return t.appendJSON(nil), nil
+}
+
+// appendPayloads appends the four payload members, each with its leading comma: request and
+// response as their JSON values (null when absent), request_raw and response_raw as their string
+// tokens (null when absent).
+func (r *ModelCallRecord) appendPayloads(dst []byte) []byte {
+	dst = append(dst, `,"request":`...)
+	dst = appendRaw(dst, r.Request)
+	dst = append(dst, `,"response":`...)
+	dst = appendRaw(dst, r.Response)
+	dst = append(dst, `,"request_raw":`...)
+	dst = r.RequestRaw.appendJSON(dst)
+	dst = append(dst, `,"response_raw":`...)
+	return r.ResponseRaw.appendJSON(dst)
 }
 
 // RawText is a JSON string value as it stands in a capture line: the string token, quotes and

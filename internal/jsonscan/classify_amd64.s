@@ -209,15 +209,15 @@ quote:
 	RET
 
 other:
-	MOVQ DI, off+24(FP)
-	MOVQ $2, kind+32(FP)
-	MOVQ R8, carryOut+40(FP)
-	VZEROUPPER
-	RET
+	MOVQ $2, BX
+	JMP  stop
 
 ranout:
+	XORQ BX, BX
+
+stop: // kind BX at the block at off, whose carry in is R8
 	MOVQ DI, off+24(FP)
-	MOVQ $0, kind+32(FP)
+	MOVQ BX, kind+32(FP)
 	MOVQ R8, carryOut+40(FP)
 	VZEROUPPER
 	RET
