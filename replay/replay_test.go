@@ -235,9 +235,14 @@ func TestMissShapes(t *testing.T) {
 	if _, msg := errorBody(t, b); status != NotRecordedStatus || !strings.Contains(msg, "replay_not_recorded") {
 		t.Errorf("not a model call: %d %s", status, msg)
 	}
-	status, _, _ = post(t, rp.URL, "/ng-rollout/bad%2Fid/v1/chat/completions", `{}`)
-	if status != http.StatusBadRequest {
-		t.Errorf("invalid rollout id: status %d", status)
+	// An invalid id: 400, the id and the reason named once.
+	for _, id := range []string{"bad%2Fid", "..%2Fx"} {
+		status, _, b = post(t, rp.URL, "/ng-rollout/"+id+"/v1/chat/completions", `{}`)
+		_, msg := errorBody(t, b)
+		if status != http.StatusBadRequest || !strings.HasPrefix(msg, "invalid_rollout_id: ") ||
+			strings.Count(msg, "invalid rollout id") != 1 || strings.Count(msg, id) != 1 {
+			t.Errorf("invalid rollout id %s: %d %q", id, status, msg)
+		}
 	}
 }
 

@@ -144,13 +144,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, rawRest, prefixed := rollout.SplitPath(r.URL.EscapedPath())
 	rest := r.URL.Path
 	if prefixed {
-		var err error
-		if rest, err = url.PathUnescape(rawRest); err == nil {
-			err = rollout.Validate(id)
+		if err := rollout.Validate(id); err != nil {
+			// err names the id once ("invalid rollout id \"..%2Fx\": must start with ...").
+			s.log.Warn("invalid rollout id in request path", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
+			writeError(w, pathDialect(rawRest), http.StatusBadRequest, "invalid_rollout_id",
+				fmt.Sprintf("%v (the path segment after /%s/)", err, rollout.PrefixSegment))
+			return
 		}
-		if err != nil {
-			d := pathDialect(rawRest)
-			writeError(w, d, http.StatusBadRequest, "invalid_rollout_id", fmt.Sprintf("invalid rollout id %q in the request path: %v", id, err))
+		var err error
+		if rest, err = url.PathUnescape(rawRest); err != nil {
+			writeError(w, pathDialect(rawRest), http.StatusBadRequest, "invalid_path",
+				fmt.Sprintf("the request path after /%s/%s does not unescape: %v", rollout.PrefixSegment, id, err))
 			return
 		}
 	}
