@@ -14,6 +14,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.opentelemetry.io/otel"
 
 	"github.com/modelcalls/modelcalls"
@@ -34,8 +35,29 @@ type exportOptions struct {
 
 func newExportCmd(s *Streams) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "export",
+		Use:   "export SUBCOMMAND",
 		Short: "Copy existing captures to another system",
+		// Flag parsing is left to the subcommands: an unknown subcommand with their flags
+		// ("export otlpp --capture-dir x") must be named as the mistake, not "unknown flag".
+		DisableFlagParsing:         true,
+		SuggestionsMinimumDistance: 2,
+		Args:                       cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+				return cmd.Help()
+			}
+			var known []string
+			for _, c := range cmd.Commands() {
+				if c.IsAvailableCommand() {
+					known = append(known, c.Name())
+				}
+			}
+			hint := ""
+			if sug := cmd.SuggestionsFor(args[0]); len(sug) > 0 {
+				hint = fmt.Sprintf("; did you mean %q?", sug[0])
+			}
+			return usageErrorf("export: unknown subcommand %q (known: %s)%s", args[0], strings.Join(known, ", "), hint)
+		},
 	}
 	var o exportOptions
 	otlp := &cobra.Command{
@@ -63,7 +85,15 @@ The endpoint is --endpoint (an OTLP base URL) or the standard OTEL_EXPORTER_OTLP
 	f.StringVar(&o.captureDir, "capture-dir", "", "capture directory (required)")
 	f.StringVar(&o.in, "in", "", "JSONL rollout records: export only their rollouts, each with a root span (- is stdin)")
 	f.StringVar(&o.endpoint, "endpoint", "", "OTLP base URL, e.g. http://127.0.0.1:4318 (default: OTEL_EXPORTER_OTLP_ENDPOINT)")
-	f.StringVar(&o.protocol, "protocol", "", "OTLP protocol: http/protobuf or grpc (default: OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)")
+	f.StringVar(&o.protocol, "protocol", "", "OTLP protocol: http/protobuf or grpc (default: OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf); --otlp-protocol, as modelcalls proxy spells it, is the same flag")
+	// --otlp-protocol is the proxy's spelling of --protocol: accept both, so a flag copied from a
+	// proxy command line works here.
+	f.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if name == "otlp-protocol" {
+			name = "protocol"
+		}
+		return pflag.NormalizedName(name)
+	})
 	f.BoolVar(&o.content, "content", false, "also export message content (gen_ai.input.messages, gen_ai.output.messages)")
 	f.StringVar(&o.upstream, "upstream", "", "the model server's URL, for server.address and server.port (as the proxy's --upstream)")
 	f.DurationVar(&o.timeout, "timeout", time.Minute, "longest wait for the endpoint to take the last spans")

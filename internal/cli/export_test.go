@@ -92,6 +92,13 @@ func TestExportOTLP(t *testing.T) {
 			})
 		}
 	})
+	t.Run("--otlp-protocol is --protocol", func(t *testing.T) {
+		srv, traces := otlpReceiver(t, http.StatusOK)
+		out, errOut, code := runCLI(t, "", "export", "otlp", "--capture-dir", dir, "--endpoint", srv.URL, "--otlp-protocol", "http/protobuf")
+		if code != ExitOK || !strings.Contains(out, "exported 4 spans") || traces.Load() == 0 {
+			t.Errorf("exit %d, out %q, err %q", code, out, errOut)
+		}
+	})
 	t.Run("refused", func(t *testing.T) {
 		srv, _ := otlpReceiver(t, http.StatusBadRequest)
 		out, errOut, code := runCLI(t, "", "export", "otlp", "--capture-dir", dir, "--endpoint", srv.URL)
@@ -106,6 +113,9 @@ func TestExportOTLP(t *testing.T) {
 			{"endpoint not a URL", []string{"export", "otlp", "--capture-dir", dir, "--endpoint", "127.0.0.1:4318"}, ExitUsage, "absolute http://"},
 			{"bad protocol", []string{"export", "otlp", "--capture-dir", dir, "--endpoint", "http://127.0.0.1:1", "--protocol", "http/json"}, ExitUsage, "want http/protobuf or grpc"},
 			{"missing capture dir", []string{"export", "otlp", "--capture-dir", dir + "/missing", "--endpoint", "http://127.0.0.1:1"}, ExitNotFound, ""},
+			{"unknown export subcommand", []string{"export", "bogus"}, ExitUsage, `unknown subcommand "bogus" (known: otlp)`},
+			{"unknown export subcommand with otlp's flags", []string{"export", "otlpp", "--capture-dir", dir}, ExitUsage, `unknown subcommand "otlpp" (known: otlp); did you mean "otlp"?`},
+			{"bad protocol, proxy's spelling", []string{"export", "otlp", "--capture-dir", dir, "--endpoint", "http://127.0.0.1:1", "--otlp-protocol", "http/json"}, ExitUsage, "want http/protobuf or grpc"},
 			{"otlp content without endpoint", []string{"proxy", "--upstream", "http://127.0.0.1:1", "--capture-dir", dir, "--otlp-content"}, ExitUsage, "need --otlp-endpoint"},
 		})
 	})
