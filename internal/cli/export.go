@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -147,9 +150,15 @@ func runExportOTLP(ctx context.Context, s *Streams, o *exportOptions) error {
 		}
 	}
 
-	log := slog.New(slog.NewTextHandler(s.ErrOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if err := checkGRPCEndpoint(ctx, o); err != nil {
+		return withExit(ExitFailure, err)
+	}
+	// The exporter's rate-limited warnings (and the SDK's reports, through otel.SetErrorHandler)
+	// serve the long-running proxy's log. A one-shot export reports the same failures once, in its
+	// final "modelcalls: " error line, so that stderr holds nothing else (docs/otel.md).
 	exp, err := otelexport.New(ctx, otelexport.Config{
-		Endpoint: o.endpoint, Protocol: o.protocol, Content: o.content, Upstream: upstream, Logger: log,
+		Endpoint: o.endpoint, Protocol: o.protocol, Content: o.content, Upstream: upstream,
+		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		return usageErrorf("%w", err)
@@ -218,6 +227,9 @@ func runExportOTLP(ctx context.Context, s *Streams, o *exportOptions) error {
 		if spansErr != nil && isConnRefused(spansErr) {
 			msg = fmt.Sprintf("the OTLP endpoint refused the connection (is a collector listening there?); it took %d of %d spans", c.Exported, want)
 		}
+		if metricsErr != nil {
+			msg += " (the metrics upload failed too)"
+		}
 		if spansErr != nil {
 			return withExit(ExitFailure, fmt.Errorf("%s: %w", msg, spansErr))
 		}
@@ -229,6 +241,54 @@ func runExportOTLP(ctx context.Context, s *Streams, o *exportOptions) error {
 	if unreadable > 0 || skippedLines > 0 || ctx.Err() != nil {
 		return silentExit{code: ExitFailure}
 	}
+	return nil
+}
+
+// grpcDialTimeout bounds export otlp's first connection to a gRPC endpoint.
+const grpcDialTimeout = 5 * time.Second
+
+// checkGRPCEndpoint connects once to a gRPC endpoint (TCP, at most grpcDialTimeout) before any
+// span is made, and fails when that connection cannot be made. The OTLP/HTTP exporter fails at
+// once on a refused connection, but the gRPC exporter reports it as UNAVAILABLE, which it retries
+// until its own 10 s timeout, for every batch. An HTTP exporter needs no such check; neither does a
+// gRPC endpoint reached through a proxy (HTTPS_PROXY: the direct connection says nothing then), or
+// one that does not parse (the exporter reports it).
+func checkGRPCEndpoint(ctx context.Context, o *exportOptions) error {
+	proto, err := otelexport.ResolveProtocol(o.protocol)
+	if err != nil || proto != otelexport.ProtocolGRPC {
+		return nil
+	}
+	endpoint := o.endpoint
+	for _, env := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+		if endpoint == "" {
+			endpoint = os.Getenv(env)
+		}
+	}
+	host := endpoint
+	if strings.Contains(endpoint, "://") {
+		u, err := url.Parse(endpoint)
+		if err != nil {
+			return nil
+		}
+		host = u.Host
+	}
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		host = net.JoinHostPort(strings.Trim(host, "[]"), "4317") // the OTLP/gRPC default port
+	}
+	if p, err := http.ProxyFromEnvironment(&http.Request{URL: &url.URL{Scheme: "https", Host: host}}); err != nil || p != nil {
+		return nil
+	}
+	dctx, cancel := context.WithTimeout(ctx, grpcDialTimeout)
+	defer cancel()
+	conn, err := (&net.Dialer{}).DialContext(dctx, "tcp", host)
+	if err != nil {
+		what := "could not be reached"
+		if isConnRefused(err) {
+			what = "refused the connection (is a collector listening there?)"
+		}
+		return fmt.Errorf("the OTLP endpoint %s %s; nothing was exported: %w", host, what, err)
+	}
+	conn.Close()
 	return nil
 }
 
