@@ -117,6 +117,8 @@ func TestExportOTLP(t *testing.T) {
 			{"unknown export subcommand", []string{"export", "bogus"}, ExitUsage, `unknown subcommand "bogus" (known: otlp)`},
 			{"unknown export subcommand with otlp's flags", []string{"export", "otlpp", "--capture-dir", dir}, ExitUsage, `unknown subcommand "otlpp" (known: otlp); did you mean "otlp"?`},
 			{"bad protocol, proxy's spelling", []string{"export", "otlp", "--capture-dir", dir, "--endpoint", "http://127.0.0.1:1", "--otlp-protocol", "http/json"}, ExitUsage, "want http/protobuf or grpc"},
+			// The proxy takes export's spelling too: accepted as --otlp-protocol (which needs an endpoint).
+			{"proxy --protocol is --otlp-protocol", []string{"proxy", "--upstream", "http://127.0.0.1:1", "--capture-dir", dir, "--protocol", "grpc"}, ExitUsage, "need --otlp-endpoint"},
 			{"otlp content without endpoint", []string{"proxy", "--upstream", "http://127.0.0.1:1", "--capture-dir", dir, "--otlp-content"}, ExitUsage, "need --otlp-endpoint"},
 		})
 	})
