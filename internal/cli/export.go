@@ -55,6 +55,9 @@ func newExportCmd(s *Streams) *cobra.Command {
 					known = append(known, c.Name())
 				}
 			}
+			if strings.HasPrefix(args[0], "-") {
+				return usageErrorf("export: missing subcommand before %s (known: %s)", args[0], strings.Join(known, ", "))
+			}
 			hint := ""
 			if sug := cmd.SuggestionsFor(args[0]); len(sug) > 0 {
 				hint = fmt.Sprintf("; did you mean %q?", sug[0])
