@@ -234,6 +234,11 @@ func New(ctx context.Context, cfg Config) (*Exporter, error) {
 	return e, nil
 }
 
+// ResolveProtocol is the protocol an Exporter with Config.Protocol p uses: p, else
+// OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL, else ProtocolHTTP; an
+// unsupported value is an error.
+func ResolveProtocol(p string) (string, error) { return protocol(p) }
+
 func protocol(p string) (string, error) {
 	if p == "" {
 		p = os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
@@ -632,7 +637,7 @@ func (e *Exporter) Shutdown(ctx context.Context) error {
 	if tracesErr == nil && metricsErr == nil {
 		return nil
 	}
-	return &ShutdownError{Spans: tracesErr, Metrics: metricsErr}
+	return &ShutdownError{Spans: Brief(tracesErr), Metrics: Brief(metricsErr)}
 }
 
 // exportGrace bounds the wait for a cancelled span export to return and count its spans.
@@ -673,6 +678,7 @@ func (c *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Rea
 	err := c.SpanExporter.ExportSpans(ctx, spans)
 	n := int64(len(spans))
 	if err != nil {
+		err = Brief(err)
 		c.e.errMu.Lock()
 		c.e.spanErr = err
 		c.e.errMu.Unlock()
@@ -696,7 +702,7 @@ type loggedMetricExporter struct {
 }
 
 func (l *loggedMetricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
-	err := l.Exporter.Export(ctx, rm)
+	err := Brief(l.Exporter.Export(ctx, rm))
 	if err != nil {
 		l.log.warn("otlp export: metrics failed", "err", err)
 	}
@@ -739,4 +745,4 @@ func (r *rateLog) warn(msg string, args ...any) {
 
 // Handle logs an error of the OpenTelemetry SDK (rate-limited, with the export failures): install
 // it with otel.SetErrorHandler so the SDK's own reports do not flood the log.
-func (e *Exporter) Handle(err error) { e.log.warn("otlp export: sdk error", "err", err) }
+func (e *Exporter) Handle(err error) { e.log.warn("otlp export: sdk error", "err", Brief(err)) }

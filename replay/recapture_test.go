@@ -2,11 +2,14 @@ package replay
 
 import (
 	"bytes"
+	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/gateway"
 	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
@@ -65,5 +68,38 @@ func TestRecapture(t *testing.T) {
 	if orNil(miss.LocalResponseReason) != "replay_miss" || miss.ModelCallID != missID ||
 		!strings.Contains(string(miss.Body()), "first difference at $.messages") {
 		t.Errorf("miss line: %s", miss.Data)
+	}
+}
+
+// TestProxyInFront: a modelcalls proxy (gateway) in front of a replay strips the rollout prefix,
+// so the replay answers 404 replay_not_recorded naming that cause, and the gateway's warning says
+// the upstream is a replay; with --upstream at the replay's /ng-rollout/<id> the same call is
+// answered from the recording and captured.
+func TestProxyInFront(t *testing.T) {
+	cases := recordedCases(t)
+	src, _ := record(t, "r1", cases)
+	rp := newReplay(t, &Server{Source: src, Timing: Timing{Fast: true}})
+	c := cases[0]
+
+	gwLogs := &capturetest.Buffer{}
+	front := func(upstream string) *httptest.Server {
+		u, _ := url.Parse(upstream)
+		gw := &gateway.Handler{Upstream: u, Store: capturetest.NewStore(t), Logger: capturetest.Logger(gwLogs)}
+		return capturetest.NewServer(t, gw.ServeHTTP)
+	}
+	status, _, b := post(t, front(rp.URL).URL, "/ng-rollout/r1"+c.path, c.request)
+	if status != http.StatusNotFound || !bytes.Contains(b, []byte("no /ng-rollout/<id>/ prefix")) ||
+		!bytes.Contains(b, []byte("replay --capture-dir-out DIR2")) {
+		t.Errorf("through a proxy: %d %s", status, b)
+	}
+	logs := gwLogs.String()
+	if !strings.Contains(logs, "kind=upstream_404") || !strings.Contains(logs, "the upstream is a modelcalls replay") ||
+		strings.Contains(logs, "model server's base URL") {
+		t.Errorf("gateway warning:\n%s", logs)
+	}
+
+	status, hdr, b := post(t, front(rp.URL+"/ng-rollout/r1").URL, "/ng-rollout/r1"+c.path, c.request)
+	if status != http.StatusOK || hdr.Get("x-nemo-gym-local-response-reason") != ReasonReplay {
+		t.Errorf("proxy with --upstream REPLAY/ng-rollout/r1: %d %q %s", status, hdr.Get("x-nemo-gym-local-response-reason"), b)
 	}
 }

@@ -235,9 +235,28 @@ func TestMissShapes(t *testing.T) {
 	if _, msg := errorBody(t, b); status != NotRecordedStatus || !strings.Contains(msg, "replay_not_recorded") {
 		t.Errorf("not a model call: %d %s", status, msg)
 	}
-	status, _, _ = post(t, rp.URL, "/ng-rollout/bad%2Fid/v1/chat/completions", `{}`)
-	if status != http.StatusBadRequest {
-		t.Errorf("invalid rollout id: status %d", status)
+	// An invalid id: 400, the id and the reason named once.
+	for _, id := range []string{"bad%2Fid", "..%2Fx"} {
+		status, _, b = post(t, rp.URL, "/ng-rollout/"+id+"/v1/chat/completions", `{}`)
+		_, msg := errorBody(t, b)
+		if status != http.StatusBadRequest || !strings.HasPrefix(msg, "invalid_rollout_id: ") ||
+			strings.Count(msg, "invalid rollout id") != 1 || strings.Count(msg, id) != 1 {
+			t.Errorf("invalid rollout id %s: %d %q", id, status, msg)
+		}
+	}
+	// A model call without the prefix (a capture gateway in front strips it): the cause and the
+	// wirings that work, in the body and in the log.
+	status, _, b = post(t, rp.URL, "/v1/chat/completions", `{}`)
+	_, msg := errorBody(t, b)
+	for _, want := range []string{"replay_not_recorded: POST /v1/chat/completions", "no /ng-rollout/<id>/ prefix",
+		"strips the prefix", "replay --capture-dir-out DIR2", "--upstream at http://REPLAY/ng-rollout/<id>"} {
+		if status != NotRecordedStatus || !strings.Contains(msg, want) {
+			t.Errorf("unprefixed model call: %d %q lacks %q", status, msg, want)
+		}
+	}
+	if !strings.Contains(logs.String(), `level=WARN msg="replay: model call without a rollout prefix"`) ||
+		!strings.Contains(logs.String(), "--capture-dir-out DIR2") {
+		t.Errorf("unprefixed model call not logged with its fix:\n%s", logs)
 	}
 }
 

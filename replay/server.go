@@ -144,13 +144,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, rawRest, prefixed := rollout.SplitPath(r.URL.EscapedPath())
 	rest := r.URL.Path
 	if prefixed {
-		var err error
-		if rest, err = url.PathUnescape(rawRest); err == nil {
-			err = rollout.Validate(id)
+		if err := rollout.Validate(id); err != nil {
+			// err names the id once ("invalid rollout id \"..%2Fx\": must start with ...").
+			s.log.Warn("invalid rollout id in request path", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
+			writeError(w, pathDialect(rawRest), http.StatusBadRequest, "invalid_rollout_id",
+				fmt.Sprintf("%v (the path segment after /%s/)", err, rollout.PrefixSegment))
+			return
 		}
-		if err != nil {
-			d := pathDialect(rawRest)
-			writeError(w, d, http.StatusBadRequest, "invalid_rollout_id", fmt.Sprintf("invalid rollout id %q in the request path: %v", id, err))
+		var err error
+		if rest, err = url.PathUnescape(rawRest); err != nil {
+			writeError(w, pathDialect(rawRest), http.StatusBadRequest, "invalid_path",
+				fmt.Sprintf("the request path after /%s/%s does not unescape: %v", rollout.PrefixSegment, id, err))
 			return
 		}
 	}
@@ -161,6 +165,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.forward(w, r, rest, rawRest, prefixed, nil)
 			return
 		}
+		if !prefixed && observed {
+			// A model call without the rollout prefix: most likely a capture gateway (modelcalls
+			// proxy) in front of the replay, which strips the prefix before it forwards, as a real
+			// model server needs. Name the cause and the two wirings that work.
+			msg := unprefixedMessage(r.Method, rest)
+			s.log.Warn("replay: model call without a rollout prefix", "method", r.Method, "path", rest,
+				"cause", "no /"+rollout.PrefixSegment+"/<id>/ prefix: a capture gateway in front strips it before forwarding",
+				"fix", unprefixedFix)
+			writeError(w, d, NotRecordedStatus, ReasonNotCall, msg)
+			return
+		}
+		s.log.Debug("replay: not a recorded model call", "method", r.Method, "path", rest, "prefixed", prefixed)
 		writeError(w, pathDialect(rest), NotRecordedStatus, ReasonNotCall,
 			fmt.Sprintf("%s %s is not a recorded model call: replay answers POST /%s/<rollout_id>/v1/{responses,chat/completions,messages}",
 				r.Method, rest, rollout.PrefixSegment))
@@ -190,6 +206,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.log.Debug("replaying recorded call", "rollout_id", id, "model_call_id", rc.modelCallID, "capture_line", rc.line,
 		"status", rc.status, "stream", rc.stream)
 	s.answer(w, r, rc, start)
+}
+
+// unprefixedFix is how to wire a capture gateway and a replay together: the gateway strips the
+// rollout prefix before it forwards, and the replay needs it to find the rollout.
+const unprefixedFix = "to capture a replayed run use `modelcalls replay --capture-dir-out DIR2`; " +
+	"or, for one rollout, point the proxy's --upstream at http://REPLAY/" + rollout.PrefixSegment + "/<id>"
+
+// unprefixedMessage is the replay_not_recorded message of a model call that came without the
+// /ng-rollout/<id>/ prefix.
+func unprefixedMessage(method, path string) string {
+	return fmt.Sprintf("%s: %s %s is not a recorded model call: it has no /%s/<id>/ prefix, so replay cannot tell its rollout "+
+		"(a capture gateway in front, such as modelcalls proxy, strips the prefix before forwarding); %s",
+		ReasonNotCall, method, path, rollout.PrefixSegment, unprefixedFix)
 }
 
 // pathDialect is the dialect of an observed path, Chat's OpenAI shape for any other.

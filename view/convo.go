@@ -183,8 +183,7 @@ func items(raw json.RawMessage) []Message {
 		case typ == "message" || (typ == "" && len(it["role"]) > 0):
 			msgs = append(msgs, Message{Role: str(it["role"]), Parts: contentParts(it["content"])})
 		default:
-			b, _ := json.Marshal(it)
-			msgs = append(msgs, Message{Role: "assistant", Parts: []Part{{Kind: "other", Name: typ, Text: string(b)}}})
+			msgs = append(msgs, Message{Role: "assistant", Parts: []Part{{Kind: "other", Name: typ, Text: plainJSON(it)}}})
 		}
 	}
 	return msgs
@@ -224,8 +223,7 @@ func contentParts(raw json.RawMessage) []Part {
 		case "image", "image_url", "input_image", "input_file", "document":
 			parts = append(parts, Part{Kind: "image", Name: typ})
 		default:
-			raw, _ := json.Marshal(b)
-			parts = append(parts, Part{Kind: "other", Name: typ, Text: string(raw)})
+			parts = append(parts, Part{Kind: "other", Name: typ, Text: plainJSON(b)})
 		}
 	}
 	return parts
@@ -335,4 +333,14 @@ func markNew(convs []*Conversation) {
 			}
 		}
 	}
+}
+
+// plainJSON is v as compact JSON text for display, "<", ">" and "&" kept as they are (json.Marshal
+// would show them as \u003c, \u003e and \u0026).
+func plainJSON(v any) string {
+	var b strings.Builder
+	if encodeJSON(&b, v) != nil {
+		return ""
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }

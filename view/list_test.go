@@ -137,6 +137,10 @@ func TestAPIListBadParameters(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &e); err != nil {
 			t.Errorf("%s: %v: %s", tc.query, err, body)
 		}
+		// The API's JSON is not HTML-escaped: the filter's ">" reads as ">" in the body itself.
+		if strings.Contains(body, `\u00`) || (strings.Contains(tc.query, ">") && !strings.Contains(body, ">")) {
+			t.Errorf("%s: HTML-escaped body %s", tc.query, body)
+		}
 		for _, s := range tc.errorHas {
 			if !strings.Contains(e.Error, s) {
 				t.Errorf("%s: error %q does not contain %q", tc.query, e.Error, s)

@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -102,10 +104,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
+// encodeJSON writes v as one line of JSON without HTML escaping: the API's answers are
+// application/json (with nosniff), never HTML, so "<", ">" and "&" stay as they are instead of
+// becoming \u003c, \u003e and \u0026 in error messages, payloads and filters (errors>0).
+func encodeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
 func writeJSON(w http.ResponseWriter, v any) {
 	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	if err := enc.Encode(v); err != nil {
+	if err := encodeJSON(&b, v); err != nil {
 		apiError(w, http.StatusInternalServerError, "encode: "+err.Error())
 		return
 	}
@@ -117,7 +127,22 @@ func writeJSON(w http.ResponseWriter, v any) {
 func apiError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+	encodeJSON(w, map[string]string{"error": msg})
+}
+
+// ListenURL is the URL a user opens for a server listening on addr. An unspecified host
+// (0.0.0.0 or ::, which net.Listen reports as [::] for both) is not an address a browser can
+// open: the URL then names 127.0.0.1 (the same machine; other machines use one of its
+// addresses), and all is true, so the caller can say it listens on all interfaces.
+func ListenURL(addr net.Addr) (u string, all bool) {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String() + "/", false
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host, all = "127.0.0.1", true
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/", all
 }
 
 func (s *Server) overview(w http.ResponseWriter, r *http.Request) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -229,4 +230,40 @@ func TestRolloutsFileChanges(t *testing.T) {
 		getJSON(t, ts.URL+"/api/changes?timeout=5&since="+jsonNum(list.Version), 200, &ch)
 	}
 	t.Fatal("the second record never appeared")
+}
+
+// TestListenURL: the URL printed for a listener is one a browser opens: an unspecified address
+// (0.0.0.0, ::) becomes 127.0.0.1 and is reported as all interfaces.
+func TestListenURL(t *testing.T) {
+	for _, tc := range []struct {
+		listen string
+		host   string
+		all    bool
+	}{
+		{"0.0.0.0:0", "127.0.0.1", true},
+		{"[::]:0", "127.0.0.1", true},
+		{":0", "127.0.0.1", true},
+		{"127.0.0.1:0", "127.0.0.1", false},
+		{"[::1]:0", "[::1]", false},
+	} {
+		ln, err := net.Listen("tcp", tc.listen)
+		if err != nil {
+			t.Logf("%s: %v (skipped)", tc.listen, err)
+			continue
+		}
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		u, all := view.ListenURL(ln.Addr())
+		if want := "http://" + tc.host + ":" + port + "/"; u != want || all != tc.all {
+			t.Errorf("listen %s (addr %s): %q, all %v; want %q, all %v", tc.listen, ln.Addr(), u, all, want, tc.all)
+		}
+		if tc.all { // the printed URL reaches the listener
+			c, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(u, "http://"), "/"))
+			if err != nil {
+				t.Errorf("%s: %v", u, err)
+			} else {
+				c.Close()
+			}
+		}
+		ln.Close()
+	}
 }

@@ -7,13 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.opentelemetry.io/otel"
 
 	"github.com/modelcalls/modelcalls"
@@ -34,8 +38,32 @@ type exportOptions struct {
 
 func newExportCmd(s *Streams) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "export",
+		Use:   "export SUBCOMMAND",
 		Short: "Copy existing captures to another system",
+		// Flag parsing is left to the subcommands: an unknown subcommand with their flags
+		// ("export otlpp --capture-dir x") must be named as the mistake, not "unknown flag".
+		DisableFlagParsing:         true,
+		SuggestionsMinimumDistance: 2,
+		Args:                       cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+				return cmd.Help()
+			}
+			var known []string
+			for _, c := range cmd.Commands() {
+				if c.IsAvailableCommand() {
+					known = append(known, c.Name())
+				}
+			}
+			if strings.HasPrefix(args[0], "-") {
+				return usageErrorf("export: missing subcommand before %s (known: %s)", args[0], strings.Join(known, ", "))
+			}
+			hint := ""
+			if sug := cmd.SuggestionsFor(args[0]); len(sug) > 0 {
+				hint = fmt.Sprintf("; did you mean %q?", sug[0])
+			}
+			return usageErrorf("export: unknown subcommand %q (known: %s)%s", args[0], strings.Join(known, ", "), hint)
+		},
 	}
 	var o exportOptions
 	otlp := &cobra.Command{
@@ -63,7 +91,15 @@ The endpoint is --endpoint (an OTLP base URL) or the standard OTEL_EXPORTER_OTLP
 	f.StringVar(&o.captureDir, "capture-dir", "", "capture directory (required)")
 	f.StringVar(&o.in, "in", "", "JSONL rollout records: export only their rollouts, each with a root span (- is stdin)")
 	f.StringVar(&o.endpoint, "endpoint", "", "OTLP base URL, e.g. http://127.0.0.1:4318 (default: OTEL_EXPORTER_OTLP_ENDPOINT)")
-	f.StringVar(&o.protocol, "protocol", "", "OTLP protocol: http/protobuf or grpc (default: OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)")
+	f.StringVar(&o.protocol, "protocol", "", "OTLP protocol: http/protobuf or grpc (default: OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf); --otlp-protocol, as modelcalls proxy spells it, is the same flag")
+	// --otlp-protocol is the proxy's spelling of --protocol: accept both, so a flag copied from a
+	// proxy command line works here.
+	f.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if name == "otlp-protocol" {
+			name = "protocol"
+		}
+		return pflag.NormalizedName(name)
+	})
 	f.BoolVar(&o.content, "content", false, "also export message content (gen_ai.input.messages, gen_ai.output.messages)")
 	f.StringVar(&o.upstream, "upstream", "", "the model server's URL, for server.address and server.port (as the proxy's --upstream)")
 	f.DurationVar(&o.timeout, "timeout", time.Minute, "longest wait for the endpoint to take the last spans")
@@ -117,9 +153,15 @@ func runExportOTLP(ctx context.Context, s *Streams, o *exportOptions) error {
 		}
 	}
 
-	log := slog.New(slog.NewTextHandler(s.ErrOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if err := checkGRPCEndpoint(ctx, o); err != nil {
+		return withExit(ExitFailure, err)
+	}
+	// The exporter's rate-limited warnings (and the SDK's reports, through otel.SetErrorHandler)
+	// serve the long-running proxy's log. A one-shot export reports the same failures once, in its
+	// final "modelcalls: " error line, so that stderr holds nothing else (docs/otel.md).
 	exp, err := otelexport.New(ctx, otelexport.Config{
-		Endpoint: o.endpoint, Protocol: o.protocol, Content: o.content, Upstream: upstream, Logger: log,
+		Endpoint: o.endpoint, Protocol: o.protocol, Content: o.content, Upstream: upstream,
+		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		return usageErrorf("%w", err)
@@ -188,6 +230,9 @@ func runExportOTLP(ctx context.Context, s *Streams, o *exportOptions) error {
 		if spansErr != nil && isConnRefused(spansErr) {
 			msg = fmt.Sprintf("the OTLP endpoint refused the connection (is a collector listening there?); it took %d of %d spans", c.Exported, want)
 		}
+		if metricsErr != nil {
+			msg += " (the metrics upload failed too)"
+		}
 		if spansErr != nil {
 			return withExit(ExitFailure, fmt.Errorf("%s: %w", msg, spansErr))
 		}
@@ -199,6 +244,54 @@ func runExportOTLP(ctx context.Context, s *Streams, o *exportOptions) error {
 	if unreadable > 0 || skippedLines > 0 || ctx.Err() != nil {
 		return silentExit{code: ExitFailure}
 	}
+	return nil
+}
+
+// grpcDialTimeout bounds export otlp's first connection to a gRPC endpoint.
+const grpcDialTimeout = 5 * time.Second
+
+// checkGRPCEndpoint connects once to a gRPC endpoint (TCP, at most grpcDialTimeout) before any
+// span is made, and fails when that connection cannot be made. The OTLP/HTTP exporter fails at
+// once on a refused connection, but the gRPC exporter reports it as UNAVAILABLE, which it retries
+// until its own 10 s timeout, for every batch. An HTTP exporter needs no such check; neither does a
+// gRPC endpoint reached through a proxy (HTTPS_PROXY: the direct connection says nothing then), or
+// one that does not parse (the exporter reports it).
+func checkGRPCEndpoint(ctx context.Context, o *exportOptions) error {
+	proto, err := otelexport.ResolveProtocol(o.protocol)
+	if err != nil || proto != otelexport.ProtocolGRPC {
+		return nil
+	}
+	endpoint := o.endpoint
+	for _, env := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+		if endpoint == "" {
+			endpoint = os.Getenv(env)
+		}
+	}
+	host := endpoint
+	if strings.Contains(endpoint, "://") {
+		u, err := url.Parse(endpoint)
+		if err != nil {
+			return nil
+		}
+		host = u.Host
+	}
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		host = net.JoinHostPort(strings.Trim(host, "[]"), "4317") // the OTLP/gRPC default port
+	}
+	if p, err := http.ProxyFromEnvironment(&http.Request{URL: &url.URL{Scheme: "https", Host: host}}); err != nil || p != nil {
+		return nil
+	}
+	dctx, cancel := context.WithTimeout(ctx, grpcDialTimeout)
+	defer cancel()
+	conn, err := (&net.Dialer{}).DialContext(dctx, "tcp", host)
+	if err != nil {
+		what := "could not be reached"
+		if isConnRefused(err) {
+			what = "refused the connection (is a collector listening there?)"
+		}
+		return fmt.Errorf("the OTLP endpoint %s %s; nothing was exported: %w", host, what, err)
+	}
+	conn.Close()
 	return nil
 }
 

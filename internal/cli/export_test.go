@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
 )
@@ -92,6 +93,13 @@ func TestExportOTLP(t *testing.T) {
 			})
 		}
 	})
+	t.Run("--otlp-protocol is --protocol", func(t *testing.T) {
+		srv, traces := otlpReceiver(t, http.StatusOK)
+		out, errOut, code := runCLI(t, "", "export", "otlp", "--capture-dir", dir, "--endpoint", srv.URL, "--otlp-protocol", "http/protobuf")
+		if code != ExitOK || !strings.Contains(out, "exported 4 spans") || traces.Load() == 0 {
+			t.Errorf("exit %d, out %q, err %q", code, out, errOut)
+		}
+	})
 	t.Run("refused", func(t *testing.T) {
 		srv, _ := otlpReceiver(t, http.StatusBadRequest)
 		out, errOut, code := runCLI(t, "", "export", "otlp", "--capture-dir", dir, "--endpoint", srv.URL)
@@ -106,6 +114,12 @@ func TestExportOTLP(t *testing.T) {
 			{"endpoint not a URL", []string{"export", "otlp", "--capture-dir", dir, "--endpoint", "127.0.0.1:4318"}, ExitUsage, "absolute http://"},
 			{"bad protocol", []string{"export", "otlp", "--capture-dir", dir, "--endpoint", "http://127.0.0.1:1", "--protocol", "http/json"}, ExitUsage, "want http/protobuf or grpc"},
 			{"missing capture dir", []string{"export", "otlp", "--capture-dir", dir + "/missing", "--endpoint", "http://127.0.0.1:1"}, ExitNotFound, ""},
+			{"unknown export subcommand", []string{"export", "bogus"}, ExitUsage, `unknown subcommand "bogus" (known: otlp)`},
+			{"unknown export subcommand with otlp's flags", []string{"export", "otlpp", "--capture-dir", dir}, ExitUsage, `unknown subcommand "otlpp" (known: otlp); did you mean "otlp"?`},
+			{"flags without a subcommand", []string{"export", "--capture-dir", dir}, ExitUsage, "export: missing subcommand before --capture-dir (known: otlp)"},
+			{"bad protocol, proxy's spelling", []string{"export", "otlp", "--capture-dir", dir, "--endpoint", "http://127.0.0.1:1", "--otlp-protocol", "http/json"}, ExitUsage, "want http/protobuf or grpc"},
+			// The proxy takes export's spelling too: accepted as --otlp-protocol (which needs an endpoint).
+			{"proxy --protocol is --otlp-protocol", []string{"proxy", "--upstream", "http://127.0.0.1:1", "--capture-dir", dir, "--protocol", "grpc"}, ExitUsage, "need --otlp-endpoint"},
 			{"otlp content without endpoint", []string{"proxy", "--upstream", "http://127.0.0.1:1", "--capture-dir", dir, "--otlp-content"}, ExitUsage, "need --otlp-endpoint"},
 		})
 	})
@@ -119,6 +133,16 @@ func TestExportOTLP(t *testing.T) {
 			}
 		}))
 		t.Cleanup(metricsOnly.Close)
+		// Not an OTLP receiver: 501 with an HTML page, as Python's http.server answers a POST.
+		page := "<!DOCTYPE HTML>\n<html lang=\"en\">\n<head>\n<title>Error response</title>\n</head>\n<body>\n<h1>Error response</h1>\n" +
+			"<p>Error code: 501</p>\n<p>Message: Unsupported method ('POST').</p>\n" + strings.Repeat("<p>padding</p>\n", 50) + "</body>\n</html>\n"
+		htmlServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "text/html;charset=utf-8")
+			w.WriteHeader(http.StatusNotImplemented)
+			io.WriteString(w, page)
+		}))
+		t.Cleanup(htmlServer.Close)
 		for _, tc := range []struct {
 			name     string
 			args     []string
@@ -129,27 +153,36 @@ func TestExportOTLP(t *testing.T) {
 			{"http closed port", []string{"--endpoint", "http://" + closed},
 				"0 spans (4 calls, 0 rollout spans) of 2 rollouts; 4 failed",
 				[]string{"refused the connection", "took 0 of 4 spans", "traces export", "/v1/traces"}, []string{"failed to upload metrics"}},
-			{"grpc closed port", []string{"--endpoint", "http://" + closed, "--protocol", "grpc", "--timeout", "1s"},
+			// Fails as fast as HTTP does: before any span, not after the gRPC exporter's 10 s of retries.
+			{"grpc closed port", []string{"--endpoint", "http://" + closed, "--protocol", "grpc"},
+				"",
+				[]string{"the OTLP endpoint " + closed + " refused the connection", "nothing was exported", "connection refused"}, []string{"failed to upload metrics"}},
+			{"not an OTLP server", []string{"--endpoint", htmlServer.URL},
 				"0 spans (4 calls, 0 rollout spans) of 2 rollouts; 4 failed",
-				[]string{"refused the connection", "took 0 of 4 spans", "traces export", "connection refused"}, []string{"failed to upload metrics"}},
+				[]string{"took 0 of 4 spans (the metrics upload failed too)", "501 Not Implemented", "(body: Error response Error response Error code: 501 Message: Unsupported method ('POST'). padding"},
+				[]string{"<", "\n"}},
 			{"metrics alone refused", []string{"--endpoint", metricsOnly.URL},
 				"4 spans (4 calls, 0 rollout spans) of 2 rollouts; 0 failed",
 				[]string{"all 4 spans exported, but the metrics upload failed"}, []string{"refused the connection"}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
+				start := time.Now()
 				out, errOut, code := runCLI(t, "", append([]string{"export", "otlp", "--capture-dir", dir}, tc.args...)...)
-				if code != ExitFailure || !strings.Contains(out, "exported "+tc.out) {
+				took := time.Since(start)
+				if code != ExitFailure || (tc.out == "") != (out == "") || !strings.Contains(out, tc.out) {
 					t.Errorf("exit %d, out %q; want exit 1 and %q", code, out, tc.out)
 				}
-				// One error line, prefixed; the rest are the (rate-limited) log's lines.
-				var errLines []string
-				for _, l := range strings.Split(strings.TrimSpace(errOut), "\n") {
-					if !strings.HasPrefix(l, "time=") {
-						errLines = append(errLines, l)
-					}
+				// Within the 5 s dial timeout (the gRPC exporter alone retries for 10 s).
+				if took > 5*time.Second {
+					t.Errorf("took %v to fail", took)
 				}
+				// One error line, prefixed, and nothing else (no log lines of the exporter or the SDK).
+				errLines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
 				if len(errLines) != 1 || !strings.HasPrefix(errLines[0], "modelcalls: ") {
-					t.Fatalf("error lines %q, want one starting with modelcalls:", errLines)
+					t.Fatalf("stderr lines %q, want one starting with modelcalls:", errLines)
+				}
+				if len(errLines[0]) > 400 {
+					t.Errorf("error line of %d bytes: %q", len(errLines[0]), errLines[0])
 				}
 				for _, s := range tc.errHas {
 					if !strings.Contains(errLines[0], s) {

@@ -27,6 +27,9 @@ const otlpFlushTimeout = 10 * time.Second
 func addOTLPFlags(f *pflag.FlagSet, o *otlpOptions) {
 	f.StringVar(&o.endpoint, "otlp-endpoint", "", "export every captured call as an OpenTelemetry span to this OTLP base URL (e.g. http://127.0.0.1:4318; default: OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, none when unset)")
 	f.StringVar(&o.protocol, "otlp-protocol", "", "OTLP protocol: http/protobuf or grpc (default: OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)")
+	// --protocol is export otlp's spelling of --otlp-protocol: accept both (docs/otel.md).
+	f.StringVar(&o.protocol, "protocol", "", "the same as --otlp-protocol (export otlp's spelling)")
+	f.MarkHidden("protocol")
 	f.BoolVar(&o.content, "otlp-content", false, "also export message content (gen_ai.input.messages, gen_ai.output.messages, gen_ai.system_instructions)")
 }
 

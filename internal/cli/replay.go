@@ -55,7 +55,12 @@ the first JSON path where they differ, or goes to --upstream with --on-miss forw
 --timing recorded (default) sends the first byte at the recorded TTFT and the terminal event at the
 recorded latency; fast sends at once; xN plays N times as fast. --capture-dir-out captures the
 re-run like modelcalls proxy (response_source local, local_response_reason replay). SIGINT or
-SIGTERM stops it and prints a summary; --admin-listen serves /metrics and /healthz.`,
+SIGTERM stops it and prints a summary; --admin-listen serves /metrics and /healthz.
+
+To re-capture a replayed run use --capture-dir-out DIR2, not a modelcalls proxy in front with the
+replay as its --upstream: the proxy strips the /ng-rollout/<rollout_id> prefix before forwarding
+(as a model server needs), and replay finds the rollout by that prefix, so it answers 404
+replay_not_recorded. A proxy for one rollout works with --upstream http://REPLAY/ng-rollout/<id>.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runReplay(cmd.Context(), s, &o)

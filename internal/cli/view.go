@@ -81,7 +81,11 @@ func runView(ctx context.Context, s *Streams, o *viewOptions) error {
 	// Requests inherit ctx, so the live-update long polls end at once on a signal.
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
-	fmt.Fprintf(s.Out, "modelcalls view: serving %s on http://%s/ (Ctrl-C to stop)\n", strings.Join(o.dirs, ", "), ln.Addr())
+	where, all := view.ListenURL(ln.Addr())
+	if all {
+		where = "all interfaces, open " + where
+	}
+	fmt.Fprintf(s.Out, "modelcalls view: serving %s on %s (Ctrl-C to stop)\n", strings.Join(o.dirs, ", "), where)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
