@@ -2,6 +2,12 @@
 
 #include "textflag.h"
 
+// SPLAT fills every byte of the YMM register y with the constant c (x is y's lower half).
+#define SPLAT(c, x, y) \
+	MOVQ c, AX \
+	MOVQ AX, x \
+	VPBROADCASTB x, y
+
 // func classify64(p *byte) (quote, backslash, special uint64)
 //
 // Bit k of each mask describes p[k], k < 64: quote is '"', backslash is '\\', special is a byte
@@ -55,15 +61,9 @@ TEXT ·classify64(SB), NOSPLIT, $0-32
 	RET
 
 avx2:
-	MOVQ $0x22, AX
-	MOVQ AX, X1
-	VPBROADCASTB X1, Y1
-	MOVQ $0x5C, AX
-	MOVQ AX, X2
-	VPBROADCASTB X2, Y2
-	MOVQ $0x20, AX
-	MOVQ AX, X3
-	VPBROADCASTB X3, Y3
+	SPLAT($0x22, X1, Y1) // '"'
+	SPLAT($0x5C, X2, Y2) // '\\'
+	SPLAT($0x20, X3, Y3) // the first byte that is not a control byte
 	VMOVDQU 0(SI), Y4
 	VMOVDQU 32(SI), Y5
 
@@ -109,18 +109,10 @@ TEXT ·stringBlocks(SB), NOSPLIT, $0-48
 	MOVQ n+8(FP), DX
 	MOVQ carry+16(FP), R8
 	XORQ DI, DI
-	MOVQ $0x22, AX
-	MOVQ AX, X1
-	VPBROADCASTB X1, Y1
-	MOVQ $0x5C, AX
-	MOVQ AX, X2
-	VPBROADCASTB X2, Y2
-	MOVQ $0x20, AX
-	MOVQ AX, X3
-	VPBROADCASTB X3, Y3
-	MOVQ $0x6E, AX
-	MOVQ AX, X8
-	VPBROADCASTB X8, Y8
+	SPLAT($0x22, X1, Y1) // '"'
+	SPLAT($0x5C, X2, Y2) // '\\'
+	SPLAT($0x20, X3, Y3) // the first byte that is not a control byte
+	SPLAT($0x6E, X8, Y8) // 'n'
 
 blocks:
 	LEAQ 64(DI), AX

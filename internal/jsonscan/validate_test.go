@@ -162,25 +162,7 @@ func FuzzAppendString(f *testing.F) {
 // BenchmarkValidateCaptureLines validates every line of the Gym-written capture fixture: real
 // provider payloads, number- and escape-heavy, unlike BenchmarkValidate's long text.
 func BenchmarkValidateCaptureLines(b *testing.B) {
-	files, err := filepath.Glob("../../testdata/gym-capture/capture/*.capture.jsonl")
-	if err != nil || len(files) == 0 {
-		b.Fatal("no capture fixture", err)
-	}
-	var lines [][]byte
-	var size int64
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, l := range bytes.Split(data, []byte("\n")) {
-			if len(l) > 0 {
-				lines = append(lines, l)
-				size += int64(len(l))
-			}
-		}
-	}
-	b.SetBytes(size)
+	lines := captureLines(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, l := range lines {
@@ -256,6 +238,21 @@ func testValidateRandomStrings(t *testing.T) {
 // BenchmarkScannerCaptureLines is BenchmarkValidateCaptureLines through a Scanner that maps the
 // top-level members and the response's (with its Tree), as the record reader does.
 func BenchmarkScannerCaptureLines(b *testing.B) {
+	lines := captureLines(b)
+	b.ReportAllocs()
+	sc := Scanner{Nested: "response"}
+	var members []Member
+	for b.Loop() {
+		for _, l := range lines {
+			members, _ = sc.Members(l, members[:0]) // a few fixture lines are damaged on purpose
+		}
+	}
+}
+
+// captureLines returns the non-empty lines of the Gym-written capture fixture (a few are damaged on
+// purpose) and sets b's bytes per op to their total length.
+func captureLines(b *testing.B) [][]byte {
+	b.Helper()
 	files, err := filepath.Glob("../../testdata/gym-capture/capture/*.capture.jsonl")
 	if err != nil || len(files) == 0 {
 		b.Fatal("no capture fixture", err)
@@ -275,12 +272,5 @@ func BenchmarkScannerCaptureLines(b *testing.B) {
 		}
 	}
 	b.SetBytes(size)
-	b.ReportAllocs()
-	sc := Scanner{Nested: "response"}
-	var members []Member
-	for b.Loop() {
-		for _, l := range lines {
-			members, _ = sc.Members(l, members[:0]) // a few fixture lines are damaged on purpose
-		}
-	}
+	return lines
 }
