@@ -7,6 +7,8 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -317,4 +319,25 @@ func TestCallsExitCodes(t *testing.T) {
 		{"found", []string{"calls", gymCapture, "0-0"}, ExitOK, ""},
 		{"marker only is found", []string{"calls", gymCapture, "4-0", "--json"}, ExitOK, ""},
 	})
+}
+
+// TestFilterEmptyValue: an empty filter value (an unset shell variable) is a usage error naming the
+// flag, for calls and stats, instead of turning the filter off.
+func TestFilterEmptyValue(t *testing.T) {
+	var cases []exitCase
+	for _, cmd := range [][]string{{"calls", gymCapture, "0-0"}, {"stats", gymCapture}} {
+		for _, flag := range []string{"--model", "--status", "--error"} {
+			for _, v := range []string{"", " ", "a,", ",b"} {
+				args := append(slices.Clone(cmd), flag, v)
+				cases = append(cases, exitCase{cmd[0] + " " + flag + "=" + strconv.Quote(v), args, ExitUsage,
+					`for "` + flag + `" flag: empty value`})
+			}
+		}
+		// A value after a good one is checked too.
+		cases = append(cases, exitCase{cmd[0] + " repeated", append(slices.Clone(cmd), "--model", "m", "--model", ""), ExitUsage,
+			`for "--model" flag: empty value`})
+		// A quoted comma stays inside one value, as with pflag's string slices.
+		cases = append(cases, exitCase{cmd[0] + " quoted comma", append(slices.Clone(cmd), "--model", `"a,b",c`), ExitOK, ""})
+	}
+	checkExits(t, cases)
 }

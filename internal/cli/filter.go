@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/csv"
+	"errors"
 	"strconv"
 	"strings"
 
@@ -36,9 +39,48 @@ func (r *reportOptions) addFlags(fs *pflag.FlagSet, dirHelp, jsonHelp string) {
 }
 
 func (f *callFilter) addFlags(fs *pflag.FlagSet) {
-	fs.StringSliceVar(&f.models, "model", nil, "only calls of this model (repeat or comma-separate for several)")
-	fs.StringSliceVar(&f.statuses, "status", nil, "only calls with this HTTP status: 200, a class like 4xx, or none")
-	fs.StringSliceVar(&f.errors, "error", nil, "only calls with this error_category (e.g. rate_limit), any error (any), or none")
+	fs.Var((*filterValues)(&f.models), "model", "only calls of this model (repeat or comma-separate for several; not empty)")
+	fs.Var((*filterValues)(&f.statuses), "status", "only calls with this HTTP status: 200, a class like 4xx, or none")
+	fs.Var((*filterValues)(&f.errors), "error", "only calls with this error_category (e.g. rate_limit), any error (any), or none")
+}
+
+// filterValues is the value of a filter flag: every use appends its comma-separated values (read
+// as CSV, like pflag's string slices, so a value may hold a comma in quotes). An empty or blank
+// value, the whole of it (--model "") or one of the list (--model a,), is an error: an unset shell
+// variable must not turn the filter off without a word. pflag reports it as an invalid argument of
+// the flag, which Main turns into exit 2.
+type filterValues []string
+
+var errEmptyFilterValue = errors.New("empty value (an unset shell variable?): give a value or leave the flag out")
+
+func (v *filterValues) Set(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return errEmptyFilterValue
+	}
+	vals, err := csv.NewReader(strings.NewReader(s)).Read()
+	if err != nil {
+		return err
+	}
+	for _, x := range vals {
+		if strings.TrimSpace(x) == "" {
+			return errEmptyFilterValue
+		}
+	}
+	*v = append(*v, vals...)
+	return nil
+}
+
+func (v *filterValues) Type() string { return "strings" }
+
+func (v *filterValues) String() string {
+	if len(*v) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	w.Write(*v)
+	w.Flush()
+	return "[" + strings.TrimSuffix(b.String(), "\n") + "]"
 }
 
 // check validates the --status values.

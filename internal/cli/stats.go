@@ -42,7 +42,8 @@ percentiles, max) to 2 decimals, the hit rate to 4 (the table shows it as a perc
 
 Output: tables when stdout is a terminal (cut to its width); tab-separated values when it is not,
 one line per group after a first line "(all)" for the whole run; with --format json (or --json),
-one JSON object. --model, --status and --error keep only the matching calls (the rollout and
+one JSON object. --model, --status and --error keep only the matching calls (an empty value is a
+usage error, exit 2; the rollout and
 damaged-line counts stay those of the whole dir); --error takes any, none, a known error category
 or one some call in DIR has, as modelcalls calls does (anything else: exit 2, listing them). The capture dir may also be given as the only
 argument (modelcalls stats DIR).
