@@ -117,6 +117,7 @@ func TestClearUsage(t *testing.T) {
 		{"no capture dir", []string{"clear"}, ExitUsage, "--capture-dir is required"},
 		{"missing capture dir", []string{"clear", "--capture-dir", "/nonexistent/dir"}, ExitNotFound, "does not exist"},
 		{"missing input", []string{"clear", "--capture-dir", t.TempDir(), "--in", "/nonexistent/in.jsonl"}, ExitNotFound, "does not exist"},
+		{"input is a dir", []string{"clear", "--capture-dir", t.TempDir(), "--in", gymCapture}, ExitNotFound, "--in " + gymCapture + " is a directory, not a file"},
 		{"negative wait", []string{"clear", "--capture-dir", t.TempDir(), "--wait", "-1s"}, ExitUsage, "must be >= 0"},
 		{"positional argument", []string{"clear", "--capture-dir", t.TempDir(), "extra"}, ExitUsage, "unknown command"},
 	})

@@ -71,6 +71,22 @@ func checkDir(dir string) error {
 	return nil
 }
 
+// checkInputFile returns an ExitNotFound error when the file named by flag (--in, --rollouts,
+// --config) does not exist or is a directory, in the words every command uses: "--in FILE does not
+// exist", "--in FILE is a directory, not a file", FILE as given on the command line.
+func checkInputFile(flag, name string) error {
+	st, err := os.Stat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return withExit(ExitNotFound, fmt.Errorf("%s %s does not exist", flag, name))
+	case err != nil:
+		return withExit(ExitNotFound, fmt.Errorf("%s: %w", flag, err))
+	case st.IsDir():
+		return withExit(ExitNotFound, fmt.Errorf("%s %s is a directory, not a file", flag, name))
+	}
+	return nil
+}
+
 // openCaptureDir opens the existing capture dir named on the command line, creating nothing: an
 // ExitNotFound error when it does not exist or is not a directory.
 func openCaptureDir(dir string) (*capture.Store, error) {
@@ -137,6 +153,9 @@ func openInput(s *Streams, prog, name string) (r io.Reader, size int64, closeFn 
 			}
 		}
 		return s.In, size, func() {}, nil
+	}
+	if err := checkInputFile("--in", name); err != nil {
+		return nil, 0, nil, err
 	}
 	f, err := os.Open(name)
 	if errors.Is(err, fs.ErrNotExist) {
