@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -47,39 +48,59 @@ characters and long conversations to their first 2 and last 10 messages; --full 
 --raw=request and --raw=response print only that one, without headings, for piping to jq.
 
 Without a call: one screen about the rollout: its metrics (calls, errors, tokens, cache, latency),
-and one line per call (the first 5 and the last 15 when there are more than 20).`,
+and one line per call (the first 5 and the last 15 when there are more than 20).
+
+The capture dir may also be given as the first argument (modelcalls show DIR ROLLOUT_ID [CALL]).
+A call index is >= 0; a negative one is a usage error (exit 2), as is a missing argument. Exit 3
+when DIR, the rollout or the call does not exist; 1 when the call's capture line is damaged.`,
 		Example: `  modelcalls show --capture-dir ./captures r1          # the rollout on one screen
   modelcalls show --capture-dir ./captures r1 3        # call_index 3
   modelcalls show --capture-dir ./captures r1 5f0c3b2a9d8e4f1a0b2c3d4e5f6a7b8c
-  modelcalls show --capture-dir ./captures r1 3 --raw=request | jq .messages`,
+  modelcalls show --capture-dir ./captures r1 3 --raw=request | jq .messages
+  modelcalls show ./captures r1 3                      # the positional form`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.captureDir == "" {
-				return usageErrorf("show: missing --capture-dir DIR")
+			// ROLLOUT_ID and at most one call; the capture dir as --capture-dir or as the first
+			// argument, as for calls (without the flag, the first argument is always the dir).
+			want := []string{"ROLLOUT_ID"}
+			if (o.captureDir != "" && len(args) >= 2) || (o.captureDir == "" && len(args) >= 3) {
+				want = append(want, "CALL")
 			}
-			switch len(args) {
-			case 0:
-				return usageErrorf("show: missing ROLLOUT_ID")
-			case 1, 2:
-			default:
-				return usageErrorf("show: unexpected argument %q (give ROLLOUT_ID and at most one call)", args[2])
+			dir, rest, err := captureDirArgs("show", o.captureDir, args, want...)
+			if err != nil {
+				return err
 			}
 			call := ""
-			if len(args) == 2 {
-				call = args[1]
+			if len(rest) == 2 {
+				call = rest[1]
 			}
-			return runShow(s, &o, args[0], call)
+			return runShow(s, &o, dir, rest[0], call)
 		},
 	}
+	// "-1" reaches pflag as shorthand flags; say what a call index is instead of "unknown shorthand
+	// flag: '1' in -1".
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		if m := negativeIndexArg.FindStringSubmatch(err.Error()); m != nil {
+			return negativeIndexError(m[1])
+		}
+		return err
+	})
 	f := cmd.Flags()
-	f.StringVar(&o.captureDir, "capture-dir", "", "capture directory (required)")
+	f.StringVar(&o.captureDir, "capture-dir", "", "capture directory (or give it as the first argument)")
 	f.StringVar(&o.raw, "raw", "", "print the stored bytes: request and response, or only request or response")
 	f.Lookup("raw").NoOptDefVal = "both"
 	f.BoolVar(&o.full, "full", false, "do not cut long texts and conversations")
 	return cmd
 }
 
-func runShow(s *Streams, o *showOptions, id, call string) error {
+// negativeIndexArg matches pflag's error for an argument like -1 (taken for shorthand flags).
+var negativeIndexArg = regexp.MustCompile(`^unknown shorthand flag: '.' in (-[0-9]+)$`)
+
+func negativeIndexError(arg string) error {
+	return usageErrorf("show: call %s: a call index is >= 0 (the # column of modelcalls calls)", arg)
+}
+
+func runShow(s *Streams, o *showOptions, dir, id, call string) error {
 	switch o.raw {
 	case "", "both", "request", "response":
 	default:
@@ -91,7 +112,11 @@ func runShow(s *Streams, o *showOptions, id, call string) error {
 	if o.raw != "" && call == "" {
 		return usageErrorf("--raw needs a call: show --capture-dir DIR %s CALL_INDEX --raw", id)
 	}
-	rc, err := loadRollout(o.captureDir, id)
+	if n, err := strconv.Atoi(call); err == nil && n < 0 {
+		return negativeIndexError(call) // given after --
+	}
+	o.captureDir = dir // the summary's hint names it
+	rc, err := loadRollout(dir, id)
 	if err != nil {
 		return err
 	}
