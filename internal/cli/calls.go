@@ -27,8 +27,9 @@ func newCallsCmd(s *Streams) *cobra.Command {
 		Use:   "calls --capture-dir DIR ROLLOUT_ID [--format table|tsv|json] [--model M] [--status S] [--error E]",
 		Short: "Show the captured model calls of one rollout",
 		Long: `Read <DIR>/<ROLLOUT_ID>.capture.jsonl and show one row per captured model call: dialect, model,
-HTTP status, finish reason, tokens, cache, latency, time to first token, tool calls and error
-category, then the rollout's metrics (the sums merge attaches).
+HTTP status, finish reason, tokens, cache, latency, time to first token, tool calls, error
+category and who answered (source: upstream, or local: <reason> when the gateway or a replay
+answered itself, which is not an error), then the rollout's metrics (the sums merge attaches).
 
 Output: a table when stdout is a terminal (cut to the terminal's width), tab-separated values with
 a header line when it is not (a pipe or a file; unknown values are empty fields), or with
@@ -175,11 +176,11 @@ var callsColumns = []struct {
 }{
 	{"#", true}, {"dialect", false}, {"model", false}, {"status", true}, {"finish", false},
 	{"in", true}, {"out", true}, {"reasoning", true}, {"total", true}, {"cached", true},
-	{"latency ms", true}, {"ttft ms", true}, {"tool calls", false}, {"error", false},
+	{"latency ms", true}, {"ttft ms", true}, {"tool calls", false}, {"error", false}, {"source", false},
 }
 
 // callsShrinkable are the columns cut first when the table is wider than the terminal.
-var callsShrinkable = []int{2, 4, 12, 13} // model, finish, tool calls, error
+var callsShrinkable = []int{2, 4, 12, 13, 14} // model, finish, tool calls, error, source
 
 // printCallsTable draws the table of rc's records, fitted to width (0: no limit), then the metrics
 // line.
@@ -199,7 +200,7 @@ func printCallsTable(w io.Writer, rc *rolloutCalls, width int) error {
 		rows = append(rows, []string{
 			strconv.Itoa(r.CallIndex), str(r.Dialect), str(r.Model), intp(r.StatusCode), str(finish),
 			i64p(r.TokensIn), i64p(r.TokensOut), i64p(r.TokensReasoning), i64p(r.TokensTotal),
-			cachedCell(r), msp(r.LatencyTotalMS), msp(r.LatencyTTFTMS), toolCallsCell(r.ToolCalls), errorCell(r),
+			cachedCell(r), msp(r.LatencyTotalMS), msp(r.LatencyTTFTMS), toolCallsCell(r.ToolCalls), errorCell(r), sourceCell(r),
 		})
 	}
 	if err := renderTable(w, names, right, rows, width, callsShrinkable); err != nil {
@@ -306,23 +307,26 @@ func toolCallsCell(calls []modelcalls.ToolCall) string {
 	return s
 }
 
-// errorCell shows error_category, and why the gateway answered itself when it did.
+// errorCell shows error_category, empty when the call has none.
 func errorCell(r *modelcalls.ModelCallRecord) string {
-	s := ""
-	if r.ErrorCategory != nil {
-		s = *r.ErrorCategory
+	if r.ErrorCategory == nil {
+		return ""
 	}
-	if r.ResponseSource != nil && *r.ResponseSource == "local" {
-		reason := "local response"
-		if r.LocalResponseReason != nil {
-			reason = "local: " + *r.LocalResponseReason
-		}
-		if s == "" {
-			return reason
-		}
-		s += " (" + reason + ")"
+	return *r.ErrorCategory
+}
+
+// sourceCell shows who answered (response_source): "upstream", or "local: <local_response_reason>"
+// when the gateway (or a replay) answered itself. It has a column of its own: a local answer is
+// not an error (a replayed run's calls are all local, status 200), and the error column shows
+// error_category only.
+func sourceCell(r *modelcalls.ModelCallRecord) string {
+	if r.ResponseSource == nil {
+		return unknownCell
 	}
-	return s
+	if *r.ResponseSource == "local" && r.LocalResponseReason != nil {
+		return "local: " + *r.LocalResponseReason
+	}
+	return *r.ResponseSource
 }
 
 // callsTSVHeader names the TSV columns of `modelcalls calls` by their record fields.

@@ -255,10 +255,65 @@ func TestCallsIncompleteAndLocal(t *testing.T) {
 	if err := st.AppendExchange("local-1", ex); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code = runCLI(t, "", "calls", dir, "local-1", "--format", "table")
-	if code != ExitOK || !strings.Contains(out, "connection (local: upstream_unreachable)") || !strings.Contains(out, "3.50") {
-		t.Errorf("exit %d, stderr %q; table lacks the local response:\n%s", code, errOut, out)
+	// A replayed run's call: answered locally, status 200, no error.
+	ok, replaySrc, replayReason := 200, "local", "replay"
+	ex = &capture.Exchange{ModelCallID: capture.NewModelCallID(), Dialect: "chat", StartedAt: 1, CompletedAt: 2,
+		LatencyMS: 1, StatusCode: &ok, ResponseSource: &replaySrc, LocalResponseReason: &replayReason,
+		Response: []byte(`{"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`)}
+	if err := st.AppendExchange("local-1", ex); err != nil {
+		t.Fatal(err)
 	}
+	upSrc := "upstream"
+	ex = &capture.Exchange{ModelCallID: capture.NewModelCallID(), Dialect: "chat", StartedAt: 1, CompletedAt: 2,
+		LatencyMS: 1, StatusCode: &ok, ResponseSource: &upSrc}
+	if err := st.AppendExchange("local-1", ex); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = runCLI(t, "", "calls", dir, "local-1", "--format", "table")
+	if code != ExitOK {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	// The error column holds error_category only; who answered is in the source column.
+	want := map[string][2]string{"0": {"connection", "local: upstream_unreachable"}, "1": {"", "local: replay"}, "2": {"", "upstream"}}
+	header, rows := tableCells(out)
+	errCol, srcCol := slices.Index(header, "error"), slices.Index(header, "source")
+	if errCol < 0 || srcCol < 0 || len(rows) != 3 {
+		t.Fatalf("no error and source columns, or not 3 rows:\n%s", out)
+	}
+	for _, row := range rows {
+		if w := want[row[0]]; row[errCol] != w[0] || row[srcCol] != w[1] {
+			t.Errorf("call %s: error %q source %q; want %q %q\n%s", row[0], row[errCol], row[srcCol], w[0], w[1], out)
+		}
+	}
+	// show's rollout summary keeps them apart too.
+	out, _, _ = runCLI(t, "", "show", dir, "local-1")
+	for _, want := range []string{"error connection  [local: upstream_unreachable]", "ms  [local: replay]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show summary lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "error local") {
+		t.Errorf("show summary lists a local answer as an error:\n%s", out)
+	}
+}
+
+// tableCells splits a box-drawn table into its header and row cells, trimmed.
+func tableCells(out string) (header []string, rows [][]string) {
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, "│") {
+			continue
+		}
+		var cells []string
+		for _, c := range strings.Split(strings.Trim(line, "│"), "│") {
+			cells = append(cells, strings.TrimSpace(c))
+		}
+		if header == nil {
+			header = cells
+		} else {
+			rows = append(rows, cells)
+		}
+	}
+	return header, rows
 }
 
 func TestCallsRecordDamageKeepsIndex(t *testing.T) {

@@ -260,6 +260,10 @@ func printRolloutSummary(w io.Writer, o *showOptions, id string, rc *rolloutCall
 		if e := errorCell(r); e != "" {
 			extra = strings.TrimSpace("error " + e + "  " + extra)
 		}
+		if r.ResponseSource != nil && *r.ResponseSource == "local" {
+			// Who answered, apart from the error: a replayed run's calls are local and fine.
+			extra = strings.TrimSpace(extra + "  [" + sourceCell(r) + "]")
+		}
 		l := fmt.Sprintf("%4d  %-9s %-24s %3s %-12s in %-6s out %-6s %9s ms  %s",
 			r.CallIndex, str(r.Dialect), clip(str(r.Model), 24), intp(r.StatusCode), clip(str(finish), 12),
 			i64p(r.TokensIn), i64p(r.TokensOut), msp(r.LatencyTotalMS), extra)
