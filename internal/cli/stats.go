@@ -48,6 +48,9 @@ damaged-line counts stay those of the whole dir); --error takes any, none, a kno
 or one some call in DIR has, as modelcalls calls does (anything else: exit 2, listing them). The capture dir may also be given as the only
 argument (modelcalls stats DIR).
 
+When some rollout has damaged capture lines or is marked incomplete, a one-line note on stderr
+names them, in every format (the TSV has no column for it).
+
 Exit code 3 when DIR does not exist; 1 when a capture file could not be read at all (reported on
 stderr, the rest still counted).`,
 		Example: `  modelcalls stats --capture-dir ./captures
@@ -120,16 +123,50 @@ func readRolloutStats(store *capture.Store, id string, filter *callFilter) rollo
 	return rs
 }
 
+// statsDamage names the rollouts with damaged lines and the incomplete ones, in id order, for the
+// note on stderr.
+type statsDamage struct {
+	damaged    []string // "<id> (<n> lines)"
+	incomplete []string
+}
+
+// maxNamedRollouts is how many rollouts the damage note names before it says "and N more".
+const maxNamedRollouts = 5
+
+// note returns the stderr line about damage ("" when there is none). It is printed for every
+// format: the TSV has no column for it, and the table and JSON counts are easy to miss.
+func (d *statsDamage) note() string {
+	if len(d.damaged) == 0 && len(d.incomplete) == 0 {
+		return ""
+	}
+	names := func(ids []string) string {
+		if len(ids) > maxNamedRollouts {
+			return strings.Join(ids[:maxNamedRollouts], ", ") + fmt.Sprintf(" and %d more", len(ids)-maxNamedRollouts)
+		}
+		return strings.Join(ids, ", ")
+	}
+	var parts []string
+	if n := len(d.damaged); n > 0 {
+		parts = append(parts, fmt.Sprintf("%s damaged capture lines, skipped: %s",
+			plural(n, "rollout has", "rollouts have"), names(d.damaged)))
+	}
+	if n := len(d.incomplete); n > 0 {
+		parts = append(parts, fmt.Sprintf("%s marked incomplete (a capture write failed, calls may be missing): %s",
+			plural(n, "rollout is", "rollouts are"), names(d.incomplete)))
+	}
+	return "modelcalls stats: " + strings.Join(parts, "; ") + " (modelcalls calls DIR ROLLOUT_ID names the lines)"
+}
+
 // computeStats reads every rollout of the capture dir (several at once) and accumulates them in id
 // order. Rollouts that could not be read are reported to errOut and counted in failed.
-func computeStats(ctx context.Context, dir string, o *statsOptions, errOut io.Writer) (report stats.Report, failed int, err error) {
+func computeStats(ctx context.Context, dir string, o *statsOptions, errOut io.Writer) (report stats.Report, damage statsDamage, failed int, err error) {
 	store, err := openCaptureDir(dir)
 	if err != nil {
-		return report, 0, err
+		return report, damage, 0, err
 	}
 	ids, err := store.Rollouts()
 	if err != nil {
-		return report, 0, withExit(ExitFailure, err)
+		return report, damage, 0, withExit(ExitFailure, err)
 	}
 	acc := stats.Accumulator{By: o.by}
 	i := 0
@@ -151,15 +188,21 @@ func computeStats(ctx context.Context, dir string, o *statsOptions, errOut io.Wr
 				return nil
 			}
 			acc.AddRollout(rs.incomplete, rs.damaged)
+			if rs.damaged > 0 {
+				damage.damaged = append(damage.damaged, fmt.Sprintf("%s (%s)", rs.id, plural(rs.damaged, "line", "lines")))
+			}
+			if rs.incomplete {
+				damage.incomplete = append(damage.incomplete, rs.id)
+			}
 			for _, c := range rs.calls {
 				acc.Add(c)
 			}
 			return nil
 		})
 	if err != nil {
-		return report, failed, withExit(ExitFailure, err)
+		return report, damage, failed, withExit(ExitFailure, err)
 	}
-	return acc.Report(), failed, nil
+	return acc.Report(), damage, failed, nil
 }
 
 func runStats(ctx context.Context, s *Streams, o *statsOptions, dir string) error {
@@ -178,7 +221,7 @@ func runStats(ctx context.Context, s *Streams, o *statsOptions, dir string) erro
 	if err := o.filter.checkErrorValues(dir, nil); err != nil {
 		return err
 	}
-	report, failed, err := computeStats(ctx, dir, o, s.ErrOut)
+	report, damage, failed, err := computeStats(ctx, dir, o, s.ErrOut)
 	if err != nil {
 		return err
 	}
@@ -199,6 +242,9 @@ func runStats(ctx context.Context, s *Streams, o *statsOptions, dir string) erro
 	}
 	if err := w.Flush(); err != nil {
 		return withExit(ExitFailure, fmt.Errorf("write output: %w", err))
+	}
+	if n := damage.note(); n != "" {
+		fmt.Fprintln(s.ErrOut, n)
 	}
 	if failed > 0 {
 		return silentExit{code: ExitFailure}
@@ -236,7 +282,7 @@ func statsGroups(r *stats.Report, by string) []statsGroup {
 // statsTSVHeader names the TSV columns of `modelcalls stats`; the first is the --by key.
 var statsTSVHeader = []string{"calls", "errors", "tokens_in", "tokens_out", "tokens_reasoning", "tokens_total",
 	"calls_with_usage", "cache_hit_rate", "cached_tokens", "cache_creation_tokens",
-	"latency_ms_p50", "latency_ms_p90", "latency_ms_p99", "latency_ms_max", "ttft_ms_p50", "ttft_ms_p90", "ttft_ms_p99"}
+	"latency_ms_p50", "latency_ms_p90", "latency_ms_p99", "latency_ms_max", "ttft_ms_p50", "ttft_ms_p90", "ttft_ms_p99", "ttft_ms_max"}
 
 // writeStatsTSV writes the run as a first line "(all)", then one line per group.
 func writeStatsTSV(w io.Writer, r *stats.Report, by string) {
@@ -249,7 +295,7 @@ func writeStatsTSV(w io.Writer, r *stats.Report, by string) {
 			tsvInt64(s.Tokens.In), tsvInt64(s.Tokens.Out), tsvInt64(s.Tokens.Reasoning), tsvInt64(s.Tokens.Total),
 			strconv.Itoa(s.Tokens.CallsWithUsage), rate, tsvInt64(s.Cache.CachedTokens), tsvInt64(s.Cache.CacheCreationTokens),
 			tsvFloat(s.LatencyMS.P50), tsvFloat(s.LatencyMS.P90), tsvFloat(s.LatencyMS.P99), tsvFloat(s.LatencyMS.Max),
-			tsvFloat(s.TTFTMS.P50), tsvFloat(s.TTFTMS.P90), tsvFloat(s.TTFTMS.P99)}
+			tsvFloat(s.TTFTMS.P50), tsvFloat(s.TTFTMS.P90), tsvFloat(s.TTFTMS.P99), tsvFloat(s.TTFTMS.Max)}
 	}
 	rows := [][]string{row("(all)", &r.Summary)}
 	for _, g := range statsGroups(r, by) {

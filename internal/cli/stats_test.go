@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -240,5 +241,48 @@ func TestStatsJSONRounded(t *testing.T) {
 		if !strings.Contains(out, `"mean": 1.33`) || !strings.Contains(out, `"hit_rate": 0.3333`) {
 			t.Errorf("--by %s: want mean 1.33 and hit_rate 0.3333 in\n%s", by, out)
 		}
+	}
+}
+
+// TestStatsDamageNote: damaged lines and incomplete rollouts are named on stderr in every format
+// (the TSV has no column for them); a clean dir gives no note.
+func TestStatsDamageNote(t *testing.T) {
+	for _, format := range []string{"tsv", "json", "table"} {
+		_, errOut, code := runCLI(t, "", "stats", gymCapture, "--format", format)
+		want := "modelcalls stats: 1 rollout has damaged capture lines, skipped: 3-0 (1 line); 1 rollout is marked incomplete (a capture write failed, calls may be missing): 4-0"
+		if code != ExitOK || !strings.Contains(errOut, want) {
+			t.Errorf("--format %s: exit %d, stderr %q; want the note %q", format, code, errOut, want)
+		}
+	}
+	clean := t.TempDir()
+	st, _ := capture.Open(clean)
+	if err := st.AppendExchange("ok-1", exchange("m", `{"prompt_tokens":1}`, 1, nil, 200, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI(t, "", "stats", clean); code != ExitOK || errOut != "" {
+		t.Errorf("clean dir: exit %d, stderr %q; want 0 and nothing", code, errOut)
+	}
+	// More rollouts than the note names: the rest are counted.
+	for i := range maxNamedRollouts + 2 {
+		if err := st.MarkIncomplete(fmt.Sprintf("inc-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, errOut, _ := runCLI(t, "", "stats", clean); !strings.Contains(errOut, "7 rollouts are marked incomplete") || !strings.Contains(errOut, "inc-4 and 2 more") {
+		t.Errorf("many incomplete rollouts: stderr %q", errOut)
+	}
+}
+
+// TestStatsTSVGolden: the TSV of the fixture, one line for the run and one per model, with the
+// maximum of both latency and TTFT.
+func TestStatsTSVGolden(t *testing.T) {
+	out, errOut, code := runCLI(t, "", "stats", gymCapture, "--format", "tsv")
+	if code != ExitOK {
+		t.Fatalf("exit %d; stderr %s", code, errOut)
+	}
+	checkGolden(t, "stats/gym-capture.tsv", out)
+	header := strings.Split(strings.SplitN(out, "\n", 2)[0], "\t")
+	if !slices.Contains(header, "latency_ms_max") || !slices.Contains(header, "ttft_ms_max") {
+		t.Errorf("TSV header %q lacks latency_ms_max or ttft_ms_max", header)
 	}
 }
