@@ -37,7 +37,8 @@ a header line when it is not (a pipe or a file; unknown values are empty fields)
 present, null when unknown); --include-payloads adds request, response, request_raw and response_raw.
 
 --model, --status and --error keep only the matching calls (repeat a flag or comma-separate values
-for several; a call must match every flag given; an empty value is a usage error, exit 2). --error takes any, none, a known error category
+for several; a call must match every flag given; an empty value is a usage error, exit 2). A --model
+value no call of the rollout has is said on stderr, with the rollout's models. --error takes any, none, a known error category
 (timeout, rate_limit, auth, not_found, client_error, upstream_error, connection, exception,
 incomplete, stream_truncated, capture_parse_error, cancelled, capture_too_large) or a category some
 call in DIR has (other producers may write their own); any other value is a usage error (exit 2)
@@ -146,6 +147,13 @@ func runCalls(s *Streams, o *callsOptions, dir, id string) error {
 			id, rc.claims.Live, rc.claims.Stale)
 	}
 
+	if len(o.filter.models) > 0 {
+		seen := map[string]bool{}
+		noteModels(seen, rc.records)
+		if n := o.filter.unmatchedModelsNote("of rollout "+id, "its models", seen); n != "" {
+			fmt.Fprintf(s.ErrOut, "modelcalls calls: %s\n", n)
+		}
+	}
 	rc.total = len(rc.records)
 	rc.records = o.filter.apply(rc.records)
 	w := bufio.NewWriter(s.Out)

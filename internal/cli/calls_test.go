@@ -396,3 +396,42 @@ func TestFilterEmptyValue(t *testing.T) {
 	}
 	checkExits(t, cases)
 }
+
+// TestModelFilterNoMatch: a --model value no call has is said on stderr with the models there are
+// (model names are free-form: exit 0 stays); a value that matches gives no note.
+func TestModelFilterNoMatch(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		note string // "" for none
+	}{
+		{"calls typo", []string{"calls", gymCapture, "3-0", "--model", "deepseek", "--format", "json"},
+			`modelcalls calls: no call of rollout 3-0 has model "deepseek"; its models: deepseek-reasoner, gpt-4.1-nano-2025-04-14, m, openai/gpt-oss-120b; did you mean deepseek-reasoner?`},
+		{"calls two misses, one hit", []string{"calls", gymCapture, "3-0", "--model", "a,deepseek-reasoner", "--model", "b", "--format", "json"},
+			`no call of rollout 3-0 has model "a" or "b"; its models: `},
+		{"calls match", []string{"calls", gymCapture, "3-0", "--model", "deepseek-reasoner", "--format", "json"}, ""},
+		{"stats typo", []string{"stats", gymCapture, "--model", "gpt-5-nano", "--format", "json"},
+			`modelcalls stats: no call in ` + gymCapture + ` has model "gpt-5-nano"; the models in ` + gymCapture + `: claude-3-7-sonnet-20250219, `},
+		{"stats did you mean", []string{"stats", gymCapture, "--model", "gpt-5-nano"}, "; did you mean gpt-5-nano-2025-08-07?"},
+		{"stats match", []string{"stats", gymCapture, "--model", "gpt-5-nano-2025-08-07"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := runCLI(t, "", tc.args...)
+			if code != ExitOK {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			if tc.note == "" {
+				if strings.Contains(errOut, "has model") {
+					t.Errorf("a note although the model matched: %s", errOut)
+				}
+				return
+			}
+			if !strings.Contains(errOut, tc.note) {
+				t.Errorf("stderr lacks %q:\n%s", tc.note, errOut)
+			}
+			if tc.args[0] == "calls" && !strings.Contains(tc.name, "hit") && out != "" {
+				t.Errorf("records although no call matched: %s", out)
+			}
+		})
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/csv"
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -160,4 +162,66 @@ func (f *callFilter) apply(records []modelcalls.ModelCallRecord) []modelcalls.Mo
 		}
 	}
 	return out
+}
+
+// noteModels adds the model of every record to seen (calls with an unknown model add nothing).
+func noteModels(seen map[string]bool, records []modelcalls.ModelCallRecord) {
+	for i := range records {
+		if m := records[i].Model; m != nil {
+			seen[*m] = true
+		}
+	}
+}
+
+// maxListedModels is how many model names the note lists before it says "and N more".
+const maxListedModels = 20
+
+// unmatchedModelsNote returns the stderr note for the --model values no call has ("" when every
+// value matched some call): model names are free-form, so a typo is not an error, but an empty
+// result must not pass for "this model made no calls". subject names the calls looked at ("of
+// rollout r1", "in ./captures") and theirs their models in the note ("its models", "the models in
+// ./captures"); seen holds those models. A model that contains a missing value (case aside), as
+// gpt-5-nano-2025-08-07 contains gpt-5-nano, is offered as "did you mean".
+func (f *callFilter) unmatchedModelsNote(subject, theirs string, seen map[string]bool) string {
+	var missing []string
+	for _, m := range f.models {
+		if !seen[m] && !slices.Contains(missing, m) {
+			missing = append(missing, m)
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	quoted := make([]string, len(missing))
+	for i, m := range missing {
+		quoted[i] = strconv.Quote(m)
+	}
+	note := fmt.Sprintf("no call %s has model %s", subject, strings.Join(quoted, " or "))
+	if len(seen) == 0 {
+		return note + "; no call there has a known model"
+	}
+	models := make([]string, 0, len(seen))
+	for m := range seen {
+		models = append(models, m)
+	}
+	slices.Sort(models)
+	var like []string
+	for _, m := range models {
+		for _, v := range missing {
+			if strings.Contains(strings.ToLower(m), strings.ToLower(v)) {
+				like = append(like, m)
+				break
+			}
+		}
+	}
+	list := models
+	more := ""
+	if len(list) > maxListedModels {
+		list, more = list[:maxListedModels], fmt.Sprintf(" and %d more", len(models)-maxListedModels)
+	}
+	note += fmt.Sprintf("; %s: %s%s", theirs, strings.Join(list, ", "), more)
+	if len(like) > 0 {
+		note += "; did you mean " + strings.Join(like, " or ") + "?"
+	}
+	return note
 }

@@ -43,7 +43,7 @@ percentiles, max) to 2 decimals, the hit rate to 4 (the table shows it as a perc
 Output: tables when stdout is a terminal (cut to its width); tab-separated values when it is not,
 one line per group after a first line "(all)" for the whole run; with --format json (or --json),
 one JSON object. --model, --status and --error keep only the matching calls (an empty value is a
-usage error, exit 2; the rollout and
+usage error, exit 2; a --model value no call in DIR has is said on stderr; the rollout and
 damaged-line counts stay those of the whole dir); --error takes any, none, a known error category
 or one some call in DIR has, as modelcalls calls does (anything else: exit 2, listing them). The capture dir may also be given as the only
 argument (modelcalls stats DIR).
@@ -79,6 +79,7 @@ type rolloutStats struct {
 	calls      []stats.Call
 	damaged    int
 	incomplete bool
+	models     map[string]bool // of every call read, before the filter (nil without --model)
 	err        error
 }
 
@@ -115,6 +116,10 @@ func readRolloutStats(store *capture.Store, id string, filter *callFilter) rollo
 		return rs
 	}
 	rs.damaged = damaged
+	if len(filter.models) > 0 {
+		rs.models = map[string]bool{}
+		noteModels(rs.models, records)
+	}
 	records = filter.apply(records)
 	rs.calls = make([]stats.Call, len(records))
 	for i := range records {
@@ -128,6 +133,7 @@ func readRolloutStats(store *capture.Store, id string, filter *callFilter) rollo
 type statsDamage struct {
 	damaged    []string // "<id> (<n> lines)"
 	incomplete []string
+	models     map[string]bool // the models of the dir's calls, before the filter (with --model)
 }
 
 // maxNamedRollouts is how many rollouts the damage note names before it says "and N more".
@@ -188,6 +194,12 @@ func computeStats(ctx context.Context, dir string, o *statsOptions, errOut io.Wr
 				return nil
 			}
 			acc.AddRollout(rs.incomplete, rs.damaged)
+			for m := range rs.models {
+				if damage.models == nil {
+					damage.models = map[string]bool{}
+				}
+				damage.models[m] = true
+			}
 			if rs.damaged > 0 {
 				damage.damaged = append(damage.damaged, fmt.Sprintf("%s (%s)", rs.id, plural(rs.damaged, "line", "lines")))
 			}
@@ -242,6 +254,11 @@ func runStats(ctx context.Context, s *Streams, o *statsOptions, dir string) erro
 	}
 	if err := w.Flush(); err != nil {
 		return withExit(ExitFailure, fmt.Errorf("write output: %w", err))
+	}
+	if len(o.filter.models) > 0 {
+		if n := o.filter.unmatchedModelsNote("in "+dir, "the models in "+dir, damage.models); n != "" {
+			fmt.Fprintf(s.ErrOut, "modelcalls stats: %s\n", n)
+		}
 	}
 	if n := damage.note(); n != "" {
 		fmt.Fprintln(s.ErrOut, n)
