@@ -2,8 +2,12 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"strconv"
 	"strings"
 
@@ -45,7 +49,9 @@ call in DIR has (other producers may write their own); any other value is a usag
 that lists both. The capture dir may also be given as the first argument (modelcalls calls DIR
 ROLLOUT_ID).
 
-Damaged capture lines are reported on stderr with their line numbers and skipped. The exit code is
+Damaged capture lines are reported on stderr with their line numbers and skipped. Lines in
+<ROLLOUT_ID>.capture.orphaned.jsonl (calls still in flight when the rollout was cleared with
+clear --force) are not shown; stderr says how many there are. The exit code is
 0 when the rollout was read, 3 when DIR or the rollout does not exist, 2 for an invalid rollout id.`,
 		Example: `  modelcalls calls --capture-dir ./captures r1
   modelcalls calls --capture-dir ./captures r1 --error any          # only the failing calls
@@ -75,7 +81,64 @@ type rolloutCalls struct {
 	hasCapture bool
 	incomplete bool
 	claims     capture.ClaimCount
-	total      int // records before a filter was applied
+	orphans    []orphanFile // the rollout's orphan files that hold lines
+	total      int          // records before a filter was applied
+}
+
+// orphanFile is a <id>.capture.orphaned.jsonl: the lines of calls that were still in flight when
+// the rollout was cleared (clear --force), kept apart from the capture of the next attempt.
+type orphanFile struct {
+	path  string
+	lines int
+}
+
+// orphanNote is the stderr hint about o: calls and show never show its lines.
+func orphanNote(id string, o orphanFile) string {
+	return fmt.Sprintf("rollout %s: %s in %s not shown: calls of an earlier attempt, still in flight when the rollout was cleared (clear --force), wrote there instead of into this capture (%s lists them); clear never removes that file",
+		id, plural(o.lines, "line", "lines"), o.path, id+capture.ClearedSuffix)
+}
+
+// readOrphan counts the lines of store's orphan file of id; ok is false when there is none (or it
+// is empty, or not a regular file: symlinks are not followed).
+func readOrphan(store *capture.Store, id string) (orphanFile, bool, error) {
+	p, err := store.OrphanPath(id)
+	if err != nil {
+		return orphanFile{}, false, err
+	}
+	st, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && !st.Mode().IsRegular()) {
+		return orphanFile{}, false, nil
+	}
+	if err != nil {
+		return orphanFile{}, false, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return orphanFile{}, false, err
+	}
+	defer f.Close()
+	o := orphanFile{path: p}
+	r := bufio.NewReader(f)
+	for {
+		line, err := r.ReadSlice('\n')
+		if len(bytes.TrimSpace(line)) > 0 && (err == nil || err == io.EOF) {
+			o.lines++
+		}
+		if err == bufio.ErrBufferFull {
+			// A long line: read on to its end, count it once.
+			for err == bufio.ErrBufferFull {
+				_, err = r.ReadSlice('\n')
+			}
+			o.lines++
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return orphanFile{}, false, err
+		}
+	}
+	return o, o.lines > 0, nil
 }
 
 // readRolloutCalls reads rollout id from store like modelcalls.ReadAvailableRecords does, but keeps
@@ -92,6 +155,11 @@ func readRolloutCalls(store *capture.Store, id string) (*rolloutCalls, error) {
 	}
 	if rc.claims, err = store.Claims(id); err != nil {
 		return nil, err
+	}
+	if o, ok, err := readOrphan(store, id); err != nil {
+		return nil, err
+	} else if ok {
+		rc.orphans = append(rc.orphans, o)
 	}
 	entries, damages, err := store.ReadAvailable(id)
 	if err != nil {
@@ -145,6 +213,9 @@ func runCalls(s *Streams, o *callsOptions, dir, id string) error {
 	if rc.claims.Live > 0 || rc.claims.Stale > 0 {
 		fmt.Fprintf(s.ErrOut, "modelcalls calls: rollout %s: %d capture writes in progress, %d abandoned (stale claims)\n",
 			id, rc.claims.Live, rc.claims.Stale)
+	}
+	for _, orphan := range rc.orphans {
+		fmt.Fprintf(s.ErrOut, "modelcalls calls: %s\n", orphanNote(id, orphan))
 	}
 
 	if len(o.filter.models) > 0 {

@@ -129,6 +129,9 @@ func loadRollout(dir, id string) (*rolloutCalls, error) {
 		if rc.claims.Stale > 0 {
 			msg += fmt.Sprintf("; %d capture writes were abandoned (stale claims: the writing process is gone)", rc.claims.Stale)
 		}
+		for _, o := range rc.orphans {
+			msg += fmt.Sprintf("; %s holds %s of calls in flight when it was cleared (clear --force)", o.path, plural(o.lines, "line", "lines"))
+		}
 		return nil, withExit(ExitNotFound, errors.New(msg))
 	}
 	return rc, nil

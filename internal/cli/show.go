@@ -122,6 +122,9 @@ func runShow(s *Streams, o *showOptions, dir, id, call string) error {
 	}
 	w := bufio.NewWriter(s.Out)
 	if call == "" {
+		for _, orphan := range rc.orphans {
+			fmt.Fprintf(s.ErrOut, "modelcalls show: %s\n", orphanNote(id, orphan))
+		}
 		printRolloutSummary(w, o, id, rc)
 	} else {
 		r, err := findCall(rc, call)
