@@ -47,7 +47,8 @@ value no call of the rollout has is said on stderr, with the rollout's models. -
 incomplete, stream_truncated, capture_parse_error, cancelled, capture_too_large) or a category some
 call in DIR has (other producers may write their own); any other value is a usage error (exit 2)
 that lists both. The capture dir may also be given as the first argument (modelcalls calls DIR
-ROLLOUT_ID).
+ROLLOUT_ID). --capture-dir may be repeated: the rollout is read from the first dir that holds it,
+as merge reads it (stderr says when a later dir holds it too).
 
 Damaged capture lines are reported on stderr with their line numbers and skipped. Lines in
 <ROLLOUT_ID>.capture.orphaned.jsonl (calls still in flight when the rollout was cleared with
@@ -60,21 +61,24 @@ clear --force) are not shown; stderr says how many there are. The exit code is
   modelcalls calls ./captures r1                                     # the positional form`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, rest, err := captureDirArgs("calls", o.captureDir, args, "ROLLOUT_ID")
+			dirs, rest, err := captureDirArgs("calls", o.captureDirs, args, "ROLLOUT_ID")
 			if err != nil {
 				return err
 			}
-			return runCalls(s, &o, dir, rest[0])
+			return runCalls(s, &o, dirs, rest[0])
 		},
 	}
 	f := cmd.Flags()
-	o.addFlags(f, "capture directory (or give it as the first argument)", "same as --format json: one JSON record per line")
+	o.addFlags(f, "capture directory (or give it as the first argument); repeat to look in several in order, the first holding the rollout wins, as in merge",
+		"same as --format json: one JSON record per line")
 	f.BoolVar(&o.includePayloads, "include-payloads", false, "with --format json: include request, response, request_raw and response_raw")
 	return cmd
 }
 
 // rolloutCalls is what one rollout's capture holds, read tolerantly.
 type rolloutCalls struct {
+	dir        string   // the capture dir it was read from
+	shadowed   []string // later capture dirs that hold the rollout too (not read)
 	path       string
 	records    []modelcalls.ModelCallRecord
 	damages    []capture.Damage // one per damaged line, in line order
@@ -183,7 +187,7 @@ func readRolloutCalls(store *capture.Store, id string) (*rolloutCalls, error) {
 	return rc, nil
 }
 
-func runCalls(s *Streams, o *callsOptions, dir, id string) error {
+func runCalls(s *Streams, o *callsOptions, dirs []string, id string) error {
 	format, err := resolveFormat(o.format, o.json, s.Out)
 	if err != nil {
 		return err
@@ -197,12 +201,15 @@ func runCalls(s *Streams, o *callsOptions, dir, id string) error {
 	if err := checkRolloutID("ROLLOUT_ID", id); err != nil {
 		return err
 	}
-	rc, err := loadRollout(dir, id)
+	rc, err := loadRollout(dirs, id)
 	if err != nil {
 		return err
 	}
-	if err := o.filter.checkErrorValues(dir, rc.records); err != nil {
+	if err := o.filter.checkErrorValues(dirs, rc.records); err != nil {
 		return err
+	}
+	for _, d := range rc.shadowed {
+		fmt.Fprintf(s.ErrOut, "modelcalls calls: rollout %s is also in %s, not shown: it is read from %s, the first --capture-dir that holds it (as merge reads it)\n", id, d, rc.dir)
 	}
 	for _, d := range rc.damages {
 		fmt.Fprintf(s.ErrOut, "modelcalls calls: %s:%d: damaged line skipped: %v\n", rc.path, d.Line, d.Err)

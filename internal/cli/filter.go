@@ -23,18 +23,18 @@ type callFilter struct {
 	errors   []string // an error_category, "any" (any error) or "none" (no error)
 }
 
-// reportOptions are the flags calls and stats share: the capture dir (which may also be given as
-// an argument), the output format and the call filters.
+// reportOptions are the flags calls and stats share: the capture dirs (--capture-dir may be
+// repeated; one dir may also be given as an argument), the output format and the call filters.
 type reportOptions struct {
-	captureDir string
-	json       bool
-	format     string
-	filter     callFilter
+	captureDirs []string
+	json        bool
+	format      string
+	filter      callFilter
 }
 
 // addFlags registers the shared flags; dirHelp and jsonHelp are the command's own help texts.
 func (r *reportOptions) addFlags(fs *pflag.FlagSet, dirHelp, jsonHelp string) {
-	fs.StringVar(&r.captureDir, "capture-dir", "", dirHelp)
+	fs.StringArrayVar(&r.captureDirs, "capture-dir", nil, dirHelp)
 	fs.StringVar(&r.format, "format", "", "table, tsv or json (default: table on a terminal, tsv otherwise)")
 	fs.BoolVar(&r.json, "json", false, jsonHelp)
 	r.filter.addFlags(fs)

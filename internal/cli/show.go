@@ -20,9 +20,9 @@ import (
 
 // showOptions are the flags of `modelcalls show`.
 type showOptions struct {
-	captureDir string
-	raw        string // "", "both", "request" or "response"
-	full       bool
+	captureDirs []string
+	raw         string // "", "both", "request" or "response"
+	full        bool
 }
 
 // Limits of the person-sized view (--full lifts them).
@@ -51,6 +51,8 @@ Without a call: one screen about the rollout: its metrics (calls, errors, tokens
 and one line per call (the first 5 and the last 15 when there are more than 20).
 
 The capture dir may also be given as the first argument (modelcalls show DIR ROLLOUT_ID [CALL]).
+--capture-dir may be repeated: the rollout is read from the first dir that holds it, as merge
+reads it (stderr says when a later dir holds it too).
 A call index is >= 0; a negative one is a usage error (exit 2), as is a missing argument. Exit 3
 when DIR, the rollout or the call does not exist; 1 when the call's capture line is damaged.`,
 		Example: `  modelcalls show --capture-dir ./captures r1          # the rollout on one screen
@@ -63,10 +65,10 @@ when DIR, the rollout or the call does not exist; 1 when the call's capture line
 			// ROLLOUT_ID and at most one call; the capture dir as --capture-dir or as the first
 			// argument, as for calls (without the flag, the first argument is always the dir).
 			want := []string{"ROLLOUT_ID"}
-			if (o.captureDir != "" && len(args) >= 2) || (o.captureDir == "" && len(args) >= 3) {
+			if (len(o.captureDirs) > 0 && len(args) >= 2) || (len(o.captureDirs) == 0 && len(args) >= 3) {
 				want = append(want, "CALL")
 			}
-			dir, rest, err := captureDirArgs("show", o.captureDir, args, want...)
+			dirs, rest, err := captureDirArgs("show", o.captureDirs, args, want...)
 			if err != nil {
 				return err
 			}
@@ -74,7 +76,7 @@ when DIR, the rollout or the call does not exist; 1 when the call's capture line
 			if len(rest) == 2 {
 				call = rest[1]
 			}
-			return runShow(s, &o, dir, rest[0], call)
+			return runShow(s, &o, dirs, rest[0], call)
 		},
 	}
 	// "-1" reaches pflag as shorthand flags; say what a call index is instead of "unknown shorthand
@@ -86,7 +88,7 @@ when DIR, the rollout or the call does not exist; 1 when the call's capture line
 		return err
 	})
 	f := cmd.Flags()
-	f.StringVar(&o.captureDir, "capture-dir", "", "capture directory (or give it as the first argument)")
+	f.StringArrayVar(&o.captureDirs, "capture-dir", nil, "capture directory (or give it as the first argument); repeat to look in several in order, the first holding the rollout wins, as in merge")
 	f.StringVar(&o.raw, "raw", "", "print the stored bytes: request and response, or only request or response")
 	f.Lookup("raw").NoOptDefVal = "both"
 	f.BoolVar(&o.full, "full", false, "do not cut long texts and conversations")
@@ -100,7 +102,7 @@ func negativeIndexError(arg string) error {
 	return usageErrorf("show: call %s: a call index is >= 0 (the # column of modelcalls calls)", arg)
 }
 
-func runShow(s *Streams, o *showOptions, dir, id, call string) error {
+func runShow(s *Streams, o *showOptions, dirs []string, id, call string) error {
 	switch o.raw {
 	case "", "both", "request", "response":
 	default:
@@ -115,10 +117,12 @@ func runShow(s *Streams, o *showOptions, dir, id, call string) error {
 	if n, err := strconv.Atoi(call); err == nil && n < 0 {
 		return negativeIndexError(call) // given after --
 	}
-	o.captureDir = dir // the summary's hint names it
-	rc, err := loadRollout(dir, id)
+	rc, err := loadRollout(dirs, id)
 	if err != nil {
 		return err
+	}
+	for _, d := range rc.shadowed {
+		fmt.Fprintf(s.ErrOut, "modelcalls show: rollout %s is also in %s, not shown: it is read from %s, the first --capture-dir that holds it (as merge reads it)\n", id, d, rc.dir)
 	}
 	w := bufio.NewWriter(s.Out)
 	if call == "" {
@@ -286,7 +290,7 @@ func printRolloutSummary(w io.Writer, o *showOptions, id string, rc *rolloutCall
 			line(&rc.records[i])
 		}
 	}
-	fmt.Fprintf(w, "\none call: %s show --capture-dir %s %s %d\n", commandName(), shellQuote(o.captureDir), id, rc.records[n-1].CallIndex)
+	fmt.Fprintf(w, "\none call: %s show --capture-dir %s %s %d\n", commandName(), shellQuote(rc.dir), id, rc.records[n-1].CallIndex)
 }
 
 // clip cuts s to n characters with "…".

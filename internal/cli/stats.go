@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -51,6 +52,10 @@ argument (modelcalls stats DIR).
 When some rollout has damaged capture lines or is marked incomplete, a one-line note on stderr
 names them, in every format (the TSV has no column for it).
 
+--capture-dir may be repeated: the statistics then cover the rollouts of every dir, each counted
+once, from the first dir that holds it, as merge reads it (stderr names the rollouts held by
+several dirs).
+
 Exit code 3 when DIR does not exist; 1 when a capture file could not be read at all (reported on
 stderr, the rest still counted).`,
 		Example: `  modelcalls stats --capture-dir ./captures
@@ -60,15 +65,16 @@ stderr, the rest still counted).`,
   modelcalls stats ./captures                                          # the positional form`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, _, err := captureDirArgs("stats", o.captureDir, args)
+			dirs, _, err := captureDirArgs("stats", o.captureDirs, args)
 			if err != nil {
 				return err
 			}
-			return runStats(cmd.Context(), s, &o, dir)
+			return runStats(cmd.Context(), s, &o, dirs)
 		},
 	}
 	f := cmd.Flags()
-	o.addFlags(f, "capture directory (or give it as the argument)", "same as --format json: one JSON object")
+	o.addFlags(f, "capture directory (or give it as the argument); repeat to combine several: each rollout counted once, from the first dir that holds it, as in merge",
+		"same as --format json: one JSON object")
 	f.StringVar(&o.by, "by", stats.ByModel, "group the calls by model, rollout or dialect")
 	return cmd
 }
@@ -134,6 +140,7 @@ type statsDamage struct {
 	damaged    []string // "<id> (<n> lines)"
 	incomplete []string
 	models     map[string]bool // the models of the dir's calls, before the filter (with --model)
+	shadowed   []string        // rollouts also held by a later dir, not read there: "<id> (in <dir>, read from <dir>)"
 }
 
 // maxNamedRollouts is how many rollouts the damage note names before it says "and N more".
@@ -163,17 +170,32 @@ func (d *statsDamage) note() string {
 	return "modelcalls stats: " + strings.Join(parts, "; ") + " (modelcalls calls DIR ROLLOUT_ID names the lines)"
 }
 
-// computeStats reads every rollout of the capture dir (several at once) and accumulates them in id
-// order. Rollouts that could not be read are reported to errOut and counted in failed.
-func computeStats(ctx context.Context, dir string, o *statsOptions, errOut io.Writer) (report stats.Report, damage statsDamage, failed int, err error) {
-	store, err := openCaptureDir(dir)
-	if err != nil {
-		return report, damage, 0, err
+// computeStats reads every rollout of the capture dirs (several at once) and accumulates them in
+// id order. A rollout held by several dirs is read from the first that holds it, as merge reads it,
+// and the others are listed in damage.shadowed. Rollouts that could not be read are reported to
+// errOut and counted in failed.
+func computeStats(ctx context.Context, dirs []string, o *statsOptions, errOut io.Writer) (report stats.Report, damage statsDamage, failed int, err error) {
+	from := map[string]*capture.Store{} // rollout id -> the store it is read from
+	var ids []string
+	for _, dir := range dirs {
+		store, err := openCaptureDir(dir)
+		if err != nil {
+			return report, damage, 0, err
+		}
+		dirIDs, err := store.Rollouts()
+		if err != nil {
+			return report, damage, 0, withExit(ExitFailure, err)
+		}
+		for _, id := range dirIDs {
+			if first, ok := from[id]; ok {
+				damage.shadowed = append(damage.shadowed, fmt.Sprintf("%s (in %s, read from %s)", id, dir, first.Dir()))
+				continue
+			}
+			from[id] = store
+			ids = append(ids, id)
+		}
 	}
-	ids, err := store.Rollouts()
-	if err != nil {
-		return report, damage, 0, withExit(ExitFailure, err)
-	}
+	slices.Sort(ids)
 	acc := stats.Accumulator{By: o.by}
 	i := 0
 	next := func() (string, int64, bool, error) {
@@ -186,7 +208,7 @@ func computeStats(ctx context.Context, dir string, o *statsOptions, errOut io.Wr
 	workers := max(2, runtime.GOMAXPROCS(0))
 	lim := ordered.Limits{Workers: workers, MaxItems: 4 * workers, MaxBytes: int64(4 * workers)}
 	err = ordered.Run(ctx, lim, next,
-		func(_ context.Context, id string) rolloutStats { return readRolloutStats(store, id, &o.filter) },
+		func(_ context.Context, id string) rolloutStats { return readRolloutStats(from[id], id, &o.filter) },
 		func(rs rolloutStats) error {
 			if rs.err != nil {
 				failed++
@@ -217,7 +239,7 @@ func computeStats(ctx context.Context, dir string, o *statsOptions, errOut io.Wr
 	return acc.Report(), damage, failed, nil
 }
 
-func runStats(ctx context.Context, s *Streams, o *statsOptions, dir string) error {
+func runStats(ctx context.Context, s *Streams, o *statsOptions, dirs []string) error {
 	format, err := resolveFormat(o.format, o.json, s.Out)
 	if err != nil {
 		return err
@@ -230,10 +252,13 @@ func runStats(ctx context.Context, s *Streams, o *statsOptions, dir string) erro
 	if err := o.filter.check(); err != nil {
 		return err
 	}
-	if err := o.filter.checkErrorValues(dir, nil); err != nil {
+	if err := checkCaptureDirs(dirs); err != nil {
 		return err
 	}
-	report, damage, failed, err := computeStats(ctx, dir, o, s.ErrOut)
+	if err := o.filter.checkErrorValues(dirs, nil); err != nil {
+		return err
+	}
+	report, damage, failed, err := computeStats(ctx, dirs, o, s.ErrOut)
 	if err != nil {
 		return err
 	}
@@ -256,9 +281,19 @@ func runStats(ctx context.Context, s *Streams, o *statsOptions, dir string) erro
 		return withExit(ExitFailure, fmt.Errorf("write output: %w", err))
 	}
 	if len(o.filter.models) > 0 {
+		dir := strings.Join(dirs, ", ")
 		if n := o.filter.unmatchedModelsNote("in "+dir, "the models in "+dir, damage.models); n != "" {
 			fmt.Fprintf(s.ErrOut, "modelcalls stats: %s\n", n)
 		}
+	}
+	if n := len(damage.shadowed); n > 0 {
+		names := damage.shadowed
+		more := ""
+		if n > maxNamedRollouts {
+			names, more = names[:maxNamedRollouts], fmt.Sprintf(" and %d more", n-maxNamedRollouts)
+		}
+		fmt.Fprintf(s.ErrOut, "modelcalls stats: %s in more than one capture dir, counted once, from the first --capture-dir that holds it (as merge reads it): %s%s\n",
+			plural(n, "rollout is", "rollouts are"), strings.Join(names, ", "), more)
 	}
 	if n := damage.note(); n != "" {
 		fmt.Fprintln(s.ErrOut, n)
