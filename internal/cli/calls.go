@@ -2,8 +2,12 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"strconv"
 	"strings"
 
@@ -27,8 +31,9 @@ func newCallsCmd(s *Streams) *cobra.Command {
 		Use:   "calls --capture-dir DIR ROLLOUT_ID [--format table|tsv|json] [--model M] [--status S] [--error E]",
 		Short: "Show the captured model calls of one rollout",
 		Long: `Read <DIR>/<ROLLOUT_ID>.capture.jsonl and show one row per captured model call: dialect, model,
-HTTP status, finish reason, tokens, cache, latency, time to first token, tool calls and error
-category, then the rollout's metrics (the sums merge attaches).
+HTTP status, finish reason, tokens, cache, latency, time to first token, tool calls, error
+category and who answered (source: upstream, or local: <reason> when the gateway or a replay
+answered itself, which is not an error), then the rollout's metrics (the sums merge attaches).
 
 Output: a table when stdout is a terminal (cut to the terminal's width), tab-separated values with
 a header line when it is not (a pipe or a file; unknown values are empty fields), or with
@@ -36,14 +41,18 @@ a header line when it is not (a pipe or a file; unknown values are empty fields)
 present, null when unknown); --include-payloads adds request, response, request_raw and response_raw.
 
 --model, --status and --error keep only the matching calls (repeat a flag or comma-separate values
-for several; a call must match every flag given). --error takes any, none, a known error category
+for several; a call must match every flag given; an empty value is a usage error, exit 2). A --model
+value no call of the rollout has is said on stderr, with the rollout's models. --error takes any, none, a known error category
 (timeout, rate_limit, auth, not_found, client_error, upstream_error, connection, exception,
 incomplete, stream_truncated, capture_parse_error, cancelled, capture_too_large) or a category some
 call in DIR has (other producers may write their own); any other value is a usage error (exit 2)
 that lists both. The capture dir may also be given as the first argument (modelcalls calls DIR
-ROLLOUT_ID).
+ROLLOUT_ID). --capture-dir may be repeated: the rollout is read from the first dir that holds it,
+as merge reads it (stderr says when a later dir holds it too).
 
-Damaged capture lines are reported on stderr with their line numbers and skipped. The exit code is
+Damaged capture lines are reported on stderr with their line numbers and skipped. Lines in
+<ROLLOUT_ID>.capture.orphaned.jsonl (calls still in flight when the rollout was cleared with
+clear --force) are not shown; stderr says how many there are. The exit code is
 0 when the rollout was read, 3 when DIR or the rollout does not exist, 2 for an invalid rollout id.`,
 		Example: `  modelcalls calls --capture-dir ./captures r1
   modelcalls calls --capture-dir ./captures r1 --error any          # only the failing calls
@@ -52,28 +61,88 @@ Damaged capture lines are reported on stderr with their line numbers and skipped
   modelcalls calls ./captures r1                                     # the positional form`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, rest, err := captureDirArgs("calls", o.captureDir, args, "ROLLOUT_ID")
+			dirs, rest, err := captureDirArgs("calls", o.captureDirs, args, "ROLLOUT_ID")
 			if err != nil {
 				return err
 			}
-			return runCalls(s, &o, dir, rest[0])
+			return runCalls(s, &o, dirs, rest[0])
 		},
 	}
 	f := cmd.Flags()
-	o.addFlags(f, "capture directory (or give it as the first argument)", "same as --format json: one JSON record per line")
+	o.addFlags(f, "capture directory (or give it as the first argument); repeat to look in several in order, the first holding the rollout wins, as in merge",
+		"same as --format json: one JSON record per line")
 	f.BoolVar(&o.includePayloads, "include-payloads", false, "with --format json: include request, response, request_raw and response_raw")
 	return cmd
 }
 
 // rolloutCalls is what one rollout's capture holds, read tolerantly.
 type rolloutCalls struct {
+	dir        string   // the capture dir it was read from
+	shadowed   []string // later capture dirs that hold the rollout too (not read)
 	path       string
 	records    []modelcalls.ModelCallRecord
 	damages    []capture.Damage // one per damaged line, in line order
 	hasCapture bool
 	incomplete bool
 	claims     capture.ClaimCount
-	total      int // records before a filter was applied
+	orphans    []orphanFile // the rollout's orphan files that hold lines
+	total      int          // records before a filter was applied
+}
+
+// orphanFile is a <id>.capture.orphaned.jsonl: the lines of calls that were still in flight when
+// the rollout was cleared (clear --force), kept apart from the capture of the next attempt.
+type orphanFile struct {
+	path  string
+	lines int
+}
+
+// orphanNote is the stderr hint about o: calls and show never show its lines.
+func orphanNote(id string, o orphanFile) string {
+	return fmt.Sprintf("rollout %s: %s in %s not shown: calls of an earlier attempt, still in flight when the rollout was cleared (clear --force), wrote there instead of into this capture (%s lists them); clear never removes that file",
+		id, plural(o.lines, "line", "lines"), o.path, id+capture.ClearedSuffix)
+}
+
+// readOrphan counts the lines of store's orphan file of id; ok is false when there is none (or it
+// is empty, or not a regular file: symlinks are not followed).
+func readOrphan(store *capture.Store, id string) (orphanFile, bool, error) {
+	p, err := store.OrphanPath(id)
+	if err != nil {
+		return orphanFile{}, false, err
+	}
+	st, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && !st.Mode().IsRegular()) {
+		return orphanFile{}, false, nil
+	}
+	if err != nil {
+		return orphanFile{}, false, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return orphanFile{}, false, err
+	}
+	defer f.Close()
+	o := orphanFile{path: p}
+	r := bufio.NewReader(f)
+	for {
+		line, err := r.ReadSlice('\n')
+		if len(bytes.TrimSpace(line)) > 0 && (err == nil || err == io.EOF) {
+			o.lines++
+		}
+		if err == bufio.ErrBufferFull {
+			// A long line: read on to its end, count it once.
+			for err == bufio.ErrBufferFull {
+				_, err = r.ReadSlice('\n')
+			}
+			o.lines++
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return orphanFile{}, false, err
+		}
+	}
+	return o, o.lines > 0, nil
 }
 
 // readRolloutCalls reads rollout id from store like modelcalls.ReadAvailableRecords does, but keeps
@@ -90,6 +159,11 @@ func readRolloutCalls(store *capture.Store, id string) (*rolloutCalls, error) {
 	}
 	if rc.claims, err = store.Claims(id); err != nil {
 		return nil, err
+	}
+	if o, ok, err := readOrphan(store, id); err != nil {
+		return nil, err
+	} else if ok {
+		rc.orphans = append(rc.orphans, o)
 	}
 	entries, damages, err := store.ReadAvailable(id)
 	if err != nil {
@@ -113,7 +187,7 @@ func readRolloutCalls(store *capture.Store, id string) (*rolloutCalls, error) {
 	return rc, nil
 }
 
-func runCalls(s *Streams, o *callsOptions, dir, id string) error {
+func runCalls(s *Streams, o *callsOptions, dirs []string, id string) error {
 	format, err := resolveFormat(o.format, o.json, s.Out)
 	if err != nil {
 		return err
@@ -127,12 +201,15 @@ func runCalls(s *Streams, o *callsOptions, dir, id string) error {
 	if err := checkRolloutID("ROLLOUT_ID", id); err != nil {
 		return err
 	}
-	rc, err := loadRollout(dir, id)
+	rc, err := loadRollout(dirs, id)
 	if err != nil {
 		return err
 	}
-	if err := o.filter.checkErrorValues(dir, rc.records); err != nil {
+	if err := o.filter.checkErrorValues(dirs, rc.records); err != nil {
 		return err
+	}
+	for _, d := range rc.shadowed {
+		fmt.Fprintf(s.ErrOut, "modelcalls calls: rollout %s is also in %s, not shown: it is read from %s, the first --capture-dir that holds it (as merge reads it)\n", id, d, rc.dir)
 	}
 	for _, d := range rc.damages {
 		fmt.Fprintf(s.ErrOut, "modelcalls calls: %s:%d: damaged line skipped: %v\n", rc.path, d.Line, d.Err)
@@ -144,7 +221,17 @@ func runCalls(s *Streams, o *callsOptions, dir, id string) error {
 		fmt.Fprintf(s.ErrOut, "modelcalls calls: rollout %s: %d capture writes in progress, %d abandoned (stale claims)\n",
 			id, rc.claims.Live, rc.claims.Stale)
 	}
+	for _, orphan := range rc.orphans {
+		fmt.Fprintf(s.ErrOut, "modelcalls calls: %s\n", orphanNote(id, orphan))
+	}
 
+	if len(o.filter.models) > 0 {
+		seen := map[string]bool{}
+		noteModels(seen, rc.records)
+		if n := o.filter.unmatchedModelsNote("of rollout "+id, "its models", seen); n != "" {
+			fmt.Fprintf(s.ErrOut, "modelcalls calls: %s\n", n)
+		}
+	}
 	rc.total = len(rc.records)
 	rc.records = o.filter.apply(rc.records)
 	w := bufio.NewWriter(s.Out)
@@ -175,11 +262,11 @@ var callsColumns = []struct {
 }{
 	{"#", true}, {"dialect", false}, {"model", false}, {"status", true}, {"finish", false},
 	{"in", true}, {"out", true}, {"reasoning", true}, {"total", true}, {"cached", true},
-	{"latency ms", true}, {"ttft ms", true}, {"tool calls", false}, {"error", false},
+	{"latency ms", true}, {"ttft ms", true}, {"tool calls", false}, {"error", false}, {"source", false},
 }
 
 // callsShrinkable are the columns cut first when the table is wider than the terminal.
-var callsShrinkable = []int{2, 4, 12, 13} // model, finish, tool calls, error
+var callsShrinkable = []int{2, 4, 12, 13, 14} // model, finish, tool calls, error, source
 
 // printCallsTable draws the table of rc's records, fitted to width (0: no limit), then the metrics
 // line.
@@ -199,7 +286,7 @@ func printCallsTable(w io.Writer, rc *rolloutCalls, width int) error {
 		rows = append(rows, []string{
 			strconv.Itoa(r.CallIndex), str(r.Dialect), str(r.Model), intp(r.StatusCode), str(finish),
 			i64p(r.TokensIn), i64p(r.TokensOut), i64p(r.TokensReasoning), i64p(r.TokensTotal),
-			cachedCell(r), msp(r.LatencyTotalMS), msp(r.LatencyTTFTMS), toolCallsCell(r.ToolCalls), errorCell(r),
+			cachedCell(r), msp(r.LatencyTotalMS), msp(r.LatencyTTFTMS), toolCallsCell(r.ToolCalls), errorCell(r), sourceCell(r),
 		})
 	}
 	if err := renderTable(w, names, right, rows, width, callsShrinkable); err != nil {
@@ -306,23 +393,26 @@ func toolCallsCell(calls []modelcalls.ToolCall) string {
 	return s
 }
 
-// errorCell shows error_category, and why the gateway answered itself when it did.
+// errorCell shows error_category, empty when the call has none.
 func errorCell(r *modelcalls.ModelCallRecord) string {
-	s := ""
-	if r.ErrorCategory != nil {
-		s = *r.ErrorCategory
+	if r.ErrorCategory == nil {
+		return ""
 	}
-	if r.ResponseSource != nil && *r.ResponseSource == "local" {
-		reason := "local response"
-		if r.LocalResponseReason != nil {
-			reason = "local: " + *r.LocalResponseReason
-		}
-		if s == "" {
-			return reason
-		}
-		s += " (" + reason + ")"
+	return *r.ErrorCategory
+}
+
+// sourceCell shows who answered (response_source): "upstream", or "local: <local_response_reason>"
+// when the gateway (or a replay) answered itself. It has a column of its own: a local answer is
+// not an error (a replayed run's calls are all local, status 200), and the error column shows
+// error_category only.
+func sourceCell(r *modelcalls.ModelCallRecord) string {
+	if r.ResponseSource == nil {
+		return unknownCell
 	}
-	return s
+	if *r.ResponseSource == "local" && r.LocalResponseReason != nil {
+		return "local: " + *r.LocalResponseReason
+	}
+	return *r.ResponseSource
 }
 
 // callsTSVHeader names the TSV columns of `modelcalls calls` by their record fields.

@@ -7,6 +7,8 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -253,10 +255,65 @@ func TestCallsIncompleteAndLocal(t *testing.T) {
 	if err := st.AppendExchange("local-1", ex); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code = runCLI(t, "", "calls", dir, "local-1", "--format", "table")
-	if code != ExitOK || !strings.Contains(out, "connection (local: upstream_unreachable)") || !strings.Contains(out, "3.50") {
-		t.Errorf("exit %d, stderr %q; table lacks the local response:\n%s", code, errOut, out)
+	// A replayed run's call: answered locally, status 200, no error.
+	ok, replaySrc, replayReason := 200, "local", "replay"
+	ex = &capture.Exchange{ModelCallID: capture.NewModelCallID(), Dialect: "chat", StartedAt: 1, CompletedAt: 2,
+		LatencyMS: 1, StatusCode: &ok, ResponseSource: &replaySrc, LocalResponseReason: &replayReason,
+		Response: []byte(`{"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`)}
+	if err := st.AppendExchange("local-1", ex); err != nil {
+		t.Fatal(err)
 	}
+	upSrc := "upstream"
+	ex = &capture.Exchange{ModelCallID: capture.NewModelCallID(), Dialect: "chat", StartedAt: 1, CompletedAt: 2,
+		LatencyMS: 1, StatusCode: &ok, ResponseSource: &upSrc}
+	if err := st.AppendExchange("local-1", ex); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = runCLI(t, "", "calls", dir, "local-1", "--format", "table")
+	if code != ExitOK {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	// The error column holds error_category only; who answered is in the source column.
+	want := map[string][2]string{"0": {"connection", "local: upstream_unreachable"}, "1": {"", "local: replay"}, "2": {"", "upstream"}}
+	header, rows := tableCells(out)
+	errCol, srcCol := slices.Index(header, "error"), slices.Index(header, "source")
+	if errCol < 0 || srcCol < 0 || len(rows) != 3 {
+		t.Fatalf("no error and source columns, or not 3 rows:\n%s", out)
+	}
+	for _, row := range rows {
+		if w := want[row[0]]; row[errCol] != w[0] || row[srcCol] != w[1] {
+			t.Errorf("call %s: error %q source %q; want %q %q\n%s", row[0], row[errCol], row[srcCol], w[0], w[1], out)
+		}
+	}
+	// show's rollout summary keeps them apart too.
+	out, _, _ = runCLI(t, "", "show", dir, "local-1")
+	for _, want := range []string{"error connection  [local: upstream_unreachable]", "ms  [local: replay]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show summary lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "error local") {
+		t.Errorf("show summary lists a local answer as an error:\n%s", out)
+	}
+}
+
+// tableCells splits a box-drawn table into its header and row cells, trimmed.
+func tableCells(out string) (header []string, rows [][]string) {
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, "│") {
+			continue
+		}
+		var cells []string
+		for _, c := range strings.Split(strings.Trim(line, "│"), "│") {
+			cells = append(cells, strings.TrimSpace(c))
+		}
+		if header == nil {
+			header = cells
+		} else {
+			rows = append(rows, cells)
+		}
+	}
+	return header, rows
 }
 
 func TestCallsRecordDamageKeepsIndex(t *testing.T) {
@@ -317,4 +374,64 @@ func TestCallsExitCodes(t *testing.T) {
 		{"found", []string{"calls", gymCapture, "0-0"}, ExitOK, ""},
 		{"marker only is found", []string{"calls", gymCapture, "4-0", "--json"}, ExitOK, ""},
 	})
+}
+
+// TestFilterEmptyValue: an empty filter value (an unset shell variable) is a usage error naming the
+// flag, for calls and stats, instead of turning the filter off.
+func TestFilterEmptyValue(t *testing.T) {
+	var cases []exitCase
+	for _, cmd := range [][]string{{"calls", gymCapture, "0-0"}, {"stats", gymCapture}} {
+		for _, flag := range []string{"--model", "--status", "--error"} {
+			for _, v := range []string{"", " ", "a,", ",b"} {
+				args := append(slices.Clone(cmd), flag, v)
+				cases = append(cases, exitCase{cmd[0] + " " + flag + "=" + strconv.Quote(v), args, ExitUsage,
+					`for "` + flag + `" flag: empty value`})
+			}
+		}
+		// A value after a good one is checked too.
+		cases = append(cases, exitCase{cmd[0] + " repeated", append(slices.Clone(cmd), "--model", "m", "--model", ""), ExitUsage,
+			`for "--model" flag: empty value`})
+		// A quoted comma stays inside one value, as with pflag's string slices.
+		cases = append(cases, exitCase{cmd[0] + " quoted comma", append(slices.Clone(cmd), "--model", `"a,b",c`), ExitOK, ""})
+	}
+	checkExits(t, cases)
+}
+
+// TestModelFilterNoMatch: a --model value no call has is said on stderr with the models there are
+// (model names are free-form: exit 0 stays); a value that matches gives no note.
+func TestModelFilterNoMatch(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		note string // "" for none
+	}{
+		{"calls typo", []string{"calls", gymCapture, "3-0", "--model", "deepseek", "--format", "json"},
+			`modelcalls calls: no call of rollout 3-0 has model "deepseek"; its models: deepseek-reasoner, gpt-4.1-nano-2025-04-14, m, openai/gpt-oss-120b; did you mean deepseek-reasoner?`},
+		{"calls two misses, one hit", []string{"calls", gymCapture, "3-0", "--model", "a,deepseek-reasoner", "--model", "b", "--format", "json"},
+			`no call of rollout 3-0 has model "a" or "b"; its models: `},
+		{"calls match", []string{"calls", gymCapture, "3-0", "--model", "deepseek-reasoner", "--format", "json"}, ""},
+		{"stats typo", []string{"stats", gymCapture, "--model", "gpt-5-nano", "--format", "json"},
+			`modelcalls stats: no call in ` + gymCapture + ` has model "gpt-5-nano"; the models in ` + gymCapture + `: claude-3-7-sonnet-20250219, `},
+		{"stats did you mean", []string{"stats", gymCapture, "--model", "gpt-5-nano"}, "; did you mean gpt-5-nano-2025-08-07?"},
+		{"stats match", []string{"stats", gymCapture, "--model", "gpt-5-nano-2025-08-07"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := runCLI(t, "", tc.args...)
+			if code != ExitOK {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			if tc.note == "" {
+				if strings.Contains(errOut, "has model") {
+					t.Errorf("a note although the model matched: %s", errOut)
+				}
+				return
+			}
+			if !strings.Contains(errOut, tc.note) {
+				t.Errorf("stderr lacks %q:\n%s", tc.note, errOut)
+			}
+			if tc.args[0] == "calls" && !strings.Contains(tc.name, "hit") && out != "" {
+				t.Errorf("records although no call matched: %s", out)
+			}
+		})
+	}
 }

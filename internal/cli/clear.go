@@ -33,6 +33,8 @@ Calls still in flight (live claims) are waited for first, up to --wait in total,
 rollout whose calls are still in flight after the wait is not cleared, and clear exits 1, unless
 --force is given: then it is cleared anyway, and the lines of those calls go to
 <id>.capture.orphaned.jsonl (never to the next attempt's capture); clear names that file on stderr.
+Their model call ids are listed in <id>.capture.cleared. clear never removes the orphan file;
+calls and show say on stderr how many lines it holds.
 
 Prints how many rollouts were cleared. Lines that are not JSON objects, or whose rollout id is
 unusable or invalid, are reported on stderr with their line number; clear then exits 1 after

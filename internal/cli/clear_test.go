@@ -117,6 +117,7 @@ func TestClearUsage(t *testing.T) {
 		{"no capture dir", []string{"clear"}, ExitUsage, "--capture-dir is required"},
 		{"missing capture dir", []string{"clear", "--capture-dir", "/nonexistent/dir"}, ExitNotFound, "does not exist"},
 		{"missing input", []string{"clear", "--capture-dir", t.TempDir(), "--in", "/nonexistent/in.jsonl"}, ExitNotFound, "does not exist"},
+		{"input is a dir", []string{"clear", "--capture-dir", t.TempDir(), "--in", gymCapture}, ExitNotFound, "--in " + gymCapture + " is a directory, not a file"},
 		{"negative wait", []string{"clear", "--capture-dir", t.TempDir(), "--wait", "-1s"}, ExitUsage, "must be >= 0"},
 		{"positional argument", []string{"clear", "--capture-dir", t.TempDir(), "extra"}, ExitUsage, "unknown command"},
 	})
@@ -157,5 +158,69 @@ func TestClearWaitsForLiveCalls(t *testing.T) {
 	}
 	if got := rolloutFiles(t, dir, "2-0"); len(got) != 0 {
 		t.Errorf("2-0 still has %v", got)
+	}
+}
+
+// TestOrphanHint: after clear --force with a call in flight, the call's line goes to the orphan
+// file; calls and show then say so on stderr (how many lines, the file, why they are not shown)
+// instead of showing 0 calls without a word.
+func TestOrphanHint(t *testing.T) {
+	dir := t.TempDir()
+	st, err := capture.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mcid := capture.NewModelCallID()
+	claim, err := st.Claim("r1", mcid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AppendExchange("r1", exchange("m", `{"prompt_tokens":1}`, 1, nil, 200, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI(t, `{"_ng_rollout_id": "r1"}`+"\n", "clear", "--capture-dir", dir, "--force", "--wait", "0"); code != ExitOK {
+		t.Fatalf("clear --force: exit %d: %s", code, errOut)
+	}
+	// The next attempt's capture file exists (empty, as after the gateway's first open), and the
+	// call that was in flight finishes now.
+	next, err := capture.OpenExisting(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := next.CapturePath("r1")
+	if err := os.WriteFile(p, nil, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	ex := exchange("m", `{"prompt_tokens":2}`, 1, nil, 200, nil)
+	ex.ModelCallID = mcid
+	if err := st.AppendExchange("r1", ex); err != nil {
+		t.Fatal(err)
+	}
+	claim.Release()
+	op := filepath.Join(dir, "r1"+capture.OrphanSuffix)
+	if _, err := os.Stat(op); err != nil {
+		t.Fatalf("no orphan file: %v", err)
+	}
+	want := "rollout r1: 1 line in " + op + " not shown: calls of an earlier attempt, still in flight when the rollout was cleared (clear --force)"
+	for _, args := range [][]string{{"calls", dir, "r1"}, {"show", dir, "r1"}} {
+		out, errOut, code := runCLI(t, "", args...)
+		if code != ExitOK || !strings.Contains(errOut, want) || !strings.Contains(errOut, "r1"+capture.ClearedSuffix) {
+			t.Errorf("%q: exit %d, stderr %q; want 0 and %q", args, code, errOut, want)
+		}
+		if args[0] == "calls" && strings.Count(out, "\n") != 1 {
+			t.Errorf("calls shows more than its header: %q", out)
+		}
+	}
+	// Without the capture file, the not-found message names the orphan file too.
+	os.Remove(p)
+	if _, errOut, code := runCLI(t, "", "calls", dir, "r1"); code != ExitNotFound || !strings.Contains(errOut, op+" holds 1 line of calls in flight when it was cleared") {
+		t.Errorf("no capture file: exit %d, stderr %q", code, errOut)
+	}
+	// A rollout without an orphan file gets no hint.
+	if err := st.AppendExchange("r2", exchange("m", `{"prompt_tokens":1}`, 1, nil, 200, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, _ := runCLI(t, "", "calls", dir, "r2"); strings.Contains(errOut, "not shown") {
+		t.Errorf("hint without an orphan file: %q", errOut)
 	}
 }

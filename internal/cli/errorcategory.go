@@ -25,12 +25,12 @@ func (f *callFilter) unknownErrorValues() []string {
 // checkErrorValues validates --error for calls and stats. "any", "none" and the known categories
 // are accepted without reading anything. Another value is accepted only when some call of the
 // capture dir carries it (a producer other than modelcalls may write categories of its own): the
-// calls already read (have) are looked at first, then every rollout of dir, until each unknown
+// calls already read (have) are looked at first, then every rollout of each of dirs, until each unknown
 // value is found. A value no call carries is almost always a typo, which would otherwise give an
 // empty result and exit 0: it is a usage error listing the known categories and those the dir's
 // calls carry. Lines and rollouts that cannot be read are passed over here; the command reports
 // them when it reads them itself.
-func (f *callFilter) checkErrorValues(dir string, have []modelcalls.ModelCallRecord) error {
+func (f *callFilter) checkErrorValues(dirs []string, have []modelcalls.ModelCallRecord) error {
 	unknown := f.unknownErrorValues()
 	if len(unknown) == 0 {
 		return nil
@@ -56,24 +56,27 @@ func (f *callFilter) checkErrorValues(dir string, have []modelcalls.ModelCallRec
 	if len(missing()) == 0 {
 		return nil
 	}
-	store, err := openCaptureDir(dir)
-	if err != nil {
-		return err
-	}
-	ids, err := store.Rollouts()
-	if err != nil {
-		return withExit(ExitFailure, err)
-	}
-	for _, id := range ids {
-		records, _, err := modelcalls.ReadAvailableRecords(store, id)
+	for _, dir := range dirs {
+		store, err := openCaptureDir(dir)
 		if err != nil {
-			continue
+			return err
 		}
-		note(records)
-		if len(missing()) == 0 {
-			return nil
+		ids, err := store.Rollouts()
+		if err != nil {
+			return withExit(ExitFailure, err)
+		}
+		for _, id := range ids {
+			records, _, err := modelcalls.ReadAvailableRecords(store, id)
+			if err != nil {
+				continue
+			}
+			note(records)
+			if len(missing()) == 0 {
+				return nil
+			}
 		}
 	}
+	dir := strings.Join(dirs, ", ")
 	quoted := make([]string, 0, len(unknown))
 	for _, m := range missing() {
 		quoted = append(quoted, fmt.Sprintf("%q", m))

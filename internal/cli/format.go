@@ -181,27 +181,27 @@ func tsvFloat(p *float64) string {
 	return strconv.FormatFloat(*p, 'f', 2, 64)
 }
 
-// captureDirArgs resolves the capture dir of a command that takes it as --capture-dir or, the
-// older form, as its first argument; want names the other arguments, in order. Errors are usage
-// errors that name what is missing ("calls: missing ROLLOUT_ID").
-func captureDirArgs(cmd, flagDir string, args []string, want ...string) (string, []string, error) {
-	if flagDir != "" {
+// captureDirArgs resolves the capture dirs of a command that takes them as --capture-dir (which may
+// be repeated) or, the older form, one as its first argument; want names the other arguments, in
+// order. Errors are usage errors that name what is missing ("calls: missing ROLLOUT_ID").
+func captureDirArgs(cmd string, flagDirs []string, args []string, want ...string) ([]string, []string, error) {
+	if len(flagDirs) > 0 {
 		if len(args) < len(want) {
-			return "", nil, usageErrorf("%s: missing %s", cmd, strings.Join(want[len(args):], " and "))
+			return nil, nil, usageErrorf("%s: missing %s", cmd, strings.Join(want[len(args):], " and "))
 		}
 		if len(args) > len(want) {
-			return "", nil, usageErrorf("%s: unexpected argument %q (the capture dir is already given by --capture-dir)", cmd, args[len(want)])
+			return nil, nil, usageErrorf("%s: unexpected argument %q (the capture dir is already given by --capture-dir)", cmd, args[len(want)])
 		}
-		return flagDir, args, nil
+		return flagDirs, args, nil
 	}
 	switch {
 	case len(args) == len(want)+1:
-		return args[0], args[1:], nil
+		return args[:1], args[1:], nil
 	case len(args) > len(want)+1:
-		return "", nil, usageErrorf("%s: unexpected argument %q", cmd, args[len(want)+1])
+		return nil, nil, usageErrorf("%s: unexpected argument %q", cmd, args[len(want)+1])
 	case len(args) == 0 && len(want) > 0:
-		return "", nil, usageErrorf("%s: missing --capture-dir DIR and %s", cmd, strings.Join(want, " and "))
+		return nil, nil, usageErrorf("%s: missing --capture-dir DIR and %s", cmd, strings.Join(want, " and "))
 	default:
-		return "", nil, usageErrorf("%s: missing --capture-dir DIR (or the capture dir as the first argument)", cmd)
+		return nil, nil, usageErrorf("%s: missing --capture-dir DIR (or the capture dir as the first argument)", cmd)
 	}
 }

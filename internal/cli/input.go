@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	modelcalls "github.com/modelcalls/modelcalls"
@@ -71,6 +72,22 @@ func checkDir(dir string) error {
 	return nil
 }
 
+// checkInputFile returns an ExitNotFound error when the file named by flag (--in, --rollouts,
+// --config) does not exist or is a directory, in the words every command uses: "--in FILE does not
+// exist", "--in FILE is a directory, not a file", FILE as given on the command line.
+func checkInputFile(flag, name string) error {
+	st, err := os.Stat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return withExit(ExitNotFound, fmt.Errorf("%s %s does not exist", flag, name))
+	case err != nil:
+		return withExit(ExitNotFound, fmt.Errorf("%s: %w", flag, err))
+	case st.IsDir():
+		return withExit(ExitNotFound, fmt.Errorf("%s %s is a directory, not a file", flag, name))
+	}
+	return nil
+}
+
 // openCaptureDir opens the existing capture dir named on the command line, creating nothing: an
 // ExitNotFound error when it does not exist or is not a directory.
 func openCaptureDir(dir string) (*capture.Store, error) {
@@ -93,25 +110,68 @@ func checkRolloutID(what, id string) error {
 	return nil
 }
 
-// loadRollout reads rollout id of capture dir dir for show and calls: an ExitNotFound error when
-// the dir does not exist or the rollout has neither a capture file nor an incomplete marker (naming
-// capture writes still in progress or abandoned, which explain an empty rollout).
-func loadRollout(dir, id string) (*rolloutCalls, error) {
-	store, err := openCaptureDir(dir)
-	if err != nil {
+// loadRollout reads rollout id for show and calls from the first of dirs that holds its capture
+// file or incomplete marker, as merge selects a dir; claims and orphan files are counted in every
+// dir, and the later dirs that hold the rollout too are listed in shadowed. An ExitNotFound error
+// when a dir does not exist or no dir holds the rollout (naming capture writes still in progress
+// or abandoned, and orphan files, which explain an empty rollout).
+func loadRollout(dirs []string, id string) (*rolloutCalls, error) {
+	if err := checkCaptureDirs(dirs); err != nil {
 		return nil, err
 	}
-	rc, err := readRolloutCalls(store, id)
-	if err != nil {
-		return nil, withExit(ExitFailure, fmt.Errorf("read rollout %s: %w", id, err))
+	var rc *rolloutCalls
+	var claims capture.ClaimCount
+	var orphans []orphanFile
+	for _, dir := range dirs {
+		store, err := openCaptureDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		hasCapture, marker, err := store.Stat(id)
+		if err != nil {
+			return nil, withExit(ExitFailure, fmt.Errorf("read rollout %s: %w", id, err))
+		}
+		switch {
+		case rc == nil && (hasCapture || marker || dir == dirs[len(dirs)-1]):
+			// The first dir that holds it; or, when none does, the last, for the message below.
+			if rc, err = readRolloutCalls(store, id); err != nil {
+				return nil, withExit(ExitFailure, fmt.Errorf("read rollout %s: %w", id, err))
+			}
+			rc.dir = dir
+			claims.Live += rc.claims.Live
+			claims.Stale += rc.claims.Stale
+			claims.Cleared += rc.claims.Cleared
+			orphans = append(orphans, rc.orphans...)
+			continue
+		case rc != nil && (hasCapture || marker):
+			rc.shadowed = append(rc.shadowed, dir)
+		}
+		c, err := store.Claims(id)
+		if err != nil {
+			return nil, withExit(ExitFailure, fmt.Errorf("read rollout %s: %w", id, err))
+		}
+		claims.Live += c.Live
+		claims.Stale += c.Stale
+		claims.Cleared += c.Cleared
+		o, ok, err := readOrphan(store, id)
+		if err != nil {
+			return nil, withExit(ExitFailure, fmt.Errorf("read rollout %s: %w", id, err))
+		}
+		if ok {
+			orphans = append(orphans, o)
+		}
 	}
+	rc.claims, rc.orphans = claims, orphans
 	if !rc.hasCapture && !rc.incomplete {
-		msg := fmt.Sprintf("rollout %s has no capture in %s (no %s%s)", id, dir, id, capture.CaptureSuffix)
+		msg := fmt.Sprintf("rollout %s has no capture in %s (no %s%s)", id, strings.Join(dirs, ", "), id, capture.CaptureSuffix)
 		if rc.claims.Live > 0 {
 			msg += fmt.Sprintf("; %d capture writes are still in progress", rc.claims.Live)
 		}
 		if rc.claims.Stale > 0 {
 			msg += fmt.Sprintf("; %d capture writes were abandoned (stale claims: the writing process is gone)", rc.claims.Stale)
+		}
+		for _, o := range rc.orphans {
+			msg += fmt.Sprintf("; %s holds %s of calls in flight when it was cleared (clear --force)", o.path, plural(o.lines, "line", "lines"))
 		}
 		return nil, withExit(ExitNotFound, errors.New(msg))
 	}
@@ -137,6 +197,9 @@ func openInput(s *Streams, prog, name string) (r io.Reader, size int64, closeFn 
 			}
 		}
 		return s.In, size, func() {}, nil
+	}
+	if err := checkInputFile("--in", name); err != nil {
+		return nil, 0, nil, err
 	}
 	f, err := os.Open(name)
 	if errors.Is(err, fs.ErrNotExist) {

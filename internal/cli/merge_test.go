@@ -441,6 +441,7 @@ func TestMergeUsageErrors(t *testing.T) {
 		{"capture dir is a file", []string{"merge", "--capture-dir", file}, ExitNotFound, "not a directory"},
 		{"second dir missing", []string{"merge", "--capture-dir", dir, "--capture-dir", "/nonexistent/2"}, ExitNotFound, "/nonexistent/2"},
 		{"missing input", []string{"merge", "--capture-dir", dir, "--in", "/nonexistent/in"}, ExitNotFound, "--in /nonexistent/in does not exist"},
+		{"input is a dir", []string{"merge", "--capture-dir", dir, "--in", dir}, ExitNotFound, "--in " + dir + " is a directory, not a file"},
 		{"negative wait", []string{"merge", "--capture-dir", dir, "--wait", "-1s"}, ExitUsage, "--wait -1s: must be >= 0"},
 		{"bad wait", []string{"merge", "--capture-dir", dir, "--wait", "soon"}, ExitUsage, "--wait"},
 		{"zero workers", []string{"merge", "--capture-dir", dir, "--workers", "0"}, ExitUsage, "--workers 0"},

@@ -55,7 +55,8 @@ model call made under {base}/ng-rollout/<rollout_id>/v1/{responses,chat/completi
 
 The capture dir comes from --capture-dir or, NeMo Gym style, from the global config
 (--config gym.yaml and ++key=value overrides): ++observability_enabled=true
-++model_call_capture_dir=/abs/dir. The first SIGINT or SIGTERM drains in-flight calls and their
+++model_call_capture_dir=/abs/dir (a --config file that does not exist, or is a directory, is exit
+3; one that is not valid YAML is exit 2). The first SIGINT or SIGTERM drains in-flight calls and their
 capture writes (up to --shutdown-timeout); a second one stops at once.
 
 The proxy port forwards every path to the upstream, /healthz, /readyz and /metrics included (a
@@ -127,6 +128,9 @@ func resolveProxyConfig(o *proxyOptions, overrides []string) (*proxyConfig, erro
 	}
 	values := config.Values{}
 	if o.configFile != "" {
+		if err := checkInputFile("--config", o.configFile); err != nil {
+			return nil, err // a missing input file is exit 3, as for --in; a bad one stays exit 2
+		}
 		if values, err = config.Load(o.configFile); err != nil {
 			return nil, usageErrorf("--config: %w", err)
 		}

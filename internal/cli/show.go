@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -19,9 +20,9 @@ import (
 
 // showOptions are the flags of `modelcalls show`.
 type showOptions struct {
-	captureDir string
-	raw        string // "", "both", "request" or "response"
-	full       bool
+	captureDirs []string
+	raw         string // "", "both", "request" or "response"
+	full        bool
 }
 
 // Limits of the person-sized view (--full lifts them).
@@ -47,39 +48,61 @@ characters and long conversations to their first 2 and last 10 messages; --full 
 --raw=request and --raw=response print only that one, without headings, for piping to jq.
 
 Without a call: one screen about the rollout: its metrics (calls, errors, tokens, cache, latency),
-and one line per call (the first 5 and the last 15 when there are more than 20).`,
+and one line per call (the first 5 and the last 15 when there are more than 20).
+
+The capture dir may also be given as the first argument (modelcalls show DIR ROLLOUT_ID [CALL]).
+--capture-dir may be repeated: the rollout is read from the first dir that holds it, as merge
+reads it (stderr says when a later dir holds it too).
+A call index is >= 0; a negative one is a usage error (exit 2), as is a missing argument. Exit 3
+when DIR, the rollout or the call does not exist; 1 when the call's capture line is damaged.`,
 		Example: `  modelcalls show --capture-dir ./captures r1          # the rollout on one screen
   modelcalls show --capture-dir ./captures r1 3        # call_index 3
   modelcalls show --capture-dir ./captures r1 5f0c3b2a9d8e4f1a0b2c3d4e5f6a7b8c
-  modelcalls show --capture-dir ./captures r1 3 --raw=request | jq .messages`,
+  modelcalls show --capture-dir ./captures r1 3 --raw=request | jq .messages
+  modelcalls show ./captures r1 3                      # the positional form`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.captureDir == "" {
-				return usageErrorf("show: missing --capture-dir DIR")
+			// ROLLOUT_ID and at most one call; the capture dir as --capture-dir or as the first
+			// argument, as for calls (without the flag, the first argument is always the dir).
+			want := []string{"ROLLOUT_ID"}
+			if (len(o.captureDirs) > 0 && len(args) >= 2) || (len(o.captureDirs) == 0 && len(args) >= 3) {
+				want = append(want, "CALL")
 			}
-			switch len(args) {
-			case 0:
-				return usageErrorf("show: missing ROLLOUT_ID")
-			case 1, 2:
-			default:
-				return usageErrorf("show: unexpected argument %q (give ROLLOUT_ID and at most one call)", args[2])
+			dirs, rest, err := captureDirArgs("show", o.captureDirs, args, want...)
+			if err != nil {
+				return err
 			}
 			call := ""
-			if len(args) == 2 {
-				call = args[1]
+			if len(rest) == 2 {
+				call = rest[1]
 			}
-			return runShow(s, &o, args[0], call)
+			return runShow(s, &o, dirs, rest[0], call)
 		},
 	}
+	// "-1" reaches pflag as shorthand flags; say what a call index is instead of "unknown shorthand
+	// flag: '1' in -1".
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		if m := negativeIndexArg.FindStringSubmatch(err.Error()); m != nil {
+			return negativeIndexError(m[1])
+		}
+		return err
+	})
 	f := cmd.Flags()
-	f.StringVar(&o.captureDir, "capture-dir", "", "capture directory (required)")
+	f.StringArrayVar(&o.captureDirs, "capture-dir", nil, "capture directory (or give it as the first argument); repeat to look in several in order, the first holding the rollout wins, as in merge")
 	f.StringVar(&o.raw, "raw", "", "print the stored bytes: request and response, or only request or response")
 	f.Lookup("raw").NoOptDefVal = "both"
 	f.BoolVar(&o.full, "full", false, "do not cut long texts and conversations")
 	return cmd
 }
 
-func runShow(s *Streams, o *showOptions, id, call string) error {
+// negativeIndexArg matches pflag's error for an argument like -1 (taken for shorthand flags).
+var negativeIndexArg = regexp.MustCompile(`^unknown shorthand flag: '.' in (-[0-9]+)$`)
+
+func negativeIndexError(arg string) error {
+	return usageErrorf("show: call %s: a call index is >= 0 (the # column of modelcalls calls)", arg)
+}
+
+func runShow(s *Streams, o *showOptions, dirs []string, id, call string) error {
 	switch o.raw {
 	case "", "both", "request", "response":
 	default:
@@ -91,12 +114,21 @@ func runShow(s *Streams, o *showOptions, id, call string) error {
 	if o.raw != "" && call == "" {
 		return usageErrorf("--raw needs a call: show --capture-dir DIR %s CALL_INDEX --raw", id)
 	}
-	rc, err := loadRollout(o.captureDir, id)
+	if n, err := strconv.Atoi(call); err == nil && n < 0 {
+		return negativeIndexError(call) // given after --
+	}
+	rc, err := loadRollout(dirs, id)
 	if err != nil {
 		return err
 	}
+	for _, d := range rc.shadowed {
+		fmt.Fprintf(s.ErrOut, "modelcalls show: rollout %s is also in %s, not shown: it is read from %s, the first --capture-dir that holds it (as merge reads it)\n", id, d, rc.dir)
+	}
 	w := bufio.NewWriter(s.Out)
 	if call == "" {
+		for _, orphan := range rc.orphans {
+			fmt.Fprintf(s.ErrOut, "modelcalls show: %s\n", orphanNote(id, orphan))
+		}
 		printRolloutSummary(w, o, id, rc)
 	} else {
 		r, err := findCall(rc, call)
@@ -235,6 +267,10 @@ func printRolloutSummary(w io.Writer, o *showOptions, id string, rc *rolloutCall
 		if e := errorCell(r); e != "" {
 			extra = strings.TrimSpace("error " + e + "  " + extra)
 		}
+		if r.ResponseSource != nil && *r.ResponseSource == "local" {
+			// Who answered, apart from the error: a replayed run's calls are local and fine.
+			extra = strings.TrimSpace(extra + "  [" + sourceCell(r) + "]")
+		}
 		l := fmt.Sprintf("%4d  %-9s %-24s %3s %-12s in %-6s out %-6s %9s ms  %s",
 			r.CallIndex, str(r.Dialect), clip(str(r.Model), 24), intp(r.StatusCode), clip(str(finish), 12),
 			i64p(r.TokensIn), i64p(r.TokensOut), msp(r.LatencyTotalMS), extra)
@@ -254,7 +290,7 @@ func printRolloutSummary(w io.Writer, o *showOptions, id string, rc *rolloutCall
 			line(&rc.records[i])
 		}
 	}
-	fmt.Fprintf(w, "\none call: %s show --capture-dir %s %s %d\n", commandName(), shellQuote(o.captureDir), id, rc.records[n-1].CallIndex)
+	fmt.Fprintf(w, "\none call: %s show --capture-dir %s %s %d\n", commandName(), shellQuote(rc.dir), id, rc.records[n-1].CallIndex)
 }
 
 // clip cuts s to n characters with "…".

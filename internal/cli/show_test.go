@@ -154,7 +154,31 @@ func TestShowErrors(t *testing.T) {
 		{"raw without call", []string{"show", "--capture-dir", dir, "conv", "--raw"}, ExitUsage, "--raw needs a call"},
 		{"bad raw", []string{"show", "--capture-dir", dir, "conv", "1", "--raw=headers"}, ExitUsage, "--raw=headers: want"},
 		{"damaged line", []string{"show", "--capture-dir", gymCapture, "3-0", "6"}, ExitFailure, "call 6: its capture line (line 7) is damaged"},
+		// A negative index is a usage error that says what an index is, whether pflag sees it as
+		// shorthand flags or it comes after --.
+		{"negative index", []string{"show", "--capture-dir", dir, "conv", "-1"}, ExitUsage, "show: call -1: a call index is >= 0"},
+		{"negative index after --", []string{"show", "--capture-dir", dir, "conv", "--", "-12"}, ExitUsage, "show: call -12: a call index is >= 0"},
+		{"other shorthand", []string{"show", "--capture-dir", dir, "conv", "-x"}, ExitUsage, "unknown shorthand flag: 'x'"},
+		// The capture dir as the first argument, as calls and stats take it.
+		{"positional dir", []string{"show", dir, "conv"}, ExitOK, ""},
+		{"positional dir and call", []string{"show", dir, "conv", "1"}, ExitOK, ""},
+		{"positional dir, extra argument", []string{"show", dir, "conv", "1", "2"}, ExitUsage, `show: unexpected argument "2"`},
+		{"positional missing dir", []string{"show", "/nonexistent/capture", "conv"}, ExitNotFound, "capture dir /nonexistent/capture does not exist"},
+		{"flag dir, extra argument", []string{"show", "--capture-dir", dir, dir, "conv", "1"}, ExitUsage, `show: unexpected argument "1" (the capture dir is already given by --capture-dir)`},
+		{"nothing", []string{"show"}, ExitUsage, "show: missing --capture-dir DIR and ROLLOUT_ID"},
 	})
+}
+
+// TestShowPositionalDirSameOutput: show DIR ID prints what show --capture-dir DIR ID prints.
+func TestShowPositionalDirSameOutput(t *testing.T) {
+	dir := showStore(t)
+	for _, args := range [][]string{{"conv"}, {"conv", "1"}} {
+		flagOut, _, c1 := runCLI(t, "", append([]string{"show", "--capture-dir", dir}, args...)...)
+		posOut, _, c2 := runCLI(t, "", append([]string{"show", dir}, args...)...)
+		if c1 != ExitOK || c2 != ExitOK || flagOut != posOut || flagOut == "" {
+			t.Errorf("%q: exit %d/%d, outputs differ or empty:\n%s\n---\n%s", args, c1, c2, flagOut, posOut)
+		}
+	}
 }
 
 // TestRequestView: show reads a request as the viewer does; the leading system and developer

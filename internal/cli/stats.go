@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -42,10 +43,18 @@ percentiles, max) to 2 decimals, the hit rate to 4 (the table shows it as a perc
 
 Output: tables when stdout is a terminal (cut to its width); tab-separated values when it is not,
 one line per group after a first line "(all)" for the whole run; with --format json (or --json),
-one JSON object. --model, --status and --error keep only the matching calls (the rollout and
+one JSON object. --model, --status and --error keep only the matching calls (an empty value is a
+usage error, exit 2; a --model value no call in DIR has is said on stderr; the rollout and
 damaged-line counts stay those of the whole dir); --error takes any, none, a known error category
 or one some call in DIR has, as modelcalls calls does (anything else: exit 2, listing them). The capture dir may also be given as the only
 argument (modelcalls stats DIR).
+
+When some rollout has damaged capture lines or is marked incomplete, a one-line note on stderr
+names them, in every format (the TSV has no column for it).
+
+--capture-dir may be repeated: the statistics then cover the rollouts of every dir, each counted
+once, from the first dir that holds it, as merge reads it (stderr names the rollouts held by
+several dirs).
 
 Exit code 3 when DIR does not exist; 1 when a capture file could not be read at all (reported on
 stderr, the rest still counted).`,
@@ -56,15 +65,16 @@ stderr, the rest still counted).`,
   modelcalls stats ./captures                                          # the positional form`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, _, err := captureDirArgs("stats", o.captureDir, args)
+			dirs, _, err := captureDirArgs("stats", o.captureDirs, args)
 			if err != nil {
 				return err
 			}
-			return runStats(cmd.Context(), s, &o, dir)
+			return runStats(cmd.Context(), s, &o, dirs)
 		},
 	}
 	f := cmd.Flags()
-	o.addFlags(f, "capture directory (or give it as the argument)", "same as --format json: one JSON object")
+	o.addFlags(f, "capture directory (or give it as the argument); repeat to combine several: each rollout counted once, from the first dir that holds it, as in merge",
+		"same as --format json: one JSON object")
 	f.StringVar(&o.by, "by", stats.ByModel, "group the calls by model, rollout or dialect")
 	return cmd
 }
@@ -75,6 +85,7 @@ type rolloutStats struct {
 	calls      []stats.Call
 	damaged    int
 	incomplete bool
+	models     map[string]bool // of every call read, before the filter (nil without --model)
 	err        error
 }
 
@@ -111,6 +122,10 @@ func readRolloutStats(store *capture.Store, id string, filter *callFilter) rollo
 		return rs
 	}
 	rs.damaged = damaged
+	if len(filter.models) > 0 {
+		rs.models = map[string]bool{}
+		noteModels(rs.models, records)
+	}
 	records = filter.apply(records)
 	rs.calls = make([]stats.Call, len(records))
 	for i := range records {
@@ -119,17 +134,68 @@ func readRolloutStats(store *capture.Store, id string, filter *callFilter) rollo
 	return rs
 }
 
-// computeStats reads every rollout of the capture dir (several at once) and accumulates them in id
-// order. Rollouts that could not be read are reported to errOut and counted in failed.
-func computeStats(ctx context.Context, dir string, o *statsOptions, errOut io.Writer) (report stats.Report, failed int, err error) {
-	store, err := openCaptureDir(dir)
-	if err != nil {
-		return report, 0, err
+// statsDamage names the rollouts with damaged lines and the incomplete ones, in id order, for the
+// note on stderr.
+type statsDamage struct {
+	damaged    []string // "<id> (<n> lines)"
+	incomplete []string
+	models     map[string]bool // the models of the dir's calls, before the filter (with --model)
+	shadowed   []string        // rollouts also held by a later dir, not read there: "<id> (in <dir>, read from <dir>)"
+}
+
+// maxNamedRollouts is how many rollouts the damage note names before it says "and N more".
+const maxNamedRollouts = 5
+
+// note returns the stderr line about damage ("" when there is none). It is printed for every
+// format: the TSV has no column for it, and the table and JSON counts are easy to miss.
+func (d *statsDamage) note() string {
+	if len(d.damaged) == 0 && len(d.incomplete) == 0 {
+		return ""
 	}
-	ids, err := store.Rollouts()
-	if err != nil {
-		return report, 0, withExit(ExitFailure, err)
+	names := func(ids []string) string {
+		if len(ids) > maxNamedRollouts {
+			return strings.Join(ids[:maxNamedRollouts], ", ") + fmt.Sprintf(" and %d more", len(ids)-maxNamedRollouts)
+		}
+		return strings.Join(ids, ", ")
 	}
+	var parts []string
+	if n := len(d.damaged); n > 0 {
+		parts = append(parts, fmt.Sprintf("%s damaged capture lines, skipped: %s",
+			plural(n, "rollout has", "rollouts have"), names(d.damaged)))
+	}
+	if n := len(d.incomplete); n > 0 {
+		parts = append(parts, fmt.Sprintf("%s marked incomplete (a capture write failed, calls may be missing): %s",
+			plural(n, "rollout is", "rollouts are"), names(d.incomplete)))
+	}
+	return "modelcalls stats: " + strings.Join(parts, "; ") + " (modelcalls calls DIR ROLLOUT_ID names the lines)"
+}
+
+// computeStats reads every rollout of the capture dirs (several at once) and accumulates them in
+// id order. A rollout held by several dirs is read from the first that holds it, as merge reads it,
+// and the others are listed in damage.shadowed. Rollouts that could not be read are reported to
+// errOut and counted in failed.
+func computeStats(ctx context.Context, dirs []string, o *statsOptions, errOut io.Writer) (report stats.Report, damage statsDamage, failed int, err error) {
+	from := map[string]*capture.Store{} // rollout id -> the store it is read from
+	var ids []string
+	for _, dir := range dirs {
+		store, err := openCaptureDir(dir)
+		if err != nil {
+			return report, damage, 0, err
+		}
+		dirIDs, err := store.Rollouts()
+		if err != nil {
+			return report, damage, 0, withExit(ExitFailure, err)
+		}
+		for _, id := range dirIDs {
+			if first, ok := from[id]; ok {
+				damage.shadowed = append(damage.shadowed, fmt.Sprintf("%s (in %s, read from %s)", id, dir, first.Dir()))
+				continue
+			}
+			from[id] = store
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
 	acc := stats.Accumulator{By: o.by}
 	i := 0
 	next := func() (string, int64, bool, error) {
@@ -142,7 +208,7 @@ func computeStats(ctx context.Context, dir string, o *statsOptions, errOut io.Wr
 	workers := max(2, runtime.GOMAXPROCS(0))
 	lim := ordered.Limits{Workers: workers, MaxItems: 4 * workers, MaxBytes: int64(4 * workers)}
 	err = ordered.Run(ctx, lim, next,
-		func(_ context.Context, id string) rolloutStats { return readRolloutStats(store, id, &o.filter) },
+		func(_ context.Context, id string) rolloutStats { return readRolloutStats(from[id], id, &o.filter) },
 		func(rs rolloutStats) error {
 			if rs.err != nil {
 				failed++
@@ -150,18 +216,30 @@ func computeStats(ctx context.Context, dir string, o *statsOptions, errOut io.Wr
 				return nil
 			}
 			acc.AddRollout(rs.incomplete, rs.damaged)
+			for m := range rs.models {
+				if damage.models == nil {
+					damage.models = map[string]bool{}
+				}
+				damage.models[m] = true
+			}
+			if rs.damaged > 0 {
+				damage.damaged = append(damage.damaged, fmt.Sprintf("%s (%s)", rs.id, plural(rs.damaged, "line", "lines")))
+			}
+			if rs.incomplete {
+				damage.incomplete = append(damage.incomplete, rs.id)
+			}
 			for _, c := range rs.calls {
 				acc.Add(c)
 			}
 			return nil
 		})
 	if err != nil {
-		return report, failed, withExit(ExitFailure, err)
+		return report, damage, failed, withExit(ExitFailure, err)
 	}
-	return acc.Report(), failed, nil
+	return acc.Report(), damage, failed, nil
 }
 
-func runStats(ctx context.Context, s *Streams, o *statsOptions, dir string) error {
+func runStats(ctx context.Context, s *Streams, o *statsOptions, dirs []string) error {
 	format, err := resolveFormat(o.format, o.json, s.Out)
 	if err != nil {
 		return err
@@ -174,10 +252,13 @@ func runStats(ctx context.Context, s *Streams, o *statsOptions, dir string) erro
 	if err := o.filter.check(); err != nil {
 		return err
 	}
-	if err := o.filter.checkErrorValues(dir, nil); err != nil {
+	if err := checkCaptureDirs(dirs); err != nil {
 		return err
 	}
-	report, failed, err := computeStats(ctx, dir, o, s.ErrOut)
+	if err := o.filter.checkErrorValues(dirs, nil); err != nil {
+		return err
+	}
+	report, damage, failed, err := computeStats(ctx, dirs, o, s.ErrOut)
 	if err != nil {
 		return err
 	}
@@ -198,6 +279,24 @@ func runStats(ctx context.Context, s *Streams, o *statsOptions, dir string) erro
 	}
 	if err := w.Flush(); err != nil {
 		return withExit(ExitFailure, fmt.Errorf("write output: %w", err))
+	}
+	if len(o.filter.models) > 0 {
+		dir := strings.Join(dirs, ", ")
+		if n := o.filter.unmatchedModelsNote("in "+dir, "the models in "+dir, damage.models); n != "" {
+			fmt.Fprintf(s.ErrOut, "modelcalls stats: %s\n", n)
+		}
+	}
+	if n := len(damage.shadowed); n > 0 {
+		names := damage.shadowed
+		more := ""
+		if n > maxNamedRollouts {
+			names, more = names[:maxNamedRollouts], fmt.Sprintf(" and %d more", n-maxNamedRollouts)
+		}
+		fmt.Fprintf(s.ErrOut, "modelcalls stats: %s in more than one capture dir, counted once, from the first --capture-dir that holds it (as merge reads it): %s%s\n",
+			plural(n, "rollout is", "rollouts are"), strings.Join(names, ", "), more)
+	}
+	if n := damage.note(); n != "" {
+		fmt.Fprintln(s.ErrOut, n)
 	}
 	if failed > 0 {
 		return silentExit{code: ExitFailure}
@@ -235,7 +334,7 @@ func statsGroups(r *stats.Report, by string) []statsGroup {
 // statsTSVHeader names the TSV columns of `modelcalls stats`; the first is the --by key.
 var statsTSVHeader = []string{"calls", "errors", "tokens_in", "tokens_out", "tokens_reasoning", "tokens_total",
 	"calls_with_usage", "cache_hit_rate", "cached_tokens", "cache_creation_tokens",
-	"latency_ms_p50", "latency_ms_p90", "latency_ms_p99", "latency_ms_max", "ttft_ms_p50", "ttft_ms_p90", "ttft_ms_p99"}
+	"latency_ms_p50", "latency_ms_p90", "latency_ms_p99", "latency_ms_max", "ttft_ms_p50", "ttft_ms_p90", "ttft_ms_p99", "ttft_ms_max"}
 
 // writeStatsTSV writes the run as a first line "(all)", then one line per group.
 func writeStatsTSV(w io.Writer, r *stats.Report, by string) {
@@ -248,7 +347,7 @@ func writeStatsTSV(w io.Writer, r *stats.Report, by string) {
 			tsvInt64(s.Tokens.In), tsvInt64(s.Tokens.Out), tsvInt64(s.Tokens.Reasoning), tsvInt64(s.Tokens.Total),
 			strconv.Itoa(s.Tokens.CallsWithUsage), rate, tsvInt64(s.Cache.CachedTokens), tsvInt64(s.Cache.CacheCreationTokens),
 			tsvFloat(s.LatencyMS.P50), tsvFloat(s.LatencyMS.P90), tsvFloat(s.LatencyMS.P99), tsvFloat(s.LatencyMS.Max),
-			tsvFloat(s.TTFTMS.P50), tsvFloat(s.TTFTMS.P90), tsvFloat(s.TTFTMS.P99)}
+			tsvFloat(s.TTFTMS.P50), tsvFloat(s.TTFTMS.P90), tsvFloat(s.TTFTMS.P99), tsvFloat(s.TTFTMS.Max)}
 	}
 	rows := [][]string{row("(all)", &r.Summary)}
 	for _, g := range statsGroups(r, by) {

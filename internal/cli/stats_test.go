@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -241,4 +242,124 @@ func TestStatsJSONRounded(t *testing.T) {
 			t.Errorf("--by %s: want mean 1.33 and hit_rate 0.3333 in\n%s", by, out)
 		}
 	}
+}
+
+// TestStatsDamageNote: damaged lines and incomplete rollouts are named on stderr in every format
+// (the TSV has no column for them); a clean dir gives no note.
+func TestStatsDamageNote(t *testing.T) {
+	for _, format := range []string{"tsv", "json", "table"} {
+		_, errOut, code := runCLI(t, "", "stats", gymCapture, "--format", format)
+		want := "modelcalls stats: 1 rollout has damaged capture lines, skipped: 3-0 (1 line); 1 rollout is marked incomplete (a capture write failed, calls may be missing): 4-0"
+		if code != ExitOK || !strings.Contains(errOut, want) {
+			t.Errorf("--format %s: exit %d, stderr %q; want the note %q", format, code, errOut, want)
+		}
+	}
+	clean := t.TempDir()
+	st, _ := capture.Open(clean)
+	if err := st.AppendExchange("ok-1", exchange("m", `{"prompt_tokens":1}`, 1, nil, 200, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI(t, "", "stats", clean); code != ExitOK || errOut != "" {
+		t.Errorf("clean dir: exit %d, stderr %q; want 0 and nothing", code, errOut)
+	}
+	// More rollouts than the note names: the rest are counted.
+	for i := range maxNamedRollouts + 2 {
+		if err := st.MarkIncomplete(fmt.Sprintf("inc-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, errOut, _ := runCLI(t, "", "stats", clean); !strings.Contains(errOut, "7 rollouts are marked incomplete") || !strings.Contains(errOut, "inc-4 and 2 more") {
+		t.Errorf("many incomplete rollouts: stderr %q", errOut)
+	}
+}
+
+// TestStatsTSVGolden: the TSV of the fixture, one line for the run and one per model, with the
+// maximum of both latency and TTFT.
+func TestStatsTSVGolden(t *testing.T) {
+	out, errOut, code := runCLI(t, "", "stats", gymCapture, "--format", "tsv")
+	if code != ExitOK {
+		t.Fatalf("exit %d; stderr %s", code, errOut)
+	}
+	checkGolden(t, "stats/gym-capture.tsv", out)
+	header := strings.Split(strings.SplitN(out, "\n", 2)[0], "\t")
+	if !slices.Contains(header, "latency_ms_max") || !slices.Contains(header, "ttft_ms_max") {
+		t.Errorf("TSV header %q lacks latency_ms_max or ttft_ms_max", header)
+	}
+}
+
+// TestSeveralCaptureDirs: calls, show and stats with --capture-dir repeated read each rollout from
+// the first dir that holds it, as merge does, instead of the last dir given only.
+func TestSeveralCaptureDirs(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	sa, _ := capture.Open(a)
+	sb, _ := capture.Open(b)
+	add := func(st *capture.Store, id string, n int, model string) {
+		t.Helper()
+		for range n {
+			if err := st.AppendExchange(id, exchange(model, `{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}`, 1, nil, 200, nil)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	add(sa, "only-a", 1, "ma")
+	add(sb, "only-b", 2, "mb")
+	add(sa, "both", 3, "ma") // read from a (given first)
+	add(sb, "both", 5, "mb")
+
+	// stats: every rollout of both dirs, "both" once, from a.
+	out, errOut, code := runCLI(t, "", "stats", "--capture-dir", a, "--capture-dir", b, "--json")
+	if code != ExitOK {
+		t.Fatalf("stats: exit %d: %s", code, errOut)
+	}
+	var r stats.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Rollouts != 3 || r.Calls != 1+2+3 {
+		t.Errorf("stats over a and b: %d rollouts, %d calls; want 3 and 6", r.Rollouts, r.Calls)
+	}
+	if want := "modelcalls stats: 1 rollout is in more than one capture dir, counted once, from the first --capture-dir that holds it (as merge reads it): both (in " + b + ", read from " + a + ")"; !strings.Contains(errOut, want) {
+		t.Errorf("stats stderr %q; want %q", errOut, want)
+	}
+	// The order of the dirs decides, as for merge.
+	out, _, _ = runCLI(t, "", "stats", "--capture-dir", b, "--capture-dir", a, "--json")
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Calls != 1+2+5 {
+		t.Errorf("stats over b and a: %d calls; want 8 (%v)", r.Calls, err)
+	}
+	// merge agrees on which dir a rollout is read from.
+	merged, _, _ := runCLI(t, `{"_ng_rollout_id": "both"}`+"\n", "merge", "--capture-dir", a, "--capture-dir", b, "--wait", "0")
+	if !strings.Contains(merged, `"num_calls":3`) && !strings.Contains(merged, `"num_calls": 3`) {
+		t.Errorf("merge does not read both from a: %s", merged)
+	}
+
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		calls int
+		note  string
+	}{
+		{"calls, in the first dir", []string{"calls", "--capture-dir", a, "--capture-dir", b, "only-a", "--json"}, 1, ""},
+		{"calls, in the second dir", []string{"calls", "--capture-dir", a, "--capture-dir", b, "only-b", "--json"}, 2, ""},
+		{"calls, in both", []string{"calls", "--capture-dir", a, "--capture-dir", b, "both", "--json"}, 3,
+			"modelcalls calls: rollout both is also in " + b + ", not shown: it is read from " + a + ", the first --capture-dir that holds it (as merge reads it)"},
+		{"calls, in both, b first", []string{"calls", "--capture-dir", b, "--capture-dir", a, "both", "--json"}, 5, "is also in " + a},
+	} {
+		out, errOut, code := runCLI(t, "", tc.args...)
+		if code != ExitOK || strings.Count(out, "\n") != tc.calls || !strings.Contains(errOut, tc.note) {
+			t.Errorf("%s: exit %d, %d records, stderr %q; want 0, %d and %q", tc.name, code, strings.Count(out, "\n"), errOut, tc.calls, tc.note)
+		}
+		if tc.note == "" && strings.Contains(errOut, "also in") {
+			t.Errorf("%s: note about another dir: %q", tc.name, errOut)
+		}
+	}
+	checkExits(t, []exitCase{
+		{"show, in the first dir", []string{"show", "--capture-dir", a, "--capture-dir", b, "only-a", "0"}, ExitOK, ""},
+		{"show, in the second dir", []string{"show", "--capture-dir", a, "--capture-dir", b, "only-b", "1"}, ExitOK, ""},
+		{"show, in both", []string{"show", "--capture-dir", a, "--capture-dir", b, "both"}, ExitOK, "rollout both is also in " + b},
+		{"in neither", []string{"calls", "--capture-dir", a, "--capture-dir", b, "nope"}, ExitNotFound, "rollout nope has no capture in " + a + ", " + b},
+		{"calls, second dir missing", []string{"calls", "--capture-dir", a, "--capture-dir", filepath.Join(b, "x"), "only-a"}, ExitNotFound, "capture dir " + filepath.Join(b, "x") + " does not exist"},
+		{"stats, second dir missing", []string{"stats", "--capture-dir", a, "--capture-dir", filepath.Join(b, "x")}, ExitNotFound, "capture dir " + filepath.Join(b, "x") + " does not exist"},
+		{"show, second dir missing", []string{"show", "--capture-dir", a, "--capture-dir", filepath.Join(b, "x"), "only-a"}, ExitNotFound, "does not exist"},
+		{"error category of the second dir", []string{"stats", "--capture-dir", a, "--capture-dir", b, "--error", "nope_category"}, ExitUsage, "nor one a call in " + a + ", " + b + " has"},
+	})
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -59,8 +58,8 @@ func runView(ctx context.Context, s *Streams, o *viewOptions) error {
 		return err
 	}
 	if o.rollouts != "" {
-		if _, err := os.Stat(o.rollouts); err != nil {
-			return withExit(ExitNotFound, fmt.Errorf("--rollouts: %w", err))
+		if err := checkInputFile("--rollouts", o.rollouts); err != nil {
+			return err
 		}
 	}
 	log := slog.New(slog.NewTextHandler(s.ErrOut, nil))
