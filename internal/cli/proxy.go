@@ -67,7 +67,11 @@ unless given.
 HTTP/1.0, HTTP/1.1 and HTTP/2 cleartext with prior knowledge are served on the same port; an
 "Upgrade: h2c" request is answered in HTTP/1.1. Each captured call is logged at info ("model
 call": rollout, dialect, model, status, tokens, latency, TTFT, outcome); --log-format json
-writes one JSON object per line.`,
+writes one JSON object per line.
+
+The gateway strips the /ng-rollout/<rollout_id>/ prefix before it forwards, as a model server
+expects. A modelcalls replay keys its calls by that prefix, so to capture a replayed run use
+replay --capture-dir-out, or give one proxy per rollout --upstream http://REPLAY/ng-rollout/<id>.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			for _, a := range args {
 				if !config.IsOverride(a) {
