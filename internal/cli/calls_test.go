@@ -242,11 +242,8 @@ func TestCallsIncompleteAndLocal(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 0 and the incomplete marker reported", code, out, errOut)
 	}
 
-	dir := t.TempDir()
-	st, err := capture.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := capturetest.NewStore(t)
+	dir := st.Dir()
 	status, cat, src, reason := 502, "connection", "local", "upstream_unreachable"
 	attempted := true
 	ex := &capture.Exchange{ModelCallID: capture.NewModelCallID(), Dialect: "chat", StartedAt: 1, CompletedAt: 2,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // seedRollout gives rollout id in st a capture file, an incomplete marker and an outstanding claim.
@@ -165,11 +166,8 @@ func TestClearWaitsForLiveCalls(t *testing.T) {
 // file; calls and show then say so on stderr (how many lines, the file, why they are not shown)
 // instead of showing 0 calls without a word.
 func TestOrphanHint(t *testing.T) {
-	dir := t.TempDir()
-	st, err := capture.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := capturetest.NewStore(t)
+	dir := st.Dir()
 	mcid := capture.NewModelCallID()
 	claim, err := st.Claim("r1", mcid)
 	if err != nil {

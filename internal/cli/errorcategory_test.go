@@ -5,17 +5,15 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // TestErrorFilterValues: --error accepts any, none and the known categories whatever the dir
 // holds, a foreign category only when some call of the dir has it, and refuses anything else with
 // a usage error naming the known categories and the dir's.
 func TestErrorFilterValues(t *testing.T) {
-	dir := t.TempDir()
-	st, err := capture.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := capturetest.NewStore(t)
+	dir := st.Dir()
 	rl, foreign := capture.CategoryRateLimit, "gym_tool_env_error" // a category another producer wrote
 	for _, c := range []struct {
 		id       string

@@ -179,11 +179,8 @@ type parallelCase struct {
 
 func TestMergeParallelKeepsBytesAndOrder(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	dir := t.TempDir()
-	st, err := capture.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := capturetest.NewStore(t)
+	dir := st.Dir()
 	rng := rand.New(rand.NewPCG(11, 12))
 	const n = 240
 	cases := make([]parallelCase, n)

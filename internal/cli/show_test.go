@@ -6,17 +6,15 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // showStore writes one call per dialect with a system prompt, a conversation and tools, as the
 // harnesses send them, into a fresh capture dir under rollout "conv".
 func showStore(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	st, err := capture.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := capturetest.NewStore(t)
+	dir := st.Dir()
 	ok, rl := 200, 429
 	src := "upstream"
 	rlCat := "rate_limit"
@@ -87,11 +85,8 @@ func TestShowRawIsStoredBytes(t *testing.T) {
 }
 
 func TestShowCutsAndFull(t *testing.T) {
-	dir := t.TempDir()
-	st, err := capture.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := capturetest.NewStore(t)
+	dir := st.Dir()
 	var msgs []string
 	for i := range 30 {
 		msgs = append(msgs, `{"role":"user","content":"message `+string(rune('A'+i%26))+`"}`)
@@ -116,11 +111,8 @@ func TestShowCutsAndFull(t *testing.T) {
 // TestShowCallByDigitID: a model_call_id made of digits only names its call, not the call_index
 // with that number.
 func TestShowCallByDigitID(t *testing.T) {
-	dir := t.TempDir()
-	st, err := capture.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := capturetest.NewStore(t)
+	dir := st.Dir()
 	ok := 200
 	ids := []string{strings.Repeat("0", 31) + "1", capture.NewModelCallID()} // call 0's id reads as the number 1
 	for i, id := range ids {

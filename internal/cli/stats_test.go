@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/internal/stats"
 )
 
@@ -52,11 +53,8 @@ func exchange(model, usage string, latency float64, ttft *float64, status int, c
 
 // TestStatsComputed builds a capture dir whose statistics are known by construction.
 func TestStatsComputed(t *testing.T) {
-	dir := t.TempDir()
-	st, err := capture.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := capturetest.NewStore(t)
+	dir := st.Dir()
 	f := func(v float64) *float64 { return &v }
 	rl := "rate_limit"
 	// Model a: ten calls with latencies 10..100 ms over two rollouts, TTFT 1..10 ms; cache known on
@@ -178,11 +176,8 @@ func TestStatsEmptyAndErrors(t *testing.T) {
 // TestStatsJSONRounded: every number of stats --json that is not a count is rounded as the TSV
 // prints it: milliseconds to 2 decimals, the hit rate to 4, in the run, per model and per group.
 func TestStatsJSONRounded(t *testing.T) {
-	dir := t.TempDir()
-	st, err := capture.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := capturetest.NewStore(t)
+	dir := st.Dir()
 	f := func(v float64) *float64 { return &v }
 	// Latencies 1.2 and 1.4: their float mean is 1.2999999999999998. Cache known on three calls,
 	// one hit: 0.333...
