@@ -45,9 +45,7 @@ func awaitStores(ctx context.Context, stores []*capture.Store, id string, timeou
 			if err != nil {
 				return total, false, err
 			}
-			total.Live += c.Live
-			total.Stale += c.Stale
-			total.Cleared += c.Cleared
+			total.Add(c)
 		}
 		if total.Live == 0 {
 			return total, true, nil

@@ -499,7 +499,8 @@ type ClaimCount struct {
 	Cleared int
 }
 
-func (c *ClaimCount) add(o ClaimCount) {
+// Add adds o's counts to c's (the claims of one rollout over several stores).
+func (c *ClaimCount) Add(o ClaimCount) {
 	c.Live += o.Live
 	c.Stale += o.Stale
 	c.Cleared += o.Cleared
@@ -566,7 +567,7 @@ func (s *Store) scanClaims(only string) (map[string]ClaimCount, error) {
 		}
 		if c != (ClaimCount{}) {
 			sum := out[id]
-			sum.add(c)
+			sum.Add(c)
 			out[id] = sum
 		}
 	}

@@ -370,16 +370,15 @@ func (h *Handler) modifyResponse(res *http.Response) error {
 	}
 	c, _ := ctx.Value(callKey{}).(*call)
 	if c != nil && res.StatusCode == http.StatusNotFound {
+		msg := "the upstream answered 404 on a model path: check that --upstream is the model server's base URL (scheme://host[:port], plus a base path only if the server has one, without /v1)"
+		args := []any{"rollout_id", c.rolloutID, "upstream_path", res.Request.URL.Path, "upstream", h.Upstream.Redacted()}
 		if res.Header.Get("x-nemo-gym-local-response-reason") == "replay_not_recorded" {
 			// The upstream is a modelcalls replay (it marks its answers with provenance headers): it
 			// keys recorded calls by the /ng-rollout/<id> prefix this gateway stripped.
-			h.warnOnce("upstream_404", "the upstream is a modelcalls replay and answered 404 replay_not_recorded: the gateway strips the /"+rollout.PrefixSegment+"/<id> prefix before forwarding, and the replay needs it to find the rollout",
-				"rollout_id", c.rolloutID, "upstream_path", res.Request.URL.Path, "upstream", h.Upstream.Redacted(),
-				"fix", "to capture a replayed run use `modelcalls replay --capture-dir-out DIR2` instead of a proxy; or, for one rollout, set --upstream to "+strings.TrimRight(h.Upstream.Redacted(), "/")+rollout.PathPrefix(c.rolloutID))
-		} else {
-			h.warnOnce("upstream_404", "the upstream answered 404 on a model path: check that --upstream is the model server's base URL (scheme://host[:port], plus a base path only if the server has one, without /v1)",
-				"rollout_id", c.rolloutID, "upstream_path", res.Request.URL.Path, "upstream", h.Upstream.Redacted())
+			msg = "the upstream is a modelcalls replay and answered 404 replay_not_recorded: the gateway strips the /" + rollout.PrefixSegment + "/<id> prefix before forwarding, and the replay needs it to find the rollout"
+			args = append(args, "fix", "to capture a replayed run use `modelcalls replay --capture-dir-out DIR2` instead of a proxy; or, for one rollout, set --upstream to "+strings.TrimRight(h.Upstream.Redacted(), "/")+rollout.PathPrefix(c.rolloutID))
 		}
+		h.warnOnce("upstream_404", msg, args...)
 	}
 	if c == nil {
 		if res.StatusCode != http.StatusSwitchingProtocols {

@@ -261,8 +261,7 @@ func (x *Index) scan(ctx context.Context) {
 				continue
 			}
 			f.claimStores = append(f.claimStores, st)
-			f.claims.Live += c.Live
-			f.claims.Stale += c.Stale
+			f.claims.Add(c)
 		}
 	}
 	x.mu.RLock()

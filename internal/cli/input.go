@@ -138,9 +138,7 @@ func loadRollout(dirs []string, id string) (*rolloutCalls, error) {
 				return nil, withExit(ExitFailure, fmt.Errorf("read rollout %s: %w", id, err))
 			}
 			rc.dir = dir
-			claims.Live += rc.claims.Live
-			claims.Stale += rc.claims.Stale
-			claims.Cleared += rc.claims.Cleared
+			claims.Add(rc.claims)
 			orphans = append(orphans, rc.orphans...)
 			continue
 		case rc != nil && (hasCapture || marker):
@@ -150,9 +148,7 @@ func loadRollout(dirs []string, id string) (*rolloutCalls, error) {
 		if err != nil {
 			return nil, withExit(ExitFailure, fmt.Errorf("read rollout %s: %w", id, err))
 		}
-		claims.Live += c.Live
-		claims.Stale += c.Stale
-		claims.Cleared += c.Cleared
+		claims.Add(c)
 		o, ok, err := readOrphan(store, id)
 		if err != nil {
 			return nil, withExit(ExitFailure, fmt.Errorf("read rollout %s: %w", id, err))
