@@ -69,7 +69,8 @@ sent to modelcalls are forwarded to the child. On a terminal the child runs as t
 so Ctrl-C reaches it once, directly. modelcalls exits with the child's exit status, or 128+N when a
 signal N ended it (126: the command could not be executed, 127: not found).
 
-With --gateway, calls go to a gateway that is already running (modelcalls proxy). With --upstream and
+With --gateway, calls go to a gateway that is already running (modelcalls proxy); when nothing listens
+at that URL, CMD is not run (exit 1). With --upstream and
 --capture-dir instead, modelcalls starts a gateway of its own on a free 127.0.0.1 port for the
 child's lifetime, and after the child exits waits for every capture write in flight (up to
 --shutdown-timeout) before it exits.
@@ -175,6 +176,9 @@ func runRun(ctx context.Context, s *Streams, o *runOptions, args []string) error
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 			return usageErrorf("--gateway: must be an absolute http:// or https:// URL with a host, no query or fragment, e.g. http://127.0.0.1:8080")
 		}
+		if err := checkGatewayListening(ctx, u); err != nil {
+			return err
+		}
 	} else {
 		var err error
 		if gw, err = startOwnGateway(s, o); err != nil {
@@ -202,6 +206,32 @@ func runRun(ctx context.Context, s *Streams, o *runOptions, args []string) error
 		return silentExit{code: status}
 	}
 	return nil
+}
+
+// gatewayDialTimeout bounds checkGatewayListening's connection attempt.
+const gatewayDialTimeout = 3 * time.Second
+
+// checkGatewayListening opens (and closes) one TCP connection to the --gateway URL's host, so that
+// a gateway that is not running is said before the child starts rather than as every model call
+// failing inside it (harnesses retry a refused connection for minutes before they give up). It
+// checks only that something accepts connections there: it sends nothing, so a gateway's logs and
+// metrics do not see it. The error exits 1: what is listening is the machine's state, not a
+// mistake in the arguments.
+func checkGatewayListening(ctx context.Context, u *url.URL) error {
+	host := u.Host
+	if u.Port() == "" {
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		host = net.JoinHostPort(u.Hostname(), port)
+	}
+	d := net.Dialer{Timeout: gatewayDialTimeout}
+	c, err := d.DialContext(ctx, "tcp", host)
+	if err != nil {
+		return withExit(ExitFailure, fmt.Errorf("run: no gateway is listening at --gateway %s (%w); start one with modelcalls proxy --upstream URL --capture-dir DIR, or give run --upstream URL --capture-dir DIR for a gateway of its own", u.Redacted(), err))
+	}
+	return c.Close()
 }
 
 // ownGateway is the gateway `run --upstream` starts for the child's lifetime.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -124,22 +125,67 @@ func exitCode(t *testing.T, err error) int {
 }
 
 func TestRunSetsEnvForChildAndExitsWithItsStatus(t *testing.T) {
+	gw := listeningGateway(t)
 	for _, code := range []int{0, 3} {
-		cmd := wrapper(append([]string{"run", "--rollout", "r-1", "--gateway", "http://127.0.0.1:9/base/"}, child("env", fmt.Sprint(code))...)...)
+		cmd := wrapper(append([]string{"run", "--rollout", "r-1", "--gateway", gw + "/base/"}, child("env", fmt.Sprint(code))...)...)
 		var out, errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		got := exitCode(t, cmd.Run())
 		if got != code {
 			t.Errorf("exit %d, want the child's %d (stderr %s)", got, code, errOut.String())
 		}
-		want := "OPENAI_BASE_URL=http://127.0.0.1:9/base/ng-rollout/r-1/v1\n" +
-			"OPENAI_API_BASE=http://127.0.0.1:9/base/ng-rollout/r-1/v1\n" +
-			"ANTHROPIC_BASE_URL=http://127.0.0.1:9/base/ng-rollout/r-1\n" +
+		want := "OPENAI_BASE_URL=" + gw + "/base/ng-rollout/r-1/v1\n" +
+			"OPENAI_API_BASE=" + gw + "/base/ng-rollout/r-1/v1\n" +
+			"ANTHROPIC_BASE_URL=" + gw + "/base/ng-rollout/r-1\n" +
 			"MODELCALLS_ROLLOUT_ID=r-1\n" +
 			"KEEP_ME=kept\n"
 		if out.String() != want {
 			t.Errorf("child saw\n%s\nwant\n%s", out.String(), want)
 		}
+	}
+}
+
+// listeningGateway returns the base URL (http://127.0.0.1:PORT) of a listener that accepts
+// connections and closes them: what run's check of --gateway needs, for tests whose child makes no
+// model call.
+func listeningGateway(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// A --gateway nothing listens at is said before the child starts (exit 1, the child never runs),
+// rather than as every model call of the child failing.
+func TestRunGatewayNotListening(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := "http://" + ln.Addr().String()
+	ln.Close() // the port is free now: connections to it are refused
+	marker := filepath.Join(t.TempDir(), "child-ran")
+	_, errOut, code := runCLI(t, "", "run", "--rollout", "r1", "--gateway", gw, "--", "sh", "-c", "touch "+marker)
+	if code != ExitFailure {
+		t.Errorf("exit %d, want %d (stderr %q)", code, ExitFailure, errOut)
+	}
+	if want := "modelcalls: run: no gateway is listening at --gateway " + gw + " ("; !strings.HasPrefix(errOut, want) || !strings.Contains(errOut, "connection refused") || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("stderr %q, want one line starting %q naming the refused connection", errOut, want)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the child ran although no gateway was listening")
 	}
 }
 
@@ -168,9 +214,10 @@ func startWrapper(t *testing.T, cmd *exec.Cmd) *bufio.Reader {
 }
 
 func TestRunForwardsSignals(t *testing.T) {
+	gw := listeningGateway(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
-			cmd := wrapper(append([]string{"run", "--rollout", "r1", "--gateway", "http://127.0.0.1:9"}, child("wait-signal")...)...)
+			cmd := wrapper(append([]string{"run", "--rollout", "r1", "--gateway", gw}, child("wait-signal")...)...)
 			r := startWrapper(t, cmd)
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
@@ -189,8 +236,9 @@ func TestRunForwardsSignals(t *testing.T) {
 func TestRunExits128PlusSignal(t *testing.T) {
 	// The child has no handler: the forwarded SIGHUP / SIGTERM ends it, and the wrapper says so as
 	// a shell does.
+	gw := listeningGateway(t)
 	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM} {
-		cmd := wrapper(append([]string{"run", "--rollout", "r1", "--gateway", "http://127.0.0.1:9"}, child("sleep")...)...)
+		cmd := wrapper(append([]string{"run", "--rollout", "r1", "--gateway", gw}, child("sleep")...)...)
 		startWrapper(t, cmd)
 		if err := cmd.Process.Signal(sig); err != nil {
 			t.Fatal(err)
@@ -202,12 +250,13 @@ func TestRunExits128PlusSignal(t *testing.T) {
 }
 
 func TestRunStartErrors(t *testing.T) {
+	gw := listeningGateway(t)
 	checkExits(t, []exitCase{
-		{"not found", []string{"run", "--rollout", "r1", "--gateway", "http://127.0.0.1:9", "--", "no-such-command-xyz"}, exitNotFoundCmd, "executable file not found"},
-		{"not executable", []string{"run", "--rollout", "r1", "--gateway", "http://127.0.0.1:9", "--", "./testdata"}, exitCannotExecute, "start ./testdata"},
-		{"no command", []string{"run", "--rollout", "r1", "--gateway", "http://127.0.0.1:9"}, ExitUsage, "run: missing CMD"},
-		{"no rollout", []string{"run", "--gateway", "http://127.0.0.1:9", "--", "true"}, ExitUsage, "run: missing --rollout ID"},
-		{"bad rollout", []string{"run", "--rollout", "../x", "--gateway", "http://127.0.0.1:9", "--", "true"}, ExitUsage, "--rollout"},
+		{"not found", []string{"run", "--rollout", "r1", "--gateway", gw, "--", "no-such-command-xyz"}, exitNotFoundCmd, "executable file not found"},
+		{"not executable", []string{"run", "--rollout", "r1", "--gateway", gw, "--", "./testdata"}, exitCannotExecute, "start ./testdata"},
+		{"no command", []string{"run", "--rollout", "r1", "--gateway", gw}, ExitUsage, "run: missing CMD"},
+		{"no rollout", []string{"run", "--gateway", gw, "--", "true"}, ExitUsage, "run: missing --rollout ID"},
+		{"bad rollout", []string{"run", "--rollout", "../x", "--gateway", gw, "--", "true"}, ExitUsage, "--rollout"},
 		{"no gateway", []string{"run", "--rollout", "r1", "--", "true"}, ExitUsage, "missing --gateway URL, or --upstream URL with --capture-dir DIR"},
 		{"both", []string{"run", "--rollout", "r1", "--gateway", "http://x", "--upstream", "http://y", "--capture-dir", "d", "--", "true"}, ExitUsage, "not both"},
 		{"upstream without dir", []string{"run", "--rollout", "r1", "--upstream", "http://y", "--", "true"}, ExitUsage, "--upstream needs --capture-dir"},
@@ -218,6 +267,7 @@ func TestRunStartErrors(t *testing.T) {
 }
 
 func TestRunHintsForConfigFileHarnesses(t *testing.T) {
+	gw := listeningGateway(t)
 	dir := t.TempDir()
 	for _, name := range []string{"codex", "opencode"} {
 		// A stand-in of that name, so the hint is printed and the command still runs.
@@ -225,15 +275,15 @@ func TestRunHintsForConfigFileHarnesses(t *testing.T) {
 		if err := os.WriteFile(path, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		_, errOut, code := runCLI(t, "", "run", "--rollout", "r1", "--gateway", "http://127.0.0.1:8080", "--", path)
+		_, errOut, code := runCLI(t, "", "run", "--rollout", "r1", "--gateway", gw, "--", path)
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", name, code, errOut)
 		}
-		if !strings.Contains(errOut, name+" reads its base URL from") || !strings.Contains(errOut, `"http://127.0.0.1:8080/ng-rollout/r1/v1"`) {
+		if !strings.Contains(errOut, name+" reads its base URL from") || !strings.Contains(errOut, `"`+gw+`/ng-rollout/r1/v1"`) {
 			t.Errorf("%s: hint missing: %q", name, errOut)
 		}
 	}
-	_, errOut, _ := runCLI(t, "", "run", "--rollout", "r1", "--gateway", "http://127.0.0.1:8080", "--", "true")
+	_, errOut, _ := runCLI(t, "", "run", "--rollout", "r1", "--gateway", gw, "--", "true")
 	if errOut != "" {
 		t.Errorf("no hint expected for true, got %q", errOut)
 	}
@@ -292,7 +342,7 @@ func TestRunOwnGatewayCapturesAndDrains(t *testing.T) {
 // foreground job in its own process group, so Ctrl-C reaches the child (once, from the kernel), and
 // the wrapper exits with its status.
 func TestRunForegroundOnTerminal(t *testing.T) {
-	cmd := wrapper(append([]string{"run", "--rollout", "r1", "--gateway", "http://127.0.0.1:9"}, child("foreground")...)...)
+	cmd := wrapper(append([]string{"run", "--rollout", "r1", "--gateway", listeningGateway(t)}, child("foreground")...)...)
 	ptmx, err := pty.Start(cmd)
 	if err != nil {
 		t.Fatal(err)
