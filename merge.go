@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
@@ -263,7 +266,7 @@ func (m *Merger) collect(ctx context.Context, id string, sc *mergeScratch) (evid
 		return ev, nil
 	}
 
-	store, marker, err := selectStore(m.stores, id)
+	store, marker, err := mergeStore(m.stores, id)
 	if err == nil && store != nil {
 		ev.calls, ev.damaged, err = readAvailableRecords(store, id, sc.records[:0], &sc.boxes, &sc.file)
 	}
@@ -315,6 +318,30 @@ func selectStore(stores []*capture.Store, id string) (*capture.Store, bool, erro
 		}
 	}
 	return nil, false, nil
+}
+
+// mergeStore is selectStore for a merge, over at least one store: the last store is chosen
+// without looking for its capture file, since reading a capture file that does not exist gives
+// what no store gives (no records, no error); only its marker is looked for. A merge of one dir so
+// makes one lstat less per rollout.
+func mergeStore(stores []*capture.Store, id string) (*capture.Store, bool, error) {
+	last := len(stores) - 1
+	if s, marker, err := selectStore(stores[:last], id); err != nil || s != nil {
+		return s, marker, err
+	}
+	mp, err := stores[last].MarkerPath(id)
+	if err != nil {
+		return nil, false, err
+	}
+	var st unix.Stat_t
+	switch err := unix.Lstat(mp, &st); {
+	case err == nil:
+		return stores[last], true, nil
+	case errors.Is(err, unix.ENOENT):
+		return stores[last], false, nil
+	default:
+		return nil, false, fmt.Errorf("stat %s: %w", mp, &os.PathError{Op: "lstat", Path: mp, Err: err})
+	}
 }
 
 // existingStores opens the stores of dirs that exist.
