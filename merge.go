@@ -183,7 +183,7 @@ func (m *Merger) Merge(ctx context.Context, line []byte) ([]byte, MergeResult, e
 	// The attachment is written straight into the output line: no intermediate value, so a merge
 	// with payloads holds the capture file and the output line, about twice the largest capture
 	// line (raw texts are copied from their tokens, never decoded; appendStringToken).
-	att := planAttachment(sc.small[:0], id, ev.calls, res.Gaps, m.opts.IncludePayloads)
+	att := planAttachment(sc.small[:0], id, ev.calls, res.Gaps, m.opts.IncludePayloads, sc.file)
 	sc.small = att.small
 	edits = append(edits, layout.setFieldEdit(line, layout.capture, FieldModelCallCapture, nil))
 	capIdx := len(edits) - 1
@@ -388,8 +388,9 @@ type attachment struct {
 	size  int // an upper bound of the written length (exact unless a payload is compacted)
 }
 
-// planAttachment builds the attachment's small part, appended to dst[:0].
-func planAttachment(dst []byte, id string, calls []ModelCallRecord, gaps []rollout.Gap, payloads bool) attachment {
+// planAttachment builds the attachment's small part, appended to dst[:0]; file is the capture
+// file's buffer the calls were read from (their strings may share it).
+func planAttachment(dst []byte, id string, calls []ModelCallRecord, gaps []rollout.Gap, payloads bool, file []byte) attachment {
 	a := attachment{calls: calls}
 	// About 1 KiB a call without payloads: sized once instead of grown call by call.
 	if n := 512 + 1024*len(calls); cap(dst) < n {
@@ -409,7 +410,7 @@ func planAttachment(dst []byte, id string, calls []ModelCallRecord, gaps []rollo
 			dst = append(dst, ',')
 		}
 		start := len(dst)
-		dst = calls[i].AppendJSON(dst, false)
+		dst = calls[i].appendJSON(dst, false, file)
 		if payloads {
 			// The payload members sit just before "tool_calls", the first `,"tool_calls":` of the
 			// record (a JSON string never holds an unescaped quote).
