@@ -278,26 +278,31 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int) error {
 		rec.FinishReason = &b.finishReason
 	}
 
-	u := scanUsage(f.usage, f.tree)
-	stats := extractTokenStats(u, &b.tokens)
+	var u usageFields
+	u.scan(f.usage, f.tree)
+	stats := extractTokenStats(&u, &b.tokens)
 	rec.TokensIn, rec.TokensOut = stats.TokensIn, stats.TokensOut
 	rec.TokensReasoning, rec.TokensTotal = stats.TokensReasoning, stats.TokensTotal
 	rec.CacheCreationTokens = stats.CacheCreationTokens
 	rec.CacheHit, rec.CachedTokens = cacheSignal(&u, &b.tokens)
-	rec.ToolCalls, rec.ReasoningContent = toolCallsAndReasoning(f)
+	var reasoning bool
+	rec.ToolCalls, b.reasoning, reasoning = toolCallsAndReasoningText(f)
+	if reasoning {
+		rec.ReasoningContent = &b.reasoning
+	}
 	return nil
 }
 
 // recordBox holds the scalar values a record's pointer fields point at: one allocation per record
 // instead of one per field. The record keeps the box alive as long as it keeps any of them.
 type recordBox struct {
-	modelCallID, dialect, errorCategory, responseID, model, responseStatus, finishReason string
-	responseSource, localResponseReason, clientSessionID, clientAssistantMessageID       string
-	statusCode, upstreamStatusCode                                                       int
-	startedAt, completedAt, latencyMS, latencyTTFTMS                                     float64
-	upstreamAttempted                                                                    bool
-	modelRef                                                                             rollout.ModelServerRef
-	tokens                                                                               tokenBox
+	modelCallID, dialect, errorCategory, responseID, model, responseStatus, finishReason, reasoning string
+	responseSource, localResponseReason, clientSessionID, clientAssistantMessageID                  string
+	statusCode, upstreamStatusCode                                                                  int
+	startedAt, completedAt, latencyMS, latencyTTFTMS                                                float64
+	upstreamAttempted                                                                               bool
+	modelRef                                                                                        rollout.ModelServerRef
+	tokens                                                                                          tokenBox
 }
 
 // boxSlab hands out the recordBoxes of the records of one read from shared chunks: one allocation

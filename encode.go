@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
@@ -126,6 +127,29 @@ func appendOptInt(dst []byte, n *int) []byte {
 }
 
 func appendOptString(dst []byte, s *string) []byte { return appendOpt(dst, s, jsonscan.AppendString) }
+
+// appendOptText is appendOptString for a string that may lie in line (appendText).
+func appendOptText(dst []byte, s *string, line []byte) []byte {
+	if s == nil {
+		return append(dst, "null"...)
+	}
+	return appendText(dst, *s, line)
+}
+
+// appendText is jsonscan.AppendString, copying s without looking at it when its bytes lie in line:
+// then s is the body of a validated string token without escapes (see
+// ModelCallRecord.appendJSON), which AppendString writes unchanged.
+func appendText(dst []byte, s string, line []byte) []byte {
+	if len(s) > 0 && len(line) > 0 {
+		p, lo := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.SliceData(line)))
+		if p >= lo && p-lo <= uintptr(len(line)) && uintptr(len(s)) <= uintptr(len(line))-(p-lo) {
+			dst = append(dst, '"')
+			dst = append(dst, s...)
+			return append(dst, '"')
+		}
+	}
+	return jsonscan.AppendString(dst, s)
+}
 
 func appendOptBool(dst []byte, b *bool) []byte { return appendOpt(dst, b, strconv.AppendBool) }
 

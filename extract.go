@@ -56,6 +56,8 @@ func usageDetailToken(usage json.RawMessage, groups, fields []string) (n int64, 
 }
 
 // detailToken is usageDetailToken over the raw groups, looked up through t (nil: walked as text).
+// The record builder reads the groups of scanUsage instead (detailFields): the same rule, each
+// group walked once.
 func detailToken(t *jsonscan.Tree, groups [][]byte, fields ...string) (int64, bool) {
 	for _, g := range groups {
 		if !jsonscan.IsObject(g) {
@@ -77,26 +79,145 @@ type usageFields struct {
 	promptDetails, inputDetails, outputDetails, completionDetails          []byte
 	promptCacheHit, promptCacheMiss, reasoningTokens                       []byte
 	isObject                                                               bool
-	tree                                                                   *jsonscan.Tree // the index the detail groups are read through
+	// The counts the rules read in the four detail groups, each group walked once.
+	prompt, input, output, completion detailFields
 }
 
-// scanUsage maps the members of usage, read through t (nil: walked as text).
+// detailFields are the members of a usage detail group (prompt_tokens_details, ...) that the rules
+// read; all nil when the group is absent or not an object.
+type detailFields struct {
+	cachedTokens, cachedInputTokens, cacheWriteTokens, cacheCreationTokens, reasoningTokens, thinkingTokens []byte
+}
+
+// scanUsage maps the members of usage and of its detail groups, read through t (nil: walked as
+// text). When t indexes usage, its children are visited by node and each group is found by its
+// node, without a search per lookup.
 func scanUsage(usage []byte, t *jsonscan.Tree) usageFields {
-	u := usageFields{tree: t}
-	u.isObject = t.EachMember(usage, func(k, v []byte) bool {
-		if !u.setToken(k, v) {
-			if d, ok := decodedKey(k); ok {
-				u.setToken(d, v)
-			}
-		}
-		return true
-	})
+	var u usageFields
+	u.scan(usage, t)
 	return u
 }
 
+// scan is scanUsage into u, a zero usageFields (the record builder keeps it in place: it is large
+// enough that copying it costs more than filling it).
+func (u *usageFields) scan(usage []byte, t *jsonscan.Tree) {
+	if n := t.Node(usage); n >= 0 {
+		if usage[0] != '{' {
+			return
+		}
+		u.isObject = true
+		// The node of the last occurrence of each group (last one wins), -1 for none.
+		groups := [4]int{-1, -1, -1, -1}
+		for c, end := t.Children(n); c < end; c = t.Next(c) {
+			k, v := t.Member(c)
+			if g := u.set(k, v); g >= 0 {
+				groups[g] = c
+			}
+		}
+		for g, c := range groups {
+			if c >= 0 {
+				if _, v := t.Member(c); jsonscan.IsObject(v) {
+					d := u.detail(g)
+					for cc, end := t.Children(c); cc < end; cc = t.Next(cc) {
+						d.set(t.Member(cc))
+					}
+				}
+			}
+		}
+		return
+	}
+	u.isObject = jsonscan.EachMember(usage, func(k, v []byte) bool {
+		u.set(k, v)
+		return true
+	})
+	for g, v := range [...][]byte{u.promptDetails, u.inputDetails, u.outputDetails, u.completionDetails} {
+		d := u.detail(g)
+		jsonscan.EachMember(v, func(k, v []byte) bool {
+			d.set(k, v)
+			return true
+		})
+	}
+}
+
+// Detail group numbers, as set returns them and detail takes them.
+const (
+	groupPrompt = iota
+	groupInput
+	groupOutput
+	groupCompletion
+)
+
+// detail returns the fields of detail group g.
+func (u *usageFields) detail(g int) *detailFields {
+	switch g {
+	case groupPrompt:
+		return &u.prompt
+	case groupInput:
+		return &u.input
+	case groupOutput:
+		return &u.output
+	}
+	return &u.completion
+}
+
+// set records v as the value of the usage key named by the key token k (last one wins); it
+// returns the group number when the key names a detail group, else -1.
+func (u *usageFields) set(k, v []byte) int {
+	g, ok := u.setToken(k, v)
+	if !ok {
+		if d, dok := decodedKey(k); dok {
+			g, _ = u.setToken(d, v)
+		}
+	}
+	return g
+}
+
+// set records v as the value of the detail key named by the key token k (last one wins).
+func (d *detailFields) set(k, v []byte) {
+	if !d.setToken(k, v) {
+		if dk, ok := decodedKey(k); ok {
+			d.setToken(dk, v)
+		}
+	}
+}
+
+func (d *detailFields) setToken(k, v []byte) bool {
+	switch string(k) {
+	case `"cached_tokens"`:
+		d.cachedTokens = v
+	case `"cached_input_tokens"`:
+		d.cachedInputTokens = v
+	case `"cache_write_tokens"`:
+		d.cacheWriteTokens = v
+	case `"cache_creation_tokens"`:
+		d.cacheCreationTokens = v
+	case `"reasoning_tokens"`:
+		d.reasoningTokens = v
+	case `"thinking_tokens"`:
+		d.thinkingTokens = v
+	default:
+		return false
+	}
+	return true
+}
+
+// firstCount returns the first valid token count among vs.
+func firstCount(vs ...[]byte) (int64, bool) {
+	for _, v := range vs {
+		if len(v) == 0 {
+			continue
+		}
+		if n, ok := tokenCount(v); ok {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
 // setToken records v as the value of the usage key named by the key token k, compared as it stands
-// (see decodedKey); it reports whether the key is one the record reads.
-func (u *usageFields) setToken(k, v []byte) bool {
+// (see decodedKey); it reports whether the key is one the record reads, and which detail group it
+// names (-1 for none).
+func (u *usageFields) setToken(k, v []byte) (group int, found bool) {
 	switch string(k) {
 	case `"input_tokens"`:
 		u.inputTokens = v
@@ -118,12 +239,16 @@ func (u *usageFields) setToken(k, v []byte) bool {
 		u.reasoningOutput = v
 	case `"prompt_tokens_details"`:
 		u.promptDetails = v
+		return groupPrompt, true
 	case `"input_tokens_details"`:
 		u.inputDetails = v
+		return groupInput, true
 	case `"output_tokens_details"`:
 		u.outputDetails = v
+		return groupOutput, true
 	case `"completion_tokens_details"`:
 		u.completionDetails = v
+		return groupCompletion, true
 	case `"prompt_cache_hit_tokens"`:
 		u.promptCacheHit = v
 	case `"prompt_cache_miss_tokens"`:
@@ -131,9 +256,9 @@ func (u *usageFields) setToken(k, v []byte) bool {
 	case `"reasoning_tokens"`:
 		u.reasoningTokens = v
 	default:
-		return false
+		return -1, false
 	}
-	return true
+	return -1, true
 }
 
 // ExtractTokenStats ports extract_token_stats: normalised token counts from a usage object of any
@@ -167,7 +292,8 @@ func ExtractTokenStats(usage json.RawMessage) TokenStats {
 	if !jsonscan.IsObject(usage) || jsonscan.Validate(usage) != nil {
 		return TokenStats{}
 	}
-	return extractTokenStats(scanUsage(usage, nil), new(tokenBox))
+	u := scanUsage(usage, nil)
+	return extractTokenStats(&u, new(tokenBox))
 }
 
 // tokenBox holds the counts a TokenStats points at: one allocation for all of them (a record
@@ -184,7 +310,7 @@ func put[T any](dst *T, n T) *T {
 }
 
 // extractTokenStats is ExtractTokenStats over scanned usage fields, the counts stored in b.
-func extractTokenStats(u usageFields, b *tokenBox) TokenStats {
+func extractTokenStats(u *usageFields, b *tokenBox) TokenStats {
 	var s TokenStats
 	if !u.isObject {
 		return s
@@ -229,11 +355,11 @@ func extractTokenStats(u usageFields, b *tokenBox) TokenStats {
 		}
 	}
 
-	if n, ok := detailToken(u.tree, [][]byte{u.outputDetails, u.completionDetails}, "reasoning_tokens"); ok {
+	if n, ok := firstCount(u.output.reasoningTokens, u.completion.reasoningTokens); ok {
 		s.TokensReasoning = put(&b.reasoning, n)
 	} else if n, ok := tokenCount(u.reasoningOutput); ok {
 		s.TokensReasoning = put(&b.reasoning, n)
-	} else if n, ok := detailToken(u.tree, [][]byte{u.outputDetails}, "thinking_tokens"); ok {
+	} else if n, ok := tokenCount(u.output.thinkingTokens); ok {
 		s.TokensReasoning = put(&b.reasoning, n)
 	} else if n, ok := tokenCount(u.reasoningTokens); ok {
 		s.TokensReasoning = put(&b.reasoning, n)
@@ -253,12 +379,12 @@ func extractTokenStats(u usageFields, b *tokenBox) TokenStats {
 }
 
 func (u *usageFields) openAICached() (int64, bool) {
-	return detailToken(u.tree, [][]byte{u.promptDetails, u.inputDetails}, "cached_tokens", "cached_input_tokens")
+	return firstCount(u.prompt.cachedTokens, u.prompt.cachedInputTokens, u.input.cachedTokens, u.input.cachedInputTokens)
 }
 
 // openAICacheWrite is the first valid cache-write count of the OpenAI-style detail groups.
 func (u *usageFields) openAICacheWrite() (int64, bool) {
-	return detailToken(u.tree, [][]byte{u.promptDetails, u.inputDetails}, "cache_write_tokens", "cache_creation_tokens")
+	return firstCount(u.prompt.cacheWriteTokens, u.prompt.cacheCreationTokens, u.input.cacheWriteTokens, u.input.cacheCreationTokens)
 }
 
 // hasOpenAICacheSubset reports a valid cache read or write count inside prompt_tokens_details or
@@ -374,47 +500,95 @@ func toolCallsAndReasoningJSON(response json.RawMessage) ([]ToolCall, *string) {
 }
 
 func toolCallsAndReasoning(f *responseFields) ([]ToolCall, *string) {
-	var calls []ToolCall
-	var reasoning []string
-	strs := &strSlab{alias: f.alias}
+	calls, reasoning, ok := toolCallsAndReasoningText(f)
+	if !ok {
+		return calls, nil
+	}
+	return calls, &reasoning
+}
+
+// toolCallsAndReasoningText is toolCallsAndReasoning with the reasoning as a value (ok false for
+// nil): the record builder keeps it in the record's box instead of an allocation of its own.
+func toolCallsAndReasoningText(f *responseFields) ([]ToolCall, string, bool) {
+	out := toolCallSink{alias: f.alias}
 	switch {
 	case jsonscan.IsArray(f.output):
-		calls, reasoning = responsesToolCalls(f.output, f.tree, strs)
+		responsesToolCalls(f.output, f.tree, &out)
 	case jsonscan.IsArray(f.choices):
-		calls, reasoning = chatToolCalls(f.choices, f.tree, strs)
+		chatToolCalls(f.choices, f.tree, &out)
 	case jsonscan.IsArray(f.content):
-		calls, reasoning = anthropicToolCalls(f.content, f.tree, strs)
+		anthropicToolCalls(f.content, f.tree, &out)
 	default:
-		return nil, nil
+		return nil, "", false
 	}
-	if joined := strings.Join(reasoning, "\n"); joined != "" {
-		return calls, &joined
+	reasoning := out.first
+	if out.pieces > 1 {
+		reasoning = strings.Join(out.more, "\n")
 	}
-	return calls, nil
+	return out.calls, reasoning, reasoning != ""
 }
 
-// strSlab holds the call ids and names of one response's tool calls: a few strings per
-// allocation instead of one each. alias is text's: strings may share the line's memory.
-type strSlab struct {
-	buf   []string
-	alias bool
+// toolCallSink collects one response's tool calls and reasoning pieces. Most responses have at
+// most one call and one piece: the first call and its id and name share one allocation
+// (firstToolCall), the first piece is kept without a slice, and later ones go to slices.
+// alias is text's: strings may share the line's memory.
+type toolCallSink struct {
+	calls  []ToolCall
+	strs   []string // the ids and names of the calls after the first
+	first  string   // the first reasoning piece
+	more   []string // every piece, once there are two
+	pieces int
+	alias  bool
 }
 
-// ptr returns a pointer to the text of v kept in the slab, nil when v is not a string.
-func (s *strSlab) ptr(v []byte) *string {
+// firstToolCall holds a response's first tool call and the strings it points at.
+type firstToolCall struct {
+	call     [1]ToolCall
+	id, name string
+}
+
+// add appends a call: its id and name from their raw values (nil when not strings).
+func (s *toolCallSink) add(callID, name []byte, args json.RawMessage) {
+	if s.calls == nil {
+		b := new(firstToolCall)
+		b.call[0] = ToolCall{CallID: s.strInto(callID, &b.id), Name: s.strInto(name, &b.name), Arguments: args}
+		s.calls = b.call[:1:1]
+		return
+	}
+	s.calls = append(s.calls, ToolCall{CallID: s.ptr(callID), Name: s.ptr(name), Arguments: args})
+}
+
+// reason appends a reasoning piece.
+func (s *toolCallSink) reason(piece string) {
+	switch s.pieces {
+	case 0:
+		s.first = piece
+	case 1:
+		s.more = append(s.more, s.first, piece)
+	default:
+		s.more = append(s.more, piece)
+	}
+	s.pieces++
+}
+
+// strInto is stringInto with the sink's alias.
+func (s *toolCallSink) strInto(v []byte, dst *string) *string { return stringInto(v, dst, s.alias) }
+
+// ptr returns a pointer to the text of v kept in s.strs, nil when v is not a string.
+func (s *toolCallSink) ptr(v []byte) *string {
 	t, ok := text(v, s.alias)
 	if !ok {
 		return nil
 	}
-	if len(s.buf) == cap(s.buf) {
-		s.buf = make([]string, 0, 8) // earlier strings stay where they are
+	if len(s.strs) == cap(s.strs) {
+		s.strs = make([]string, 0, 8) // earlier strings stay where they are
 	}
-	s.buf = append(s.buf, t)
-	return &s.buf[len(s.buf)-1]
+	s.strs = append(s.strs, t)
+	return &s.strs[len(s.strs)-1]
 }
 
-func responsesToolCalls(output []byte, t *jsonscan.Tree, strs *strSlab) (calls []ToolCall, reasoning []string) {
-	alias := strs.alias
+func responsesToolCalls(output []byte, t *jsonscan.Tree, out *toolCallSink) {
+	alias := out.alias
 	t.EachElement(output, func(item []byte) bool {
 		if !jsonscan.IsObject(item) {
 			return true
@@ -442,22 +616,21 @@ func responsesToolCalls(output []byte, t *jsonscan.Tree, strs *strSlab) (calls [
 			if !jsonscan.Truthy(callID) {
 				callID = id
 			}
-			calls = append(calls, ToolCall{CallID: strs.ptr(callID), Name: strs.ptr(name), Arguments: normalizeArguments(args)})
+			out.add(callID, name, normalizeArguments(args))
 		case "reasoning":
 			t.EachElement(summary, func(entry []byte) bool {
 				if s, ok := text(t.Lookup(entry, "text"), alias); ok && s != "" {
-					reasoning = append(reasoning, s)
+					out.reason(s)
 				}
 				return true
 			})
 		}
 		return true
 	})
-	return calls, reasoning
 }
 
-func chatToolCalls(choices []byte, t *jsonscan.Tree, strs *strSlab) (calls []ToolCall, reasoning []string) {
-	alias := strs.alias
+func chatToolCalls(choices []byte, t *jsonscan.Tree, out *toolCallSink) {
+	alias := out.alias
 	t.EachElement(choices, func(choice []byte) bool {
 		message := t.Lookup(choice, "message")
 		if !jsonscan.IsObject(message) {
@@ -484,7 +657,7 @@ func chatToolCalls(choices []byte, t *jsonscan.Tree, strs *strSlab) (calls []Too
 			if jsonscan.IsObject(fn) {
 				name, args = t.Lookup(fn, "name"), t.Lookup(fn, "arguments")
 			}
-			calls = append(calls, ToolCall{CallID: strs.ptr(t.Lookup(tc, "id")), Name: strs.ptr(name), Arguments: normalizeArguments(args)})
+			out.add(t.Lookup(tc, "id"), name, normalizeArguments(args))
 			return true
 		})
 		// reasoning_content wins when truthy, even if it is not a string: a truthy non-string blocks the
@@ -494,15 +667,14 @@ func chatToolCalls(choices []byte, t *jsonscan.Tree, strs *strSlab) (calls []Too
 			reasoningText = reasoningAlt
 		}
 		if s, ok := text(reasoningText, alias); ok && s != "" {
-			reasoning = append(reasoning, s)
+			out.reason(s)
 		}
 		return true
 	})
-	return calls, reasoning
 }
 
-func anthropicToolCalls(content []byte, t *jsonscan.Tree, strs *strSlab) (calls []ToolCall, reasoning []string) {
-	alias := strs.alias
+func anthropicToolCalls(content []byte, t *jsonscan.Tree, out *toolCallSink) {
+	alias := out.alias
 	t.EachElement(content, func(block []byte) bool {
 		if !jsonscan.IsObject(block) {
 			return true
@@ -529,15 +701,14 @@ func anthropicToolCalls(content []byte, t *jsonscan.Tree, strs *strSlab) (calls 
 			if jsonscan.Truthy(input) {
 				args = normalizeArguments(input)
 			}
-			calls = append(calls, ToolCall{CallID: strs.ptr(id), Name: strs.ptr(name), Arguments: args})
+			out.add(id, name, args)
 		case "thinking", "redacted_thinking":
 			if s, ok := text(thinking, alias); ok {
-				reasoning = append(reasoning, s) // empty strings included, as NeMo Gym does
+				out.reason(s) // empty strings included, as NeMo Gym does
 			}
 		}
 		return true
 	})
-	return calls, reasoning
 }
 
 // finishReasonJSON returns why generation stopped: the first string among response.stop_reason

@@ -76,6 +76,26 @@ func FuzzBuildRecord(f *testing.F) {
 		if err := rec.WriteJSON(&w, true); err != nil || !bytes.Equal(w.Bytes(), out) {
 			t.Fatalf("WriteJSON %s, AppendJSON %s (%v)", w.Bytes(), out, err)
 		}
+		// The same record comes out of the text walkers (no response index, usage and its
+		// detail groups walked as text) and of the read path (strings sharing the line, written
+		// without escaping those that lie in it).
+		ex := jsonscan.TrimWS(data)
+		var text ModelCallRecord
+		if err := buildRecord(&text, ex, 1); err != nil {
+			t.Fatalf("text walk: %v", err)
+		}
+		if got := text.AppendJSON(nil, true); !bytes.Equal(got, out) {
+			t.Fatalf("text walk built\n%s\nthe index built\n%s", got, out)
+		}
+		sc := jsonscan.Scanner{Nested: "response"}
+		members, err := sc.Members(ex, nil)
+		var shared ModelCallRecord
+		if err != nil || buildRecordMembers(&shared, ex, members, &sc, 1, true, nil) != nil {
+			t.Fatalf("read path: %v", err)
+		}
+		if got := shared.appendJSON(nil, true, ex); !bytes.Equal(got, out) {
+			t.Fatalf("read path wrote\n%s\nwant\n%s", got, out)
+		}
 	})
 }
 

@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
@@ -180,7 +183,7 @@ func (m *Merger) Merge(ctx context.Context, line []byte) ([]byte, MergeResult, e
 	// The attachment is written straight into the output line: no intermediate value, so a merge
 	// with payloads holds the capture file and the output line, about twice the largest capture
 	// line (raw texts are copied from their tokens, never decoded; appendStringToken).
-	att := planAttachment(sc.small[:0], id, ev.calls, res.Gaps, m.opts.IncludePayloads)
+	att := planAttachment(sc.small[:0], id, ev.calls, res.Gaps, m.opts.IncludePayloads, sc.file)
 	sc.small = att.small
 	edits = append(edits, layout.setFieldEdit(line, layout.capture, FieldModelCallCapture, nil))
 	capIdx := len(edits) - 1
@@ -263,7 +266,7 @@ func (m *Merger) collect(ctx context.Context, id string, sc *mergeScratch) (evid
 		return ev, nil
 	}
 
-	store, marker, err := selectStore(m.stores, id)
+	store, marker, err := mergeStore(m.stores, id)
 	if err == nil && store != nil {
 		ev.calls, ev.damaged, err = readAvailableRecords(store, id, sc.records[:0], &sc.boxes, &sc.file)
 	}
@@ -317,6 +320,30 @@ func selectStore(stores []*capture.Store, id string) (*capture.Store, bool, erro
 	return nil, false, nil
 }
 
+// mergeStore is selectStore for a merge, over at least one store: the last store is chosen
+// without looking for its capture file, since reading a capture file that does not exist gives
+// what no store gives (no records, no error); only its marker is looked for. A merge of one dir so
+// makes one lstat less per rollout.
+func mergeStore(stores []*capture.Store, id string) (*capture.Store, bool, error) {
+	last := len(stores) - 1
+	if s, marker, err := selectStore(stores[:last], id); err != nil || s != nil {
+		return s, marker, err
+	}
+	mp, err := stores[last].MarkerPath(id)
+	if err != nil {
+		return nil, false, err
+	}
+	var st unix.Stat_t
+	switch err := unix.Lstat(mp, &st); {
+	case err == nil:
+		return stores[last], true, nil
+	case errors.Is(err, unix.ENOENT):
+		return stores[last], false, nil
+	default:
+		return nil, false, fmt.Errorf("stat %s: %w", mp, &os.PathError{Op: "lstat", Path: mp, Err: err})
+	}
+}
+
 // existingStores opens the stores of dirs that exist.
 func existingStores(dirs []string) ([]*capture.Store, error) {
 	var stores []*capture.Store
@@ -361,8 +388,9 @@ type attachment struct {
 	size  int // an upper bound of the written length (exact unless a payload is compacted)
 }
 
-// planAttachment builds the attachment's small part, appended to dst[:0].
-func planAttachment(dst []byte, id string, calls []ModelCallRecord, gaps []rollout.Gap, payloads bool) attachment {
+// planAttachment builds the attachment's small part, appended to dst[:0]; file is the capture
+// file's buffer the calls were read from (their strings may share it).
+func planAttachment(dst []byte, id string, calls []ModelCallRecord, gaps []rollout.Gap, payloads bool, file []byte) attachment {
 	a := attachment{calls: calls}
 	// About 1 KiB a call without payloads: sized once instead of grown call by call.
 	if n := 512 + 1024*len(calls); cap(dst) < n {
@@ -382,7 +410,7 @@ func planAttachment(dst []byte, id string, calls []ModelCallRecord, gaps []rollo
 			dst = append(dst, ',')
 		}
 		start := len(dst)
-		dst = calls[i].AppendJSON(dst, false)
+		dst = calls[i].appendJSON(dst, false, file)
 		if payloads {
 			// The payload members sit just before "tool_calls", the first `,"tool_calls":` of the
 			// record (a JSON string never holds an unescaped quote).

@@ -85,11 +85,21 @@ var payloadFields = [...]string{"request", "response", "request_raw", "response_
 // four payload fields (payloadFields) are left out, as NeMo Gym's merge does unless include_payloads
 // is set; with payloads true all 33 fields are written.
 func (r *ModelCallRecord) AppendJSON(dst []byte, payloads bool) []byte {
+	return r.appendJSON(dst, payloads, nil)
+}
+
+// appendJSON is AppendJSON for a record read from line (nil: any record): a string field whose
+// bytes lie in line is the body of a string token without escapes in a line that passed the
+// strict validation (ReadAvailableRecords' strings share the line only then, see text), so it
+// holds no quote, backslash, control byte or invalid UTF-8 and AppendString would copy it
+// unchanged: it is copied without the scan (the merge's attachment, whose records alias the
+// capture file it read, spends a sixth of its writing on that scan otherwise).
+func (r *ModelCallRecord) appendJSON(dst []byte, payloads bool, line []byte) []byte {
 	// The keys are written with their separators as constants (the order is fixed).
 	dst = append(dst, `{"model_call_id":`...)
-	dst = appendOptString(dst, r.ModelCallID)
+	dst = appendOptText(dst, r.ModelCallID, line)
 	dst = append(dst, `,"response_id":`...)
-	dst = appendOptString(dst, r.ResponseID)
+	dst = appendOptText(dst, r.ResponseID, line)
 	dst = append(dst, `,"call_index":`...)
 	dst = appendOptInt(dst, &r.CallIndex)
 	dst = append(dst, `,"model_ref":`...)
@@ -103,19 +113,19 @@ func (r *ModelCallRecord) AppendJSON(dst []byte, payloads bool) []byte {
 			dst = jsonscan.AppendString(dst, r.ModelRef.Type)
 		}
 		dst = append(dst, `,"name":`...)
-		dst = jsonscan.AppendString(dst, r.ModelRef.Name)
+		dst = appendText(dst, r.ModelRef.Name, line)
 		dst = append(dst, '}')
 	}
 	dst = append(dst, `,"model":`...)
-	dst = appendOptString(dst, r.Model)
+	dst = appendOptText(dst, r.Model, line)
 	dst = append(dst, `,"dialect":`...)
-	dst = appendOptString(dst, r.Dialect)
+	dst = appendOptText(dst, r.Dialect, line)
 	dst = append(dst, `,"status_code":`...)
 	dst = appendOptInt(dst, r.StatusCode)
 	dst = append(dst, `,"response_status":`...)
-	dst = appendOptString(dst, r.ResponseStatus)
+	dst = appendOptText(dst, r.ResponseStatus, line)
 	dst = append(dst, `,"finish_reason":`...)
-	dst = appendOptString(dst, r.FinishReason)
+	dst = appendOptText(dst, r.FinishReason, line)
 	dst = append(dst, `,"started_at":`...)
 	dst = appendOptFloat(dst, r.StartedAt)
 	dst = append(dst, `,"completed_at":`...)
@@ -137,11 +147,11 @@ func (r *ModelCallRecord) AppendJSON(dst []byte, payloads bool) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = r.ToolCalls[i].appendJSON(dst)
+		dst = r.ToolCalls[i].appendJSONIn(dst, line)
 	}
 	dst = append(dst, ']')
 	dst = append(dst, `,"reasoning_content":`...)
-	dst = appendOptString(dst, r.ReasoningContent)
+	dst = appendOptText(dst, r.ReasoningContent, line)
 	dst = append(dst, `,"cache_hit":`...)
 	dst = appendOptBool(dst, r.CacheHit)
 	dst = append(dst, `,"cached_tokens":`...)
@@ -149,23 +159,23 @@ func (r *ModelCallRecord) AppendJSON(dst []byte, payloads bool) []byte {
 	dst = append(dst, `,"cache_creation_tokens":`...)
 	dst = appendOptInt64(dst, r.CacheCreationTokens)
 	dst = append(dst, `,"error_category":`...)
-	dst = appendOptString(dst, r.ErrorCategory)
+	dst = appendOptText(dst, r.ErrorCategory, line)
 	dst = append(dst, `,"latency_total_ms":`...)
 	dst = appendOptFloat(dst, r.LatencyTotalMS)
 	dst = append(dst, `,"latency_ttft_ms":`...)
 	dst = appendOptFloat(dst, r.LatencyTTFTMS)
 	dst = append(dst, `,"response_source":`...)
-	dst = appendOptString(dst, r.ResponseSource)
+	dst = appendOptText(dst, r.ResponseSource, line)
 	dst = append(dst, `,"upstream_attempted":`...)
 	dst = appendOptBool(dst, r.UpstreamAttempted)
 	dst = append(dst, `,"upstream_status_code":`...)
 	dst = appendOptInt(dst, r.UpstreamStatusCode)
 	dst = append(dst, `,"local_response_reason":`...)
-	dst = appendOptString(dst, r.LocalResponseReason)
+	dst = appendOptText(dst, r.LocalResponseReason, line)
 	dst = append(dst, `,"client_session_id":`...)
-	dst = appendOptString(dst, r.ClientSessionID)
+	dst = appendOptText(dst, r.ClientSessionID, line)
 	dst = append(dst, `,"client_assistant_message_id":`...)
-	dst = appendOptString(dst, r.ClientAssistantMessageID)
+	dst = appendOptText(dst, r.ClientAssistantMessageID, line)
 	return append(dst, '}')
 }
 
@@ -174,11 +184,14 @@ func (r *ModelCallRecord) MarshalJSON() ([]byte, error) {
 	return r.AppendJSON(nil, true), nil
 }
 
-func (t *ToolCall) appendJSON(dst []byte) []byte {
+func (t *ToolCall) appendJSON(dst []byte) []byte { return t.appendJSONIn(dst, nil) }
+
+// appendJSONIn is appendJSON for a call read from line (see ModelCallRecord.appendJSON).
+func (t *ToolCall) appendJSONIn(dst, line []byte) []byte {
 	dst = append(dst, `{"call_id":`...)
-	dst = appendOptString(dst, t.CallID)
+	dst = appendOptText(dst, t.CallID, line)
 	dst = append(dst, `,"name":`...)
-	dst = appendOptString(dst, t.Name)
+	dst = appendOptText(dst, t.Name, line)
 	dst = append(dst, `,"arguments":`...)
 	if len(t.Arguments) == 0 {
 		dst = append(dst, "{}"...)

@@ -250,6 +250,11 @@ func (s *Store) openSlotDir(create bool) (int, error) {
 		fd, err = unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	}
 	if err != nil {
+		if !create && errors.Is(err, unix.ENOENT) {
+			// No slot dir is the common case of a reader (nothing ever claimed here): the bare
+			// errno, without building a message nobody reads.
+			return -1, err
+		}
 		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
 			var st unix.Stat_t
 			if unix.Lstat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
@@ -513,11 +518,37 @@ func (s *Store) Claims(id string) (ClaimCount, error) {
 	if err := rollout.Validate(id); err != nil {
 		return ClaimCount{}, err
 	}
-	all, err := s.scanClaims(id)
+	// One rollout's count is kept in place, without the per-rollout maps of scanClaims: a merge
+	// counts the claims of every rollout it reads.
+	var c ClaimCount
+	var cleared map[string]bool
+	clearedRead := false
+	if err := s.scanSlotFiles(func(rec slotRecord, live, torn bool) {
+		if rec.id != id {
+			return
+		}
+		switch {
+		case torn || !live:
+			c.Stale++
+			return
+		case !clearedRead:
+			cleared, _ = s.readCleared(id)
+			clearedRead = true
+		}
+		if cleared[rec.mcid] {
+			c.Cleared++
+		} else {
+			c.Live++
+		}
+	}); err != nil {
+		return ClaimCount{}, err
+	}
+	legacy, err := s.legacyClaims(id)
 	if err != nil {
 		return ClaimCount{}, err
 	}
-	return all[id], nil
+	c.Add(legacy)
+	return c, nil
 }
 
 // AllClaims counts the outstanding claims of every rollout that has any, keyed by rollout id (for a

@@ -174,16 +174,28 @@ func (s *Store) readLockedInto(id string, buf []byte) (string, []byte, error) {
 	if want := max(st.Size, 0) + 1; int64(cap(buf)) < want {
 		buf = make([]byte, 0, want)
 	}
-	data, err := readAll(fd, buf[:0])
+	// A regular file is read up to its size: under the shared lock no writer that locks can
+	// change it, so the read that would confirm end of file is skipped (a file that grew since
+	// fstat fills the spare byte, and is read on to its end).
+	until := int64(-1)
+	if st.Mode&unix.S_IFMT == unix.S_IFREG {
+		until = st.Size
+	}
+	data, err := readAll(fd, buf[:0], until)
 	if err != nil {
 		return p, nil, fmt.Errorf("read capture file: %w", &os.PathError{Op: "read", Path: p, Err: err})
 	}
 	return p, data, nil
 }
 
-// readAll appends what fd holds from its offset to end of file to b, growing it when full.
-func readAll(fd int, b []byte) ([]byte, error) {
+// readAll appends what fd holds from its offset to end of file to b, growing it when full. With
+// size >= 0 (a regular file's size, from the offset 0) it stops once b holds exactly size bytes
+// instead of reading again to see end of file.
+func readAll(fd int, b []byte, size int64) ([]byte, error) {
 	for {
+		if size >= 0 && int64(len(b)) == size {
+			return b, nil
+		}
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
 		}
