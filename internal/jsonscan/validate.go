@@ -121,7 +121,22 @@ func (sc *Scanner) Reset() {
 	sc.NestedMembers, sc.NestedStart = sc.NestedMembers[:0], -1
 }
 
+// validate runs the fast path (fastValidate) and, when it gives up (a refused text, or one it does
+// not follow), the reference path, which decides and says why.
 func validate(data []byte, members []Member, collect bool, sc *Scanner) ([]Member, error) {
+	n := len(members)
+	if out, ok := fastValidate(data, members, collect, sc); ok {
+		return out, nil
+	}
+	if sc != nil {
+		sc.NestedMembers, sc.NestedStart = sc.NestedMembers[:0], -1
+		sc.Tree.reset(nil)
+	}
+	return validateRef(data, members[:n], collect, sc)
+}
+
+// validateRef is the reference path: recursive descent, one call per value.
+func validateRef(data []byte, members []Member, collect bool, sc *Scanner) ([]Member, error) {
 	i := SkipWS(data, 0)
 	if i >= len(data) {
 		return members, &SyntaxError{i, "no JSON value"}
