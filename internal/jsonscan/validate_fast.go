@@ -127,7 +127,7 @@ func fastValue(data []byte, i int, t *Tree, node int) (int, bool) {
 		keyStart int
 		keyEnd   int
 		isKey    bool
-		blk      = -64 // stops is the mask of stops of data[blk:blk+64] (stopBits)
+		blk      = -64 // stops: the bytes of data[blk:blk+64] that are '"', '\\', control or non-ASCII
 		stops    uint64
 		err      error
 	)
@@ -279,7 +279,8 @@ str:
 			goto strSlow
 		}
 		blk = i + 1
-		stops = stopBits(data[blk : blk+64])
+		q, b, sp := classify64(&data[blk]) // i+65 <= n: 64 bytes are there
+		stops = q | b | sp
 	}
 	if m := stops >> uint(i+1-blk); m != 0 {
 		k := i + 1 + bits.TrailingZeros64(m)
@@ -295,7 +296,8 @@ str:
 	if blk != i+1 && i+65 <= n {
 		// The block began before the string: the string gets a block of its own.
 		blk = i + 1
-		stops = stopBits(data[blk : blk+64])
+		q, b, sp := classify64(&data[blk])
+		stops = q | b | sp
 		goto str
 	}
 	if i, err = validStringRest(data, i, blk+64); err != nil {
@@ -317,12 +319,4 @@ strEnd:
 		goto colon
 	}
 	goto scalar
-}
-
-// stopBits returns the mask of the bytes of b (at least 64) that end a plain run: bit k is set
-// when b[k] is '"', '\\', a control byte or a byte of a UTF-8 sequence.
-func stopBits(b []byte) uint64 {
-	_ = b[63]
-	q, bs, sp := classify64(&b[0])
-	return q | bs | sp
 }
