@@ -168,17 +168,17 @@ value:
 		}
 		goto value
 	case 't':
-		if n-i < 4 || data[i+1] != 'r' || data[i+2] != 'u' || data[i+3] != 'e' {
+		if n-i < 4 || string(data[i:i+4]) != "true" {
 			return i, false
 		}
 		i += 4
 	case 'f':
-		if n-i < 5 || data[i+1] != 'a' || data[i+2] != 'l' || data[i+3] != 's' || data[i+4] != 'e' {
+		if n-i < 5 || string(data[i:i+5]) != "false" {
 			return i, false
 		}
 		i += 5
 	case 'n':
-		if n-i < 4 || data[i+1] != 'u' || data[i+2] != 'l' || data[i+3] != 'l' {
+		if n-i < 4 || string(data[i:i+4]) != "null" {
 			return i, false
 		}
 		i += 4
