@@ -183,15 +183,50 @@ value:
 		}
 		i += 4
 	default:
-		if c >= '1' && c <= '9' {
-			// An integer of at most maxFiniteDigits digits is a finite double: no more to check.
-			j := digitsEnd(data, i+1)
-			if (j >= n || (data[j] != '.' && data[j]|0x20 != 'e')) && j-i <= maxFiniteDigits {
-				i = j
-				break
-			}
-		} else if c != '-' && c != '0' {
+		// A number without an exponent whose integer part has at most maxFiniteDigits digits is a
+		// finite double: its digits are counted 8 at a time here, and only the others (an
+		// exponent, a malformed number) are left to validNumber.
+		j := i
+		if c == '-' {
+			j++
+		} else if c-'0' >= 10 {
 			return i, false
+		}
+		if j >= n || data[j]-'0' >= 10 {
+			return i, false
+		}
+		e := j + 1
+		if data[j] != '0' { // a leading zero is the whole integer part
+			for e+8 <= n {
+				d := digitLanes(load64(data, e))
+				if e += d; d < 8 {
+					break
+				}
+			}
+			for e < n && data[e]-'0' < 10 {
+				e++
+			}
+		}
+		intDigits := e - j
+		if e < n && data[e] == '.' {
+			f := e + 1
+			for f+8 <= n {
+				d := digitLanes(load64(data, f))
+				if f += d; d < 8 {
+					break
+				}
+			}
+			for f < n && data[f]-'0' < 10 {
+				f++
+			}
+			if f == e+1 {
+				return i, false // no digit after the point
+			}
+			e = f
+		}
+		if (e >= n || data[e]|0x20 != 'e') && intDigits <= maxFiniteDigits {
+			i = e
+			break
 		}
 		if i, err = validNumber(data, i); err != nil {
 			return i, false

@@ -72,7 +72,18 @@ func TestFastPath(t *testing.T) {
 		strings.Repeat(`[`, fastDepth)+strings.Repeat(`]`, fastDepth), strings.Repeat(`[`, fastDepth+1)+strings.Repeat(`]`, fastDepth+1),
 		`{"n":`+strings.Repeat(`{"a":`, fastDepth)+`1`+strings.Repeat(`}`, fastDepth)+`}`,
 		"1"+strings.Repeat("0", 308), "1"+strings.Repeat("0", 309), strings.Repeat("9", 308)+".5",
+		strings.Repeat("9", 309)+".5", "-"+strings.Repeat("9", 309), "0."+strings.Repeat("0", 400)+"1",
 	)
+	// Numbers of every length, each way one can be written or miswritten, alone and in containers.
+	for _, num := range []string{"0", "-0", "7", "-7", "0.02", "-0.5", "1795968571.513956", "12345678901234567.5",
+		"1.", "-.5", ".5", "01", "-01", "01.5", "1.5e3", "0e5", "1E-2", "1e", "1.2.3", "1-", "--1", "-", "1x", "0x1"} {
+		for pad := range 18 {
+			p := strings.Repeat("5", pad)
+			for _, s := range []string{num + p, p + num, "-" + p + num} {
+				texts = append(texts, s, `[`+s+`]`, `{"n":{"a":`+s+`,"b":[`+s+`,1]}}`, `[`+s+` ,`+s+`]`)
+			}
+		}
+	}
 	// Strings that start at every offset of a block and end at every offset after it.
 	for pad := range 70 {
 		for _, body := range []string{"", "a", strings.Repeat("b", 62), strings.Repeat("c", 63), strings.Repeat("d", 64),
