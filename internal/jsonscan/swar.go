@@ -63,6 +63,14 @@ func ctlOrHigh(x uint64) uint64 {
 // is 0).
 func lowerLanes(m uint64) uint64 { return (m & -m) - 1 }
 
+// digitLanes returns how many of the lanes of x, from lane 0, are ASCII digits (0 to 8), by the
+// test of digitsEnd.
+func digitLanes(x uint64) int {
+	y := x & lanes7F
+	digit := (y + lanes1*(0x80-'0')) &^ (y + lanes1*(0x80-'9'-1)) &^ x & lanesHi
+	return bits.TrailingZeros64(^digit&lanesHi) >> 3
+}
+
 // digitsEnd returns the first offset at or after i that is not an ASCII digit (skipDigits), 8
 // bytes at a time: a lane is a digit when its low seven bits are in [0x30, 0x3A) and its high bit
 // is clear; the additions stay inside their lanes.

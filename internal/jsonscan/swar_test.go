@@ -102,8 +102,8 @@ func TestClassify64(t *testing.T) {
 	}
 }
 
-// TestDigitsEnd: digitsEnd agrees with skipDigits for every byte at every position of a word, and
-// for runs longer than a word.
+// TestDigitsEnd: digitsEnd (and digitLanes, on one word) agrees with skipDigits for every byte at
+// every position of a word, and for runs longer than a word.
 func TestDigitsEnd(t *testing.T) {
 	for c := range 256 {
 		for pos := range 20 {
@@ -112,6 +112,9 @@ func TestDigitsEnd(t *testing.T) {
 			for start := range 4 {
 				if got, want := digitsEnd(b, start), skipDigits(b, start); got != want {
 					t.Fatalf("digitsEnd(%q, %d) = %d, skipDigits %d", b, start, got, want)
+				}
+				if got, want := digitLanes(load64(b, start)), min(skipDigits(b, start)-start, 8); got != want {
+					t.Fatalf("digitLanes(%q at %d) = %d, skipDigits %d", b, start, got, want)
 				}
 			}
 		}

@@ -16,10 +16,18 @@
 // response_raw) is validated at nearly the speed of plain text. With AVX2 the whole block loop
 // runs in assembly (stringBlocks) while blocks hold only plain bytes and the escapes \" \\ and \n
 // (a streamed body is almost only those), about 7 GB/s on such text against 3 GB/s for the loop
-// in Go; any other block is handed back to the Go loop. Short strings (keys, most values) end in
-// their first words and are settled word by word (stringHead) without the block machinery. A
-// Scanner can also index a chosen member's value in the same pass (Tree) for readers that look
-// into it several times.
+// in Go; any other block is handed back to the Go loop. A Scanner can also index a chosen member's
+// value in the same pass (Tree) for readers that look into it several times.
+//
+// Every text is first read by a fast path (fastValidate, validate_fast.go): one loop with an
+// explicit stack of open containers instead of a call per value, and short strings (keys, most
+// values) ended off the stop mask of the 64 bytes from their first byte (classify64), which serves
+// every string that starts in it, so a short string costs a shift and a count of trailing zeros.
+// It only accepts: on anything it refuses (and on nesting past 64 levels, or an index that
+// outgrew maxTreeNodes) the reference path, recursive descent over the same string and number
+// readers, reads the text again and gives the verdict and the error. The two agree on every
+// verdict, member offset and index node (the fuzz targets compare them); a refused text is read
+// twice up to where it fails (a text nested too deep for the fast path, twice whole).
 package jsonscan
 
 import (
@@ -121,7 +129,22 @@ func (sc *Scanner) Reset() {
 	sc.NestedMembers, sc.NestedStart = sc.NestedMembers[:0], -1
 }
 
+// validate runs the fast path (fastValidate) and, when it gives up (a refused text, or one it does
+// not follow), the reference path, which decides and says why.
 func validate(data []byte, members []Member, collect bool, sc *Scanner) ([]Member, error) {
+	n := len(members)
+	if out, ok := fastValidate(data, members, collect, sc); ok {
+		return out, nil
+	}
+	if sc != nil {
+		sc.NestedMembers, sc.NestedStart = sc.NestedMembers[:0], -1
+		sc.Tree.reset(nil)
+	}
+	return validateRef(data, members[:n], collect, sc)
+}
+
+// validateRef is the reference path: recursive descent, one call per value.
+func validateRef(data []byte, members []Member, collect bool, sc *Scanner) ([]Member, error) {
 	i := SkipWS(data, 0)
 	if i >= len(data) {
 		return members, &SyntaxError{i, "no JSON value"}

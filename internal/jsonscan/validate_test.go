@@ -66,6 +66,9 @@ func FuzzValidate(f *testing.F) {
 		if _, got := validNested(b); (got == nil) != (want == nil) {
 			t.Fatalf("Scanner.Members(%q) = %v, orjson rules say %v", b, got, want)
 		}
+		if err := checkFastPath(b, "n"); err != nil {
+			t.Fatalf("%q: %v", b, err)
+		}
 	})
 }
 
@@ -227,6 +230,9 @@ func testValidateRandomStrings(t *testing.T) {
 		if (got == nil) != (want == nil) {
 			t.Fatalf("Validate(%q) = %v, orjson rules say %v", b, got, want)
 		}
+		if err := checkFastPath(b, "k"); err != nil {
+			t.Fatalf("%q: %v", b, err)
+		}
 		if got == nil {
 			if end, err := validString(b, 5); err != nil || end != bytes.Index(b, []byte(`","z"`))+1 {
 				t.Fatalf("validString(%q) = %d, %v", b, end, err)
@@ -273,4 +279,28 @@ func captureLines(b *testing.B) [][]byte {
 	}
 	b.SetBytes(size)
 	return lines
+}
+
+// BenchmarkScannerValidLines is BenchmarkScannerCaptureLines over the fixture's valid lines only:
+// the lines the merge benchmark reads, none of them refused.
+func BenchmarkScannerValidLines(b *testing.B) {
+	var lines [][]byte
+	var size int64
+	for _, l := range captureLines(b) {
+		if Validate(l) == nil {
+			lines = append(lines, l)
+			size += int64(len(l))
+		}
+	}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	sc := Scanner{Nested: "response"}
+	var members []Member
+	for b.Loop() {
+		for _, l := range lines {
+			if members, _ = sc.Members(l, members[:0]); members == nil {
+				b.Fatal("refused")
+			}
+		}
+	}
 }

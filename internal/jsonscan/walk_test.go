@@ -187,6 +187,9 @@ func FuzzWalk(f *testing.F) {
 		if (err == nil) != (merr == nil) {
 			t.Fatalf("Validate = %v, ValidateMembers = %v", err, merr)
 		}
+		if err := checkFastPath(data, "n"); err != nil {
+			t.Fatalf("%q: %v", data, err)
+		}
 		decoded, derr := validNested(data)
 		if (err == nil) != (derr == nil) {
 			t.Fatalf("Validate(%q) = %v, Scanner.Members: %v", data, err, derr)
