@@ -518,8 +518,8 @@ func (s *Store) Claims(id string) (ClaimCount, error) {
 	if err := rollout.Validate(id); err != nil {
 		return ClaimCount{}, err
 	}
-	// One rollout's count is kept in place, without the per-rollout maps of scanClaims: a merge
-	// counts the claims of every rollout it reads.
+	// One rollout's count is kept in place, without AllClaims' per-rollout maps: a merge counts
+	// the claims of every rollout it reads.
 	var c ClaimCount
 	var cleared map[string]bool
 	clearedRead := false
@@ -527,19 +527,13 @@ func (s *Store) Claims(id string) (ClaimCount, error) {
 		if rec.id != id {
 			return
 		}
-		switch {
-		case torn || !live:
-			c.Stale++
-			return
-		case !clearedRead:
-			cleared, _ = s.readCleared(id)
-			clearedRead = true
-		}
-		if cleared[rec.mcid] {
-			c.Cleared++
-		} else {
-			c.Live++
-		}
+		c.tally(live, torn, func() bool {
+			if !clearedRead {
+				cleared, _ = s.readCleared(id)
+				clearedRead = true
+			}
+			return cleared[rec.mcid]
+		})
 	}); err != nil {
 		return ClaimCount{}, err
 	}
@@ -553,43 +547,26 @@ func (s *Store) Claims(id string) (ClaimCount, error) {
 
 // AllClaims counts the outstanding claims of every rollout that has any, keyed by rollout id (for a
 // viewer or `stats` over a whole dir). Per-call claim directories of earlier versions are included.
-func (s *Store) AllClaims() (map[string]ClaimCount, error) { return s.scanClaims("") }
-
-// scanClaims reads the claims of rollout only (all rollouts when only is "").
-func (s *Store) scanClaims(only string) (map[string]ClaimCount, error) {
+func (s *Store) AllClaims() (map[string]ClaimCount, error) {
 	out := map[string]ClaimCount{}
 	cleared := map[string]map[string]bool{} // per rollout, the model call ids its last clear listed
-	isCleared := func(id, mcid string) bool {
-		set, ok := cleared[id]
-		if !ok {
-			set, _ = s.readCleared(id)
-			cleared[id] = set
-		}
-		return set[mcid]
-	}
 	if err := s.scanSlotFiles(func(rec slotRecord, live, torn bool) {
-		if only != "" && rec.id != only {
-			return
-		}
 		c := out[rec.id]
-		switch {
-		case torn || !live:
-			c.Stale++
-		case isCleared(rec.id, rec.mcid):
-			c.Cleared++
-		default:
-			c.Live++
-		}
+		c.tally(live, torn, func() bool {
+			set, ok := cleared[rec.id]
+			if !ok {
+				set, _ = s.readCleared(rec.id)
+				cleared[rec.id] = set
+			}
+			return set[rec.mcid]
+		})
 		out[rec.id] = c
 	}); err != nil {
 		return nil, err
 	}
-	ids := []string{only}
-	if only == "" {
-		var err error
-		if ids, err = s.legacyClaimDirs(); err != nil {
-			return nil, err
-		}
+	ids, err := s.legacyClaimDirs()
+	if err != nil {
+		return nil, err
 	}
 	for _, id := range ids {
 		c, err := s.legacyClaims(id)
@@ -603,6 +580,20 @@ func (s *Store) scanClaims(only string) (map[string]ClaimCount, error) {
 		}
 	}
 	return out, nil
+}
+
+// tally counts one slot record of a rollout into c: stale when it is torn or its writer is gone,
+// else cleared when the rollout's last clear listed its model call (cleared is asked only then),
+// else live.
+func (c *ClaimCount) tally(live, torn bool, cleared func() bool) {
+	switch {
+	case torn || !live:
+		c.Stale++
+	case cleared():
+		c.Cleared++
+	default:
+		c.Live++
+	}
 }
 
 // scanSlotFiles calls fn for every claim record in the store's slot files: live tells whether the
