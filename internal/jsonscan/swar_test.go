@@ -126,3 +126,27 @@ type classifyForm struct {
 	name string
 	use  func()
 }
+
+// classifySink keeps BenchmarkClassify64's results alive.
+var classifySink uint64
+
+// BenchmarkClassify64 is one call of each form of classify64 this processor runs, on a block of
+// plain ASCII: the fixed cost every string the fast path starts in a new block pays. On amd64 the
+// AVX2 form should be the cheaper one; when it is not, look for a legacy SSE instruction inside it
+// (TestAVX2FormsStayVEX).
+func BenchmarkClassify64(b *testing.B) {
+	var blk [64]byte
+	for i := range blk {
+		blk[i] = byte('a' + i%26)
+	}
+	for _, form := range classifyForms {
+		b.Run(form.name, func(b *testing.B) {
+			form.use()
+			defer restoreClassify()
+			for b.Loop() {
+				q, bs, sp := classify64(&blk[0])
+				classifySink += q | bs | sp
+			}
+		})
+	}
+}
