@@ -143,10 +143,17 @@ type Distribution struct {
 	Count int      `json:"count"`
 	Min   *float64 `json:"min"`
 	Mean  *float64 `json:"mean"`
-	P50   *float64 `json:"p50"`
-	P90   *float64 `json:"p90"`
-	P99   *float64 `json:"p99"`
-	Max   *float64 `json:"max"`
+	Percentiles
+}
+
+// Percentiles are the nearest-rank 50th, 90th and 99th percentiles and the maximum of a set of
+// durations, in milliseconds; all nil (JSON null) for an empty set. The viewer's latency histograms
+// carry the same four values.
+type Percentiles struct {
+	P50 *float64 `json:"p50"`
+	P90 *float64 `json:"p90"`
+	P99 *float64 `json:"p99"`
+	Max *float64 `json:"max"`
 }
 
 // Percentile returns the nearest-rank p-th percentile (0 < p <= 100) of sorted, which must be sorted
