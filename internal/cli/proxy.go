@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	modelcalls "github.com/modelcalls/modelcalls"
-	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/gateway"
 	"github.com/modelcalls/modelcalls/internal/config"
 )
@@ -180,14 +179,6 @@ func resolveProxyConfig(o *proxyOptions, overrides []string) (*proxyConfig, erro
 	return &proxyConfig{upstream: u, captureDir: dir}, nil
 }
 
-func parseLogLevel(s string) (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return 0, usageErrorf("--log-level %q: want debug, info, warn or error", s)
-	}
-	return l, nil
-}
-
 // noLimit maps the CLI's "0 means no limit" to the Handler's "negative means no limit".
 func noLimit[T ~int64](v T) T {
 	if v == 0 {
@@ -202,23 +193,13 @@ func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []stri
 	if err != nil {
 		return err
 	}
-	level, err := parseLogLevel(o.logLevel)
+	log, err := serveLogger(s.ErrOut, o.logLevel, o.logFormat)
 	if err != nil {
 		return err
 	}
-	var logHandler slog.Handler = slog.NewTextHandler(s.ErrOut, &slog.HandlerOptions{Level: level})
-	if o.logFormat == "json" {
-		logHandler = slog.NewJSONHandler(s.ErrOut, &slog.HandlerOptions{Level: level})
-	}
-	log := slog.New(logHandler)
-	store, err := capture.Open(cfg.captureDir)
-	if err == nil {
-		// A dir that exists but cannot be written would lose every call with nothing downstream
-		// to show it (not even the incomplete marker): refuse to start instead.
-		err = store.CheckWritable()
-	}
+	store, err := openWritableStore("--capture-dir", cfg.captureDir)
 	if err != nil {
-		return withExit(ExitFailure, fmt.Errorf("--capture-dir: %w", err))
+		return err
 	}
 	h := &gateway.Handler{
 		Upstream:        cfg.upstream,

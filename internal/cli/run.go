@@ -21,7 +21,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/gateway"
 	"github.com/modelcalls/modelcalls/rollout"
 )
@@ -250,17 +249,13 @@ func startOwnGateway(s *Streams, o *runOptions) (*ownGateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	level, err := parseLogLevel(o.logLevel)
+	log, err := serveLogger(s.ErrOut, o.logLevel, "text")
 	if err != nil {
 		return nil, err
 	}
-	log := slog.New(slog.NewTextHandler(s.ErrOut, &slog.HandlerOptions{Level: level}))
-	store, err := capture.Open(cfg.captureDir)
-	if err == nil {
-		err = store.CheckWritable()
-	}
+	store, err := openWritableStore("--capture-dir", cfg.captureDir)
 	if err != nil {
-		return nil, withExit(ExitFailure, fmt.Errorf("--capture-dir: %w", err))
+		return nil, err
 	}
 	h := &gateway.Handler{Upstream: cfg.upstream, Store: store, ModelServerName: o.name, Logger: log}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -274,7 +269,7 @@ func startOwnGateway(s *Streams, o *runOptions) (*ownGateway, error) {
 		srv:   h.NewServer(gateway.ServerOptions{MaxHeaderBytes: gateway.DefaultMaxHeaderBytes}),
 		serve: make(chan error, 1),
 	}
-	g.srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelDebug)
+	g.srv.ErrorLog = serverErrorLog(log)
 	go func() { g.serve <- g.srv.Serve(ln) }()
 	log.Info("modelcalls run: gateway listening", "url", g.url, "upstream", cfg.upstream.Redacted(), "capture_dir", cfg.captureDir)
 	return g, nil

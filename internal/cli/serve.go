@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -11,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/gateway"
 )
 
@@ -22,6 +25,43 @@ import (
 // captureWriteGrace bounds the wait, after the connections are closed, for the capture writes of the
 // calls the close cut off (they are written, as cancelled, on the way out).
 const captureWriteGrace = 30 * time.Second
+
+// serveLogger returns the logger of a serving command: records at level (its --log-level: debug,
+// info, warn or error) on w, as text or, with format "json", one JSON object per line. A bad level
+// is a usage error.
+func serveLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageErrorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, opts)), nil
+}
+
+// serverErrorLog is the http.Server.ErrorLog of a serving command: the server's own errors
+// (malformed requests, failed accepts) go to log at debug level.
+func serverErrorLog(log *slog.Logger) *stdlog.Logger {
+	return slog.NewLogLogger(log.Handler(), slog.LevelDebug)
+}
+
+// openWritableStore opens dir, the capture dir a serving command writes to (flag names it in the
+// error: --capture-dir, --capture-dir-out), creating it when it does not exist, and checks that
+// it can be written: a dir that exists but cannot be written would lose every call with nothing
+// downstream to show it (not even the incomplete marker), so the command refuses to start. Errors
+// exit ExitFailure.
+func openWritableStore(flag, dir string) (*capture.Store, error) {
+	store, err := capture.Open(dir)
+	if err == nil {
+		err = store.CheckWritable()
+	}
+	if err != nil {
+		return nil, withExit(ExitFailure, fmt.Errorf("%s: %w", flag, err))
+	}
+	return store, nil
+}
 
 // stopSignals returns a channel that receives SIGINT and SIGTERM (room for two: the one that starts
 // the drain and the one that cuts it short) and the function that stops the delivery.
@@ -42,7 +82,7 @@ func serveAdmin(addr string, handler http.Handler, main net.Listener, log *slog.
 		return nil, "", usageErrorf("--admin-listen %s: %w", addr, err)
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: gateway.DefaultReadHeaderTimeout,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+		ErrorLog: serverErrorLog(log)}
 	go srv.Serve(ln)
 	return srv, ln.Addr().String(), nil
 }
