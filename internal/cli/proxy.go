@@ -2,13 +2,8 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -254,28 +249,4 @@ func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []stri
 		return err
 	}
 	return drainProxy(srv, h, sigs, o.shutdownTimeout, log)
-}
-
-// drainProxy stops accepting connections, lets in-flight calls and their capture writes finish (up
-// to timeout, or until a second signal), then closes what is left. Calls cut off by the close are
-// still captured (as cancelled) before the handler returns, and drainProxy waits for those writes.
-func drainProxy(srv *http.Server, h *gateway.Handler, sigs <-chan os.Signal, timeout time.Duration, log *slog.Logger) error {
-	h.BeginShutdown() // /readyz answers 503 for the whole drain
-	err := shutdownHTTP(srv, sigs, timeout, log)
-	switch {
-	case errors.Is(err, context.Canceled):
-		// Cut short by a second signal, which shutdownHTTP has logged.
-	case err != nil:
-		log.Warn("in-flight calls did not finish in time; connections closed", "err", err)
-	}
-	// Closing connections cancels the calls still running; their capture lines are written on the
-	// way out. Give those writes a bounded moment.
-	if werr := finishWrites(h.Shutdown); werr != nil {
-		return withExit(ExitFailure, fmt.Errorf("capture writes still pending at exit: %w", werr))
-	}
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-		return withExit(ExitFailure, fmt.Errorf("shutdown: %w", err))
-	}
-	log.Info("stopped")
-	return nil
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	stdlog "log"
@@ -125,6 +126,30 @@ func shutdownHTTP(srv *http.Server, sigs <-chan os.Signal, timeout time.Duration
 		srv.Close()
 	}
 	return err
+}
+
+// drainProxy stops accepting connections, lets in-flight calls and their capture writes finish (up
+// to timeout, or until a second signal), then closes what is left. Calls cut off by the close are
+// still captured (as cancelled) before the handler returns, and drainProxy waits for those writes.
+func drainProxy(srv *http.Server, h *gateway.Handler, sigs <-chan os.Signal, timeout time.Duration, log *slog.Logger) error {
+	h.BeginShutdown() // /readyz answers 503 for the whole drain
+	err := shutdownHTTP(srv, sigs, timeout, log)
+	switch {
+	case errors.Is(err, context.Canceled):
+		// Cut short by a second signal, which shutdownHTTP has logged.
+	case err != nil:
+		log.Warn("in-flight calls did not finish in time; connections closed", "err", err)
+	}
+	// Closing connections cancels the calls still running; their capture lines are written on the
+	// way out. Give those writes a bounded moment.
+	if werr := finishWrites(h.Shutdown); werr != nil {
+		return withExit(ExitFailure, fmt.Errorf("capture writes still pending at exit: %w", werr))
+	}
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		return withExit(ExitFailure, fmt.Errorf("shutdown: %w", err))
+	}
+	log.Info("stopped")
+	return nil
 }
 
 // finishWrites waits, up to captureWriteGrace, for the capture writes still pending after the
