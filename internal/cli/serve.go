@@ -18,10 +18,11 @@ import (
 	"github.com/modelcalls/modelcalls/gateway"
 )
 
-// The life of the serving commands (proxy, replay, and run's own gateway): an admin server beside
-// the main one, serving until the server fails, a signal arrives or the context ends, then a drain
-// that lets requests in flight finish before the connections left are closed, and a bounded wait for
-// the capture writes of the calls the close cut off.
+// The life of the serving commands (proxy, replay, and the gateway run starts for its child,
+// ownGateway): their logger and the capture store they write to, an admin server beside the main
+// one, serving until the server fails, a signal arrives or the context ends, then a drain that lets
+// requests in flight finish before the connections left are closed, and a bounded wait for the
+// capture writes of the calls the close cut off.
 
 // captureWriteGrace bounds the wait, after the connections are closed, for the capture writes of the
 // calls the close cut off (they are written, as cancelled, on the way out).
@@ -158,4 +159,65 @@ func finishWrites(shutdown func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), captureWriteGrace)
 	defer cancel()
 	return shutdown(ctx)
+}
+
+// ownGateway is the gateway `run --upstream` starts for the child's lifetime.
+type ownGateway struct {
+	url   string
+	srv   *http.Server
+	h     *gateway.Handler
+	log   *slog.Logger
+	serve chan error
+}
+
+func startOwnGateway(s *Streams, o *runOptions) (*ownGateway, error) {
+	// The proxy's own checks of --upstream and --capture-dir, so both commands say the same.
+	cfg, err := resolveProxyConfig(&proxyOptions{upstream: o.upstream, captureDir: o.captureDir,
+		maxHeaderBytes: gateway.DefaultMaxHeaderBytes, logFormat: "text"}, nil)
+	if err != nil {
+		return nil, err
+	}
+	log, err := serveLogger(s.ErrOut, o.logLevel, "text")
+	if err != nil {
+		return nil, err
+	}
+	store, err := openWritableStore("--capture-dir", cfg.captureDir)
+	if err != nil {
+		return nil, err
+	}
+	h := &gateway.Handler{Upstream: cfg.upstream, Store: store, ModelServerName: o.name, Logger: log}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, withExit(ExitFailure, fmt.Errorf("start gateway: %w", err))
+	}
+	g := &ownGateway{
+		url:   "http://" + ln.Addr().String(),
+		h:     h,
+		log:   log,
+		srv:   h.NewServer(gateway.ServerOptions{MaxHeaderBytes: gateway.DefaultMaxHeaderBytes}),
+		serve: make(chan error, 1),
+	}
+	g.srv.ErrorLog = serverErrorLog(log)
+	go func() { g.serve <- g.srv.Serve(ln) }()
+	log.Info("modelcalls run: gateway listening", "url", g.url, "upstream", cfg.upstream.Redacted(), "capture_dir", cfg.captureDir)
+	return g, nil
+}
+
+// drain stops accepting connections, lets calls in flight finish (up to timeout) and waits for
+// their capture writes. Calls still running at the timeout are cut off; their lines (cancelled) are
+// still written before drain returns, within a further 30 s.
+func (g *ownGateway) drain(timeout time.Duration) error {
+	// No second signal cuts the drain short: run forwards its signals to the child.
+	g.h.BeginShutdown()
+	err := shutdownHTTP(g.srv, nil, timeout, g.log)
+	if werr := finishWrites(g.h.Shutdown); werr != nil {
+		return fmt.Errorf("gateway: capture writes still pending at exit: %w", werr)
+	}
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("gateway shutdown: %w", err)
+	}
+	if err != nil {
+		return fmt.Errorf("gateway: calls still in flight after %s were cut off (captured as cancelled)", timeout)
+	}
+	return nil
 }
