@@ -220,10 +220,9 @@ func (x *Index) Overview() *Overview {
 			}
 		}
 	}
-	for name, n := range errs {
-		o.Errors = append(o.Errors, Count{name, n})
+	for _, name := range stats.ByCount(errs) {
+		o.Errors = append(o.Errors, Count{name, errs[name]})
 	}
-	slices.SortFunc(o.Errors, func(a, b Count) int { return cmp.Or(b.Count-a.Count, strings.Compare(a.Name, b.Name)) })
 	o.Models, o.Dialects = groups(models), groups(dialects)
 	x.mu.RUnlock()
 

@@ -361,14 +361,18 @@ func (m *acc) summary() Summary {
 	return s
 }
 
-// Categories returns the keys of ErrorsByCategory, most frequent first, ties by name.
-func (s Summary) Categories() []string {
-	keys := make([]string, 0, len(s.ErrorsByCategory))
-	for k := range s.ErrorsByCategory {
+// Categories returns the keys of ErrorsByCategory, most frequent first, ties by name (ByCount).
+func (s Summary) Categories() []string { return ByCount(s.ErrorsByCategory) }
+
+// ByCount returns the keys of counts, largest count first, ties by name: the order in which
+// `modelcalls stats` and the viewer list error categories.
+func ByCount(counts map[string]int) []string {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b string) int {
-		if c := cmp.Compare(s.ErrorsByCategory[b], s.ErrorsByCategory[a]); c != 0 {
+		if c := cmp.Compare(counts[b], counts[a]); c != 0 {
 			return c
 		}
 		return cmp.Compare(a, b)
