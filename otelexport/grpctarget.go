@@ -13,8 +13,8 @@ import (
 // the endpoint, else OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT (a URL or
 // a bare host[:port]), with port 4317, the OTLP/gRPC default, when it names none. ok is false when
 // the protocol is not gRPC (or not valid), when the endpoint URL does not parse (New reports it),
-// or when the connection goes through a proxy (HTTPS_PROXY), so that nothing is learnt from a
-// direct connection.
+// or when the exporter would connect through a proxy (HTTPS_PROXY), where a direct connection
+// would prove nothing.
 //
 // The OTLP/HTTP exporter fails at once on a refused connection, but the gRPC exporter reports it as
 // UNAVAILABLE and retries it until its own 10 s timeout, for every batch: a caller that exports once
