@@ -126,11 +126,7 @@ func WriteExchange(w io.Writer, ex *Exchange) error {
 	e.raw(`,"latency_ms":`)
 	e.float(ex.LatencyMS)
 	e.raw(`,"latency_ttft_ms":`)
-	if ex.LatencyTTFTMS == nil {
-		e.raw("null")
-	} else {
-		e.float(*ex.LatencyTTFTMS)
-	}
+	e.optFloat(ex.LatencyTTFTMS)
 	e.raw(`,"status_code":`)
 	e.optInt(ex.StatusCode)
 	e.raw(`,"error_category":`)
@@ -151,10 +147,7 @@ func WriteExchange(w io.Writer, ex *Exchange) error {
 	} else {
 		e.object(ex.Response)
 	}
-	if ex.RequestRaw != nil {
-		e.raw(`,"request_raw":`)
-		e.str(*ex.RequestRaw)
-	}
+	e.keyStr(`,"request_raw":`, ex.RequestRaw)
 	if t := ex.ResponseRawEscaped; t != nil {
 		e.raw(`,"response_raw":"`)
 		e.write(t.Bytes)
@@ -167,14 +160,10 @@ func WriteExchange(w io.Writer, ex *Exchange) error {
 	} else if ex.ResponseRawFrom != nil {
 		e.raw(`,"response_raw":`)
 		e.strFrom(ex.ResponseRawFrom)
-	} else if ex.ResponseRaw != nil {
-		e.raw(`,"response_raw":`)
-		e.str(*ex.ResponseRaw)
+	} else {
+		e.keyStr(`,"response_raw":`, ex.ResponseRaw)
 	}
-	if ex.ResponseSource != nil {
-		e.raw(`,"response_source":`)
-		e.str(*ex.ResponseSource)
-	}
+	e.keyStr(`,"response_source":`, ex.ResponseSource)
 	if ex.UpstreamAttempted != nil {
 		e.raw(`,"upstream_attempted":`)
 		e.raw(strconv.FormatBool(*ex.UpstreamAttempted))
@@ -183,18 +172,9 @@ func WriteExchange(w io.Writer, ex *Exchange) error {
 		e.raw(`,"upstream_status_code":`)
 		e.optInt(ex.UpstreamStatusCode)
 	}
-	if ex.LocalResponseReason != nil {
-		e.raw(`,"local_response_reason":`)
-		e.str(*ex.LocalResponseReason)
-	}
-	if ex.ClientSessionID != nil {
-		e.raw(`,"client_session_id":`)
-		e.str(*ex.ClientSessionID)
-	}
-	if ex.ClientAssistantMessageID != nil {
-		e.raw(`,"client_assistant_message_id":`)
-		e.str(*ex.ClientAssistantMessageID)
-	}
+	e.keyStr(`,"local_response_reason":`, ex.LocalResponseReason)
+	e.keyStr(`,"client_session_id":`, ex.ClientSessionID)
+	e.keyStr(`,"client_assistant_message_id":`, ex.ClientAssistantMessageID)
 	e.raw("}")
 	if e.err != nil {
 		return fmt.Errorf("encode exchange: %w", e.err)
@@ -288,12 +268,29 @@ func (e *lineWriter) optStr(s *string) {
 	e.str(*s)
 }
 
+// keyStr writes key (the literal ,"name": of an optional key) and *s as a JSON string when s is
+// not nil, and nothing when it is: the keys a line leaves out when they are unknown.
+func (e *lineWriter) keyStr(key string, s *string) {
+	if s != nil {
+		e.raw(key)
+		e.str(*s)
+	}
+}
+
 func (e *lineWriter) optInt(n *int) {
 	if n == nil {
 		e.raw("null")
 		return
 	}
 	e.raw(strconv.Itoa(*n))
+}
+
+func (e *lineWriter) optFloat(f *float64) {
+	if f == nil {
+		e.raw("null")
+		return
+	}
+	e.float(*f)
 }
 
 func (e *lineWriter) float(f float64) {

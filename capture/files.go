@@ -711,3 +711,47 @@ func (s *Store) appendOrphan(id string, req *appendReq) error {
 // OrphanPath returns <dir>/<id>.capture.orphaned.jsonl, where the lines of calls that were in
 // flight when their rollout was cleared go; errors as CapturePath.
 func (s *Store) OrphanPath(id string) (string, error) { return s.path(id, OrphanSuffix) }
+
+// OrphanLines counts the lines of id's orphan file (OrphanPath) that are not blank, a last line
+// without its newline included; a line of any length counts once. It is 0 when there is no such
+// file or it is not a regular file (a symlink is not followed). Errors: those of OrphanPath, and
+// those of opening or reading the file.
+func (s *Store) OrphanLines(id string) (int, error) {
+	p, err := s.OrphanPath(id)
+	if err != nil {
+		return 0, err
+	}
+	st, err := os.Lstat(p)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && !st.Mode().IsRegular()) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	n := 0
+	r := bufio.NewReader(f)
+	for {
+		line, err := r.ReadSlice('\n')
+		if len(bytes.TrimSpace(line)) > 0 && (err == nil || err == io.EOF) {
+			n++
+		}
+		if err == bufio.ErrBufferFull {
+			// A long line: read on to its end, count it once.
+			for err == bufio.ErrBufferFull {
+				_, err = r.ReadSlice('\n')
+			}
+			n++
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+}

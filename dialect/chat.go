@@ -166,9 +166,7 @@ func (c *chatState) encode(e *enc) {
 	}
 	e.raw(`,"choices":[`)
 	for i, idx := range slices.Sorted(maps.Keys(c.choices)) {
-		if i > 0 {
-			e.raw(",")
-		}
+		e.comma(i)
 		c.choices[idx].encode(e, idx)
 	}
 	e.raw("]")
@@ -207,9 +205,7 @@ func (st *chatChoice) encode(e *enc, idx int64) {
 		sort.SliceStable(calls, func(i, j int) bool { return calls[i].index < calls[j].index })
 		e.raw(`,"tool_calls":[`)
 		for i, call := range calls {
-			if i > 0 {
-				e.raw(",")
-			}
+			e.comma(i)
 			e.raw(`{"id":`)
 			if call.hasID {
 				e.str(call.id)

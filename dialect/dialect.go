@@ -23,15 +23,29 @@ const (
 // "/v1/responses", "/v1/chat/completions" and "/v1/messages" only; a trailing slash, "/v1/models"
 // or "/v1/messages/count_tokens" are not observed (ok false).
 func ForPath(path string) (Dialect, bool) {
-	switch path {
-	case "/v1/responses":
-		return Responses, true
-	case "/v1/chat/completions":
-		return Chat, true
-	case "/v1/messages":
-		return Messages, true
+	for _, d := range All {
+		if d.Path() == path {
+			return d, true
+		}
 	}
 	return "", false
+}
+
+// All are the observed dialects, in the order Responses, Chat, Messages.
+var All = [...]Dialect{Responses, Chat, Messages}
+
+// Path returns the path d is observed on, without a /ng-rollout/<id> prefix: "/v1/responses",
+// "/v1/chat/completions" or "/v1/messages"; "" when d is not Valid.
+func (d Dialect) Path() string {
+	switch d {
+	case Responses:
+		return "/v1/responses"
+	case Chat:
+		return "/v1/chat/completions"
+	case Messages:
+		return "/v1/messages"
+	}
+	return ""
 }
 
 // Valid reports whether d is one of the three observed dialects.

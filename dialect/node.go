@@ -178,9 +178,7 @@ func (n *node) encode(e *enc) {
 	case n.isArr:
 		e.raw("[")
 		for i, el := range n.arr {
-			if i > 0 {
-				e.raw(",")
-			}
+			e.comma(i)
 			el.encode(e)
 		}
 		e.raw("]")
@@ -197,9 +195,7 @@ func (n *node) encode(e *enc) {
 func (o *object) encode(e *enc) {
 	e.raw("{")
 	for i, k := range o.keys {
-		if i > 0 {
-			e.raw(",")
-		}
+		e.comma(i)
 		e.str(k)
 		e.raw(":")
 		o.vals[i].encode(e)

@@ -168,6 +168,14 @@ func (e *enc) grow() {
 
 func (e *enc) raw(s string) { e.b = append(e.b, s...) }
 
+// comma writes the "," that separates the i-th element (0-based) of a JSON array or object from the
+// one before it: nothing for the first.
+func (e *enc) comma(i int) {
+	if i > 0 {
+		e.raw(",")
+	}
+}
+
 // bytes writes p as it is; a large p goes straight to w without a copy into b.
 func (e *enc) bytes(p []byte) {
 	if e.w != nil && len(p) >= encFlush {

@@ -6,15 +6,13 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/modelcalls/modelcalls/dialect"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
 // prefixKey keys the rollout id of a prefixed request in its context (and so in the context of the
 // outbound request ReverseProxy derives from it).
 type prefixKey struct{}
-
-// observedPaths are the model paths the gateway captures (those dialect.ForPath knows).
-var observedPaths = []string{"/v1/responses", "/v1/chat/completions", "/v1/messages"}
 
 // dropH2CUpgrade removes an HTTP/2 cleartext upgrade offer (RFC 7540 section 3.2: "Upgrade: h2c"
 // with an HTTP2-Settings header, both named in Connection) from a request's headers. The gateway
@@ -69,7 +67,8 @@ func (h *Handler) warnOnce(kind, msg string, args ...any) {
 // be one: the base URL the client was given lacks /v1 (/ng-rollout/r1/chat/completions) or has a
 // path too many (/ng-rollout/r1/v1/v1/chat/completions). Such a call goes upstream uncaptured.
 func (h *Handler) checkModelPath(id, path string) {
-	for _, p := range observedPaths {
+	for _, d := range dialect.All {
+		p := d.Path()
 		switch {
 		case path == strings.TrimPrefix(p, "/v1"):
 			h.warnOnce("prefixed_path_missing_v1", "a prefixed request is not on a model path, so it is forwarded uncaptured: the client's base URL lacks /v1",

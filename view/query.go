@@ -63,10 +63,7 @@ type Hist struct {
 	Count  int       `json:"count"`
 	Edges  []float64 `json:"edges"`
 	Counts []int     `json:"counts"`
-	P50    *float64  `json:"p50"`
-	P90    *float64  `json:"p90"`
-	P99    *float64  `json:"p99"`
-	Max    *float64  `json:"max"`
+	stats.Percentiles
 }
 
 // OverTime counts calls by started_at in equal buckets of BucketS seconds from Start.
@@ -223,10 +220,9 @@ func (x *Index) Overview() *Overview {
 			}
 		}
 	}
-	for name, n := range errs {
-		o.Errors = append(o.Errors, Count{name, n})
+	for _, name := range stats.ByCount(errs) {
+		o.Errors = append(o.Errors, Count{name, errs[name]})
 	}
-	slices.SortFunc(o.Errors, func(a, b Count) int { return cmp.Or(b.Count-a.Count, strings.Compare(a.Name, b.Name)) })
 	o.Models, o.Dialects = groups(models), groups(dialects)
 	x.mu.RUnlock()
 
@@ -298,8 +294,7 @@ func histogram(samples []float64) Hist {
 		h.Counts[max(i, 0)]++
 	}
 	if len(samples) > 0 {
-		d := stats.Distribute(samples)
-		h.P50, h.P90, h.P99, h.Max = d.P50, d.P90, d.P99, d.Max
+		h.Percentiles = stats.Distribute(samples).Percentiles
 	}
 	return h
 }

@@ -2,12 +2,8 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"strconv"
 	"strings"
 
@@ -102,47 +98,18 @@ func orphanNote(id string, o orphanFile) string {
 		id, plural(o.lines, "line", "lines"), o.path, id+capture.ClearedSuffix)
 }
 
-// readOrphan counts the lines of store's orphan file of id; ok is false when there is none (or it
-// is empty, or not a regular file: symlinks are not followed).
+// readOrphan counts the lines of store's orphan file of id (capture.Store.OrphanLines); ok is false
+// when there is none, or it holds no line.
 func readOrphan(store *capture.Store, id string) (orphanFile, bool, error) {
 	p, err := store.OrphanPath(id)
 	if err != nil {
 		return orphanFile{}, false, err
 	}
-	st, err := os.Lstat(p)
-	if errors.Is(err, fs.ErrNotExist) || (err == nil && !st.Mode().IsRegular()) {
-		return orphanFile{}, false, nil
-	}
+	n, err := store.OrphanLines(id)
 	if err != nil {
 		return orphanFile{}, false, err
 	}
-	f, err := os.Open(p)
-	if err != nil {
-		return orphanFile{}, false, err
-	}
-	defer f.Close()
-	o := orphanFile{path: p}
-	r := bufio.NewReader(f)
-	for {
-		line, err := r.ReadSlice('\n')
-		if len(bytes.TrimSpace(line)) > 0 && (err == nil || err == io.EOF) {
-			o.lines++
-		}
-		if err == bufio.ErrBufferFull {
-			// A long line: read on to its end, count it once.
-			for err == bufio.ErrBufferFull {
-				_, err = r.ReadSlice('\n')
-			}
-			o.lines++
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return orphanFile{}, false, err
-		}
-	}
-	return o, o.lines > 0, nil
+	return orphanFile{path: p, lines: n}, n > 0, nil
 }
 
 // readRolloutCalls reads rollout id from store like modelcalls.ReadAvailableRecords does, but keeps

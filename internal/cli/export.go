@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -250,35 +248,14 @@ func runExportOTLP(ctx context.Context, s *Streams, o *exportOptions) error {
 // grpcDialTimeout bounds export otlp's first connection to a gRPC endpoint.
 const grpcDialTimeout = 5 * time.Second
 
-// checkGRPCEndpoint connects once to a gRPC endpoint (TCP, at most grpcDialTimeout) before any
-// span is made, and fails when that connection cannot be made. The OTLP/HTTP exporter fails at
-// once on a refused connection, but the gRPC exporter reports it as UNAVAILABLE, which it retries
-// until its own 10 s timeout, for every batch. An HTTP exporter needs no such check; neither does a
-// gRPC endpoint reached through a proxy (HTTPS_PROXY: the direct connection says nothing then), or
+// checkGRPCEndpoint connects once to the endpoint of a gRPC exporter (otelexport.GRPCTarget: TCP,
+// at most grpcDialTimeout) before any span is made, and fails when that connection cannot be made,
+// rather than let the exporter retry a refused connection for every batch. It checks nothing for
+// an OTLP/HTTP exporter (that one fails at once), nor for an endpoint reached through a proxy or
 // one that does not parse (the exporter reports it).
 func checkGRPCEndpoint(ctx context.Context, o *exportOptions) error {
-	proto, err := otelexport.ResolveProtocol(o.protocol)
-	if err != nil || proto != otelexport.ProtocolGRPC {
-		return nil
-	}
-	endpoint := o.endpoint
-	for _, env := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
-		if endpoint == "" {
-			endpoint = os.Getenv(env)
-		}
-	}
-	host := endpoint
-	if strings.Contains(endpoint, "://") {
-		u, err := url.Parse(endpoint)
-		if err != nil {
-			return nil
-		}
-		host = u.Host
-	}
-	if _, _, err := net.SplitHostPort(host); err != nil {
-		host = net.JoinHostPort(strings.Trim(host, "[]"), "4317") // the OTLP/gRPC default port
-	}
-	if p, err := http.ProxyFromEnvironment(&http.Request{URL: &url.URL{Scheme: "https", Host: host}}); err != nil || p != nil {
+	host, ok := otelexport.GRPCTarget(o.protocol, o.endpoint)
+	if !ok {
 		return nil
 	}
 	dctx, cancel := context.WithTimeout(ctx, grpcDialTimeout)

@@ -2,20 +2,14 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	modelcalls "github.com/modelcalls/modelcalls"
-	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/gateway"
 	"github.com/modelcalls/modelcalls/internal/config"
 )
@@ -180,14 +174,6 @@ func resolveProxyConfig(o *proxyOptions, overrides []string) (*proxyConfig, erro
 	return &proxyConfig{upstream: u, captureDir: dir}, nil
 }
 
-func parseLogLevel(s string) (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return 0, usageErrorf("--log-level %q: want debug, info, warn or error", s)
-	}
-	return l, nil
-}
-
 // noLimit maps the CLI's "0 means no limit" to the Handler's "negative means no limit".
 func noLimit[T ~int64](v T) T {
 	if v == 0 {
@@ -202,23 +188,13 @@ func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []stri
 	if err != nil {
 		return err
 	}
-	level, err := parseLogLevel(o.logLevel)
+	log, err := serveLogger(s.ErrOut, o.logLevel, o.logFormat)
 	if err != nil {
 		return err
 	}
-	var logHandler slog.Handler = slog.NewTextHandler(s.ErrOut, &slog.HandlerOptions{Level: level})
-	if o.logFormat == "json" {
-		logHandler = slog.NewJSONHandler(s.ErrOut, &slog.HandlerOptions{Level: level})
-	}
-	log := slog.New(logHandler)
-	store, err := capture.Open(cfg.captureDir)
-	if err == nil {
-		// A dir that exists but cannot be written would lose every call with nothing downstream
-		// to show it (not even the incomplete marker): refuse to start instead.
-		err = store.CheckWritable()
-	}
+	store, err := openWritableStore("--capture-dir", cfg.captureDir)
 	if err != nil {
-		return withExit(ExitFailure, fmt.Errorf("--capture-dir: %w", err))
+		return err
 	}
 	h := &gateway.Handler{
 		Upstream:        cfg.upstream,
@@ -273,28 +249,4 @@ func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []stri
 		return err
 	}
 	return drainProxy(srv, h, sigs, o.shutdownTimeout, log)
-}
-
-// drainProxy stops accepting connections, lets in-flight calls and their capture writes finish (up
-// to timeout, or until a second signal), then closes what is left. Calls cut off by the close are
-// still captured (as cancelled) before the handler returns, and drainProxy waits for those writes.
-func drainProxy(srv *http.Server, h *gateway.Handler, sigs <-chan os.Signal, timeout time.Duration, log *slog.Logger) error {
-	h.BeginShutdown() // /readyz answers 503 for the whole drain
-	err := shutdownHTTP(srv, sigs, timeout, log)
-	switch {
-	case errors.Is(err, context.Canceled):
-		// Cut short by a second signal, which shutdownHTTP has logged.
-	case err != nil:
-		log.Warn("in-flight calls did not finish in time; connections closed", "err", err)
-	}
-	// Closing connections cancels the calls still running; their capture lines are written on the
-	// way out. Give those writes a bounded moment.
-	if werr := finishWrites(h.Shutdown); werr != nil {
-		return withExit(ExitFailure, fmt.Errorf("capture writes still pending at exit: %w", werr))
-	}
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-		return withExit(ExitFailure, fmt.Errorf("shutdown: %w", err))
-	}
-	log.Info("stopped")
-	return nil
 }

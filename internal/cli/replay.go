@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
-	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/replay"
 )
 
@@ -142,11 +141,10 @@ func resolveReplay(o *replayOptions, log *slog.Logger) (*replay.Server, error) {
 
 // runReplay serves until ctx ends or a signal arrives, then drains and prints the summary.
 func runReplay(ctx context.Context, s *Streams, o *replayOptions) error {
-	level, err := parseLogLevel(o.logLevel)
+	log, err := serveLogger(s.ErrOut, o.logLevel, "text")
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(s.ErrOut, &slog.HandlerOptions{Level: level}))
 	srv, err := resolveReplay(o, log)
 	if err != nil {
 		return err
@@ -162,12 +160,9 @@ func runReplay(ctx context.Context, s *Streams, o *replayOptions) error {
 		if outDir == srv.Source.Dir() {
 			return usageErrorf("--capture-dir-out must differ from --capture-dir: the replay would answer from its own re-run")
 		}
-		out, err := capture.Open(outDir)
-		if err == nil {
-			err = out.CheckWritable()
-		}
+		out, err := openWritableStore("--capture-dir-out", outDir)
 		if err != nil {
-			return withExit(ExitFailure, fmt.Errorf("--capture-dir-out: %w", err))
+			return err
 		}
 		if recap, err = replay.NewRecapture(srv, out, o.name, log); err != nil {
 			return withExit(ExitFailure, err)
@@ -180,7 +175,7 @@ func runReplay(ctx context.Context, s *Streams, o *replayOptions) error {
 		return usageErrorf("--listen %s: %w", o.listen, err)
 	}
 	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+		ErrorLog: serverErrorLog(log)}
 
 	var admin *http.Server
 	if o.adminListen != "" {

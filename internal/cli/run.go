@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -21,8 +19,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/modelcalls/modelcalls/capture"
-	"github.com/modelcalls/modelcalls/gateway"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -232,71 +228,6 @@ func checkGatewayListening(ctx context.Context, u *url.URL) error {
 		return withExit(ExitFailure, fmt.Errorf("run: no gateway is listening at --gateway %s (%w); start one with modelcalls proxy --upstream URL --capture-dir DIR, or give run --upstream URL --capture-dir DIR for a gateway of its own", u.Redacted(), err))
 	}
 	return c.Close()
-}
-
-// ownGateway is the gateway `run --upstream` starts for the child's lifetime.
-type ownGateway struct {
-	url   string
-	srv   *http.Server
-	h     *gateway.Handler
-	log   *slog.Logger
-	serve chan error
-}
-
-func startOwnGateway(s *Streams, o *runOptions) (*ownGateway, error) {
-	// The proxy's own checks of --upstream and --capture-dir, so both commands say the same.
-	cfg, err := resolveProxyConfig(&proxyOptions{upstream: o.upstream, captureDir: o.captureDir,
-		maxHeaderBytes: gateway.DefaultMaxHeaderBytes, logFormat: "text"}, nil)
-	if err != nil {
-		return nil, err
-	}
-	level, err := parseLogLevel(o.logLevel)
-	if err != nil {
-		return nil, err
-	}
-	log := slog.New(slog.NewTextHandler(s.ErrOut, &slog.HandlerOptions{Level: level}))
-	store, err := capture.Open(cfg.captureDir)
-	if err == nil {
-		err = store.CheckWritable()
-	}
-	if err != nil {
-		return nil, withExit(ExitFailure, fmt.Errorf("--capture-dir: %w", err))
-	}
-	h := &gateway.Handler{Upstream: cfg.upstream, Store: store, ModelServerName: o.name, Logger: log}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, withExit(ExitFailure, fmt.Errorf("start gateway: %w", err))
-	}
-	g := &ownGateway{
-		url:   "http://" + ln.Addr().String(),
-		h:     h,
-		log:   log,
-		srv:   h.NewServer(gateway.ServerOptions{MaxHeaderBytes: gateway.DefaultMaxHeaderBytes}),
-		serve: make(chan error, 1),
-	}
-	g.srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelDebug)
-	go func() { g.serve <- g.srv.Serve(ln) }()
-	log.Info("modelcalls run: gateway listening", "url", g.url, "upstream", cfg.upstream.Redacted(), "capture_dir", cfg.captureDir)
-	return g, nil
-}
-
-// drain stops accepting connections, lets calls in flight finish (up to timeout) and waits for
-// their capture writes. Calls still running at the timeout are cut off; their lines (cancelled) are
-// still written before drain returns, within a further 30 s.
-func (g *ownGateway) drain(timeout time.Duration) error {
-	// No second signal cuts the drain short: run forwards its signals to the child.
-	g.h.BeginShutdown()
-	err := shutdownHTTP(g.srv, nil, timeout, g.log)
-	if werr := finishWrites(g.h.Shutdown); werr != nil {
-		return fmt.Errorf("gateway: capture writes still pending at exit: %w", werr)
-	}
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("gateway shutdown: %w", err)
-	}
-	if err != nil {
-		return fmt.Errorf("gateway: calls still in flight after %s were cut off (captured as cancelled)", timeout)
-	}
-	return nil
 }
 
 // forwardedSignals are passed on to the child.

@@ -2,7 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -11,17 +14,56 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/gateway"
 )
 
-// The life of the serving commands (proxy, replay, and run's own gateway): an admin server beside
-// the main one, serving until the server fails, a signal arrives or the context ends, then a drain
-// that lets requests in flight finish before the connections left are closed, and a bounded wait for
-// the capture writes of the calls the close cut off.
+// The life of the serving commands (proxy, replay, and the gateway run starts for its child,
+// ownGateway): their logger and the capture store they write to, an admin server beside the main
+// one, serving until the server fails, a signal arrives or the context ends, then a drain that lets
+// requests in flight finish before the connections left are closed, and a bounded wait for the
+// capture writes of the calls the close cut off.
 
 // captureWriteGrace bounds the wait, after the connections are closed, for the capture writes of the
 // calls the close cut off (they are written, as cancelled, on the way out).
 const captureWriteGrace = 30 * time.Second
+
+// serveLogger returns the logger of a serving command: records at level (its --log-level: debug,
+// info, warn or error) on w, as text or, with format "json", one JSON object per line. A bad level
+// is a usage error.
+func serveLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageErrorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, opts)), nil
+}
+
+// serverErrorLog is the http.Server.ErrorLog of a serving command: the server's own errors
+// (malformed requests, failed accepts) go to log at debug level.
+func serverErrorLog(log *slog.Logger) *stdlog.Logger {
+	return slog.NewLogLogger(log.Handler(), slog.LevelDebug)
+}
+
+// openWritableStore opens dir, the capture dir a serving command writes to (flag names it in the
+// error: --capture-dir, --capture-dir-out), creating it when it does not exist, and checks that
+// it can be written: a dir that exists but cannot be written would lose every call with nothing
+// downstream to show it (not even the incomplete marker), so the command refuses to start. Errors
+// exit ExitFailure.
+func openWritableStore(flag, dir string) (*capture.Store, error) {
+	store, err := capture.Open(dir)
+	if err == nil {
+		err = store.CheckWritable()
+	}
+	if err != nil {
+		return nil, withExit(ExitFailure, fmt.Errorf("%s: %w", flag, err))
+	}
+	return store, nil
+}
 
 // stopSignals returns a channel that receives SIGINT and SIGTERM (room for two: the one that starts
 // the drain and the one that cuts it short) and the function that stops the delivery.
@@ -42,7 +84,7 @@ func serveAdmin(addr string, handler http.Handler, main net.Listener, log *slog.
 		return nil, "", usageErrorf("--admin-listen %s: %w", addr, err)
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: gateway.DefaultReadHeaderTimeout,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+		ErrorLog: serverErrorLog(log)}
 	go srv.Serve(ln)
 	return srv, ln.Addr().String(), nil
 }
@@ -87,10 +129,95 @@ func shutdownHTTP(srv *http.Server, sigs <-chan os.Signal, timeout time.Duration
 	return err
 }
 
+// drainProxy stops accepting connections, lets in-flight calls and their capture writes finish (up
+// to timeout, or until a second signal), then closes what is left. Calls cut off by the close are
+// still captured (as cancelled) before the handler returns, and drainProxy waits for those writes.
+func drainProxy(srv *http.Server, h *gateway.Handler, sigs <-chan os.Signal, timeout time.Duration, log *slog.Logger) error {
+	h.BeginShutdown() // /readyz answers 503 for the whole drain
+	err := shutdownHTTP(srv, sigs, timeout, log)
+	switch {
+	case errors.Is(err, context.Canceled):
+		// Cut short by a second signal, which shutdownHTTP has logged.
+	case err != nil:
+		log.Warn("in-flight calls did not finish in time; connections closed", "err", err)
+	}
+	// Closing connections cancels the calls still running; their capture lines are written on the
+	// way out. Give those writes a bounded moment.
+	if werr := finishWrites(h.Shutdown); werr != nil {
+		return withExit(ExitFailure, fmt.Errorf("capture writes still pending at exit: %w", werr))
+	}
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		return withExit(ExitFailure, fmt.Errorf("shutdown: %w", err))
+	}
+	log.Info("stopped")
+	return nil
+}
+
 // finishWrites waits, up to captureWriteGrace, for the capture writes still pending after the
 // connections were closed: shutdown is the Shutdown method of what writes them.
 func finishWrites(shutdown func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), captureWriteGrace)
 	defer cancel()
 	return shutdown(ctx)
+}
+
+// ownGateway is the gateway `run --upstream` starts for the child's lifetime.
+type ownGateway struct {
+	url   string
+	srv   *http.Server
+	h     *gateway.Handler
+	log   *slog.Logger
+	serve chan error
+}
+
+func startOwnGateway(s *Streams, o *runOptions) (*ownGateway, error) {
+	// The proxy's own checks of --upstream and --capture-dir, so both commands say the same.
+	cfg, err := resolveProxyConfig(&proxyOptions{upstream: o.upstream, captureDir: o.captureDir,
+		maxHeaderBytes: gateway.DefaultMaxHeaderBytes, logFormat: "text"}, nil)
+	if err != nil {
+		return nil, err
+	}
+	log, err := serveLogger(s.ErrOut, o.logLevel, "text")
+	if err != nil {
+		return nil, err
+	}
+	store, err := openWritableStore("--capture-dir", cfg.captureDir)
+	if err != nil {
+		return nil, err
+	}
+	h := &gateway.Handler{Upstream: cfg.upstream, Store: store, ModelServerName: o.name, Logger: log}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, withExit(ExitFailure, fmt.Errorf("start gateway: %w", err))
+	}
+	g := &ownGateway{
+		url:   "http://" + ln.Addr().String(),
+		h:     h,
+		log:   log,
+		srv:   h.NewServer(gateway.ServerOptions{MaxHeaderBytes: gateway.DefaultMaxHeaderBytes}),
+		serve: make(chan error, 1),
+	}
+	g.srv.ErrorLog = serverErrorLog(log)
+	go func() { g.serve <- g.srv.Serve(ln) }()
+	log.Info("modelcalls run: gateway listening", "url", g.url, "upstream", cfg.upstream.Redacted(), "capture_dir", cfg.captureDir)
+	return g, nil
+}
+
+// drain stops accepting connections, lets calls in flight finish (up to timeout) and waits for
+// their capture writes. Calls still running at the timeout are cut off; their lines (cancelled) are
+// still written before drain returns, within a further 30 s.
+func (g *ownGateway) drain(timeout time.Duration) error {
+	// No second signal cuts the drain short: run forwards its signals to the child.
+	g.h.BeginShutdown()
+	err := shutdownHTTP(g.srv, nil, timeout, g.log)
+	if werr := finishWrites(g.h.Shutdown); werr != nil {
+		return fmt.Errorf("gateway: capture writes still pending at exit: %w", werr)
+	}
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("gateway shutdown: %w", err)
+	}
+	if err != nil {
+		return fmt.Errorf("gateway: calls still in flight after %s were cut off (captured as cancelled)", timeout)
+	}
+	return nil
 }

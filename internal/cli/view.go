@@ -2,14 +2,11 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -74,7 +71,7 @@ func runView(ctx context.Context, s *Streams, o *viewOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := interruptContext(ctx)
 	defer stop()
 	go srv.Run(ctx)
 	// Requests inherit ctx, so the live-update long polls end at once on a signal.
@@ -88,11 +85,8 @@ func runView(ctx context.Context, s *Streams, o *viewOptions) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
-	case err := <-errc:
-		if !errors.Is(err, http.ErrServerClosed) {
-			return withExit(ExitFailure, fmt.Errorf("serve: %w", err))
-		}
-		return nil
+	case err := <-errc: // not http.ErrServerClosed: hs is shut down only below
+		return withExit(ExitFailure, fmt.Errorf("serve: %w", err))
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

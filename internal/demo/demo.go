@@ -1,7 +1,6 @@
 package demo
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -107,7 +106,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	defer stopGateway()
 
 	client := &http.Client{Timeout: 30 * time.Second}
-	for _, d := range []dialect.Dialect{dialect.Responses, dialect.Chat, dialect.Messages} {
+	for _, d := range dialect.All {
 		for _, stream := range []bool{false, true} {
 			kind := "json"
 			if stream {
@@ -224,7 +223,7 @@ func call(ctx context.Context, client *http.Client, base string, r *Rollout, bod
 	if err != nil {
 		return nil, 0, err
 	}
-	target := rollout.ApplyPrefix(base, r.ID) + dialectPath(r.Dialect)
+	target := rollout.ApplyPrefix(base, r.ID) + r.Dialect.Path()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(b))
 	if err != nil {
 		return nil, 0, err
@@ -248,10 +247,9 @@ func call(ctx context.Context, client *http.Client, base string, r *Rollout, bod
 	}
 	if body["stream"] == true {
 		s := dialect.NewStream(r.Dialect)
-		br := bufio.NewReader(resp.Body)
 		buf := make([]byte, 4096)
 		for {
-			n, err := br.Read(buf)
+			n, err := resp.Body.Read(buf)
 			s.Write(buf[:n])
 			if err == io.EOF {
 				break
@@ -268,17 +266,6 @@ func call(ctx context.Context, client *http.Client, base string, r *Rollout, bod
 		return nil, resp.StatusCode, fmt.Errorf("read response: %w", err)
 	}
 	return raw, resp.StatusCode, nil
-}
-
-func dialectPath(d dialect.Dialect) string {
-	switch d {
-	case dialect.Responses:
-		return "/v1/responses"
-	case dialect.Chat:
-		return "/v1/chat/completions"
-	default:
-		return "/v1/messages"
-	}
 }
 
 // The conversation every tool-loop rollout has: the user asks for the weather in a city, the model

@@ -143,10 +143,17 @@ type Distribution struct {
 	Count int      `json:"count"`
 	Min   *float64 `json:"min"`
 	Mean  *float64 `json:"mean"`
-	P50   *float64 `json:"p50"`
-	P90   *float64 `json:"p90"`
-	P99   *float64 `json:"p99"`
-	Max   *float64 `json:"max"`
+	Percentiles
+}
+
+// Percentiles are the nearest-rank 50th, 90th and 99th percentiles and the maximum of a set of
+// durations, in milliseconds; all nil (JSON null) for an empty set. The viewer's latency histograms
+// carry the same four values.
+type Percentiles struct {
+	P50 *float64 `json:"p50"`
+	P90 *float64 `json:"p90"`
+	P99 *float64 `json:"p99"`
+	Max *float64 `json:"max"`
 }
 
 // Percentile returns the nearest-rank p-th percentile (0 < p <= 100) of sorted, which must be sorted
@@ -354,14 +361,18 @@ func (m *acc) summary() Summary {
 	return s
 }
 
-// Categories returns the keys of ErrorsByCategory, most frequent first, ties by name.
-func (s Summary) Categories() []string {
-	keys := make([]string, 0, len(s.ErrorsByCategory))
-	for k := range s.ErrorsByCategory {
+// Categories returns the keys of ErrorsByCategory, most frequent first, ties by name (ByCount).
+func (s Summary) Categories() []string { return ByCount(s.ErrorsByCategory) }
+
+// ByCount returns the keys of counts, largest count first, ties by name: the order in which
+// `modelcalls stats` and the viewer list error categories.
+func ByCount(counts map[string]int) []string {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b string) int {
-		if c := cmp.Compare(s.ErrorsByCategory[b], s.ErrorsByCategory[a]); c != 0 {
+		if c := cmp.Compare(counts[b], counts[a]); c != 0 {
 			return c
 		}
 		return cmp.Compare(a, b)
