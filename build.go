@@ -94,20 +94,9 @@ type envelope struct {
 }
 
 // set records v as the value of the exchange key named by the key token k (last one wins) and
-// reports whether the key is "response".
+// reports whether the key is "response". The token is compared as it stands; only a token that
+// matches no name is decoded (decodedKey) and compared once more.
 func (e *envelope) set(k, v []byte) (isResponse bool) {
-	if found, isResponse := e.setToken(k, v); found {
-		return isResponse
-	}
-	if d, ok := decodedKey(k); ok {
-		_, isResponse = e.setToken(d, v)
-	}
-	return isResponse
-}
-
-// setToken is set for a key token compared as it stands (see decodedKey); found is false when it
-// names no key a record reads.
-func (e *envelope) setToken(k, v []byte) (found, isResponse bool) {
 	switch string(k) {
 	case `"model_call_id"`:
 		e.modelCallID = v
@@ -131,7 +120,7 @@ func (e *envelope) setToken(k, v []byte) (found, isResponse bool) {
 		e.request = v
 	case `"response"`:
 		e.response = v
-		return true, true
+		return true
 	case `"request_raw"`:
 		e.requestRaw = v
 	case `"response_raw"`:
@@ -149,9 +138,11 @@ func (e *envelope) setToken(k, v []byte) (found, isResponse bool) {
 	case `"client_assistant_message_id"`:
 		e.clientAssistantMessageID = v
 	default:
-		return false, false
+		if d, ok := decodedKey(k); ok {
+			return e.set(d, v)
+		}
 	}
-	return true, false
+	return false
 }
 
 // buildRecord fills rec, a zero record, from a validated exchange ex (no surrounding whitespace).

@@ -160,28 +160,9 @@ func (u *usageFields) detail(g int) *detailFields {
 	return &u.completion
 }
 
-// set records v as the value of the usage key named by the key token k (last one wins); it
-// returns the group number when the key names a detail group, else -1.
-func (u *usageFields) set(k, v []byte) int {
-	g, ok := u.setToken(k, v)
-	if !ok {
-		if d, dok := decodedKey(k); dok {
-			g, _ = u.setToken(d, v)
-		}
-	}
-	return g
-}
-
-// set records v as the value of the detail key named by the key token k (last one wins).
+// set records v as the value of the detail key named by the key token k (last one wins), compared
+// as it stands and, when it matches no name, decoded (decodedKey) and compared once more.
 func (d *detailFields) set(k, v []byte) {
-	if !d.setToken(k, v) {
-		if dk, ok := decodedKey(k); ok {
-			d.setToken(dk, v)
-		}
-	}
-}
-
-func (d *detailFields) setToken(k, v []byte) bool {
 	switch string(k) {
 	case `"cached_tokens"`:
 		d.cachedTokens = v
@@ -196,9 +177,10 @@ func (d *detailFields) setToken(k, v []byte) bool {
 	case `"thinking_tokens"`:
 		d.thinkingTokens = v
 	default:
-		return false
+		if dk, ok := decodedKey(k); ok {
+			d.set(dk, v)
+		}
 	}
-	return true
 }
 
 // firstCount returns the first valid token count among vs.
@@ -214,10 +196,10 @@ func firstCount(vs ...[]byte) (int64, bool) {
 	return 0, false
 }
 
-// setToken records v as the value of the usage key named by the key token k, compared as it stands
-// (see decodedKey); it reports whether the key is one the record reads, and which detail group it
-// names (-1 for none).
-func (u *usageFields) setToken(k, v []byte) (group int, found bool) {
+// set records v as the value of the usage key named by the key token k (last one wins), compared as
+// it stands and, when it matches no name, decoded (decodedKey) and compared once more; it returns
+// the group number when the key names a detail group, else -1.
+func (u *usageFields) set(k, v []byte) (group int) {
 	switch string(k) {
 	case `"input_tokens"`:
 		u.inputTokens = v
@@ -239,16 +221,16 @@ func (u *usageFields) setToken(k, v []byte) (group int, found bool) {
 		u.reasoningOutput = v
 	case `"prompt_tokens_details"`:
 		u.promptDetails = v
-		return groupPrompt, true
+		return groupPrompt
 	case `"input_tokens_details"`:
 		u.inputDetails = v
-		return groupInput, true
+		return groupInput
 	case `"output_tokens_details"`:
 		u.outputDetails = v
-		return groupOutput, true
+		return groupOutput
 	case `"completion_tokens_details"`:
 		u.completionDetails = v
-		return groupCompletion, true
+		return groupCompletion
 	case `"prompt_cache_hit_tokens"`:
 		u.promptCacheHit = v
 	case `"prompt_cache_miss_tokens"`:
@@ -256,9 +238,11 @@ func (u *usageFields) setToken(k, v []byte) (group int, found bool) {
 	case `"reasoning_tokens"`:
 		u.reasoningTokens = v
 	default:
-		return -1, false
+		if d, ok := decodedKey(k); ok {
+			return u.set(d, v)
+		}
 	}
-	return -1, true
+	return -1
 }
 
 // ExtractTokenStats ports extract_token_stats: normalised token counts from a usage object of any
@@ -769,18 +753,9 @@ func scanResponse(obj []byte) responseFields {
 	return f
 }
 
-// set records v as the value of the response member named by the key token k (last one wins).
+// set records v as the value of the response member named by the key token k (last one wins),
+// compared as it stands and, when it matches no name, decoded (decodedKey) and compared once more.
 func (f *responseFields) set(k, v []byte) {
-	if !f.setToken(k, v) {
-		if d, ok := decodedKey(k); ok {
-			f.setToken(d, v)
-		}
-	}
-}
-
-// setToken is set for a key token compared as it stands (see decodedKey); it reports whether the
-// key is one the record reads.
-func (f *responseFields) setToken(k, v []byte) bool {
 	switch string(k) {
 	case `"id"`:
 		f.id = v
@@ -801,7 +776,8 @@ func (f *responseFields) setToken(k, v []byte) bool {
 	case `"content"`:
 		f.content = v
 	default:
-		return false
+		if d, ok := decodedKey(k); ok {
+			f.set(d, v)
+		}
 	}
-	return true
 }
