@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -35,12 +34,7 @@ func errorBody(t *testing.T, b []byte) (typ, code, msg string) {
 }
 
 func TestUpstreamDown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
+	addr := capturetest.ClosedAddr(t) // nothing listens there now
 	e := newEnv(t, func(http.ResponseWriter, *http.Request) {}, func(h *gateway.Handler) {
 		h.Upstream, _ = url.Parse("http://" + addr)
 	})

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // otlpReceiver is a loopback OTLP/HTTP endpoint answering status to every request, counting the
@@ -124,7 +124,7 @@ func TestExportOTLP(t *testing.T) {
 		})
 	})
 	t.Run("failure names the spans' cause", func(t *testing.T) {
-		closed := closedPort(t)
+		closed := capturetest.ClosedAddr(t)
 		// Traces taken, metrics refused: only then is the metrics upload the error.
 		metricsOnly := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			io.Copy(io.Discard, r.Body)
@@ -197,16 +197,4 @@ func TestExportOTLP(t *testing.T) {
 			})
 		}
 	})
-}
-
-// closedPort returns a loopback host:port nothing listens on (it was listening a moment ago).
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }

@@ -1,9 +1,10 @@
 package cli
 
 import (
-	"net"
 	"strings"
 	"testing"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 func TestEveryCommandHasExamples(t *testing.T) {
@@ -20,11 +21,7 @@ func TestEveryCommandHasExamples(t *testing.T) {
 }
 
 func TestPortInUseIsARuntimeError(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ln := capturetest.Listen(t)
 	_, errOut, code := runCLI(t, "", "proxy", "--upstream", "http://127.0.0.1:9", "--capture-dir", t.TempDir(), "--listen", ln.Addr().String())
 	if code != ExitFailure || !strings.Contains(errOut, "address already in use") {
 		t.Errorf("exit %d, stderr %q; want 1 (a runtime error, not usage) and the cause", code, errOut)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,6 +22,7 @@ import (
 
 	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // The test binary plays two more parts, so `run` is tested with real processes and real signals:
@@ -150,11 +150,7 @@ func TestRunSetsEnvForChildAndExitsWithItsStatus(t *testing.T) {
 // model call.
 func listeningGateway(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
+	ln := capturetest.Listen(t)
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -170,12 +166,7 @@ func listeningGateway(t *testing.T) string {
 // A --gateway nothing listens at is said before the child starts (exit 1, the child never runs),
 // rather than as every model call of the child failing.
 func TestRunGatewayNotListening(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := "http://" + ln.Addr().String()
-	ln.Close() // the port is free now: connections to it are refused
+	gw := "http://" + capturetest.ClosedAddr(t) // connections to it are refused
 	marker := filepath.Join(t.TempDir(), "child-ran")
 	_, errOut, code := runCLI(t, "", "run", "--rollout", "r1", "--gateway", gw, "--", "sh", "-c", "touch "+marker)
 	if code != ExitFailure {

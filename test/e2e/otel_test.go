@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // TestOTelCollector runs a real OpenTelemetry Collector (scripts/build-otelcol.sh: core otelcol, the
@@ -187,12 +189,12 @@ type collector struct {
 }
 
 // deadEndpoint is an OTLP base URL on a loopback port nothing listens on.
-func deadEndpoint(t *testing.T) string { return "http://127.0.0.1:" + strconv.Itoa(freePort(t)) }
+func deadEndpoint(t *testing.T) string { return "http://" + capturetest.ClosedAddr(t) }
 
 func startCollector(t *testing.T, bin, work string) *collector {
 	t.Helper()
 	dir := filepath.Join(work, "otelcol")
-	hp, gp := strconv.Itoa(freePort(t)), strconv.Itoa(freePort(t))
+	hp, gp := strconv.Itoa(capturetest.FreePort(t)), strconv.Itoa(capturetest.FreePort(t))
 	c := &collector{
 		httpURL: "http://127.0.0.1:" + hp, grpcURL: "http://127.0.0.1:" + gp,
 		traces: filepath.Join(dir, "traces.jsonl"), metrics: filepath.Join(dir, "metrics.jsonl"),
