@@ -185,7 +185,7 @@ func bareProxy(b *testing.B, up *capturetest.Upstream) *httptest.Server {
 // front of it that logs nowhere, and a bare proxy in front of it.
 func gatewayAndBare(b *testing.B, body []byte) (*env, *httptest.Server) {
 	up := capturetest.NewUpstream(b, capturetest.Replay(200, "application/json", body))
-	return newEnvFor(b, up, func(h *gateway.Handler) { h.Logger = slogTo(io.Discard) }), bareProxy(b, up)
+	return newEnvFor(b, up, func(h *gateway.Handler) { h.Logger = capturetest.Logger(io.Discard) }), bareProxy(b, up)
 }
 
 // BenchmarkPerCall compares one small JSON call through the capturing gateway (which includes the
