@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
 	modelcalls "github.com/modelcalls/modelcalls"
@@ -327,67 +326,4 @@ func TestRunOwnGatewayCapturesAndDrains(t *testing.T) {
 	if err != nil || claims.Live+claims.Stale != 0 {
 		t.Errorf("claims left after the wrapper exited: %+v %v", claims, err)
 	}
-}
-
-// TestRunForegroundOnTerminal runs the wrapper on a pseudo-terminal: the child is the terminal's
-// foreground job in its own process group, so Ctrl-C reaches the child (once, from the kernel), and
-// the wrapper exits with its status.
-func TestRunForegroundOnTerminal(t *testing.T) {
-	cmd := wrapper(append([]string{"run", "--rollout", "r1", "--gateway", listeningGateway(t)}, child("foreground")...)...)
-	ptmx, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ptmx.Close()
-	t.Cleanup(func() { cmd.Process.Kill() })
-	r := bufio.NewReader(ptmx)
-	var seen []string
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatalf("read pty: %v (seen %q)", err, seen)
-		}
-		line = strings.TrimRight(line, "\r\n")
-		seen = append(seen, line)
-		if line == "ready" {
-			break
-		}
-	}
-	if !slicesContains(seen, "foreground=true own-group=true") {
-		t.Fatalf("child is not the foreground job in its own group: %q", seen)
-	}
-	if _, err := ptmx.Write([]byte{0x03}); err != nil { // Ctrl-C
-		t.Fatal(err)
-	}
-	var rest strings.Builder
-	for {
-		line, err := r.ReadString('\n')
-		rest.WriteString(line)
-		if err != nil || strings.Contains(line, "got") {
-			break
-		}
-	}
-	if !strings.Contains(rest.String(), "got interrupt") {
-		t.Errorf("child did not get SIGINT: %q", rest.String())
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	go io.Copy(io.Discard, r)
-	select {
-	case err := <-done:
-		if got, want := exitCode(t, err), 40+int(syscall.SIGINT); got != want {
-			t.Errorf("exit %d, want %d", got, want)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("wrapper did not exit after the child did")
-	}
-}
-
-func slicesContains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

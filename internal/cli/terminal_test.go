@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -131,5 +132,25 @@ func TestNoStdinPromptOffTerminal(t *testing.T) {
 	_, errOut, code := runCLI(t, "", "clear", "--capture-dir", t.TempDir())
 	if code != ExitOK || strings.Contains(errOut, stdinPrompt) {
 		t.Errorf("exit %d, stderr %q: the prompt is for terminals only", code, errOut)
+	}
+}
+
+// TestRunForegroundOnTerminal runs the wrapper on a pseudo-terminal: the child is the terminal's
+// foreground job in its own process group, so Ctrl-C reaches the child (once, from the kernel), and
+// the wrapper exits with its status.
+func TestRunForegroundOnTerminal(t *testing.T) {
+	cmd, ptmx, seen := onTerminal(t, "ready\r\n", append([]string{"run", "--rollout", "r1", "--gateway", listeningGateway(t)}, child("foreground")...)...)
+	if lines := strings.Split(seen.String(), "\r\n"); !slices.Contains(lines, "foreground=true own-group=true") {
+		t.Fatalf("child is not the foreground job in its own group: %q", lines)
+	}
+	if _, err := ptmx.Write([]byte{0x03}); err != nil { // Ctrl-C
+		t.Fatal(err)
+	}
+	code, shown := finish(t, cmd, ptmx, seen)
+	if !strings.Contains(shown, "got interrupt") {
+		t.Errorf("child did not get SIGINT: %q", shown)
+	}
+	if want := 40 + int(syscall.SIGINT); code != want {
+		t.Errorf("exit %d, want %d", code, want)
 	}
 }
