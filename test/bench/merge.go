@@ -234,40 +234,46 @@ func runMerge(d *mergeData, rounds int) (*mergeResult, error) {
 	if _, err := d.readRaw(); err != nil {
 		return nil, err
 	}
+	// Each pass, with its check of what it read (nil: none) and where its measurement goes.
+	passes := []struct {
+		run   func() (mergePass, error)
+		check func(p mergePass) error
+		into  *[]mergePass
+	}{
+		{d.readRaw, func(p mergePass) error {
+			if p.bytes != d.bytes || p.records != d.lines {
+				return fmt.Errorf("raw read saw %d bytes %d lines, wrote %d, %d: %w", p.bytes, p.records, d.bytes, d.lines, errUnexpected)
+			}
+			return nil
+		}, &res.raw},
+		{d.readValidate, nil, &res.validate},
+		{d.readRecords, func(p mergePass) error {
+			if p.records != d.lines {
+				return fmt.Errorf("records: got %d, want %d: %w", p.records, d.lines, errUnexpected)
+			}
+			return nil
+		}, &res.records},
+		{d.mergeRecords, func(p mergePass) error {
+			if p.records != d.lines {
+				return fmt.Errorf("merge: %d calls attached, want %d: %w", p.records, d.lines, errUnexpected)
+			}
+			return nil
+		}, &res.merge},
+	}
 	for range rounds {
-		runtime.GC()
-		r, err := d.readRaw()
-		if err != nil {
-			return nil, err
+		for _, pass := range passes {
+			runtime.GC()
+			p, err := pass.run()
+			if err != nil {
+				return nil, err
+			}
+			if pass.check != nil {
+				if err := pass.check(p); err != nil {
+					return nil, err
+				}
+			}
+			*pass.into = append(*pass.into, p)
 		}
-		if r.bytes != d.bytes || r.records != d.lines {
-			return nil, fmt.Errorf("raw read saw %d bytes %d lines, wrote %d, %d: %w", r.bytes, r.records, d.bytes, d.lines, errUnexpected)
-		}
-		res.raw = append(res.raw, r)
-		runtime.GC()
-		v, err := d.readValidate()
-		if err != nil {
-			return nil, err
-		}
-		res.validate = append(res.validate, v)
-		runtime.GC()
-		m, err := d.readRecords()
-		if err != nil {
-			return nil, err
-		}
-		if m.records != d.lines {
-			return nil, fmt.Errorf("records: got %d, want %d: %w", m.records, d.lines, errUnexpected)
-		}
-		res.records = append(res.records, m)
-		runtime.GC()
-		g, err := d.mergeRecords()
-		if err != nil {
-			return nil, err
-		}
-		if g.records != d.lines {
-			return nil, fmt.Errorf("merge: %d calls attached, want %d: %w", g.records, d.lines, errUnexpected)
-		}
-		res.merge = append(res.merge, g)
 	}
 	return res, nil
 }
