@@ -19,14 +19,13 @@ import (
 // trace requests it got.
 func otlpReceiver(t *testing.T, status int) (*httptest.Server, *atomic.Int64) {
 	var traces atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		if r.URL.Path == "/v1/traces" {
 			traces.Add(1)
 		}
 		w.WriteHeader(status)
-	}))
-	t.Cleanup(srv.Close)
+	})
 	return srv, &traces
 }
 
@@ -126,23 +125,21 @@ func TestExportOTLP(t *testing.T) {
 	t.Run("failure names the spans' cause", func(t *testing.T) {
 		closed := capturetest.ClosedAddr(t)
 		// Traces taken, metrics refused: only then is the metrics upload the error.
-		metricsOnly := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		metricsOnly := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
 			io.Copy(io.Discard, r.Body)
 			if r.URL.Path != "/v1/traces" {
 				w.WriteHeader(http.StatusBadRequest)
 			}
-		}))
-		t.Cleanup(metricsOnly.Close)
+		})
 		// Not an OTLP receiver: 501 with an HTML page, as Python's http.server answers a POST.
 		page := "<!DOCTYPE HTML>\n<html lang=\"en\">\n<head>\n<title>Error response</title>\n</head>\n<body>\n<h1>Error response</h1>\n" +
 			"<p>Error code: 501</p>\n<p>Message: Unsupported method ('POST').</p>\n" + strings.Repeat("<p>padding</p>\n", 50) + "</body>\n</html>\n"
-		htmlServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		htmlServer := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
 			io.Copy(io.Discard, r.Body)
 			w.Header().Set("Content-Type", "text/html;charset=utf-8")
 			w.WriteHeader(http.StatusNotImplemented)
 			io.WriteString(w, page)
-		}))
-		t.Cleanup(htmlServer.Close)
+		})
 		for _, tc := range []struct {
 			name     string
 			args     []string

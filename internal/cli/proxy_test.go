@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -86,15 +85,14 @@ func runProxyCmd(t *testing.T, ctx context.Context, args []string) (addr string,
 // written, and the command returns cleanly.
 func TestProxyServesAndDrains(t *testing.T) {
 	chunks := make(chan string)
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		http.NewResponseController(w).Flush()
 		for c := range chunks {
 			io.WriteString(w, c)
 			http.NewResponseController(w).Flush()
 		}
-	}))
-	defer up.Close()
+	})
 	endStream := sync.OnceFunc(func() { close(chunks) })
 	defer endStream() // before up.Close, which waits for the handler, when the test fails early
 	dir := filepath.Join(t.TempDir(), "caps")
@@ -172,8 +170,7 @@ func TestProxyServesAndDrains(t *testing.T) {
 
 // TestProxySignal: SIGTERM stops an idle proxy cleanly.
 func TestProxySignal(t *testing.T) {
-	up := httptest.NewServer(http.NotFoundHandler())
-	defer up.Close()
+	up := capturetest.NewServer(t, http.NotFoundHandler().ServeHTTP)
 	_, exit, stderr := runProxyCmd(t, context.Background(), []string{"proxy", "--upstream", up.URL, "--listen", "127.0.0.1:0",
 		"--capture-dir", t.TempDir(), "--admin-listen", "127.0.0.1:0"})
 	admin := regexp.MustCompile(`admin_url=(\S+)`).FindStringSubmatch(stderr.String())

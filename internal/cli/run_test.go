@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -282,7 +281,7 @@ func TestRunHintsForConfigFileHarnesses(t *testing.T) {
 // TestRunOwnGatewayCapturesAndDrains runs a child against `run --upstream`: its finished call and the
 // call it abandoned mid-stream are both in the capture when the wrapper has exited.
 func TestRunOwnGatewayCapturesAndDrains(t *testing.T) {
-	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	upstream := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if !bytes.Contains(body, []byte(`"stream":true`)) {
 			w.Header().Set("Content-Type", "application/json")
@@ -293,8 +292,7 @@ func TestRunOwnGatewayCapturesAndDrains(t *testing.T) {
 		io.WriteString(w, `data: {"id":"c2","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"he"}}]}`+"\n\n")
 		w.(http.Flusher).Flush()
 		<-r.Context().Done() // held until the gateway gives up on it
-	}))
-	defer upstream.Close()
+	})
 	dir := t.TempDir()
 	cmd := wrapper(append([]string{"run", "--rollout", "own-1", "--upstream", upstream.URL, "--capture-dir", dir}, child("calls")...)...)
 	var out, errOut bytes.Buffer

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -221,8 +220,7 @@ func (s *suite) runScripted(t *testing.T, name string, gz bool) {
 	dir := filepath.Join(s.work, name)
 	project := filepath.Join(dir, "project") // FilePath must be known before the server starts
 	sc := &Scripted{FilePath: filepath.Join(project, "hello.txt"), Gzip: gz}
-	up := httptest.NewServer(sc)
-	t.Cleanup(up.Close)
+	up := capturetest.NewServer(t, sc.ServeHTTP)
 	rig := s.newRig(t, name, dir, up.URL)
 	stopTap := rig.stopUpstream
 	rig.stopUpstream = func() { stopTap(); up.Close() }

@@ -13,7 +13,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,8 +43,7 @@ func TestOTelCollector(t *testing.T) {
 	bin := buildModelcalls(t, repo, work)
 	colBin := otelcolBinary(t, repo)
 	col := startCollector(t, colBin, work)
-	up := httptest.NewServer(otelUpstream{})
-	t.Cleanup(up.Close)
+	up := capturetest.NewServer(t, otelUpstream{}.ServeHTTP)
 
 	for _, proto := range []string{"http/protobuf", "grpc"} {
 		t.Run(strings.ReplaceAll(proto, "/", "-"), func(t *testing.T) {

@@ -6,13 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/openai/openai-go/v3"
 	ooption "github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
@@ -236,8 +236,7 @@ func TestScriptedThroughSDKs(t *testing.T) {
 
 func testScriptedThroughSDKs(t *testing.T, gz bool) {
 	s := &Scripted{FilePath: "/p/hello.txt", Gzip: gz}
-	up := httptest.NewServer(s)
-	defer up.Close()
+	up := capturetest.NewServer(t, s.ServeHTTP)
 	tap, front := tapIn(t, up.URL)
 	oc := openai.NewClient(ooption.WithBaseURL(front.URL+"/v1/"), ooption.WithAPIKey("sk-test"), ooption.WithMaxRetries(0))
 	ac := anthropic.NewClient(aoption.WithBaseURL(front.URL+"/"), aoption.WithAPIKey("sk-ant-test"), aoption.WithMaxRetries(0))
