@@ -188,3 +188,11 @@ func TestProxySignal(t *testing.T) {
 		t.Errorf("stderr lacks the signal: %s", stderr.String())
 	}
 }
+
+func TestPortInUseIsARuntimeError(t *testing.T) {
+	ln := capturetest.Listen(t)
+	_, errOut, code := runCLI(t, "", "proxy", "--upstream", "http://127.0.0.1:9", "--capture-dir", t.TempDir(), "--listen", ln.Addr().String())
+	if code != ExitFailure || !strings.Contains(errOut, "address already in use") {
+		t.Errorf("exit %d, stderr %q; want 1 (a runtime error, not usage) and the cause", code, errOut)
+	}
+}
