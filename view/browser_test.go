@@ -87,9 +87,7 @@ func screenshot(t *testing.T, ctx context.Context, dir, name string) {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
 	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	capturetest.WriteFile(t, p, png, 0o644)
 	t.Logf("screenshot %s", p)
 }
 

@@ -58,3 +58,11 @@ func ReadTestdata(t testing.TB, elem ...string) []byte {
 // GymCaptureDir is the capture dir NeMo Gym's CaptureStore wrote (testdata/gym-capture/capture):
 // complete lines, one torn last line (3-0) and an incomplete marker (4-0).
 func GymCaptureDir() string { return Testdata("gym-capture", "capture") }
+
+// WriteFile writes data to path with permissions perm, as os.WriteFile does; an error fails t.
+func WriteFile(t testing.TB, path string, data []byte, perm os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, data, perm); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -62,9 +61,7 @@ func TestExportOTLP(t *testing.T) {
 	t.Run("--in damaged lines are skipped, reported and counted", func(t *testing.T) {
 		in := filepath.Join(t.TempDir(), "rollouts.jsonl")
 		records := `{"_ng_rollout_id":"r1"}` + "\n" + `not json` + "\n\n" + `{"_ng_rollout_id":"bad id"}` + "\n" + `{"_ng_rollout_id":"r2","reward":1}` + "\n"
-		if err := os.WriteFile(in, []byte(records), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		capturetest.WriteFile(t, in, []byte(records), 0o644)
 		for _, tc := range []struct{ name, stdin, in, file string }{
 			{"file", "", in, in},
 			{"stdin", records, "-", "stdin"},

@@ -208,9 +208,7 @@ func TestMergeParallelKeepsBytesAndOrder(t *testing.T) {
 		}
 		if c.calls > 0 {
 			p, _ := st.CapturePath(c.id)
-			if err := os.WriteFile(p, file, 0o640); err != nil {
-				t.Fatal(err)
-			}
+			capturetest.WriteFile(t, p, file, 0o640)
 		}
 		if c.late {
 			cl, err := st.Claim(c.id, capture.NewModelCallID())
@@ -380,9 +378,7 @@ func TestMergeFilesAndOptions(t *testing.T) {
 	work := t.TempDir()
 	inFile := filepath.Join(work, "rollouts.jsonl")
 	in := `{"_ng_task_index":0,"_ng_rollout_index":0}` + "\n" + `{"_ng_task_index":0,"_ng_rollout_index":1}` + "\n" + `{"_ng_task_index":0,"_ng_rollout_index":2}` + "\n"
-	if err := os.WriteFile(inFile, []byte(in), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	capturetest.WriteFile(t, inFile, []byte(in), 0o644)
 	outFile := filepath.Join(work, "merged.jsonl")
 	stdout, errOut, code := runCLI(t, "", "merge", "--capture-dir", first, "--capture-dir", second,
 		"--in", inFile, "--out", outFile, "--include-payloads", "--wait", "0")
@@ -534,9 +530,7 @@ func BenchmarkMergeCommand(b *testing.B) {
 	for i := range rollouts {
 		id := fmt.Sprintf("%d-%d", i/100, i%100)
 		p, _ := st.CapturePath(id)
-		if err := os.WriteFile(p, file, 0o640); err != nil {
-			b.Fatal(err)
-		}
+		capturetest.WriteFile(b, p, file, 0o640)
 		fmt.Fprintf(&in, `{"_ng_task_index": %d, "_ng_rollout_index": %d, "agent_ref": {"name": "simple_agent"}, "reward": 1.0, "response": {"output_text": "It is sunny in Tokyo."}}`+"\n", i/100, i%100)
 	}
 	input := in.Bytes()

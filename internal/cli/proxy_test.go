@@ -23,9 +23,7 @@ import (
 func TestProxyUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "gym.yaml")
-	if err := os.WriteFile(cfg, []byte("observability_enabled: true\nmodel_call_capture_dir: /abs/caps\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	capturetest.WriteFile(t, cfg, []byte("observability_enabled: true\nmodel_call_capture_dir: /abs/caps\n"), 0o600)
 	checkExits(t, []exitCase{
 		{"no upstream", []string{"proxy", "--capture-dir", dir}, ExitUsage, "--upstream is required"},
 		{"upstream not http", []string{"proxy", "--upstream", "ftp://h/x", "--capture-dir", dir}, ExitUsage, "--upstream"},

@@ -261,9 +261,7 @@ func TestRunHintsForConfigFileHarnesses(t *testing.T) {
 	for _, name := range []string{"codex", "opencode"} {
 		// A stand-in of that name, so the hint is printed and the command still runs.
 		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		capturetest.WriteFile(t, path, []byte("#!/bin/sh\nexit 0\n"), 0o755)
 		_, errOut, code := runCLI(t, "", "run", "--rollout", "r1", "--gateway", gw, "--", path)
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", name, code, errOut)

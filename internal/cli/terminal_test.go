@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // onTerminal starts `modelcalls <args>` (the test binary, see TestMain) with stdin, stdout and
@@ -78,9 +79,7 @@ func TestMergeOnTerminalStopsOnSignal(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			out := filepath.Join(dir, "merged.jsonl")
-			if err := os.WriteFile(out, []byte("earlier result\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			capturetest.WriteFile(t, out, []byte("earlier result\n"), 0o644)
 			cmd, ptmx, seen := onTerminal(t, "modelcalls merge: "+stdinPrompt, "merge", "--capture-dir", dir, "--out", out)
 			if err := tc.send(cmd, ptmx); err != nil {
 				t.Fatal(err)

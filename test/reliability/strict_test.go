@@ -219,9 +219,7 @@ func TestReadersRefuseLinesNeMoGymRefuses(t *testing.T) {
 		strings.Replace(good, "%s", `{"choices":[{"message":{"content":"\ud83d\ude00"}}],"t":1e-400}`, 1),
 	}
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "r1"+capture.CaptureSuffix), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	capturetest.WriteFile(t, filepath.Join(dir, "r1"+capture.CaptureSuffix), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 	store := openStore(t, capture.Open, dir)
 	recs, damaged, err := modelcalls.ReadAvailableRecords(store, "r1")
 	if err != nil {
