@@ -223,10 +223,7 @@ func BenchmarkPerCall(b *testing.B) {
 // real agent's 5.5 KB Responses request, a recorded 2 KB response): the CPU profile of row 2.
 func BenchmarkPerCallParallel(b *testing.B) {
 	body := fixture(b, "openai_responses/json_reasoning_text_function_call_cached.json")
-	req, err := os.ReadFile("../test/bench/testdata/request_responses.json")
-	if err != nil {
-		b.Fatal(err)
-	}
+	req := capturetest.ReadFile(b, "../test/bench/testdata/request_responses.json")
 	e, bare := gatewayAndBare(b, body)
 	for _, bc := range []struct {
 		name string

@@ -48,11 +48,7 @@ func Fixture(t testing.TB, name string) []byte { return ReadTestdata(t, "fixture
 // ReadTestdata returns the file Testdata(elem...), failing the test when it cannot be read.
 func ReadTestdata(t testing.TB, elem ...string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(Testdata(elem...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return ReadFile(t, Testdata(elem...))
 }
 
 // GymCaptureDir is the capture dir NeMo Gym's CaptureStore wrote (testdata/gym-capture/capture):
@@ -65,4 +61,14 @@ func WriteFile(t testing.TB, path string, data []byte, perm os.FileMode) {
 	if err := os.WriteFile(path, data, perm); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// ReadFile returns the contents of the file at path; an error fails t.
+func ReadFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -167,10 +167,7 @@ func TestCallsJSONGolden(t *testing.T) {
 // differs from Gym on purpose touch (Anthropic thinking_tokens counted as tokens_reasoning, latencies
 // summed with compensated float addition, the fields Gym's snapshot lacks).
 func TestCallsAgreeWithGym(t *testing.T) {
-	data, err := os.ReadFile(capturetest.Testdata("gym-capture", "merged-by-gym.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := capturetest.ReadFile(t, capturetest.Testdata("gym-capture", "merged-by-gym.jsonl"))
 	checked := 0
 	for _, rec := range jsonLines(t, string(data)) {
 		var att struct {

@@ -1,12 +1,13 @@
 package cli
 
 import (
-	"os"
 	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 func TestEveryCommandHasExamples(t *testing.T) {
@@ -25,14 +26,8 @@ func TestEveryCommandHasExamples(t *testing.T) {
 // TestReadmeCommandTableFlags: each row of README.md's command table names every flag the heading
 // of its command in docs/cli.md names, so the table does not fall behind the reference.
 func TestReadmeCommandTableFlags(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cliDoc, err := os.ReadFile("../../docs/cli.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme := capturetest.ReadFile(t, "../../README.md")
+	cliDoc := capturetest.ReadFile(t, "../../docs/cli.md")
 	rows := map[string]string{} // command -> its first cell
 	rowRE := regexp.MustCompile("(?m)^\\| `modelcalls ([a-z]+)([^`]*)` \\|")
 	for _, m := range rowRE.FindAllStringSubmatch(string(readme), -1) {

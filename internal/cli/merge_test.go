@@ -129,14 +129,8 @@ func trimEOL(b []byte) []byte {
 
 func TestMergeGymFixture(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	in, err := os.ReadFile(capturetest.Testdata("gym-capture", "rollouts.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gym, err := os.ReadFile(capturetest.Testdata("gym-capture", "merged-by-gym.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := capturetest.ReadFile(t, capturetest.Testdata("gym-capture", "rollouts.jsonl"))
+	gym := capturetest.ReadFile(t, capturetest.Testdata("gym-capture", "merged-by-gym.jsonl"))
 	out, errOut, code := runCLI(t, string(in), "merge", "--capture-dir", gymCapture)
 	if code != ExitOK {
 		t.Fatalf("exit %d; stderr %s", code, errOut)
@@ -385,10 +379,7 @@ func TestMergeFilesAndOptions(t *testing.T) {
 	if code != ExitOK || stdout != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %s", code, stdout, errOut)
 	}
-	data, err := os.ReadFile(outFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := capturetest.ReadFile(t, outFile)
 	lines := splitKeepEOL(data)
 	if len(lines) != 3 {
 		t.Fatalf("%d lines in --out", len(lines))
@@ -472,10 +463,7 @@ func TestBinarySmoke(t *testing.T) {
 		}
 		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
 	}
-	rollouts, err := os.ReadFile(capturetest.Testdata("gym-capture", "rollouts.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rollouts := capturetest.ReadFile(t, capturetest.Testdata("gym-capture", "rollouts.jsonl"))
 	out, errOut, code := run(string(rollouts), "merge", "--capture-dir", gymCapture)
 	if code != 0 || strings.Count(out, "\n") != 40 || !strings.Contains(errOut, "merged 40 rollouts") {
 		t.Errorf("merge: exit %d, %d lines, stderr %q", code, strings.Count(out, "\n"), errOut)

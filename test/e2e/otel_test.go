@@ -611,10 +611,7 @@ func scrapeCounter(t *testing.T, url, series string) float64 {
 
 func readCaptureMaps(t *testing.T, dir, id string) []map[string]any {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, id+".capture.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := capturetest.ReadFile(t, filepath.Join(dir, id+".capture.jsonl"))
 	var out []map[string]any
 	for _, l := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
 		m := map[string]any{}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -147,10 +146,7 @@ func TestHostilePayloadsWriteLinesNeMoGymReads(t *testing.T) {
 	}
 	var lines [][]byte
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := capturetest.ReadFile(t, f)
 		for n, reason := range orjsonrules.CheckLines(data) {
 			t.Errorf("%s line %d is damaged under orjson's rules: %v", filepath.Base(f), n, reason)
 		}
