@@ -594,13 +594,8 @@ func capturedCalls(base string) int {
 
 func scrapeCounter(t *testing.T, url, series string) float64 {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatalf("scrape %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
+	_, body := capturetest.Get(t, url)
+	for _, line := range strings.Split(body, "\n") {
 		if strings.HasPrefix(line, series+" ") {
 			f, _ := strconv.ParseFloat(strings.TrimPrefix(line, series+" "), 64)
 			return f
