@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // fuzzStream checks one dialect: no panic, Response and Terminal independent of chunking, the
@@ -17,7 +19,7 @@ func fuzzStream(f *testing.F, d Dialect) {
 		if fixtureDialect(f, file) != d {
 			continue
 		}
-		b := mustRead(f, file)
+		b := capturetest.ReadFile(f, file)
 		if len(b) <= maxSeed {
 			f.Add(b, uint8(97))
 			continue

@@ -213,12 +213,3 @@ func readGolden(t *testing.T, path string) golden {
 	g.Response = c.Bytes()
 	return g
 }
-
-func mustRead(t testing.TB, file string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}

@@ -185,7 +185,7 @@ func bareProxy(b *testing.B, up *capturetest.Upstream) *httptest.Server {
 // front of it that logs nowhere, and a bare proxy in front of it.
 func gatewayAndBare(b *testing.B, body []byte) (*env, *httptest.Server) {
 	up := capturetest.NewUpstream(b, capturetest.Replay(200, "application/json", body))
-	return newEnvFor(b, up, func(h *gateway.Handler) { h.Logger = slogTo(io.Discard) }), bareProxy(b, up)
+	return newEnvFor(b, up, func(h *gateway.Handler) { h.Logger = capturetest.Logger(io.Discard) }), bareProxy(b, up)
 }
 
 // BenchmarkPerCall compares one small JSON call through the capturing gateway (which includes the
@@ -223,10 +223,7 @@ func BenchmarkPerCall(b *testing.B) {
 // real agent's 5.5 KB Responses request, a recorded 2 KB response): the CPU profile of row 2.
 func BenchmarkPerCallParallel(b *testing.B) {
 	body := fixture(b, "openai_responses/json_reasoning_text_function_call_cached.json")
-	req, err := os.ReadFile("../test/bench/testdata/request_responses.json")
-	if err != nil {
-		b.Fatal(err)
-	}
+	req := capturetest.ReadFile(b, "../test/bench/testdata/request_responses.json")
 	e, bare := gatewayAndBare(b, body)
 	for _, bc := range []struct {
 		name string

@@ -49,7 +49,7 @@ func newEnvFor(t testing.TB, up *capturetest.Upstream, configure ...func(*gatewa
 		Upstream:        u,
 		Store:           store,
 		ModelServerName: "policy_model",
-		Logger:          slogTo(logs),
+		Logger:          capturetest.Logger(logs),
 	}
 	for _, f := range configure {
 		f(h)

@@ -71,9 +71,7 @@ func TestCaptureDirNotWritable(t *testing.T) {
 	t.Run("claim fails", func(t *testing.T) {
 		e := newEnv(t, capturetest.Replay(200, "application/json", body))
 		p := e.store.Dir() + "/.claim-slots" // a file where the claim slot dir belongs: claims fail
-		if err := os.WriteFile(p, nil, 0o640); err != nil {
-			t.Fatal(err)
-		}
+		capturetest.WriteFile(t, p, nil, 0o640)
 		if resp, _ := e.post("nw-3", "/v1/chat/completions", `{}`, nil); resp.StatusCode != 200 {
 			t.Fatalf("call failed: %d", resp.StatusCode)
 		}

@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"bytes"
-	"os"
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
@@ -24,10 +23,7 @@ func BenchmarkStreamLine(b *testing.B) {
 	for _, ev := range events[len(events)-3:] {
 		body = append(body, ev...)
 	}
-	req, err := os.ReadFile("../test/bench/testdata/request_chat_stream.json")
-	if err != nil {
-		b.Fatal(err)
-	}
+	req := capturetest.ReadFile(b, "../test/bench/testdata/request_chat_stream.json")
 	st := dialect.NewStream(dialect.Chat)
 	st.Write(body)
 	st.End()

@@ -6,13 +6,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // A streamed call's reconstruction is written into the line through ResponseTo; the access log
@@ -67,11 +67,10 @@ func TestOnCapturedGetsSpilledText(t *testing.T) {
 // the call is settled, what OnCaptured got and the access log.
 func streamOnce(t *testing.T, path, stream string, configure func(*Handler)) (seen []byte, log string) {
 	t.Helper()
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, stream)
-	}))
-	defer up.Close()
+	})
 	u, _ := url.Parse(up.URL)
 	store, err := capture.Open(t.TempDir())
 	if err != nil {
@@ -91,8 +90,7 @@ func streamOnce(t *testing.T, path, stream string, configure func(*Handler)) (se
 	if configure != nil {
 		configure(h)
 	}
-	gw := httptest.NewServer(h)
-	defer gw.Close()
+	gw := capturetest.NewServer(t, h.ServeHTTP)
 	resp, err := http.Post(gw.URL+"/ng-rollout/r1"+path, "application/json", strings.NewReader(`{"model":"asked","stream":true}`))
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // benchExchange is the call the bench's OTLP row sends: a real agent's Responses request (compact)
@@ -58,10 +58,9 @@ func BenchmarkLiveCall(b *testing.B) {
 // receiver that discards the request (its handler's cost is in the total too; -cpuprofile tells
 // them apart).
 func BenchmarkLivePath(b *testing.B) {
-	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	sink := capturetest.NewServer(b, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-	}))
-	defer sink.Close()
+	})
 	benchLive(b, Config{Endpoint: sink.URL})
 }
 
@@ -122,10 +121,9 @@ func benchRecord(b *testing.B) (*modelcalls.ModelCallRecord, requestInfo) {
 // once outside the loop and no record, request scan or metrics. BenchmarkLivePath minus this is the
 // share of the package's own work.
 func BenchmarkSDKFloor(b *testing.B) {
-	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	sink := capturetest.NewServer(b, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-	}))
-	defer sink.Close()
+	})
 	e, err := New(context.Background(), Config{Endpoint: sink.URL, MetricReader: sdkmetric.NewManualReader()})
 	if err != nil {
 		b.Fatal(err)

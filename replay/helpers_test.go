@@ -3,7 +3,6 @@ package replay
 import (
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -31,13 +30,14 @@ func cannedUpstream(t *testing.T, answers map[string][]capturetest.Answer) *capt
 	})
 }
 
-// recordThroughGateway runs the capture gateway in front of upstream into a fresh capture dir.
-func recordThroughGateway(t *testing.T, upstream string) (*httptest.Server, *capture.Store) {
+// recordThroughGateway runs the capture gateway in front of upstream into a fresh capture dir and
+// returns the gateway's base URL and the store.
+func recordThroughGateway(t *testing.T, upstream string) (string, *capture.Store) {
 	t.Helper()
 	store := capturetest.NewStore(t)
 	u, _ := url.Parse(upstream)
 	gw := &gateway.Handler{Upstream: u, Store: store, ModelServerName: "policy", Logger: capturetest.QuietLogger()}
-	return capturetest.NewServer(t, gw.ServeHTTP), store
+	return capturetest.NewServer(t, gw.ServeHTTP).URL, store
 }
 
 // post sends body to base+path and returns status, headers and the whole body.
@@ -81,11 +81,11 @@ func orNil[T any](p *T) any {
 	return *p
 }
 
-// newReplay serves s on a test server.
-func newReplay(t *testing.T, s *Server) *httptest.Server {
+// newReplay serves s on a test server and returns its base URL.
+func newReplay(t *testing.T, s *Server) string {
 	t.Helper()
 	if s.Logger == nil {
 		s.Logger = capturetest.QuietLogger()
 	}
-	return capturetest.NewServer(t, s.ServeHTTP)
+	return capturetest.NewServer(t, s.ServeHTTP).URL
 }

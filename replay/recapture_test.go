@@ -3,7 +3,6 @@ package replay
 import (
 	"bytes"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -28,7 +27,7 @@ func TestRecapture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	front := httptest.NewServer(rc)
+	front := capturetest.NewServer(t, rc.ServeHTTP)
 	for _, c := range cases {
 		post(t, front.URL, "/ng-rollout/r1"+c.path, c.request)
 	}
@@ -82,12 +81,12 @@ func TestProxyInFront(t *testing.T) {
 	c := cases[0]
 
 	gwLogs := &capturetest.Buffer{}
-	front := func(upstream string) *httptest.Server {
+	front := func(upstream string) string {
 		u, _ := url.Parse(upstream)
 		gw := &gateway.Handler{Upstream: u, Store: capturetest.NewStore(t), Logger: capturetest.Logger(gwLogs)}
-		return capturetest.NewServer(t, gw.ServeHTTP)
+		return capturetest.NewServer(t, gw.ServeHTTP).URL
 	}
-	status, _, b := post(t, front(rp.URL).URL, "/ng-rollout/r1"+c.path, c.request)
+	status, _, b := post(t, front(rp), "/ng-rollout/r1"+c.path, c.request)
 	if status != http.StatusNotFound || !bytes.Contains(b, []byte("no /ng-rollout/<id>/ prefix")) ||
 		!bytes.Contains(b, []byte("replay --capture-dir-out DIR2")) {
 		t.Errorf("through a proxy: %d %s", status, b)
@@ -98,7 +97,7 @@ func TestProxyInFront(t *testing.T) {
 		t.Errorf("gateway warning:\n%s", logs)
 	}
 
-	status, hdr, b := post(t, front(rp.URL+"/ng-rollout/r1").URL, "/ng-rollout/r1"+c.path, c.request)
+	status, hdr, b := post(t, front(rp+"/ng-rollout/r1"), "/ng-rollout/r1"+c.path, c.request)
 	if status != http.StatusOK || hdr.Get("x-nemo-gym-local-response-reason") != ReasonReplay {
 		t.Errorf("proxy with --upstream REPLAY/ng-rollout/r1: %d %q %s", status, hdr.Get("x-nemo-gym-local-response-reason"), b)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -54,7 +53,7 @@ func record(t *testing.T, id string, cases []exchangeCase) (*capture.Store, [][]
 	gw, store := recordThroughGateway(t, up.URL)
 	var got [][]byte
 	for _, c := range cases {
-		status, _, body := post(t, gw.URL, "/ng-rollout/"+id+c.path, c.request)
+		status, _, body := post(t, gw, "/ng-rollout/"+id+c.path, c.request)
 		if status != c.answer.Status {
 			t.Fatalf("recording %s: status %d, want %d", c.path, status, c.answer.Status)
 		}
@@ -79,7 +78,7 @@ func TestReplayServesRecordedBytes(t *testing.T) {
 			s := &Server{Source: store, Timing: timing}
 			rp := newReplay(t, s)
 			for i, c := range cases {
-				status, hdr, body := post(t, rp.URL, "/ng-rollout/r1"+c.path, c.request)
+				status, hdr, body := post(t, rp, "/ng-rollout/r1"+c.path, c.request)
 				line := recLines[i]
 				if want := *line.StatusCode; status != want {
 					t.Errorf("%d %s: status %d, recorded %d", i, c.path, status, want)
@@ -173,7 +172,7 @@ func TestStrictMatching(t *testing.T) {
 		if st.name == "another dialect" {
 			path = "/ng-rollout/r/v1/messages"
 		}
-		status, _, b := post(t, rp.URL, path, st.req)
+		status, _, b := post(t, rp, path, st.req)
 		if status != st.status {
 			t.Errorf("%s: status %d, want %d (%s)", st.name, status, st.status, b)
 		}
@@ -214,7 +213,7 @@ func TestMissShapes(t *testing.T) {
 		{"/v1/responses", "openai:invalid_request_error:replay_miss"},
 		{"/v1/messages", "anthropic:invalid_request_error"},
 	} {
-		status, hdr, b := post(t, rp.URL, "/ng-rollout/r"+c.path, `{"model":"m","input":"y"}`)
+		status, hdr, b := post(t, rp, "/ng-rollout/r"+c.path, `{"model":"m","input":"y"}`)
 		shape, msg := errorBody(t, b)
 		if status != MissStatus || shape != c.shape || hdr.Get("Content-Type") != "application/json" {
 			t.Errorf("%s: %d %s %q", c.path, status, shape, hdr.Get("Content-Type"))
@@ -227,17 +226,17 @@ func TestMissShapes(t *testing.T) {
 		t.Errorf("%d miss log lines, want 3:\n%s", n, logs)
 	}
 	// No capture at all for the rollout, and a path that is not a model call.
-	status, _, b := post(t, rp.URL, "/ng-rollout/nobody/v1/chat/completions", `{}`)
+	status, _, b := post(t, rp, "/ng-rollout/nobody/v1/chat/completions", `{}`)
 	if _, msg := errorBody(t, b); status != MissStatus || !strings.Contains(msg, `rollout "nobody" has no recorded calls`) {
 		t.Errorf("unknown rollout: %d %s", status, msg)
 	}
-	status, _, b = post(t, rp.URL, "/ng-rollout/r/v1/models", `{}`)
+	status, _, b = post(t, rp, "/ng-rollout/r/v1/models", `{}`)
 	if _, msg := errorBody(t, b); status != NotRecordedStatus || !strings.Contains(msg, "replay_not_recorded") {
 		t.Errorf("not a model call: %d %s", status, msg)
 	}
 	// An invalid id: 400, the id and the reason named once.
 	for _, id := range []string{"bad%2Fid", "..%2Fx"} {
-		status, _, b = post(t, rp.URL, "/ng-rollout/"+id+"/v1/chat/completions", `{}`)
+		status, _, b = post(t, rp, "/ng-rollout/"+id+"/v1/chat/completions", `{}`)
 		_, msg := errorBody(t, b)
 		if status != http.StatusBadRequest || !strings.HasPrefix(msg, "invalid_rollout_id: ") ||
 			strings.Count(msg, "invalid rollout id") != 1 || strings.Count(msg, id) != 1 {
@@ -246,7 +245,7 @@ func TestMissShapes(t *testing.T) {
 	}
 	// A model call without the prefix (a capture gateway in front strips it): the cause and the
 	// wirings that work, in the body and in the log.
-	status, _, b = post(t, rp.URL, "/v1/chat/completions", `{}`)
+	status, _, b = post(t, rp, "/v1/chat/completions", `{}`)
 	_, msg := errorBody(t, b)
 	for _, want := range []string{"replay_not_recorded: POST /v1/chat/completions", "no /ng-rollout/<id>/ prefix",
 		"strips the prefix", "replay --capture-dir-out DIR2", "--upstream at http://REPLAY/ng-rollout/<id>"} {
@@ -273,11 +272,11 @@ func TestSequenceMatching(t *testing.T) {
 	s := &Server{Source: store, Match: Sequence, Timing: Timing{Fast: true}}
 	rp := newReplay(t, s)
 	const p = "/ng-rollout/r/v1/chat/completions"
-	if _, _, b := post(t, rp.URL, p, `{"anything":"else"}`); string(b) != `{"answer":0}` {
+	if _, _, b := post(t, rp, p, `{"anything":"else"}`); string(b) != `{"answer":0}` {
 		t.Errorf("call 0 got %s", b)
 	}
 	// The cancelled recording is replayed too under sequence: its body, then a broken connection.
-	res, err := http.Post(rp.URL+p, "application/json", strings.NewReader(`{}`))
+	res, err := http.Post(rp+p, "application/json", strings.NewReader(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,14 +285,14 @@ func TestSequenceMatching(t *testing.T) {
 	if err == nil {
 		t.Errorf("call 1 (cancelled when recorded): body %q ended cleanly, want a broken connection", b)
 	}
-	if _, _, b := post(t, rp.URL, p, `{}`); string(b) != `{"answer":2}` {
+	if _, _, b := post(t, rp, p, `{}`); string(b) != `{"answer":2}` {
 		t.Errorf("call 2 got %s", b)
 	}
-	if res, err := http.Post(rp.URL+p, "application/json", strings.NewReader(`{}`)); err == nil {
+	if res, err := http.Post(rp+p, "application/json", strings.NewReader(`{}`)); err == nil {
 		res.Body.Close()
 		t.Errorf("call 3 (cancelled before any header when recorded): answered %d, want a broken connection", res.StatusCode)
 	}
-	status, _, b := post(t, rp.URL, p, `{}`)
+	status, _, b := post(t, rp, p, `{}`)
 	if _, msg := errorBody(t, b); status != MissStatus || !strings.Contains(msg, "replay_exhausted") {
 		t.Errorf("call 3: %d %s", status, msg)
 	}
@@ -319,11 +318,11 @@ func TestErrorsReplayed(t *testing.T) {
 	rp := newReplay(t, &Server{Source: store, Timing: Timing{Fast: true}})
 	const p = "/ng-rollout/r/v1/chat/completions"
 
-	status, hdr, b := post(t, rp.URL, p, `{"q":"truncated"}`)
+	status, hdr, b := post(t, rp, p, `{"q":"truncated"}`)
 	if status != 200 || string(b) != truncated || hdr.Get("Content-Type") != "text/event-stream" {
 		t.Errorf("truncated stream: %d %q %q", status, hdr.Get("Content-Type"), b)
 	}
-	res, err := http.Post(rp.URL+p, "application/json", strings.NewReader(`{"q":"broken"}`))
+	res, err := http.Post(rp+p, "application/json", strings.NewReader(`{"q":"broken"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +331,7 @@ func TestErrorsReplayed(t *testing.T) {
 	if err == nil || string(b) != truncated {
 		t.Errorf("upstream failure mid-body: read %q, err %v; want the partial body, then a read error", b, err)
 	}
-	status, _, b = post(t, rp.URL, p, `{"q":"502"}`)
+	status, _, b = post(t, rp, p, `{"q":"502"}`)
 	if status != 502 || string(b) != local {
 		t.Errorf("recorded local 502: %d %s", status, b)
 	}
@@ -344,21 +343,21 @@ func TestForwardOnMiss(t *testing.T) {
 	store, _ := capture.Open(t.TempDir())
 	appendLine(t, store, "r", capture.Exchange{Request: json.RawMessage(`{"q":1}`), StatusCode: ptr(200), Response: json.RawMessage(`{"from":"capture"}`)})
 	var seen []string
-	up := newReplayUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+	up := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		seen = append(seen, r.URL.Path+" "+string(b))
 		io.WriteString(w, `{"from":"upstream"}`)
 	})
-	u, _ := url.Parse(up)
+	u, _ := url.Parse(up.URL)
 	s := &Server{Source: store, Timing: Timing{Fast: true}, Upstream: u}
 	rp := newReplay(t, s)
-	if _, _, b := post(t, rp.URL, "/ng-rollout/r/v1/chat/completions", `{"q":1}`); string(b) != `{"from":"capture"}` {
+	if _, _, b := post(t, rp, "/ng-rollout/r/v1/chat/completions", `{"q":1}`); string(b) != `{"from":"capture"}` {
 		t.Errorf("hit: %s", b)
 	}
-	if _, _, b := post(t, rp.URL, "/ng-rollout/r/v1/chat/completions", `{"q":2}`); string(b) != `{"from":"upstream"}` {
+	if _, _, b := post(t, rp, "/ng-rollout/r/v1/chat/completions", `{"q":2}`); string(b) != `{"from":"upstream"}` {
 		t.Errorf("miss: %s", b)
 	}
-	if _, _, b := post(t, rp.URL, "/ng-rollout/r/v1/messages/count_tokens", `{"q":3}`); string(b) != `{"from":"upstream"}` {
+	if _, _, b := post(t, rp, "/ng-rollout/r/v1/messages/count_tokens", `{"q":3}`); string(b) != `{"from":"upstream"}` {
 		t.Errorf("not a call: %s", b)
 	}
 	want := []string{`/v1/chat/completions {"q":2}`, `/v1/messages/count_tokens {"q":3}`}
@@ -368,13 +367,6 @@ func TestForwardOnMiss(t *testing.T) {
 	if sum := s.Summary(); sum.Served != 1 || sum.Misses != 1 || sum.Forwarded != 2 || sum.NotRecorded != 1 {
 		t.Errorf("summary %s", sum)
 	}
-}
-
-func newReplayUpstream(t *testing.T, h http.HandlerFunc) string {
-	t.Helper()
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return srv.URL
 }
 
 // TestEncodedRequestMatches: the capture stores requests decoded, so a compressed request body
@@ -392,7 +384,7 @@ func TestEncodedRequestMatches(t *testing.T) {
 		body   []byte
 		status int
 	}{{buf.Bytes(), 200}, {[]byte("not gzip"), 400}} {
-		req, _ := http.NewRequest(http.MethodPost, rp.URL+"/ng-rollout/r/v1/chat/completions", bytes.NewReader(c.body))
+		req, _ := http.NewRequest(http.MethodPost, rp+"/ng-rollout/r/v1/chat/completions", bytes.NewReader(c.body))
 		req.Header.Set("Content-Encoding", "gzip")
 		if status, b := capturetest.Do(t, req); status != c.status {
 			t.Errorf("%q: %d %s", c.body, status, b)

@@ -95,12 +95,12 @@ func TestTimingRecorded(t *testing.T) {
 				rp := newReplay(t, &Server{Source: store, Match: Sequence, Timing: c.timing}) // sequence: from call 0 again
 				baseC := make(chan time.Duration, 1)
 				go func() { baseC <- baselineLateness(events, offsets, ends) }()
-				at, end, body := arrivals(t, rp.URL+"/ng-rollout/r/v1/chat/completions", `{}`, ends)
+				at, end, body := arrivals(t, rp+"/ng-rollout/r/v1/chat/completions", `{}`, ends)
 				base := <-baseC
 				if string(body) != raw {
 					t.Fatalf("body %q", body)
 				}
-				jat, jend, _ := arrivals(t, rp.URL+"/ng-rollout/r/v1/chat/completions", `{}`, []int{1})
+				jat, jend, _ := arrivals(t, rp+"/ng-rollout/r/v1/chat/completions", `{}`, []int{1})
 				tol := 10*time.Millisecond + 2*base
 				t.Logf("attempt %d: bare timer server late by up to %v: tolerance %v", attempt, base, tol)
 				got := append(append([]time.Duration{}, at...), end, jat[0], jend)
@@ -129,7 +129,7 @@ func TestTimingRecorded(t *testing.T) {
 	}
 	t.Run("fast", func(t *testing.T) {
 		rp := newReplay(t, &Server{Source: store, Match: Sequence, Timing: Timing{Fast: true}})
-		_, end, body := arrivals(t, rp.URL+"/ng-rollout/r/v1/chat/completions", `{}`, ends)
+		_, end, body := arrivals(t, rp+"/ng-rollout/r/v1/chat/completions", `{}`, ends)
 		if string(body) != raw || end > 100*time.Millisecond {
 			t.Errorf("fast: %v for %q", end, body)
 		}

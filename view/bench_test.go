@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/rollout"
 	"github.com/modelcalls/modelcalls/view"
 )
@@ -45,9 +46,7 @@ func writeLargeDir(tb testing.TB, dir string, n int) {
 			}
 			buf = append(append(buf, line...), '\n')
 		}
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("r%06d%s", i, capture.CaptureSuffix)), buf, 0o640); err != nil {
-			tb.Fatal(err)
-		}
+		capturetest.WriteFile(tb, filepath.Join(dir, fmt.Sprintf("r%06d%s", i, capture.CaptureSuffix)), buf, 0o640)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/gateway"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/internal/demo"
 	"github.com/modelcalls/modelcalls/view"
 )
@@ -86,9 +87,7 @@ func screenshot(t *testing.T, ctx context.Context, dir, name string) {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
 	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	capturetest.WriteFile(t, p, png, 0o644)
 	t.Logf("screenshot %s", p)
 }
 
@@ -323,12 +322,10 @@ func TestBrowserLiveAndEscaping(t *testing.T) {
 		t.Fatal(err)
 	}
 	up := &heldUpstream{release: make(chan struct{})}
-	upSrv := httptest.NewServer(up)
-	defer upSrv.Close()
+	upSrv := capturetest.NewServer(t, up.ServeHTTP)
 	u, _ := url.Parse(upSrv.URL)
 	gw := &gateway.Handler{Upstream: u, Store: store, ModelServerName: "live_model"}
-	gwSrv := httptest.NewServer(gw)
-	defer gwSrv.Close()
+	gwSrv := capturetest.NewServer(t, gw.ServeHTTP)
 	// Released on every path, first of the deferred calls: a failed wait must not leave the held
 	// call blocking the servers' Close forever.
 	var releaseOnce sync.Once

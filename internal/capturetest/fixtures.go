@@ -48,13 +48,27 @@ func Fixture(t testing.TB, name string) []byte { return ReadTestdata(t, "fixture
 // ReadTestdata returns the file Testdata(elem...), failing the test when it cannot be read.
 func ReadTestdata(t testing.TB, elem ...string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(Testdata(elem...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return ReadFile(t, Testdata(elem...))
 }
 
 // GymCaptureDir is the capture dir NeMo Gym's CaptureStore wrote (testdata/gym-capture/capture):
 // complete lines, one torn last line (3-0) and an incomplete marker (4-0).
 func GymCaptureDir() string { return Testdata("gym-capture", "capture") }
+
+// WriteFile writes data to path with permissions perm, as os.WriteFile does; an error fails t.
+func WriteFile(t testing.TB, path string, data []byte, perm os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, data, perm); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ReadFile returns the contents of the file at path; an error fails t.
+func ReadFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -60,9 +60,7 @@ func checkGolden(t *testing.T, name, got string) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		capturetest.WriteFile(t, path, []byte(got), 0o644)
 		return
 	}
 	want, err := os.ReadFile(path)
@@ -169,10 +167,7 @@ func TestCallsJSONGolden(t *testing.T) {
 // differs from Gym on purpose touch (Anthropic thinking_tokens counted as tokens_reasoning, latencies
 // summed with compensated float addition, the fields Gym's snapshot lacks).
 func TestCallsAgreeWithGym(t *testing.T) {
-	data, err := os.ReadFile(capturetest.Testdata("gym-capture", "merged-by-gym.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := capturetest.ReadFile(t, capturetest.Testdata("gym-capture", "merged-by-gym.jsonl"))
 	checked := 0
 	for _, rec := range jsonLines(t, string(data)) {
 		var att struct {
@@ -322,9 +317,7 @@ func TestCallsRecordDamageKeepsIndex(t *testing.T) {
 		`[1,2]`, // not an object: damaged
 		`{"model_call_id":"c","dialect":"messages","status_code":200}`,
 	}
-	if err := os.WriteFile(filepath.Join(dir, "r.capture.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	capturetest.WriteFile(t, filepath.Join(dir, "r.capture.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 	out, errOut, code := runCLI(t, "", "calls", dir, "r", "--json")
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -345,9 +338,7 @@ func TestCallsRecordDamageKeepsIndex(t *testing.T) {
 
 func TestCallsExitCodes(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "plain")
-	if err := os.WriteFile(file, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	capturetest.WriteFile(t, file, nil, 0o644)
 	checkExits(t, []exitCase{
 		{"missing dir", []string{"calls", "/nonexistent/capture", "0-0"}, ExitNotFound, "does not exist"},
 		{"dir is a file", []string{"calls", file, "0-0"}, ExitNotFound, "not a directory"},

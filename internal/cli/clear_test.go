@@ -93,9 +93,7 @@ func TestClearReportsBadLines(t *testing.T) {
 	seedRollout(t, st, "1-0")
 	inFile := filepath.Join(t.TempDir(), "rollouts.jsonl")
 	in := "[1,2]\n" + `{"_ng_rollout_id": "a/b"}` + "\n" + `{"_ng_task_index": 1, "_ng_rollout_index": 0}` + "\n"
-	if err := os.WriteFile(inFile, []byte(in), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	capturetest.WriteFile(t, inFile, []byte(in), 0o644)
 	out, errOut, code := runCLI(t, "", "clear", "--capture-dir", dir, "--in", inFile, "--force", "--wait", "0")
 	if code != ExitFailure {
 		t.Errorf("exit %d; want %d", code, ExitFailure)
@@ -186,9 +184,7 @@ func TestOrphanHint(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := next.CapturePath("r1")
-	if err := os.WriteFile(p, nil, 0o640); err != nil {
-		t.Fatal(err)
-	}
+	capturetest.WriteFile(t, p, nil, 0o640)
 	ex := exchange("m", `{"prompt_tokens":2}`, 1, nil, 200, nil)
 	ex.ModelCallID = mcid
 	if err := st.AppendExchange("r1", ex); err != nil {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // TestDemoRefusesNonEmptyDir: a --dir with files in it, or a file, is a usage error and nothing is
@@ -12,9 +14,7 @@ import (
 func TestDemoRefusesNonEmptyDir(t *testing.T) {
 	dir := t.TempDir()
 	old := filepath.Join(dir, "rollouts.jsonl")
-	if err := os.WriteFile(old, []byte("mine\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	capturetest.WriteFile(t, old, []byte("mine\n"), 0o644)
 	out, errOut, code := runCLI(t, "", "demo", "--dir", dir)
 	if code != ExitUsage || !strings.Contains(errOut, "--dir: demo dir "+dir+": directory is not empty") || out != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)

@@ -2,10 +2,8 @@ package cli
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -13,20 +11,20 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // otlpReceiver is a loopback OTLP/HTTP endpoint answering status to every request, counting the
 // trace requests it got.
 func otlpReceiver(t *testing.T, status int) (*httptest.Server, *atomic.Int64) {
 	var traces atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		if r.URL.Path == "/v1/traces" {
 			traces.Add(1)
 		}
 		w.WriteHeader(status)
-	}))
-	t.Cleanup(srv.Close)
+	})
 	return srv, &traces
 }
 
@@ -63,9 +61,7 @@ func TestExportOTLP(t *testing.T) {
 	t.Run("--in damaged lines are skipped, reported and counted", func(t *testing.T) {
 		in := filepath.Join(t.TempDir(), "rollouts.jsonl")
 		records := `{"_ng_rollout_id":"r1"}` + "\n" + `not json` + "\n\n" + `{"_ng_rollout_id":"bad id"}` + "\n" + `{"_ng_rollout_id":"r2","reward":1}` + "\n"
-		if err := os.WriteFile(in, []byte(records), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		capturetest.WriteFile(t, in, []byte(records), 0o644)
 		for _, tc := range []struct{ name, stdin, in, file string }{
 			{"file", "", in, in},
 			{"stdin", records, "-", "stdin"},
@@ -124,25 +120,23 @@ func TestExportOTLP(t *testing.T) {
 		})
 	})
 	t.Run("failure names the spans' cause", func(t *testing.T) {
-		closed := closedPort(t)
+		closed := capturetest.ClosedAddr(t)
 		// Traces taken, metrics refused: only then is the metrics upload the error.
-		metricsOnly := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		metricsOnly := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
 			io.Copy(io.Discard, r.Body)
 			if r.URL.Path != "/v1/traces" {
 				w.WriteHeader(http.StatusBadRequest)
 			}
-		}))
-		t.Cleanup(metricsOnly.Close)
+		})
 		// Not an OTLP receiver: 501 with an HTML page, as Python's http.server answers a POST.
 		page := "<!DOCTYPE HTML>\n<html lang=\"en\">\n<head>\n<title>Error response</title>\n</head>\n<body>\n<h1>Error response</h1>\n" +
 			"<p>Error code: 501</p>\n<p>Message: Unsupported method ('POST').</p>\n" + strings.Repeat("<p>padding</p>\n", 50) + "</body>\n</html>\n"
-		htmlServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		htmlServer := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
 			io.Copy(io.Discard, r.Body)
 			w.Header().Set("Content-Type", "text/html;charset=utf-8")
 			w.WriteHeader(http.StatusNotImplemented)
 			io.WriteString(w, page)
-		}))
-		t.Cleanup(htmlServer.Close)
+		})
 		for _, tc := range []struct {
 			name     string
 			args     []string
@@ -197,16 +191,4 @@ func TestExportOTLP(t *testing.T) {
 			})
 		}
 	})
-}
-
-// closedPort returns a loopback host:port nothing listens on (it was listening a moment ago).
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }

@@ -129,14 +129,8 @@ func trimEOL(b []byte) []byte {
 
 func TestMergeGymFixture(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	in, err := os.ReadFile(capturetest.Testdata("gym-capture", "rollouts.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gym, err := os.ReadFile(capturetest.Testdata("gym-capture", "merged-by-gym.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := capturetest.ReadFile(t, capturetest.Testdata("gym-capture", "rollouts.jsonl"))
+	gym := capturetest.ReadFile(t, capturetest.Testdata("gym-capture", "merged-by-gym.jsonl"))
 	out, errOut, code := runCLI(t, string(in), "merge", "--capture-dir", gymCapture)
 	if code != ExitOK {
 		t.Fatalf("exit %d; stderr %s", code, errOut)
@@ -208,9 +202,7 @@ func TestMergeParallelKeepsBytesAndOrder(t *testing.T) {
 		}
 		if c.calls > 0 {
 			p, _ := st.CapturePath(c.id)
-			if err := os.WriteFile(p, file, 0o640); err != nil {
-				t.Fatal(err)
-			}
+			capturetest.WriteFile(t, p, file, 0o640)
 		}
 		if c.late {
 			cl, err := st.Claim(c.id, capture.NewModelCallID())
@@ -380,19 +372,14 @@ func TestMergeFilesAndOptions(t *testing.T) {
 	work := t.TempDir()
 	inFile := filepath.Join(work, "rollouts.jsonl")
 	in := `{"_ng_task_index":0,"_ng_rollout_index":0}` + "\n" + `{"_ng_task_index":0,"_ng_rollout_index":1}` + "\n" + `{"_ng_task_index":0,"_ng_rollout_index":2}` + "\n"
-	if err := os.WriteFile(inFile, []byte(in), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	capturetest.WriteFile(t, inFile, []byte(in), 0o644)
 	outFile := filepath.Join(work, "merged.jsonl")
 	stdout, errOut, code := runCLI(t, "", "merge", "--capture-dir", first, "--capture-dir", second,
 		"--in", inFile, "--out", outFile, "--include-payloads", "--wait", "0")
 	if code != ExitOK || stdout != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %s", code, stdout, errOut)
 	}
-	data, err := os.ReadFile(outFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := capturetest.ReadFile(t, outFile)
 	lines := splitKeepEOL(data)
 	if len(lines) != 3 {
 		t.Fatalf("%d lines in --out", len(lines))
@@ -476,10 +463,7 @@ func TestBinarySmoke(t *testing.T) {
 		}
 		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
 	}
-	rollouts, err := os.ReadFile(capturetest.Testdata("gym-capture", "rollouts.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rollouts := capturetest.ReadFile(t, capturetest.Testdata("gym-capture", "rollouts.jsonl"))
 	out, errOut, code := run(string(rollouts), "merge", "--capture-dir", gymCapture)
 	if code != 0 || strings.Count(out, "\n") != 40 || !strings.Contains(errOut, "merged 40 rollouts") {
 		t.Errorf("merge: exit %d, %d lines, stderr %q", code, strings.Count(out, "\n"), errOut)
@@ -534,9 +518,7 @@ func BenchmarkMergeCommand(b *testing.B) {
 	for i := range rollouts {
 		id := fmt.Sprintf("%d-%d", i/100, i%100)
 		p, _ := st.CapturePath(id)
-		if err := os.WriteFile(p, file, 0o640); err != nil {
-			b.Fatal(err)
-		}
+		capturetest.WriteFile(b, p, file, 0o640)
 		fmt.Fprintf(&in, `{"_ng_task_index": %d, "_ng_rollout_index": %d, "agent_ref": {"name": "simple_agent"}, "reward": 1.0, "response": {"output_text": "It is sunny in Tokyo."}}`+"\n", i/100, i%100)
 	}
 	input := in.Bytes()

@@ -17,7 +17,7 @@ import (
 // upstreamWithAdminPaths is a model server that serves its own /metrics, /healthz and /readyz
 // (vLLM and llama-server serve /metrics) and a chat completion on /v1/chat/completions.
 func upstreamWithAdminPaths(t *testing.T) *httptest.Server {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/metrics", "/healthz", "/readyz":
 			io.WriteString(w, "upstream "+r.URL.Path+"\n")
@@ -27,8 +27,7 @@ func upstreamWithAdminPaths(t *testing.T) *httptest.Server {
 		default:
 			http.NotFound(w, r)
 		}
-	}))
-	t.Cleanup(up.Close)
+	})
 	return up
 }
 

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,9 +23,7 @@ import (
 func TestProxyUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "gym.yaml")
-	if err := os.WriteFile(cfg, []byte("observability_enabled: true\nmodel_call_capture_dir: /abs/caps\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	capturetest.WriteFile(t, cfg, []byte("observability_enabled: true\nmodel_call_capture_dir: /abs/caps\n"), 0o600)
 	checkExits(t, []exitCase{
 		{"no upstream", []string{"proxy", "--capture-dir", dir}, ExitUsage, "--upstream is required"},
 		{"upstream not http", []string{"proxy", "--upstream", "ftp://h/x", "--capture-dir", dir}, ExitUsage, "--upstream"},
@@ -86,15 +83,14 @@ func runProxyCmd(t *testing.T, ctx context.Context, args []string) (addr string,
 // written, and the command returns cleanly.
 func TestProxyServesAndDrains(t *testing.T) {
 	chunks := make(chan string)
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		http.NewResponseController(w).Flush()
 		for c := range chunks {
 			io.WriteString(w, c)
 			http.NewResponseController(w).Flush()
 		}
-	}))
-	defer up.Close()
+	})
 	endStream := sync.OnceFunc(func() { close(chunks) })
 	defer endStream() // before up.Close, which waits for the handler, when the test fails early
 	dir := filepath.Join(t.TempDir(), "caps")
@@ -172,8 +168,7 @@ func TestProxyServesAndDrains(t *testing.T) {
 
 // TestProxySignal: SIGTERM stops an idle proxy cleanly.
 func TestProxySignal(t *testing.T) {
-	up := httptest.NewServer(http.NotFoundHandler())
-	defer up.Close()
+	up := capturetest.NewServer(t, http.NotFoundHandler().ServeHTTP)
 	_, exit, stderr := runProxyCmd(t, context.Background(), []string{"proxy", "--upstream", up.URL, "--listen", "127.0.0.1:0",
 		"--capture-dir", t.TempDir(), "--admin-listen", "127.0.0.1:0"})
 	admin := regexp.MustCompile(`admin_url=(\S+)`).FindStringSubmatch(stderr.String())
@@ -189,5 +184,13 @@ func TestProxySignal(t *testing.T) {
 	awaitExit(t, exit, 10*time.Second, "proxy did not stop on SIGTERM")
 	if !strings.Contains(stderr.String(), "signal=terminated") {
 		t.Errorf("stderr lacks the signal: %s", stderr.String())
+	}
+}
+
+func TestPortInUseIsARuntimeError(t *testing.T) {
+	ln := capturetest.Listen(t)
+	_, errOut, code := runCLI(t, "", "proxy", "--upstream", "http://127.0.0.1:9", "--capture-dir", t.TempDir(), "--listen", ln.Addr().String())
+	if code != ExitFailure || !strings.Contains(errOut, "address already in use") {
+		t.Errorf("exit %d, stderr %q; want 1 (a runtime error, not usage) and the cause", code, errOut)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -39,9 +38,7 @@ func TestMissingCaptureDirMessage(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 	base := t.TempDir()
 	file := filepath.Join(base, "file")
-	if err := os.WriteFile(file, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	capturetest.WriteFile(t, file, nil, 0o644)
 	for _, tc := range []struct{ dir, want string }{
 		{filepath.Join(base, "nope"), "modelcalls: capture dir " + filepath.Join(base, "nope") + " does not exist\n"},
 		{file, "modelcalls: capture dir " + file + " is not a directory\n"},

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -18,11 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
 	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // The test binary plays two more parts, so `run` is tested with real processes and real signals:
@@ -150,11 +148,7 @@ func TestRunSetsEnvForChildAndExitsWithItsStatus(t *testing.T) {
 // model call.
 func listeningGateway(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
+	ln := capturetest.Listen(t)
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -170,12 +164,7 @@ func listeningGateway(t *testing.T) string {
 // A --gateway nothing listens at is said before the child starts (exit 1, the child never runs),
 // rather than as every model call of the child failing.
 func TestRunGatewayNotListening(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := "http://" + ln.Addr().String()
-	ln.Close() // the port is free now: connections to it are refused
+	gw := "http://" + capturetest.ClosedAddr(t) // connections to it are refused
 	marker := filepath.Join(t.TempDir(), "child-ran")
 	_, errOut, code := runCLI(t, "", "run", "--rollout", "r1", "--gateway", gw, "--", "sh", "-c", "touch "+marker)
 	if code != ExitFailure {
@@ -272,9 +261,7 @@ func TestRunHintsForConfigFileHarnesses(t *testing.T) {
 	for _, name := range []string{"codex", "opencode"} {
 		// A stand-in of that name, so the hint is printed and the command still runs.
 		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		capturetest.WriteFile(t, path, []byte("#!/bin/sh\nexit 0\n"), 0o755)
 		_, errOut, code := runCLI(t, "", "run", "--rollout", "r1", "--gateway", gw, "--", path)
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", name, code, errOut)
@@ -292,7 +279,7 @@ func TestRunHintsForConfigFileHarnesses(t *testing.T) {
 // TestRunOwnGatewayCapturesAndDrains runs a child against `run --upstream`: its finished call and the
 // call it abandoned mid-stream are both in the capture when the wrapper has exited.
 func TestRunOwnGatewayCapturesAndDrains(t *testing.T) {
-	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	upstream := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if !bytes.Contains(body, []byte(`"stream":true`)) {
 			w.Header().Set("Content-Type", "application/json")
@@ -303,8 +290,7 @@ func TestRunOwnGatewayCapturesAndDrains(t *testing.T) {
 		io.WriteString(w, `data: {"id":"c2","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"he"}}]}`+"\n\n")
 		w.(http.Flusher).Flush()
 		<-r.Context().Done() // held until the gateway gives up on it
-	}))
-	defer upstream.Close()
+	})
 	dir := t.TempDir()
 	cmd := wrapper(append([]string{"run", "--rollout", "own-1", "--upstream", upstream.URL, "--capture-dir", dir}, child("calls")...)...)
 	var out, errOut bytes.Buffer
@@ -336,67 +322,4 @@ func TestRunOwnGatewayCapturesAndDrains(t *testing.T) {
 	if err != nil || claims.Live+claims.Stale != 0 {
 		t.Errorf("claims left after the wrapper exited: %+v %v", claims, err)
 	}
-}
-
-// TestRunForegroundOnTerminal runs the wrapper on a pseudo-terminal: the child is the terminal's
-// foreground job in its own process group, so Ctrl-C reaches the child (once, from the kernel), and
-// the wrapper exits with its status.
-func TestRunForegroundOnTerminal(t *testing.T) {
-	cmd := wrapper(append([]string{"run", "--rollout", "r1", "--gateway", listeningGateway(t)}, child("foreground")...)...)
-	ptmx, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ptmx.Close()
-	t.Cleanup(func() { cmd.Process.Kill() })
-	r := bufio.NewReader(ptmx)
-	var seen []string
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatalf("read pty: %v (seen %q)", err, seen)
-		}
-		line = strings.TrimRight(line, "\r\n")
-		seen = append(seen, line)
-		if line == "ready" {
-			break
-		}
-	}
-	if !slicesContains(seen, "foreground=true own-group=true") {
-		t.Fatalf("child is not the foreground job in its own group: %q", seen)
-	}
-	if _, err := ptmx.Write([]byte{0x03}); err != nil { // Ctrl-C
-		t.Fatal(err)
-	}
-	var rest strings.Builder
-	for {
-		line, err := r.ReadString('\n')
-		rest.WriteString(line)
-		if err != nil || strings.Contains(line, "got") {
-			break
-		}
-	}
-	if !strings.Contains(rest.String(), "got interrupt") {
-		t.Errorf("child did not get SIGINT: %q", rest.String())
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	go io.Copy(io.Discard, r)
-	select {
-	case err := <-done:
-		if got, want := exitCode(t, err), 40+int(syscall.SIGINT); got != want {
-			t.Errorf("exit %d, want %d", got, want)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("wrapper did not exit after the child did")
-	}
-}
-
-func slicesContains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"os"
 	"syscall"
@@ -36,10 +35,7 @@ func TestShutdownHTTP(t *testing.T) {
 				case <-r.Context().Done():
 				}
 			})}
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
+			ln := capturetest.Listen(t)
 			go srv.Serve(ln)
 			reqErr := make(chan error, 1)
 			go func() {

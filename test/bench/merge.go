@@ -67,12 +67,19 @@ type mergePass struct {
 	out     int64 // merged output bytes (merge pass only)
 }
 
+// timed runs pass and sets p's elapsed and CPU time to what it took.
+func (p *mergePass) timed(pass func() error) error {
+	start, cpu := time.Now(), processCPU()
+	err := pass()
+	p.elapsed, p.cpu = time.Since(start), processCPU()-cpu
+	return err
+}
+
 // readRaw is the baseline: every capture file opened and read line by line with bufio, nothing
 // decoded.
 func (d *mergeData) readRaw() (mergePass, error) {
 	var p mergePass
-	start, cpu := time.Now(), processCPU()
-	err := d.readFiles("raw read", func(_ string, br *bufio.Reader) error {
+	err := d.readFiles(&p, "raw read", func(_ string, br *bufio.Reader) error {
 		for {
 			line, err := br.ReadSlice('\n')
 			p.bytes += int64(len(line))
@@ -88,7 +95,6 @@ func (d *mergeData) readRaw() (mergePass, error) {
 			p.records++
 		}
 	})
-	p.elapsed, p.cpu = time.Since(start), processCPU()-cpu
 	return p, err
 }
 
@@ -97,8 +103,7 @@ func (d *mergeData) readRaw() (mergePass, error) {
 // beat it by much: it is the ceiling for any merge that validates each byte once.
 func (d *mergeData) readValidate() (mergePass, error) {
 	var p mergePass
-	start, cpu := time.Now(), processCPU()
-	err := d.readFiles("validate read", func(id string, br *bufio.Reader) error {
+	err := d.readFiles(&p, "validate read", func(id string, br *bufio.Reader) error {
 		for {
 			line, err := br.ReadSlice('\n')
 			if err == bufio.ErrBufferFull {
@@ -119,27 +124,28 @@ func (d *mergeData) readValidate() (mergePass, error) {
 			}
 		}
 	})
-	p.elapsed, p.cpu = time.Since(start), processCPU()-cpu
 	return p, err
 }
 
 // readFiles opens every capture file of the data set in turn and hands it to read through one
-// 64 KiB bufio.Reader; what names the pass in an open error.
-func (d *mergeData) readFiles(what string, read func(id string, br *bufio.Reader) error) error {
-	br := bufio.NewReaderSize(nil, 64<<10)
-	for _, id := range d.ids {
-		f, err := os.Open(filepath.Join(d.dir, id+capture.CaptureSuffix))
-		if err != nil {
-			return fmt.Errorf("%s: %w", what, err)
+// 64 KiB bufio.Reader, timed into p; what names the pass in an open error.
+func (d *mergeData) readFiles(p *mergePass, what string, read func(id string, br *bufio.Reader) error) error {
+	return p.timed(func() error {
+		br := bufio.NewReaderSize(nil, 64<<10)
+		for _, id := range d.ids {
+			f, err := os.Open(filepath.Join(d.dir, id+capture.CaptureSuffix))
+			if err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+			br.Reset(f)
+			err = read(id, br)
+			f.Close()
+			if err != nil {
+				return err
+			}
 		}
-		br.Reset(f)
-		err = read(id, br)
-		f.Close()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // readRecords is the subject: modelcalls.ReadAvailableRecords for every rollout (shared lock,
@@ -150,20 +156,21 @@ func (d *mergeData) readRecords() (mergePass, error) {
 	if err != nil {
 		return p, err
 	}
-	start, cpu := time.Now(), processCPU()
-	for _, id := range d.ids {
-		recs, damaged, err := modelcalls.ReadAvailableRecords(store, id)
-		if err != nil {
-			return p, fmt.Errorf("read records: %w", err)
+	err = p.timed(func() error {
+		for _, id := range d.ids {
+			recs, damaged, err := modelcalls.ReadAvailableRecords(store, id)
+			if err != nil {
+				return fmt.Errorf("read records: %w", err)
+			}
+			if damaged != 0 {
+				return fmt.Errorf("read records %s: %d damaged lines: %w", id, damaged, errUnexpected)
+			}
+			p.records += len(recs)
 		}
-		if damaged != 0 {
-			return p, fmt.Errorf("read records %s: %d damaged lines: %w", id, damaged, errUnexpected)
-		}
-		p.records += len(recs)
-	}
-	p.elapsed, p.cpu = time.Since(start), processCPU()-cpu
+		return nil
+	})
 	p.bytes = d.bytes
-	return p, nil
+	return p, err
 }
 
 // mergeRecords is the whole merge of `modelcalls merge`: one rollout record line per rollout through
@@ -177,23 +184,24 @@ func (d *mergeData) mergeRecords() (mergePass, error) {
 	}
 	ctx := context.Background()
 	line := make([]byte, 0, 128)
-	start, cpu := time.Now(), processCPU()
-	for i, id := range d.ids {
-		task, idx := i/100, i%100
-		line = fmt.Appendf(line[:0], `{"_ng_task_index": %d, "_ng_rollout_index": %d, "reward": 1.0}`, task, idx)
-		out, res, err := m.Merge(ctx, line)
-		if err != nil {
-			return p, fmt.Errorf("merge %s: %w", id, err)
+	err = p.timed(func() error {
+		for i, id := range d.ids {
+			task, idx := i/100, i%100
+			line = fmt.Appendf(line[:0], `{"_ng_task_index": %d, "_ng_rollout_index": %d, "reward": 1.0}`, task, idx)
+			out, res, err := m.Merge(ctx, line)
+			if err != nil {
+				return fmt.Errorf("merge %s: %w", id, err)
+			}
+			if res.RolloutID != id || !res.Attached || res.Damaged != 0 || len(out) <= len(line) {
+				return fmt.Errorf("merge %s: %+v: %w", id, res, errUnexpected)
+			}
+			p.records += res.Calls
+			p.out += int64(len(out))
 		}
-		if res.RolloutID != id || !res.Attached || res.Damaged != 0 || len(out) <= len(line) {
-			return p, fmt.Errorf("merge %s: %+v: %w", id, res, errUnexpected)
-		}
-		p.records += res.Calls
-		p.out += int64(len(out))
-	}
-	p.elapsed, p.cpu = time.Since(start), processCPU()-cpu
+		return nil
+	})
 	p.bytes = d.bytes
-	return p, nil
+	return p, err
 }
 
 // mergeResult is the merge row: ABAB passes of the baseline and the subjects on one core.
@@ -234,40 +242,46 @@ func runMerge(d *mergeData, rounds int) (*mergeResult, error) {
 	if _, err := d.readRaw(); err != nil {
 		return nil, err
 	}
+	// Each pass, with its check of what it read (nil: none) and where its measurement goes.
+	passes := []struct {
+		run   func() (mergePass, error)
+		check func(p mergePass) error
+		into  *[]mergePass
+	}{
+		{d.readRaw, func(p mergePass) error {
+			if p.bytes != d.bytes || p.records != d.lines {
+				return fmt.Errorf("raw read saw %d bytes %d lines, wrote %d, %d: %w", p.bytes, p.records, d.bytes, d.lines, errUnexpected)
+			}
+			return nil
+		}, &res.raw},
+		{d.readValidate, nil, &res.validate},
+		{d.readRecords, func(p mergePass) error {
+			if p.records != d.lines {
+				return fmt.Errorf("records: got %d, want %d: %w", p.records, d.lines, errUnexpected)
+			}
+			return nil
+		}, &res.records},
+		{d.mergeRecords, func(p mergePass) error {
+			if p.records != d.lines {
+				return fmt.Errorf("merge: %d calls attached, want %d: %w", p.records, d.lines, errUnexpected)
+			}
+			return nil
+		}, &res.merge},
+	}
 	for range rounds {
-		runtime.GC()
-		r, err := d.readRaw()
-		if err != nil {
-			return nil, err
+		for _, pass := range passes {
+			runtime.GC()
+			p, err := pass.run()
+			if err != nil {
+				return nil, err
+			}
+			if pass.check != nil {
+				if err := pass.check(p); err != nil {
+					return nil, err
+				}
+			}
+			*pass.into = append(*pass.into, p)
 		}
-		if r.bytes != d.bytes || r.records != d.lines {
-			return nil, fmt.Errorf("raw read saw %d bytes %d lines, wrote %d, %d: %w", r.bytes, r.records, d.bytes, d.lines, errUnexpected)
-		}
-		res.raw = append(res.raw, r)
-		runtime.GC()
-		v, err := d.readValidate()
-		if err != nil {
-			return nil, err
-		}
-		res.validate = append(res.validate, v)
-		runtime.GC()
-		m, err := d.readRecords()
-		if err != nil {
-			return nil, err
-		}
-		if m.records != d.lines {
-			return nil, fmt.Errorf("records: got %d, want %d: %w", m.records, d.lines, errUnexpected)
-		}
-		res.records = append(res.records, m)
-		runtime.GC()
-		g, err := d.mergeRecords()
-		if err != nil {
-			return nil, err
-		}
-		if g.records != d.lines {
-			return nil, fmt.Errorf("merge: %d calls attached, want %d: %w", g.records, d.lines, errUnexpected)
-		}
-		res.merge = append(res.merge, g)
 	}
 	return res, nil
 }

@@ -45,10 +45,13 @@ func serve(h http.Handler) (*server, error) {
 	return s, nil
 }
 
-func (s *server) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+func (s *server) close() { s.shutdown(5 * time.Second) }
+
+// shutdown stops the server, waiting up to timeout for requests in flight.
+func (s *server) shutdown(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	s.srv.Shutdown(ctx)
+	return s.srv.Shutdown(ctx)
 }
 
 // proxies are in-process subjects in front of the upstream (the bare ReverseProxy, the gateway

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -93,17 +92,13 @@ func childMain(mode, upstreamURL, captureDir string) error {
 		json.NewEncoder(w).Encode(m)
 	})
 	mux.Handle("/", h)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s, err := serve(mux)
 	if err != nil {
-		return fmt.Errorf("child listen: %w", err)
+		return fmt.Errorf("child %w", err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	fmt.Printf("LISTEN http://%s\n", ln.Addr())
+	fmt.Printf("LISTEN %s\n", s.url)
 	io.Copy(io.Discard, os.Stdin)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return srv.Shutdown(ctx)
+	return s.shutdown(10 * time.Second)
 }
 
 // child is a running child process serving one proxy.

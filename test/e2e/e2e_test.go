@@ -12,9 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -222,8 +220,7 @@ func (s *suite) runScripted(t *testing.T, name string, gz bool) {
 	dir := filepath.Join(s.work, name)
 	project := filepath.Join(dir, "project") // FilePath must be known before the server starts
 	sc := &Scripted{FilePath: filepath.Join(project, "hello.txt"), Gzip: gz}
-	up := httptest.NewServer(sc)
-	t.Cleanup(up.Close)
+	up := capturetest.NewServer(t, sc.ServeHTTP)
 	rig := s.newRig(t, name, dir, up.URL)
 	stopTap := rig.stopUpstream
 	rig.stopUpstream = func() { stopTap(); up.Close() }
@@ -791,21 +788,10 @@ func runProcess(exe string, args, env []string, home, dir string, timeout time.D
 	return stdout.String(), stderr.String(), err
 }
 
-// freePort asks the kernel for a free loopback port (llama-server takes a number, not :0).
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // startLlama starts llama-server on 127.0.0.1 with model and waits until /health answers 200.
 func startLlama(t *testing.T, server, model, logPath string) string {
 	t.Helper()
-	port := freePort(t)
+	port := capturetest.FreePort(t)
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		t.Fatal(err)
 	}

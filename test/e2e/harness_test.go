@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // harnessRun is one non-interactive run of an agent harness against one base URL: how to
@@ -36,9 +38,7 @@ func writeFile(t *testing.T, path, content string) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	capturetest.WriteFile(t, path, []byte(content), 0o644)
 }
 
 func writeJSONFile(t *testing.T, path string, v any) {

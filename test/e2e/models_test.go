@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // TestTinyModelsRegenerate rebuilds the tiny GGUF models with their generator
@@ -41,14 +43,8 @@ func TestTinyModelsRegenerate(t *testing.T) {
 			if msg, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("generate: %v\n%s", err, msg)
 			}
-			got, err := os.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := os.ReadFile(filepath.Join("testdata/models", tc.file))
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := capturetest.ReadFile(t, out)
+			want := capturetest.ReadFile(t, filepath.Join("testdata/models", tc.file))
 			if !bytes.Equal(got, want) {
 				t.Fatalf("regenerated %s differs from testdata (%d vs %d bytes)", tc.file, len(got), len(want))
 			}

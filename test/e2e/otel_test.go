@@ -13,7 +13,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // TestOTelCollector runs a real OpenTelemetry Collector (scripts/build-otelcol.sh: core otelcol, the
@@ -42,8 +43,7 @@ func TestOTelCollector(t *testing.T) {
 	bin := buildModelcalls(t, repo, work)
 	colBin := otelcolBinary(t, repo)
 	col := startCollector(t, colBin, work)
-	up := httptest.NewServer(otelUpstream{})
-	t.Cleanup(up.Close)
+	up := capturetest.NewServer(t, otelUpstream{}.ServeHTTP)
 
 	for _, proto := range []string{"http/protobuf", "grpc"} {
 		t.Run(strings.ReplaceAll(proto, "/", "-"), func(t *testing.T) {
@@ -187,12 +187,12 @@ type collector struct {
 }
 
 // deadEndpoint is an OTLP base URL on a loopback port nothing listens on.
-func deadEndpoint(t *testing.T) string { return "http://127.0.0.1:" + strconv.Itoa(freePort(t)) }
+func deadEndpoint(t *testing.T) string { return "http://" + capturetest.ClosedAddr(t) }
 
 func startCollector(t *testing.T, bin, work string) *collector {
 	t.Helper()
 	dir := filepath.Join(work, "otelcol")
-	hp, gp := strconv.Itoa(freePort(t)), strconv.Itoa(freePort(t))
+	hp, gp := strconv.Itoa(capturetest.FreePort(t)), strconv.Itoa(capturetest.FreePort(t))
 	c := &collector{
 		httpURL: "http://127.0.0.1:" + hp, grpcURL: "http://127.0.0.1:" + gp,
 		traces: filepath.Join(dir, "traces.jsonl"), metrics: filepath.Join(dir, "metrics.jsonl"),
@@ -594,13 +594,8 @@ func capturedCalls(base string) int {
 
 func scrapeCounter(t *testing.T, url, series string) float64 {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatalf("scrape %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
+	_, body := capturetest.Get(t, url)
+	for _, line := range strings.Split(body, "\n") {
 		if strings.HasPrefix(line, series+" ") {
 			f, _ := strconv.ParseFloat(strings.TrimPrefix(line, series+" "), 64)
 			return f
@@ -611,10 +606,7 @@ func scrapeCounter(t *testing.T, url, series string) float64 {
 
 func readCaptureMaps(t *testing.T, dir, id string) []map[string]any {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, id+".capture.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := capturetest.ReadFile(t, filepath.Join(dir, id+".capture.jsonl"))
 	var out []map[string]any
 	for _, l := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
 		m := map[string]any{}

@@ -270,13 +270,7 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 	// the changed-prompt runs, as many as the replay logged.
 	var metricsText string
 	if rp.admin != "" {
-		resp, err := http.Get(rp.admin + "/metrics")
-		if err != nil {
-			t.Fatalf("GET /metrics: %v", err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		metricsText = string(b)
+		_, metricsText = capturetest.Get(t, rp.admin+"/metrics")
 	} else {
 		t.Errorf("replay logged no admin address")
 	}

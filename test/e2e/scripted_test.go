@@ -6,13 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/openai/openai-go/v3"
 	ooption "github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
@@ -236,8 +236,7 @@ func TestScriptedThroughSDKs(t *testing.T) {
 
 func testScriptedThroughSDKs(t *testing.T, gz bool) {
 	s := &Scripted{FilePath: "/p/hello.txt", Gzip: gz}
-	up := httptest.NewServer(s)
-	defer up.Close()
+	up := capturetest.NewServer(t, s.ServeHTTP)
 	tap, front := tapIn(t, up.URL)
 	oc := openai.NewClient(ooption.WithBaseURL(front.URL+"/v1/"), ooption.WithAPIKey("sk-test"), ooption.WithMaxRetries(0))
 	ac := anthropic.NewClient(aoption.WithBaseURL(front.URL+"/"), aoption.WithAPIKey("sk-ant-test"), aoption.WithMaxRetries(0))
@@ -342,6 +341,27 @@ func drainStream[T any](t *testing.T, what string, st sdkStream[T], each func(T)
 	}
 }
 
+// sdkCall makes one call through an SDK and returns its answer: streamed (open starts the stream),
+// every event folded into it by fold; else the whole response call returns. An error of the call,
+// of the stream or of fold fails the test, named by what.
+func sdkCall[R, E any](t *testing.T, what string, stream bool, fold func(*R, E) error, open func() sdkStream[E], call func() (*R, error)) R {
+	t.Helper()
+	var r R
+	if stream {
+		drainStream(t, what, open(), func(ev E) {
+			if err := fold(&r, ev); err != nil {
+				t.Fatalf("%s: accumulate: %v", what, err)
+			}
+		})
+		return r
+	}
+	res, err := call()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return *res
+}
+
 func chatViaSDK(t *testing.T, ctx context.Context, c openai.Client, stream bool, body []byte) sdkResult {
 	t.Helper()
 	opt := ooption.WithRequestBody("application/json", body)
@@ -394,21 +414,11 @@ func chatResult(t *testing.T, cc openai.ChatCompletion) sdkResult {
 func responsesViaSDK(t *testing.T, ctx context.Context, c openai.Client, stream bool, body []byte) sdkResult {
 	t.Helper()
 	opt := ooption.WithRequestBody("application/json", body)
-	var resp responses.Response
-	if stream {
-		st := c.Responses.NewStreaming(ctx, responses.ResponseNewParams{}, opt)
-		drainStream(t, "responses", st, func(ev responses.ResponseStreamEventUnion) {
-			if ev.Type == "response.completed" {
-				resp = ev.Response
-			}
-		})
-	} else {
-		res, err := c.Responses.New(ctx, responses.ResponseNewParams{}, opt)
-		if err != nil {
-			t.Fatalf("responses: %v", err)
-		}
-		resp = *res
-	}
+	resp := sdkCall(t, "responses", stream, completedResponse,
+		func() sdkStream[responses.ResponseStreamEventUnion] {
+			return c.Responses.NewStreaming(ctx, responses.ResponseNewParams{}, opt)
+		},
+		func() (*responses.Response, error) { return c.Responses.New(ctx, responses.ResponseNewParams{}, opt) })
 	r := sdkResult{text: resp.OutputText(), id: resp.ID, in: resp.Usage.InputTokens, out: resp.Usage.OutputTokens}
 	for _, item := range resp.Output {
 		switch item.Type {
@@ -423,24 +433,22 @@ func responsesViaSDK(t *testing.T, ctx context.Context, c openai.Client, stream 
 	return r
 }
 
+// completedResponse keeps the response of a Responses stream's response.completed event.
+func completedResponse(resp *responses.Response, ev responses.ResponseStreamEventUnion) error {
+	if ev.Type == "response.completed" {
+		*resp = ev.Response
+	}
+	return nil
+}
+
 func messagesViaSDK(t *testing.T, ctx context.Context, c anthropic.Client, stream bool, body []byte) sdkResult {
 	t.Helper()
 	opt := aoption.WithRequestBody("application/json", body)
-	var msg anthropic.Message
-	if stream {
-		st := c.Messages.NewStreaming(ctx, anthropic.MessageNewParams{}, opt)
-		drainStream(t, "messages", st, func(ev anthropic.MessageStreamEventUnion) {
-			if err := msg.Accumulate(ev); err != nil {
-				t.Fatalf("accumulate: %v", err)
-			}
-		})
-	} else {
-		res, err := c.Messages.New(ctx, anthropic.MessageNewParams{}, opt)
-		if err != nil {
-			t.Fatalf("messages: %v", err)
-		}
-		msg = *res
-	}
+	msg := sdkCall(t, "messages", stream, (*anthropic.Message).Accumulate,
+		func() sdkStream[anthropic.MessageStreamEventUnion] {
+			return c.Messages.NewStreaming(ctx, anthropic.MessageNewParams{}, opt)
+		},
+		func() (*anthropic.Message, error) { return c.Messages.New(ctx, anthropic.MessageNewParams{}, opt) })
 	r := sdkResult{id: msg.ID, in: msg.Usage.InputTokens, out: msg.Usage.OutputTokens}
 	for _, b := range msg.Content {
 		switch b.Type {

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // TestTapStreamsAndRecords checks the tap relays each SSE event as the upstream flushes it
@@ -14,7 +16,7 @@ import (
 // request and whole response.
 func TestTapStreamsAndRecords(t *testing.T) {
 	release := make(chan struct{})
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodHead {
 			w.WriteHeader(http.StatusNotFound)
 			return
@@ -24,8 +26,7 @@ func TestTapStreamsAndRecords(t *testing.T) {
 		_ = http.NewResponseController(w).Flush()
 		<-release
 		_, _ = io.WriteString(w, "data: two\n\n")
-	}))
-	defer up.Close()
+	})
 	tap, front := tapIn(t, up.URL)
 
 	resp, err := http.Post(front.URL+"/v1/chat/completions?x=1", "application/json", strings.NewReader(`{"stream":true}`))
@@ -85,7 +86,6 @@ func tapIn(t *testing.T, upstream string) (*Tap, *httptest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	front := httptest.NewServer(tap)
-	t.Cleanup(front.Close)
+	front := capturetest.NewServer(t, tap.ServeHTTP)
 	return tap, front
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // Item 1: crash mid-write. Writer processes are SIGKILLed while appending, over and over, while a
@@ -279,10 +280,7 @@ func TestCrashMidWrite(t *testing.T) {
 
 	// The last victim stalled mid-line and nothing wrote after it: the file ends torn.
 	path, _ := store.CapturePath(id)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := capturetest.ReadFile(t, path)
 	if len(data) == 0 || data[len(data)-1] == '\n' {
 		t.Fatalf("the last kill left no torn tail (file of %d bytes): the test did not exercise a torn line", len(data))
 	}

@@ -136,10 +136,7 @@ func TestWriteErrors(t *testing.T) {
 	t.Run("capture file replaced by a directory", func(t *testing.T) {
 		const id = "isdir-0"
 		g, p := beforeFault(t, up.URL, id, 3)
-		before, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		before := capturetest.ReadFile(t, p)
 		restore := displace(t, p, func(p string) error { return os.Mkdir(p, 0o750) })
 		faultCalls(t, g.client, g.srv.URL, id, 3, 100)
 		g.drain()

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -119,9 +118,7 @@ func FuzzAppendAfterAnyTail(f *testing.F) {
 		dir := t.TempDir()
 		store, _ := capture.Open(dir)
 		path, _ := store.CapturePath("f")
-		if err := os.WriteFile(path, prior, 0o640); err != nil {
-			t.Fatal(err)
-		}
+		capturetest.WriteFile(t, path, prior, 0o640)
 		before, _, err := store.ReadAvailable("f")
 		if err != nil {
 			t.Fatal(err)

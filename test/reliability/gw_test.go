@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -106,7 +105,7 @@ func startGateway(t *testing.T, upstream string, configure func(h *gateway.Handl
 		Store:           store,
 		ModelServerName: "policy_model",
 		Transport:       utr,
-		Logger:          slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:          capturetest.Logger(logs),
 	}
 	if configure != nil {
 		configure(h)

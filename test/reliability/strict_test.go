@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -147,10 +146,7 @@ func TestHostilePayloadsWriteLinesNeMoGymReads(t *testing.T) {
 	}
 	var lines [][]byte
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := capturetest.ReadFile(t, f)
 		for n, reason := range orjsonrules.CheckLines(data) {
 			t.Errorf("%s line %d is damaged under orjson's rules: %v", filepath.Base(f), n, reason)
 		}
@@ -219,9 +215,7 @@ func TestReadersRefuseLinesNeMoGymRefuses(t *testing.T) {
 		strings.Replace(good, "%s", `{"choices":[{"message":{"content":"\ud83d\ude00"}}],"t":1e-400}`, 1),
 	}
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "r1"+capture.CaptureSuffix), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	capturetest.WriteFile(t, filepath.Join(dir, "r1"+capture.CaptureSuffix), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 	store := openStore(t, capture.Open, dir)
 	recs, damaged, err := modelcalls.ReadAvailableRecords(store, "r1")
 	if err != nil {

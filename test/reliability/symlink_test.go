@@ -25,9 +25,7 @@ func TestSymlinksNeverFollowed(t *testing.T) {
 		g := startGateway(t, up.URL, nil)
 		outside := t.TempDir()
 		target := filepath.Join(outside, "notes.txt")
-		if err := os.WriteFile(target, []byte("not a capture\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		capturetest.WriteFile(t, target, []byte("not a capture\n"), 0o600)
 		const id = "sym-capture"
 		p, _ := g.store.CapturePath(id)
 		if err := os.Symlink(target, p); err != nil {

@@ -156,13 +156,7 @@ func TestUpstreamFaults(t *testing.T) {
 	ev2 := chatEvent("n1", "lo", "")
 
 	t.Run("connection refused", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		wantUnreachable(t, "http://"+addr, "refused-0", path)
+		wantUnreachable(t, "http://"+capturetest.ClosedAddr(t), "refused-0", path)
 	})
 
 	// The upstream sends the first events of a stream in chunks, then, once the client has read

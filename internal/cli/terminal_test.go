@@ -6,12 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // onTerminal starts `modelcalls <args>` (the test binary, see TestMain) with stdin, stdout and
@@ -77,9 +79,7 @@ func TestMergeOnTerminalStopsOnSignal(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			out := filepath.Join(dir, "merged.jsonl")
-			if err := os.WriteFile(out, []byte("earlier result\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			capturetest.WriteFile(t, out, []byte("earlier result\n"), 0o644)
 			cmd, ptmx, seen := onTerminal(t, "modelcalls merge: "+stdinPrompt, "merge", "--capture-dir", dir, "--out", out)
 			if err := tc.send(cmd, ptmx); err != nil {
 				t.Fatal(err)
@@ -131,5 +131,25 @@ func TestNoStdinPromptOffTerminal(t *testing.T) {
 	_, errOut, code := runCLI(t, "", "clear", "--capture-dir", t.TempDir())
 	if code != ExitOK || strings.Contains(errOut, stdinPrompt) {
 		t.Errorf("exit %d, stderr %q: the prompt is for terminals only", code, errOut)
+	}
+}
+
+// TestRunForegroundOnTerminal runs the wrapper on a pseudo-terminal: the child is the terminal's
+// foreground job in its own process group, so Ctrl-C reaches the child (once, from the kernel), and
+// the wrapper exits with its status.
+func TestRunForegroundOnTerminal(t *testing.T) {
+	cmd, ptmx, seen := onTerminal(t, "ready\r\n", append([]string{"run", "--rollout", "r1", "--gateway", listeningGateway(t)}, child("foreground")...)...)
+	if lines := strings.Split(seen.String(), "\r\n"); !slices.Contains(lines, "foreground=true own-group=true") {
+		t.Fatalf("child is not the foreground job in its own group: %q", lines)
+	}
+	if _, err := ptmx.Write([]byte{0x03}); err != nil { // Ctrl-C
+		t.Fatal(err)
+	}
+	code, shown := finish(t, cmd, ptmx, seen)
+	if !strings.Contains(shown, "got interrupt") {
+		t.Errorf("child did not get SIGINT: %q", shown)
+	}
+	if want := 40 + int(syscall.SIGINT); code != want {
+		t.Errorf("exit %d, want %d", code, want)
 	}
 }
