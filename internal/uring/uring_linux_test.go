@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -189,8 +190,19 @@ func TestErrorsAreTheKernels(t *testing.T) {
 
 // The ring's pool runs up to maxWorkers writes to regular files at once, not the kernel's default
 // of 4 per CPU (read back: limits of 0 leave them as they are and return them).
+//
+// The kernel keeps the limits with the ring and applies them to the worker pool of each thread that
+// submits to it; a read-back returns the calling thread's pool, and zeros when that thread has never
+// submitted (it has no pool). So the test locks its goroutine to one thread and submits a write from
+// it before it reads: on whatever thread the goroutine ran, the read-back otherwise said 0 at times.
 func TestMaxWorkers(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	r := ring(t)
+	_, f := appendFile(t)
+	if err := r.WriteDsync(int(f.Fd()), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
 	var limits [2]uint32
 	if _, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerIOWQMaxWorkers, uintptr(unsafe.Pointer(&limits)), 2, 0, 0); errno != 0 {
 		t.Skipf("IORING_REGISTER_IOWQ_MAX_WORKERS: %v (before Linux 5.15)", errno)
