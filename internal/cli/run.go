@@ -31,6 +31,9 @@ type runOptions struct {
 	name            string
 	shutdownTimeout time.Duration
 	logLevel        string
+	// ownGatewayFlags are the flags given that configure the gateway --upstream starts (--name,
+	// --shutdown-timeout, --log-level): with --gateway they would be ignored, so they are refused.
+	ownGatewayFlags []string
 }
 
 // Exit codes of `modelcalls run` when the command cannot be started, as POSIX shells use them.
@@ -89,6 +92,11 @@ one of them.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, name := range []string{"name", "shutdown-timeout", "log-level"} {
+				if cmd.Flags().Changed(name) {
+					o.ownGatewayFlags = append(o.ownGatewayFlags, "--"+name)
+				}
+			}
 			return runRun(cmd.Context(), s, &o, args)
 		},
 	}
@@ -160,6 +168,12 @@ func runRun(ctx context.Context, s *Streams, o *runOptions, args []string) error
 		return usageErrorf("run: --upstream needs --capture-dir DIR (where the gateway writes the captures)")
 	case o.gatewayURL != "" && o.captureDir != "":
 		return usageErrorf("run: --capture-dir goes with --upstream; with --gateway the running gateway decides where captures go")
+	case o.gatewayURL != "" && len(o.ownGatewayFlags) > 0:
+		verb := "goes"
+		if len(o.ownGatewayFlags) > 1 {
+			verb = "go"
+		}
+		return usageErrorf("run: %s %s with --upstream, for the gateway run starts itself; a running --gateway has its own settings", strings.Join(o.ownGatewayFlags, " and "), verb)
 	}
 	if o.shutdownTimeout < 0 {
 		return usageErrorf("--shutdown-timeout %s: must be >= 0", o.shutdownTimeout)

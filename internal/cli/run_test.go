@@ -251,6 +251,8 @@ func TestRunStartErrors(t *testing.T) {
 		{"upstream without dir", []string{"run", "--rollout", "r1", "--upstream", "http://y", "--", "true"}, ExitUsage, "--upstream needs --capture-dir"},
 		{"bad gateway", []string{"run", "--rollout", "r1", "--gateway", "127.0.0.1:8080", "--", "true"}, ExitUsage, "--gateway: must be an absolute"},
 		{"dir with gateway", []string{"run", "--rollout", "r1", "--gateway", "http://x", "--capture-dir", "d", "--", "true"}, ExitUsage, "--capture-dir goes with --upstream"},
+		{"name with gateway", []string{"run", "--rollout", "r1", "--gateway", gw, "--name", "m", "--", "true"}, ExitUsage, "run: --name goes with --upstream"},
+		{"own gateway flags with gateway", []string{"run", "--rollout", "r1", "--gateway", gw, "--log-level", "nonsense", "--shutdown-timeout", "1s", "--", "true"}, ExitUsage, "run: --shutdown-timeout and --log-level go with --upstream"},
 		{"bad upstream", []string{"run", "--rollout", "r1", "--upstream", "ftp://x", "--capture-dir", "d", "--", "true"}, ExitUsage, "--upstream"},
 	})
 }
