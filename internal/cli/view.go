@@ -66,7 +66,9 @@ func runView(ctx context.Context, s *Streams, o *viewOptions) error {
 	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
-		return withExit(ExitFailure, fmt.Errorf("listen on %s: %w", o.listen, err))
+		// As for proxy and replay: a malformed address is a usage error, one in use (EADDRINUSE,
+		// which Main maps to ExitFailure) the machine's state.
+		return usageErrorf("--listen %s: %w", o.listen, err)
 	}
 	if ctx == nil {
 		ctx = context.Background()

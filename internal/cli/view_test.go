@@ -18,7 +18,8 @@ func TestViewExitCodes(t *testing.T) {
 		{"missing capture dir", []string{"view", "--capture-dir", filepath.Join(dir, "missing")}, ExitNotFound, ""},
 		{"missing rollouts file", []string{"view", "--capture-dir", dir, "--rollouts", filepath.Join(dir, "r.jsonl")}, ExitNotFound, "--rollouts " + filepath.Join(dir, "r.jsonl") + " does not exist"},
 		{"rollouts file is a dir", []string{"view", "--capture-dir", dir, "--rollouts", dir}, ExitNotFound, "--rollouts " + dir + " is a directory, not a file"},
-		{"bad listen address", []string{"view", "--capture-dir", dir, "--listen", "127.0.0.1:99999"}, ExitFailure, ""},
+		{"bad listen address", []string{"view", "--capture-dir", dir, "--listen", "127.0.0.1:99999"}, ExitUsage, "--listen 127.0.0.1:99999"},
+		{"listen address in use", []string{"view", "--capture-dir", dir, "--listen", capturetest.Listen(t).Addr().String()}, ExitFailure, "address already in use"},
 	})
 }
 
