@@ -246,6 +246,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.metrics.uncaptured.WithLabelValues("upgrade").Inc()
 	case !prefixed:
 		h.metrics.uncaptured.WithLabelValues("unprefixed").Inc()
+		h.checkBuriedPrefix(escaped)
 	case !observed:
 		h.metrics.uncaptured.WithLabelValues("not_observed").Inc()
 		h.checkModelPath(id, route.URL.Path)

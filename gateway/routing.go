@@ -84,6 +84,30 @@ func (h *Handler) checkModelPath(id, path string) {
 	}
 }
 
+// checkBuriedPrefix names an unprefixed request whose path holds a rollout prefix after other
+// segments, on a model path: /base/ng-rollout/r1/v1/chat/completions, which a client given the base
+// URL http://GATEWAY/base/ng-rollout/r1/v1 sends. The gateway reads the prefix only where the path
+// starts (NeMo Gym's prefix protocol), so such a call goes upstream uncaptured; that is right behind
+// an ingress that strips /base on its way to the gateway, which then never sees this path, and a
+// mistake when the client talks to the gateway directly. escaped is the path as the client wrote it.
+func (h *Handler) checkBuriedPrefix(escaped string) {
+	at := strings.Index(escaped, "/"+rollout.PrefixSegment+"/")
+	if at <= 0 {
+		return
+	}
+	id, rest, ok := rollout.SplitPath(escaped[at:])
+	if !ok {
+		return
+	}
+	if _, model := dialect.ForPath(rest); !model {
+		return
+	}
+	before := escaped[:at]
+	h.warnOnce("prefix_not_leading", "a request's path holds a rollout prefix after other segments, so it is forwarded uncaptured: the gateway reads the prefix only at the start of the path",
+		"path", escaped, "rollout_id", id, "before_prefix", before,
+		"fix", "give the client the gateway's own address with the prefix first (http://GATEWAY"+rollout.PathPrefix(id)+"/v1 for OpenAI clients), or strip "+before+" in front of the gateway")
+}
+
 // checkUpstreamPath names an Upstream whose path ends in /v1: the client's /v1/... is appended to
 // it, so calls would go to /v1/v1/....
 func (h *Handler) checkUpstreamPath() {

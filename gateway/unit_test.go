@@ -108,6 +108,39 @@ func TestCheckModelPath(t *testing.T) {
 	}
 }
 
+// TestCheckBuriedPrefix: an unprefixed path with a rollout prefix after other segments is named
+// once (kind prefix_not_leading) when what follows the prefix is a model path, and not otherwise.
+func TestCheckBuriedPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		warn bool
+	}{
+		{"/base/ng-rollout/r8/v1/chat/completions", true},
+		{"/a/b/ng-rollout/r8/v1/messages", true},
+		{"/base/ng-rollout/r8/v1/models", false},     // not a model call: nothing captured is lost
+		{"/base/ng-rollout/r8", false},               // no path after the id
+		{"/v1/chat/completions", false},              // plainly unprefixed
+		{"/base/ng-rollouts/r8/v1/responses", false}, // another segment
+	} {
+		var logs strings.Builder
+		u, _ := url.Parse("http://up")
+		h := &Handler{Upstream: u, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+		h.once.Do(h.init)
+		h.checkBuriedPrefix(tc.path)
+		h.checkBuriedPrefix(tc.path)
+		got := logs.String()
+		if !tc.warn {
+			if got != "" {
+				t.Errorf("%s: logged %s", tc.path, got)
+			}
+			continue
+		}
+		if strings.Count(got, "kind=prefix_not_leading") != 1 || !strings.Contains(got, "level=WARN") || !strings.Contains(got, "fix=") || !strings.Contains(got, "rollout_id=r8") {
+			t.Errorf("%s: want one warn line of kind prefix_not_leading with the rollout and a fix, got %s", tc.path, got)
+		}
+	}
+}
+
 func TestErrorCategory(t *testing.T) {
 	for _, tc := range []struct {
 		name string

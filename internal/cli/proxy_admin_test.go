@@ -159,7 +159,7 @@ func TestProxyRoutingMistakes(t *testing.T) {
 	addr, exit, stderr := runProxyCmd(t, ctx, []string{"proxy", "--upstream", up.URL + "/v1", "--listen", "127.0.0.1:0",
 		"--capture-dir", t.TempDir()})
 	for range 3 {
-		for _, p := range []string{"/ng-rollout/r1/chat/completions", "/ng-rollout/r1/v1/chat/completions"} {
+		for _, p := range []string{"/ng-rollout/r1/chat/completions", "/ng-rollout/r1/v1/chat/completions", "/base/ng-rollout/r1/v1/chat/completions"} {
 			r, err := http.Post("http://"+addr+p, "application/json", strings.NewReader(`{"model":"m"}`))
 			if err != nil {
 				t.Fatal(err)
@@ -174,6 +174,7 @@ func TestProxyRoutingMistakes(t *testing.T) {
 		"upstream_path_v1":         "give the upstream without /v1",
 		"prefixed_path_missing_v1": "/ng-rollout/r1/v1",
 		"upstream_404":             "upstream_path=/v1/v1/chat/completions",
+		"prefix_not_leading":       "before_prefix=/base",
 	} {
 		n := strings.Count(log, "kind="+kind)
 		if n != 1 {
