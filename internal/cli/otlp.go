@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -57,14 +58,17 @@ func startOTLP(o *otlpOptions, h *gateway.Handler, upstream *url.URL, log *slog.
 	otel.SetErrorHandler(exp)
 	h.OnCaptured = func(c gateway.CapturedCall) { exp.Enqueue(c.RolloutID, c.Exchange, c.Traceparent) }
 	log.Info("exporting captured calls over OTLP", "endpoint", otlpEndpointShown(o.endpoint), "content", o.content)
+	var once sync.Once
 	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), otlpFlushTimeout)
-		defer cancel()
-		if err := exp.Shutdown(ctx); err != nil {
-			log.Warn("otlp export: flush at exit failed", "err", err)
-		}
-		c := exp.Counts()
-		log.Info("otlp export stopped", "exported", c.Exported, "failed", c.Failed, "dropped", c.Dropped, "invalid", c.Invalid)
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), otlpFlushTimeout)
+			defer cancel()
+			if err := exp.Shutdown(ctx); err != nil {
+				log.Warn("otlp export: flush at exit failed", "err", err)
+			}
+			c := exp.Counts()
+			log.Info("otlp export stopped", "exported", c.Exported, "failed", c.Failed, "dropped", c.Dropped, "invalid", c.Invalid)
+		})
 	}, nil
 }
 

@@ -209,7 +209,8 @@ func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []stri
 		RequestBodyTimeout: noLimit(o.requestBodyTimeout),
 		NoAdminEndpoints:   true, // the proxy port forwards every path; admin is --admin-listen
 	}
-	// Live OTLP export; stopOTLP flushes it after the drain (deferred: drainProxy runs first).
+	// Live OTLP export; stopOTLP flushes it after the drain, before the last line ("stopped"), and
+	// on every earlier return (deferred; it runs once).
 	stopOTLP, err := startOTLP(&o.otlp, h, cfg.upstream, log)
 	if err != nil {
 		return err
@@ -248,5 +249,10 @@ func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []stri
 	if err := awaitStop(ctx, serveErr, sigs, o.shutdownTimeout, log); err != nil {
 		return err
 	}
-	return drainProxy(srv, h, sigs, o.shutdownTimeout, log)
+	err = drainProxy(srv, h, sigs, o.shutdownTimeout, log)
+	stopOTLP() // the drained calls' spans go out before the last line
+	if err == nil {
+		log.Info("stopped")
+	}
+	return err
 }

@@ -194,3 +194,35 @@ func TestPortInUseIsARuntimeError(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 1 (a runtime error, not usage) and the cause", code, errOut)
 	}
 }
+
+// TestProxyStoppedIsTheLastLine: with live OTLP export, the proxy flushes its spans after the drain
+// and before it logs "stopped", so a supervisor that waits for that line has seen everything; the
+// drain's timeout is logged as a duration in both log formats (JSON: "2m0s", not nanoseconds).
+func TestProxyStoppedIsTheLastLine(t *testing.T) {
+	receiver := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+	})
+	up := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[]}`)
+	})
+	ctx, stop := context.WithCancel(context.Background())
+	addr, exit, stderr := runProxyCmd(t, ctx, []string{"proxy", "--upstream", up.URL, "--capture-dir", t.TempDir(),
+		"--listen", "127.0.0.1:0", "--log-format", "json", "--otlp-endpoint", receiver.URL})
+	if status, body := capturetest.Post(t, "http://"+addr+"/ng-rollout/r1/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","messages":[]}`)); status != http.StatusOK {
+		t.Fatalf("call: %d %s", status, body)
+	}
+	stopProxy(t, stop, exit)
+	// The log reader runs behind the command: wait for the line before reading the whole log.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stderr.String(), `"msg":"stopped"`) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, `"msg":"stopped"`) {
+		t.Errorf("last line %s, want the stopped line:\n%s", last, stderr.String())
+	}
+	if log := stderr.String(); !strings.Contains(log, `"msg":"otlp export stopped"`) || !strings.Contains(log, `"timeout":"2m0s"`) {
+		t.Errorf("want the OTLP flush line and a 2m0s timeout in:\n%s", log)
+	}
+}

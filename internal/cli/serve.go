@@ -100,9 +100,9 @@ func awaitStop(ctx context.Context, serveErr <-chan error, sigs <-chan os.Signal
 	case err := <-serveErr:
 		return withExit(ExitFailure, fmt.Errorf("serve: %w", err))
 	case sig := <-sigs:
-		log.Info("shutting down: finishing in-flight calls", "signal", sig.String(), "timeout", timeout)
+		log.Info("shutting down: finishing in-flight calls", "signal", sig.String(), "timeout", timeout.String())
 	case <-ctx.Done():
-		log.Info("shutting down: finishing in-flight calls", "reason", context.Cause(ctx), "timeout", timeout)
+		log.Info("shutting down: finishing in-flight calls", "reason", context.Cause(ctx), "timeout", timeout.String())
 	}
 	return nil
 }
@@ -149,7 +149,6 @@ func drainProxy(srv *http.Server, h *gateway.Handler, sigs <-chan os.Signal, tim
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		return withExit(ExitFailure, fmt.Errorf("shutdown: %w", err))
 	}
-	log.Info("stopped")
 	return nil
 }
 
