@@ -118,7 +118,13 @@ func resolveProxyConfig(o *proxyOptions, overrides []string) (*proxyConfig, erro
 		return nil, usageErrorf("--upstream: not a URL; it must be an absolute http:// or https:// URL with a host")
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, usageErrorf("--upstream %q: must be an absolute http:// or https:// URL with a host", u.Redacted())
+		// Quoted as typed ("http://", not the "http:" a URL without a host prints as), unless it
+		// holds a password.
+		shown := o.upstream
+		if _, hasPassword := u.User.Password(); hasPassword {
+			shown = u.Redacted()
+		}
+		return nil, usageErrorf("--upstream %q: must be an absolute http:// or https:// URL with a host", shown)
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
 		u.RawQuery = ""

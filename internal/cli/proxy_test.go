@@ -28,6 +28,8 @@ func TestProxyUsageErrors(t *testing.T) {
 		{"no upstream", []string{"proxy", "--capture-dir", dir}, ExitUsage, "--upstream is required"},
 		{"upstream not http", []string{"proxy", "--upstream", "ftp://h/x", "--capture-dir", dir}, ExitUsage, "--upstream"},
 		{"upstream relative", []string{"proxy", "--upstream", "localhost:8000", "--capture-dir", dir}, ExitUsage, "absolute http"},
+		{"upstream without host", []string{"proxy", "--upstream", "http://", "--capture-dir", dir}, ExitUsage, `--upstream "http://": must be`},
+		{"upstream without host, password hidden", []string{"proxy", "--upstream", "http://u:secret@", "--capture-dir", dir}, ExitUsage, `--upstream "http://u:xxxxx@": must be`},
 		{"no capture dir", []string{"proxy", "--upstream", "http://h"}, ExitUsage, "no capture dir"},
 		{"enabled without dir", []string{"proxy", "--upstream", "http://h", "++observability_enabled=true"}, ExitUsage, "model_call_capture_dir is required"},
 		{"relative config dir", []string{"proxy", "--upstream", "http://h", "++observability_enabled=true", "++model_call_capture_dir=rel"}, ExitUsage, "absolute"},
