@@ -77,24 +77,37 @@ func TestDropH2CUpgrade(t *testing.T) {
 	}
 }
 
-func TestCheckModelPath(t *testing.T) {
+// TestRoutingMistakeChecks: each check names its kind of routing mistake once at warn, with a fix,
+// and stays silent on paths that are not that mistake. checkModelPath gets the path after a rollout
+// prefix; checkBuriedPrefix gets an unprefixed path that holds one after other segments (named only
+// when a model path follows it).
+func TestRoutingMistakeChecks(t *testing.T) {
+	modelPath := func(h *Handler, path string) { h.checkModelPath("r1", path) }
+	buriedPrefix := (*Handler).checkBuriedPrefix
 	for _, tc := range []struct {
-		path, kind string
+		check      func(*Handler, string)
+		path, kind string // kind "": nothing logged
 	}{
-		{"/chat/completions", "prefixed_path_missing_v1"},
-		{"/responses", "prefixed_path_missing_v1"},
-		{"/messages", "prefixed_path_missing_v1"},
-		{"/v1/v1/chat/completions", "prefixed_path_extra_segments"},
-		{"/api/v1/messages", "prefixed_path_extra_segments"},
-		{"/v1/models", ""},
-		{"/v1/messages/count_tokens", ""},
+		{modelPath, "/chat/completions", "prefixed_path_missing_v1"},
+		{modelPath, "/responses", "prefixed_path_missing_v1"},
+		{modelPath, "/messages", "prefixed_path_missing_v1"},
+		{modelPath, "/v1/v1/chat/completions", "prefixed_path_extra_segments"},
+		{modelPath, "/api/v1/messages", "prefixed_path_extra_segments"},
+		{modelPath, "/v1/models", ""},
+		{modelPath, "/v1/messages/count_tokens", ""},
+		{buriedPrefix, "/base/ng-rollout/r1/v1/chat/completions", "prefix_not_leading"},
+		{buriedPrefix, "/a/b/ng-rollout/r1/v1/messages", "prefix_not_leading"},
+		{buriedPrefix, "/base/ng-rollout/r1/v1/models", ""},     // not a model call: nothing captured is lost
+		{buriedPrefix, "/base/ng-rollout/r1", ""},               // no path after the id
+		{buriedPrefix, "/v1/chat/completions", ""},              // plainly unprefixed
+		{buriedPrefix, "/base/ng-rollouts/r1/v1/responses", ""}, // another segment
 	} {
 		var logs strings.Builder
 		u, _ := url.Parse("http://up")
 		h := &Handler{Upstream: u, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 		h.once.Do(h.init)
-		h.checkModelPath("r1", tc.path)
-		h.checkModelPath("r1", tc.path)
+		tc.check(h, tc.path)
+		tc.check(h, tc.path)
 		got := logs.String()
 		if tc.kind == "" {
 			if got != "" {
@@ -102,41 +115,8 @@ func TestCheckModelPath(t *testing.T) {
 			}
 			continue
 		}
-		if strings.Count(got, "kind="+tc.kind) != 1 || !strings.Contains(got, "level=WARN") || !strings.Contains(got, "fix=") {
-			t.Errorf("%s: want one warn line of kind %s with a fix, got %s", tc.path, tc.kind, got)
-		}
-	}
-}
-
-// TestCheckBuriedPrefix: an unprefixed path with a rollout prefix after other segments is named
-// once (kind prefix_not_leading) when what follows the prefix is a model path, and not otherwise.
-func TestCheckBuriedPrefix(t *testing.T) {
-	for _, tc := range []struct {
-		path string
-		warn bool
-	}{
-		{"/base/ng-rollout/r8/v1/chat/completions", true},
-		{"/a/b/ng-rollout/r8/v1/messages", true},
-		{"/base/ng-rollout/r8/v1/models", false},     // not a model call: nothing captured is lost
-		{"/base/ng-rollout/r8", false},               // no path after the id
-		{"/v1/chat/completions", false},              // plainly unprefixed
-		{"/base/ng-rollouts/r8/v1/responses", false}, // another segment
-	} {
-		var logs strings.Builder
-		u, _ := url.Parse("http://up")
-		h := &Handler{Upstream: u, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
-		h.once.Do(h.init)
-		h.checkBuriedPrefix(tc.path)
-		h.checkBuriedPrefix(tc.path)
-		got := logs.String()
-		if !tc.warn {
-			if got != "" {
-				t.Errorf("%s: logged %s", tc.path, got)
-			}
-			continue
-		}
-		if strings.Count(got, "kind=prefix_not_leading") != 1 || !strings.Contains(got, "level=WARN") || !strings.Contains(got, "fix=") || !strings.Contains(got, "rollout_id=r8") {
-			t.Errorf("%s: want one warn line of kind prefix_not_leading with the rollout and a fix, got %s", tc.path, got)
+		if strings.Count(got, "kind="+tc.kind) != 1 || !strings.Contains(got, "level=WARN") || !strings.Contains(got, "fix=") || !strings.Contains(got, "rollout_id=r1") {
+			t.Errorf("%s: want one warn line of kind %s with the rollout and a fix, got %s", tc.path, tc.kind, got)
 		}
 	}
 }
