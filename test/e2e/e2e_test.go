@@ -196,7 +196,7 @@ type upstreamRig struct {
 	name       string // "scripted" or "llama"
 	bin        string // modelcalls binary
 	tap        *Tap
-	proxy      *proxyProc
+	proxy      *modelcallsProc
 	captureDir string
 	scripted   *Scripted // nil for llama-server
 	// answer is the text the harness must print, given the nonce in its hello.txt.
@@ -842,66 +842,94 @@ func startLlama(t *testing.T, server, model, logPath string) string {
 	}
 }
 
-// proxyProc is a running `modelcalls proxy`.
-type proxyProc struct {
-	cmd    *exec.Cmd
-	base   string // http://127.0.0.1:PORT
-	exited chan error
-	once   sync.Once
-	err    error
+// modelcallsProc is a running modelcalls command (proxy or replay) started by startModelcalls.
+type modelcallsProc struct {
+	cmd     *exec.Cmd
+	base    string // http://127.0.0.1:PORT: where the command serves, from its listening line
+	admin   string // http://127.0.0.1:PORT of its admin listener; "" when its log named none
+	exited  chan error
+	logDone chan struct{} // closed when the log pipe reached EOF
+	once    sync.Once
+	err     error
 
-	log capturetest.Buffer
+	log    capturetest.Buffer // every log line, in order
+	stdout capturetest.Buffer // stdout, when started with stdoutApart
 }
 
-func (p *proxyProc) logTail() string { return tail(p.log.String(), 30) }
+func (p *modelcallsProc) logTail() string { return tail(p.log.String(), 30) }
 
-// stop sends SIGTERM (graceful drain) and waits for the exit status.
-func (p *proxyProc) stop() error {
-	p.once.Do(func() { p.err = terminate(p.cmd, p.exited) })
+// errStillRunning is what stop returns for a command it had to kill.
+var errStillRunning = errors.New("still running 60s after SIGTERM")
+
+// stop sends SIGTERM (once: graceful drain) and returns the exit status once the last log line is
+// in p.log; a command still running 60 s later is killed and reported as errStillRunning.
+func (p *modelcallsProc) stop() error {
+	p.once.Do(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case p.err = <-p.exited:
+		case <-time.After(60 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+			p.err = errStillRunning
+		}
+		<-p.logDone
+	})
 	return p.err
 }
 
-// terminate sends cmd SIGTERM and waits for its exit status on exited; a command still running
-// 60 s later is killed and reported as such.
-func terminate(cmd *exec.Cmd, exited <-chan error) error {
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-exited:
-		return err
-	case <-time.After(60 * time.Second):
-		_ = cmd.Process.Kill()
-		<-exited
-		return errors.New("still running 60s after SIGTERM")
-	}
+// modelcallsRun is what startModelcalls runs and what it waits for.
+type modelcallsRun struct {
+	args    []string // the subcommand and its flags
+	env     []string // KEY=VALUE added to the test's environment
+	logPath string   // the log is also written here, line by line; "" for no file
+	// stdoutApart keeps stdout in p.stdout; otherwise it is interleaved with stderr in the log.
+	stdoutApart bool
+	// listening reads one log line: base is the URL the command serves on if the line announces
+	// it ("" otherwise), admin an admin listener's URL the line names ("" otherwise). Lines after
+	// the first with a base are not read.
+	listening func(line string) (base, admin string)
 }
 
-var listenAddrRE = regexp.MustCompile(`127\.0\.0\.1:([0-9]+)`)
-
-// startProxy starts `modelcalls proxy --upstream URL --capture-dir DIR --listen 127.0.0.1:0
-// --name NAME` and reads its listening address from the first log line naming one.
-func startProxy(t *testing.T, bin, upstream, capDir, logPath string) *proxyProc {
+// startModelcalls starts `bin run.args...` and copies its log (stderr, and stdout unless
+// run.stdoutApart) line by line into p.log and run.logPath. It returns once run.listening has read
+// a base URL from a line, with p.base and the last admin URL named up to that line in p.admin;
+// it fails the test, showing the log, if the command exits first or logs no such line in 30 s.
+// At cleanup the command is stopped as by p.stop (SIGTERM, killed after 60 s) unless the test
+// stopped it; its exit status is not checked there: the callers of p.stop check it.
+func startModelcalls(t *testing.T, bin string, run modelcallsRun) *modelcallsProc {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-		t.Fatal(err)
+	name := "modelcalls " + run.args[0]
+	if run.logPath != "" {
+		if err := os.MkdirAll(filepath.Dir(run.logPath), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	cmd := exec.Command(bin, "proxy", "--upstream", upstream, "--capture-dir", capDir,
-		"--listen", "127.0.0.1:0", "--name", proxyName)
+	cmd := exec.Command(bin, run.args...)
+	if run.env != nil {
+		cmd.Env = append(os.Environ(), run.env...)
+	}
+	p := &modelcallsProc{cmd: cmd, exited: make(chan error, 1), logDone: make(chan struct{})}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
-	p := &proxyProc{cmd: cmd, exited: make(chan error, 1)}
+	if run.stdoutApart {
+		cmd.Stdout = &p.stdout
+	}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start modelcalls proxy: %v", err)
+		t.Fatalf("start %s: %v", name, err)
 	}
 	go func() { err := cmd.Wait(); pw.Close(); p.exited <- err }()
-	found := make(chan string, 1)
-	upstreamPort := upstream[strings.LastIndex(upstream, ":")+1:]
+	found := make(chan [2]string, 1) // base, admin
 	go func() {
-		logf, _ := os.Create(logPath)
-		defer func() {
-			if logf != nil {
-				logf.Close()
-			}
-		}()
+		defer close(p.logDone)
+		var logf *os.File
+		if run.logPath != "" {
+			logf, _ = os.Create(run.logPath)
+		}
+		if logf != nil {
+			defer logf.Close()
+		}
+		waiting, admin := true, ""
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 64<<10), 16<<20)
 		for sc.Scan() {
@@ -910,28 +938,54 @@ func startProxy(t *testing.T, bin, upstream, capDir, logPath string) *proxyProc 
 			if logf != nil {
 				fmt.Fprintln(logf, line)
 			}
-			for _, m := range listenAddrRE.FindAllStringSubmatch(line, -1) {
-				if m[1] != upstreamPort && m[1] != "0" {
-					select {
-					case found <- "http://" + m[0]:
-					default:
-					}
-				}
+			if !waiting {
+				continue
+			}
+			base, a := run.listening(line)
+			if a != "" {
+				admin = a
+			}
+			if base != "" {
+				found <- [2]string{base, admin}
+				waiting = false
 			}
 		}
 	}()
 	t.Cleanup(func() { _ = p.stop() })
 	select {
-	case base := <-found:
-		p.base = base
+	case addrs := <-found:
+		p.base, p.admin = addrs[0], addrs[1]
 		return p
 	case err := <-p.exited:
 		p.exited <- err
-		t.Fatalf("modelcalls proxy exited at start: %v\n%s", err, p.logTail())
+		t.Fatalf("%s exited at start: %v\n%s", name, err, p.log.String())
 	case <-time.After(30 * time.Second):
-		t.Fatalf("modelcalls proxy logged no listening address in 30s:\n%s", p.logTail())
+		t.Fatalf("%s logged no listening address in 30s:\n%s", name, p.log.String())
 	}
 	return nil
+}
+
+var listenAddrRE = regexp.MustCompile(`127\.0\.0\.1:([0-9]+)`)
+
+// startProxy starts `modelcalls proxy --upstream URL --capture-dir DIR --listen 127.0.0.1:0
+// --name NAME` and reads its listening address from the first log line naming one (other than
+// the upstream's); the log is also written to logPath.
+func startProxy(t *testing.T, bin, upstream, capDir, logPath string) *modelcallsProc {
+	t.Helper()
+	upstreamPort := upstream[strings.LastIndex(upstream, ":")+1:]
+	return startModelcalls(t, bin, modelcallsRun{
+		args: []string{"proxy", "--upstream", upstream, "--capture-dir", capDir,
+			"--listen", "127.0.0.1:0", "--name", proxyName},
+		logPath: logPath,
+		listening: func(line string) (string, string) {
+			for _, m := range listenAddrRE.FindAllStringSubmatch(line, -1) {
+				if m[1] != upstreamPort && m[1] != "0" {
+					return "http://" + m[0], ""
+				}
+			}
+			return "", ""
+		},
+	})
 }
 
 // probe sends one JSON and one streaming Chat call through the proxy directly, and checks the

@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -19,7 +20,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -55,9 +55,9 @@ func TestOTelCollector(t *testing.T) {
 			rollout := "otel-" + strings.ReplaceAll(proto, "/", "-")
 			p := startOTelProxy(t, bin, up.URL, capDir, "--otlp-endpoint", endpoint, "--otlp-protocol", proto, "--otlp-content")
 			sent := sendOTelCalls(t, p.base, rollout)
-			p.stop(t)
-			if !strings.Contains(p.logs(), "otlp export stopped") {
-				t.Errorf("proxy log lacks the export summary:\n%s", p.logs())
+			stopProxy(t, p)
+			if !strings.Contains(p.log.String(), "otlp export stopped") {
+				t.Errorf("proxy log lacks the export summary:\n%s", p.log.String())
 			}
 			spans := col.waitSpans(t, len(sent), func(s otlpSpan) bool { return s.str("modelcalls.rollout_id") == rollout })
 			lines := readCaptureMaps(t, capDir, rollout)
@@ -71,7 +71,7 @@ func TestOTelCollector(t *testing.T) {
 		rollout := "otel-export"
 		p := startOTelProxy(t, bin, up.URL, capDir) // no export: capture only
 		sent := sendOTelCalls(t, p.base, rollout)
-		p.stop(t)
+		stopProxy(t, p)
 		in := filepath.Join(work, "rollouts.jsonl")
 		writeFile(t, in, `{"_ng_rollout_id":"`+rollout+`","reward":0.75,"_ng_task_index":4}`+"\n")
 		out, err := exec.Command(bin, "export", "otlp", "--capture-dir", capDir, "--in", in,
@@ -145,16 +145,16 @@ func TestOTelCollector(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("failed spans %v after 30s, want %d\n%s", failed, len(sent), p.logs())
+				t.Fatalf("failed spans %v after 30s, want %d\n%s", failed, len(sent), p.log.String())
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
 		if exported := scrapeCounter(t, p.admin+"/metrics", `modelcalls_gateway_otlp_spans_total{result="exported"}`); exported != 0 {
 			t.Errorf("exported %v with the Collector down", exported)
 		}
-		p.stop(t)
-		if !strings.Contains(p.logs(), "otlp export: spans failed") {
-			t.Errorf("no failure log line:\n%s", p.logs())
+		stopProxy(t, p)
+		if !strings.Contains(p.log.String(), "otlp export: spans failed") {
+			t.Errorf("no failure log line:\n%s", p.log.String())
 		}
 		out, err := exec.Command(bin, "export", "otlp", "--capture-dir", capDir, "--endpoint", dead, "--timeout", "10s").CombinedOutput()
 		if code := exitCode(err); code != 1 {
@@ -796,80 +796,34 @@ func tokenTotals(t *testing.T, lines []map[string]any) (in, out int64) {
 	return in, out
 }
 
-// otelProxy is a `modelcalls proxy` process with extra flags.
-type otelProxy struct {
-	cmd    *exec.Cmd
-	base   string // the proxy port
-	admin  string // --admin-listen: /metrics (the proxy port forwards every path upstream)
-	mu     sync.Mutex
-	log    bytes.Buffer
-	exited chan error
-}
-
 var otelListenRE = regexp.MustCompile(` url=http://(127\.0\.0\.1:[0-9]+).* admin_url=http://(127\.0\.0\.1:[0-9]+)`)
 
-func startOTelProxy(t *testing.T, bin, upstream, capDir string, extra ...string) *otelProxy {
+// startOTelProxy starts `modelcalls proxy` with an admin listener (p.admin: /metrics; the proxy
+// port forwards every path upstream), the extra flags, and short OTel SDK export intervals, and
+// waits for the listening line naming both addresses.
+func startOTelProxy(t *testing.T, bin, upstream, capDir string, extra ...string) *modelcallsProc {
 	t.Helper()
-	args := append([]string{"proxy", "--upstream", upstream, "--capture-dir", capDir, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, extra...)
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "OTEL_BSP_SCHEDULE_DELAY=100", "OTEL_METRIC_EXPORT_INTERVAL=200")
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	p := &otelProxy{cmd: cmd, exited: make(chan error, 1)}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { err := cmd.Wait(); pw.Close(); p.exited <- err }()
-	found := make(chan [2]string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.log.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-			if m := otelListenRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case found <- [2]string{"http://" + m[1], "http://" + m[2]}:
-				default:
-				}
+	return startModelcalls(t, bin, modelcallsRun{
+		args: append([]string{"proxy", "--upstream", upstream, "--capture-dir", capDir,
+			"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, extra...),
+		env: []string{"OTEL_BSP_SCHEDULE_DELAY=100", "OTEL_METRIC_EXPORT_INTERVAL=200"},
+		listening: func(line string) (string, string) {
+			if m := otelListenRE.FindStringSubmatch(line); m != nil {
+				return "http://" + m[1], "http://" + m[2]
 			}
-		}
-	}()
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			p.cmd.Process.Kill()
-		}
+			return "", ""
+		},
 	})
-	select {
-	case addrs := <-found:
-		p.base, p.admin = addrs[0], addrs[1]
-		return p
-	case err := <-p.exited:
-		t.Fatalf("proxy exited at start: %v\n%s", err, p.logs())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("proxy not listening after 30s:\n%s", p.logs())
-	}
-	return nil
 }
 
-func (p *otelProxy) logs() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.log.String()
-}
-
-// stop sends SIGTERM and waits for the drain (and the export flush) to finish.
-func (p *otelProxy) stop(t *testing.T) {
+// stopProxy stops p (SIGTERM, then the drain and the export flush) and fails the test unless it
+// exits 0: an error for a non-zero exit, fatal for one still running after 60 s.
+func stopProxy(t *testing.T, p *modelcallsProc) {
 	t.Helper()
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-p.exited:
-		if err != nil {
-			t.Errorf("proxy exit: %v\n%s", err, p.logs())
-		}
-	case <-time.After(60 * time.Second):
-		p.cmd.Process.Kill()
-		t.Fatalf("proxy did not stop in 60s:\n%s", p.logs())
+	if err := p.stop(); errors.Is(err, errStillRunning) {
+		t.Fatalf("proxy did not stop in 60s:\n%s", p.log.String())
+	} else if err != nil {
+		t.Errorf("proxy exit: %v\n%s", err, p.log.String())
 	}
 }
 

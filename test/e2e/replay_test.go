@@ -3,18 +3,14 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,86 +22,30 @@ import (
 // the wall time, so its second call never matches strictly (docs/replay.md).
 var replayHarnesses = []string{"pi", "claude-code"}
 
-// replayProc is a running `modelcalls replay`.
-type replayProc struct {
-	cmd          *exec.Cmd
-	base, admin  string
-	exited       chan error
-	logDone      chan struct{} // closed when the log pipe reached EOF
-	once         sync.Once
-	err          error
-	mu           sync.Mutex // guards base and admin while the log is read
-	stdout, logs capturetest.Buffer
-}
-
 var (
 	replayAddrRE = regexp.MustCompile(`msg="modelcalls replay listening" addr=(127\.0\.0\.1:[0-9]+)`)
 	adminAddrRE  = regexp.MustCompile(`admin_addr=(127\.0\.0\.1:[0-9]+)`)
 )
 
 // startReplay starts `modelcalls replay` on a free port with an admin listener and waits for its
-// listening line.
-func startReplay(t *testing.T, bin, logPath string, args ...string) *replayProc {
+// listening line; the admin address is logged on a line before it. The log is also written to
+// logPath; stdout (the summary at exit) is kept apart in p.stdout.
+func startReplay(t *testing.T, bin, logPath string, args ...string) *modelcallsProc {
 	t.Helper()
-	args = append([]string{"replay", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, args...)
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, args...)
-	p := &replayProc{cmd: cmd, exited: make(chan error, 1), logDone: make(chan struct{})}
-	pr, pw := io.Pipe()
-	cmd.Stderr = pw
-	cmd.Stdout = &p.stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start modelcalls replay: %v", err)
-	}
-	go func() { err := cmd.Wait(); pw.Close(); p.exited <- err }()
-	found := make(chan struct{})
-	go func() {
-		defer close(p.logDone)
-		logf, _ := os.Create(logPath)
-		if logf != nil {
-			defer logf.Close()
-		}
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			p.logs.Write([]byte(line + "\n"))
-			p.mu.Lock()
+	return startModelcalls(t, bin, modelcallsRun{
+		args:        append([]string{"replay", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, args...),
+		logPath:     logPath,
+		stdoutApart: true,
+		listening: func(line string) (base, admin string) {
 			if m := adminAddrRE.FindStringSubmatch(line); m != nil {
-				p.admin = "http://" + m[1]
+				admin = "http://" + m[1]
 			}
-			if m := replayAddrRE.FindStringSubmatch(line); m != nil && p.base == "" {
-				p.base = "http://" + m[1]
-				close(found)
+			if m := replayAddrRE.FindStringSubmatch(line); m != nil {
+				base = "http://" + m[1]
 			}
-			p.mu.Unlock()
-			if logf != nil {
-				fmt.Fprintln(logf, line)
-			}
-		}
-	}()
-	t.Cleanup(func() { p.stop() })
-	select {
-	case <-found:
-		return p
-	case err := <-p.exited:
-		p.exited <- err
-		t.Fatalf("modelcalls replay exited at start: %v\n%s", err, p.logs.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("modelcalls replay logged no listening address in 30s:\n%s", p.logs.String())
-	}
-	return nil
-}
-
-// stop sends SIGTERM (once) and returns the exit error and what the command printed on stdout.
-func (p *replayProc) stop() (error, string) {
-	p.once.Do(func() {
-		p.err = terminate(p.cmd, p.exited)
-		<-p.logDone
+			return base, admin
+		},
 	})
-	return p.err, p.stdout.String()
 }
 
 // freshHome moves the directory home to home+suffix and creates an empty one in its place.
@@ -167,7 +107,7 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 			entries := tap.Take()
 			if err != nil {
 				t.Fatalf("replayed %s: %v\nstdout:\n%s\nstderr (tail):\n%s\nreplay log (tail):\n%s", run.harness, err, stdout,
-					tail(stderr, 30), tail(rp.logs.String(), 20))
+					tail(stderr, 30), tail(rp.log.String(), 20))
 			}
 			if stdout != res.output {
 				t.Errorf("replayed run printed %q, against the model it printed %q", stdout, res.output)
@@ -238,7 +178,7 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 			freshHome(t, home2, "-replayed")
 			changed := harnessPrompt + " please"
 			args, env = run.command(t, home2, run.baseURL(rollBase), changed)
-			before := strings.Count(rp.logs.String(), `msg="replay miss" rollout_id=`+res.rolloutID+" ")
+			before := strings.Count(rp.log.String(), `msg="replay miss" rollout_id=`+res.rolloutID+" ")
 			stdout, stderr, err = runProcess(res.exe, args, env, home2, res.project, harnessTimeout)
 			if err == nil && strings.Contains(stdout, res.nonce) {
 				t.Errorf("a changed prompt was answered: %q", stdout)
@@ -256,7 +196,7 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 			// The replay logs before it answers; its log reaches us through a pipe.
 			n := 0
 			for deadline := time.Now().Add(5 * time.Second); n < 1 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-				n = strings.Count(rp.logs.String(), `msg="replay miss" rollout_id=`+res.rolloutID+" ") - before
+				n = strings.Count(rp.log.String(), `msg="replay miss" rollout_id=`+res.rolloutID+" ") - before
 			}
 			if n < 1 {
 				t.Errorf("the replay did not log the miss")
@@ -274,11 +214,12 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 	} else {
 		t.Errorf("replay logged no admin address")
 	}
-	err, stdout := rp.stop()
+	err := rp.stop()
+	stdout := rp.stdout.String()
 	if err != nil {
-		t.Errorf("replay did not exit cleanly on SIGTERM: %v\n%s", err, tail(rp.logs.String(), 20))
+		t.Errorf("replay did not exit cleanly on SIGTERM: %v\n%s", err, tail(rp.log.String(), 20))
 	}
-	misses := strings.Count(rp.logs.String(), `msg="replay miss"`)
+	misses := strings.Count(rp.log.String(), `msg="replay miss"`)
 	if misses < changedRuns {
 		t.Errorf("%d misses logged for %d changed-prompt runs", misses, changedRuns)
 	}
