@@ -714,25 +714,28 @@ func (s *Store) OrphanPath(id string) (string, error) { return s.path(id, Orphan
 
 // OrphanLines counts the lines of id's orphan file (OrphanPath) that are not blank, a last line
 // without its newline included; a line of any length counts once. It is 0 when there is no such
-// file or it is not a regular file (a symlink is not followed). Errors: those of OrphanPath, and
-// those of opening or reading the file.
+// file or it is not a regular file: the file is opened without following a symlink (and without
+// blocking on a FIFO), and checked on the descriptor it is read from, so nothing swapped in after
+// the check is read. Errors: those of OrphanPath, and those of opening or reading the file.
 func (s *Store) OrphanLines(id string) (int, error) {
 	p, err := s.OrphanPath(id)
 	if err != nil {
 		return 0, err
 	}
-	st, err := os.Lstat(p)
-	if errors.Is(err, os.ErrNotExist) || (err == nil && !st.Mode().IsRegular()) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, &os.PathError{Op: "open", Path: p, Err: err}
 	}
-	f, err := os.Open(p)
-	if err != nil {
-		return 0, err
-	}
+	f := os.NewFile(uintptr(fd), p)
 	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return 0, err
+	} else if !st.Mode().IsRegular() {
+		return 0, nil
+	}
 	n := 0
 	r := bufio.NewReader(f)
 	for {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestReadFileKinds reads a capture path of each kind the reader handles itself: a regular file
@@ -72,5 +74,35 @@ func TestScanAvailableBuffer(t *testing.T) {
 	}
 	if got, lines := scan("missing", again); lines != nil || &got[:1][0] != &again[:1][0] {
 		t.Fatalf("missing file: %q, buffer not handed back", lines)
+	}
+}
+
+// TestOrphanLinesKinds counts the lines of an orphan file of each kind: a regular file (blank lines
+// skipped, a last line without its newline counted, a line longer than the reader's buffer counted
+// once), and the kinds that count 0 without being read: none, a symlink (even to a regular file),
+// a directory and a FIFO (opened without blocking).
+func TestOrphanLinesKinds(t *testing.T) {
+	s := newStore(t)
+	orphan := func(id string) string { return filepath.Join(s.Dir(), id+OrphanSuffix) }
+	long := make([]byte, 70000)
+	for i := range long {
+		long[i] = 'x'
+	}
+	if err := os.WriteFile(orphan("reg"), []byte("{}\n\n  \n"+string(long)+"\n{}"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(orphan("reg"), orphan("sym")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(orphan("dir"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(orphan("fifo"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]int{"reg": 3, "none": 0, "sym": 0, "dir": 0, "fifo": 0} {
+		if n, err := s.OrphanLines(id); err != nil || n != want {
+			t.Errorf("%s: %d lines, %v; want %d", id, n, err, want)
+		}
 	}
 }
