@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"net"
 	"net/url"
 	"path/filepath"
 	"time"
@@ -222,9 +221,9 @@ func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []stri
 		return err
 	}
 	defer stopOTLP()
-	ln, err := net.Listen("tcp", o.listen)
+	ln, err := listenFlag("--listen", o.listen)
 	if err != nil {
-		return usageErrorf("--listen %s: %w", o.listen, err)
+		return err
 	}
 	srv := h.NewServer(gateway.ServerOptions{KeepAliveTimeout: noLimit(o.keepAliveTimeout), MaxHeaderBytes: o.maxHeaderBytes})
 	maxConns := o.maxConnections

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -170,9 +169,9 @@ func runReplay(ctx context.Context, s *Streams, o *replayOptions) error {
 		handler = recap
 		gatherers = append(gatherers, recap.Gateway().Registry())
 	}
-	ln, err := net.Listen("tcp", o.listen)
+	ln, err := listenFlag("--listen", o.listen)
 	if err != nil {
-		return usageErrorf("--listen %s: %w", o.listen, err)
+		return err
 	}
 	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog: serverErrorLog(log)}

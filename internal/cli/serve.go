@@ -73,15 +73,27 @@ func stopSignals() (chan os.Signal, func()) {
 	return sigs, func() { signal.Stop(sigs) }
 }
 
+// listenFlag listens on addr, the value of the serving command's flag (--listen, --admin-listen).
+// A malformed address or one that cannot be listened on is a usage error naming the flag; one in use
+// (EADDRINUSE) is mapped to ExitFailure by Main, as the machine's state rather than a mistake in the
+// arguments.
+func listenFlag(flag, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, usageErrorf("%s %s: %w", flag, addr, err)
+	}
+	return ln, nil
+}
+
 // serveAdmin listens on addr (an --admin-listen address) and serves handler there, logging the
 // server's own errors at debug level; it returns the server and the address it listens on. When addr
 // cannot be listened on it closes main, the command's listener (not served yet), and returns a usage
 // error.
 func serveAdmin(addr string, handler http.Handler, main net.Listener, log *slog.Logger) (*http.Server, string, error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listenFlag("--admin-listen", addr)
 	if err != nil {
 		main.Close()
-		return nil, "", usageErrorf("--admin-listen %s: %w", addr, err)
+		return nil, "", err
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: gateway.DefaultReadHeaderTimeout,
 		ErrorLog: serverErrorLog(log)}

@@ -64,11 +64,9 @@ func runView(ctx context.Context, s *Streams, o *viewOptions) error {
 	if err != nil {
 		return withExit(ExitNotFound, err)
 	}
-	ln, err := net.Listen("tcp", o.listen)
+	ln, err := listenFlag("--listen", o.listen)
 	if err != nil {
-		// As for proxy and replay: a malformed address is a usage error, one in use (EADDRINUSE,
-		// which Main maps to ExitFailure) the machine's state.
-		return usageErrorf("--listen %s: %w", o.listen, err)
+		return err
 	}
 	if ctx == nil {
 		ctx = context.Background()
