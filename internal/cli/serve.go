@@ -141,25 +141,36 @@ func shutdownHTTP(srv *http.Server, sigs <-chan os.Signal, timeout time.Duration
 	return err
 }
 
-// drainProxy stops accepting connections, lets in-flight calls and their capture writes finish (up
-// to timeout, or until a second signal), then closes what is left. Calls cut off by the close are
-// still captured (as cancelled) before the handler returns, and drainProxy waits for those writes.
-func drainProxy(srv *http.Server, h *gateway.Handler, sigs <-chan os.Signal, timeout time.Duration, log *slog.Logger) error {
+// drainGateway stops accepting connections, lets in-flight calls and their capture writes finish
+// (up to timeout, or until a second signal on sigs; nil: none), then closes what is left. Calls cut
+// off by the close are still captured (as cancelled) before the handler returns, and drainGateway
+// waits for those writes (finishWrites). cutOff is context.DeadlineExceeded when the timeout cut
+// calls off (logged at warn), context.Canceled when a second signal did (shutdownHTTP logs it), nil
+// when every call finished; err is what makes the drain fail: writes still pending, or a shutdown
+// error of another kind.
+func drainGateway(srv *http.Server, h *gateway.Handler, sigs <-chan os.Signal, timeout time.Duration, log *slog.Logger) (cutOff, err error) {
 	h.BeginShutdown() // /readyz answers 503 for the whole drain
-	err := shutdownHTTP(srv, sigs, timeout, log)
-	switch {
-	case errors.Is(err, context.Canceled):
-		// Cut short by a second signal, which shutdownHTTP has logged.
-	case err != nil:
-		log.Warn("in-flight calls did not finish in time; connections closed", "err", err)
+	serr := shutdownHTTP(srv, sigs, timeout, log)
+	if errors.Is(serr, context.DeadlineExceeded) {
+		log.Warn("in-flight calls did not finish in time; connections closed", "err", serr)
 	}
 	// Closing connections cancels the calls still running; their capture lines are written on the
 	// way out. Give those writes a bounded moment.
 	if werr := finishWrites(h.Shutdown); werr != nil {
-		return withExit(ExitFailure, fmt.Errorf("capture writes still pending at exit: %w", werr))
+		return serr, fmt.Errorf("capture writes still pending at exit: %w", werr)
 	}
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-		return withExit(ExitFailure, fmt.Errorf("shutdown: %w", err))
+	if serr != nil && !errors.Is(serr, context.DeadlineExceeded) && !errors.Is(serr, context.Canceled) {
+		return nil, fmt.Errorf("shutdown: %w", serr)
+	}
+	return serr, nil
+}
+
+// drainProxy is the proxy's drain (drainGateway): calls cut off by the timeout or a second signal
+// are a clean stop, since they are captured (as cancelled); only writes still pending or another
+// shutdown error fail it (ExitFailure).
+func drainProxy(srv *http.Server, h *gateway.Handler, sigs <-chan os.Signal, timeout time.Duration, log *slog.Logger) error {
+	if _, err := drainGateway(srv, h, sigs, timeout, log); err != nil {
+		return withExit(ExitFailure, err)
 	}
 	return nil
 }
@@ -214,20 +225,15 @@ func startOwnGateway(s *Streams, o *runOptions) (*ownGateway, error) {
 	return g, nil
 }
 
-// drain stops accepting connections, lets calls in flight finish (up to timeout) and waits for
-// their capture writes. Calls still running at the timeout are cut off; their lines (cancelled) are
-// still written before drain returns, within a further 30 s.
+// drain is drainGateway for the gateway of run: no second signal cuts it short (run forwards its
+// signals to the child), and calls cut off by the timeout fail it too, since the child's run was
+// then not captured as it happened (the calls are captured as cancelled).
 func (g *ownGateway) drain(timeout time.Duration) error {
-	// No second signal cuts the drain short: run forwards its signals to the child.
-	g.h.BeginShutdown()
-	err := shutdownHTTP(g.srv, nil, timeout, g.log)
-	if werr := finishWrites(g.h.Shutdown); werr != nil {
-		return fmt.Errorf("gateway: capture writes still pending at exit: %w", werr)
-	}
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("gateway shutdown: %w", err)
-	}
+	cutOff, err := drainGateway(g.srv, g.h, nil, timeout, g.log)
 	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	if cutOff != nil {
 		return fmt.Errorf("gateway: calls still in flight after %s were cut off (captured as cancelled)", timeout)
 	}
 	return nil
