@@ -18,6 +18,7 @@ type messagesState struct {
 	toolJSON map[int64][]byte  // input_json_delta fragments by block index
 	usage    object            // merged usage
 	sp       *spill
+	lim      *budget
 }
 
 // messageFields are the message_start fields kept, in the order NeMo Gym writes them.
@@ -83,6 +84,9 @@ func (m *messagesState) blockStart(ev []byte) {
 	default:
 		return
 	}
+	if _, ok := m.blocks[key]; !ok && !m.lim.take(1) {
+		return
+	}
 	if m.blocks == nil {
 		m.blocks = make(map[int64]*object)
 	}
@@ -98,7 +102,10 @@ func (m *messagesState) blockDelta(ev []byte) {
 	if jsonscan.Truthy(delta) && !jsonscan.IsObject(delta) {
 		return
 	}
-	block := entry(&m.blocks, key)
+	block, ok := entry(&m.blocks, key, m.lim)
+	if !ok {
+		return
+	}
 	dtyp, _ := jsonscan.Text(jsonscan.Lookup(delta, "type"))
 	switch string(dtyp) {
 	case "text_delta":
