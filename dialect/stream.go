@@ -75,9 +75,10 @@ func entry[V any](m *map[int64]*V, k int64, lim *budget) (v *V, ok bool) {
 // (Chat), output items and their content and summary parts (Responses), content blocks
 // (Messages). Every element comes from bytes of the stream, so this bounds the reassembly's
 // memory on top of its proportion to the bytes received; real streams stay far below it (a few
-// choices, tens to hundreds of tool calls, items or blocks). Past it the reassembly stops (the
-// events after it are only checked for the terminal event, as after Stop), Response rebuilds what
-// came before, and OverLimit reports it (the gateway marks the line capture_too_large).
+// choices, tens to hundreds of tool calls, items or blocks). Past it no element is created: what
+// an event adds to the elements already there (text, arguments, a finish reason, the final
+// envelope and usage) still applies, what would need a new one is left out, and OverLimit reports
+// it (the gateway marks the line capture_too_large).
 const MaxElements = 1 << 16
 
 // maxPartGap is how many parts a Responses content or summary index may skip: parts below the
@@ -91,15 +92,15 @@ const maxPartGap = 16
 // Stream and its reassembler, and the flag Stop sets.
 type budget struct {
 	left    int         // elements that may still be created
-	full    bool        // an element was refused at the limit: the reassembly has stopped
+	full    bool        // an element was refused at the limit
 	refused int         // events skipped for an index far beyond what arrived (maxPartGap)
 	stopped atomic.Bool // Stop was called
 }
 
-// take reports whether the reassembly may create n more elements, counting them. It refuses once
-// Stop was called, and past the limit, which also stops the reassembly.
+// take reports whether the reassembly may create n more elements, counting them; past the limit
+// it refuses and records that, and after Stop it refuses.
 func (b *budget) take(n int) bool {
-	if b.stopped.Load() || b.full {
+	if b.stopped.Load() {
 		return false
 	}
 	if n > b.left {
@@ -110,9 +111,9 @@ func (b *budget) take(n int) bool {
 	return true
 }
 
-// done reports that the reassembly must not go on: Stop was called or the limit was reached. A
-// reassembler checks it between the elements of one event, so that a long event stops early.
-func (b *budget) done() bool { return b.full || b.stopped.Load() }
+// done reports that the reassembly must not go on: Stop was called. A reassembler checks it
+// between the elements of one event, so that a long event stops early.
+func (b *budget) done() bool { return b.stopped.Load() }
 
 // NewStream returns a Stream for dialect d. A value other than the three dialects is
 // reassembled as chat (as NeMo Gym's reconstruction does) and never sees a terminal event.
