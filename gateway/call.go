@@ -83,15 +83,16 @@ type call struct {
 	escaped       []byte // scratch for one escaped chunk
 	capped        bool   // the decoded body passed MaxCaptureBytes: body holds only its first bytes
 	stream        *dialect.Stream
+	inflate       *inflater
+	decodeErr     error
+	terminalHit   bool // the current chunk completed the first terminal event
+	finished      bool // the capture line is written (or marked)
+
 	// clientLeft is set when the client went away while the stream was still being reassembled:
 	// the reassembly stops there (reassembling for nobody would only burn CPU), and the line says
 	// cancelled. Set by consume or, mid-chunk, by the goroutine of stopOnLeave.
 	clientLeft  atomic.Bool
 	stopOnLeave func() bool // unregisters the clientCtx hook that stops the reassembly
-	inflate     *inflater
-	decodeErr     error
-	terminalHit   bool // the current chunk completed the first terminal event
-	finished      bool // the capture line is written (or marked)
 
 	// settle's inputs, kept from finish: the exchange as written, the write's result ("ok",
 	// "failed" or "lost"), the error category's label, and whether settle still has to run.
