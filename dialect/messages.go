@@ -169,12 +169,14 @@ func (m *messagesState) messageDelta(ev []byte) {
 func (m *messagesState) has() bool { return m.message != nil || len(m.blocks) > 0 }
 
 func (m *messagesState) encode(e *enc) {
-	out := &object{}
+	// The message is built once: message_start's fields with "type" set, then content and usage
+	// (message_start's fields never include those two).
+	var out object
 	if m.message != nil {
-		out = m.message.with("type", stringNode("message"))
-	} else {
-		out.set("type", stringNode("message"))
+		out.keys = append(make([]string, 0, len(m.message.keys)+3), m.message.keys...)
+		out.vals = append(make([]*node, 0, len(m.message.keys)+3), m.message.vals...)
 	}
+	out.set("type", stringNode("message"))
 	keys := slices.Sorted(maps.Keys(m.blocks))
 	content := &node{isArr: true, arr: make([]*node, 0, len(keys))}
 	for _, k := range keys {
@@ -187,9 +189,9 @@ func (m *messagesState) encode(e *enc) {
 		}
 		content.arr = append(content.arr, &node{obj: block})
 	}
-	out = out.with("content", content)
+	out.set("content", content)
 	if len(m.usage.keys) > 0 {
-		out = out.with("usage", &node{obj: &m.usage})
+		out.set("usage", &node{obj: &m.usage})
 	}
 	out.encode(e)
 }

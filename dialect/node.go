@@ -58,15 +58,20 @@ func parseObject(v []byte) *object {
 
 func (o *object) index(key string) int {
 	if o.pos != nil {
-		if i, ok := o.pos[key]; ok {
-			return i
-		}
-		return -1
+		return o.indexed(key)
 	}
 	for i, k := range o.keys {
 		if k == key {
 			return i
 		}
+	}
+	return -1
+}
+
+// indexed is index for an object that keeps pos.
+func (o *object) indexed(key string) int {
+	if i, ok := o.pos[key]; ok {
+		return i
 	}
 	return -1
 }
@@ -85,6 +90,12 @@ func (o *object) set(key string, n *node) {
 		o.vals[i] = n
 		return
 	}
+	o.add(key, n)
+}
+
+// add appends the member key, which o does not have, keeping pos once o passes objectScanKeys
+// (apart from set so that set stays small enough to inline).
+func (o *object) add(key string, n *node) {
 	o.keys = append(o.keys, key)
 	o.vals = append(o.vals, n)
 	switch {
