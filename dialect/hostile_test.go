@@ -221,6 +221,9 @@ func reassemblyWork(d Dialect, in []byte) (allocated uint64, cpu time.Duration, 
 // the best of up to three runs drops the rest). Allocation alone cannot see a scan, which allocates
 // nothing. The garbage collector is off while measuring, so its work does not land in a run.
 func TestReassemblyWorkIsLinear(t *testing.T) {
+	if raceOn {
+		t.Skip("measures work; the race detector's instrumentation would be measured instead")
+	}
 	const n = 4000 // 10n stays below MaxElements
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	for _, sh := range workShapes {
