@@ -124,7 +124,7 @@ type Index struct {
 func newIndex(stores []*capture.Store, rolloutsPath string, log *slog.Logger) *Index {
 	return &Index{
 		stores: stores, rolloutsPath: rolloutsPath, log: log,
-		entries: map[string]*entry{}, changed: make(chan struct{}),
+		entries: map[string]*entry{}, changed: make(chan struct{}), progress: Progress{Errors: []string{}},
 		strs: []string{""}, strIdx: map[string]uint32{"": 0},
 		MinInterval: 500 * time.Millisecond,
 	}
