@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	modelcalls "github.com/modelcalls/modelcalls"
@@ -126,6 +127,14 @@ type Index struct {
 	recKey   fileKey
 	overview *Overview
 	ovVer    uint64
+
+	// scanned counts the bytes of capture lines the index has read (for tests: a live update reads
+	// only what was appended).
+	scanned atomic.Int64
+
+	digMu    sync.Mutex // guards digests and digClock
+	digests  map[string]*digest
+	digClock uint64
 
 	// MinInterval is the shortest pause between two scans; the pause grows to 4x the last scan's
 	// duration so that a large dir does not keep a core busy.
@@ -430,6 +439,7 @@ func (x *Index) readRollout(id string, st *capture.Store, key fileKey, prev *ent
 // e.damaged (a line is damaged when capture.CheckLine or the record build refuses it).
 func (x *Index) readAppended(id string, e *entry) error {
 	resume, err := e.store.ScanFrom(id, e.resume, func(l capture.ScannedLine) {
+		x.scanned.Add(int64(len(l.Data)))
 		if l.Complete {
 			defer func() { e.done, e.doneDamaged = len(e.calls), len(e.damaged) }()
 		}
