@@ -151,6 +151,16 @@ func TestAPICleanRunsHaveNoNullLists(t *testing.T) {
 			if run.calls > 0 {
 				get("/api/rollouts/clean-0/calls/0", reflect.TypeFor[view.CallDetail]())
 			}
+			// A page brings its rollout up to date the way a pass does: once it has, neither
+			// moves the version again while nothing changes (an open page would refetch forever).
+			var o view.Overview
+			getJSON(t, ts.URL+"/api/overview", 200, &o)
+			get("/api/rollouts/clean-0", reflect.TypeFor[view.RolloutDetail]())
+			var ch struct{ Version uint64 }
+			getJSON(t, ts.URL+"/api/changes?timeout=1&since="+itoa(o.Version), 200, &ch)
+			if ch.Version != o.Version {
+				t.Errorf("the version moved from %d to %d with nothing changed", o.Version, ch.Version)
+			}
 		})
 	}
 }

@@ -84,6 +84,7 @@ func (x *Index) refresh(id string) (*entry, error) {
 		st = old.store
 	}
 	var key fileKey
+	var claimStore *capture.Store // the first dir holding claims, as a pass picks it
 	for _, s := range x.stores {
 		hasCapture, marker, err := s.Stat(id)
 		if err != nil {
@@ -100,12 +101,15 @@ func (x *Index) refresh(id string) (*entry, error) {
 			return nil, err
 		}
 		key.live, key.stale = key.live+c.Live, key.stale+c.Stale
+		if claimStore == nil && c.Live+c.Stale > 0 {
+			claimStore = s
+		}
 	}
 	if st == nil && key.live == 0 && key.stale == 0 && (old == nil || !old.sum.InRecords) {
 		return nil, ErrNoRollout
 	}
-	if st == nil && len(x.stores) > 0 && (key.live > 0 || key.stale > 0) {
-		st = x.stores[0] // as a pass: a rollout known only from claims shows under a dir
+	if st == nil {
+		st = claimStore // as a pass: a rollout known only from claims shows under that dir
 	}
 	if key.hasCapture {
 		p, err := st.CapturePath(id)
