@@ -11,6 +11,7 @@ import (
 
 	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // ErrNoRollout is returned for a rollout id no capture dir knows.
@@ -301,17 +302,24 @@ func (x *Index) Raw(id string, index int, part string) (data []byte, isJSON, ok 
 		return r.Response, true, r.Response != nil, nil
 	case "request_raw":
 		if r.RequestRaw != nil {
-			return []byte(r.RequestRaw.Text()), false, true, nil
+			return rawText(r.RequestRaw), false, true, nil
 		}
 	case "response_raw":
 		if r.ResponseRaw != nil {
-			return []byte(r.ResponseRaw.Text()), false, true, nil
+			return rawText(r.ResponseRaw), false, true, nil
 		}
 	}
 	return nil, false, false, nil
 }
 
+// rawText is the decoded text of a stored raw text (nil when null), sharing the line's bytes when
+// the text has no escapes.
+func rawText(t modelcalls.RawText) []byte {
+	b, _ := jsonscan.Text(t)
+	return b
+}
+
 // strLen is the length of the decoded text (0 when null).
 func strLen(t modelcalls.RawText) int {
-	return len(t.Text())
+	return len(rawText(t))
 }
