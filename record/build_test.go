@@ -1,4 +1,4 @@
-package modelcalls
+package record
 
 import (
 	"bytes"
@@ -97,7 +97,7 @@ var fixtureCases = []struct {
 
 // TestFixturesCovered fails when a JSON response fixture is added without a key-value case.
 func TestFixturesCovered(t *testing.T) {
-	files, err := filepath.Glob("testdata/fixtures/*/*.json")
+	files, err := filepath.Glob("../testdata/fixtures/*/*.json")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no fixtures: %v", err)
 	}
@@ -106,7 +106,7 @@ func TestFixturesCovered(t *testing.T) {
 		have[c.file] = true
 	}
 	for _, f := range files {
-		rel := strings.TrimPrefix(filepath.ToSlash(f), "testdata/fixtures/")
+		rel := strings.TrimPrefix(filepath.ToSlash(f), "../testdata/fixtures/")
 		if !have[rel] {
 			t.Errorf("fixture %s has no case in fixtureCases", rel)
 		}
@@ -116,7 +116,7 @@ func TestFixturesCovered(t *testing.T) {
 func TestBuildRecordFixtures(t *testing.T) {
 	for _, c := range fixtureCases {
 		t.Run(c.file, func(t *testing.T) {
-			body, err := os.ReadFile(filepath.Join("testdata/fixtures", c.file))
+			body, err := os.ReadFile(filepath.Join("../testdata/fixtures", c.file))
 			if err != nil {
 				t.Fatal(err)
 			}
