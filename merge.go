@@ -258,7 +258,7 @@ func (sc *mergeScratch) release() {
 func (m *Merger) collect(ctx context.Context, id string, sc *mergeScratch) (evidence, error) {
 	var ev evidence
 	timeout, poll := m.opts.drain()
-	claims, _, err := awaitStores(ctx, m.stores, id, timeout, poll)
+	claims, _, err := AwaitStores(ctx, m.stores, id, timeout, poll)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ev, ctxErr
