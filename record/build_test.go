@@ -490,3 +490,46 @@ func TestToolCallArgumentsOnMultipleLinesStayOneLine(t *testing.T) {
 		t.Errorf("arguments not one line: %s", out)
 	}
 }
+
+// TestMarshalJSONValueAndPointer: json.Marshal of a record value and of a pointer to it give the
+// same bytes, and so do records inside a slice, a struct field and a map; without encoding/json's
+// HTML escaping (an Encoder with SetEscapeHTML(false)) they are AppendJSON(nil, true)'s bytes,
+// compacted as encoding/json compacts every MarshalJSON result (a decoded tool-call arguments
+// string may hold spaces).
+func TestMarshalJSONValueAndPointer(t *testing.T) {
+	encode := func(v any) string {
+		var b bytes.Buffer
+		e := json.NewEncoder(&b)
+		e.SetEscapeHTML(false)
+		if err := e.Encode(v); err != nil {
+			t.Fatalf("encode %T: %v", v, err)
+		}
+		return strings.TrimSuffix(b.String(), "\n")
+	}
+	for _, l := range gymLines(t) {
+		rec, err := BuildRecord(l, 3)
+		if err != nil {
+			continue
+		}
+		byValue, err1 := json.Marshal(*rec)
+		byPointer, err2 := json.Marshal(rec)
+		if err1 != nil || err2 != nil || !bytes.Equal(byValue, byPointer) {
+			t.Fatalf("json.Marshal of a value gave\n%s (%v)\nof a pointer\n%s (%v)", byValue, err1, byPointer, err2)
+		}
+		want := string(compactJSON(t, rec.AppendJSON(nil, true)))
+		for _, c := range []struct {
+			v    any
+			want string
+		}{
+			{*rec, want},
+			{rec, want},
+			{[]ModelCallRecord{*rec}, "[" + want + "]"},
+			{struct{ R ModelCallRecord }{*rec}, `{"R":` + want + "}"},
+			{map[string]ModelCallRecord{"r": *rec}, `{"r":` + want + "}"},
+		} {
+			if got := encode(c.v); got != c.want {
+				t.Fatalf("%T encoded as\n%s\nwant\n%s", c.v, got, c.want)
+			}
+		}
+	}
+}
