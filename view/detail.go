@@ -9,9 +9,9 @@ import (
 	"os"
 	"slices"
 
-	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
+	"github.com/modelcalls/modelcalls/record"
 )
 
 // ErrNoRollout is returned for a rollout id no capture dir knows.
@@ -139,7 +139,7 @@ func (x *Index) refresh(id string) (*entry, error) {
 }
 
 // conversation parses a call's request and response into messages (New not yet marked).
-func conversation(r *modelcalls.ModelCallRecord) *Conversation {
+func conversation(r *record.ModelCallRecord) *Conversation {
 	c := &Conversation{}
 	if r.Request != nil {
 		c.Input, c.Tools = ParseRequest(r.Request)
@@ -217,7 +217,7 @@ func maxConcurrency(calls []callStat) int {
 
 // callLine finds call index of rollout id in its up-to-date entry and reads its line, and only
 // that line, from the capture file. A file rewritten since the entry was read is read again once.
-func (x *Index) callLine(id string, index int) (e *entry, i int, rec *modelcalls.ModelCallRecord, err error) {
+func (x *Index) callLine(id string, index int) (e *entry, i int, rec *record.ModelCallRecord, err error) {
 	for attempt := 0; ; attempt++ {
 		if e, err = x.refresh(id); err != nil {
 			return nil, 0, nil, err
@@ -235,7 +235,7 @@ func (x *Index) callLine(id string, index int) (e *entry, i int, rec *modelcalls
 		if err != nil {
 			return nil, 0, nil, err
 		}
-		if rec, err = modelcalls.BuildRecord(line, index); err != nil {
+		if rec, err = record.BuildRecord(line, index); err != nil {
 			return nil, 0, nil, fmt.Errorf("%w: line %d: %v", ErrNoCall, c.line, err)
 		}
 		return e, i, rec, nil
@@ -314,12 +314,12 @@ func (x *Index) Raw(id string, index int, part string) (data []byte, isJSON, ok 
 
 // rawText is the decoded text of a stored raw text (nil when null), sharing the line's bytes when
 // the text has no escapes.
-func rawText(t modelcalls.RawText) []byte {
+func rawText(t record.RawText) []byte {
 	b, _ := jsonscan.Text(t)
 	return b
 }
 
 // strLen is the length of the decoded text (0 when null).
-func strLen(t modelcalls.RawText) int {
+func strLen(t record.RawText) int {
 	return len(rawText(t))
 }

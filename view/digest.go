@@ -7,8 +7,8 @@ import (
 	"slices"
 	"sync"
 
-	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/record"
 )
 
 // A rollout's digest is what its page and its calls' pages need of every call without reading
@@ -129,7 +129,7 @@ func (d *digest) extend(id string) error {
 		if capture.CheckLine(l.Data) != nil {
 			return
 		}
-		r, err := modelcalls.BuildRecord(l.Data, l.Index)
+		r, err := record.BuildRecord(l.Data, l.Index)
 		if err != nil {
 			return
 		}
