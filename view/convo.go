@@ -11,7 +11,7 @@ type Part struct {
 	// Kind is "text", "reasoning", "tool_call", "tool_result", "image", "error" or "other".
 	Kind      string `json:"kind"`
 	Text      string `json:"text,omitempty"`      // text, reasoning, tool result content, error message
-	Name      string `json:"name,omitempty"`      // tool name (tool_call), item type (other)
+	Name      string `json:"name,omitempty"`      // tool name (tool_call; tool_result when its call is in the same request), item type (other)
 	CallID    string `json:"call_id,omitempty"`   // tool call id (tool_call, tool_result)
 	Arguments string `json:"arguments,omitempty"` // tool call arguments, JSON text as sent
 }
