@@ -62,7 +62,12 @@ func run(calls ...call) *Run {
 func TestCompare(t *testing.T) {
 	base := call{start: 1, model: "m", status: 200, msgs: [][2]string{{"system", "be brief"}, {"user", "hello"}}, answer: "hi",
 		answerID: "run1", tools: [][2]string{{"read", `{"path":"a.txt","n":1}`}}, latency: 100, tokensIn: 10, tokensOut: 5}
-	with := func(f func(c *call)) call { c := base; c.msgs = append([][2]string(nil), base.msgs...); f(&c); return c }
+	with := func(f func(c *call)) call {
+		c := base
+		c.msgs = append([][2]string(nil), base.msgs...)
+		f(&c)
+		return c
+	}
 	second := with(func(c *call) { c.start = 2; c.msgs = append(c.msgs, [2]string{"user", "more"}) })
 	tests := []struct {
 		name     string
@@ -89,7 +94,13 @@ func TestCompare(t *testing.T) {
 		{name: "an extra call", a: run(base), b: run(base, second),
 			what: "missing", position: 1, message: -1, da: "(no such call)", db: "call 1", differs: [][]string{{}, {"missing"}}},
 		{name: "a failed call", a: run(base, second),
-			b:    run(base, with(func(c *call) { c.start = 2; c.status = 429; c.errorCateg = "rate_limit"; c.answer = ""; c.msgs = second.msgs })),
+			b: run(base, with(func(c *call) {
+				c.start = 2
+				c.status = 429
+				c.errorCateg = "rate_limit"
+				c.answer = ""
+				c.msgs = second.msgs
+			})),
 			what: "status", position: 1, message: -1, da: "200", db: "429", differs: [][]string{{}, {"status", "answer", "error"}}},
 		{name: "another model", a: run(base), b: run(with(func(c *call) { c.model = "m2" })),
 			what: "model", position: 0, message: -1, da: "m", db: "m2", differs: [][]string{{"model"}}},
