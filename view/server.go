@@ -90,6 +90,7 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /api/rollouts/{id}/calls/{index}/raw", s.bounded(s.raw))
 	s.mux.HandleFunc("GET /api/rollouts/{id}/transcript", s.bounded(s.transcript))
 	s.mux.HandleFunc("GET /api/search", s.bounded(s.search))
+	s.mux.HandleFunc("GET /api/diff", s.bounded(s.diff))
 	s.mux.HandleFunc("GET /api/changes", s.changes)
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, "no such API endpoint: "+r.URL.Path)
@@ -289,12 +290,16 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusBadRequest, "limit: "+err.Error())
 		return
 	}
+	if strings.TrimSpace(q.Get("q")) == "" {
+		apiError(w, http.StatusBadRequest, "q: want the text to search for")
+		return
+	}
 	res, err := s.idx.Search(r.Context(), q.Get("q"), limit)
 	if err != nil {
 		if r.Context().Err() != nil {
 			return
 		}
-		apiError(w, http.StatusBadRequest, err.Error())
+		apiError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
 	writeJSON(w, res)

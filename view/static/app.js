@@ -81,6 +81,7 @@ async function route() {
   if (parts.length === 0) page = overviewPage();
   else if (parts[0] === "rollouts") page = listPage(params);
   else if (parts[0] === "search") page = searchPage(params);
+  else if (parts[0] === "diff") page = diffPage(params);
   else if (parts[0] === "rollout" && parts.length === 2) page = rolloutPage(parts[1], params);
   else if (parts[0] === "rollout" && parts.length === 3 && parts[2] === "transcript") page = transcriptPage(parts[1]);
   else if (parts[0] === "rollout" && parts.length === 4 && parts[2] === "call") page = callPage(parts[1], Number(parts[3]));
@@ -405,8 +406,11 @@ function rolloutPage(id, params) {
     draw: (d) => {
       const sum = d.summary;
       const out = [h("h1", {}, "Rollout ", h("span", { id: "rollout-id" }, id))];
+      const other = h("input", { type: "text", id: "compare-with", name: "b", placeholder: "another rollout id", size: 24 });
       out.push(h("p", {}, h("a", { href: "#/rollouts" }, "← all rollouts"), " · ",
-        h("a", { href: "#/rollout/" + encodeURIComponent(id) + "/transcript", id: "transcript-link" }, "whole transcript (every message once, in order)")));
+        h("a", { href: "#/rollout/" + encodeURIComponent(id) + "/transcript", id: "transcript-link" }, "whole transcript (every message once, in order)")),
+        h("form", { class: "filter", onsubmit: (e) => { e.preventDefault(); location.hash = "#/diff?" + new URLSearchParams({ a: id, b: other.value.trim() || id }); } },
+          h("label", {}, "Compare with another run", other), h("button", { type: "submit", id: "compare" }, "Compare")));
       if (sum.pending) out.push(h("p", { class: "notice", id: "pending-note", role: "status" }, `${sum.pending} call${sum.pending > 1 ? "s" : ""} pending: the capture write is in progress.`));
       if (sum.abandoned) out.push(h("p", { class: "notice err" }, `${sum.abandoned} abandoned capture write(s): the writing process is gone, those calls are missing.`));
       if (sum.incomplete) out.push(h("p", { class: "notice err", id: "incomplete-note" }, "Marked incomplete: a capture write failed, calls may be missing."));
@@ -650,6 +654,56 @@ function searchPage(params) {
         h("a", { href: rolloutHref(x.rollout_id, x.call_index), title: x.rollout_id }, x.rollout_id),
         h("a", { href: callHref(x.rollout_id, x.call_index) }, String(x.call_index)),
         x.where, [x.role, x.kind.replace("_", " "), x.name].filter(Boolean).join(" · "), x.snippet]), [false, true, false, false, false], "search-results"));
+      return out;
+    },
+  };
+}
+
+// ---- two runs side by side ------------------------------------------------------------------------
+
+function diffPage(params) {
+  const q = { a: params.get("a") || "", b: params.get("b") || "", a_dir: params.get("a_dir") || "", b_dir: params.get("b_dir") || "" };
+  const query = new URLSearchParams(Object.entries(q).filter(([, v]) => v !== ""));
+  return {
+    title: `Compare ${q.a} with ${q.b}`,
+    load: () => api("/api/diff?" + query).catch((e) => ({ version: shownVersion, error: e.message })),
+    draw: (d) => {
+      const out = [h("h1", {}, "Compare two runs")];
+      const inputs = {};
+      const field = (k, label) => (inputs[k] = h("input", { type: "text", id: "diff-" + k, name: k, value: q[k], size: k.endsWith("dir") ? 3 : 24 }), h("label", {}, label, inputs[k]));
+      out.push(h("form", { class: "filter", onsubmit: (e) => { e.preventDefault();
+        location.hash = "#/diff?" + new URLSearchParams(Object.entries(inputs).map(([k, el]) => [k, el.value.trim()]).filter(([, v]) => v !== "")); } },
+        field("a", "Run A: rollout"), field("a_dir", "dir #"), field("b", "Run B: rollout"), field("b_dir", "dir #"), h("button", { type: "submit", id: "diff-go" }, "Compare")));
+      const dirs = list(d.dirs);
+      if (dirs.length > 1) out.push(h("p", { class: "muted" }, "Capture dirs: " + dirs.map((x, i) => `#${i} ${x}`).join(", ") + ". Without a dir #, a rollout is read from the first dir that holds it."));
+      if (d.error) { out.push(h("p", { class: "notice err", id: "diff-error", role: "alert" }, d.error)); return out; }
+      const A = obj(d.a), B = obj(d.b), pairs = list(d.pairs);
+      out.push(table("The two runs", ["", "run A", "run B"], [
+        ["rollout", A.rollout, B.rollout], ["capture dir", A.dir, B.dir], ["calls", fmtInt(A.calls), fmtInt(B.calls)],
+        ["calls with an error", fmtInt(A.errors), fmtInt(B.errors)], ["tokens in", fmtInt(A.tokens_in), fmtInt(B.tokens_in)],
+        ["tokens out", fmtInt(A.tokens_out), fmtInt(B.tokens_out)], ["latency ms (sum)", fmtMS(A.latency_ms), fmtMS(B.latency_ms)],
+        ["tool calls", fmtInt(A.tool_calls), fmtInt(B.tool_calls)], ["unreadable lines", fmtInt(A.damaged_lines), fmtInt(B.damaged_lines)]],
+        [false, false, false], "diff-totals"));
+      if (d.same) out.push(h("p", { class: "notice", id: "diff-first", role: "status" }, `The runs match: ${pairs.length} calls with the same models, messages, statuses, tool calls and answers.`));
+      else {
+        const f = obj(d.first);
+        out.push(h("div", { class: "notice err", id: "diff-first", role: "status" },
+          h("strong", {}, `First difference: call #${f.position} (A call ${orDash(f.call_a)}, B call ${orDash(f.call_b)}): ${f.what}` + (f.message !== null && f.message !== undefined ? `, message ${f.message}` : "")),
+          h("div", { class: "sbs" }, h("div", {}, h("div", { class: "label" }, "A"), h("pre", { id: "diff-first-a" }, f.a)), h("div", {}, h("div", { class: "label" }, "B"), h("pre", { id: "diff-first-b" }, f.b)))));
+      }
+      const link = (id, c) => (c ? h("a", { href: callHref(id, c.call_index) }, String(c.call_index)) : "—");
+      const both = (p, f) => (p.a ? f(p.a) : "—") + " / " + (p.b ? f(p.b) : "—");
+      const tools = (c) => (list(c.tool_calls).length ? list(c.tool_calls).map((t) => t.split("(")[0]).join(", ") : "none");
+      out.push(h("h2", {}, "Calls side by side"));
+      out.push(h("div", { class: "scroll" }, h("table", { id: "diff-table" }, h("caption", {}, "Calls paired by start order; A / B in each cell"),
+        h("thead", {}, h("tr", {}, ["#", "A call", "B call", "differs", "model", "status", "tokens in", "tokens out", "latency ms", "tool calls", "answer A", "answer B"].map((c) => h("th", { scope: "col" }, c)))),
+        h("tbody", {}, pairs.map((p) => h("tr", { class: list(p.differs).length ? "differs" : null, "data-position": p.position },
+          h("td", {}, String(p.position)), h("td", {}, link(A.rollout, p.a)), h("td", {}, A.rollout !== B.rollout ? link(B.rollout, p.b) : p.b ? String(p.b.call_index) : "—"),
+          h("td", {}, list(p.differs).length ? list(p.differs).map((x) => h("span", { class: "badge b-err" }, x)) : "—"),
+          h("td", {}, both(p, (c) => orDash(c.model))), h("td", {}, both(p, (c) => orDash(c.status_code))),
+          h("td", { class: "num" }, both(p, (c) => fmtInt(c.tokens_in))), h("td", { class: "num" }, both(p, (c) => fmtInt(c.tokens_out))),
+          h("td", { class: "num" }, both(p, (c) => fmtMS(c.latency_total_ms))), h("td", {}, both(p, tools)),
+          h("td", {}, p.a ? p.a.answer : "—"), h("td", {}, p.b ? p.b.answer : "—")))))));
       return out;
     },
   };
