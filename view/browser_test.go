@@ -371,7 +371,8 @@ func TestBrowserLiveAndEscaping(t *testing.T) {
 		t.Fatalf("live call: %v", err)
 	}
 	waitJS(t, ctx, "captured row", `(() => { const r = document.querySelector('tr[data-rollout="live-script"]');
-		return r && !r.querySelector(".b-pending") && r.cells[1].textContent === "1"; })()`)
+		const calls = [...document.querySelectorAll("#rollouts-table thead button[data-sort]")].findIndex(b => b.dataset.sort === "calls");
+		return r && !r.querySelector(".b-pending") && r.cells[calls].textContent === "1"; })()`)
 	waitJS(t, tab, "captured on the rollout page", `document.querySelectorAll("#waterfall a[data-call]").length === 1 && !document.getElementById("pending-note")`)
 	if !evalJS[bool](t, ctx, `window.__samePage === true`) {
 		t.Fatal("the page reloaded to show the new call")

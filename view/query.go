@@ -534,7 +534,7 @@ func (x *Index) List(q ListQuery) (*ListResult, error) {
 	defer x.mu.RUnlock()
 	for _, t := range terms {
 		if t.field != "" && !x.knownField(t.field) {
-			return nil, x.unknownField("filter", t.field)
+			return nil, x.unknownField(fmt.Sprintf("filter %q", t.field+t.op+t.value), t.field)
 		}
 	}
 	if !slices.Contains(SortFields, q.Sort) && !slices.Contains(x.recKeys, strings.TrimPrefix(q.Sort, "record.")) {
