@@ -59,6 +59,8 @@ type choiceAcc struct {
 	nullLogp   int
 	probsOnly  bool
 
+	routed json.RawMessage
+
 	textChunks      int // stream chunks whose delta carried text
 	textChunksNoIDs int // of those, the ones without token_ids
 }
@@ -183,6 +185,9 @@ func (r *reader) readSglext(v json.RawMessage) {
 	if !ok {
 		return
 	}
+	if re, ok := present(s, "routed_experts"); ok {
+		r.choice(0).routed = re
+	}
 	if in, ok := present(s, "input_ids"); ok {
 		r.addPrompt(in, SourceEngineIDs, "sglext.input_ids")
 	}
@@ -219,6 +224,9 @@ func (r *reader) readChoice(a *choiceAcc, co obj) {
 	}
 	if v, ok := present(co, "prompt_token_ids"); ok {
 		r.addPrompt(v, SourceEngineIDs, "choices[].prompt_token_ids")
+	}
+	if v, ok := present(co, "routed_experts"); ok {
+		a.routed = v
 	}
 	if v, ok := present(co, "logprobs"); ok {
 		r.readLogprobs(a, v)
@@ -504,7 +512,7 @@ func (r *reader) finish() *Tokens {
 func (r *reader) finishChoice(t *Tokens, a *choiceAcc) Choice {
 	ci := a.index
 	at := &ci
-	c := Choice{Index: a.index, Source: SourceAbsent}
+	c := Choice{Index: a.index, Source: SourceAbsent, RoutedExperts: a.routed}
 	var cands []idSet
 	if a.hasEngine {
 		cands = append(cands, idSet{SourceEngineIDs, "token_ids", a.engine})

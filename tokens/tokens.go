@@ -1,6 +1,9 @@
 package tokens
 
-import "slices"
+import (
+	"encoding/json"
+	"slices"
+)
 
 // Call is one captured model call as its capture line stores it. Every field may be nil.
 type Call struct {
@@ -73,6 +76,9 @@ type Choice struct {
 	// LogProbs has one entry per generated token the engine reported a log probability for, in
 	// order; nil when the response carried none.
 	LogProbs []LogProb `json:"logprobs"`
+	// RoutedExperts is the engine's routing record of the choice as it sent it (vLLM
+	// choices[].routed_experts, SGLang sglext.routed_experts), nil when absent.
+	RoutedExperts json.RawMessage `json:"routed_experts,omitempty"`
 }
 
 // LogProb is the log probability (natural log) of one generated token and its top alternatives.
