@@ -62,7 +62,7 @@ generated ids, or when --in lines were skipped; 3 when DIR does not exist.`,
 // exportTokensSummary counts what an export wrote.
 type exportTokensSummary struct {
 	rollouts, missing, calls, complete, noTokens, damaged, gymSkipped int
-	findings                                                         map[string]int
+	findings                                                          map[string]int
 }
 
 func runExportTokens(ctx context.Context, s *Streams, o *exportTokensOptions) error {
