@@ -13,7 +13,9 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/modelcalls/modelcalls/tokens"
 	"github.com/modelcalls/modelcalls/tokens/tokenexport"
 )
 
@@ -324,3 +326,13 @@ func (g *gymSink) endRollout(id string) error {
 }
 func (g *gymSink) commit() error { return nil }
 func (g *gymSink) abort()        {}
+
+// addTokensFlag adds --tokens ENGINE, which makes the gateway ask that engine for token ids and
+// logprobs (gateway.Handler.Tokens); prefix starts its help text.
+func addTokensFlag(f *pflag.FlagSet, v *string, prefix string) {
+	names := make([]string, len(tokens.Engines))
+	for i, e := range tokens.Engines {
+		names[i] = string(e)
+	}
+	f.StringVar(v, "tokens", "", prefix+"ask the engine ("+strings.Join(names, ", ")+") for token ids and logprobs on captured Chat calls; the line records what was added (default: nothing added)")
+}

@@ -165,3 +165,20 @@ func TestExportTokens(t *testing.T) {
 		}
 	})
 }
+
+func TestTokensFlagUsage(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--capture-dir", dir, "--tokens", "tgi"}, `--tokens: unknown engine "tgi" (known: vllm, sglang, llama-server)`},
+		{[]string{"run", "--rollout", "r1", "--gateway", "http://127.0.0.1:1", "--tokens", "vllm", "--", "true"}, "--tokens"},
+		{[]string{"run", "--rollout", "r1", "--upstream", "http://127.0.0.1:1", "--capture-dir", dir, "--tokens", "x", "--", "true"}, "--tokens: unknown engine"},
+	} {
+		_, errOut, code := runCLI(t, "", tc.args...)
+		if code != ExitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, err %q", tc.args, code, errOut)
+		}
+	}
+}

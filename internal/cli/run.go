@@ -31,6 +31,7 @@ type runOptions struct {
 	name            string
 	shutdownTimeout time.Duration
 	logLevel        string
+	tokens          string // --tokens, for the gateway --upstream starts
 	// ownGatewayFlags are the flags given that configure the gateway --upstream starts (--name,
 	// --shutdown-timeout, --log-level): with --gateway they would be ignored, so they are refused.
 	ownGatewayFlags []string
@@ -92,7 +93,7 @@ one of them.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			for _, name := range []string{"name", "shutdown-timeout", "log-level"} {
+			for _, name := range []string{"name", "shutdown-timeout", "log-level", "tokens"} {
 				if cmd.Flags().Changed(name) {
 					o.ownGatewayFlags = append(o.ownGatewayFlags, "--"+name)
 				}
@@ -109,6 +110,7 @@ one of them.`,
 	f.StringVar(&o.name, "name", "", "with --upstream: model server name recorded as model_ref.name")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "with --upstream: how long to let calls in flight finish after the child exits")
 	f.StringVar(&o.logLevel, "log-level", "warn", "with --upstream: the gateway's log level on stderr (debug, info, warn, error)")
+	addTokensFlag(f, &o.tokens, "with --upstream: ")
 	return cmd
 }
 
