@@ -1,6 +1,8 @@
 package tokens
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -31,6 +33,32 @@ func FuzzRead(f *testing.F) {
 				}
 			}
 			_ = got.GenerationLogProbs()
+		}
+	})
+}
+
+// FuzzAddRequestFields: whatever the body, the result is the body itself or a JSON object that
+// starts with the client's bytes, and what was added is a JSON object.
+func FuzzAddRequestFields(f *testing.F) {
+	f.Add([]byte(`{"model":"m","messages":[]}`))
+	f.Add([]byte(`{ }`))
+	f.Add([]byte(`{"logprobs":false}  `))
+	f.Add([]byte(`[1]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, e := range Engines {
+			out, added := AddRequestFields(e, "chat", b)
+			if added == nil {
+				if string(out) != string(b) {
+					t.Fatalf("%s: body changed without additions", e)
+				}
+				continue
+			}
+			if !json.Valid(out) || !json.Valid(added) || added[0] != '{' {
+				t.Fatalf("%s: %q -> %q, added %q", e, b, out, added)
+			}
+			if string(added) != "{}" && !bytes.HasPrefix(out, bytes.TrimRight(b, " \t\r\n")[:len(bytes.TrimRight(b, " \t\r\n"))-1]) {
+				t.Fatalf("%s: client bytes not kept: %q -> %q", e, b, out)
+			}
 		}
 	})
 }

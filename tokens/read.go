@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 	"github.com/modelcalls/modelcalls/sse"
 )
 
@@ -21,8 +22,12 @@ func Read(c Call) *Tokens {
 	return r.finish()
 }
 
-// obj is a JSON object whose member values are still raw.
-type obj map[string]json.RawMessage
+// obj is the raw text of a JSON object that passed jsonscan.Validate (a whole body or event, or a
+// value inside one), read with jsonscan's walkers: nothing is decoded that is not looked at.
+type obj []byte
+
+// get returns the raw value of o's last member named key, nil when there is none.
+func (o obj) get(key string) json.RawMessage { return jsonscan.Lookup(o, key) }
 
 // reader gathers what the response objects (one, or one per SSE event) say, then checks it.
 type reader struct {
@@ -95,7 +100,7 @@ func (r *reader) readResponse(c Call) {
 	switch {
 	case len(raw) > 0 && raw[0] == '{' && c.Response == nil:
 		// A body that was not stored as an object (the store refused it): read it if it is one.
-		o, ok := asObj(raw)
+		o, ok := parseObj(raw)
 		if !ok {
 			r.find(FindingUnreadableResponse, nil, "response_raw is not a JSON object")
 			return
@@ -108,7 +113,7 @@ func (r *reader) readResponse(c Call) {
 			if !ev.HasData || ev.Data == "[DONE]" {
 				continue
 			}
-			o, ok := asObj([]byte(ev.Data))
+			o, ok := parseObj([]byte(ev.Data))
 			if !ok {
 				continue
 			}
@@ -119,7 +124,7 @@ func (r *reader) readResponse(c Call) {
 			r.find(FindingUnreadableResponse, nil, "response_raw holds no SSE event with a JSON object")
 		}
 	case c.Response != nil:
-		o, ok := asObj(c.Response)
+		o, ok := parseObj(c.Response)
 		if !ok {
 			r.find(FindingUnreadableResponse, nil, "response is not a JSON object")
 			return
@@ -138,10 +143,10 @@ func (r *reader) readObject(o obj) {
 	}
 	if v, ok := present(o, "usage"); ok {
 		if u, ok := asObj(v); ok {
-			if n, ok := asInt(u["prompt_tokens"]); ok {
+			if n, ok := asInt(u.get("prompt_tokens")); ok {
 				r.usagePrompt = &n
 			}
-			if n, ok := asInt(u["completion_tokens"]); ok {
+			if n, ok := asInt(u.get("completion_tokens")); ok {
 				r.usageCompl = &n
 			}
 		}
@@ -158,7 +163,7 @@ func (r *reader) readObject(o obj) {
 				continue
 			}
 			idx := pos
-			if n, ok := asInt(co["index"]); ok {
+			if n, ok := asInt(co.get("index")); ok {
 				idx = int(n)
 			} else if r.streamed {
 				idx = 0 // a chunk's choice without an index is choice 0
@@ -231,7 +236,7 @@ func (r *reader) readChoice(a *choiceAcc, co obj) {
 	if v, ok := present(co, "logprobs"); ok {
 		r.readLogprobs(a, v)
 	}
-	if m, ok := asObj(co["message"]); ok {
+	if m, ok := asObj(co.get("message")); ok {
 		r.readGymFields(a, m, "choices[].message")
 	}
 	if r.streamed && chunkHasText(co) {
@@ -273,19 +278,19 @@ func (r *reader) readGymFields(a *choiceAcc, o obj, where string) bool {
 // chunkHasText reports whether a stream chunk's choice carries generated text: delta content,
 // reasoning or tool calls (Chat), or text (Completions).
 func chunkHasText(co obj) bool {
-	if s, ok := asString(co["text"]); ok && s != "" {
+	if s, ok := asString(co.get("text")); ok && s != "" {
 		return true
 	}
-	d, ok := asObj(co["delta"])
+	d, ok := asObj(co.get("delta"))
 	if !ok {
 		return false
 	}
 	for _, k := range []string{"content", "reasoning_content", "reasoning"} {
-		if s, ok := asString(d[k]); ok && s != "" {
+		if s, ok := asString(d.get(k)); ok && s != "" {
 			return true
 		}
 	}
-	tc, ok := asArr(d["tool_calls"])
+	tc, ok := asArr(d.get("tool_calls"))
 	return ok && len(tc) > 0
 }
 
@@ -312,19 +317,19 @@ func (r *reader) readLogprobs(a *choiceAcc, v json.RawMessage) {
 				continue
 			}
 			lp := LogProb{}
-			lp.Token, _ = asString(eo["token"])
+			lp.Token, _ = asString(eo.get("token"))
 			lp.ID = entryID(eo, lp.Token)
 			lp.LogProb = r.entryLogProb(a, eo)
-			if tv, ok := asArr(eo["top_logprobs"]); ok {
+			if tv, ok := asArr(eo.get("top_logprobs")); ok {
 				for _, t := range tv {
 					to, ok := asObj(t)
 					if !ok {
 						continue
 					}
 					tl := TopLogProb{}
-					tl.Token, _ = asString(to["token"])
+					tl.Token, _ = asString(to.get("token"))
 					tl.ID = entryID(to, tl.Token)
-					if f, ok := asFloat(to["logprob"]); ok {
+					if f, ok := asFloat(to.get("logprob")); ok {
 						tl.LogProb = &f
 					}
 					lp.Top = append(lp.Top, tl)
@@ -335,16 +340,19 @@ func (r *reader) readLogprobs(a *choiceAcc, v json.RawMessage) {
 		return
 	}
 	if tv, ok := present(lo, "tokens"); ok {
-		var toks []string
-		if json.Unmarshal(tv, &toks) != nil {
+		elems, ok := asArr(tv)
+		toks := make([]string, len(elems))
+		for i, e := range elems {
+			if toks[i], ok = asString(e); !ok {
+				break
+			}
+		}
+		if !ok {
 			r.malformed("choices[].logprobs.tokens", "a list of strings")
 			return
 		}
-		var vals []json.RawMessage
-		if json.Unmarshal(lo["token_logprobs"], &vals) != nil {
-			vals = nil
-		}
-		tops, _ := asArr(lo["top_logprobs"])
+		vals, _ := asArr(lo.get("token_logprobs"))
+		tops, _ := asArr(lo.get("top_logprobs"))
 		a.hasLogp = true
 		for i, tok := range toks {
 			lp := LogProb{Token: tok, ID: tokenIDString(tok)}
@@ -368,7 +376,7 @@ func (r *reader) readLogprobs(a *choiceAcc, v json.RawMessage) {
 // entryLogProb returns an entry's logprob; an entry with null, or with only llama-server's
 // post-sampling prob, has none and is counted.
 func (r *reader) entryLogProb(a *choiceAcc, eo obj) *float64 {
-	if f, ok := asFloat(eo["logprob"]); ok {
+	if f, ok := asFloat(eo.get("logprob")); ok {
 		return &f
 	}
 	if _, ok := present(eo, "prob"); ok {
@@ -381,7 +389,7 @@ func (r *reader) entryLogProb(a *choiceAcc, eo obj) *float64 {
 // entryID returns the id of a logprob entry: its id member (llama-server), else the id its token
 // names as "token_id:N" (vLLM's return_tokens_as_token_ids).
 func entryID(o obj, token string) *int64 {
-	if n, ok := asInt(o["id"]); ok {
+	if n, ok := asInt(o.get("id")); ok {
 		return &n
 	}
 	return tokenIDString(token)
@@ -403,35 +411,23 @@ func tokenIDString(s string) *int64 {
 // orderedTop reads one legacy top_logprobs position, an object {token: logprob}, keeping the
 // members in the order the engine wrote them.
 func orderedTop(v json.RawMessage) []TopLogProb {
-	dec := json.NewDecoder(bytes.NewReader(v))
-	dec.UseNumber()
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil
-	}
 	var out []TopLogProb
-	for dec.More() {
-		kt, err := dec.Token()
-		if err != nil {
-			return out
-		}
-		key, _ := kt.(string)
-		var val json.RawMessage
-		if dec.Decode(&val) != nil {
-			return out
-		}
+	jsonscan.EachMember(v, func(k, val []byte) bool {
+		key := string(jsonscan.KeyName(k))
 		tl := TopLogProb{Token: key, ID: tokenIDString(key)}
 		if f, ok := asFloat(val); ok {
 			tl.LogProb = &f
 		}
 		out = append(out, tl)
-	}
+		return true
+	})
 	return out
 }
 
 // readRequest takes the prompt ids the client itself sent: a Completions prompt given as ids (one
 // list, or a batch of one), or SGLang's input_ids.
 func (r *reader) readRequest(req []byte) {
-	o, ok := asObj(req)
+	o, ok := parseObj(req)
 	if !ok {
 		return
 	}
@@ -454,7 +450,7 @@ func (r *reader) readRequest(req []byte) {
 // readTokenCapture takes the prompt ids the gateway fetched from the server's own template and
 // tokenizer, or the error it got doing so.
 func (r *reader) readTokenCapture(tc []byte) {
-	o, ok := asObj(tc)
+	o, ok := parseObj(tc)
 	if !ok {
 		return
 	}
@@ -465,7 +461,7 @@ func (r *reader) readTokenCapture(tc []byte) {
 			r.malformed("token_capture.prompt_token_ids", "a list of integer ids")
 		}
 	}
-	if s, ok := asString(o["prompt_token_error"]); ok && s != "" {
+	if s, ok := asString(o.get("prompt_token_error")); ok && s != "" {
 		r.find(FindingServerRenderFailed, nil, "prompt ids from the server's template and tokenizer: %s", s)
 	}
 }
@@ -658,48 +654,53 @@ func firstDiff(a, b []int64) string {
 
 // present returns a member's value when the member is there and not null.
 func present(o obj, key string) (json.RawMessage, bool) {
-	v, ok := o[key]
-	if !ok || isNull(v) {
+	v := o.get(key)
+	if jsonscan.IsNull(v) {
 		return nil, false
 	}
 	return v, true
 }
 
-func isNull(v json.RawMessage) bool {
-	return len(v) == 0 || string(bytes.TrimSpace(v)) == "null"
+// parseObj checks that v is one JSON object under the strict rules of the capture store
+// (jsonscan.Validate) and returns it trimmed; only text that passed may be walked.
+func parseObj(v []byte) (obj, bool) {
+	t := jsonscan.TrimWS(v)
+	if !jsonscan.IsObject(t) || jsonscan.Validate(t) != nil {
+		return nil, false
+	}
+	return obj(t), true
 }
 
+// asObj returns a value inside a checked text as an object.
 func asObj(v []byte) (obj, bool) {
-	t := bytes.TrimSpace(v)
-	if len(t) == 0 || t[0] != '{' {
+	if !jsonscan.IsObject(v) {
 		return nil, false
 	}
-	var o obj
-	if json.Unmarshal(t, &o) != nil {
-		return nil, false
-	}
-	return o, true
+	return obj(v), true
 }
 
+// asArr returns the elements of an array value inside a checked text.
 func asArr(v json.RawMessage) ([]json.RawMessage, bool) {
-	t := bytes.TrimSpace(v)
-	if len(t) == 0 || t[0] != '[' {
+	if !jsonscan.IsArray(v) {
 		return nil, false
 	}
-	var a []json.RawMessage
-	if json.Unmarshal(t, &a) != nil {
-		return nil, false
-	}
+	a := []json.RawMessage{}
+	jsonscan.EachElement(v, func(e []byte) bool {
+		a = append(a, e)
+		return true
+	})
 	return a, true
 }
 
 func asString(v json.RawMessage) (string, bool) {
-	t := bytes.TrimSpace(v)
-	if len(t) == 0 || t[0] != '"' {
+	if !jsonscan.IsString(v) {
 		return "", false
 	}
+	if inner := v[1 : len(v)-1]; !jsonscan.HasBackslash(inner) {
+		return string(inner), true
+	}
 	var s string
-	if json.Unmarshal(t, &s) != nil {
+	if json.Unmarshal(v, &s) != nil {
 		return "", false
 	}
 	return s, true
@@ -707,36 +708,37 @@ func asString(v json.RawMessage) (string, bool) {
 
 // asInt reads an integer literal (no fraction or exponent).
 func asInt(v json.RawMessage) (int64, bool) {
-	t := bytes.TrimSpace(v)
-	if len(t) == 0 || bytes.ContainsAny(t, ".eE\"") {
+	if !jsonscan.IsInt(v) {
 		return 0, false
 	}
-	n, err := strconv.ParseInt(string(t), 10, 64)
+	n, err := strconv.ParseInt(string(v), 10, 64)
 	return n, err == nil
 }
 
 func asFloat(v json.RawMessage) (float64, bool) {
-	t := bytes.TrimSpace(v)
-	if len(t) == 0 || t[0] == '"' || t[0] == 'n' || t[0] == '{' || t[0] == '[' || t[0] == 't' || t[0] == 'f' {
+	if !jsonscan.IsNumber(v) {
 		return 0, false
 	}
-	f, err := strconv.ParseFloat(string(t), 64)
+	f, err := strconv.ParseFloat(string(v), 64)
 	return f, err == nil
 }
 
 // asIDs reads a list of integer token ids; an empty list is a list.
 func asIDs(v json.RawMessage) ([]int64, bool) {
-	arr, ok := asArr(v)
-	if !ok {
+	if !jsonscan.IsArray(v) {
 		return nil, false
 	}
-	ids := make([]int64, len(arr))
-	for i, e := range arr {
-		n, ok := asInt(e)
-		if !ok {
-			return nil, false
+	ids := []int64{}
+	ok := true
+	jsonscan.EachElement(v, func(e []byte) bool {
+		var n int64
+		if n, ok = asInt(e); ok {
+			ids = append(ids, n)
 		}
-		ids[i] = n
+		return ok
+	})
+	if !ok {
+		return nil, false
 	}
 	return ids, true
 }

@@ -10,12 +10,14 @@ package tokenexport
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
 
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 	"github.com/modelcalls/modelcalls/tokens"
 )
 
@@ -70,37 +72,43 @@ func (r *Row) Complete() bool {
 // HasTokenData reports whether the row has prompt ids and generated ids.
 func (r *Row) HasTokenData() bool { return r.PromptTokenIDs != nil && r.GenerationTokenIDs != nil }
 
-// line is the part of a capture line a row needs.
-type line struct {
-	ModelCallID  string          `json:"model_call_id"`
-	Dialect      string          `json:"dialect"`
-	CompletedAt  float64         `json:"completed_at"`
-	StatusCode   *int64          `json:"status_code"`
-	Request      json.RawMessage `json:"request"`
-	Response     json.RawMessage `json:"response"`
-	ResponseRaw  *string         `json:"response_raw"`
-	TokenCapture json.RawMessage `json:"token_capture"`
-}
-
 // FromLine builds the row of one capture line (a JSON object as the capture file stores it) of
-// rollout rolloutID at capture index callIndex. It fails only when the line is not a capture line
-// object; everything about its tokens becomes the row's sources and findings.
+// rollout rolloutID at capture index callIndex. It fails only when the line is not a JSON object;
+// everything about its tokens becomes the row's sources and findings.
 func FromLine(rolloutID string, callIndex int, b []byte) (Row, error) {
-	var l line
-	if err := json.Unmarshal(b, &l); err != nil {
+	line := jsonscan.TrimWS(b)
+	if !jsonscan.IsObject(line) {
+		return Row{}, errors.New("decode capture line: not a JSON object")
+	}
+	if err := jsonscan.Validate(line); err != nil {
 		return Row{}, fmt.Errorf("decode capture line: %w", err)
 	}
-	c := tokens.Call{Dialect: l.Dialect, Request: nonNull(l.Request), Response: nonNull(l.Response), TokenCapture: nonNull(l.TokenCapture)}
-	if l.ResponseRaw != nil {
-		c.ResponseRaw = []byte(*l.ResponseRaw)
+	get := func(k string) []byte { return nonNull(jsonscan.Lookup(line, k)) }
+	var mcid, dialect string
+	var raw *string
+	var completed float64
+	var status *int64
+	for _, f := range []struct {
+		key  string
+		into any
+	}{{"model_call_id", &mcid}, {"dialect", &dialect}, {"response_raw", &raw}, {"completed_at", &completed}, {"status_code", &status}} {
+		if v := get(f.key); v != nil {
+			if err := json.Unmarshal(v, f.into); err != nil {
+				return Row{}, fmt.Errorf("decode capture line: %s: %w", f.key, err)
+			}
+		}
+	}
+	c := tokens.Call{Dialect: dialect, Request: get("request"), Response: get("response"), TokenCapture: get("token_capture")}
+	if raw != nil {
+		c.ResponseRaw = []byte(*raw)
 	}
 	t := tokens.Read(c)
 	r := Row{
-		RolloutID: rolloutID, ModelCallID: l.ModelCallID, CallIndex: int64(callIndex), Dialect: l.Dialect,
+		RolloutID: rolloutID, ModelCallID: mcid, CallIndex: int64(callIndex), Dialect: dialect,
 		PromptTokenIDs: t.PromptTokenIDs, GenerationTokenIDs: t.GenerationTokenIDs(), GenerationLogProbs: t.GenerationLogProbs(),
 		TokenSource: string(t.Source), PromptTokenSource: string(t.PromptSource), Choices: int64(len(t.Choices)),
 		Streamed: t.Streamed, UsagePromptTokens: t.PromptTokens, UsageCompletionTokens: t.CompletionTokens,
-		StatusCode: l.StatusCode, Findings: []Finding{}, CreatedAt: l.CompletedAt,
+		StatusCode: status, Findings: []Finding{}, CreatedAt: completed,
 	}
 	if len(t.Choices) > 0 {
 		r.routedExperts = t.Choices[0].RoutedExperts
@@ -121,8 +129,8 @@ func FromLine(rolloutID string, callIndex int, b []byte) (Row, error) {
 	return r, nil
 }
 
-func nonNull(v json.RawMessage) []byte {
-	if len(v) == 0 || string(v) == "null" {
+func nonNull(v []byte) []byte {
+	if jsonscan.IsNull(v) {
 		return nil
 	}
 	return v
@@ -131,11 +139,9 @@ func nonNull(v json.RawMessage) []byte {
 // modelOf returns the model a response names, else the request's.
 func modelOf(objs ...[]byte) *string {
 	for _, o := range objs {
-		var m struct {
-			Model *string `json:"model"`
-		}
-		if o != nil && json.Unmarshal(o, &m) == nil && m.Model != nil && *m.Model != "" {
-			return m.Model
+		var m string
+		if v := jsonscan.Lookup(o, "model"); jsonscan.IsString(v) && json.Unmarshal(v, &m) == nil && m != "" {
+			return &m
 		}
 	}
 	return nil
