@@ -4,12 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/tokens/tokenexport"
 )
 
@@ -199,5 +203,69 @@ func TestShowTokens(t *testing.T) {
 				t.Errorf("show %s %s: exit %d, lacks %q:\n%s%s", tc.id, tc.call, code, w, out, errOut)
 			}
 		}
+	}
+}
+
+// TestRunTokensThenExport is the token path end to end on loopback: a child runs under
+// `run --upstream FAKE --tokens llama-server`, the fake llama-server is asked for logprobs and
+// renders the prompt, and `export tokens` gives the call's prompt ids (server_render), generated
+// ids (logprob entry ids) and logprobs.
+func TestRunTokensThenExport(t *testing.T) {
+	var mu sync.Mutex
+	var asked []string
+	upstream := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		asked = append(asked, r.URL.Path+" "+string(body))
+		mu.Unlock()
+		switch {
+		case r.URL.Path == "/apply-template":
+			io.WriteString(w, `{"prompt":"<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"}`)
+		case r.URL.Path == "/tokenize":
+			io.WriteString(w, `{"tokens":[151644,872,198,6023,151645,198,151644,77091,198]}`)
+		case bytes.Contains(body, []byte(`"stream":true`)):
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, `data: {"object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"he"},"logprobs":{"content":[{"id":383,"token":"he","bytes":[104,101],"logprob":-0.2,"top_logprobs":[]}]}}]}`+"\n\n")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop","logprobs":{"content":[{"id":14990,"token":"hello","bytes":[104,101,108,108,111],"logprob":-0.25,"top_logprobs":[{"id":14990,"token":"hello","bytes":[104,101,108,108,111],"logprob":-0.25}]}]}}],"usage":{"prompt_tokens":9,"completion_tokens":1,"total_tokens":10}}`)
+		}
+	})
+	dir := t.TempDir()
+	cmd := wrapper(append([]string{"run", "--rollout", "tok-1", "--upstream", upstream.URL, "--capture-dir", dir, "--tokens", "llama-server"}, child("calls")...)...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if got := exitCode(t, cmd.Run()); got != 7 {
+		t.Fatalf("exit %d, want the child's 7; stdout %s stderr %s", got, out.String(), errOut.String())
+	}
+	mu.Lock()
+	sawLogprobs := false
+	for _, a := range asked {
+		if strings.HasPrefix(a, "/v1/chat/completions ") && strings.HasSuffix(a, `,"logprobs":true,"top_logprobs":1}`) {
+			sawLogprobs = true
+		}
+	}
+	mu.Unlock()
+	if !sawLogprobs {
+		t.Errorf("the engine was not asked for logprobs: %q", asked)
+	}
+	p := filepath.Join(t.TempDir(), "tok.jsonl")
+	stdout, stderr, code := runCLI(t, "", "export", "tokens", "--capture-dir", dir, "--out", p)
+	if code != ExitOK {
+		t.Fatalf("export tokens: exit %d, out %q, err %q", code, stdout, stderr)
+	}
+	rows := readRows(t, p)
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want 2", len(rows))
+	}
+	r := rows[0]
+	if !r.Complete() || r.PromptTokenSource != "server_render" || r.TokenSource != "logprob_entry_ids" ||
+		len(r.PromptTokenIDs) != 9 || r.GenerationTokenIDs[0] != 14990 || r.GenerationLogProbs[0] != -0.25 || len(r.Findings) != 0 {
+		t.Errorf("finished call: %+v", r)
+	}
+	if rows[1].GenerationTokenIDs[0] != 383 || !rows[1].Streamed {
+		t.Errorf("abandoned stream: %+v", rows[1])
 	}
 }
