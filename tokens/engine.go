@@ -2,9 +2,10 @@ package tokens
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // Engine names an inference server whose token ids and logprobs a gateway can ask for.
@@ -81,14 +82,24 @@ func AddRequestFields(e Engine, dialect string, body []byte) (out, added []byte)
 	if len(fields) == 0 {
 		return body, nil
 	}
-	t := bytes.TrimRight(body, " \t\r\n")
-	var members map[string]json.RawMessage
-	if len(t) == 0 || t[len(t)-1] != '}' || json.Unmarshal(t, &members) != nil || members == nil {
+	t := jsonscan.TrimWS(body)
+	if !jsonscan.IsObject(t) || jsonscan.Validate(t) != nil {
 		return body, nil
 	}
+	set := make([]bool, len(fields))
+	members := 0
+	jsonscan.EachMember(t, func(k, _ []byte) bool {
+		members++
+		for i, f := range fields {
+			if jsonscan.KeyIs(k, f.Name) {
+				set[i] = true
+			}
+		}
+		return true
+	})
 	var add bytes.Buffer
-	for _, f := range fields {
-		if _, set := members[f.Name]; set {
+	for i, f := range fields {
+		if set[i] {
 			continue
 		}
 		if add.Len() > 0 {
@@ -99,9 +110,11 @@ func AddRequestFields(e Engine, dialect string, body []byte) (out, added []byte)
 	if add.Len() == 0 {
 		return body, []byte("{}")
 	}
+	// The client's leading white space is kept; the object's own closing brace is the last byte.
+	t = body[:len(body)-len(bytes.TrimLeft(body, " \t\r\n"))+len(t)]
 	out = make([]byte, 0, len(t)+add.Len()+1)
 	out = append(out, t[:len(t)-1]...)
-	if len(members) > 0 {
+	if members > 0 {
 		out = append(out, ',')
 	}
 	out = append(out, add.Bytes()...)

@@ -2,6 +2,7 @@ package tokens
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -46,5 +47,18 @@ func TestParseEngine(t *testing.T) {
 	}
 	if _, err := ParseEngine("tgi"); err == nil {
 		t.Error("ParseEngine(tgi) accepted")
+	}
+}
+
+// BenchmarkAddRequestFields is what --tokens adds before a call is forwarded: the members of a
+// 200 KB Chat request checked and the fields appended.
+func BenchmarkAddRequestFields(b *testing.B) {
+	msg := `{"role":"user","content":"` + strings.Repeat("lorem ipsum dolor sit amet ", 40) + `"},`
+	body := []byte(`{"model":"m","messages":[` + strings.Repeat(msg, 180) + `{"role":"user","content":"hi"}],"stream":true}`)
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if _, added := AddRequestFields(EngineVLLM, "chat", body); added == nil {
+			b.Fatal("nothing added")
+		}
 	}
 }
