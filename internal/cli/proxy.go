@@ -49,8 +49,9 @@ model call made under {base}/ng-rollout/<rollout_id>/v1/{responses,chat/completi
 The capture dir comes from --capture-dir or, NeMo Gym style, from the global config
 (--config gym.yaml and ++key=value overrides): ++observability_enabled=true
 ++model_call_capture_dir=/abs/dir (a --config file that does not exist, or is a directory, is exit
-3; one that is not valid YAML is exit 2). The first SIGINT or SIGTERM drains in-flight calls and their
-capture writes (up to --shutdown-timeout); a second one stops at once.
+3; one that is not valid YAML is exit 2). The first SIGINT, SIGTERM or SIGHUP (a closed terminal, a dropped
+ssh session) drains in-flight calls and their capture writes (up to --shutdown-timeout); a second
+one stops at once.
 
 The proxy port forwards every path to the upstream, /healthz, /readyz and /metrics included (a
 model server's own /metrics stays reachable). The gateway's admin endpoints (GET /healthz,
@@ -87,7 +88,7 @@ replay --capture-dir-out, or give one proxy per rollout --upstream http://REPLAY
 	f.DurationVar(&o.idleTimeout, "idle-timeout", gateway.DefaultIdleTimeout, "longest wait between reads of a captured response body (0: no limit)")
 	f.Int64Var(&o.maxRequestBytes, "max-request-bytes", gateway.DefaultMaxRequestBytes, "largest captured request body; larger ones get 413 (0: no limit)")
 	f.Int64Var(&o.maxCaptureBytes, "max-capture-bytes", gateway.DefaultMaxCaptureBytes, "decoded response bytes one capture keeps; past it the line keeps the first bytes and says capture_too_large (0: no limit)")
-	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "on SIGINT/SIGTERM, how long to let in-flight calls finish")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "on SIGINT/SIGTERM/SIGHUP, how long to let in-flight calls finish")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&o.adminListen, "admin-listen", "", "address of the admin endpoints /healthz, /readyz, /metrics (default: none)")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")

@@ -52,8 +52,8 @@ the first JSON path where they differ, or goes to --upstream with --on-miss forw
 
 --timing recorded (default) sends the first byte at the recorded TTFT and the terminal event at the
 recorded latency; fast sends at once; xN plays N times as fast. --capture-dir-out captures the
-re-run like modelcalls proxy (response_source local, local_response_reason replay). SIGINT or
-SIGTERM stops it and prints a summary; --admin-listen serves /metrics and /healthz.
+re-run like modelcalls proxy (response_source local, local_response_reason replay). SIGINT,
+SIGTERM or SIGHUP (a closed terminal) drains it and prints a summary; --admin-listen serves /metrics and /healthz.
 
 To re-capture a replayed run use --capture-dir-out DIR2, not a modelcalls proxy in front with the
 replay as its --upstream: the proxy strips the /ng-rollout/<rollout_id> prefix before forwarding
@@ -76,7 +76,7 @@ replay_not_recorded. A proxy for one rollout works with --upstream http://REPLAY
 	f.StringSliceVar(&o.ignoreKeys, "ignore-keys", replay.DefaultIgnoreKeys,
 		"request members strict matching ignores (top-level names or dotted paths); --ignore-keys= ignores none")
 	f.StringVar(&o.adminListen, "admin-listen", "", "address for /metrics and /healthz (default: none)")
-	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to let in-flight calls finish")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM/SIGHUP, how long to let in-flight calls finish")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return cmd
 }

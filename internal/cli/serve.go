@@ -65,12 +65,29 @@ func openWritableStore(flag, dir string) (*capture.Store, error) {
 	return store, nil
 }
 
-// stopSignals returns a channel that receives SIGINT and SIGTERM (room for two: the one that starts
-// the drain and the one that cuts it short) and the function that stops the delivery.
+// servingStopSignals are the signals that make a serving command (proxy, replay, view) drain and
+// stop: SIGINT, SIGTERM and SIGHUP. SIGHUP (the terminal closed, an ssh session dropped) drains like
+// SIGTERM rather than killing at once, so the calls in flight still finish and get their lines.
+var servingStopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+
+// stopSignals returns a channel that receives servingStopSignals (room for two: the one that starts
+// the drain and the one that cuts it short) and the function that stops the delivery; SIGPIPE is
+// caught meanwhile (catchSIGPIPE).
 func stopSignals() (chan os.Signal, func()) {
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	return sigs, func() { signal.Stop(sigs) }
+	signal.Notify(sigs, servingStopSignals...)
+	release := catchSIGPIPE()
+	return sigs, func() { signal.Stop(sigs); release() }
+}
+
+// catchSIGPIPE catches SIGPIPE (and drops it) until the returned function is called: when a hangup
+// also took the reader of the log or of stdout away (a pipe into tee or a logger), a write there
+// fails with EPIPE instead of killing a serving command in the middle of its drain (Go's default
+// for a broken pipe on descriptors 1 and 2).
+func catchSIGPIPE() func() {
+	pipe := make(chan os.Signal, 1) // never read: a delivery that finds it full is dropped
+	signal.Notify(pipe, syscall.SIGPIPE)
+	return func() { signal.Stop(pipe) }
 }
 
 // listenFlag listens on addr, the value of the serving command's flag (--listen, --admin-listen).

@@ -36,7 +36,7 @@ It rescans the dirs continuously, so calls appear while a gateway is still writi
 
 Everything is in the binary (no network needed) and the viewer only reads the dirs. The pages use a
 JSON API under /api/ that scripts can use too (docs/view.md). It prints its URL and serves until
-interrupted. Exit code 3 when a capture dir does not exist, 2 for a bad flag, 1 when the address
+SIGINT, SIGTERM or SIGHUP (a closed terminal). Exit code 3 when a capture dir does not exist, 2 for a bad flag, 1 when the address
 cannot be listened on.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -71,8 +71,9 @@ func runView(ctx context.Context, s *Streams, o *viewOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx, stop := interruptContext(ctx)
+	ctx, stop := signalContext(ctx, servingStopSignals...)
 	defer stop()
+	defer catchSIGPIPE()()
 	go srv.Run(ctx)
 	// Requests inherit ctx, so the live-update long polls end at once on a signal.
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second,
