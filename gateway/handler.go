@@ -89,9 +89,10 @@ type Handler struct {
 	MaxRequestBytes int64
 
 	// RequestBodyTimeout bounds the wait for each read of a captured call's request body (the
-	// gateway reads it whole before forwarding); past it the call is not forwarded, it is captured as
-	// "cancelled" (upstream_attempted false) and the client gets 408 request_timeout (with
-	// Connection: close on HTTP/1). Zero means DefaultRequestBodyTimeout, negative means no limit.
+	// gateway reads it whole before forwarding); past it the call is not forwarded, the client gets
+	// 408 request_timeout (with Connection: close on HTTP/1), and the line records that answer
+	// (status 408, error category "timeout", response_source local, upstream_attempted false). Zero
+	// means DefaultRequestBodyTimeout, negative means no limit.
 	RequestBodyTimeout time.Duration
 
 	// SpoolThreshold is how many response body bytes of a captured call are kept in memory; the
@@ -254,8 +255,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.metrics.uncaptured.WithLabelValues("no_store").Inc()
 	default:
 		guard := h.guardRequestBody(w, route)
-		h.serveCaptured(w, route, id, d)
-		guard.finish(w, d)
+		h.serveCaptured(w, route, id, d, guard)
+		guard.finish()
 		return
 	}
 	if route.Body != nil && route.Body != http.NoBody {
@@ -386,6 +387,13 @@ func (h *Handler) modifyResponse(res *http.Response) error {
 			res.Body = &countingBody{rc: res.Body, n: h.metrics.respBytes}
 		}
 		return nil
+	}
+	if res.StatusCode < 200 {
+		// A final 1xx on a captured call (101 Switching Protocols; the transport relays and skips the
+		// other informational answers itself): the gateway never asked to switch, so it answers 502
+		// itself (roundTripFailed) instead of relaying the switch.
+		c.upstreamStatus = res.StatusCode
+		return fmt.Errorf("%w: %d %s", errUnexpectedStatus, res.StatusCode, http.StatusText(res.StatusCode))
 	}
 	c.responseStarted(res)
 	return nil

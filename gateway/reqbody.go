@@ -6,13 +6,11 @@ import (
 	"net/http"
 	"os"
 	"time"
-
-	"github.com/modelcalls/modelcalls/dialect"
 )
 
 // ReasonRequestTimeout is the reason code of the 408 a client gets when its request body stops
-// arriving for longer than RequestBodyTimeout (the call is captured as cancelled, not answered by
-// the upstream).
+// arriving for longer than RequestBodyTimeout (the call is not forwarded; its line records the 408,
+// error category "timeout").
 const ReasonRequestTimeout = "request_timeout"
 
 // bodyGuard wraps a captured call's request body: every Read runs under a read deadline of
@@ -60,19 +58,21 @@ func (g *bodyGuard) Read(p []byte) (int, error) {
 
 func (g *bodyGuard) Close() error { return g.rc.Close() }
 
-// finish answers 408 request_timeout when the body timed out (the call itself was captured as
-// cancelled and not forwarded): with Connection: close on HTTP/1; on HTTP/2 only the stream ends.
-func (g *bodyGuard) finish(w http.ResponseWriter, d dialect.Dialect) {
+// expire prepares the 408 request_timeout answer to a body that timed out: the connection is
+// closed after it on HTTP/1 (the rest of the body will not be read); on HTTP/2 only the stream ends.
+func (g *bodyGuard) expire(w http.ResponseWriter) {
+	g.ctl.SetReadDeadline(time.Now())
+	if g.http1 {
+		w.Header().Set("Connection", "close")
+	}
+}
+
+// finish keeps the read deadline of a body that timed out expired once the handler is done:
+// net/http discards an unread body after the handler returns, and without a deadline that read
+// would wait on the stalled client forever.
+func (g *bodyGuard) finish() {
 	if g == nil || !g.timedOut {
 		return
 	}
-	// Keep the deadline expired: net/http discards an unread body after the handler returns, and
-	// without a deadline that read would wait on the stalled client forever.
 	g.ctl.SetReadDeadline(time.Now())
-	if g.http1 {
-		w.Header().Set("Connection", "close") // the rest of the body will not be read
-	}
-	body := dialect.ErrorBody(d, http.StatusRequestTimeout, ReasonRequestTimeout,
-		localMessage(ReasonRequestTimeout, "the request body stopped arriving; the call was not forwarded"))
-	writeJSON(w, http.StatusRequestTimeout, body, nil)
 }
