@@ -32,13 +32,14 @@ type replayOptions struct {
 	adminListen     string
 	shutdownTimeout time.Duration
 	logLevel        string
+	allowedHosts    []string
 }
 
 func newReplayCmd(s *Streams) *cobra.Command {
 	var o replayOptions
 	cmd := &cobra.Command{
 		Use: "replay --capture-dir DIR [--listen ADDR] [--match strict|sequence] [--timing recorded|fast|xN] " +
-			"[--on-miss error|forward --upstream URL] [--capture-dir-out DIR2] [--ignore-keys K,...] [--admin-listen ADDR]",
+			"[--on-miss error|forward --upstream URL] [--capture-dir-out DIR2] [--ignore-keys K,...] [--admin-listen ADDR] [--allowed-host NAME ...]",
 		Short: "Serve a captured run back to its harness, byte for byte, without a model",
 		Long: `Answer model calls made under {base}/ng-rollout/<rollout_id>/v1/{responses,chat/completions,messages}
 from <capture dir>/<rollout_id>.capture.jsonl: the recorded status and body bytes (response_raw
@@ -54,6 +55,9 @@ the first JSON path where they differ, or goes to --upstream with --on-miss forw
 recorded latency; fast sends at once; xN plays N times as fast. --capture-dir-out captures the
 re-run like modelcalls proxy (response_source local, local_response_reason replay). SIGINT,
 SIGTERM or SIGHUP (a closed terminal) drains it and prints a summary; --admin-listen serves /metrics and /healthz.
+It answers only requests whose Host is a loopback name or address, its listen address, or a name
+given with --allowed-host (others get 403: a web page whose name resolves to this machine must not
+read the recorded calls).
 
 To re-capture a replayed run use --capture-dir-out DIR2, not a modelcalls proxy in front with the
 replay as its --upstream: the proxy strips the /ng-rollout/<rollout_id> prefix before forwarding
@@ -78,6 +82,7 @@ replay_not_recorded. A proxy for one rollout works with --upstream http://REPLAY
 	f.StringVar(&o.adminListen, "admin-listen", "", "address for /metrics and /healthz (default: none)")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM/SIGHUP, how long to let in-flight calls finish")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.StringArrayVar(&o.allowedHosts, "allowed-host", nil, "a host name the replay also answers to, besides loopback names and addresses and the listen address (repeatable)")
 	return cmd
 }
 
@@ -171,6 +176,9 @@ func runReplay(ctx context.Context, s *Streams, o *replayOptions) error {
 	}
 	ln, err := listenFlag("--listen", o.listen)
 	if err != nil {
+		return err
+	}
+	if handler, err = hostGuard(handler, o.listen, ln, o.allowedHosts, log); err != nil {
 		return err
 	}
 	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second,

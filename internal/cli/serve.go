@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/gateway"
+	"github.com/modelcalls/modelcalls/internal/hostcheck"
 )
 
 // The life of the serving commands (proxy, replay, and the gateway run starts for its child,
@@ -100,6 +101,18 @@ func listenFlag(flag, addr string) (net.Listener, error) {
 		return nil, usageErrorf("%s %s: %w", flag, addr, err)
 	}
 	return ln, nil
+}
+
+// hostGuard puts next behind the DNS rebinding defence of view and replay (hostcheck): it answers
+// only loopback names and addresses, the listen address (flag as given and ln's bound address) and
+// the --allowed-host names. An empty --allowed-host closes ln and is a usage error.
+func hostGuard(next http.Handler, flag string, ln net.Listener, allowed []string, log *slog.Logger) (http.Handler, error) {
+	g, err := hostcheck.New(next, []string{flag, ln.Addr().String()}, allowed, "--allowed-host", log)
+	if err != nil {
+		ln.Close()
+		return nil, usageErrorf("%w", err)
+	}
+	return g, nil
 }
 
 // serveAdmin listens on addr (an --admin-listen address) and serves handler there, logging the
