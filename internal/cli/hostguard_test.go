@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // TestViewAndReplayRefuseOtherHosts: a DNS-rebinding page reaches view and replay on loopback with
@@ -100,4 +102,33 @@ func startInProcess(t *testing.T, args []string, addrRe string) (string, func())
 		t.Fatalf("%s: no address printed", args[0])
 	}
 	return "", nil
+}
+
+// TestProxyAllowOrigin: the proxy refuses a web page's cross-site call and serves --allow-origin
+// origins and SDKs; a value that is not an origin is a usage error, and run takes the flag only for
+// a gateway of its own.
+func TestProxyAllowOrigin(t *testing.T) {
+	up := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[]}`)
+	})
+	dir := t.TempDir()
+	addr, stop := startInProcess(t, []string{"proxy", "--upstream", up.URL, "--capture-dir", dir, "--listen", "127.0.0.1:0",
+		"--allow-origin", "https://ui.example"}, `msg="modelcalls proxy listening" addr=(\S+)`)
+	defer stop()
+	for origin, want := range map[string]int{"": 200, "https://ui.example": 200, "https://evil.example": 403} {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/ng-rollout/o1/v1/chat/completions", strings.NewReader(`{"model":"m","messages":[]}`))
+		req.Header.Set("Content-Type", "text/plain")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+			req.Header.Set("Sec-Fetch-Site", "cross-site")
+		}
+		if status, b := capturetest.Do(t, req); status != want {
+			t.Errorf("Origin %q: %d %s, want %d", origin, status, b, want)
+		}
+	}
+	checkExits(t, []exitCase{
+		{"not an origin", []string{"proxy", "--upstream", up.URL, "--capture-dir", dir, "--allow-origin", "ui.example"}, ExitUsage, "--allow-origin"},
+		{"run with --gateway", []string{"run", "--rollout", "r1", "--gateway", "http://127.0.0.1:9", "--allow-origin", "https://ui.example", "--", "true"}, ExitUsage, "--allow-origin goes with --upstream"},
+	})
 }

@@ -34,6 +34,7 @@ type proxyOptions struct {
 	keepAliveTimeout   time.Duration
 	maxHeaderBytes     int
 	maxConnections     int
+	allowOrigins       []string
 	otlp               otlpOptions // otlp.go
 }
 
@@ -57,6 +58,11 @@ The proxy port forwards every path to the upstream, /healthz, /readyz and /metri
 model server's own /metrics stays reachable). The gateway's admin endpoints (GET /healthz,
 /readyz: 503 while draining, /metrics: Prometheus) are served on --admin-listen ADDR only, off
 unless given.
+
+A request a browser marks as cross-site (an Origin that is neither the gateway's own nor an
+--allow-origin, or Sec-Fetch-Site: cross-site) gets 403 cross_site_request and is neither
+forwarded nor captured: a web page must not add calls to a rollout. SDKs and harnesses send no
+Origin, so they are not affected.
 
 HTTP/1.0, HTTP/1.1 and HTTP/2 cleartext with prior knowledge are served on the same port; an
 "Upgrade: h2c" request is answered in HTTP/1.1. Each captured call is logged at info ("model
@@ -96,6 +102,7 @@ replay --capture-dir-out, or give one proxy per rollout --upstream http://REPLAY
 	f.DurationVar(&o.keepAliveTimeout, "keepalive-timeout", gateway.DefaultKeepAliveTimeout, "how long an idle client connection stays open (0: no limit)")
 	f.IntVar(&o.maxHeaderBytes, "max-header-bytes", gateway.DefaultMaxHeaderBytes, "largest request header block; larger ones get 431")
 	f.IntVar(&o.maxConnections, "max-connections", 0, "most client connections open at once, more are refused with 503 (0: derived from the file-descriptor limit; -1: no cap)")
+	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "a web origin (http(s)://host[:port]) whose browser requests are served besides the gateway's own (repeatable); other cross-site requests get 403")
 	addOTLPFlags(f, &o.otlp)
 	return cmd
 }
@@ -177,6 +184,9 @@ func resolveProxyConfig(o *proxyOptions, overrides []string) (*proxyConfig, erro
 	if o.logFormat != "text" && o.logFormat != "json" {
 		return nil, usageErrorf("--log-format %q: want text or json", o.logFormat)
 	}
+	if _, err := allowOrigins(o.allowOrigins); err != nil {
+		return nil, err
+	}
 	return &proxyConfig{upstream: u, captureDir: dir}, nil
 }
 
@@ -213,6 +223,7 @@ func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []stri
 		Logger:          log,
 
 		RequestBodyTimeout: noLimit(o.requestBodyTimeout),
+		AllowedOrigins:     o.allowOrigins,
 		NoAdminEndpoints:   true, // the proxy port forwards every path; admin is --admin-listen
 	}
 	// Live OTLP export; stopOTLP flushes it after the drain, before the last line ("stopped"), and

@@ -103,6 +103,17 @@ func listenFlag(flag, addr string) (net.Listener, error) {
 	return ln, nil
 }
 
+// allowOrigins checks the --allow-origin values of a gateway (proxy, run --upstream): each must be
+// a web origin, http(s)://host[:port]; anything else is a usage error naming it.
+func allowOrigins(values []string) ([]string, error) {
+	for _, v := range values {
+		if _, err := gateway.ParseOrigin(v); err != nil {
+			return nil, usageErrorf("--allow-origin: %w", err)
+		}
+	}
+	return values, nil
+}
+
 // hostGuard puts next behind the DNS rebinding defence of view and replay (hostcheck): it answers
 // only loopback names and addresses, the listen address (flag as given and ln's bound address) and
 // the --allowed-host names. An empty --allowed-host closes ln and is a usage error.
@@ -237,7 +248,11 @@ func startOwnGateway(s *Streams, o *runOptions) (*ownGateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &gateway.Handler{Upstream: cfg.upstream, Store: store, ModelServerName: o.name, Logger: log}
+	origins, err := allowOrigins(o.allowOrigins)
+	if err != nil {
+		return nil, err
+	}
+	h := &gateway.Handler{Upstream: cfg.upstream, Store: store, ModelServerName: o.name, Logger: log, AllowedOrigins: origins}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, withExit(ExitFailure, fmt.Errorf("start gateway: %w", err))
