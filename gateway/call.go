@@ -198,38 +198,10 @@ func (h *Handler) serveCaptured(w http.ResponseWriter, r *http.Request, id strin
 // upstream call instead of before it (at the validator's ~0.5-1 GB/s, 256 KiB take 0.25-0.5 ms).
 const asyncRequestCheck = 256 << 10
 
-// maxPresizedRequest bounds how much of an announced Content-Length readRequest allocates before
-// the bytes arrive.
-const maxPresizedRequest = 64 << 10
-
 // readRequest reads the whole request body, up to MaxRequestBytes (errTooLarge beyond, without
 // reading further when Content-Length already says so).
 func (c *call) readRequest(r *http.Request) ([]byte, error) {
-	limit := c.h.maxRequestBytes()
-	if limit >= 0 && r.ContentLength > limit {
-		return nil, errTooLarge
-	}
-	if r.Body == nil {
-		return nil, nil
-	}
-	// The buffer grows with the bytes that arrive; the Content-Length announced sizes it up front
-	// only up to 64 KiB (a client announcing 60 MB and sending one byte costs 64 KiB at most), which
-	// spares the usual request the buffer's regrowth and copies.
-	var buf bytes.Buffer
-	if r.ContentLength > 0 {
-		buf.Grow(int(min(r.ContentLength, maxPresizedRequest)) + bytes.MinRead)
-	}
-	src := io.Reader(r.Body)
-	if limit >= 0 {
-		src = io.LimitReader(r.Body, limit+1)
-	}
-	if _, err := buf.ReadFrom(src); err != nil {
-		return nil, fmt.Errorf("read request body: %w", err)
-	}
-	if limit >= 0 && int64(buf.Len()) > limit {
-		return nil, errTooLarge
-	}
-	return buf.Bytes(), nil
+	return readBody(r, c.h.maxRequestBytes())
 }
 
 // captureRequest stores a request body as NeMo Gym's middleware does: a storable JSON object

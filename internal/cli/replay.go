@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/modelcalls/modelcalls/gateway"
 	"github.com/modelcalls/modelcalls/replay"
 )
 
@@ -33,6 +34,13 @@ type replayOptions struct {
 	shutdownTimeout time.Duration
 	logLevel        string
 	allowedHosts    []string
+
+	// Request hygiene, as the proxy's.
+	maxRequestBytes    int64
+	requestBodyTimeout time.Duration
+	keepAliveTimeout   time.Duration
+	maxHeaderBytes     int
+	maxConnections     int
 }
 
 func newReplayCmd(s *Streams) *cobra.Command {
@@ -82,6 +90,11 @@ replay_not_recorded. A proxy for one rollout works with --upstream http://REPLAY
 	f.StringVar(&o.adminListen, "admin-listen", "", "address for /metrics and /healthz (default: none)")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM/SIGHUP, how long to let in-flight calls finish")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.Int64Var(&o.maxRequestBytes, "max-request-bytes", gateway.DefaultMaxRequestBytes, "largest request body (also once decoded); larger ones get 413 (0: no limit)")
+	f.DurationVar(&o.requestBodyTimeout, "request-body-timeout", gateway.DefaultRequestBodyTimeout, "longest wait between reads of a request body; then 408 (0: no limit)")
+	f.DurationVar(&o.keepAliveTimeout, "keepalive-timeout", gateway.DefaultKeepAliveTimeout, "how long an idle client connection stays open (0: no limit)")
+	f.IntVar(&o.maxHeaderBytes, "max-header-bytes", gateway.DefaultMaxHeaderBytes, "largest request header block; larger ones get 431")
+	f.IntVar(&o.maxConnections, "max-connections", 0, "most client connections open at once, more are refused with 503 (0: derived from the file-descriptor limit; -1: no cap)")
 	f.StringArrayVar(&o.allowedHosts, "allowed-host", nil, "a host name the replay also answers to, besides loopback names and addresses and the listen address (repeatable)")
 	return cmd
 }
@@ -140,6 +153,16 @@ func resolveReplay(o *replayOptions, log *slog.Logger) (*replay.Server, error) {
 	if o.name != "" && o.captureDirOut == "" {
 		return nil, usageErrorf("--name is only used with --capture-dir-out")
 	}
+	if o.maxRequestBytes < 0 {
+		return nil, usageErrorf("--max-request-bytes must be >= 0 (0: no limit)")
+	}
+	if o.maxHeaderBytes < 0 {
+		return nil, usageErrorf("--max-header-bytes must be > 0")
+	}
+	if o.maxConnections < -1 {
+		return nil, usageErrorf("--max-connections must be >= -1 (0: derived from the file-descriptor limit; -1: no cap)")
+	}
+	s.MaxRequestBytes, s.RequestBodyTimeout = noLimit(o.maxRequestBytes), noLimit(o.requestBodyTimeout)
 	return s, nil
 }
 
@@ -181,8 +204,10 @@ func runReplay(ctx context.Context, s *Streams, o *replayOptions) error {
 	if handler, err = hostGuard(handler, o.listen, ln, o.allowedHosts, log); err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog: serverErrorLog(log)}
+	// The proxy's connection hygiene: header timeout and size, keep-alive timeout, connection cap.
+	hs := gateway.NewHTTPServer(handler, gateway.ServerOptions{KeepAliveTimeout: noLimit(o.keepAliveTimeout),
+		MaxHeaderBytes: o.maxHeaderBytes}, log)
+	capped := gateway.LimitListener(ln, o.maxConnections, log)
 
 	var admin *http.Server
 	if o.adminListen != "" {
@@ -199,7 +224,7 @@ func runReplay(ctx context.Context, s *Streams, o *replayOptions) error {
 	sigs, stop := stopSignals()
 	defer stop()
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(ln) }()
+	go func() { serveErr <- hs.Serve(capped) }()
 	log.Info("modelcalls replay listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(),
 		"capture_dir", srv.Source.Dir(), "match", string(srv.Match), "timing", srv.Timing.String(),
 		"on_miss", o.onMiss, "capture_dir_out", o.captureDirOut)
