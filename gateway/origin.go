@@ -46,10 +46,18 @@ func (h *Handler) refuseCrossSite(w http.ResponseWriter, r *http.Request) bool {
 	if len(shown) > 200 {
 		shown = shown[:200] + "..."
 	}
-	if _, seen := h.warnedOrigins.LoadOrStore(shown, struct{}{}); !seen && h.warnedCount.Add(1) <= maxWarnedOrigins {
-		h.log.Warn("refused a cross-site request from a web page; nothing forwarded or captured (logged once per origin)",
-			"origin", shown, "sec_fetch_site", fetchSite, "path", r.URL.Path,
-			"fix", "if this page is yours, add --allow-origin "+shown)
+	// The set of origins warned about stops growing at maxWarnedOrigins: a client inventing origins
+	// gets access log lines, not memory.
+	if h.warnedCount.Load() < maxWarnedOrigins {
+		if _, seen := h.warnedOrigins.LoadOrStore(shown, struct{}{}); !seen {
+			h.warnedCount.Add(1)
+			fix := "if this page is yours, add --allow-origin " + shown
+			if _, err := ParseOrigin(origin); err != nil {
+				fix = "none: the request names no origin that could be allowed"
+			}
+			h.log.Warn("refused a cross-site request from a web page; nothing forwarded or captured (logged once per origin)",
+				"origin", shown, "sec_fetch_site", fetchSite, "path", r.URL.Path, "fix", fix)
+		}
 	}
 	h.log.Info("cross-site request refused", "status", http.StatusForbidden, "method", r.Method, "path", r.URL.Path,
 		"origin", shown, "sec_fetch_site", fetchSite, "remote", r.RemoteAddr)
