@@ -119,11 +119,12 @@ func normalOrigin(origin string) (string, bool) {
 }
 
 // ParseOrigin checks an allowed origin (an --allow-origin value): scheme://host[:port], nothing
-// else. It returns the origin in the form requests are compared in.
+// else (https://ui.example, http://localhost:3000, or an app's own scheme such as
+// vscode-webview://ID). It returns the origin in the form requests are compared in.
 func ParseOrigin(origin string) (string, error) {
 	o, ok := normalOrigin(origin)
-	if !ok || (!strings.HasPrefix(o, "http://") && !strings.HasPrefix(o, "https://")) {
-		return "", fmt.Errorf("%q is not an origin: want http(s)://host[:port], as a browser sends it in Origin", origin)
+	if !ok || strings.HasPrefix(o, "://") {
+		return "", fmt.Errorf("%q is not an origin: want scheme://host[:port], as a browser sends it in Origin", origin)
 	}
 	return o, nil
 }

@@ -89,7 +89,8 @@ func TestParseOrigin(t *testing.T) {
 		"null":                    "",
 		"ui.example":              "",
 		"https://ui.example/path": "",
-		"ftp://ui.example":        "",
+		"vscode-webview://abc123": "vscode-webview://abc123",
+		"//ui.example":            "",
 		"":                        "",
 	} {
 		got, err := gateway.ParseOrigin(in)

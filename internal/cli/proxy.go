@@ -102,7 +102,7 @@ replay --capture-dir-out, or give one proxy per rollout --upstream http://REPLAY
 	f.DurationVar(&o.keepAliveTimeout, "keepalive-timeout", gateway.DefaultKeepAliveTimeout, "how long an idle client connection stays open (0: no limit)")
 	f.IntVar(&o.maxHeaderBytes, "max-header-bytes", gateway.DefaultMaxHeaderBytes, "largest request header block; larger ones get 431")
 	f.IntVar(&o.maxConnections, "max-connections", 0, "most client connections open at once, more are refused with 503 (0: derived from the file-descriptor limit; -1: no cap)")
-	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "a web origin (http(s)://host[:port]) whose browser requests are served besides the gateway's own (repeatable); other cross-site requests get 403")
+	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "a web origin (scheme://host[:port]) whose browser requests are served besides the gateway's own (repeatable); other cross-site requests get 403")
 	addOTLPFlags(f, &o.otlp)
 	return cmd
 }

@@ -104,7 +104,7 @@ func listenFlag(flag, addr string) (net.Listener, error) {
 }
 
 // allowOrigins checks the --allow-origin values of a gateway (proxy, run --upstream): each must be
-// a web origin, http(s)://host[:port]; anything else is a usage error naming it.
+// a web origin, scheme://host[:port]; anything else is a usage error naming it.
 func allowOrigins(values []string) ([]string, error) {
 	for _, v := range values {
 		if _, err := gateway.ParseOrigin(v); err != nil {
