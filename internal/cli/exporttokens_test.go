@@ -194,7 +194,7 @@ func TestShowTokens(t *testing.T) {
 		want     []string
 	}{
 		{"r1", "0", []string{"── tokens", "generated  3 ids (engine_ids), 3 logprobs", "prompt     9 ids (engine_ids)", `lowest     #1 " there" -0.500, #0 "Hi" -0.012, #2 "" -0.000`}},
-		{"r1", "1", []string{"generated  2 ids (logprob_entry_ids), 2 logprobs", "prompt     0 ids (absent)", "finding    stream_tokens_lost: 2 generated ids (logprob_entry_ids), usage.completion_tokens is 3"}},
+		{"r1", "1", []string{"generated  2 ids (logprob_entry_ids), 2 logprobs", "prompt     9 ids (server_render)", "finding    stream_tokens_lost: 2 generated ids (logprob_entry_ids), usage.completion_tokens is 3"}},
 		{"r2", "0", []string{"── tokens", "none: the response carries no token ids or logprobs"}},
 	} {
 		out, errOut, code := runCLI(t, "", "show", "--capture-dir", dir, tc.id, tc.call)

@@ -139,7 +139,7 @@ func runShow(s *Streams, o *showOptions, dirs []string, id, call string) error {
 		if o.raw != "" {
 			printRaw(w, r, o.raw)
 		} else {
-			printCall(w, o, id, r)
+			printCall(w, o, id, r, rc.tokenCaptures[r.CallIndex])
 		}
 	}
 	if err := w.Flush(); err != nil {
@@ -313,7 +313,7 @@ func shellQuote(s string) string {
 }
 
 // printCall writes one call as a person reads it.
-func printCall(w io.Writer, o *showOptions, id string, r *modelcalls.ModelCallRecord) {
+func printCall(w io.Writer, o *showOptions, id string, r *modelcalls.ModelCallRecord, tokenCapture []byte) {
 	fmt.Fprintf(w, "rollout %s  call %d  model_call_id %s\n", id, r.CallIndex, str(r.ModelCallID))
 	fmt.Fprintf(w, "dialect %s  model %s", str(r.Dialect), str(r.Model))
 	if r.ModelRef != nil {
@@ -399,7 +399,7 @@ func printCall(w io.Writer, o *showOptions, id string, r *modelcalls.ModelCallRe
 	printUsage(w, r, res)
 
 	heading(w, "tokens")
-	printTokens(w, r)
+	printTokens(w, r, tokenCapture)
 
 	heading(w, "timing")
 	if r.StartedAt != nil {

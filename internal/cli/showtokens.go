@@ -15,11 +15,11 @@ import (
 const showLowestLogprobs = 5
 
 // printTokens writes the call's token summary: how many prompt and generated ids it carries and
-// where they came from, the least likely generated tokens, and the findings (docs/tokens.md). The
-// prompt ids a gateway rendered itself (token_capture) are not part of the record, so a
-// llama-server call shows its prompt as absent here; export tokens reads them.
-func printTokens(w io.Writer, r *modelcalls.ModelCallRecord) {
-	c := tokens.Call{Dialect: str(r.Dialect), Request: r.Request, Response: r.Response}
+// where they came from, the least likely generated tokens, and the findings (docs/tokens.md).
+// tokenCapture is the line's token_capture object (it is not part of the record: the prompt ids a
+// gateway rendered itself), nil when the line has none.
+func printTokens(w io.Writer, r *modelcalls.ModelCallRecord, tokenCapture []byte) {
+	c := tokens.Call{Dialect: str(r.Dialect), Request: r.Request, Response: r.Response, TokenCapture: tokenCapture}
 	if r.ResponseRaw != nil {
 		c.ResponseRaw = []byte(r.ResponseRaw.Text())
 	}
