@@ -150,6 +150,16 @@ func TestExportTokens(t *testing.T) {
 			t.Errorf("r2 has no token data but got a file: %v", err)
 		}
 	})
+	t.Run("a listed rollout without captures", func(t *testing.T) {
+		p := filepath.Join(out, "missing.jsonl")
+		stdout, errOut, code := runCLI(t, `{"_ng_rollout_id":"r1"}`+"\n"+`{"_ng_rollout_id":"r9"}`+"\n", "export", "tokens", "--capture-dir", dir, "--in", "-", "--out", p)
+		if code != ExitFailure || !strings.Contains(errOut, "rollout r9 has no captured calls") || !strings.Contains(stdout, "; 1 rollouts without captures") {
+			t.Errorf("exit %d, out %q, err %q", code, stdout, errOut)
+		}
+		if rows := readRows(t, p); len(rows) != 2 {
+			t.Errorf("%d rows, want r1's 2", len(rows))
+		}
+	})
 	t.Run("usage errors", func(t *testing.T) {
 		for _, args := range [][]string{
 			{"export", "tokens", "--out", "x.jsonl"},
