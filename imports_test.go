@@ -25,6 +25,7 @@ var importRules = map[string][]string{
 	"internal/jsonl":    nil,
 	"internal/ordered":  nil,
 	"internal/config":   nil,
+	"internal/schema":   nil,
 	"sse":               nil,
 
 	// Identity and dialects.
@@ -32,24 +33,24 @@ var importRules = map[string][]string{
 	"dialect": {"internal/jsonscan", "sse", "rollout"},
 
 	// The capture store and line format.
-	"capture": {"internal/fsutil", "internal/jsonscan", "internal/uring", "rollout"},
+	"capture": {"internal/fsutil", "internal/jsonscan", "internal/schema", "internal/uring", "rollout"},
 
 	// The record model: one record from one capture line.
-	"record": {"capture", "dialect", "internal/jsonscan", "internal/stats", "rollout"},
+	"record": {"capture", "dialect", "internal/jsonscan", "internal/schema", "internal/stats", "rollout"},
 
 	// What captures, shows or ships records; none of them links the merge (the root).
-	"gateway":    {"capture", "dialect", "internal/fsutil", "internal/jsonscan", "record", "rollout", "sse"},
-	"view":       {"capture", "dialect", "internal/jsonscan", "internal/stats", "record", "rollout"},
-	"otelexport": {"capture", "dialect", "internal/jsonscan", "internal/stats", "record", "rollout"},
-	"replay":     {"capture", "dialect", "gateway", "internal/jsonscan", "record", "rollout", "sse"},
+	"gateway":    {"capture", "dialect", "internal/fsutil", "internal/jsonscan", "internal/schema", "record", "rollout", "sse"},
+	"view":       {"capture", "dialect", "internal/jsonscan", "internal/schema", "internal/stats", "record", "rollout"},
+	"otelexport": {"capture", "dialect", "internal/jsonscan", "internal/schema", "internal/stats", "record", "rollout"},
+	"replay":     {"capture", "dialect", "gateway", "internal/jsonscan", "internal/schema", "record", "rollout", "sse"},
 
 	// The root package: read, aggregate, merge, clear, the seed-shaped API.
-	"": {"capture", "internal/jsonscan", "internal/stats", "record", "rollout"},
+	"": {"capture", "internal/jsonscan", "internal/schema", "internal/stats", "record", "rollout"},
 
 	// The demo and the command line, at the top.
 	"internal/demo": {"", "capture", "dialect", "gateway", "record", "rollout"},
 	"internal/cli": {"", "capture", "dialect", "gateway", "internal/config", "internal/demo", "internal/jsonl",
-		"internal/jsonscan", "internal/ordered", "internal/stats", "otelexport", "record", "replay", "rollout", "view"},
+		"internal/jsonscan", "internal/ordered", "internal/schema", "internal/stats", "otelexport", "record", "replay", "rollout", "view"},
 	"cmd/modelcalls": {"internal/cli"},
 
 	// Test helpers: imported by tests only (testOnly).
