@@ -2,12 +2,16 @@ package record
 
 import (
 	"bytes"
+	"encoding/json"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/capturetest/jsonmember"
 	"github.com/modelcalls/modelcalls/internal/schema"
+	"github.com/modelcalls/modelcalls/rollout"
 )
 
 // payloadKeys returns the keys of schema.Record's payload fields, in order.
@@ -122,5 +126,49 @@ func TestDecoderFollowsSchema(t *testing.T) {
 		if m, _ := jsonmember.Last(jsonmember.Members(t, out), f.Key); string(out[m.ValueStart:m.ValueEnd]) != "null" {
 			t.Errorf("record field %s = %s without %s in the line, want null", f.Key, out[m.ValueStart:m.ValueEnd], f.From)
 		}
+	}
+}
+
+// TestFromExchangeFollowsSchema: for an exchange with every line key set, FromExchange gives the
+// record BuildRecord reads from the encoded line (response_raw aside, which FromExchange leaves
+// null): a field the line carries is filled on both paths.
+func TestFromExchangeFollowsSchema(t *testing.T) {
+	ttft, code, cat := 1.5, 200, "timeout"
+	src, up, reason, sess, msg := "local", 502, "upstream_timeout", "s1", "m1"
+	reqRaw, respRaw := "req text", "resp text"
+	attempted := true
+	ex := &capture.Exchange{
+		ModelCallID: strings.Repeat("a", 32), Dialect: "chat",
+		ModelRef:  &rollout.ModelServerRef{Type: rollout.ModelServerRefType, Name: "policy"},
+		StartedAt: 1795968571.513956, CompletedAt: 1795968572.25, LatencyMS: 736.29, LatencyTTFTMS: &ttft,
+		StatusCode: &code, ErrorCategory: &cat,
+		Request:    json.RawMessage(`{"messages":[]}`),
+		Response:   json.RawMessage(`{"id":"r","model":"m","choices":[{"finish_reason":"stop","message":{"content":"hi"}}],"usage":{"prompt_tokens":3,"completion_tokens":2}}`),
+		RequestRaw: &reqRaw, ResponseRaw: &respRaw,
+		ResponseSource: &src, UpstreamAttempted: &attempted, UpstreamStatusCode: &up, LocalResponseReason: &reason,
+		ClientSessionID: &sess, ClientAssistantMessageID: &msg,
+	}
+	// Every field of the line is set: a field added to the line must be set here too.
+	v := reflect.ValueOf(ex).Elem()
+	for i := range v.NumField() {
+		if tag := v.Type().Field(i).Tag.Get("json"); tag != "-" && v.Field(i).IsZero() {
+			t.Fatalf("the test's exchange leaves %s unset", v.Type().Field(i).Name)
+		}
+	}
+	live, _, err := FromExchange(ex, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := capture.EncodeExchange(ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := BuildRecord(line, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read.ResponseRaw = nil
+	if got, want := live.AppendJSON(nil, true), read.AppendJSON(nil, true); !bytes.Equal(got, want) {
+		t.Errorf("FromExchange\n%s\nBuildRecord of the line\n%s", got, want)
 	}
 }
