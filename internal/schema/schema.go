@@ -9,9 +9,10 @@
 // order, the encoder Record's, the decoder reads every line key a Record field is copied from, and
 // docs/format.md (sections 3 and 7.2) lists the same keys in the same order.
 //
-// Adding a field: a constant and a row here (in Line, in Record, or both with From), then the value
-// where it comes from: the capture.Exchange field the gateway sets and its line in the writer, the
-// ModelCallRecord field and its line in the encoder (and in the decoder when it is copied from the
+// Adding a field: a constant and a row here (in Line, in Record, or both with From; a line key the
+// record does not carry is marked LineOnly), then the value where it comes from: the
+// capture.Exchange field the gateway sets and its line in the writer, the ModelCallRecord field and
+// its line in the encoder (and in the decoder and record.FromExchange when it is copied from the
 // line), and a row in docs/format.md. The schema tests name each place that does not follow the
 // table yet.
 package schema
@@ -75,29 +76,32 @@ const (
 type LineKey struct {
 	Key     string
 	Present Presence
+	// LineOnly marks a key the record does not carry (no Record field is copied from it): readers
+	// that need it read it from the line. Every other line key is some Record field's From.
+	LineOnly bool
 }
 
 // Line is the capture line's keys in the order capture's writer writes them.
 var Line = [...]LineKey{
-	{ModelCallID, Always},
-	{Dialect, Always},
-	{ModelRef, Always},
-	{StartedAt, Always},
-	{CompletedAt, Always},
-	{LatencyMS, Always},
-	{LatencyTTFTMS, Always},
-	{StatusCode, Always},
-	{ErrorCategory, Always},
-	{Request, Always},
-	{Response, Always},
-	{RequestRaw, WhenSet},
-	{ResponseRaw, WhenSet},
-	{ResponseSource, WhenSet},
-	{UpstreamAttempted, WhenSet},
-	{UpstreamStatusCode, WhenSet},
-	{LocalResponseReason, WhenSet},
-	{ClientSessionID, WhenSet},
-	{ClientAssistantMessageID, WhenSet},
+	{Key: ModelCallID, Present: Always},
+	{Key: Dialect, Present: Always},
+	{Key: ModelRef, Present: Always},
+	{Key: StartedAt, Present: Always},
+	{Key: CompletedAt, Present: Always},
+	{Key: LatencyMS, Present: Always},
+	{Key: LatencyTTFTMS, Present: Always},
+	{Key: StatusCode, Present: Always},
+	{Key: ErrorCategory, Present: Always},
+	{Key: Request, Present: Always},
+	{Key: Response, Present: Always},
+	{Key: RequestRaw, Present: WhenSet},
+	{Key: ResponseRaw, Present: WhenSet},
+	{Key: ResponseSource, Present: WhenSet},
+	{Key: UpstreamAttempted, Present: WhenSet},
+	{Key: UpstreamStatusCode, Present: WhenSet},
+	{Key: LocalResponseReason, Present: WhenSet},
+	{Key: ClientSessionID, Present: WhenSet},
+	{Key: ClientAssistantMessageID, Present: WhenSet},
 }
 
 // RecordField is one field of the record.
