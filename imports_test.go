@@ -18,15 +18,16 @@ import (
 // A package without a row fails TestImportRules: a new package gets a row saying where it sits.
 var importRules = map[string][]string{
 	// Leaves: no module imports.
-	"internal/jsonscan": nil,
-	"internal/fsutil":   nil,
-	"internal/uring":    nil,
-	"internal/stats":    nil,
-	"internal/jsonl":    nil,
-	"internal/ordered":  nil,
-	"internal/config":   nil,
-	"internal/schema":   nil,
-	"sse":               nil,
+	"internal/jsonscan":  nil,
+	"internal/fsutil":    nil,
+	"internal/uring":     nil,
+	"internal/stats":     nil,
+	"internal/jsonl":     nil,
+	"internal/ordered":   nil,
+	"internal/config":    nil,
+	"internal/hostcheck": nil,
+	"internal/schema":    nil,
+	"sse":                nil,
 
 	// Identity and dialects.
 	"rollout": {"internal/jsonscan"},
@@ -38,19 +39,29 @@ var importRules = map[string][]string{
 	// The record model: one record from one capture line.
 	"record": {"capture", "dialect", "internal/jsonscan", "internal/schema", "internal/stats", "rollout"},
 
+	// Token ids and logprobs an engine reports, and their export.
+	"tokens":             {"capture", "dialect", "internal/jsonscan", "internal/schema", "rollout", "sse"},
+	"tokens/tokenexport": {"capture", "internal/jsonscan", "internal/schema", "record", "rollout", "tokens"},
+
 	// What captures, shows or ships records; none of them links the merge (the root).
-	"gateway":    {"capture", "dialect", "internal/fsutil", "internal/jsonscan", "internal/schema", "record", "rollout", "sse"},
-	"view":       {"capture", "dialect", "internal/jsonscan", "internal/schema", "internal/stats", "record", "rollout"},
+	"gateway":    {"capture", "dialect", "internal/fsutil", "internal/hostcheck", "internal/jsonscan", "internal/schema", "record", "rollout", "sse", "tokens"},
+	"view":       {"capture", "dialect", "internal/hostcheck", "internal/jsonscan", "internal/schema", "internal/stats", "record", "rollout"},
 	"otelexport": {"capture", "dialect", "internal/jsonscan", "internal/schema", "internal/stats", "record", "rollout"},
-	"replay":     {"capture", "dialect", "gateway", "internal/jsonscan", "internal/schema", "record", "rollout", "sse"},
+	"replay":     {"capture", "dialect", "gateway", "internal/hostcheck", "internal/jsonscan", "internal/schema", "record", "rollout", "sse"},
+
+	// What is derived from a rollout's records: the calls' lineage and the samples built on it.
+	// Lineage sits below the root (the merge attaches it), so it may not import the viewer.
+	"lineage": {"capture", "dialect", "internal/jsonscan", "internal/schema", "record", "rollout"},
+	"samples": {"capture", "dialect", "internal/jsonscan", "lineage", "record", "rollout", "tokens"},
 
 	// The root package: read, aggregate, merge, clear, the seed-shaped API.
-	"": {"capture", "internal/jsonscan", "internal/schema", "internal/stats", "record", "rollout"},
+	"": {"capture", "internal/jsonscan", "internal/schema", "internal/stats", "lineage", "record", "rollout"},
 
 	// The demo and the command line, at the top.
 	"internal/demo": {"", "capture", "dialect", "gateway", "record", "rollout"},
-	"internal/cli": {"", "capture", "dialect", "gateway", "internal/config", "internal/demo", "internal/jsonl",
-		"internal/jsonscan", "internal/ordered", "internal/schema", "internal/stats", "otelexport", "record", "replay", "rollout", "view"},
+	"internal/cli": {"", "capture", "dialect", "gateway", "internal/config", "internal/demo", "internal/hostcheck",
+		"internal/jsonl", "internal/jsonscan", "internal/ordered", "internal/schema", "internal/stats", "lineage",
+		"otelexport", "record", "replay", "rollout", "samples", "tokens", "tokens/tokenexport", "view"},
 	"cmd/modelcalls": {"internal/cli"},
 
 	// Test helpers: imported by tests only (testOnly).
