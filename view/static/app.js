@@ -231,7 +231,7 @@ function overviewPage() {
         h("section", { "aria-labelledby": "h-lat" }, h("h2", { id: "h-lat" }, "Latency"), histChart("lat", "Latency (latency_total_ms)", o.latency_ms)),
         h("section", { "aria-labelledby": "h-ttft" }, h("h2", { id: "h-ttft" }, "Time to first token"), histChart("ttft", "TTFT (latency_ttft_ms)", o.ttft_ms))));
 
-      const groupRows = (groups) => list(groups).map((m) => [orDash(m.name), fmtInt(m.calls), fmtInt(m.errors), fmtInt(obj(m.tokens).in), fmtInt(obj(m.tokens).out),
+      const groupRows = (groups) => list(groups).map((m) => [cutName(m.name), fmtInt(m.calls), fmtInt(m.errors), fmtInt(obj(m.tokens).in), fmtInt(obj(m.tokens).out),
         fmtInt(obj(m.tokens).cached), fmtInt(obj(m.tokens).reasoning), fmtMS(m.latency_p50_ms), fmtMS(m.ttft_p50_ms)]);
       const gcols = ["calls", "errors", "tokens in", "tokens out", "cached", "reasoning", "latency p50 ms", "TTFT p50 ms"];
       const right = [false, true, true, true, true, true, true, true, true];
@@ -240,6 +240,11 @@ function overviewPage() {
       return out;
     },
   };
+}
+
+// cutName shows a name (a model, a path) on one line, cut with an ellipsis, whole in its tooltip.
+function cutName(v) {
+  return v === null || v === undefined || v === "" ? "—" : h("span", { class: "cut", title: String(v) }, String(v));
 }
 
 function card(label, value, id) {
@@ -488,7 +493,7 @@ function callsTable(id, calls, selected) {
     const r = c.record;
     return { sel: r.call_index === selected, idx: r.call_index, cells: [
       h("a", { href: callHref(id, r.call_index), "aria-label": "open call " + r.call_index }, String(r.call_index)),
-      orDash(r.status_code), orDash(r.finish_reason ?? r.response_status), orDash(r.model), orDash(r.dialect),
+      orDash(r.status_code), orDash(r.finish_reason ?? r.response_status), cutName(r.model), orDash(r.dialect),
       fmtInt(r.tokens_in), fmtInt(r.tokens_out), fmtInt(r.cached_tokens), fmtInt(r.tokens_reasoning),
       fmtMS(r.latency_total_ms), fmtMS(r.latency_ttft_ms),
       list(r.tool_calls).length ? list(r.tool_calls).map((t) => t.name || "?").join(", ") : "—",
