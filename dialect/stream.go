@@ -65,18 +65,15 @@ func entry[V any](m *map[int64]*V, k int64) *V {
 	return v
 }
 
-// NewStream returns a Stream for dialect d. A value other than the three dialects is
-// reassembled as chat (as NeMo Gym's reconstruction does) and never sees a terminal event.
+// NewStream returns a Stream for dialect d. A value that is not Valid is reassembled as chat (as
+// NeMo Gym's reconstruction does) and never sees a terminal event.
 func NewStream(d Dialect) *Stream {
 	s := &Stream{d: d}
-	switch d {
-	case Messages:
-		s.r = &messagesState{sp: &s.sp}
-	case Responses:
-		s.r = &responsesState{sp: &s.sp}
-	default:
-		s.r = &chatState{sp: &s.sp}
+	b, ok := registry[d]
+	if !ok {
+		b = chatDialect{}
 	}
+	s.r = b.reassembler(&s.sp)
 	s.emit = s.onEvent
 	return s
 }

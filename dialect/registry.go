@@ -1,0 +1,69 @@
+package dialect
+
+import (
+	"github.com/modelcalls/modelcalls/sse"
+)
+
+// behaviour is everything modelcalls knows about one dialect beyond its name. Each dialect's
+// entry lives beside its reassembly (openai.go, anthropic.go, gemini.go); Dialect's methods and
+// this package's functions dispatch to it, so adding a dialect is one type and one registry line.
+type behaviour interface {
+	// observes reports whether path (rollout prefix and query stripped) is a call of the dialect.
+	observes(path string) bool
+	// path is the path (or path pattern) the dialect is observed on, for people to read.
+	path() string
+	// pathModel is the model an observed path names, "" when its paths name none.
+	pathModel(path string) string
+	// terminal is Dialect.terminalOf: obj is the event's data when it is a JSON object, else nil.
+	terminal(typ string, hasData bool, data, obj []byte) Terminal
+	// terminalPrefix is Dialect.terminalOfPrefix, for an event too large to hold.
+	terminalPrefix(ev *sse.RawEvent) Terminal
+	// reassembler returns the state that rebuilds one streamed response; long texts go through sp.
+	reassembler(sp *spill) reassembler
+	// errorBody is ErrorBody for the dialect.
+	errorBody(status int, code, message string) []byte
+	// provider is Dialect.Provider.
+	provider() string
+	// env lists the environment variables that point the dialect's SDKs and agents at base, the
+	// gateway's address with the rollout prefix and without a trailing slash (ClientEnv).
+	env(base string) []EnvVar
+	// request and response add what a request or response object of the dialect's shape holds to
+	// c (ParseRequest, ParseResponse); r maps the object's members. They read only the members
+	// their shape owns, so one object is read by every entry in turn.
+	request(r members, c *Conversation)
+	response(r members, c *Conversation)
+}
+
+// registry holds each dialect's entry; All lists the same dialects in order.
+var registry = map[Dialect]behaviour{
+	Responses: responsesDialect{},
+	Chat:      chatDialect{},
+	Messages:  messagesDialect{},
+	Gemini:    geminiDialect{},
+}
+
+// EnvVar is one environment variable a client reads its base URL from.
+type EnvVar struct {
+	Name, Value string
+}
+
+// ClientEnv returns the environment variables that point the SDKs and agents of every dialect at
+// base (the gateway's address with the /ng-rollout/<id> prefix, no trailing slash), in the order
+// of All, each name once:
+//
+//	OPENAI_BASE_URL, OPENAI_API_BASE   base + "/v1"   OpenAI SDKs, LiteLLM-style tools (responses, chat)
+//	ANTHROPIC_BASE_URL                 base           Anthropic SDKs, Claude Code (messages)
+//	GOOGLE_GEMINI_BASE_URL             base           Google Gen AI SDK, Gemini CLI (gemini)
+func ClientEnv(base string) []EnvVar {
+	var out []EnvVar
+	seen := map[string]bool{}
+	for _, d := range All {
+		for _, v := range registry[d].env(base) {
+			if !seen[v.Name] {
+				seen[v.Name] = true
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
