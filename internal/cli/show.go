@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/modelcalls/modelcalls/dialect"
 	"io"
 	"math"
 	"regexp"
@@ -15,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	modelcalls "github.com/modelcalls/modelcalls"
-	"github.com/modelcalls/modelcalls/view"
 )
 
 // showOptions are the flags of `modelcalls show`.
@@ -509,13 +509,13 @@ type requestSummary struct {
 	tools    []string
 }
 
-// requestView is a request as the viewer parses it (view.ParseRequest, any of the three dialects):
+// requestView is a request as the viewer parses it (dialect.ParseRequest, any dialect):
 // the system and developer messages it starts with (Messages' system, Responses' instructions, Chat's
 // and Responses' leading system/developer messages) joined into the system prompt, every other
 // message a role and its text, in order, and the names of the tools it offers. A tool message that
 // only answers one call is labelled "tool result <call id>".
 func requestView(req []byte) requestSummary {
-	msgs, tools := view.ParseRequest(req)
+	msgs, tools := dialect.ParseRequest(req)
 	var v requestSummary
 	var system []string
 	for _, m := range msgs {
@@ -542,7 +542,7 @@ func requestView(req []byte) requestSummary {
 // partsText renders the parts of a message, one line or more each: text as is, reasoning as
 // "(thinking) ...", tool calls as "→ tool call NAME ARGUMENTS", tool results as
 // "← tool result CALL_ID: TEXT", images, files and unknown blocks as a [TYPE] placeholder.
-func partsText(parts []view.Part) string {
+func partsText(parts []dialect.Part) string {
 	out := make([]string, 0, len(parts))
 	for _, p := range parts {
 		switch p.Kind {
@@ -562,10 +562,10 @@ func partsText(parts []view.Part) string {
 }
 
 // responseText is the answer text of a response object as the viewer parses it
-// (view.ParseResponse): the text parts of Chat's choices[].message, of Responses' output message
-// items and of Messages' content blocks.
+// (dialect.ParseResponse): the text parts of Chat's choices[].message, of Responses' output message
+// items, of Messages' content blocks and of Gemini's candidates.
 func responseText(res []byte) string {
-	msgs, _ := view.ParseResponse(res)
+	msgs, _ := dialect.ParseResponse(res)
 	var out []string
 	for _, m := range msgs {
 		for _, p := range m.Parts {
