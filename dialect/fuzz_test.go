@@ -55,3 +55,7 @@ func fuzzStream(f *testing.F, d Dialect) {
 func FuzzStreamResponses(f *testing.F) { fuzzStream(f, Responses) }
 func FuzzStreamChat(f *testing.F)      { fuzzStream(f, Chat) }
 func FuzzStreamMessages(f *testing.F)  { fuzzStream(f, Messages) }
+func FuzzStreamGemini(f *testing.F) {
+	f.Add([]byte("data: {\"candidates\":[{\"index\":2,\"content\":{\"parts\":[{\"text\":\"a\",\"thought\":true},{\"text\":\"b\"}]}},{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"f\",\"args\":{}}}]},\"finishReason\":\"STOP\"}]}\r\n\r\n"), uint8(4))
+	fuzzStream(f, Gemini)
+}
