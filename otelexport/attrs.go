@@ -4,8 +4,8 @@ import (
 	"github.com/modelcalls/modelcalls/dialect"
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
+	"github.com/modelcalls/modelcalls/record"
 )
 
 // Attribute names of a call span. The gen_ai.*, error.type, http.* and server.* names are the
@@ -72,7 +72,7 @@ type requestInfo struct {
 
 // scanPayloads reads request.model, request.stream and response.model (top-level members only; a
 // response model that is not a non-empty string is none).
-func scanPayloads(rec *modelcalls.ModelCallRecord) requestInfo {
+func scanPayloads(rec *record.ModelCallRecord) requestInfo {
 	ri := scanRequest(rec.Request)
 	jsonscan.EachMember(rec.Response, func(key, v []byte) bool {
 		if jsonscan.KeyIs(key, "model") {
@@ -119,7 +119,7 @@ const maxCallAttrs = 33
 
 // callAttributes appends the attributes of one call span (content excluded) to a. Unknown (null) fields are
 // absent, never 0 or "".
-func callAttributes(a []attribute.KeyValue, rolloutID string, rec *modelcalls.ModelCallRecord, ri requestInfo, srv server) []attribute.KeyValue {
+func callAttributes(a []attribute.KeyValue, rolloutID string, rec *record.ModelCallRecord, ri requestInfo, srv server) []attribute.KeyValue {
 	a = append(a, attribute.String(AttrOperationName, OperationChat))
 	if rec.Dialect != nil {
 		// gen_ai.provider.name is the dialect's owner (dialect.Dialect.Provider): the upstream may

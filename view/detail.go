@@ -6,8 +6,8 @@ import (
 	"errors"
 	"slices"
 
-	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/record"
 )
 
 // ErrNoRollout is returned for a rollout id no capture dir knows.
@@ -74,7 +74,7 @@ type loaded struct {
 	store   *capture.Store
 	path    string
 	sum     RolloutSummary
-	records []modelcalls.ModelCallRecord
+	records []record.ModelCallRecord
 	lines   []int
 	damaged []DamagedLine
 }
@@ -125,7 +125,7 @@ func (x *Index) load(id string) (*loaded, error) {
 		l.damaged = append(l.damaged, DamagedLine{Line: d.Line, Index: d.Index, Error: d.Err.Error()})
 	}
 	for _, en := range entries {
-		rec, err := modelcalls.BuildRecord(en.Data, en.Index)
+		rec, err := record.BuildRecord(en.Data, en.Index)
 		if err != nil {
 			l.damaged = append(l.damaged, DamagedLine{Line: en.Line, Index: en.Index, Error: err.Error()})
 			continue
@@ -206,7 +206,7 @@ func (x *Index) Rollout(id string) (*RolloutDetail, error) {
 
 // maxConcurrency sweeps the calls' [started_at, completed_at] intervals; a call ending exactly when
 // another starts does not overlap it.
-func maxConcurrency(recs []modelcalls.ModelCallRecord) int {
+func maxConcurrency(recs []record.ModelCallRecord) int {
 	type ev struct {
 		t float64
 		d int
@@ -235,7 +235,7 @@ func (x *Index) Call(id string, index int) (*CallDetail, error) {
 	if err != nil {
 		return nil, err
 	}
-	i := slices.IndexFunc(l.records, func(r modelcalls.ModelCallRecord) bool { return r.CallIndex == index })
+	i := slices.IndexFunc(l.records, func(r record.ModelCallRecord) bool { return r.CallIndex == index })
 	if i < 0 {
 		return nil, ErrNoCall
 	}
@@ -265,7 +265,7 @@ func (x *Index) Raw(id string, index int, part string) (data []byte, isJSON, ok 
 	if err != nil {
 		return nil, false, false, err
 	}
-	i := slices.IndexFunc(l.records, func(r modelcalls.ModelCallRecord) bool { return r.CallIndex == index })
+	i := slices.IndexFunc(l.records, func(r record.ModelCallRecord) bool { return r.CallIndex == index })
 	if i < 0 {
 		return nil, false, false, ErrNoCall
 	}
@@ -288,6 +288,6 @@ func (x *Index) Raw(id string, index int, part string) (data []byte, isJSON, ok 
 }
 
 // strLen is the length of the decoded text (0 when null).
-func strLen(t modelcalls.RawText) int {
+func strLen(t record.RawText) int {
 	return len(t.Text())
 }

@@ -16,8 +16,8 @@ import (
 	"sync"
 	"time"
 
-	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/record"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -394,7 +394,7 @@ func (x *Index) readRollout(id string, st *capture.Store, key fileKey) (*entry, 
 	if !key.hasCapture {
 		return e, nil
 	}
-	recs, damaged, err := modelcalls.ReadAvailableRecords(st, id)
+	recs, damaged, err := record.ReadAvailableRecords(st, id)
 	if err != nil {
 		// The file may have been cleared between listing and reading: keep an empty row, the
 		// next pass drops it.
@@ -506,7 +506,7 @@ func (x *Index) loadRecords(note func(string, ...any)) bool {
 }
 
 // readRecordsFile reads a JSONL file of rollout records: for each line with a derivable rollout id
-// (modelcalls.RolloutID) it keeps the top-level scalar fields. Lines without an id, or that are not
+// (rollout.FromLine) it keeps the top-level scalar fields. Lines without an id, or that are not
 // JSON objects, are noted and skipped; a later record of the same id replaces an earlier one.
 func readRecordsFile(path string, note func(string, ...any)) (map[string]*recordFields, []string, error) {
 	f, err := os.Open(path)
@@ -525,7 +525,7 @@ func readRecordsFile(path string, note func(string, ...any)) (map[string]*record
 		if len(line) == 0 {
 			continue
 		}
-		id, ok, err := modelcalls.RolloutID(line)
+		id, ok, err := rollout.FromLine(line)
 		if err != nil || !ok {
 			note("%s:%d: no rollout id: %v", path, n, err)
 			continue
@@ -537,7 +537,7 @@ func readRecordsFile(path string, note func(string, ...any)) (map[string]*record
 		}
 		rf := &recordFields{raw: map[string]json.RawMessage{}, val: map[string]any{}}
 		for k, v := range obj {
-			if k == modelcalls.FieldModelCallCapture || len(v) == 0 || v[0] == '{' || v[0] == '[' {
+			if k == rollout.FieldModelCallCapture || len(v) == 0 || v[0] == '{' || v[0] == '[' {
 				continue
 			}
 			var val any
