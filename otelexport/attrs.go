@@ -70,19 +70,30 @@ type requestInfo struct {
 	stream        bool
 }
 
-// scanPayloads reads request.model, request.stream and response.model (top-level members only; a
-// response model that is not a non-empty string is none).
+// scanPayloads reads request.model, request.stream and response.model, else Gemini's
+// response.modelVersion (top-level members only; a response model that is not a non-empty string
+// is none).
 func scanPayloads(rec *record.ModelCallRecord) requestInfo {
 	ri := scanRequest(rec.Request)
+	var version *string
 	jsonscan.EachMember(rec.Response, func(key, v []byte) bool {
-		if jsonscan.KeyIs(key, "model") {
+		switch {
+		case jsonscan.KeyIs(key, "model"):
 			ri.responseModel = nil
 			if s, ok := jsonscan.String(v); ok && s != "" {
 				ri.responseModel = &s
 			}
+		case jsonscan.KeyIs(key, "modelVersion"):
+			version = nil
+			if s, ok := jsonscan.String(v); ok && s != "" {
+				version = &s
+			}
 		}
 		return true
 	})
+	if ri.responseModel == nil {
+		ri.responseModel = version
+	}
 	return ri
 }
 

@@ -251,11 +251,18 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int) error {
 		}
 		f = &e.responseFields
 	}
-	rec.ResponseID = stringInto(f.id, &b.responseID, e.alias)
-	// First truthy of response.model, request.model; a truthy non-string response model gives null
-	// without falling back, as NeMo Gym's record builder does. The request is only read for its
-	// model when needed.
+	id := f.id
+	if id == nil {
+		id = f.responseID // Gemini's responseId
+	}
+	rec.ResponseID = stringInto(id, &b.responseID, e.alias)
+	// First truthy of response.model, response.modelVersion (Gemini's name for the model that
+	// answered), request.model; a truthy non-string response model gives null without falling
+	// back, as NeMo Gym's record builder does. The request is only read for its model when needed.
 	model := f.model
+	if !jsonscan.Truthy(model) && jsonscan.Truthy(f.modelVersion) {
+		model = f.modelVersion
+	}
 	if !jsonscan.Truthy(model) {
 		model = nil
 		if rec.Request != nil {
@@ -270,7 +277,11 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int) error {
 	}
 
 	var u usageFields
-	u.scan(f.usage, f.tree)
+	if usage := f.usage; usage != nil || f.usageMetadata == nil {
+		u.scan(usage, f.tree)
+	} else {
+		u.scan(f.usageMetadata, f.tree) // Gemini
+	}
 	stats := extractTokenStats(&u, &b.tokens)
 	rec.TokensIn, rec.TokensOut = stats.TokensIn, stats.TokensOut
 	rec.TokensReasoning, rec.TokensTotal = stats.TokensReasoning, stats.TokensTotal

@@ -9,7 +9,8 @@ import (
 )
 
 // Extraction from a response payload: token counts, the cache signal, tool calls and reasoning, and
-// the finish reason, across the three wire shapes (Responses, Chat Completions, Anthropic Messages).
+// the finish reason, across the four wire shapes (Responses, Chat Completions, Anthropic Messages,
+// Gemini generateContent), told apart by their members, not by the line's dialect.
 // The record builder calls the forms that take scanned fields, on a line it has already validated;
 // the ...JSON forms take one raw JSON value and validate it first (the unit tests drive them).
 // Only ExtractTokenStats is exported: the other rules are the seed's private helpers.
@@ -78,7 +79,9 @@ type usageFields struct {
 	cacheRead, cacheCreation, cachedInput, reasoningOutput                 []byte
 	promptDetails, inputDetails, outputDetails, completionDetails          []byte
 	promptCacheHit, promptCacheMiss, reasoningTokens                       []byte
-	isObject                                                               bool
+	// Gemini's usageMetadata counts.
+	geminiPrompt, geminiCandidates, geminiThoughts, geminiCached, geminiTotal, geminiToolUse []byte
+	isObject                                                                                 bool
 	// The counts the rules read in the four detail groups, each group walked once.
 	prompt, input, output, completion detailFields
 }
@@ -237,6 +240,18 @@ func (u *usageFields) set(k, v []byte) (group int) {
 		u.promptCacheMiss = v
 	case `"reasoning_tokens"`:
 		u.reasoningTokens = v
+	case `"promptTokenCount"`:
+		u.geminiPrompt = v
+	case `"candidatesTokenCount"`:
+		u.geminiCandidates = v
+	case `"thoughtsTokenCount"`:
+		u.geminiThoughts = v
+	case `"cachedContentTokenCount"`:
+		u.geminiCached = v
+	case `"totalTokenCount"`:
+		u.geminiTotal = v
+	case `"toolUsePromptTokenCount"`:
+		u.geminiToolUse = v
 	default:
 		if d, ok := decodedKey(k); ok {
 			return u.set(d, v)
@@ -271,6 +286,11 @@ func (u *usageFields) set(k, v []byte) (group int) {
 //     else the first valid prompt_tokens_details.cache_write_tokens (OpenRouter, OpenAI, llama.cpp),
 //     prompt_tokens_details.cache_creation_tokens (LiteLLM), input_tokens_details.cache_write_tokens,
 //     input_tokens_details.cache_creation_tokens (Responses shape).
+//   - Gemini's usageMetadata (no count of the shapes above present): tokens_in promptTokenCount plus
+//     toolUsePromptTokenCount (the results of built-in tools the model read); tokens_out
+//     candidatesTokenCount plus thoughtsTokenCount (Gemini counts thoughts outside the candidates,
+//     and tokens_out always includes tokens_reasoning); tokens_reasoning thoughtsTokenCount;
+//     tokens_total totalTokenCount; cachedContentTokenCount is a subset of the prompt, never folded.
 func ExtractTokenStats(usage json.RawMessage) TokenStats {
 	usage = jsonscan.TrimWS(usage)
 	if !jsonscan.IsObject(usage) || jsonscan.Validate(usage) != nil {
@@ -298,6 +318,9 @@ func extractTokenStats(u *usageFields, b *tokenBox) TokenStats {
 	var s TokenStats
 	if !u.isObject {
 		return s
+	}
+	if u.isGemini() {
+		return u.geminiStats(b)
 	}
 	fromPrompt := false
 	if n, ok := tokenCount(u.inputTokens); ok {
@@ -362,6 +385,40 @@ func extractTokenStats(u *usageFields, b *tokenBox) TokenStats {
 	return s
 }
 
+// isGemini reports usage in Gemini's usageMetadata shape: a Gemini count and none of the prompt or
+// output counts of the other shapes.
+func (u *usageFields) isGemini() bool {
+	if u.geminiPrompt == nil && u.geminiCandidates == nil && u.geminiThoughts == nil && u.geminiTotal == nil {
+		return false
+	}
+	return u.inputTokens == nil && u.promptTokens == nil && u.outputTokens == nil && u.completionTokens == nil
+}
+
+// geminiStats is extractTokenStats for Gemini's usageMetadata (see ExtractTokenStats).
+func (u *usageFields) geminiStats(b *tokenBox) TokenStats {
+	var s TokenStats
+	if n, ok := tokenCount(u.geminiPrompt); ok {
+		if t, ok := tokenCount(u.geminiToolUse); ok {
+			n += t
+		}
+		s.TokensIn = put(&b.in, n)
+	}
+	cand, haveCand := tokenCount(u.geminiCandidates)
+	thoughts, haveThoughts := tokenCount(u.geminiThoughts)
+	if haveThoughts {
+		s.TokensReasoning = put(&b.reasoning, thoughts)
+	}
+	if haveCand || haveThoughts {
+		s.TokensOut = put(&b.out, cand+thoughts) // an absent one is 0
+	}
+	if n, ok := tokenCount(u.geminiTotal); ok {
+		s.TokensTotal = put(&b.total, n)
+	} else if s.TokensIn != nil && s.TokensOut != nil {
+		s.TokensTotal = put(&b.total, *s.TokensIn+*s.TokensOut)
+	}
+	return s
+}
+
 func (u *usageFields) openAICached() (int64, bool) {
 	return firstCount(u.prompt.cachedTokens, u.prompt.cachedInputTokens, u.input.cachedTokens, u.input.cachedInputTokens)
 }
@@ -410,6 +467,9 @@ func cacheSignal(u *usageFields, b *tokenBox) (*bool, *int64) {
 	}
 	if !ok {
 		n, ok = tokenCount(u.promptCacheHit)
+	}
+	if !ok && u.isGemini() {
+		n, ok = tokenCount(u.geminiCached)
 	}
 	if !ok {
 		return nil, nil
@@ -502,6 +562,8 @@ func toolCallsAndReasoningText(f *responseFields) ([]ToolCall, string, bool) {
 		chatToolCalls(f.choices, f.tree, &out)
 	case jsonscan.IsArray(f.content):
 		anthropicToolCalls(f.content, f.tree, &out)
+	case jsonscan.IsArray(f.candidates):
+		geminiToolCalls(f.candidates, f.tree, &out)
 	default:
 		return nil, "", false
 	}
@@ -695,10 +757,67 @@ func anthropicToolCalls(content []byte, t *jsonscan.Tree, out *toolCallSink) {
 	})
 }
 
+// geminiToolCalls reads Gemini candidates: each functionCall part of each candidate's content is a
+// tool call (its id, which the API gives only on some models, its name, its args object: {} when
+// falsy, else normalised), each non-empty text part marked thought: true a reasoning piece.
+func geminiToolCalls(candidates []byte, t *jsonscan.Tree, out *toolCallSink) {
+	alias := out.alias
+	t.EachElement(candidates, func(cand []byte) bool {
+		content := t.Lookup(cand, "content")
+		if !jsonscan.IsObject(content) {
+			return true
+		}
+		t.EachElement(t.Lookup(content, "parts"), func(part []byte) bool {
+			if !jsonscan.IsObject(part) {
+				return true
+			}
+			var txt, thought, call []byte
+			t.EachMember(part, func(k, v []byte) bool {
+				switch string(jsonscan.KeyName(k)) {
+				case "text":
+					txt = v
+				case "thought":
+					thought = v
+				case "functionCall":
+					call = v
+				}
+				return true
+			})
+			switch {
+			case jsonscan.IsObject(call):
+				var id, name, args []byte
+				t.EachMember(call, func(k, v []byte) bool {
+					switch string(jsonscan.KeyName(k)) {
+					case "id":
+						id = v
+					case "name":
+						name = v
+					case "args":
+						args = v
+					}
+					return true
+				})
+				a := json.RawMessage("{}")
+				if jsonscan.Truthy(args) {
+					a = normalizeArguments(args)
+				}
+				out.add(id, name, a)
+			case string(thought) == "true":
+				if s, ok := text(txt, alias); ok && s != "" {
+					out.reason(s)
+				}
+			}
+			return true
+		})
+		return true
+	})
+}
+
 // finishReasonJSON returns why generation stopped: the first string among response.stop_reason
 // (Anthropic), response.choices[0].finish_reason (Chat; only when choices is a non-empty array whose
 // first item is an object) and response.incomplete_details.reason (Responses; only when an object),
-// else nil (NeMo Gym's order of the three shapes). response that is not a valid JSON object gives nil.
+// (NeMo Gym's order of the three shapes), then response.candidates[0].finishReason (Gemini; only
+// when candidates is a non-empty array whose first item is an object), else nil. response that is not a valid JSON object gives nil.
 func finishReasonJSON(response json.RawMessage) *string {
 	response = jsonscan.TrimWS(response)
 	if !jsonscan.IsObject(response) || jsonscan.Validate(response) != nil {
@@ -734,12 +853,21 @@ func finishReasonText(f *responseFields) (string, bool) {
 	if jsonscan.IsObject(f.incompleteDetails) {
 		return text(t.Lookup(f.incompleteDetails, "reason"), f.alias)
 	}
+	first = nil
+	t.EachElement(f.candidates, func(v []byte) bool {
+		first = v
+		return false
+	})
+	if jsonscan.IsObject(first) {
+		return text(t.Lookup(first, "finishReason"), f.alias)
+	}
 	return "", false
 }
 
 // responseFields are the members of a response object that the rules read.
 type responseFields struct {
 	id, model, status, stopReason, choices, incompleteDetails, usage, output, content []byte
+	candidates, usageMetadata, modelVersion, responseID                               []byte         // Gemini's
 	tree                                                                              *jsonscan.Tree // the index the values are read through (nil: walked as text)
 	alias                                                                             bool           // strings may share the text's memory (text)
 }
@@ -775,6 +903,14 @@ func (f *responseFields) set(k, v []byte) {
 		f.output = v
 	case `"content"`:
 		f.content = v
+	case `"candidates"`:
+		f.candidates = v
+	case `"usageMetadata"`:
+		f.usageMetadata = v
+	case `"modelVersion"`:
+		f.modelVersion = v
+	case `"responseId"`:
+		f.responseID = v
 	default:
 		if d, ok := decodedKey(k); ok {
 			f.set(d, v)
