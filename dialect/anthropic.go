@@ -8,11 +8,12 @@ import (
 // messagesDialect is Anthropic's Messages API: POST /v1/messages.
 type messagesDialect struct{}
 
-func (messagesDialect) observes(path string) bool         { return path == "/v1/messages" }
-func (messagesDialect) path() string                      { return "/v1/messages" }
-func (messagesDialect) pathModel(string) string           { return "" }
-func (messagesDialect) provider() string                  { return "anthropic" }
-func (messagesDialect) reassembler(sp *spill) reassembler { return &messagesState{sp: sp} }
+func (messagesDialect) observes(path string) bool              { return path == "/v1/messages" }
+func (messagesDialect) path() string                           { return "/v1/messages" }
+func (messagesDialect) pathModel(string) string                { return "" }
+func (messagesDialect) pathStream(string, string) (bool, bool) { return false, false }
+func (messagesDialect) provider() string                       { return "anthropic" }
+func (messagesDialect) reassembler(sp *spill) reassembler      { return &messagesState{sp: sp} }
 
 // env points Anthropic SDKs and Claude Code at base (they add /v1 themselves).
 func (messagesDialect) env(base string) []EnvVar { return []EnvVar{{"ANTHROPIC_BASE_URL", base}} }

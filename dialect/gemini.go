@@ -3,6 +3,7 @@ package dialect
 import (
 	"encoding/json"
 	"maps"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,6 +38,16 @@ func (geminiDialect) provider() string          { return "gcp.gemini" }
 func (geminiDialect) pathModel(path string) string {
 	m, _ := geminiPathModel(path)
 	return m
+}
+
+// pathStream: :streamGenerateContent with alt=sse streams events; without alt=sse it answers one
+// JSON array, and :generateContent one JSON object.
+func (geminiDialect) pathStream(path, rawQuery string) (bool, bool) {
+	if !strings.HasSuffix(path, ":streamGenerateContent") {
+		return false, true
+	}
+	q, _ := url.ParseQuery(rawQuery)
+	return q.Get("alt") == "sse", true
 }
 
 // env points the Google Gen AI SDK and Gemini CLI at base: they add /{version}/models/... to it.

@@ -208,3 +208,22 @@ func TestProvider(t *testing.T) {
 		}
 	}
 }
+
+func TestStreamOnPath(t *testing.T) {
+	tests := []struct {
+		path, query   string
+		stream, known bool
+	}{
+		{"/v1beta/models/m:streamGenerateContent", "alt=sse", true, true},
+		{"/v1beta/models/m:streamGenerateContent", "key=k&alt=sse", true, true},
+		{"/v1beta/models/m:streamGenerateContent", "", false, true},
+		{"/v1beta/models/m:generateContent", "alt=sse", false, true},
+		{"/v1/chat/completions", "", false, false},
+		{"/v1/other", "", false, false},
+	}
+	for _, tt := range tests {
+		if s, k := StreamOnPath(tt.path, tt.query); s != tt.stream || k != tt.known {
+			t.Errorf("StreamOnPath(%q, %q) = %v, %v; want %v, %v", tt.path, tt.query, s, k, tt.stream, tt.known)
+		}
+	}
+}

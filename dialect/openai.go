@@ -10,12 +10,13 @@ import (
 // responsesDialect is OpenAI's Responses API: POST /v1/responses.
 type responsesDialect struct{}
 
-func (responsesDialect) observes(path string) bool         { return path == "/v1/responses" }
-func (responsesDialect) path() string                      { return "/v1/responses" }
-func (responsesDialect) pathModel(string) string           { return "" }
-func (responsesDialect) provider() string                  { return "openai" }
-func (responsesDialect) reassembler(sp *spill) reassembler { return &responsesState{sp: sp} }
-func (responsesDialect) env(base string) []EnvVar          { return openAIEnv(base) }
+func (responsesDialect) observes(path string) bool              { return path == "/v1/responses" }
+func (responsesDialect) path() string                           { return "/v1/responses" }
+func (responsesDialect) pathModel(string) string                { return "" }
+func (responsesDialect) pathStream(string, string) (bool, bool) { return false, false }
+func (responsesDialect) provider() string                       { return "openai" }
+func (responsesDialect) reassembler(sp *spill) reassembler      { return &responsesState{sp: sp} }
+func (responsesDialect) env(base string) []EnvVar               { return openAIEnv(base) }
 
 func (responsesDialect) errorBody(status int, code, message string) []byte {
 	return openAIErrorBody(status, code, message)
@@ -66,12 +67,13 @@ func (responsesDialect) response(r members, c *Conversation) {
 // dialect is reassembled as chat, as NeMo Gym's reconstruction does (NewStream).
 type chatDialect struct{}
 
-func (chatDialect) observes(path string) bool         { return path == "/v1/chat/completions" }
-func (chatDialect) path() string                      { return "/v1/chat/completions" }
-func (chatDialect) pathModel(string) string           { return "" }
-func (chatDialect) provider() string                  { return "openai" }
-func (chatDialect) reassembler(sp *spill) reassembler { return &chatState{sp: sp} }
-func (chatDialect) env(base string) []EnvVar          { return openAIEnv(base) }
+func (chatDialect) observes(path string) bool              { return path == "/v1/chat/completions" }
+func (chatDialect) path() string                           { return "/v1/chat/completions" }
+func (chatDialect) pathModel(string) string                { return "" }
+func (chatDialect) pathStream(string, string) (bool, bool) { return false, false }
+func (chatDialect) provider() string                       { return "openai" }
+func (chatDialect) reassembler(sp *spill) reassembler      { return &chatState{sp: sp} }
+func (chatDialect) env(base string) []EnvVar               { return openAIEnv(base) }
 
 func (chatDialect) errorBody(status int, code, message string) []byte {
 	return openAIErrorBody(status, code, message)

@@ -14,6 +14,9 @@ type behaviour interface {
 	path() string
 	// pathModel is the model an observed path names, "" when its paths name none.
 	pathModel(path string) string
+	// pathStream reports whether a call on path with query rawQuery asks for an event stream, and
+	// whether the path says so at all (known false: the request body says, as "stream" does).
+	pathStream(path, rawQuery string) (stream, known bool)
 	// terminal is Dialect.terminalOf: obj is the event's data when it is a JSON object, else nil.
 	terminal(typ string, hasData bool, data, obj []byte) Terminal
 	// terminalPrefix is Dialect.terminalOfPrefix, for an event too large to hold.
@@ -40,6 +43,19 @@ var registry = map[Dialect]behaviour{
 	Chat:      chatDialect{},
 	Messages:  messagesDialect{},
 	Gemini:    geminiDialect{},
+}
+
+// StreamOnPath reports whether a model call on path (prefix stripped) with query rawQuery asks
+// for an event stream, when its dialect says so in the URL: Gemini's :streamGenerateContent with
+// alt=sse (known true). For the OpenAI and Anthropic paths the request body's "stream" says, and
+// known is false.
+func StreamOnPath(path, rawQuery string) (stream, known bool) {
+	for _, d := range All {
+		if b := registry[d]; b.observes(path) {
+			return b.pathStream(path, rawQuery)
+		}
+	}
+	return false, false
 }
 
 // EnvVar is one environment variable a client reads its base URL from.
