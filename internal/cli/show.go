@@ -600,6 +600,10 @@ func errorMessage(res map[string]any) string {
 // rules of modelcalls.ExtractTokenStats and of the record's cache_hit / cached_tokens.
 func printUsage(w io.Writer, r *modelcalls.ModelCallRecord, res map[string]any) {
 	usage := jObj(res["usage"])
+	if meta := jObj(res["usageMetadata"]); usage == nil && meta != nil {
+		printGeminiUsage(w, r, meta)
+		return
+	}
 	if usage == nil {
 		fmt.Fprintln(w, "no usage object in the response: every token count is unknown (null), not 0")
 	}
@@ -692,4 +696,52 @@ func printUsage(w io.Writer, r *modelcalls.ModelCallRecord, res map[string]any) 
 		fmt.Fprintln(w, "\nThe cache fields are not added to tokens_in: the usage is OpenAI-shaped (prompt_tokens or a")
 		fmt.Fprintln(w, "cached_tokens subset), whose prompt count already includes the cached tokens.")
 	}
+}
+
+// printGeminiUsage is printUsage for Gemini's usageMetadata, whose thoughts are counted beside the
+// candidates: tokens_out adds the two, so that it includes tokens_reasoning as for the other
+// dialects.
+func printGeminiUsage(w io.Writer, r *modelcalls.ModelCallRecord, meta map[string]any) {
+	row := func(name, value, source string) {
+		fmt.Fprintf(w, "%-22s %8s  %s\n", name, value, source)
+	}
+	have := func(k string) bool { _, ok := jNum(meta[k]); return ok }
+	inSource := "unknown: no promptTokenCount"
+	if have("promptTokenCount") {
+		inSource = "usageMetadata.promptTokenCount"
+		if have("toolUsePromptTokenCount") {
+			inSource += " + toolUsePromptTokenCount"
+		}
+	}
+	row("tokens_in", i64p(r.TokensIn), inSource)
+	outSource := "unknown: no candidatesTokenCount or thoughtsTokenCount"
+	switch {
+	case have("candidatesTokenCount") && have("thoughtsTokenCount"):
+		outSource = "usageMetadata.candidatesTokenCount + thoughtsTokenCount (Gemini counts thoughts apart)"
+	case have("candidatesTokenCount"):
+		outSource = "usageMetadata.candidatesTokenCount"
+	case have("thoughtsTokenCount"):
+		outSource = "usageMetadata.thoughtsTokenCount"
+	}
+	row("tokens_out", i64p(r.TokensOut), outSource)
+	reasonSource := "unknown: no thoughtsTokenCount (not the same as 0)"
+	if have("thoughtsTokenCount") {
+		reasonSource = "usageMetadata.thoughtsTokenCount (part of tokens_out)"
+	}
+	row("tokens_reasoning", i64p(r.TokensReasoning), reasonSource)
+	totalSource := "unknown: needs tokens_in and tokens_out"
+	if have("totalTokenCount") {
+		totalSource = "usageMetadata.totalTokenCount as reported"
+	} else if r.TokensTotal != nil {
+		totalSource = "tokens_in + tokens_out (no totalTokenCount)"
+	}
+	row("tokens_total", i64p(r.TokensTotal), totalSource)
+	cachedSource := "unknown: no cachedContentTokenCount (cache_hit is null)"
+	if have("cachedContentTokenCount") {
+		cachedSource = "usageMetadata.cachedContentTokenCount (a subset of tokens_in)"
+	}
+	if r.CacheHit != nil {
+		cachedSource += "; cache_hit " + strconv.FormatBool(*r.CacheHit) + " (true when cached_tokens > 0)"
+	}
+	row("cached_tokens", i64p(r.CachedTokens), cachedSource)
 }
