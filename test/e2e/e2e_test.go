@@ -341,12 +341,9 @@ func (s *suite) runOne(t *testing.T, rig *upstreamRig, run harnessRun, exe, proj
 	if rig.scripted != nil {
 		rig.scripted.Take()
 	}
-	if run.viaRun {
-		args = append([]string{"run", "--gateway", rig.proxy.base, "--rollout", rolloutID, "--", exe}, args...)
-		exe = rig.bin
-	}
 	started := time.Now()
-	stdout, stderr, err := runProcess(exe, args, env, home, project, harnessTimeout)
+	runExe, runArgs := run.argv(exe, rig.bin, rig.proxy.base, rolloutID, args)
+	stdout, stderr, err := runProcess(runExe, runArgs, env, home, project, harnessTimeout)
 	wall := time.Since(started)
 	finished := time.Now()
 	writeFile(t, filepath.Join(runDir, "stdout"), stdout)

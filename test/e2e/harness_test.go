@@ -31,6 +31,15 @@ type harnessRun struct {
 	viaRun bool
 }
 
+// argv returns the executable and arguments that start the harness exe with args: as they are, or
+// for a viaRun harness under `bin run --gateway gateway --rollout id --`.
+func (r harnessRun) argv(exe, bin, gateway, id string, args []string) (string, []string) {
+	if !r.viaRun {
+		return exe, args
+	}
+	return bin, append([]string{"run", "--gateway", gateway, "--rollout", id, "--", exe}, args...)
+}
+
 const harnessPrompt = "Read hello.txt and tell me what it says"
 
 func withV1(base string) string { return strings.TrimRight(base, "/") + "/v1" }
