@@ -86,3 +86,49 @@ func (messagesDialect) response(r members, c *Conversation) {
 		c.Output = append(c.Output, Message{Role: role, Parts: contentParts(content)})
 	}
 }
+
+// toolCalls reads Messages content blocks: each tool_use block is a tool call (id, name, input:
+// {} when not truthy); thinking and redacted_thinking blocks give their thinking when a string,
+// empty strings included (as NeMo Gym counts them).
+func (messagesDialect) toolCalls(m *ResponseMembers, x *Extraction) bool {
+	if !jsonscan.IsArray(m.Content) {
+		return false
+	}
+	t := m.Tree
+	t.EachElement(m.Content, func(block []byte) bool {
+		if !jsonscan.IsObject(block) {
+			return true
+		}
+		var typ, id, name, input, thinking []byte
+		t.EachMember(block, func(k, v []byte) bool {
+			switch string(jsonscan.KeyName(k)) {
+			case "type":
+				typ = v
+			case "id":
+				id = v
+			case "name":
+				name = v
+			case "input":
+				input = v
+			case "thinking":
+				thinking = v
+			}
+			return true
+		})
+		switch typ, _ := jsonscan.StringAlias(typ); typ { // only compared
+		case "tool_use":
+			x.call(id, name, input, true)
+		case "thinking", "redacted_thinking":
+			if jsonscan.IsString(thinking) {
+				x.Reasoning = append(x.Reasoning, thinking)
+			}
+		}
+		return true
+	})
+	return true
+}
+
+// finishReason: stop_reason, decided when a string.
+func (messagesDialect) finishReason(m *ResponseMembers) ([]byte, bool) {
+	return m.StopReason, jsonscan.IsString(m.StopReason)
+}

@@ -50,8 +50,14 @@ func ModelOfPath(path string) string {
 	return ""
 }
 
-// All are the observed dialects, in the order Responses, Chat, Messages, Gemini.
-var All = [...]Dialect{Responses, Chat, Messages, Gemini}
+// All are the observed dialects, in the order Responses, Chat, Messages, Gemini (the registry's).
+var All = func() [len(entries)]Dialect {
+	var a [len(entries)]Dialect
+	for i, e := range entries {
+		a[i] = e.d
+	}
+	return a
+}()
 
 // Path returns the path d is observed on, without a /ng-rollout/<id> prefix: "/v1/responses",
 // "/v1/chat/completions", "/v1/messages", or for Gemini the pattern

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // fuzzStream checks one dialect: no panic, Response and Terminal independent of chunking, the
@@ -19,7 +17,7 @@ func fuzzStream(f *testing.F, d Dialect) {
 		if fixtureDialect(f, file) != d {
 			continue
 		}
-		b := capturetest.ReadFile(f, file)
+		b := readFile(f, file)
 		if len(b) <= maxSeed {
 			f.Add(b, uint8(97))
 			continue

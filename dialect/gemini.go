@@ -552,3 +552,68 @@ func (st *geminiCandidate) encode(e *enc) {
 	st.other.encode(e, false)
 	e.raw("}")
 }
+
+// toolCalls reads Gemini candidates: for every candidate whose content is an object, each part
+// with a functionCall object is a tool call (its id, which only some models give; its name; its
+// args: {} when not truthy), each part whose thought is true gives its text when a non-empty
+// string.
+func (geminiDialect) toolCalls(m *ResponseMembers, x *Extraction) bool {
+	if !jsonscan.IsArray(m.Candidates) {
+		return false
+	}
+	t := m.Tree
+	t.EachElement(m.Candidates, func(cand []byte) bool {
+		content := t.Lookup(cand, "content")
+		if !jsonscan.IsObject(content) {
+			return true
+		}
+		t.EachElement(t.Lookup(content, "parts"), func(part []byte) bool {
+			if !jsonscan.IsObject(part) {
+				return true
+			}
+			var txt, thought, call []byte
+			t.EachMember(part, func(k, v []byte) bool {
+				switch string(jsonscan.KeyName(k)) {
+				case "text":
+					txt = v
+				case "thought":
+					thought = v
+				case "functionCall":
+					call = v
+				}
+				return true
+			})
+			switch {
+			case jsonscan.IsObject(call):
+				var id, name, args []byte
+				t.EachMember(call, func(k, v []byte) bool {
+					switch string(jsonscan.KeyName(k)) {
+					case "id":
+						id = v
+					case "name":
+						name = v
+					case "args":
+						args = v
+					}
+					return true
+				})
+				x.call(id, name, args, true)
+			case string(thought) == "true" && nonEmptyString(txt):
+				x.Reasoning = append(x.Reasoning, txt)
+			}
+			return true
+		})
+		return true
+	})
+	return true
+}
+
+// finishReason: candidates[0].finishReason, decided when candidates is a non-empty array whose
+// first item is an object.
+func (geminiDialect) finishReason(m *ResponseMembers) ([]byte, bool) {
+	first := firstElement(m.Tree, m.Candidates)
+	if !jsonscan.IsObject(first) {
+		return nil, false
+	}
+	return m.Tree.Lookup(first, "finishReason"), true
+}

@@ -215,3 +215,14 @@ func readGolden(t *testing.T, path string) golden {
 	g.Response = c.Bytes()
 	return g
 }
+
+// readFile reads a test file or fails the test. (The package's tests cannot use
+// internal/capturetest: it builds records, and the record model imports this package.)
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -206,3 +206,121 @@ func typedTerminalPrefix(of func(string) Terminal, ev *sse.RawEvent) Terminal {
 	}
 	return TerminalNone
 }
+
+// toolCalls reads Responses output items: each function_call item is a tool call (call_id, or id
+// when call_id is not truthy; name; arguments); each reasoning item gives the non-empty string
+// text of each entry of its summary.
+func (responsesDialect) toolCalls(m *ResponseMembers, x *Extraction) bool {
+	if !jsonscan.IsArray(m.Output) {
+		return false
+	}
+	t := m.Tree
+	t.EachElement(m.Output, func(item []byte) bool {
+		if !jsonscan.IsObject(item) {
+			return true
+		}
+		var typ, callID, id, name, args, summary []byte
+		t.EachMember(item, func(k, v []byte) bool {
+			switch string(jsonscan.KeyName(k)) {
+			case "type":
+				typ = v
+			case "call_id":
+				callID = v
+			case "id":
+				id = v
+			case "name":
+				name = v
+			case "arguments":
+				args = v
+			case "summary":
+				summary = v
+			}
+			return true
+		})
+		switch typ, _ := jsonscan.StringAlias(typ); typ { // only compared
+		case "function_call":
+			if !jsonscan.Truthy(callID) {
+				callID = id
+			}
+			x.call(callID, name, args, false)
+		case "reasoning":
+			t.EachElement(summary, func(entry []byte) bool {
+				if v := t.Lookup(entry, "text"); nonEmptyString(v) {
+					x.Reasoning = append(x.Reasoning, v)
+				}
+				return true
+			})
+		}
+		return true
+	})
+	return true
+}
+
+// finishReason: incomplete_details.reason, decided whenever incomplete_details is an object.
+func (responsesDialect) finishReason(m *ResponseMembers) ([]byte, bool) {
+	if !jsonscan.IsObject(m.IncompleteDetails) {
+		return nil, false
+	}
+	return m.Tree.Lookup(m.IncompleteDetails, "reason"), true
+}
+
+// toolCalls reads Chat choices: for every choice whose message is an object, each object of
+// message.tool_calls is a tool call (id, function.name, function.arguments); the reasoning is
+// message.reasoning_content when truthy, else message.reasoning, when a non-empty string (a
+// truthy non-string reasoning_content blocks the fallback, as in NeMo Gym).
+func (chatDialect) toolCalls(m *ResponseMembers, x *Extraction) bool {
+	if !jsonscan.IsArray(m.Choices) {
+		return false
+	}
+	t := m.Tree
+	t.EachElement(m.Choices, func(choice []byte) bool {
+		message := t.Lookup(choice, "message")
+		if !jsonscan.IsObject(message) {
+			return true
+		}
+		var toolCalls, reasoningContent, reasoningAlt []byte
+		t.EachMember(message, func(k, v []byte) bool {
+			switch string(jsonscan.KeyName(k)) {
+			case "tool_calls":
+				toolCalls = v
+			case "reasoning_content":
+				reasoningContent = v
+			case "reasoning":
+				reasoningAlt = v
+			}
+			return true
+		})
+		t.EachElement(toolCalls, func(tc []byte) bool {
+			if !jsonscan.IsObject(tc) {
+				return true
+			}
+			fn := t.Lookup(tc, "function")
+			var name, args []byte
+			if jsonscan.IsObject(fn) {
+				name, args = t.Lookup(fn, "name"), t.Lookup(fn, "arguments")
+			}
+			x.call(t.Lookup(tc, "id"), name, args, false)
+			return true
+		})
+		reasoning := reasoningContent
+		if !jsonscan.Truthy(reasoning) {
+			reasoning = reasoningAlt
+		}
+		if nonEmptyString(reasoning) {
+			x.Reasoning = append(x.Reasoning, reasoning)
+		}
+		return true
+	})
+	return true
+}
+
+// finishReason: choices[0].finish_reason, decided when choices is a non-empty array whose first
+// item is an object and that member is a string.
+func (chatDialect) finishReason(m *ResponseMembers) ([]byte, bool) {
+	first := firstElement(m.Tree, m.Choices)
+	if !jsonscan.IsObject(first) {
+		return nil, false
+	}
+	v := m.Tree.Lookup(first, "finish_reason")
+	return v, jsonscan.IsString(v)
+}

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // body frames payloads as SSE events: a payload starting with "event:" or ":" is written as
@@ -401,7 +399,7 @@ func TestResponseDoesNotChangeState(t *testing.T) {
 				if fixtureDialect(t, file) != d {
 					continue
 				}
-				b := capturetest.ReadFile(t, file)
+				b := readFile(t, file)
 				s := NewStream(d)
 				half := len(b) / 2
 				s.Write(b[:half])

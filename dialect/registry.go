@@ -35,15 +35,45 @@ type behaviour interface {
 	// their shape owns, so one object is read by every entry in turn.
 	request(r members, c *Conversation)
 	response(r members, c *Conversation)
+	// toolCalls adds the tool calls and reasoning of a response to x when the response has the
+	// dialect's shape (its member in m is a JSON array), and reports whether it had (ToolCalls).
+	toolCalls(m *ResponseMembers, x *Extraction) bool
+	// finishReason returns the raw finish reason of a response in the dialect's shape, and whether
+	// the shape decided it (FinishReason).
+	finishReason(m *ResponseMembers) (raw []byte, decided bool)
 }
 
-// registry holds each dialect's entry; All lists the same dialects in order.
-var registry = map[Dialect]behaviour{
-	Responses: responsesDialect{},
-	Chat:      chatDialect{},
-	Messages:  messagesDialect{},
-	Gemini:    geminiDialect{},
+// entries is the registry: one line per dialect, in the order of All, which is also the order in
+// which ToolCalls tries the shapes. finish is the dialect's place in FinishReason's order (NeMo
+// Gym's order of the first three, then Gemini).
+var entries = [...]struct {
+	d      Dialect
+	b      behaviour
+	finish int
+}{
+	{Responses, responsesDialect{}, 2},
+	{Chat, chatDialect{}, 1},
+	{Messages, messagesDialect{}, 0},
+	{Gemini, geminiDialect{}, 3},
 }
+
+// registry maps each dialect to its entry.
+var registry = func() map[Dialect]behaviour {
+	m := make(map[Dialect]behaviour, len(entries))
+	for _, e := range entries {
+		m[e.d] = e.b
+	}
+	return m
+}()
+
+// finishOrder holds the entries in FinishReason's order.
+var finishOrder = func() [len(entries)]behaviour {
+	var o [len(entries)]behaviour
+	for _, e := range entries {
+		o[e.finish] = e.b
+	}
+	return o
+}()
 
 // StreamOnPath reports whether a model call on path (prefix stripped) with query rawQuery asks
 // for an event stream, when its dialect says so in the URL: Gemini's :streamGenerateContent with

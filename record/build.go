@@ -175,7 +175,7 @@ func buildRecordMembers(rec *ModelCallRecord, line []byte, members []jsonscan.Me
 		for _, m := range sc.NestedMembers {
 			e.responseFields.set(line[m.KeyStart:m.KeyEnd], line[m.ValStart:m.ValEnd])
 		}
-		e.responseFields.tree = &sc.Tree
+		e.responseFields.members.Tree = &sc.Tree
 		e.responseFields.alias = alias
 	}
 	return e.build(rec, callIndex)
@@ -271,16 +271,18 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int) error {
 	}
 	rec.Model = stringInto(model, &b.model, e.alias)
 	rec.ResponseStatus = stringInto(f.status, &b.responseStatus, e.alias)
-	if s, ok := finishReasonText(f); ok {
+	st := getExtract(f) // what package dialect reads the shapes from, for both rules below
+	defer putExtract(st)
+	if s, ok := finishReasonText(f, st); ok {
 		b.finishReason = s
 		rec.FinishReason = &b.finishReason
 	}
 
 	var u usageFields
 	if usage := f.usage; usage != nil || f.usageMetadata == nil {
-		u.scan(usage, f.tree)
+		u.scan(usage, f.members.Tree)
 	} else {
-		u.scan(f.usageMetadata, f.tree) // Gemini
+		u.scan(f.usageMetadata, f.members.Tree) // Gemini
 	}
 	stats := extractTokenStats(&u, &b.tokens)
 	rec.TokensIn, rec.TokensOut = stats.TokensIn, stats.TokensOut
@@ -288,7 +290,7 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int) error {
 	rec.CacheCreationTokens = stats.CacheCreationTokens
 	rec.CacheHit, rec.CachedTokens = cacheSignal(&u, &b.tokens)
 	var reasoning bool
-	rec.ToolCalls, b.reasoning, reasoning = toolCallsAndReasoningText(f)
+	rec.ToolCalls, b.reasoning, reasoning = toolCallsAndReasoningText(f, st)
 	if reasoning {
 		rec.ReasoningContent = &b.reasoning
 	}
