@@ -577,7 +577,7 @@ func responseText(res []byte) string {
 	return strings.Join(out, "\n")
 }
 
-// errorMessage is error.message of an error body (all three dialects use that shape), or the
+// errorMessage is error.message of an error body (every dialect uses that shape), or the
 // Responses API's incomplete_details.reason.
 func errorMessage(res map[string]any) string {
 	if res == nil {

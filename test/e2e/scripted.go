@@ -99,10 +99,12 @@ type Served struct {
 	TokensIn, TokensOut, CachedTokens, ReasoningTokens int
 }
 
-// Scripted is the scripted loopback upstream: an http.Handler serving the three dialects.
+// Scripted is the scripted loopback upstream: an http.Handler serving the four dialects.
 //
-// Routes: POST /v1/chat/completions, /v1/responses, /v1/messages (query ignored); GET
-// /v1/models (one model); POST /v1/messages/count_tokens ({"input_tokens": n}); anything else
+// Routes: POST /v1/chat/completions, /v1/responses, /v1/messages (query ignored),
+// /v1beta/models/{model}:generateContent and :streamGenerateContent (streamed with ?alt=sse); GET
+// /v1/models (one model); POST /v1/messages/count_tokens ({"input_tokens": n}) and
+// /v1beta/models/{model}:countTokens ({"totalTokens": n}); anything else
 // 404 with an OpenAI-shaped error body. Decisions are stateless, per request:
 //   - the request carries a tool result: answer text, AnswerForNonce of the nonce found in it
 //     (MissingNonceReply when none);
