@@ -38,6 +38,15 @@ func ForPath(path string) (Dialect, bool) {
 	return "", false
 }
 
+// ErrorDialect returns the dialect whose error shape an answer to a request on path takes: the
+// dialect observed on path, else Chat (OpenAI's shape, which most clients of other paths read).
+func ErrorDialect(path string) Dialect {
+	if d, ok := ForPath(path); ok {
+		return d
+	}
+	return Chat
+}
+
 // ModelOfPath returns the model named by an observed path ("" when the dialect's paths name none,
 // as the OpenAI and Anthropic paths do): Gemini's "/v1beta/models/gemini-2.5-flash:generateContent"
 // names "gemini-2.5-flash".

@@ -230,13 +230,8 @@ func unprefixedMessage(method, path string) string {
 		ReasonNotCall, method, path, rollout.PrefixSegment, unprefixedFix)
 }
 
-// pathDialect is the dialect of an observed path, Chat's OpenAI shape for any other.
-func pathDialect(p string) dialect.Dialect {
-	if d, ok := dialect.ForPath(p); ok {
-		return d
-	}
-	return dialect.Chat
-}
+// pathDialect is the dialect whose error shape an answer on p takes (dialect.ErrorDialect).
+func pathDialect(p string) dialect.Dialect { return dialect.ErrorDialect(p) }
 
 // state returns the rollout's recorded calls, reading its capture on first use.
 func (s *Server) state(id string) *rolloutState {
