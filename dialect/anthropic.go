@@ -13,7 +13,9 @@ func (messagesDialect) path() string                           { return "/v1/mes
 func (messagesDialect) pathModel(string) string                { return "" }
 func (messagesDialect) pathStream(string, string) (bool, bool) { return false, false }
 func (messagesDialect) provider() string                       { return "anthropic" }
-func (messagesDialect) reassembler(sp *spill) reassembler      { return &messagesState{sp: sp} }
+func (messagesDialect) reassembler(sp *spill, lim *budget) reassembler {
+	return &messagesState{sp: sp, lim: lim}
+}
 
 // env points Anthropic SDKs and Claude Code at base (they add /v1 themselves).
 func (messagesDialect) env(base string) []EnvVar { return []EnvVar{{"ANTHROPIC_BASE_URL", base}} }

@@ -293,7 +293,9 @@ func geminiContent(raw json.RawMessage) (role string, parts []Part) {
 	return role, parts
 }
 
-func (geminiDialect) reassembler(sp *spill) reassembler { return &geminiState{sp: sp} }
+func (geminiDialect) reassembler(sp *spill, lim *budget) reassembler {
+	return &geminiState{sp: sp, lim: lim}
+}
 
 // geminiMaxCandidates bounds how many candidates a reconstruction keeps: the API returns at most
 // eight (candidateCount); a stream naming more distinct indexes has the rest left out.
@@ -312,13 +314,14 @@ const geminiMaxCandidates = 64
 //     its last value that is not null, in the order first seen.
 //
 // Memory grows with the text and parts kept, never more than the events held them (each value is
-// kept once, joined texts spill to a temp file past the Stream's threshold); the work per event is
-// linear in its size.
+// kept once, joined texts spill to a temp file past the Stream's threshold), and candidates and
+// parts count as elements against MaxElements; the work per event is linear in its size.
 type geminiState struct {
 	cands   []*geminiCandidate // in order first seen
 	byIndex map[int64]*geminiCandidate
 	top     lastValues
 	sp      *spill
+	lim     *budget // candidates and parts are elements (MaxElements); Stop ends the work
 }
 
 type geminiCandidate struct {
@@ -403,7 +406,7 @@ func (g *geminiState) candidate(c []byte) {
 	}
 	st := g.byIndex[idx]
 	if st == nil {
-		if len(g.cands) >= geminiMaxCandidates {
+		if len(g.cands) >= geminiMaxCandidates || !g.lim.take(1) {
 			return
 		}
 		if g.byIndex == nil {
@@ -419,7 +422,7 @@ func (g *geminiState) candidate(c []byte) {
 		case "index":
 		case "content":
 			if jsonscan.IsObject(v) {
-				st.content(v, g.sp)
+				st.content(v, g.sp, g.lim)
 			}
 		case "finishReason":
 			if jsonscan.Truthy(v) {
@@ -434,14 +437,17 @@ func (g *geminiState) candidate(c []byte) {
 	})
 }
 
-func (st *geminiCandidate) content(ct []byte, sp *spill) {
+func (st *geminiCandidate) content(ct []byte, sp *spill, lim *budget) {
 	st.hasBody = true
 	if r := jsonscan.Lookup(ct, "role"); jsonscan.Truthy(r) {
 		st.role = keep(st.role, r)
 	}
 	jsonscan.EachElement(jsonscan.Lookup(ct, "parts"), func(p []byte) bool {
+		if lim.done() {
+			return false
+		}
 		if jsonscan.IsObject(p) {
-			st.part(p, sp)
+			st.part(p, sp, lim)
 		}
 		return true
 	})
@@ -449,7 +455,7 @@ func (st *geminiCandidate) content(ct []byte, sp *spill) {
 
 // part appends one part, joining a plain text part (members text, thought, thoughtSignature only)
 // to the text part before it when they can be one.
-func (st *geminiCandidate) part(p []byte, sp *spill) {
+func (st *geminiCandidate) part(p []byte, sp *spill, lim *budget) {
 	var txt, thought, sig []byte
 	plain := true
 	jsonscan.EachMember(p, func(k, v []byte) bool {
@@ -467,13 +473,18 @@ func (st *geminiCandidate) part(p []byte, sp *spill) {
 	})
 	s, isText := jsonscan.Text(txt)
 	if !plain || !isText || (thought != nil && !jsonscan.IsBool(thought)) {
-		st.parts = append(st.parts, &geminiPart{raw: compact(p)})
+		if lim.take(1) {
+			st.parts = append(st.parts, &geminiPart{raw: compact(p)})
+		}
 		st.textPart = nil
 		return
 	}
 	isThought := string(thought) == "true"
 	last := st.textPart
 	if last == nil || last.thought != isThought || (sig != nil && last.sig != nil) {
+		if !lim.take(1) {
+			return
+		}
 		last = &geminiPart{thought: isThought}
 		st.parts = append(st.parts, last)
 		st.textPart = last

@@ -15,8 +15,10 @@ func (responsesDialect) path() string                           { return "/v1/re
 func (responsesDialect) pathModel(string) string                { return "" }
 func (responsesDialect) pathStream(string, string) (bool, bool) { return false, false }
 func (responsesDialect) provider() string                       { return "openai" }
-func (responsesDialect) reassembler(sp *spill) reassembler      { return &responsesState{sp: sp} }
-func (responsesDialect) env(base string) []EnvVar               { return openAIEnv(base) }
+func (responsesDialect) reassembler(sp *spill, lim *budget) reassembler {
+	return &responsesState{sp: sp, lim: lim}
+}
+func (responsesDialect) env(base string) []EnvVar { return openAIEnv(base) }
 
 func (responsesDialect) errorBody(status int, code, message string) []byte {
 	return openAIErrorBody(status, code, message)
@@ -72,8 +74,10 @@ func (chatDialect) path() string                           { return "/v1/chat/co
 func (chatDialect) pathModel(string) string                { return "" }
 func (chatDialect) pathStream(string, string) (bool, bool) { return false, false }
 func (chatDialect) provider() string                       { return "openai" }
-func (chatDialect) reassembler(sp *spill) reassembler      { return &chatState{sp: sp} }
-func (chatDialect) env(base string) []EnvVar               { return openAIEnv(base) }
+func (chatDialect) reassembler(sp *spill, lim *budget) reassembler {
+	return &chatState{sp: sp, lim: lim}
+}
+func (chatDialect) env(base string) []EnvVar { return openAIEnv(base) }
 
 func (chatDialect) errorBody(status int, code, message string) []byte {
 	return openAIErrorBody(status, code, message)

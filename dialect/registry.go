@@ -21,8 +21,9 @@ type behaviour interface {
 	terminal(typ string, hasData bool, data, obj []byte) Terminal
 	// terminalPrefix is Dialect.terminalOfPrefix, for an event too large to hold.
 	terminalPrefix(ev *sse.RawEvent) Terminal
-	// reassembler returns the state that rebuilds one streamed response; long texts go through sp.
-	reassembler(sp *spill) reassembler
+	// reassembler returns the state that rebuilds one streamed response; long texts go through
+	// sp, and the elements it creates count against lim (MaxElements).
+	reassembler(sp *spill, lim *budget) reassembler
 	// errorBody is ErrorBody for the dialect.
 	errorBody(status int, code, message string) []byte
 	// provider is Dialect.Provider.

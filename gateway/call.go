@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
@@ -86,6 +87,12 @@ type call struct {
 	decodeErr     error
 	terminalHit   bool // the current chunk completed the first terminal event
 	finished      bool // the capture line is written (or marked)
+
+	// clientLeft is set when the client went away while the stream was still being reassembled:
+	// the reassembly stops there (reassembling for nobody would only burn CPU), and the line says
+	// cancelled. Set by consume or, mid-chunk, by the goroutine of stopOnLeave.
+	clientLeft  atomic.Bool
+	stopOnLeave func() bool // unregisters the clientCtx hook that stops the reassembly
 
 	// settle's inputs, kept from finish: the exchange as written, the write's result ("ok",
 	// "failed" or "lost"), the error category's label, and whether settle still has to run.
@@ -259,6 +266,13 @@ func (c *call) responseStarted(res *http.Response) {
 			maxEvent = min(maxEvent, limit)
 		}
 		c.stream.Limit(int(maxEvent), int(c.h.spoolThreshold()), c.h.SpoolDir)
+		if c.clientCtx != nil {
+			stream := c.stream
+			c.stopOnLeave = context.AfterFunc(c.clientCtx, func() {
+				c.clientLeft.Store(true)
+				stream.Stop()
+			})
+		}
 	}
 	if codings := contentCodings(res.Header); len(codings) > 0 {
 		inf, err := newInflater(codings, c.consume)
@@ -303,6 +317,12 @@ func (c *call) observe(p []byte) {
 // reassembly. Past the limit a stream is still decoded, for its terminal event only: the hold
 // before that event stays.
 func (c *call) consume(p []byte) {
+	if c.stream != nil && !c.clientLeft.Load() && c.clientCtx != nil && c.clientCtx.Err() != nil {
+		// The client is gone and the proxy has not noticed yet (it notices when it writes this
+		// chunk): stop the reassembly now rather than when the AfterFunc goroutine runs.
+		c.clientLeft.Store(true)
+		c.stream.Stop()
+	}
 	if !c.capped {
 		keep := p
 		if limit := c.h.maxCaptureBytes(); limit >= 0 && c.kept+int64(len(p)) > limit {
@@ -432,6 +452,11 @@ func (c *call) conclude(o outcome, held bool) {
 	if o.eof && c.stream != nil {
 		c.stream.End()
 	}
+	if c.clientLeft.Load() && o.failure == failNone && o.localBody == nil {
+		// The client went away before this end of the stream, and the reassembly stopped then:
+		// the line says so, with the reconstruction of what came before.
+		o.failure = failCancelled
+	}
 
 	ex := &capture.Exchange{
 		ModelCallID:              c.modelCallID,
@@ -475,7 +500,11 @@ func (c *call) conclude(o outcome, held bool) {
 		v := verdict{status: c.status, failure: o.failure, streaming: c.streaming, decodeFailed: c.decodeErr != nil, parsed: parsed, tooLarge: c.capped}
 		if c.stream != nil {
 			v.terminal = c.stream.Terminal()
-			v.tooLarge = v.tooLarge || c.stream.Truncated() > 0
+			v.tooLarge = v.tooLarge || c.stream.Truncated() > 0 || c.stream.OverLimit()
+			if c.stream.OverLimit() {
+				c.h.log.Warn("stream reassembly over its limits; the line keeps the reconstruction of what came before",
+					"rollout_id", c.rolloutID, "model_call_id", c.modelCallID, "max_elements", dialect.MaxElements)
+			}
 		}
 		if c.body != nil {
 			v.bodyLen = c.kept
@@ -598,6 +627,9 @@ func (c *call) settle() {
 	if c.body != nil {
 		c.body.Close()
 	}
+	if c.stopOnLeave != nil {
+		c.stopOnLeave()
+	}
 	if c.stream != nil {
 		c.stream.Close()
 	}
@@ -614,7 +646,7 @@ type verdict struct {
 	decodeFailed bool
 	bodyLen      int64
 	parsed       bool // a response object was parsed or reconstructed
-	tooLarge     bool // the body passed MaxCaptureBytes, or a stream event was too large to reassemble
+	tooLarge     bool // the body passed MaxCaptureBytes, a stream event was too large to reassemble, or the stream passed the reassembly's limits
 }
 
 // errorCategory is NeMo Gym's error ladder (first rule that applies), plus our cancellation and
@@ -624,8 +656,9 @@ type verdict struct {
 //     "connection" / "timeout";
 //  3. status >= 400 → the status category (capture.StatusCategory);
 //  4. terminal error event → "upstream_error"; response.incomplete → "incomplete";
-//  5. the body passed MaxCaptureBytes (response_raw holds its first bytes), or a stream event was
-//     too large to reassemble → "capture_too_large";
+//  5. the body passed MaxCaptureBytes (response_raw holds its first bytes), a stream event was
+//     too large to reassemble, or the stream passed the reassembly's limits (dialect.MaxElements
+//     elements, a part index far beyond the parts that arrived) → "capture_too_large";
 //  6. the body could not be decoded (Content-Encoding) → "capture_parse_error";
 //  7. a stream without its terminal event → "stream_truncated";
 //  8. a non-empty body that gave no response object → "capture_parse_error";
