@@ -73,7 +73,7 @@ func entry[V any](m *map[int64]*V, k int64, lim *budget) (v *V, ok bool) {
 
 // MaxElements is the most elements one Stream's reassembly creates: choices and tool calls
 // (Chat), output items and their content and summary parts (Responses), content blocks
-// (Messages). Every element comes from bytes of the stream, so this bounds the reassembly's
+// (Messages), candidates and their parts (Gemini). Every element comes from bytes of the stream, so this bounds the reassembly's
 // memory on top of its proportion to the bytes received; real streams stay far below it (a few
 // choices, tens to hundreds of tool calls, items or blocks). Past it no element is created: what
 // an event adds to the elements already there (text, arguments, a finish reason, the final
