@@ -33,6 +33,9 @@ var (
 	errUpstreamTimeout = errors.New("upstream did not send response headers in time")
 	errIdleTimeout     = errors.New("upstream body read timed out")
 	errClientGone      = errors.New("client went away")
+	// errUnexpectedStatus rejects an upstream answer the gateway does not relay on a captured call:
+	// a final 1xx (101 Switching Protocols to a request that asked for no switch).
+	errUnexpectedStatus = errors.New("upstream answered with a status the gateway does not relay")
 )
 
 // failure is why a call ended without a complete response; its non-empty values are error
@@ -88,6 +91,11 @@ type call struct {
 	terminalHit   bool // the current chunk completed the first terminal event
 	finished      bool // the capture line is written (or marked)
 
+	// upstreamStatus is the upstream's status when the gateway answered in its place (a final 1xx),
+	// recorded as upstream_status_code beside the local answer (the status above is the client's);
+	// 0 otherwise.
+	upstreamStatus int
+
 	// clientLeft is set when the client went away while the stream was still being reassembled:
 	// the reassembly stops there (reassembling for nobody would only burn CPU), and the line says
 	// cancelled. Set by consume or, mid-chunk, by the goroutine of stopOnLeave.
@@ -107,7 +115,7 @@ type call struct {
 
 // serveCaptured handles a call on an observed path under a valid rollout prefix: claim, read the
 // request (413 past MaxRequestBytes), forward, capture.
-func (h *Handler) serveCaptured(w http.ResponseWriter, r *http.Request, id string, d dialect.Dialect) {
+func (h *Handler) serveCaptured(w http.ResponseWriter, r *http.Request, id string, d dialect.Dialect, guard *bodyGuard) {
 	c := &call{h: h, rolloutID: id, dialect: d, modelCallID: capture.NewModelCallID(), start: time.Now(), contentLength: -1}
 	c.session, c.assistantMessage = clientIDs(r.Header)
 	c.noteTrace(r.Header)
@@ -142,6 +150,13 @@ func (h *Handler) serveCaptured(w http.ResponseWriter, r *http.Request, id strin
 		c.answerLocally(w, http.StatusRequestEntityTooLarge, ReasonRequestTooLarge, false,
 			capture.StatusCategory(http.StatusRequestEntityTooLarge),
 			fmt.Sprintf("request body exceeds the capture gateway's limit of %d bytes", h.maxRequestBytes()))
+		return
+	}
+	if err != nil && guard != nil && guard.timedOut {
+		// The body stopped arriving: the client is still there and gets 408, recorded as such.
+		guard.expire(w)
+		c.answerLocally(w, http.StatusRequestTimeout, ReasonRequestTimeout, false,
+			capture.StatusCategory(http.StatusRequestTimeout), "the request body stopped arriving; the call was not forwarded")
 		return
 	}
 	if err != nil {
@@ -190,38 +205,10 @@ func (h *Handler) serveCaptured(w http.ResponseWriter, r *http.Request, id strin
 // upstream call instead of before it (at the validator's ~0.5-1 GB/s, 256 KiB take 0.25-0.5 ms).
 const asyncRequestCheck = 256 << 10
 
-// maxPresizedRequest bounds how much of an announced Content-Length readRequest allocates before
-// the bytes arrive.
-const maxPresizedRequest = 64 << 10
-
 // readRequest reads the whole request body, up to MaxRequestBytes (errTooLarge beyond, without
 // reading further when Content-Length already says so).
 func (c *call) readRequest(r *http.Request) ([]byte, error) {
-	limit := c.h.maxRequestBytes()
-	if limit >= 0 && r.ContentLength > limit {
-		return nil, errTooLarge
-	}
-	if r.Body == nil {
-		return nil, nil
-	}
-	// The buffer grows with the bytes that arrive; the Content-Length announced sizes it up front
-	// only up to 64 KiB (a client announcing 60 MB and sending one byte costs 64 KiB at most), which
-	// spares the usual request the buffer's regrowth and copies.
-	var buf bytes.Buffer
-	if r.ContentLength > 0 {
-		buf.Grow(int(min(r.ContentLength, maxPresizedRequest)) + bytes.MinRead)
-	}
-	src := io.Reader(r.Body)
-	if limit >= 0 {
-		src = io.LimitReader(r.Body, limit+1)
-	}
-	if _, err := buf.ReadFrom(src); err != nil {
-		return nil, fmt.Errorf("read request body: %w", err)
-	}
-	if limit >= 0 && int64(buf.Len()) > limit {
-		return nil, errTooLarge
-	}
-	return buf.Bytes(), nil
+	return readBody(r, c.h.maxRequestBytes())
 }
 
 // captureRequest stores a request body as NeMo Gym's middleware does: a storable JSON object
@@ -366,6 +353,11 @@ func (c *call) keep(p []byte) {
 // (cancelled, nothing to answer), or the gateway answers 504 upstream_timeout / 502
 // upstream_unreachable itself.
 func (c *call) roundTripFailed(w http.ResponseWriter, err error) {
+	if errors.Is(err, errUnexpectedStatus) && c.clientCtx.Err() == nil {
+		c.answerLocally(w, http.StatusBadGateway, ReasonUpstreamBadStatus, true, capture.StatusCategory(http.StatusBadGateway),
+			"the upstream model server switched protocols on a model call: "+err.Error())
+		return
+	}
 	switch c.classify(err) {
 	case failCancelled:
 		c.prov = provenance{attempted: ptr(true)} // sent, but nobody answered before the client left
@@ -401,11 +393,23 @@ func isTimeout(err error) bool {
 
 // answerLocally answers the client with a dialect-shaped error the gateway produced itself, after
 // capturing it (response_source local): the body reaches the client only once the line is durable.
+// Every answer the gateway gives in place of the upstream's goes through here, so the line records
+// what the client got: status, local_response_reason and category (plus upstream_status_code when
+// the upstream did answer, with a status the gateway does not relay). The line must not be written
+// before the gateway knows the answer the client gets; a local answer to a call already written is
+// a bug, logged as an error.
 func (c *call) answerLocally(w http.ResponseWriter, status int, reason string, attempted bool, category, message string) {
+	if c.finished {
+		c.h.log.Error("bug: a captured call whose line is written was answered locally; the line records another answer",
+			"rollout_id", c.rolloutID, "model_call_id", c.modelCallID, "recorded_status", c.status, "status", status, "reason", reason)
+	}
 	c.h.log.Warn("answered a captured call locally", "rollout_id", c.rolloutID, "model_call_id", c.modelCallID,
 		"status", status, "reason", reason, "detail", message)
 	c.status = status
 	c.prov = local(reason, attempted)
+	if c.upstreamStatus > 0 {
+		c.prov.upstreamCode = ptr(c.upstreamStatus)
+	}
 	body := dialect.ErrorBody(c.dialect, status, reason, localMessage(reason, message))
 	c.finish(outcome{localBody: body, localCategory: category})
 	writeJSON(w, status, body, http.Header{modelCallIDKey: {c.modelCallID}})
