@@ -373,10 +373,7 @@ func (h *Handler) serveAdmin(w http.ResponseWriter, r *http.Request) bool {
 // is no valid file to write to).
 func (h *Handler) invalidRolloutID(w http.ResponseWriter, r *http.Request, id, rest string, err error) {
 	h.metrics.invalidIDs.Inc()
-	d, ok := dialect.ForPath(rest)
-	if !ok {
-		d = dialect.Chat
-	}
+	d := dialect.ErrorDialect(rest)
 	shown := id
 	if len(shown) > 64 {
 		shown = shown[:64] + "..."
@@ -442,10 +439,7 @@ func (h *Handler) errorHandler(w http.ResponseWriter, r *http.Request, err error
 	if r.Context().Err() != nil {
 		return // the client went away; nobody to answer
 	}
-	d, ok := dialect.ForPath(r.URL.Path)
-	if !ok {
-		d = dialect.Chat
-	}
+	d := dialect.ErrorDialect(r.URL.Path)
 	status, reason := http.StatusBadGateway, ReasonUpstreamUnreachable
 	if isTimeout(err) {
 		status, reason = http.StatusGatewayTimeout, ReasonUpstreamTimeout

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/modelcalls/modelcalls/dialect"
 	"io"
 	"math"
 	"regexp"
@@ -15,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	modelcalls "github.com/modelcalls/modelcalls"
-	"github.com/modelcalls/modelcalls/view"
 )
 
 // showOptions are the flags of `modelcalls show`.
@@ -513,13 +513,13 @@ type requestSummary struct {
 	tools    []string
 }
 
-// requestView is a request as the viewer parses it (view.ParseRequest, any of the three dialects):
+// requestView is a request as the viewer parses it (dialect.ParseRequest, any dialect):
 // the system and developer messages it starts with (Messages' system, Responses' instructions, Chat's
 // and Responses' leading system/developer messages) joined into the system prompt, every other
 // message a role and its text, in order, and the names of the tools it offers. A tool message that
 // only answers one call is labelled "tool result <call id>".
 func requestView(req []byte) requestSummary {
-	msgs, tools := view.ParseRequest(req)
+	msgs, tools := dialect.ParseRequest(req)
 	var v requestSummary
 	var system []string
 	for _, m := range msgs {
@@ -546,7 +546,7 @@ func requestView(req []byte) requestSummary {
 // partsText renders the parts of a message, one line or more each: text as is, reasoning as
 // "(thinking) ...", tool calls as "→ tool call NAME ARGUMENTS", tool results as
 // "← tool result CALL_ID: TEXT", images, files and unknown blocks as a [TYPE] placeholder.
-func partsText(parts []view.Part) string {
+func partsText(parts []dialect.Part) string {
 	out := make([]string, 0, len(parts))
 	for _, p := range parts {
 		switch p.Kind {
@@ -566,10 +566,10 @@ func partsText(parts []view.Part) string {
 }
 
 // responseText is the answer text of a response object as the viewer parses it
-// (view.ParseResponse): the text parts of Chat's choices[].message, of Responses' output message
-// items and of Messages' content blocks.
+// (dialect.ParseResponse): the text parts of Chat's choices[].message, of Responses' output message
+// items, of Messages' content blocks and of Gemini's candidates.
 func responseText(res []byte) string {
-	msgs, _ := view.ParseResponse(res)
+	msgs, _ := dialect.ParseResponse(res)
 	var out []string
 	for _, m := range msgs {
 		for _, p := range m.Parts {
@@ -581,7 +581,7 @@ func responseText(res []byte) string {
 	return strings.Join(out, "\n")
 }
 
-// errorMessage is error.message of an error body (all three dialects use that shape), or the
+// errorMessage is error.message of an error body (every dialect uses that shape), or the
 // Responses API's incomplete_details.reason.
 func errorMessage(res map[string]any) string {
 	if res == nil {
@@ -604,6 +604,10 @@ func errorMessage(res map[string]any) string {
 // rules of modelcalls.ExtractTokenStats and of the record's cache_hit / cached_tokens.
 func printUsage(w io.Writer, r *modelcalls.ModelCallRecord, res map[string]any) {
 	usage := jObj(res["usage"])
+	if meta := jObj(res["usageMetadata"]); usage == nil && meta != nil {
+		printGeminiUsage(w, r, meta)
+		return
+	}
 	if usage == nil {
 		fmt.Fprintln(w, "no usage object in the response: every token count is unknown (null), not 0")
 	}
@@ -696,4 +700,52 @@ func printUsage(w io.Writer, r *modelcalls.ModelCallRecord, res map[string]any) 
 		fmt.Fprintln(w, "\nThe cache fields are not added to tokens_in: the usage is OpenAI-shaped (prompt_tokens or a")
 		fmt.Fprintln(w, "cached_tokens subset), whose prompt count already includes the cached tokens.")
 	}
+}
+
+// printGeminiUsage is printUsage for Gemini's usageMetadata, whose thoughts are counted beside the
+// candidates: tokens_out adds the two, so that it includes tokens_reasoning as for the other
+// dialects.
+func printGeminiUsage(w io.Writer, r *modelcalls.ModelCallRecord, meta map[string]any) {
+	row := func(name, value, source string) {
+		fmt.Fprintf(w, "%-22s %8s  %s\n", name, value, source)
+	}
+	have := func(k string) bool { _, ok := jNum(meta[k]); return ok }
+	inSource := "unknown: no promptTokenCount"
+	if have("promptTokenCount") {
+		inSource = "usageMetadata.promptTokenCount"
+		if have("toolUsePromptTokenCount") {
+			inSource += " + toolUsePromptTokenCount"
+		}
+	}
+	row("tokens_in", i64p(r.TokensIn), inSource)
+	outSource := "unknown: no candidatesTokenCount or thoughtsTokenCount"
+	switch {
+	case have("candidatesTokenCount") && have("thoughtsTokenCount"):
+		outSource = "usageMetadata.candidatesTokenCount + thoughtsTokenCount (Gemini counts thoughts apart)"
+	case have("candidatesTokenCount"):
+		outSource = "usageMetadata.candidatesTokenCount"
+	case have("thoughtsTokenCount"):
+		outSource = "usageMetadata.thoughtsTokenCount"
+	}
+	row("tokens_out", i64p(r.TokensOut), outSource)
+	reasonSource := "unknown: no thoughtsTokenCount (not the same as 0)"
+	if have("thoughtsTokenCount") {
+		reasonSource = "usageMetadata.thoughtsTokenCount (part of tokens_out)"
+	}
+	row("tokens_reasoning", i64p(r.TokensReasoning), reasonSource)
+	totalSource := "unknown: needs tokens_in and tokens_out"
+	if have("totalTokenCount") {
+		totalSource = "usageMetadata.totalTokenCount as reported"
+	} else if r.TokensTotal != nil {
+		totalSource = "tokens_in + tokens_out (no totalTokenCount)"
+	}
+	row("tokens_total", i64p(r.TokensTotal), totalSource)
+	cachedSource := "unknown: no cachedContentTokenCount (cache_hit is null)"
+	if have("cachedContentTokenCount") {
+		cachedSource = "usageMetadata.cachedContentTokenCount (a subset of tokens_in)"
+	}
+	if r.CacheHit != nil {
+		cachedSource += "; cache_hit " + strconv.FormatBool(*r.CacheHit) + " (true when cached_tokens > 0)"
+	}
+	row("cached_tokens", i64p(r.CachedTokens), cachedSource)
 }
