@@ -159,7 +159,7 @@ func TestProxyRoutingMistakes(t *testing.T) {
 	addr, exit, stderr := runProxyCmd(t, ctx, []string{"proxy", "--upstream", up.URL + "/v1", "--listen", "127.0.0.1:0",
 		"--capture-dir", t.TempDir()})
 	for range 3 {
-		for _, p := range []string{"/ng-rollout/r1/chat/completions", "/ng-rollout/r1/v1/chat/completions", "/base/ng-rollout/r1/v1/chat/completions"} {
+		for _, p := range []string{"/ng-rollout/r1/chat/completions", "/ng-rollout/r1/v1/chat/completions", "/base/ng-rollout/r1/v1/chat/completions", "/v1/chat/completions"} {
 			r, err := http.Post("http://"+addr+p, "application/json", strings.NewReader(`{"model":"m"}`))
 			if err != nil {
 				t.Fatal(err)
@@ -175,6 +175,7 @@ func TestProxyRoutingMistakes(t *testing.T) {
 		"prefixed_path_missing_v1": "/ng-rollout/r1/v1",
 		"upstream_404":             "upstream_path=/v1/v1/chat/completions",
 		"prefix_not_leading":       "before_prefix=/base",
+		"unprefixed_model_call":    "/ng-rollout/ROLLOUT_ID/v1",
 	} {
 		n := strings.Count(log, "kind="+kind)
 		if n != 1 {
@@ -185,6 +186,17 @@ func TestProxyRoutingMistakes(t *testing.T) {
 			if strings.Contains(l, "kind="+kind) && (!strings.Contains(l, "level=WARN") || !strings.Contains(l, want)) {
 				t.Errorf("kind %s: want a warn line containing %q: %s", kind, want, l)
 			}
+		}
+	}
+	// Every uncaptured model call has its access line at info: the prefixed one missing /v1, the
+	// buried prefix and the unprefixed one, three times each.
+	for reason, path := range map[string]string{"not_model_path": "/ng-rollout/r1/chat/completions",
+		"prefix_not_leading": "/base/ng-rollout/r1/v1/chat/completions", "unprefixed": "/v1/chat/completions"} {
+		if n := strings.Count(log, `level=INFO msg="uncaptured model call" method=POST path=`+path+" "); n != 3 {
+			t.Errorf("%d access lines for the uncaptured calls on %s, want 3:\n%s", n, path, log)
+		}
+		if !strings.Contains(log, "reason="+reason+" status=") {
+			t.Errorf("no access line with reason=%s", reason)
 		}
 	}
 }
