@@ -49,14 +49,27 @@ as merge reads it (stderr says when a later dir holds it too).
 Damaged capture lines are reported on stderr with their line numbers and skipped. Lines in
 <ROLLOUT_ID>.capture.orphaned.jsonl (calls still in flight when the rollout was cleared with
 clear --force) are not shown; stderr says how many there are. The exit code is
-0 when the rollout was read, 3 when DIR or the rollout does not exist, 2 for an invalid rollout id.`,
+0 when the rollout was read, 3 when DIR or the rollout does not exist (the error offers rollout ids
+like the one given), 2 for an invalid rollout id.
+
+Without ROLLOUT_ID (modelcalls calls DIR): list the rollouts of DIR instead, one per line: id,
+calls, errors (calls with an error category), last activity (the latest completed_at), damaged
+lines and the incomplete mark; a table, TSV or JSON lines as above.`,
 		Example: `  modelcalls calls --capture-dir ./captures r1
   modelcalls calls --capture-dir ./captures r1 --error any          # only the failing calls
   modelcalls calls --capture-dir ./captures r1 --status 4xx,5xx --format json
   modelcalls calls --capture-dir ./captures r1 | cut -f1,4,11        # TSV when piped
-  modelcalls calls ./captures r1                                     # the positional form`,
+  modelcalls calls ./captures r1                                     # the positional form
+  modelcalls calls ./captures                                        # list the rollouts`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if dirs, ok := noRolloutArg(o.captureDirs, args); ok {
+				format, err := resolveFormat(o.format, o.json, s.Out)
+				if err != nil {
+					return err
+				}
+				return listRollouts(cmd.Context(), s, "calls", dirs, format)
+			}
 			dirs, rest, err := captureDirArgs("calls", o.captureDirs, args, "ROLLOUT_ID")
 			if err != nil {
 				return err

@@ -53,8 +53,10 @@ and one line per call (the first 5 and the last 15 when there are more than 20).
 The capture dir may also be given as the first argument (modelcalls show DIR ROLLOUT_ID [CALL]).
 --capture-dir may be repeated: the rollout is read from the first dir that holds it, as merge
 reads it (stderr says when a later dir holds it too).
-A call index is >= 0; a negative one is a usage error (exit 2), as is a missing argument. Exit 3
-when DIR, the rollout or the call does not exist; 1 when the call's capture line is damaged.`,
+Without ROLLOUT_ID (modelcalls show DIR): list the rollouts of DIR, as modelcalls calls DIR does.
+A call index is >= 0; a negative one is a usage error (exit 2). Exit 3 when DIR, the rollout or the
+call does not exist (an unknown rollout id gets the ids like it); 1 when the call's capture line is
+damaged.`,
 		Example: `  modelcalls show --capture-dir ./captures r1          # the rollout on one screen
   modelcalls show --capture-dir ./captures r1 3        # call_index 3
   modelcalls show --capture-dir ./captures r1 5f0c3b2a9d8e4f1a0b2c3d4e5f6a7b8c
@@ -64,6 +66,10 @@ when DIR, the rollout or the call does not exist; 1 when the call's capture line
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// ROLLOUT_ID and at most one call; the capture dir as --capture-dir or as the first
 			// argument, as for calls (without the flag, the first argument is always the dir).
+			if dirs, ok := noRolloutArg(o.captureDirs, args); ok {
+				format, _ := resolveFormat("", false, s.Out)
+				return listRollouts(cmd.Context(), s, "show", dirs, format)
+			}
 			want := []string{"ROLLOUT_ID"}
 			if (len(o.captureDirs) > 0 && len(args) >= 2) || (len(o.captureDirs) == 0 && len(args) >= 3) {
 				want = append(want, "CALL")
