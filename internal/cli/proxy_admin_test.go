@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -198,5 +200,41 @@ func TestProxyRoutingMistakes(t *testing.T) {
 		if !strings.Contains(log, "reason="+reason+" status=") {
 			t.Errorf("no access line with reason=%s", reason)
 		}
+	}
+}
+
+// TestProxyStartNotes: a capture dir the proxy had to create is said at info (a typo in the path
+// otherwise goes unnoticed), and an upstream that accepts no connections is warned about once at
+// start, while the gateway still starts and answers 502.
+func TestProxyStartNotes(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	dir := filepath.Join(t.TempDir(), "typo")
+	ctx, stop := context.WithCancel(context.Background())
+	addr, exit, stderr := runProxyCmd(t, ctx, []string{"proxy", "--upstream", closed, "--listen", "127.0.0.1:0", "--capture-dir", dir})
+	// Both notes come before the listening line runProxyCmd waited for.
+	log := stderr.String()
+	res, err := http.Post("http://"+addr+"/ng-rollout/r1/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	stopProxy(t, stop, exit)
+	if !strings.Contains(log, `level=INFO msg="created the capture dir, which did not exist" capture_dir=`+dir) {
+		t.Errorf("no info line naming the created capture dir:\n%s", log)
+	}
+	if n := strings.Count(log, "the upstream does not accept connections"); n != 1 || !strings.Contains(log, "level=WARN") {
+		t.Errorf("%d warnings about the unreachable upstream, want 1:\n%s", n, log)
+	}
+	if res.StatusCode != http.StatusBadGateway {
+		t.Errorf("call through the gateway: %d, want 502", res.StatusCode)
+	}
+	if n := strings.Count(stderr.String(), "the upstream does not accept connections"); n != 1 {
+		t.Errorf("%d warnings after a call, want still 1", n)
 	}
 }

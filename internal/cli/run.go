@@ -228,20 +228,25 @@ const gatewayDialTimeout = 3 * time.Second
 // metrics do not see it. The error exits 1: what is listening is the machine's state, not a
 // mistake in the arguments.
 func checkGatewayListening(ctx context.Context, u *url.URL) error {
-	host := u.Host
-	if u.Port() == "" {
-		port := "80"
-		if u.Scheme == "https" {
-			port = "443"
-		}
-		host = net.JoinHostPort(u.Hostname(), port)
-	}
 	d := net.Dialer{Timeout: gatewayDialTimeout}
-	c, err := d.DialContext(ctx, "tcp", host)
+	c, err := d.DialContext(ctx, "tcp", hostPort(u))
 	if err != nil {
 		return withExit(ExitFailure, fmt.Errorf("run: no gateway is listening at --gateway %s (%w); start one with modelcalls proxy --upstream URL --capture-dir DIR, or give run --upstream URL --capture-dir DIR for a gateway of its own", u.Redacted(), err))
 	}
 	return c.Close()
+}
+
+// hostPort is the host:port of an http:// or https:// URL, its scheme's default port when it has
+// none.
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	port := "80"
+	if u.Scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
 }
 
 // forwardedSignals are passed on to the child.
