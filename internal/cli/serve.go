@@ -240,9 +240,9 @@ func startOwnGateway(s *Streams, o *runOptions) (*ownGateway, error) {
 		return nil, err
 	}
 	h := &gateway.Handler{Upstream: cfg.upstream, Store: store, ModelServerName: o.name, Logger: log}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := listenFlag("--listen", o.listen)
 	if err != nil {
-		return nil, withExit(ExitFailure, fmt.Errorf("start gateway: %w", err))
+		return nil, err
 	}
 	g := &ownGateway{
 		url:   "http://" + ln.Addr().String(),
