@@ -96,7 +96,8 @@ func TestTableOnTerminalTSVOtherwise(t *testing.T) {
 	}
 
 	shown = onPTY(t, 200, "stats", "--capture-dir", gymCapture, "--by", "dialect")
-	if !strings.Contains(shown, "│ dialect ") || !strings.Contains(shown, "│ responses ") {
+	if !strings.Contains(shown, "│ dialect ") || !strings.Contains(shown, "│ responses ") || !strings.Contains(shown, "│ elapsed / summed latency ") ||
+		!strings.Contains(shown, "│ output tokens per second ") || !strings.Contains(shown, "out tok/s") {
 		t.Errorf("stats on a terminal:\n%s", shown)
 	}
 	if shown := onPTY(t, 200, "stats", "--capture-dir", gymCapture, "--format", "tsv"); !strings.HasPrefix(shown, "model\tcalls\t") {
