@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
@@ -106,19 +109,60 @@ func (v *value) field(k string) *value {
 	return nil
 }
 
-// without returns v with the members named by paths removed. A path is a member name at the top
-// level ("metadata") or a dotted path into nested values ("metadata.user_id"); a step into an
-// array applies to each of its elements ("input.id" drops the id of every input item). v is not
-// modified.
-func (v *value) without(paths [][]string) *value {
-	if v == nil || len(paths) == 0 {
+// ignoreRule is one part of a request strict matching leaves out: path is a member name at the top
+// level or a dotted path into nested values; a step into an array applies to each of its elements.
+// With mask nil the member is dropped; with mask set, the member stays and every match of mask in
+// its string value (or in each string of its array) is removed, so that a volatile part of a text
+// (a chunk id, a wall time) does not decide the match while the rest of the text still does.
+type ignoreRule struct {
+	path []string
+	mask *regexp.Regexp
+}
+
+// parseIgnoreRule parses "PATH" or "PATH~REGEXP" (Go regexp syntax, RE2).
+func parseIgnoreRule(s string) (ignoreRule, error) {
+	path, expr, masked := strings.Cut(s, "~")
+	path = strings.TrimSpace(path)
+	if path == "" || slices.Contains(strings.Split(path, "."), "") {
+		return ignoreRule{}, fmt.Errorf("ignore %q: want a dotted JSON path (input.output), optionally with ~REGEXP", s)
+	}
+	r := ignoreRule{path: strings.Split(path, ".")}
+	if masked {
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return ignoreRule{}, fmt.Errorf("ignore %q: %w", s, err)
+		}
+		if expr == "" {
+			return ignoreRule{}, fmt.Errorf("ignore %q: empty pattern after ~", s)
+		}
+		r.mask = re
+	}
+	return r, nil
+}
+
+// CheckIgnoreKeys reports the first rule of keys (Server.IgnoreKeys) that does not parse.
+func CheckIgnoreKeys(keys []string) error {
+	for _, k := range keys {
+		if strings.TrimSpace(k) == "" {
+			continue
+		}
+		if _, err := parseIgnoreRule(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// without returns v with the parts named by rules left out (ignoreRule). v is not modified.
+func (v *value) without(rules []ignoreRule) *value {
+	if v == nil || len(rules) == 0 {
 		return v
 	}
 	switch v.kind {
 	case 'a':
 		out := &value{kind: 'a', elems: make([]*value, len(v.elems))}
 		for i, e := range v.elems {
-			out.elems[i] = e.without(paths)
+			out.elems[i] = e.without(rules)
 		}
 		return out
 	case 'o':
@@ -127,17 +171,21 @@ func (v *value) without(paths [][]string) *value {
 	}
 	out := &value{kind: 'o'}
 	for i, k := range v.keys {
-		var deeper [][]string
+		var deeper []ignoreRule
+		var masks []*regexp.Regexp
 		drop := false
-		for _, p := range paths {
-			if p[0] != k {
+		for _, r := range rules {
+			if r.path[0] != k {
 				continue
 			}
-			if len(p) == 1 {
+			switch {
+			case len(r.path) > 1:
+				deeper = append(deeper, ignoreRule{path: r.path[1:], mask: r.mask})
+			case r.mask != nil:
+				masks = append(masks, r.mask)
+			default:
 				drop = true
-				break
 			}
-			deeper = append(deeper, p[1:])
 		}
 		if drop {
 			continue
@@ -146,10 +194,29 @@ func (v *value) without(paths [][]string) *value {
 		if len(deeper) > 0 {
 			f = f.without(deeper)
 		}
+		for _, re := range masks {
+			f = f.masked(re)
+		}
 		out.keys = append(out.keys, k)
 		out.fields = append(out.fields, f)
 	}
 	return out
+}
+
+// masked returns v with every match of re removed from its string, or from each string of its
+// array; other values are returned as they are.
+func (v *value) masked(re *regexp.Regexp) *value {
+	switch v.kind {
+	case 's':
+		return &value{kind: 's', text: re.ReplaceAllString(v.text, "")}
+	case 'a':
+		out := &value{kind: 'a', elems: make([]*value, len(v.elems))}
+		for i, e := range v.elems {
+			out.elems[i] = e.masked(re)
+		}
+		return out
+	}
+	return v
 }
 
 // difference is the first place where a recorded request and a live one differ.

@@ -252,9 +252,32 @@ func TestCompare(t *testing.T) {
 		}
 	}
 	v, _ := parseValue([]byte(`{"metadata":{"user_id":"u","keep":1},"user":"x","m":1,"input":[{"id":"a","t":1},"s",{"t":2}]}`))
-	w := v.without([][]string{{"metadata", "user_id"}, {"user"}, {"input", "id"}})
+	var rules []ignoreRule
+	for _, k := range []string{"metadata.user_id", "user", "input.id", "input.t~^[0-9]"} {
+		r, err := parseIgnoreRule(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules = append(rules, r)
+	}
+	w := v.without(rules)
 	if d, _ := compare(w, mustParse(t, `{"metadata":{"keep":1},"m":1,"input":[{"t":1},"s",{"t":2}]}`)); d != nil {
 		t.Errorf("without: %+v", d)
+	}
+	// A mask removes the matches from a string (or each string of an array) and keeps the rest.
+	v = mustParse(t, `{"input":[{"output":"Chunk ID: 9f2c\nWall time: 0.0012 seconds\nOutput:\nhi"},{"output":["Wall time: 3 seconds","x"]},{"output":7}]}`)
+	r, err := parseIgnoreRule(`input.output~(Chunk ID|Wall time): [^\n]*`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := mustParse(t, `{"input":[{"output":"\n\nOutput:\nhi"},{"output":["","x"]},{"output":7}]}`)
+	if d, _ := compare(v.without([]ignoreRule{r}), want); d != nil {
+		t.Errorf("masked: %+v", d)
+	}
+	for _, bad := range []string{"", "a..b", "x~(", "x~"} {
+		if err := CheckIgnoreKeys([]string{bad}); (err == nil) != (bad == "") {
+			t.Errorf("CheckIgnoreKeys(%q) = %v", bad, err)
+		}
 	}
 }
 
