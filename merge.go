@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
+	"github.com/modelcalls/modelcalls/record"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -222,7 +223,7 @@ type evidence struct {
 // pooled scratch keeps no capture buffer alive.
 type mergeScratch struct {
 	records []ModelCallRecord
-	boxes   boxSlab
+	boxes   record.Boxes
 	small   []byte
 	// file is the buffer the capture file is read into (the records alias it), reused by the next
 	// Merge: no per-rollout allocation, zeroing and collection of the largest buffer of a merge.
@@ -242,13 +243,13 @@ const maxScratchFile = 4 << 20
 func (sc *mergeScratch) release() {
 	clear(sc.records)
 	sc.records = sc.records[:0]
-	sc.boxes.reset()
+	sc.boxes.Reset()
 	sc.small = sc.small[:0]
 	if cap(sc.file) > maxScratchFile {
 		sc.file = nil
 	}
 	sc.file = sc.file[:0]
-	if cap(sc.records) > maxScratchCalls || cap(sc.boxes.boxes) > maxScratchCalls || cap(sc.small) > maxScratchCalls<<10 {
+	if cap(sc.records) > maxScratchCalls || sc.boxes.Cap() > maxScratchCalls || cap(sc.small) > maxScratchCalls<<10 {
 		return
 	}
 	mergeScratches.Put(sc)
@@ -257,7 +258,7 @@ func (sc *mergeScratch) release() {
 func (m *Merger) collect(ctx context.Context, id string, sc *mergeScratch) (evidence, error) {
 	var ev evidence
 	timeout, poll := m.opts.drain()
-	claims, _, err := awaitStores(ctx, m.stores, id, timeout, poll)
+	claims, _, err := AwaitStores(ctx, m.stores, id, timeout, poll)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ev, ctxErr
@@ -268,7 +269,7 @@ func (m *Merger) collect(ctx context.Context, id string, sc *mergeScratch) (evid
 
 	store, marker, err := mergeStore(m.stores, id)
 	if err == nil && store != nil {
-		ev.calls, ev.damaged, err = readAvailableRecords(store, id, sc.records[:0], &sc.boxes, &sc.file)
+		ev.calls, ev.damaged, err = record.ReadAvailableInto(store, id, sc.records[:0], &sc.boxes, &sc.file)
 	}
 	if err != nil {
 		ev.calls, ev.damaged = nil, 0
@@ -410,7 +411,7 @@ func planAttachment(dst []byte, id string, calls []ModelCallRecord, gaps []rollo
 			dst = append(dst, ',')
 		}
 		start := len(dst)
-		dst = calls[i].appendJSON(dst, false, file)
+		dst = calls[i].AppendJSONFrom(dst, false, file)
 		if payloads {
 			// The payload members sit just before "tool_calls", the first `,"tool_calls":` of the
 			// record (a JSON string never holds an unescaped quote).
@@ -447,7 +448,7 @@ func (a *attachment) appendTo(dst []byte) []byte {
 
 // appendPayloads appends the four payload members of call i as AppendJSON(dst, true) writes them.
 func (a *attachment) appendPayloads(dst []byte, i int) []byte {
-	return a.calls[i].appendPayloads(dst)
+	return a.calls[i].AppendPayloads(dst)
 }
 
 // payloadSize bounds the length appendPayloads writes for call i.

@@ -139,37 +139,11 @@ func (s *Store) readLocked(id string) (string, []byte, error) {
 // readLockedInto is readLocked reading into buf's memory when its capacity holds the file (see
 // ScanAvailableBuffer); a file that outgrows it is read into a new buffer.
 func (s *Store) readLockedInto(id string, buf []byte) (string, []byte, error) {
-	p, err := s.CapturePath(id)
-	if err != nil {
-		return "", nil, err
+	p, fd, st, err := s.openShared(id)
+	if err != nil || fd < 0 {
+		return p, nil, err
 	}
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		switch {
-		case errors.Is(err, unix.ENOENT):
-			return p, nil, nil
-		case errors.Is(err, unix.ELOOP):
-			s.noteSymlink()
-			return p, nil, fmt.Errorf("open capture file %s: %w", p, ErrSymlink)
-		}
-		return p, nil, fmt.Errorf("open capture file: %w", &os.PathError{Op: "open", Path: p, Err: err})
-	}
-	defer unix.Close(fd)
-	if err := retryEINTR(func() error { return unix.Flock(fd, unix.LOCK_SH) }); err != nil {
-		return p, nil, fmt.Errorf("flock %s: %w", p, err)
-	}
-	defer unix.Flock(fd, unix.LOCK_UN)
-	var st unix.Stat_t
-	if err := retryEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
-		return p, nil, fmt.Errorf("stat capture file: %w", &os.PathError{Op: "stat", Path: p, Err: err})
-	}
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return p, nil, fmt.Errorf("read capture file %s: is a directory", p)
-	case unix.S_IFREG:
-	default:
-		unix.SetNonblock(fd, false)
-	}
+	defer closeShared(fd)
 	// One byte more than the file: the read that sees end of file needs no growth.
 	if want := max(st.Size, 0) + 1; int64(cap(buf)) < want {
 		buf = make([]byte, 0, want)
@@ -186,6 +160,51 @@ func (s *Store) readLockedInto(id string, buf []byte) (string, []byte, error) {
 		return p, nil, fmt.Errorf("read capture file: %w", &os.PathError{Op: "read", Path: p, Err: err})
 	}
 	return p, data, nil
+}
+
+// openShared opens the capture file of id for reading and takes the shared lock, for readers that
+// read it whole (readLockedInto) or in part (ScanFrom, ReadLineAt). fd is -1 (and err nil) when the
+// file does not exist; otherwise the caller releases it with closeShared. st is the file's fstat
+// under the lock. A directory is an error; a path that is not a regular file is made blocking.
+func (s *Store) openShared(id string) (p string, fd int, st unix.Stat_t, err error) {
+	p, err = s.CapturePath(id)
+	if err != nil {
+		return "", -1, st, err
+	}
+	fd, err = unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		switch {
+		case errors.Is(err, unix.ENOENT):
+			return p, -1, st, nil
+		case errors.Is(err, unix.ELOOP):
+			s.noteSymlink()
+			return p, -1, st, fmt.Errorf("open capture file %s: %w", p, ErrSymlink)
+		}
+		return p, -1, st, fmt.Errorf("open capture file: %w", &os.PathError{Op: "open", Path: p, Err: err})
+	}
+	if err := retryEINTR(func() error { return unix.Flock(fd, unix.LOCK_SH) }); err != nil {
+		unix.Close(fd)
+		return p, -1, st, fmt.Errorf("flock %s: %w", p, err)
+	}
+	if err := retryEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
+		closeShared(fd)
+		return p, -1, st, fmt.Errorf("stat capture file: %w", &os.PathError{Op: "stat", Path: p, Err: err})
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		closeShared(fd)
+		return p, -1, st, fmt.Errorf("read capture file %s: is a directory", p)
+	case unix.S_IFREG:
+	default:
+		unix.SetNonblock(fd, false)
+	}
+	return p, fd, st, nil
+}
+
+// closeShared releases the shared lock of an openShared descriptor and closes it.
+func closeShared(fd int) {
+	unix.Flock(fd, unix.LOCK_UN)
+	unix.Close(fd)
 }
 
 // readAll appends what fd holds from its offset to end of file to b, growing it when full. With

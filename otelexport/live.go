@@ -10,9 +10,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
+	"github.com/modelcalls/modelcalls/record"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -173,7 +173,7 @@ func (sc *workerScratch) spanName(ri requestInfo) string {
 	return sc.name
 }
 
-// spanRecord is the record a span reads, as modelcalls.BuildRecord reads it from ex's capture line
+// spanRecord is the record a span reads, as record.BuildRecord reads it from ex's capture line
 // (call index 0), so a live span equals the one `export otlp` builds from the file; it is built
 // without writing the whole line and reading it back. The fields read from the response (id, model,
 // status, finish reason, usage, tool calls) come from BuildRecord over a line holding only dialect
@@ -185,9 +185,9 @@ func (sc *workerScratch) spanName(ri requestInfo) string {
 // TestSpanRecordMatchesLine holds the two ways equal.
 //
 // The line is built in buf (grown as needed, returned for reuse); the record aliases it.
-func spanRecord(ex *capture.Exchange, buf []byte) (*modelcalls.ModelCallRecord, []byte, error) {
+func spanRecord(ex *capture.Exchange, buf []byte) (*record.ModelCallRecord, []byte, error) {
 	if ex.ModelRef != nil && ex.ModelRef.Type != rollout.ModelServerRefType {
-		return nil, buf, fmt.Errorf("%w: model_ref.type must be %q, got %q", modelcalls.ErrInvalidExchange, rollout.ModelServerRefType, ex.ModelRef.Type)
+		return nil, buf, fmt.Errorf("%w: model_ref.type must be %q, got %q", record.ErrInvalidExchange, rollout.ModelServerRefType, ex.ModelRef.Type)
 	}
 	line := append(buf[:0], `{"dialect":`...)
 	line = jsonscan.AppendString(line, ex.Dialect)
@@ -198,13 +198,13 @@ func spanRecord(ex *capture.Exchange, buf []byte) (*modelcalls.ModelCallRecord, 
 		line = append(line, ex.Response...)
 	}
 	line = append(line, '}')
-	rec, err := modelcalls.BuildRecord(line, 0)
+	rec, err := record.BuildRecord(line, 0)
 	if err != nil {
 		return nil, line, err
 	}
 	if ex.Request != nil {
 		if !ex.PayloadsChecked && !capture.IsPayloadObject(ex.Request) {
-			return nil, line, fmt.Errorf("%w: request is not a JSON object", modelcalls.ErrInvalidExchange)
+			return nil, line, fmt.Errorf("%w: request is not a JSON object", record.ErrInvalidExchange)
 		}
 		rec.Request = ex.Request
 	}
@@ -232,7 +232,7 @@ func spanRecord(ex *capture.Exchange, buf []byte) (*modelcalls.ModelCallRecord, 
 	if ex.RequestRaw != nil {
 		// A record holds the raw text as its JSON string token, as the capture line has it
 		// (AppendString replaces invalid UTF-8 as the line's encoder does).
-		rec.RequestRaw = modelcalls.RawText(jsonscan.AppendString(nil, *ex.RequestRaw))
+		rec.RequestRaw = record.RawText(jsonscan.AppendString(nil, *ex.RequestRaw))
 	}
 	return rec, line, nil
 }

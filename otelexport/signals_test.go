@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/modelcalls/modelcalls"
+	"github.com/modelcalls/modelcalls/record"
 
 	grpccodes "google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -87,7 +87,7 @@ func TestMetricsRefusedOnce(t *testing.T) {
 	}
 	latency, model := 12.5, "m"
 	for range 3 {
-		e.Emit(context.Background(), "r1", &modelcalls.ModelCallRecord{Model: &model, LatencyTotalMS: &latency}, "")
+		e.Emit(context.Background(), "r1", &record.ModelCallRecord{Model: &model, LatencyTotalMS: &latency}, "")
 		if err := e.Flush(context.Background()); err != nil {
 			t.Fatalf("flush: %v", err)
 		}

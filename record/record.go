@@ -1,4 +1,4 @@
-package modelcalls
+package record
 
 import (
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
@@ -180,7 +180,9 @@ func (r *ModelCallRecord) appendJSON(dst []byte, payloads bool, line []byte) []b
 }
 
 // MarshalJSON returns the record with all 33 fields (payloads included), as AppendJSON(nil, true).
-func (r *ModelCallRecord) MarshalJSON() ([]byte, error) {
+// Its receiver is a value, so json.Marshal writes the same bytes for a record, a pointer to one and
+// a record held in a struct field, slice or map.
+func (r ModelCallRecord) MarshalJSON() ([]byte, error) {
 	return r.AppendJSON(nil, true), nil
 }
 

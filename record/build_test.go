@@ -1,4 +1,4 @@
-package modelcalls
+package record
 
 import (
 	"bytes"
@@ -97,7 +97,7 @@ var fixtureCases = []struct {
 
 // TestFixturesCovered fails when a JSON response fixture is added without a key-value case.
 func TestFixturesCovered(t *testing.T) {
-	files, err := filepath.Glob("testdata/fixtures/*/*.json")
+	files, err := filepath.Glob("../testdata/fixtures/*/*.json")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no fixtures: %v", err)
 	}
@@ -106,7 +106,7 @@ func TestFixturesCovered(t *testing.T) {
 		have[c.file] = true
 	}
 	for _, f := range files {
-		rel := strings.TrimPrefix(filepath.ToSlash(f), "testdata/fixtures/")
+		rel := strings.TrimPrefix(filepath.ToSlash(f), "../testdata/fixtures/")
 		if !have[rel] {
 			t.Errorf("fixture %s has no case in fixtureCases", rel)
 		}
@@ -116,7 +116,7 @@ func TestFixturesCovered(t *testing.T) {
 func TestBuildRecordFixtures(t *testing.T) {
 	for _, c := range fixtureCases {
 		t.Run(c.file, func(t *testing.T) {
-			body, err := os.ReadFile(filepath.Join("testdata/fixtures", c.file))
+			body, err := os.ReadFile(filepath.Join("../testdata/fixtures", c.file))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -488,5 +488,48 @@ func TestToolCallArgumentsOnMultipleLinesStayOneLine(t *testing.T) {
 	out := rec.AppendJSON(nil, false)
 	if bytes.ContainsAny(out, "\r\n") || !bytes.Contains(out, []byte(`"arguments":{"a":[1,2]}`)) {
 		t.Errorf("arguments not one line: %s", out)
+	}
+}
+
+// TestMarshalJSONValueAndPointer: json.Marshal of a record value and of a pointer to it give the
+// same bytes, and so do records inside a slice, a struct field and a map; without encoding/json's
+// HTML escaping (an Encoder with SetEscapeHTML(false)) they are AppendJSON(nil, true)'s bytes,
+// compacted as encoding/json compacts every MarshalJSON result (a decoded tool-call arguments
+// string may hold spaces).
+func TestMarshalJSONValueAndPointer(t *testing.T) {
+	encode := func(v any) string {
+		var b bytes.Buffer
+		e := json.NewEncoder(&b)
+		e.SetEscapeHTML(false)
+		if err := e.Encode(v); err != nil {
+			t.Fatalf("encode %T: %v", v, err)
+		}
+		return strings.TrimSuffix(b.String(), "\n")
+	}
+	for _, l := range gymLines(t) {
+		rec, err := BuildRecord(l, 3)
+		if err != nil {
+			continue
+		}
+		byValue, err1 := json.Marshal(*rec)
+		byPointer, err2 := json.Marshal(rec)
+		if err1 != nil || err2 != nil || !bytes.Equal(byValue, byPointer) {
+			t.Fatalf("json.Marshal of a value gave\n%s (%v)\nof a pointer\n%s (%v)", byValue, err1, byPointer, err2)
+		}
+		want := string(compactJSON(t, rec.AppendJSON(nil, true)))
+		for _, c := range []struct {
+			v    any
+			want string
+		}{
+			{*rec, want},
+			{rec, want},
+			{[]ModelCallRecord{*rec}, "[" + want + "]"},
+			{struct{ R ModelCallRecord }{*rec}, `{"R":` + want + "}"},
+			{map[string]ModelCallRecord{"r": *rec}, `{"r":` + want + "}"},
+		} {
+			if got := encode(c.v); got != c.want {
+				t.Fatalf("%T encoded as\n%s\nwant\n%s", c.v, got, c.want)
+			}
+		}
 	}
 }

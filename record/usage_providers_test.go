@@ -1,4 +1,4 @@
-package modelcalls
+package record
 
 import (
 	"encoding/json"
@@ -185,7 +185,7 @@ func TestProviderUsageShapes(t *testing.T) {
 // providerTableRows returns "provider | field" of every row of the provider usage table.
 func providerTableRows(t *testing.T) []string {
 	t.Helper()
-	doc, err := os.ReadFile("docs/records-and-merge.md")
+	doc, err := os.ReadFile("../docs/records-and-merge.md")
 	if err != nil {
 		t.Fatal(err)
 	}

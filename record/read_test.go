@@ -1,4 +1,4 @@
-package modelcalls
+package record
 
 import (
 	"encoding/json"
@@ -15,11 +15,11 @@ import (
 // TestReadGymCapture reads back every line NeMo Gym wrote: all build, except the one line 3-0's
 // test scenario tore on purpose.
 func TestReadGymCapture(t *testing.T) {
-	store, err := capture.OpenExisting("testdata/gym-capture/capture")
+	store, err := capture.OpenExisting("../testdata/gym-capture/capture")
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := filepath.Glob("testdata/gym-capture/capture/*" + capture.CaptureSuffix)
+	files, err := filepath.Glob("../testdata/gym-capture/capture/*" + capture.CaptureSuffix)
 	if err != nil || len(files) < 39 {
 		t.Fatalf("capture files: %d, %v", len(files), err)
 	}
@@ -156,9 +156,6 @@ func TestReadRecordsStrict(t *testing.T) {
 			}
 			if errors.Is(err, ErrInvalidExchange) != c.build {
 				t.Errorf("errors.Is(ErrInvalidExchange) = %v, want %v", !c.build, c.build)
-			}
-			if _, err := AggregateMetrics(store, "bad"); err == nil {
-				t.Error("AggregateMetrics accepted a damaged capture")
 			}
 		})
 	}
