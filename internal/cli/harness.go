@@ -95,7 +95,9 @@ type harnessWiring struct {
 //     API, "<base>/v1" for the others, plus overrides of the built-in openai and anthropic
 //     providers.
 //
-// Any other command is returned unchanged. tmpRoot is where a temporary dir may be made.
+// base is the rollout's base URL on the gateway (no /v1), home the user's home dir (where the
+// harnesses' default config dirs are), cwd the working directory (where opencode looks for a
+// project config). Any other command is returned unchanged.
 func wireHarness(args, env []string, base, home, cwd string) (harnessWiring, error) {
 	w := harnessWiring{args: args, env: env}
 	var err error
@@ -161,9 +163,12 @@ func wireCodex(w *harnessWiring, base, home string) error {
 	return nil
 }
 
+// tomlBareKey matches a TOML bare key.
+var tomlBareKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
 // tomlKey quotes a TOML key that is not a bare key.
 func tomlKey(k string) string {
-	if regexp.MustCompile(`^[A-Za-z0-9_-]+$`).MatchString(k) {
+	if tomlBareKey.MatchString(k) {
 		return k
 	}
 	return strconv.Quote(k)
@@ -195,14 +200,14 @@ func wireOpencode(w *harnessWiring, base, home, cwd string) error {
 		if err != nil {
 			continue
 		}
-		names = appendProviders(names, stripJSONC(b), f)
+		names = appendProviders(names, stripJSONC(b))
 	}
 	content := map[string]any{}
 	if c := getEnv(w.env, "OPENCODE_CONFIG_CONTENT"); c != "" {
 		if err := json.Unmarshal(stripJSONC([]byte(c)), &content); err != nil {
 			return fmt.Errorf("OPENCODE_CONFIG_CONTENT is not a JSON object: %w", err)
 		}
-		names = appendProviders(names, stripJSONC([]byte(c)), "OPENCODE_CONFIG_CONTENT")
+		names = appendProviders(names, stripJSONC([]byte(c)))
 	}
 	providers, _ := content["provider"].(map[string]any)
 	if providers == nil {
@@ -233,7 +238,7 @@ func wireOpencode(w *harnessWiring, base, home, cwd string) error {
 
 // appendProviders adds the provider names of an opencode config (its "provider" object's keys) to
 // names; a file that is not a JSON object is left alone (opencode itself reports it).
-func appendProviders(names []string, b []byte, _ string) []string {
+func appendProviders(names []string, b []byte) []string {
 	var cfg struct {
 		Provider map[string]json.RawMessage `json:"provider"`
 	}
