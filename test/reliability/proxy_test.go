@@ -67,8 +67,10 @@ type listenWatcher struct {
 }
 
 func (l *listenWatcher) Write(p []byte) (int, error) {
-	// The record goes to stderr before its announcement on stdout, so a test that reads stderr
-	// once it saw the announcement finds the record there.
+	// The record goes to stderr before its announcement on stdout. That alone does not let a test
+	// read it from stderr once it saw the announcement: the test's copy of stderr is a pipe drained
+	// by another goroutine, which may lag behind the stdout line (cap -1 under load). So the
+	// announcement carries the record itself.
 	n, err := l.w.Write(p)
 	if bytes.Contains(p, []byte(`msg="shutting down: finishing in-flight calls"`)) {
 		fmt.Println("draining")
@@ -84,8 +86,6 @@ func (l *listenWatcher) Write(p []byte) (int, error) {
 			}
 		}
 		if u != "" {
-			// The record goes to stdout too: stderr reaches the test through a pipe copied by
-			// another goroutine, so it may lag behind the "listening" line the test waits for.
 			l.once.Do(func() { fmt.Printf("record %s\nlistening %s%s\n", bytes.TrimSpace(p), u, admin) })
 		}
 	}
