@@ -76,6 +76,10 @@ type Exchange struct {
 	LocalResponseReason      *string `json:"local_response_reason"` // "local_response_reason", e.g. "upstream_unreachable"
 	ClientSessionID          *string `json:"client_session_id"`
 	ClientAssistantMessageID *string `json:"client_assistant_message_id"` // "client_assistant_message_id"
+	// TokenCapture, written only when non-nil, is what a gateway asking the engine for token ids
+	// did to the call: a compact JSON object {"engine", "added", "prompt_token_ids",
+	// "prompt_token_error"} (docs/format.md). It is written as is, not checked again.
+	TokenCapture json.RawMessage `json:"token_capture"`
 }
 
 // EncodeExchange returns ex as one compact JSON line without the trailing newline, in the key order
@@ -176,6 +180,10 @@ func WriteExchange(w io.Writer, ex *Exchange) error {
 	e.keyStr(`,"`+schema.LocalResponseReason+`":`, ex.LocalResponseReason)
 	e.keyStr(`,"`+schema.ClientSessionID+`":`, ex.ClientSessionID)
 	e.keyStr(`,"`+schema.ClientAssistantMessageID+`":`, ex.ClientAssistantMessageID)
+	if ex.TokenCapture != nil {
+		e.raw(`,"` + schema.TokenCapture + `":`)
+		e.write(ex.TokenCapture)
+	}
 	e.raw("}")
 	if e.err != nil {
 		return fmt.Errorf("encode exchange: %w", e.err)

@@ -32,6 +32,7 @@ type runOptions struct {
 	name            string
 	shutdownTimeout time.Duration
 	logLevel        string
+	tokens          string // --tokens, for the gateway --upstream starts
 	allowOrigins    []string
 	// ownGatewayFlags are the flags given that configure the gateway --upstream starts (--name,
 	// --shutdown-timeout, --log-level): with --gateway they would be ignored, so they are refused.
@@ -96,7 +97,7 @@ child exits waits for every capture write in flight (up to --shutdown-timeout) b
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			for _, name := range []string{"name", "shutdown-timeout", "log-level", "allow-origin", "listen"} {
+			for _, name := range []string{"name", "shutdown-timeout", "log-level", "allow-origin", "tokens", "listen"} {
 				if cmd.Flags().Changed(name) {
 					o.ownGatewayFlags = append(o.ownGatewayFlags, "--"+name)
 				}
@@ -115,6 +116,7 @@ child exits waits for every capture write in flight (up to --shutdown-timeout) b
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "with --upstream: how long to let calls in flight finish after the child exits")
 	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "with --upstream: a web origin (scheme://host[:port]) whose browser requests the gateway serves (repeatable; others get 403)")
 	f.StringVar(&o.logLevel, "log-level", "warn", "with --upstream: the gateway's log level on stderr (debug, info, warn, error)")
+	addTokensFlag(f, &o.tokens, "with --upstream: ")
 	return cmd
 }
 

@@ -39,6 +39,7 @@ const (
 	LocalResponseReason      = "local_response_reason"
 	ClientSessionID          = "client_session_id"
 	ClientAssistantMessageID = "client_assistant_message_id"
+	TokenCapture             = "token_capture"
 )
 
 // Keys of the record that are not line keys (docs/format.md, section 7.2); the record's other keys
@@ -102,6 +103,7 @@ var Line = [...]LineKey{
 	{Key: LocalResponseReason, Present: WhenSet},
 	{Key: ClientSessionID, Present: WhenSet},
 	{Key: ClientAssistantMessageID, Present: WhenSet},
+	{Key: TokenCapture, Present: WhenSet, LineOnly: true},
 }
 
 // RecordField is one field of the record.
