@@ -29,7 +29,7 @@ import (
 // AppendExchange, never by encoding/json.
 type Exchange struct {
 	ModelCallID string                  `json:"model_call_id"` // 32 lowercase hex characters (NewModelCallID)
-	Dialect     string                  `json:"dialect"`       // "responses", "chat" or "messages"
+	Dialect     string                  `json:"dialect"`       // "responses", "chat", "messages" or "gemini" (package dialect)
 	ModelRef    *rollout.ModelServerRef `json:"model_ref"`     // null when the model server has no name
 	StartedAt   float64                 `json:"started_at"`    // wall clock, seconds since the Unix epoch
 	CompletedAt float64                 `json:"completed_at"`  // wall clock, seconds since the Unix epoch
