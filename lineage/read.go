@@ -1,0 +1,53 @@
+package lineage
+
+import (
+	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/record"
+)
+
+// FromRecord returns the evidence of one record: its ids, dialect, model, completion, finish
+// reason, token counts and payloads. A record is Completed when its status is 2xx, it has no error
+// category and it has a response object. Token ids are left nil (see TokenIDs).
+func FromRecord(r *record.ModelCallRecord) Call {
+	c := Call{
+		Index:     r.CallIndex,
+		Request:   r.Request,
+		Response:  r.Response,
+		TokensIn:  r.TokensIn,
+		TokensOut: r.TokensOut,
+	}
+	c.ID = deref(r.ModelCallID)
+	c.Dialect = deref(r.Dialect)
+	c.Model = deref(r.Model)
+	c.FinishReason = deref(r.FinishReason)
+	c.ResponseID = deref(r.ResponseID)
+	c.Completed = r.ErrorCategory == nil && r.StatusCode != nil && *r.StatusCode >= 200 && *r.StatusCode < 300 && len(r.Response) > 0
+	return c
+}
+
+// FromRecords returns the evidence of a rollout's records, in their order.
+func FromRecords(recs []record.ModelCallRecord) []Call {
+	calls := make([]Call, len(recs))
+	for i := range recs {
+		calls[i] = FromRecord(&recs[i])
+	}
+	return calls
+}
+
+// Read derives the lineage of rollout id from store: the records the tolerant read builds
+// (record.ReadAvailableRecords), damaged lines skipped and counted. Errors are the store's (I/O,
+// an invalid id).
+func Read(store *capture.Store, id string) (l *Lineage, damaged int, err error) {
+	recs, damaged, err := record.ReadAvailableRecords(store, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	return Derive(FromRecords(recs)), damaged, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
