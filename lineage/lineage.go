@@ -169,12 +169,12 @@ type segment struct {
 // call is one call as Derive works on it.
 type call struct {
 	in       *Call
-	msgs     []Message  // the request's context messages
-	ctx      []segment  // the effective context
-	answers  []string   // canonical keys of the answers (one per chat choice; one otherwise)
-	tools    string     // the offered tool names, joined
-	prevResp string     // previous_response_id of the request
-	summary  []string   // answer texts long enough to be recognised as a summary
+	msgs     []Message // the request's context messages
+	ctx      []segment // the effective context
+	answers  []string  // canonical keys of the answers (one per chat choice; one otherwise)
+	tools    string    // the offered tool names, joined
+	prevResp string    // previous_response_id of the request
+	summary  []string  // answer texts long enough to be recognised as a summary
 	node     *Node
 	keptBy   bool // some later call continued this call's answer
 }
