@@ -340,7 +340,7 @@ func byMessages(c *call, earlier []*call) (p *call, rel Relation, kept bool, cov
 	for i := len(earlier) - 1; i >= 0; i-- {
 		e := earlier[i]
 		// On a tie, a later call's path (its answer kept) replaces a later call's bare context.
-		if pp := e.path(); (len(pp) > bestLen || len(pp) == bestLen && !kept) && isPrefix(pp, c.ctx) {
+		if pp := e.path(); pp != nil && (len(pp) > bestLen || len(pp) == bestLen && !kept) && isPrefix(pp, c.ctx) {
 			best, bestLen, kept = i, len(pp), true
 		}
 		if len(e.ctx) > bestLen && len(e.ctx) < len(c.ctx) && isPrefix(e.ctx, c.ctx) {

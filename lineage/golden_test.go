@@ -1,0 +1,61 @@
+package lineage
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcalls/modelcalls/capture"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// TestGoldenHarnessCaptures pins the lineage of real harness runs captured by the gateway
+// (testdata/captures; testdata/README.md says where each comes from). Each golden was checked by
+// eye once; -update rewrites them.
+func TestGoldenHarnessCaptures(t *testing.T) {
+	store, err := capture.OpenExisting("testdata/captures")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	files, err := filepath.Glob("testdata/captures/*" + capture.CaptureSuffix)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no captures: %v", err)
+	}
+	for _, f := range files {
+		id := strings.TrimSuffix(filepath.Base(f), capture.CaptureSuffix)
+		t.Run(id, func(t *testing.T) {
+			l, damaged, err := Read(store, id)
+			if err != nil || damaged != 0 {
+				t.Fatalf("read: %v (%d damaged)", err, damaged)
+			}
+			got, err := json.MarshalIndent(l, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, '\n')
+			golden := filepath.Join("testdata", "golden", id+".json")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update once and check the result by eye)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("lineage of %s differs from %s:\n%s", id, golden, got)
+			}
+		})
+	}
+}
