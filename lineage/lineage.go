@@ -676,3 +676,20 @@ func equalIDs(a, b []int64) bool {
 	}
 	return true
 }
+
+// Conversation returns what one call saw and answered, as lineage reads it: the request's context
+// messages, the names of the tools it offered and the response's messages (none when the call did
+// not complete).
+func Conversation(c *Call) (context []Message, tools []string, answer []Message) {
+	if len(c.Request) > 0 {
+		context, tools = parseRequest(c.Request)
+	}
+	if c.Completed && len(c.Response) > 0 {
+		answer = parseResponse(c.Response)
+	}
+	return context, tools, answer
+}
+
+// UsesPreviousResponse reports whether c's request continues a stored response
+// (previous_response_id): its messages are then only what it adds to that response's history.
+func UsesPreviousResponse(c *Call) bool { return len(c.Request) > 0 && previousResponseID(c.Request) != "" }
