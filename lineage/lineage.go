@@ -692,4 +692,6 @@ func Conversation(c *Call) (context []Message, tools []string, answer []Message)
 
 // UsesPreviousResponse reports whether c's request continues a stored response
 // (previous_response_id): its messages are then only what it adds to that response's history.
-func UsesPreviousResponse(c *Call) bool { return len(c.Request) > 0 && previousResponseID(c.Request) != "" }
+func UsesPreviousResponse(c *Call) bool {
+	return len(c.Request) > 0 && previousResponseID(c.Request) != ""
+}

@@ -22,7 +22,7 @@ import (
 // SFTLine is one line of the chat fine-tuning format: the messages of a conversation and the
 // function tools it offered.
 type SFTLine struct {
-	Messages []SFTMessage     `json:"messages"`
+	Messages []SFTMessage      `json:"messages"`
 	Tools    []json.RawMessage `json:"tools,omitempty"`
 }
 
