@@ -55,7 +55,9 @@ transitions carry empty id lists.`,
 		Example: `  modelcalls export samples --capture-dir ./captures --in rollouts.jsonl --format sft --out sft.jsonl --min-reward 1
   modelcalls export samples --capture-dir ./captures --in rollouts.jsonl --format transitions --out calls.parquet`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runExportSamples(s, &o, cmd.Flags().Changed("min-reward")) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runExportSamples(s, &o, cmd.Flags().Changed("min-reward"))
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.captureDir, "capture-dir", "", "capture directory")
