@@ -34,6 +34,7 @@ type proxyOptions struct {
 	keepAliveTimeout   time.Duration
 	maxHeaderBytes     int
 	maxConnections     int
+	allowOrigins       []string
 	otlp               otlpOptions // otlp.go
 }
 
@@ -49,13 +50,19 @@ model call made under {base}/ng-rollout/<rollout_id>/v1/{responses,chat/completi
 The capture dir comes from --capture-dir or, NeMo Gym style, from the global config
 (--config gym.yaml and ++key=value overrides): ++observability_enabled=true
 ++model_call_capture_dir=/abs/dir (a --config file that does not exist, or is a directory, is exit
-3; one that is not valid YAML is exit 2). The first SIGINT or SIGTERM drains in-flight calls and their
-capture writes (up to --shutdown-timeout); a second one stops at once.
+3; one that is not valid YAML is exit 2). The first SIGINT, SIGTERM or SIGHUP (a closed terminal, a dropped
+ssh session) drains in-flight calls and their capture writes (up to --shutdown-timeout); a second
+one stops at once.
 
 The proxy port forwards every path to the upstream, /healthz, /readyz and /metrics included (a
 model server's own /metrics stays reachable). The gateway's admin endpoints (GET /healthz,
 /readyz: 503 while draining, /metrics: Prometheus) are served on --admin-listen ADDR only, off
 unless given.
+
+A request a browser marks as cross-site (an Origin that is neither the gateway's own nor an
+--allow-origin, or Sec-Fetch-Site: cross-site) gets 403 cross_site_request and is neither
+forwarded nor captured: a web page must not add calls to a rollout. SDKs and harnesses send no
+Origin, so they are not affected.
 
 HTTP/1.0, HTTP/1.1 and HTTP/2 cleartext with prior knowledge are served on the same port; an
 "Upgrade: h2c" request is answered in HTTP/1.1. Each captured call is logged at info ("model
@@ -87,7 +94,7 @@ replay --capture-dir-out, or give one proxy per rollout --upstream http://REPLAY
 	f.DurationVar(&o.idleTimeout, "idle-timeout", gateway.DefaultIdleTimeout, "longest wait between reads of a captured response body (0: no limit)")
 	f.Int64Var(&o.maxRequestBytes, "max-request-bytes", gateway.DefaultMaxRequestBytes, "largest captured request body; larger ones get 413 (0: no limit)")
 	f.Int64Var(&o.maxCaptureBytes, "max-capture-bytes", gateway.DefaultMaxCaptureBytes, "decoded response bytes one capture keeps; past it the line keeps the first bytes and says capture_too_large (0: no limit)")
-	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "on SIGINT/SIGTERM, how long to let in-flight calls finish")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "on SIGINT/SIGTERM/SIGHUP, how long to let in-flight calls finish")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&o.adminListen, "admin-listen", "", "address of the admin endpoints /healthz, /readyz, /metrics (default: none)")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
@@ -95,6 +102,7 @@ replay --capture-dir-out, or give one proxy per rollout --upstream http://REPLAY
 	f.DurationVar(&o.keepAliveTimeout, "keepalive-timeout", gateway.DefaultKeepAliveTimeout, "how long an idle client connection stays open (0: no limit)")
 	f.IntVar(&o.maxHeaderBytes, "max-header-bytes", gateway.DefaultMaxHeaderBytes, "largest request header block; larger ones get 431")
 	f.IntVar(&o.maxConnections, "max-connections", 0, "most client connections open at once, more are refused with 503 (0: derived from the file-descriptor limit; -1: no cap)")
+	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "a web origin (scheme://host[:port]) whose browser requests are served besides the gateway's own (repeatable); other cross-site requests get 403")
 	addOTLPFlags(f, &o.otlp)
 	return cmd
 }
@@ -176,6 +184,9 @@ func resolveProxyConfig(o *proxyOptions, overrides []string) (*proxyConfig, erro
 	if o.logFormat != "text" && o.logFormat != "json" {
 		return nil, usageErrorf("--log-format %q: want text or json", o.logFormat)
 	}
+	if _, err := allowOrigins(o.allowOrigins); err != nil {
+		return nil, err
+	}
 	return &proxyConfig{upstream: u, captureDir: dir}, nil
 }
 
@@ -212,6 +223,7 @@ func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []stri
 		Logger:          log,
 
 		RequestBodyTimeout: noLimit(o.requestBodyTimeout),
+		AllowedOrigins:     o.allowOrigins,
 		NoAdminEndpoints:   true, // the proxy port forwards every path; admin is --admin-listen
 	}
 	// Live OTLP export; stopOTLP flushes it after the drain, before the last line ("stopped"), and

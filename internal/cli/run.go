@@ -31,6 +31,7 @@ type runOptions struct {
 	name            string
 	shutdownTimeout time.Duration
 	logLevel        string
+	allowOrigins    []string
 	// ownGatewayFlags are the flags given that configure the gateway --upstream starts (--name,
 	// --shutdown-timeout, --log-level): with --gateway they would be ignored, so they are refused.
 	ownGatewayFlags []string
@@ -92,7 +93,7 @@ one of them.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			for _, name := range []string{"name", "shutdown-timeout", "log-level"} {
+			for _, name := range []string{"name", "shutdown-timeout", "log-level", "allow-origin"} {
 				if cmd.Flags().Changed(name) {
 					o.ownGatewayFlags = append(o.ownGatewayFlags, "--"+name)
 				}
@@ -108,6 +109,7 @@ one of them.`,
 	f.StringVar(&o.captureDir, "capture-dir", "", "with --upstream: capture directory the gateway writes to")
 	f.StringVar(&o.name, "name", "", "with --upstream: model server name recorded as model_ref.name")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "with --upstream: how long to let calls in flight finish after the child exits")
+	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "with --upstream: a web origin (scheme://host[:port]) whose browser requests the gateway serves (repeatable; others get 403)")
 	f.StringVar(&o.logLevel, "log-level", "warn", "with --upstream: the gateway's log level on stderr (debug, info, warn, error)")
 	return cmd
 }
