@@ -484,6 +484,9 @@ func mainChain(l *Lineage, cs []*call, byID map[string]int) {
 				break
 			}
 			p := byID[*n.ParentCallID]
+			if p >= cur { // a repeated model_call_id; ids are unique in a capture
+				break
+			}
 			if n.Relation == RelationRetry || n.Relation == RelationResample {
 				cur = p // the repeated call has the same context; its own parent continues the chain
 				continue

@@ -304,3 +304,14 @@ func TestAuditPrefix(t *testing.T) {
 
 func eqIntPtr(a, b *int) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }
 func eqPtr(a, b *int64) bool  { return a == nil && b == nil || a != nil && b != nil && *a == *b }
+
+// TestDuplicateIDs: a model_call_id repeated in a capture (never written by the gateway, possible
+// in a file put together by hand) does not loop or repeat calls in the main chain.
+func TestDuplicateIDs(t *testing.T) {
+	calls := render(dialects[0], lineageCases[0].steps)
+	calls[1].ID = calls[0].ID
+	l := Derive(calls)
+	if len(l.MainChain) > 2 {
+		t.Errorf("main chain %v", l.MainChain)
+	}
+}
