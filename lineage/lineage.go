@@ -1,6 +1,7 @@
 package lineage
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 )
@@ -645,6 +646,9 @@ func canonicalJSON(s string) string {
 
 // previousResponseID returns a Responses request's previous_response_id, "" when none.
 func previousResponseID(req []byte) string {
+	if !bytes.Contains(req, []byte(`"previous_response_id"`)) { // most requests: no second decode
+		return ""
+	}
 	var r struct {
 		Prev *string `json:"previous_response_id"`
 	}
