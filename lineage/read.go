@@ -26,10 +26,21 @@ func FromRecord(r *record.ModelCallRecord) Call {
 }
 
 // FromRecords returns the evidence of a rollout's records, in their order.
-func FromRecords(recs []record.ModelCallRecord) []Call {
+func FromRecords(recs []record.ModelCallRecord) []Call { return FromRecordsWith(recs, nil) }
+
+// TokenReader returns the token ids of one captured call, nil when it carries none. It is how a
+// reader of token ids in captured bodies (vLLM, SGLang, llama-server shapes) is plugged into
+// lineage without lineage knowing the engines.
+type TokenReader func(r *record.ModelCallRecord) *TokenIDs
+
+// FromRecordsWith is FromRecords with each call's token ids read by tokens (nil: none).
+func FromRecordsWith(recs []record.ModelCallRecord, tokens TokenReader) []Call {
 	calls := make([]Call, len(recs))
 	for i := range recs {
 		calls[i] = FromRecord(&recs[i])
+		if tokens != nil {
+			calls[i].Tokens = tokens(&recs[i])
+		}
 	}
 	return calls
 }

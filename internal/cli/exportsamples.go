@@ -153,7 +153,7 @@ func runExportSamples(s *Streams, o *samplesOptions, minReward bool) error {
 			fmt.Fprintf(s.ErrOut, "modelcalls export: rollout %s not exported: %v\n", r.id, err)
 			continue
 		}
-		calls := lineage.FromRecords(recs)
+		calls := lineage.FromRecordsWith(recs, tokenIDs)
 		if o.status == "clean" && (damaged > 0 || marker || len(calls) == 0 || !calls[len(calls)-1].Completed) {
 			notClean++
 			continue

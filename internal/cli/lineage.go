@@ -75,7 +75,7 @@ func runLineage(s *Streams, o *lineageOptions, dirs []string, id string) error {
 	if rc.incomplete {
 		fmt.Fprintf(s.ErrOut, "modelcalls lineage: rollout %s is marked incomplete: a capture write failed, calls may be missing\n", id)
 	}
-	l := lineage.Derive(lineage.FromRecords(rc.records))
+	l := lineage.Derive(lineage.FromRecordsWith(rc.records, tokenIDs))
 	w := bufio.NewWriter(s.Out)
 	if o.format == "json" {
 		b, err := json.Marshal(struct {
@@ -92,6 +92,10 @@ func runLineage(s *Streams, o *lineageOptions, dirs []string, id string) error {
 	}
 	return w.Flush()
 }
+
+// tokenIDs reads a captured call's token ids for lineage and the sample exports; nil until a reader
+// of the engines' token fields is plugged in here (the calls then carry no ids).
+var tokenIDs lineage.TokenReader
 
 // writeLineageTree writes l as a tree (runLineage's text format).
 func writeLineageTree(w io.Writer, id string, recs []modelcalls.ModelCallRecord, l *lineage.Lineage) {
