@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/record"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -57,5 +58,30 @@ func TestGoldenHarnessCaptures(t *testing.T) {
 				t.Errorf("lineage of %s differs from %s:\n%s", id, golden, got)
 			}
 		})
+	}
+}
+
+// TestTokenReaderAudit: ids supplied through a TokenReader reach the audit of a real capture's
+// extends edge, exact and drifted.
+func TestTokenReaderAudit(t *testing.T) {
+	store, err := capture.OpenExisting("testdata/captures")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	recs, _, err := record.ReadAvailableRecords(store, "e2e-scripted-pi-chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		child []int64
+		ok    bool
+	}{{[]int64{1, 2, 3, 4}, true}, {[]int64{1, 2, 5, 4}, false}} {
+		ids := map[int]*TokenIDs{0: {Prompt: []int64{1, 2}, Generated: []int64{3}}, 1: {Prompt: tc.child, Generated: []int64{6}}}
+		l := Derive(FromRecordsWith(recs, func(r *record.ModelCallRecord) *TokenIDs { return ids[r.CallIndex] }))
+		a := l.Calls[1].Audit
+		if a == nil || a.OK != tc.ok || l.Summary.AuditedEdges != 1 || (l.Summary.AuditFailures == 1) == tc.ok {
+			t.Errorf("child %v: audit %+v, summary %+v", tc.child, a, l.Summary)
+		}
 	}
 }
