@@ -23,8 +23,9 @@
 //   - fork: it continues from an earlier point than the latest call there: either it continues the
 //     parent's answer when another call already did (a branch), or it takes the parent's context
 //     but not its answer (the answer dropped, replaced or edited);
-//   - compaction: its history is replaced by what an earlier call answered (a summary pasted into a
-//     client message, or the history cut so that it no longer starts the same way);
+//   - compaction: its history is replaced by what an earlier call answered: a line of that answer
+//     (at least 64 bytes) pasted into a client message (a summary), or the answer itself as a turn
+//     of a history that no longer starts the same way;
 //   - root: no earlier call explains it (the first call, a side call such as a title, a sub-agent).
 //
 // How the parent was found is the Evidence, strongest first: a declared header carried by the

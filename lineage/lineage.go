@@ -3,6 +3,7 @@ package lineage
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 )
 
@@ -190,8 +191,9 @@ func (c *call) path() []segment {
 	return append(p, segment{key: c.answers[0], assistant: true, first: -1, end: -1})
 }
 
-// minSummary is the shortest answer text lineage recognises when it is pasted into a later context
-// (a compaction summary); shorter texts ("OK", "Done.") recur by chance.
+// minSummary is the shortest answer line (in bytes, white space trimmed) lineage recognises when it
+// is pasted into a later context (a compaction summary); shorter lines ("OK", "Done.") recur by
+// chance.
 const minSummary = 64
 
 // Derive returns the lineage of one rollout's calls, given in capture order.
@@ -560,8 +562,9 @@ func segments(msgs []Message) []segment {
 }
 
 // answerKeys returns the canonical keys of a response's answers (each chat choice its own answer;
-// the whole output one answer otherwise) and the answer texts long enough to recognise as a
-// summary.
+// the whole output one answer otherwise) and the lines of the answers' text long enough to
+// recognise when they are pasted into a later context (a harness keeps a summary's lines but often
+// not its wrapping: Claude Code drops the analysis before the summary).
 func answerKeys(dialect string, out []Message) (keys, summaries []string) {
 	var turns [][]Message
 	if dialect == "chat" {
@@ -573,8 +576,10 @@ func answerKeys(dialect string, out []Message) (keys, summaries []string) {
 	}
 	for _, t := range turns {
 		keys = append(keys, turnKey(t))
-		if text := turnText(t); len(text) >= minSummary {
-			summaries = append(summaries, text)
+		for _, line := range strings.Split(turnText(t), "\n") {
+			if line = strings.TrimSpace(line); len(line) >= minSummary && !slices.Contains(summaries, line) {
+				summaries = append(summaries, line)
+			}
 		}
 	}
 	return keys, summaries

@@ -130,6 +130,21 @@ var lineageCases = []struct {
 		sum:  Summary{Calls: 3, Roots: 1, Extends: 1, Compactions: 1, MainChainLength: 2, OffMainChain: 1},
 	},
 	{
+		name: "compaction: only the summary part of the answer is pasted",
+		steps: []step{
+			{history: []turn{sys("S"), user("read a.txt")}, answer: asst("ok, reading")},
+			{history: []turn{sys("S"), user("read a.txt"), asst("ok, reading"), user("Summarize.")}, answer: asst("<analysis>\nThe user wants a file read and nothing else; nothing is pending here.\n</analysis>\n<summary>\n" + summaryText + "\n</summary>")},
+			{history: []turn{sys("S"), user("This session is being continued from a previous conversation.\n\nSummary:\n" + summaryText + "\n\nContinue.")}, answer: asst("ok")},
+		},
+		want: []want{
+			{"", RelationRoot, 2, "CC"},
+			{"c0", RelationExtends, 1, "CCMC"},
+			{"c1", RelationCompaction, 2, "CC"},
+		},
+		main: []string{"c0", "c1"},
+		sum:  Summary{Calls: 3, Roots: 1, Extends: 1, Compactions: 1, MainChainLength: 2, OffMainChain: 1},
+	},
+	{
 		name: "side call is a root, the main conversation goes on",
 		steps: []step{
 			{history: []turn{sys("S"), user("read a.txt")}, answer: asst("", callRead)},
