@@ -99,6 +99,8 @@ type Lineage struct {
 type Node struct {
 	CallID    string `json:"model_call_id"`
 	CallIndex int    `json:"call_index"`
+	// Completed is the call's Call.Completed: it ended with an answer.
+	Completed bool `json:"completed"`
 	// ParentCallID is the parent's model_call_id, nil for a root.
 	ParentCallID *string  `json:"parent_call_id"`
 	Relation     Relation `json:"relation"`
@@ -206,7 +208,7 @@ func Derive(calls []Call) *Lineage {
 	for i := range calls {
 		c := &call{in: &calls[i], node: &l.Calls[i]}
 		cs[i] = c
-		c.node.CallID, c.node.CallIndex = calls[i].ID, calls[i].Index
+		c.node.CallID, c.node.CallIndex, c.node.Completed = calls[i].ID, calls[i].Index, calls[i].Completed
 		c.node.Messages = []MessageAuthor{}
 		if len(calls[i].Request) > 0 {
 			var tools []string
@@ -479,35 +481,73 @@ func mainChain(l *Lineage, cs []*call, byID map[string]int) {
 		if !cs[end].in.Completed {
 			continue
 		}
-		chain := []int{end}
-		cur := end
-		for steps := 0; steps < len(cs); steps++ { // bounded: parents are always earlier calls
-			n := cs[cur].node
-			if n.ParentCallID == nil {
-				break
-			}
-			p := byID[*n.ParentCallID]
-			if p >= cur { // a repeated model_call_id; ids are unique in a capture
-				break
-			}
-			if n.Relation == RelationRetry || n.Relation == RelationResample {
-				cur = p // the repeated call has the same context; its own parent continues the chain
-				continue
-			}
-			if !n.AnswerKept {
-				break
-			}
-			chain = append(chain, p)
-			cur = p
-		}
-		if len(chain) > len(best) { // scanning from the last call, a tie keeps the later end
+		if chain := l.ChainTo(end); len(chain) > len(best) { // scanning from the last call, a tie keeps the later end
 			best = chain
 		}
 	}
-	for k := len(best) - 1; k >= 0; k-- {
-		l.MainChain = append(l.MainChain, cs[best[k]].in.ID)
-		cs[best[k]].node.MainChain = true
+	for _, i := range best {
+		l.MainChain = append(l.MainChain, cs[i].in.ID)
+		cs[i].node.MainChain = true
 	}
+}
+
+// ChainTo returns the chain ending in the call at position end of l.Calls, as positions, first
+// call first: the call, then its parent while the edge keeps the parent's answer (extends, or a
+// fork after the answer), passing through retry and resample edges to the parent of the call
+// repeated (package doc: Main chain).
+func (l *Lineage) ChainTo(end int) []int {
+	pos := make(map[string]int, len(l.Calls))
+	for i := range l.Calls {
+		pos[l.Calls[i].CallID] = i
+	}
+	chain := []int{end}
+	cur := end
+	for steps := 0; steps < len(l.Calls); steps++ { // bounded: parents are always earlier calls
+		n := &l.Calls[cur]
+		if n.ParentCallID == nil {
+			break
+		}
+		p, ok := pos[*n.ParentCallID]
+		if !ok || p >= cur { // a repeated model_call_id; ids are unique in a capture
+			break
+		}
+		if n.Relation == RelationRetry || n.Relation == RelationResample {
+			cur = p // the repeated call has the same context; its own parent continues the chain
+			continue
+		}
+		if !n.AnswerKept {
+			break
+		}
+		chain = append(chain, p)
+		cur = p
+	}
+	slices.Reverse(chain)
+	return chain
+}
+
+// Leaves returns the positions of the completed calls that end a chain (no other chain runs
+// through them), in capture order: the main chain's end and every other path's (an abandoned
+// branch, a resampled answer, a side call).
+func (l *Lineage) Leaves() []int {
+	inner := make([]bool, len(l.Calls))
+	var ends []int
+	for i := range l.Calls {
+		if !l.Calls[i].Completed {
+			continue
+		}
+		ends = append(ends, i)
+		chain := l.ChainTo(i)
+		for _, k := range chain[:len(chain)-1] {
+			inner[k] = true
+		}
+	}
+	var out []int
+	for _, i := range ends {
+		if !inner[i] {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 func summarize(l *Lineage) {

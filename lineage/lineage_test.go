@@ -330,3 +330,24 @@ func TestDuplicateIDs(t *testing.T) {
 		t.Errorf("main chain %v", l.MainChain)
 	}
 }
+
+// TestLeaves: the ends of every path, main chain's included, in capture order.
+func TestLeaves(t *testing.T) {
+	want := map[string][]int{
+		"extends through a tool round trip":                  {1},
+		"retry of a failed call, then the chain goes on":     {2},
+		"resample of a completed call":                       {0, 1},
+		"fork: a second continuation of the same answer":     {1, 2},
+		"side call is a root, the main conversation goes on": {1, 3},
+	}
+	for _, tc := range lineageCases {
+		w, ok := want[tc.name]
+		if !ok {
+			continue
+		}
+		l := Derive(render(dialects[0], tc.steps))
+		if got := l.Leaves(); !slices.Equal(got, w) {
+			t.Errorf("%s: leaves %v, want %v", tc.name, got, w)
+		}
+	}
+}

@@ -197,3 +197,37 @@ func TestTokenRows(t *testing.T) {
 		t.Errorf("without ids in the middle: %+v", rows)
 	}
 }
+
+// TestSFTPaths: with every path, the abandoned branch gets its own line in which the shared
+// generation is not trained again.
+func TestSFTPaths(t *testing.T) {
+	chat := func(msgs string) []byte { return []byte(`{"model":"m","messages":[` + msgs + `]}`) }
+	answer := func(text string) []byte {
+		return []byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"` + text + `"},"finish_reason":"stop"}]}`)
+	}
+	calls := []lineage.Call{
+		{ID: "c0", Dialect: "chat", Completed: true, Request: chat(`{"role":"user","content":"hi"}`), Response: answer("hello")},
+		{ID: "c1", Index: 1, Dialect: "chat", Completed: true, Request: chat(`{"role":"user","content":"hi"},{"role":"assistant","content":"hello"},{"role":"user","content":"a"}`), Response: answer("A")},
+		{ID: "c2", Index: 2, Dialect: "chat", Completed: true, Request: chat(`{"role":"user","content":"hi"},{"role":"assistant","content":"hello"},{"role":"user","content":"b"}`), Response: answer("B")},
+	}
+	lines, err := SFTPaths(calls, lineage.Derive(calls))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range lines {
+		if err := ValidateSFT(l); err != nil {
+			t.Fatal(err)
+		}
+		var s []string
+		for _, m := range l.Messages {
+			if m.Role == "assistant" {
+				s = append(s, *m.Content+"="+string(rune('0'+*m.Weight)))
+			}
+		}
+		got = append(got, strings.Join(s, " "))
+	}
+	if want := []string{"hello=1 B=1", "hello=0 A=1"}; !slices.Equal(got, want) {
+		t.Errorf("lines %q, want %q", got, want)
+	}
+}

@@ -65,6 +65,45 @@ func SFT(calls []lineage.Call, l *lineage.Lineage) (*SFTLine, error) {
 	if len(chain) == 0 {
 		return nil, ErrNoMainChain
 	}
+	return SFTPath(calls, l, chain, map[string]bool{}), nil
+}
+
+// SFTPaths returns the lines of every path of a rollout: the main chain first, then the path of
+// each other leaf (lineage.Leaves: abandoned branches, resampled answers, side calls) in capture
+// order. A generation is trained once across the lines: a model turn already given weight 1 in an
+// earlier line has weight 0 in later ones, and a line left with nothing to train is dropped.
+func SFTPaths(calls []lineage.Call, l *lineage.Lineage) ([]*SFTLine, error) {
+	main := chainCalls(l)
+	if len(main) == 0 {
+		return nil, ErrNoMainChain
+	}
+	trained := map[string]bool{}
+	out := []*SFTLine{SFTPath(calls, l, main, trained)}
+	for _, leaf := range l.Leaves() {
+		if leaf == main[len(main)-1] {
+			continue
+		}
+		line := SFTPath(calls, l, l.ChainTo(leaf), trained)
+		if hasWeight(line) {
+			out = append(out, line)
+		}
+	}
+	return out, nil
+}
+
+func hasWeight(l *SFTLine) bool {
+	for _, m := range l.Messages {
+		if m.Weight != nil && *m.Weight == 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// SFTPath returns the line of one chain (positions in l.Calls, first call first, as
+// lineage.ChainTo gives them); trained holds the calls whose generation already has weight 1 and
+// gets this line's added.
+func SFTPath(calls []lineage.Call, l *lineage.Lineage, chain []int, trained map[string]bool) *SFTLine {
 	type authored struct {
 		msg  lineage.Message
 		from string // the call that answered it; "" for the client's
@@ -97,7 +136,6 @@ func SFT(calls []lineage.Call, l *lineage.Lineage) (*SFTLine, error) {
 	}
 
 	line := &SFTLine{Messages: []SFTMessage{}}
-	trained := map[string]bool{}
 	for i := 0; i < len(conv); {
 		m := conv[i].msg
 		switch m.Role {
@@ -144,7 +182,7 @@ func SFT(calls []lineage.Call, l *lineage.Lineage) (*SFTLine, error) {
 		json.Unmarshal(tools, &list)
 		line.Tools = list
 	}
-	return line, nil
+	return line
 }
 
 // chainCalls returns the positions of the main chain's calls in l.Calls.

@@ -24,18 +24,21 @@ type samplesOptions struct {
 	out        string
 	minReward  float64
 	status     string
+	paths      string
 }
 
 func newExportSamplesCmd(s *Streams) *cobra.Command {
 	var o samplesOptions
 	cmd := &cobra.Command{
-		Use:   "samples --capture-dir DIR [--in ROLLOUTS.jsonl] --format sft|tokens|transitions --out PATH [--min-reward R] [--status clean|any]",
+		Use:   "samples --capture-dir DIR [--in ROLLOUTS.jsonl] --format sft|tokens|transitions --out PATH [--min-reward R] [--status clean|any] [--paths main|all]",
 		Short: "Write training samples of captured rollouts: chat fine-tuning lines, token rows or one row per call",
 		Long: `Derive each rollout's lineage (modelcalls lineage) and write training samples:
 
   sft          one line per rollout: its main chain in the OpenAI chat fine-tuning shape
                ({"messages", "tools"}); assistant turns the model wrote have weight 1, those the
                client wrote or edited weight 0; each generation is trained once. JSONL only.
+               --paths all adds a line per other path (abandoned branch, resampled answer,
+               side call), a generation already trained in an earlier line weighted 0 there.
   tokens       the main chain as token rows: input_ids, loss_mask (1 on generated ids),
                rollout_logprobs, the calls glued and their spans, the reward; a chain is split where
                the token-prefix audit fails or a call has no ids, with the reason on the row.
@@ -65,6 +68,7 @@ transitions carry empty id lists.`,
 	f.StringVar(&o.format, "format", "", "sft, tokens or transitions")
 	f.StringVar(&o.out, "out", "", "output file (.parquet for Parquet), or - for stdout")
 	f.Float64Var(&o.minReward, "min-reward", 0, "keep only rollouts with a reward of at least this")
+	f.StringVar(&o.paths, "paths", "main", "sft: main (the main chain) or all (also every other path: abandoned branches, resampled answers, side calls; each generation trained once)")
 	f.StringVar(&o.status, "status", "clean", "clean: skip rollouts with damaged or incomplete captures or a failed last call; any: keep them")
 	return cmd
 }
@@ -79,6 +83,10 @@ func runExportSamples(s *Streams, o *samplesOptions, minReward bool) error {
 		return usageErrorf("--out is required (a file, or - for stdout)")
 	case o.status != "clean" && o.status != "any":
 		return usageErrorf("--status %q: want clean or any", o.status)
+	case o.paths != "main" && o.paths != "all":
+		return usageErrorf("--paths %q: want main or all", o.paths)
+	case o.paths == "all" && o.format != "sft":
+		return usageErrorf("--paths all is for --format sft")
 	case minReward && math.IsNaN(o.minReward):
 		return usageErrorf("--min-reward: want a number")
 	}
@@ -165,17 +173,26 @@ func runExportSamples(s *Streams, o *samplesOptions, minReward bool) error {
 		}
 		switch o.format {
 		case "sft":
-			line, err := samples.SFT(calls, l)
-			if err == nil {
-				err = samples.ValidateSFT(line)
+			var lines []*samples.SFTLine
+			if o.paths == "all" {
+				lines, err = samples.SFTPaths(calls, l)
+			} else {
+				var line *samples.SFTLine
+				line, err = samples.SFT(calls, l)
+				lines = []*samples.SFTLine{line}
+			}
+			for i := 0; i < len(lines) && err == nil; i++ {
+				err = samples.ValidateSFT(lines[i])
 			}
 			if err != nil {
 				invalid++
 				fmt.Fprintf(s.ErrOut, "modelcalls export: rollout %s: no sft line: %v\n", r.id, err)
 				continue
 			}
-			err = writeJSON(line)
-			written++
+			for i := 0; i < len(lines) && err == nil; i++ {
+				err = writeJSON(lines[i])
+				written++
+			}
 		case "tokens":
 			rows := samples.TokenRows(r.id, r.reward, calls, l)
 			if tokenPQ != nil {
