@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
@@ -121,21 +120,6 @@ func strOrNil(p *string) string {
 		return "<nil>"
 	}
 	return fmt.Sprintf("%q", *p)
-}
-
-func intOrNil[T int | int64](p *T) string {
-	if p == nil {
-		return "<nil>"
-	}
-	return fmt.Sprint(*p)
-}
-
-func toolCallsString(calls []ToolCall) string {
-	var parts []string
-	for _, c := range calls {
-		parts = append(parts, fmt.Sprintf("{%s %s %s}", strOrNil(c.CallID), strOrNil(c.Name), c.Arguments))
-	}
-	return "[" + strings.Join(parts, " ") + "]"
 }
 
 // Lines for hand-built capture files: okLine is a good exchange (ok fills its model_call_id and

@@ -1,7 +1,6 @@
 package modelcalls
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -428,9 +427,7 @@ func planAttachment(dst []byte, id string, calls []ModelCallRecord, gaps []rollo
 			dst = appendCallLineage(dst[:len(dst)-1], &lin.Calls[i])
 		}
 		if payloads {
-			// The payload members sit just before "tool_calls", the first `,"tool_calls":` of the
-			// record (a JSON string never holds an unescaped quote).
-			a.cuts[i] = start + bytes.Index(dst[start:], []byte(`,"tool_calls":`))
+			a.cuts[i] = start + record.PayloadsAt(dst[start:])
 			a.size += a.payloadSize(i)
 		}
 	}
@@ -470,14 +467,7 @@ func (a *attachment) appendPayloads(dst []byte, i int) []byte {
 }
 
 // payloadSize bounds the length appendPayloads writes for call i.
-func (a *attachment) payloadSize(i int) int {
-	r := &a.calls[i]
-	n := len(`,"request":,"response":,"request_raw":,"response_raw":`)
-	for _, v := range [...][]byte{r.Request, r.Response, r.RequestRaw, r.ResponseRaw} {
-		n += max(len(v), len("null")) // appendStringToken never writes more than the token
-	}
-	return n
-}
+func (a *attachment) payloadSize(i int) int { return a.calls[i].PayloadsSize() }
 
 func appendGap(dst []byte, g rollout.Gap) []byte {
 	dst = append(dst, `{"code":`...)

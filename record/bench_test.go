@@ -12,11 +12,9 @@ import (
 	"github.com/modelcalls/modelcalls/capture"
 )
 
-// Benchmark sizes: a merge run of 10,000 rollouts of 20 calls each (-short: 100).
-const (
-	benchRollouts        = 10000
-	benchCallsPerRollout = 20
-)
+// benchCallsPerRollout is the calls of each rollout of a benchmark capture dir (a merge run's
+// rollouts have 20).
+const benchCallsPerRollout = 20
 
 // benchLinePool returns fixture-shaped capture lines: every readable line NeMo Gym wrote for the
 // fixtures (Responses, Chat and Messages; JSON and reassembled streams; errors; 0.4 to 21 KB).

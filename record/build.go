@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
+	"github.com/modelcalls/modelcalls/internal/schema"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -74,7 +75,7 @@ type buildScanner struct {
 }
 
 var buildScanners = sync.Pool{New: func() any {
-	return &buildScanner{sc: jsonscan.Scanner{Nested: "response"}}
+	return &buildScanner{sc: jsonscan.Scanner{Nested: schema.Response}}
 }}
 
 // envelope holds the raw values of the exchange keys a record reads (last occurrence wins).
@@ -98,44 +99,44 @@ type envelope struct {
 // matches no name is decoded (decodedKey) and compared once more.
 func (e *envelope) set(k, v []byte) (isResponse bool) {
 	switch string(k) {
-	case `"model_call_id"`:
+	case `"` + schema.ModelCallID + `"`:
 		e.modelCallID = v
-	case `"dialect"`:
+	case `"` + schema.Dialect + `"`:
 		e.dialect = v
-	case `"model_ref"`:
+	case `"` + schema.ModelRef + `"`:
 		e.modelRef = v
-	case `"started_at"`:
+	case `"` + schema.StartedAt + `"`:
 		e.startedAt = v
-	case `"completed_at"`:
+	case `"` + schema.CompletedAt + `"`:
 		e.completedAt = v
-	case `"latency_ms"`:
+	case `"` + schema.LatencyMS + `"`:
 		e.latencyMS = v
-	case `"latency_ttft_ms"`:
+	case `"` + schema.LatencyTTFTMS + `"`:
 		e.latencyTTFTMS = v
-	case `"status_code"`:
+	case `"` + schema.StatusCode + `"`:
 		e.statusCode = v
-	case `"error_category"`:
+	case `"` + schema.ErrorCategory + `"`:
 		e.errorCategory = v
-	case `"request"`:
+	case `"` + schema.Request + `"`:
 		e.request = v
-	case `"response"`:
+	case `"` + schema.Response + `"`:
 		e.response = v
 		return true
-	case `"request_raw"`:
+	case `"` + schema.RequestRaw + `"`:
 		e.requestRaw = v
-	case `"response_raw"`:
+	case `"` + schema.ResponseRaw + `"`:
 		e.responseRaw = v
-	case `"response_source"`:
+	case `"` + schema.ResponseSource + `"`:
 		e.responseSource = v
-	case `"upstream_attempted"`:
+	case `"` + schema.UpstreamAttempted + `"`:
 		e.upstreamAttempted = v
-	case `"upstream_status_code"`:
+	case `"` + schema.UpstreamStatusCode + `"`:
 		e.upstreamStatusCode = v
-	case `"local_response_reason"`:
+	case `"` + schema.LocalResponseReason + `"`:
 		e.localResponseReason = v
-	case `"client_session_id"`:
+	case `"` + schema.ClientSessionID + `"`:
 		e.clientSessionID = v
-	case `"client_assistant_message_id"`:
+	case `"` + schema.ClientAssistantMessageID + `"`:
 		e.clientAssistantMessageID = v
 	default:
 		if d, ok := decodedKey(k); ok {
@@ -188,31 +189,31 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int) error {
 	rec.CallIndex = callIndex
 	b := e.boxes.next()
 	var err error
-	if rec.ModelCallID, err = envString("model_call_id", e.modelCallID, &b.modelCallID, e.alias); err != nil {
+	if rec.ModelCallID, err = envString(schema.ModelCallID, e.modelCallID, &b.modelCallID, e.alias); err != nil {
 		return err
 	}
-	if rec.Dialect, err = envString("dialect", e.dialect, &b.dialect, e.alias); err != nil {
+	if rec.Dialect, err = envString(schema.Dialect, e.dialect, &b.dialect, e.alias); err != nil {
 		return err
 	}
-	if rec.ErrorCategory, err = envString("error_category", e.errorCategory, &b.errorCategory, e.alias); err != nil {
+	if rec.ErrorCategory, err = envString(schema.ErrorCategory, e.errorCategory, &b.errorCategory, e.alias); err != nil {
 		return err
 	}
 	if rec.ModelRef, err = envModelRef(e.modelRef, &b.modelRef, e.alias); err != nil {
 		return err
 	}
-	if rec.StatusCode, err = envInt("status_code", e.statusCode, &b.statusCode); err != nil {
+	if rec.StatusCode, err = envInt(schema.StatusCode, e.statusCode, &b.statusCode); err != nil {
 		return err
 	}
-	if rec.StartedAt, err = envFloat("started_at", e.startedAt, &b.startedAt); err != nil {
+	if rec.StartedAt, err = envFloat(schema.StartedAt, e.startedAt, &b.startedAt); err != nil {
 		return err
 	}
-	if rec.CompletedAt, err = envFloat("completed_at", e.completedAt, &b.completedAt); err != nil {
+	if rec.CompletedAt, err = envFloat(schema.CompletedAt, e.completedAt, &b.completedAt); err != nil {
 		return err
 	}
-	if rec.LatencyTotalMS, err = envFloat("latency_ms", e.latencyMS, &b.latencyMS); err != nil {
+	if rec.LatencyTotalMS, err = envFloat(schema.LatencyMS, e.latencyMS, &b.latencyMS); err != nil {
 		return err
 	}
-	if rec.LatencyTTFTMS, err = envFloat("latency_ttft_ms", e.latencyTTFTMS, &b.latencyTTFTMS); err != nil {
+	if rec.LatencyTTFTMS, err = envFloat(schema.LatencyTTFTMS, e.latencyTTFTMS, &b.latencyTTFTMS); err != nil {
 		return err
 	}
 
@@ -378,7 +379,7 @@ func envModelRef(v []byte, dst *rollout.ModelServerRef, alias bool) (*rollout.Mo
 		return nil, nil
 	}
 	if !jsonscan.IsObject(v) {
-		return nil, envTypeError("model_ref", "an object", v)
+		return nil, envTypeError(schema.ModelRef, "an object", v)
 	}
 	// The form the gateway writes, {"type":"responses_api_models","name":"..."}, is read without
 	// walking it: the rest after the type is one string token and the closing brace.
@@ -400,11 +401,11 @@ func envModelRef(v []byte, dst *rollout.ModelServerRef, alias bool) (*rollout.Mo
 	})
 	t, ok := text(typ, true) // only compared: the record holds the constant
 	if !ok || t != rollout.ModelServerRefType {
-		return nil, fmt.Errorf("%w: model_ref.type must be %q, got %s", ErrInvalidExchange, rollout.ModelServerRefType, clipRaw(typ))
+		return nil, fmt.Errorf("%w: "+schema.ModelRef+".type must be %q, got %s", ErrInvalidExchange, rollout.ModelServerRefType, clipRaw(typ))
 	}
 	n, ok := text(name, alias)
 	if !ok {
-		return nil, envTypeError("model_ref.name", "a string", name)
+		return nil, envTypeError(schema.ModelRef+".name", "a string", name)
 	}
 	*dst = rollout.ModelServerRef{Type: rollout.ModelServerRefType, Name: n}
 	return dst, nil

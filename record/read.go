@@ -5,6 +5,7 @@ import (
 
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
+	"github.com/modelcalls/modelcalls/internal/schema"
 )
 
 // ReadRecords ports read_model_call_records: the records of rollout id in durable append order,
@@ -98,7 +99,7 @@ type readScanner struct {
 	members []jsonscan.Member
 }
 
-var readScanners = sync.Pool{New: func() any { return &readScanner{sc: jsonscan.Scanner{Nested: "response"}} }}
+var readScanners = sync.Pool{New: func() any { return &readScanner{sc: jsonscan.Scanner{Nested: schema.Response}} }}
 
 // release drops the references to the last line (its index) and pools p.
 func (p *readScanner) release() {

@@ -2,6 +2,7 @@ package record
 
 import (
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
+	"github.com/modelcalls/modelcalls/internal/schema"
 	"github.com/modelcalls/modelcalls/rollout"
 
 	"encoding/json"
@@ -78,11 +79,8 @@ type ToolCall struct {
 	Arguments json.RawMessage
 }
 
-// payloadFields are the JSON names of the four payload fields AppendJSON leaves out when asked to.
-var payloadFields = [...]string{"request", "response", "request_raw", "response_raw"}
-
 // AppendJSON appends the record as one compact JSON object (no newline). With payloads false the
-// four payload fields (payloadFields) are left out, as NeMo Gym's merge does unless include_payloads
+// four payload fields (request, response, request_raw, response_raw: schema.Record's Payload rows) are left out, as NeMo Gym's merge does unless include_payloads
 // is set; with payloads true all 33 fields are written.
 func (r *ModelCallRecord) AppendJSON(dst []byte, payloads bool) []byte {
 	return r.appendJSON(dst, payloads, nil)
@@ -96,13 +94,13 @@ func (r *ModelCallRecord) AppendJSON(dst []byte, payloads bool) []byte {
 // capture file it read, spends a sixth of its writing on that scan otherwise).
 func (r *ModelCallRecord) appendJSON(dst []byte, payloads bool, line []byte) []byte {
 	// The keys are written with their separators as constants (the order is fixed).
-	dst = append(dst, `{"model_call_id":`...)
+	dst = append(dst, `{"`+schema.ModelCallID+`":`...)
 	dst = appendOptText(dst, r.ModelCallID, line)
-	dst = append(dst, `,"response_id":`...)
+	dst = append(dst, `,"`+schema.ResponseID+`":`...)
 	dst = appendOptText(dst, r.ResponseID, line)
-	dst = append(dst, `,"call_index":`...)
+	dst = append(dst, `,"`+schema.CallIndex+`":`...)
 	dst = appendOptInt(dst, &r.CallIndex)
-	dst = append(dst, `,"model_ref":`...)
+	dst = append(dst, `,"`+schema.ModelRef+`":`...)
 	if r.ModelRef == nil {
 		dst = append(dst, "null"...)
 	} else {
@@ -116,32 +114,32 @@ func (r *ModelCallRecord) appendJSON(dst []byte, payloads bool, line []byte) []b
 		dst = appendText(dst, r.ModelRef.Name, line)
 		dst = append(dst, '}')
 	}
-	dst = append(dst, `,"model":`...)
+	dst = append(dst, `,"`+schema.Model+`":`...)
 	dst = appendOptText(dst, r.Model, line)
-	dst = append(dst, `,"dialect":`...)
+	dst = append(dst, `,"`+schema.Dialect+`":`...)
 	dst = appendOptText(dst, r.Dialect, line)
-	dst = append(dst, `,"status_code":`...)
+	dst = append(dst, `,"`+schema.StatusCode+`":`...)
 	dst = appendOptInt(dst, r.StatusCode)
-	dst = append(dst, `,"response_status":`...)
+	dst = append(dst, `,"`+schema.ResponseStatus+`":`...)
 	dst = appendOptText(dst, r.ResponseStatus, line)
-	dst = append(dst, `,"finish_reason":`...)
+	dst = append(dst, `,"`+schema.FinishReason+`":`...)
 	dst = appendOptText(dst, r.FinishReason, line)
-	dst = append(dst, `,"started_at":`...)
+	dst = append(dst, `,"`+schema.StartedAt+`":`...)
 	dst = appendOptFloat(dst, r.StartedAt)
-	dst = append(dst, `,"completed_at":`...)
+	dst = append(dst, `,"`+schema.CompletedAt+`":`...)
 	dst = appendOptFloat(dst, r.CompletedAt)
-	dst = append(dst, `,"tokens_in":`...)
+	dst = append(dst, `,"`+schema.TokensIn+`":`...)
 	dst = appendOptInt64(dst, r.TokensIn)
-	dst = append(dst, `,"tokens_out":`...)
+	dst = append(dst, `,"`+schema.TokensOut+`":`...)
 	dst = appendOptInt64(dst, r.TokensOut)
-	dst = append(dst, `,"tokens_reasoning":`...)
+	dst = append(dst, `,"`+schema.TokensReasoning+`":`...)
 	dst = appendOptInt64(dst, r.TokensReasoning)
-	dst = append(dst, `,"tokens_total":`...)
+	dst = append(dst, `,"`+schema.TokensTotal+`":`...)
 	dst = appendOptInt64(dst, r.TokensTotal)
 	if payloads {
 		dst = r.appendPayloads(dst)
 	}
-	dst = append(dst, `,"tool_calls":`...)
+	dst = append(dst, `,"`+schema.ToolCalls+`":`...)
 	dst = append(dst, '[')
 	for i := range r.ToolCalls {
 		if i > 0 {
@@ -150,31 +148,31 @@ func (r *ModelCallRecord) appendJSON(dst []byte, payloads bool, line []byte) []b
 		dst = r.ToolCalls[i].appendJSONIn(dst, line)
 	}
 	dst = append(dst, ']')
-	dst = append(dst, `,"reasoning_content":`...)
+	dst = append(dst, `,"`+schema.ReasoningContent+`":`...)
 	dst = appendOptText(dst, r.ReasoningContent, line)
-	dst = append(dst, `,"cache_hit":`...)
+	dst = append(dst, `,"`+schema.CacheHit+`":`...)
 	dst = appendOptBool(dst, r.CacheHit)
-	dst = append(dst, `,"cached_tokens":`...)
+	dst = append(dst, `,"`+schema.CachedTokens+`":`...)
 	dst = appendOptInt64(dst, r.CachedTokens)
-	dst = append(dst, `,"cache_creation_tokens":`...)
+	dst = append(dst, `,"`+schema.CacheCreationTokens+`":`...)
 	dst = appendOptInt64(dst, r.CacheCreationTokens)
-	dst = append(dst, `,"error_category":`...)
+	dst = append(dst, `,"`+schema.ErrorCategory+`":`...)
 	dst = appendOptText(dst, r.ErrorCategory, line)
-	dst = append(dst, `,"latency_total_ms":`...)
+	dst = append(dst, `,"`+schema.LatencyTotalMS+`":`...)
 	dst = appendOptFloat(dst, r.LatencyTotalMS)
-	dst = append(dst, `,"latency_ttft_ms":`...)
+	dst = append(dst, `,"`+schema.LatencyTTFTMS+`":`...)
 	dst = appendOptFloat(dst, r.LatencyTTFTMS)
-	dst = append(dst, `,"response_source":`...)
+	dst = append(dst, `,"`+schema.ResponseSource+`":`...)
 	dst = appendOptText(dst, r.ResponseSource, line)
-	dst = append(dst, `,"upstream_attempted":`...)
+	dst = append(dst, `,"`+schema.UpstreamAttempted+`":`...)
 	dst = appendOptBool(dst, r.UpstreamAttempted)
-	dst = append(dst, `,"upstream_status_code":`...)
+	dst = append(dst, `,"`+schema.UpstreamStatusCode+`":`...)
 	dst = appendOptInt(dst, r.UpstreamStatusCode)
-	dst = append(dst, `,"local_response_reason":`...)
+	dst = append(dst, `,"`+schema.LocalResponseReason+`":`...)
 	dst = appendOptText(dst, r.LocalResponseReason, line)
-	dst = append(dst, `,"client_session_id":`...)
+	dst = append(dst, `,"`+schema.ClientSessionID+`":`...)
 	dst = appendOptText(dst, r.ClientSessionID, line)
-	dst = append(dst, `,"client_assistant_message_id":`...)
+	dst = append(dst, `,"`+schema.ClientAssistantMessageID+`":`...)
 	dst = appendOptText(dst, r.ClientAssistantMessageID, line)
 	return append(dst, '}')
 }
@@ -190,11 +188,11 @@ func (t *ToolCall) appendJSON(dst []byte) []byte { return t.appendJSONIn(dst, ni
 
 // appendJSONIn is appendJSON for a call read from line (see ModelCallRecord.appendJSON).
 func (t *ToolCall) appendJSONIn(dst, line []byte) []byte {
-	dst = append(dst, `{"call_id":`...)
+	dst = append(dst, `{"`+schema.ToolCallID+`":`...)
 	dst = appendOptText(dst, t.CallID, line)
-	dst = append(dst, `,"name":`...)
+	dst = append(dst, `,"`+schema.ToolCallName+`":`...)
 	dst = appendOptText(dst, t.Name, line)
-	dst = append(dst, `,"arguments":`...)
+	dst = append(dst, `,"`+schema.ToolCallArguments+`":`...)
 	if len(t.Arguments) == 0 {
 		dst = append(dst, "{}"...)
 	} else {
@@ -212,13 +210,13 @@ func (t ToolCall) MarshalJSON() ([]byte, error) {
 // response as their JSON values (null when absent), request_raw and response_raw as their string
 // tokens (null when absent).
 func (r *ModelCallRecord) appendPayloads(dst []byte) []byte {
-	dst = append(dst, `,"request":`...)
+	dst = append(dst, `,"`+schema.Request+`":`...)
 	dst = appendRaw(dst, r.Request)
-	dst = append(dst, `,"response":`...)
+	dst = append(dst, `,"`+schema.Response+`":`...)
 	dst = appendRaw(dst, r.Response)
-	dst = append(dst, `,"request_raw":`...)
+	dst = append(dst, `,"`+schema.RequestRaw+`":`...)
 	dst = r.RequestRaw.appendJSON(dst)
-	dst = append(dst, `,"response_raw":`...)
+	dst = append(dst, `,"`+schema.ResponseRaw+`":`...)
 	return r.ResponseRaw.appendJSON(dst)
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
+	"github.com/modelcalls/modelcalls/internal/schema"
 )
 
 // WriteJSON writes r to w exactly as AppendJSON(nil, payloads) would, without building the line
@@ -19,21 +20,19 @@ func (r *ModelCallRecord) WriteJSON(w io.Writer, payloads bool) error {
 		_, err := w.Write(b)
 		return err
 	}
-	// The payload members sit just before "tool_calls". A JSON string never holds an unescaped
-	// quote, so the first `,"tool_calls":` of the line is that key.
-	i := bytes.Index(b, []byte(`,"tool_calls":`))
+	i := PayloadsAt(b)
 	if i < 0 {
 		return fmt.Errorf("write record: no tool_calls member in %.80s", b)
 	}
 	pw := &pieceWriter{w: w}
 	pw.write(b[:i])
-	pw.raw(`,"request":`)
+	pw.raw(`,"` + schema.Request + `":`)
 	pw.value(r.Request)
-	pw.raw(`,"response":`)
+	pw.raw(`,"` + schema.Response + `":`)
 	pw.value(r.Response)
-	pw.raw(`,"request_raw":`)
+	pw.raw(`,"` + schema.RequestRaw + `":`)
 	pw.rawText(r.RequestRaw)
-	pw.raw(`,"response_raw":`)
+	pw.raw(`,"` + schema.ResponseRaw + `":`)
 	pw.rawText(r.ResponseRaw)
 	pw.write(b[i:])
 	return pw.err

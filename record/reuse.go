@@ -1,6 +1,11 @@
 package record
 
-import "github.com/modelcalls/modelcalls/capture"
+import (
+	"bytes"
+
+	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/schema"
+)
 
 // What a reader that reads many rollouts in a row (the merge) reuses between reads: the records'
 // boxes, the file buffer the records alias, and the writer that knows that buffer.
@@ -41,6 +46,25 @@ func (r *ModelCallRecord) AppendJSONFrom(dst []byte, payloads bool, buf []byte) 
 // response_raw), each with its leading comma, exactly as AppendJSON(dst, true) writes them between
 // tokens_total and tool_calls.
 func (r *ModelCallRecord) AppendPayloads(dst []byte) []byte { return r.appendPayloads(dst) }
+
+// toolCallsMember is the member AppendJSON writes the payloads just before.
+var toolCallsMember = []byte(`,"` + schema.ToolCalls + `":`)
+
+// PayloadsAt returns the offset in b, one record as AppendJSON(dst, false) wrote it, at which
+// AppendJSON(dst, true) writes the payload members (AppendPayloads), -1 when b holds no record: the
+// offset of the tool_calls member, the first `,"tool_calls":` of b since a JSON string never holds
+// an unescaped quote.
+func PayloadsAt(b []byte) int { return bytes.Index(b, toolCallsMember) }
+
+// PayloadsSize bounds the length AppendPayloads writes for r: each raw value as it is (at least
+// null), each raw text at most its token's length (appendStringToken never writes more).
+func (r *ModelCallRecord) PayloadsSize() int {
+	n := len(`,"` + schema.Request + `":,"` + schema.Response + `":,"` + schema.RequestRaw + `":,"` + schema.ResponseRaw + `":`)
+	for _, v := range [...][]byte{r.Request, r.Response, r.RequestRaw, r.ResponseRaw} {
+		n += max(len(v), len("null"))
+	}
+	return n
+}
 
 // AppendFloat appends f as a record writes its float fields: Python's repr of a float (the shortest
 // digits that read back as f, always with a fraction or an exponent: 10.0, not 10), with a fast path

@@ -9,20 +9,10 @@ import (
 // The package reads JSON through internal/jsonscan: a strict validator (NeMo Gym's reader's rules:
 // RFC 8259 syntax, valid UTF-8, every number finite as a double, every escaped surrogate paired, no
 // NaN or Infinity) and allocation-free walkers over the validated text by byte offsets. Records are
-// built and rollout lines are spliced with them instead of decoding into map[string]any, so payload
-// bytes are never re-encoded, and a capture line read for a record is walked once: the validating
+// built with them instead of decoding into map[string]any (as the root package splices rollout
+// lines with them), so payload bytes are never re-encoded, and a capture line read for a record is walked once: the validating
 // pass maps its top-level members (jsonscan.ValidateMembers). The semantics of the walkers
 // (duplicate keys, absent values, non-objects) are written down in jsonscan.
-
-// stringPtr returns a pointer to the decoded string when v is a JSON string, else nil: the form of
-// a record's optional text fields.
-func stringPtr(v []byte) *string {
-	s, ok := jsonscan.String(v)
-	if !ok {
-		return nil
-	}
-	return &s
-}
 
 // text is jsonscan.String; with alias set, a string without escapes shares v's memory
 // (jsonscan.StringAlias) instead of being copied: for text the record owns and nobody modifies,
