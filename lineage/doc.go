@@ -8,7 +8,7 @@
 // and response objects, the ids a client declared, and its token ids when it has them. FromRecords
 // builds the calls of a rollout from its records (package record); Derive does the rest and never
 // fails: a call it cannot place is a root. Messages are read with Parser, the conversation parser
-// the program gives lineage (the command line gives it the dialects' parser).
+// the program gives lineage (the command line gives it the viewer's conversation parser).
 //
 // # Relations
 //
