@@ -76,6 +76,10 @@ type Exchange struct {
 	LocalResponseReason      *string `json:"local_response_reason"` // "local_response_reason", e.g. "upstream_unreachable"
 	ClientSessionID          *string `json:"client_session_id"`
 	ClientAssistantMessageID *string `json:"client_assistant_message_id"` // "client_assistant_message_id"
+	// ClientLogicalRequestID and ClientParentCallID are lineage evidence a harness declares in
+	// request headers (docs/format.md, section 3.6); the record does not carry them.
+	ClientLogicalRequestID *string `json:"client_logical_request_id"`
+	ClientParentCallID     *string `json:"client_parent_call_id"`
 }
 
 // EncodeExchange returns ex as one compact JSON line without the trailing newline, in the key order
@@ -176,6 +180,8 @@ func WriteExchange(w io.Writer, ex *Exchange) error {
 	e.keyStr(`,"`+schema.LocalResponseReason+`":`, ex.LocalResponseReason)
 	e.keyStr(`,"`+schema.ClientSessionID+`":`, ex.ClientSessionID)
 	e.keyStr(`,"`+schema.ClientAssistantMessageID+`":`, ex.ClientAssistantMessageID)
+	e.keyStr(`,"`+schema.ClientLogicalRequestID+`":`, ex.ClientLogicalRequestID)
+	e.keyStr(`,"`+schema.ClientParentCallID+`":`, ex.ClientParentCallID)
 	e.raw("}")
 	if e.err != nil {
 		return fmt.Errorf("encode exchange: %w", e.err)

@@ -85,3 +85,39 @@ func TestTokenReaderAudit(t *testing.T) {
 		}
 	}
 }
+
+// TestReadDeclared: ids declared on the capture line (client_parent_call_id,
+// client_logical_request_id) reach lineage as its strongest evidence.
+func TestReadDeclared(t *testing.T) {
+	b, err := os.ReadFile("testdata/captures/e2e-scripted-pi-chat.capture.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	var first struct {
+		ID string `json:"model_call_id"`
+	}
+	if err := json.Unmarshal(lines[0], &first); err != nil {
+		t.Fatal(err)
+	}
+	lines[1] = append(bytes.TrimSuffix(lines[1], []byte("}")), []byte(`,"client_logical_request_id":"L1","client_parent_call_id":"`+first.ID+`"}`)...)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "r.capture.jsonl"), append(bytes.Join(lines, []byte("\n")), '\n'), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	store, err := capture.OpenExisting(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	calls, damaged, err := ReadCalls(store, "r", nil)
+	if err != nil || damaged != 0 {
+		t.Fatalf("%v, %d damaged", err, damaged)
+	}
+	if calls[1].LogicalRequestID != "L1" || calls[1].DeclaredParentID != first.ID || calls[0].DeclaredParentID != "" {
+		t.Fatalf("declared ids: %+v / %+v", calls[0], calls[1])
+	}
+	if n := Derive(calls).Calls[1]; n.Evidence != EvidenceDeclared || n.Relation != RelationExtends || *n.ParentCallID != first.ID {
+		t.Errorf("call 1: %+v", n)
+	}
+}

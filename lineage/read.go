@@ -2,6 +2,8 @@ package lineage
 
 import (
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
+	"github.com/modelcalls/modelcalls/internal/schema"
 	"github.com/modelcalls/modelcalls/record"
 )
 
@@ -45,15 +47,51 @@ func FromRecordsWith(recs []record.ModelCallRecord, tokens TokenReader) []Call {
 	return calls
 }
 
-// Read derives the lineage of rollout id from store: the records the tolerant read builds
-// (record.ReadAvailableRecords), damaged lines skipped and counted. Errors are the store's (I/O,
-// an invalid id).
+// Read derives the lineage of rollout id from store (ReadCalls without token ids).
 func Read(store *capture.Store, id string) (l *Lineage, damaged int, err error) {
-	recs, damaged, err := record.ReadAvailableRecords(store, id)
+	calls, damaged, err := ReadCalls(store, id, nil)
 	if err != nil {
 		return nil, 0, err
 	}
-	return Derive(FromRecords(recs)), damaged, nil
+	return Derive(calls), damaged, nil
+}
+
+// ReadCalls returns the calls of rollout id in store: the lines the tolerant read keeps
+// (capture.Store.ReadAvailable) whose record can be built, with the ids each line declares
+// (SetDeclared) and token ids read by tokens (nil: none). Damaged lines (unreadable, or no record)
+// are counted. Errors are the store's (I/O, an invalid id).
+func ReadCalls(store *capture.Store, id string, tokens TokenReader) (calls []Call, damaged int, err error) {
+	entries, damages, err := store.ReadAvailable(id)
+	if err != nil {
+		return nil, 0, err
+	}
+	damaged = len(damages)
+	for _, e := range entries {
+		rec, err := record.BuildRecord(e.Data, e.Index)
+		if err != nil {
+			damaged++
+			continue
+		}
+		c := FromRecord(rec)
+		c.SetDeclared(e.Data)
+		if tokens != nil {
+			c.Tokens = tokens(rec)
+		}
+		calls = append(calls, c)
+	}
+	return calls, damaged, nil
+}
+
+// SetDeclared sets c.LogicalRequestID and c.DeclaredParentID from the capture line's
+// client_logical_request_id and client_parent_call_id (docs/format.md, section 3.6), which the
+// record does not carry; a key that is absent or not a string leaves its field as it is.
+func (c *Call) SetDeclared(line []byte) {
+	if s, ok := jsonscan.String(jsonscan.Lookup(line, schema.ClientLogicalRequestID)); ok && s != "" {
+		c.LogicalRequestID = s
+	}
+	if s, ok := jsonscan.String(jsonscan.Lookup(line, schema.ClientParentCallID)); ok && s != "" {
+		c.DeclaredParentID = s
+	}
 }
 
 func deref(s *string) string {

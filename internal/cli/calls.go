@@ -77,6 +77,7 @@ type rolloutCalls struct {
 	shadowed   []string // later capture dirs that hold the rollout too (not read)
 	path       string
 	records    []modelcalls.ModelCallRecord
+	lines      [][]byte // each record's capture line as read, before any filter (lineage reads keys the record does not carry)
 	damages    []capture.Damage // one per damaged line, in line order
 	hasCapture bool
 	incomplete bool
@@ -149,6 +150,7 @@ func readRolloutCalls(store *capture.Store, id string) (*rolloutCalls, error) {
 			continue
 		}
 		rc.records = append(rc.records, *rec)
+		rc.lines = append(rc.lines, e.Data)
 	}
 	rc.damages = append(rc.damages, damages[di:]...)
 	return rc, nil

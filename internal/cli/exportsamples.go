@@ -11,7 +11,6 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
-	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/lineage"
 	"github.com/modelcalls/modelcalls/samples"
 )
@@ -155,13 +154,12 @@ func runExportSamples(s *Streams, o *samplesOptions, minReward bool) error {
 			fmt.Fprintf(s.ErrOut, "modelcalls export: rollout %s not exported: %v\n", r.id, err)
 			continue
 		}
-		recs, damaged, err := modelcalls.ReadAvailableRecords(store, r.id)
+		calls, damaged, err := lineage.ReadCalls(store, r.id, tokenIDs)
 		if err != nil {
 			unreadable++
 			fmt.Fprintf(s.ErrOut, "modelcalls export: rollout %s not exported: %v\n", r.id, err)
 			continue
 		}
-		calls := lineage.FromRecordsWith(recs, tokenIDs)
 		if o.status == "clean" && (damaged > 0 || marker || len(calls) == 0 || !calls[len(calls)-1].Completed) {
 			notClean++
 			continue

@@ -75,7 +75,11 @@ func runLineage(s *Streams, o *lineageOptions, dirs []string, id string) error {
 	if rc.incomplete {
 		fmt.Fprintf(s.ErrOut, "modelcalls lineage: rollout %s is marked incomplete: a capture write failed, calls may be missing\n", id)
 	}
-	l := lineage.Derive(lineage.FromRecordsWith(rc.records, tokenIDs))
+	calls := lineage.FromRecordsWith(rc.records, tokenIDs)
+	for i := range calls {
+		calls[i].SetDeclared(rc.lines[i])
+	}
+	l := lineage.Derive(calls)
 	w := bufio.NewWriter(s.Out)
 	if o.format == "json" {
 		b, err := json.Marshal(struct {

@@ -39,6 +39,8 @@ const (
 	LocalResponseReason      = "local_response_reason"
 	ClientSessionID          = "client_session_id"
 	ClientAssistantMessageID = "client_assistant_message_id"
+	ClientLogicalRequestID   = "client_logical_request_id"
+	ClientParentCallID       = "client_parent_call_id"
 )
 
 // Keys of the record that are not line keys (docs/format.md, section 7.2); the record's other keys
@@ -102,6 +104,8 @@ var Line = [...]LineKey{
 	{Key: LocalResponseReason, Present: WhenSet},
 	{Key: ClientSessionID, Present: WhenSet},
 	{Key: ClientAssistantMessageID, Present: WhenSet},
+	{Key: ClientLogicalRequestID, Present: WhenSet, LineOnly: true},
+	{Key: ClientParentCallID, Present: WhenSet, LineOnly: true},
 }
 
 // RecordField is one field of the record.
