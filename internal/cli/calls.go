@@ -77,7 +77,7 @@ type rolloutCalls struct {
 	shadowed   []string // later capture dirs that hold the rollout too (not read)
 	path       string
 	records    []modelcalls.ModelCallRecord
-	lines      [][]byte // each record's capture line as read, before any filter (lineage reads keys the record does not carry)
+	lines      [][]byte         // each record's capture line as read, before any filter (lineage reads keys the record does not carry)
 	damages    []capture.Damage // one per damaged line, in line order
 	hasCapture bool
 	incomplete bool
