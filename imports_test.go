@@ -66,13 +66,12 @@ var importRules = map[string][]string{
 
 	// Test helpers: imported by tests only (testOnly).
 	"internal/capturetest":            {"capture", "record"},
-	"lineage/lineagetest":             {"lineage", "view"},
 	"internal/capturetest/jsonmember": nil,
 	"internal/jsonscan/orjsonrules":   nil,
 }
 
 // testOnly are the packages no non-test file outside test/ may import.
-var testOnly = []string{"internal/capturetest", "internal/capturetest/jsonmember", "internal/jsonscan/orjsonrules", "lineage/lineagetest"}
+var testOnly = []string{"internal/capturetest", "internal/capturetest/jsonmember", "internal/jsonscan/orjsonrules"}
 
 // TestImportRules checks every module package's imports (as `go list` reports them, for linux,
 // darwin and windows) against importRules. Packages under test/ (benchmarks, e2e, reliability

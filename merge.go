@@ -48,8 +48,7 @@ type MergeOptions struct {
 	// Lineage derives each rollout's lineage (package lineage) and adds "parent_call_id" and
 	// "relation" to each attached call and a "lineage" summary to the attachment (keys NeMo Gym
 	// does not write and its readers ignore). It parses every request and response, so it is off
-	// unless asked for. Conversations are read with lineage.Parser, which the program sets (the
-	// command line does); without it only declared ids and previous_response_id place calls.
+	// unless asked for.
 	Lineage bool
 }
 

@@ -6,14 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/modelcalls/modelcalls/lineage/lineagetest"
 )
 
 // TestMergeLineage: with Lineage, each attached call carries parent_call_id and relation after
 // the record's keys and the attachment ends with the lineage summary; without it neither appears.
 func TestMergeLineage(t *testing.T) {
-	lineagetest.UseViewParser()
 	dir := t.TempDir()
 	b, err := os.ReadFile("lineage/testdata/captures/claude-code-replay-misses.capture.jsonl")
 	if err != nil {
@@ -72,7 +69,6 @@ func TestMergeLineage(t *testing.T) {
 // BenchmarkMergeLineage merges one real Claude Code rollout (8 calls, about 600 KB of captures)
 // without and with the lineage, to show what deriving it costs.
 func BenchmarkMergeLineage(b *testing.B) {
-	lineagetest.UseViewParser()
 	dir := b.TempDir()
 	data, err := os.ReadFile("lineage/testdata/captures/claude-code-replay-misses.capture.jsonl")
 	if err != nil {

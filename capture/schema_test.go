@@ -28,6 +28,7 @@ func TestLineFollowsSchema(t *testing.T) {
 		Request: json.RawMessage(`{"a":1}`), Response: json.RawMessage(`{"b":2}`), RequestRaw: &reqRaw, ResponseRaw: &respRaw,
 		ResponseSource: &src, UpstreamAttempted: &attempted, UpstreamStatusCode: &up, LocalResponseReason: &reason,
 		ClientSessionID: &sess, ClientAssistantMessageID: &msg, ClientLogicalRequestID: &logical, ClientParentCallID: &parent,
+		TokenCapture: json.RawMessage(`{"engine":"vllm","added":{}}`),
 	}
 	var all, always []string
 	for _, k := range schema.Line {

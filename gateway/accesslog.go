@@ -14,9 +14,9 @@ import (
 //	msg="model call" rollout_id=r1 model_call_id=… dialect=chat model=gpt-x status=200
 //	tokens_in=12 tokens_out=30 latency_ms=812.4 ttft_ms=95.1 outcome=ok capture=ok
 //
-// model is the response's "model", else the request's (as the call records take it); tokens_in and
-// tokens_out are the record's normalised counts from the response's usage (the Anthropic cache
-// fold included), absent when the upstream reported none; ttft_ms is absent when no body byte
+// model is the response's "model" (Gemini's "modelVersion"), else the request's (as the call
+// records take it); tokens_in and tokens_out are the record's normalised counts from the response's
+// usage or Gemini's usageMetadata (the Anthropic cache fold included), absent when the upstream reported none; ttft_ms is absent when no body byte
 // arrived; outcome is the line's error_category, "ok" when null; capture is ok, failed (incomplete
 // marker written) or lost. Request and response bodies and headers are never logged.
 func (h *Handler) logCall(c *call, ex *capture.Exchange, category, result string) {
@@ -30,17 +30,27 @@ func (h *Handler) logCall(c *call, ex *capture.Exchange, category, result string
 		slog.String("dialect", string(c.dialect)))
 	// One walk of the response for its model and usage (the last member of a name wins, as the
 	// call records read them).
-	var model string
-	var usage []byte
+	var model, version string
+	var usage, usageMetadata []byte
 	jsonscan.EachMember(ex.Response, func(key, v []byte) bool {
 		switch {
 		case jsonscan.KeyIs(key, "model"):
 			model, _ = jsonscan.String(v)
 		case jsonscan.KeyIs(key, "usage"):
 			usage = v
+		case jsonscan.KeyIs(key, "modelVersion"): // Gemini's
+			version, _ = jsonscan.String(v)
+		case jsonscan.KeyIs(key, "usageMetadata"):
+			usageMetadata = v
 		}
 		return true
 	})
+	if model == "" {
+		model = version
+	}
+	if usage == nil {
+		usage = usageMetadata
+	}
 	if model == "" {
 		model = stringMember(ex.Request, "model")
 	}

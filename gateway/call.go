@@ -111,6 +111,9 @@ type call struct {
 	category  string
 	unsettled bool
 
+	tokens *tokenCapture // what Handler.Tokens did to the call (tokens.go), nil when nothing
+	render chan struct{} // closed when the prompt render of a llama-server call is done
+
 	traceparent string          // the client's traceparent header, kept only for OnCaptured (captured.go)
 	summary     json.RawMessage // a streamed reconstruction's Summary, for the access log and OnCaptured
 }
@@ -185,17 +188,19 @@ func (h *Handler) serveCaptured(w http.ResponseWriter, r *http.Request, id strin
 		}()
 	}
 	h.metrics.reqBytes.Add(float64(len(body)))
+	// The line keeps the request the client sent; the upstream gets the one asking for token ids.
+	fwd := c.askTokens(r, body, codings)
 
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(errClientGone) // the handler is done; anything still running upstream is abandoned
 	c.ctx, c.cancel, c.clientCtx = ctx, cancel, r.Context()
 	out := r.WithContext(context.WithValue(ctx, callKey{}, c))
-	out.ContentLength = int64(len(body))
+	out.ContentLength = int64(len(fwd))
 	out.TransferEncoding = nil
 	out.Body = http.NoBody
-	if len(body) > 0 {
-		out.Body = io.NopCloser(bytes.NewReader(body))
-		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	if len(fwd) > 0 {
+		out.Body = io.NopCloser(bytes.NewReader(fwd))
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(fwd)), nil }
 	}
 	if t := h.upstreamTimeout(); t > 0 {
 		c.headerTimer = time.AfterFunc(t, func() { cancel(errUpstreamTimeout) })
@@ -484,6 +489,7 @@ func (c *call) conclude(o outcome, held bool) {
 		ClientParentCallID:       c.parentCall,
 		PayloadsChecked:          true, // request by captureRequest, response by c.response
 		RequestCompact:           c.requestCompact,
+		TokenCapture:             c.tokenCaptureJSON(),
 	}
 	if c.firstByte {
 		ex.LatencyTTFTMS = ptr(capture.RoundMS(milliseconds(c.ttft)))

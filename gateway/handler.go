@@ -20,6 +20,7 @@ import (
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/dialect"
 	"github.com/modelcalls/modelcalls/rollout"
+	"github.com/modelcalls/modelcalls/tokens"
 )
 
 // Defaults of the Handler fields (docs/gateway.md says why).
@@ -117,6 +118,15 @@ type Handler struct {
 	// NoAdminEndpoints forwards /healthz, /readyz and /metrics to the upstream instead of answering
 	// them.
 	NoAdminEndpoints bool
+
+	// Tokens, when set, asks that engine for the token ids and logprobs of every captured Chat
+	// Completions call: the members it needs (tokens.Engine.RequestFields) are appended to the
+	// forwarded request when the client did not set them, and the capture line keeps the request
+	// the client sent plus a token_capture object naming what was added. For llama-server the
+	// prompt ids are fetched from the same server's /apply-template and /tokenize beside the call.
+	// The response reaches the client unchanged, the ids and logprobs the engine added included.
+	// A request with a Content-Encoding is forwarded as sent. "" changes nothing.
+	Tokens tokens.Engine
 
 	// AllowedOrigins are the web origins (scheme://host[:port]) besides the gateway's own whose
 	// requests are served; any other request a browser marks as cross-site (an Origin header, or
@@ -363,10 +373,7 @@ func (h *Handler) serveAdmin(w http.ResponseWriter, r *http.Request) bool {
 // is no valid file to write to).
 func (h *Handler) invalidRolloutID(w http.ResponseWriter, r *http.Request, id, rest string, err error) {
 	h.metrics.invalidIDs.Inc()
-	d, ok := dialect.ForPath(rest)
-	if !ok {
-		d = dialect.Chat
-	}
+	d := dialect.ErrorDialect(rest)
 	shown := id
 	if len(shown) > 64 {
 		shown = shown[:64] + "..."
@@ -432,10 +439,7 @@ func (h *Handler) errorHandler(w http.ResponseWriter, r *http.Request, err error
 	if r.Context().Err() != nil {
 		return // the client went away; nobody to answer
 	}
-	d, ok := dialect.ForPath(r.URL.Path)
-	if !ok {
-		d = dialect.Chat
-	}
+	d := dialect.ErrorDialect(r.URL.Path)
 	status, reason := http.StatusBadGateway, ReasonUpstreamUnreachable
 	if isTimeout(err) {
 		status, reason = http.StatusGatewayTimeout, ReasonUpstreamTimeout

@@ -1,38 +1,37 @@
 package lineage
 
+import "github.com/modelcalls/modelcalls/dialect"
+
 // This file is the one place lineage reads conversations: it turns a request or response object
-// into lineage's own messages through the conversation parser of the dialects. Re-pointing lineage
-// at another parser changes only this file.
-//
-// The parser is the program's to give (ConversationParser): lineage sits below the merge and may
-// not import the viewer, whose package holds the parser until the dialect package owns it.
+// into lineage's own messages through the dialects' conversation parser (package dialect), which
+// tells the shapes apart by their keys. Re-pointing lineage at another parser changes only this
+// file.
 
-// ConversationParser reads the messages of a request object (system prompt first, then the
-// messages or input items in request order) and the names of the tools it offers, and the messages
-// a response object answered (Chat choices, Responses output items, a Messages message). It must
-// accept any bytes (nil for what it cannot read).
-type ConversationParser struct {
-	Request  func(req []byte) ([]Message, []string)
-	Response func(resp []byte) []Message
-}
-
-// Parser is the conversation parser lineage uses; a program sets it once, before deriving any
-// lineage. With no parser every call has no messages, and only declared ids, previous_response_id
-// and token ids place calls.
-var Parser ConversationParser
-
-// parseRequest returns the context messages of a request object and the tool names it offers.
+// parseRequest returns the context messages of a request object (system prompt first, then the
+// messages or input items in request order) and the names of the tools it offers.
 func parseRequest(req []byte) ([]Message, []string) {
-	if Parser.Request == nil {
-		return nil, nil
-	}
-	return Parser.Request(req)
+	msgs, tools := dialect.ParseRequest(req)
+	return convert(msgs), tools
 }
 
-// parseResponse returns the messages a response object answered.
+// parseResponse returns the messages a response object answered (Chat choices, Responses output
+// items, a Messages message, Gemini candidates).
 func parseResponse(resp []byte) []Message {
-	if Parser.Response == nil {
+	msgs, _ := dialect.ParseResponse(resp)
+	return convert(msgs)
+}
+
+func convert(in []dialect.Message) []Message {
+	if len(in) == 0 {
 		return nil
 	}
-	return Parser.Response(resp)
+	out := make([]Message, len(in))
+	for i, m := range in {
+		out[i].Role = m.Role
+		out[i].Parts = make([]Part, len(m.Parts))
+		for j, p := range m.Parts {
+			out[i].Parts[j] = Part{Kind: p.Kind, Text: p.Text, Name: p.Name, CallID: p.CallID, Arguments: p.Arguments}
+		}
+	}
+	return out
 }

@@ -7,8 +7,8 @@
 // A Call is the evidence of one captured call: its ids, dialect, whether it completed, its request
 // and response objects, the ids a client declared, and its token ids when it has them. FromRecords
 // builds the calls of a rollout from its records (package record); Derive does the rest and never
-// fails: a call it cannot place is a root. Messages are read with Parser, the conversation parser
-// the program gives lineage (the command line gives it the viewer's conversation parser).
+// fails: a call it cannot place is a root. Messages are read with the dialects' conversation
+// parser (package dialect).
 //
 // # Relations
 //

@@ -78,7 +78,7 @@ func TestTokenReaderAudit(t *testing.T) {
 		ok    bool
 	}{{[]int64{1, 2, 3, 4}, true}, {[]int64{1, 2, 5, 4}, false}} {
 		ids := map[int]*TokenIDs{0: {Prompt: []int64{1, 2}, Generated: []int64{3}}, 1: {Prompt: tc.child, Generated: []int64{6}}}
-		l := Derive(FromRecordsWith(recs, func(r *record.ModelCallRecord) *TokenIDs { return ids[r.CallIndex] }))
+		l := Derive(FromRecordsWith(recs, func(r *record.ModelCallRecord, _ []byte) *TokenIDs { return ids[r.CallIndex] }))
 		a := l.Calls[1].Audit
 		if a == nil || a.OK != tc.ok || l.Summary.AuditedEdges != 1 || (l.Summary.AuditFailures == 1) == tc.ok {
 			t.Errorf("child %v: audit %+v, summary %+v", tc.child, a, l.Summary)

@@ -30,10 +30,11 @@ func FromRecord(r *record.ModelCallRecord) Call {
 // FromRecords returns the evidence of a rollout's records, in their order.
 func FromRecords(recs []record.ModelCallRecord) []Call { return FromRecordsWith(recs, nil) }
 
-// TokenReader returns the token ids of one captured call, nil when it carries none. It is how a
-// reader of token ids in captured bodies (vLLM, SGLang, llama-server shapes) is plugged into
-// lineage without lineage knowing the engines.
-type TokenReader func(r *record.ModelCallRecord) *TokenIDs
+// TokenReader returns the token ids of one captured call, nil when it carries none; line is the
+// call's capture line when the caller has it (keys the record does not carry, such as
+// token_capture), else nil. It is how a reader of the engines' token fields (samples.TokenIDs) is
+// plugged into lineage without lineage knowing the engines.
+type TokenReader func(r *record.ModelCallRecord, line []byte) *TokenIDs
 
 // FromRecordsWith is FromRecords with each call's token ids read by tokens (nil: none).
 func FromRecordsWith(recs []record.ModelCallRecord, tokens TokenReader) []Call {
@@ -41,7 +42,7 @@ func FromRecordsWith(recs []record.ModelCallRecord, tokens TokenReader) []Call {
 	for i := range recs {
 		calls[i] = FromRecord(&recs[i])
 		if tokens != nil {
-			calls[i].Tokens = tokens(&recs[i])
+			calls[i].Tokens = tokens(&recs[i], nil)
 		}
 	}
 	return calls
@@ -75,7 +76,7 @@ func ReadCalls(store *capture.Store, id string, tokens TokenReader) (calls []Cal
 		c := FromRecord(rec)
 		c.SetDeclared(e.Data)
 		if tokens != nil {
-			c.Tokens = tokens(rec)
+			c.Tokens = tokens(rec, e.Data)
 		}
 		calls = append(calls, c)
 	}

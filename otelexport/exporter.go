@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/modelcalls/modelcalls/dialect"
 	"log/slog"
 	"net/url"
 	"os"
@@ -541,7 +542,7 @@ const maxMetricSets = 1024
 func (e *Exporter) metricSets(rec *record.ModelCallRecord, ri requestInfo) *metricOpts {
 	var k metricKey
 	if rec.Dialect != nil {
-		k.provider = providerName(*rec.Dialect)
+		k.provider = dialect.Dialect(*rec.Dialect).Provider()
 		k.hasProvider = k.provider != ""
 	}
 	if ri.requestModel != nil {

@@ -147,6 +147,7 @@ func TestFromExchangeFollowsSchema(t *testing.T) {
 		RequestRaw: &reqRaw, ResponseRaw: &respRaw,
 		ResponseSource: &src, UpstreamAttempted: &attempted, UpstreamStatusCode: &up, LocalResponseReason: &reason,
 		ClientSessionID: &sess, ClientAssistantMessageID: &msg, ClientLogicalRequestID: &logical, ClientParentCallID: &parent,
+		TokenCapture: json.RawMessage(`{"engine":"vllm","added":{}}`),
 	}
 	// Every field of the line is set: a field added to the line must be set here too.
 	v := reflect.ValueOf(ex).Elem()

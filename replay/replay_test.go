@@ -38,6 +38,10 @@ func recordedCases(t *testing.T) []exchangeCase {
 			canned(200, "application/json", capturetest.Fixture(t, "openai_chat/json_text_usage_details.json"))},
 		{"/v1/messages", `{"model":"claude","max_tokens":100,"messages":[{"role":"user","content":"too much"}]}`,
 			canned(429, "application/json", capturetest.Fixture(t, "anthropic_messages/error_429_rate_limit.json"))},
+		{"/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", `{"contents":[{"role":"user","parts":[{"text":"weather?"}]}]}`,
+			canned(200, "text/event-stream", capturetest.Fixture(t, "google_gemini/stream_function_call_thought_signature.sse"))},
+		{"/v1beta/models/gemini-3-pro-preview:generateContent", `{"contents":[{"role":"user","parts":[{"text":"weather in SF?"}]}]}`,
+			canned(200, "application/json", capturetest.Fixture(t, "google_gemini/json_function_call_thought_signature.json"))},
 	}
 }
 
@@ -47,7 +51,8 @@ func record(t *testing.T, id string, cases []exchangeCase) (*capture.Store, [][]
 	t.Helper()
 	answers := map[string][]capturetest.Answer{}
 	for _, c := range cases {
-		answers[c.path] = append(answers[c.path], c.answer)
+		path, _, _ := strings.Cut(c.path, "?")
+		answers[path] = append(answers[path], c.answer)
 	}
 	up := cannedUpstream(t, answers)
 	gw, store := recordThroughGateway(t, up.URL)
@@ -389,5 +394,29 @@ func TestEncodedRequestMatches(t *testing.T) {
 		if status, b := capturetest.Do(t, req); status != c.status {
 			t.Errorf("%q: %d %s", c.body, status, b)
 		}
+	}
+}
+
+// TestGeminiStreamFromPath: Gemini says in the URL, not in the body, whether it wants a stream, so
+// two calls with the same body, one streamed and one not, are each answered by the call recorded
+// on the same kind of path, whatever the order they come in.
+func TestGeminiStreamFromPath(t *testing.T) {
+	req := `{"contents":[{"role":"user","parts":[{"text":"weather?"}]}]}`
+	stream := "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+	plain := "/v1beta/models/gemini-2.5-flash:generateContent"
+	store, _ := record(t, "g1", []exchangeCase{
+		{plain, req, canned(200, "application/json", capturetest.Fixture(t, "google_gemini/json_function_call_thought_signature.json"))},
+		{stream, req, canned(200, "text/event-stream", capturetest.Fixture(t, "google_gemini/stream_text_after_function_response.sse"))},
+	})
+	rp := newReplay(t, &Server{Source: store, Timing: Timing{Fast: true}})
+	for _, c := range []struct{ path, ctype string }{{stream, "text/event-stream"}, {plain, "application/json"}} {
+		status, hdr, _ := post(t, rp, "/ng-rollout/g1"+c.path, req)
+		if status != 200 || hdr.Get("Content-Type") != c.ctype {
+			t.Errorf("%s: %d %s, want 200 %s", c.path, status, hdr.Get("Content-Type"), c.ctype)
+		}
+	}
+	status, _, body := post(t, rp, "/ng-rollout/g1"+stream, req)
+	if status != MissStatus || !strings.Contains(string(body), `"status":`) {
+		t.Errorf("a third call: %d %s, want a %d in Gemini's error shape", status, body, MissStatus)
 	}
 }

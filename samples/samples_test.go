@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -229,5 +230,57 @@ func TestSFTPaths(t *testing.T) {
 	}
 	if want := []string{"hello=1 B=1", "hello=0 A=1"}; !slices.Equal(got, want) {
 		t.Errorf("lines %q, want %q", got, want)
+	}
+}
+
+// vllmLine is a capture line of a Chat call answered in vLLM's shape with return_token_ids: the
+// prompt's ids at the top, the choice's generated ids and one logprob per id.
+func vllmLine(id, messages, answer string, prompt, gen []int64) []byte {
+	ids := func(v []int64) string {
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	var lps []string
+	for range gen {
+		lps = append(lps, `{"token":"t","logprob":-0.5,"bytes":[116],"top_logprobs":[]}`)
+	}
+	return []byte(`{"model_call_id":"` + id + `","dialect":"chat","model_ref":null,"started_at":1.0,"completed_at":2.0,"latency_ms":1.0,"latency_ttft_ms":null,"status_code":200,"error_category":null,` +
+		`"request":{"model":"m","messages":[` + messages + `],"return_token_ids":true,"logprobs":true},` +
+		`"response":{"id":"x","object":"chat.completion","model":"m","prompt_token_ids":` + ids(prompt) + `,"choices":[{"index":0,"message":{"role":"assistant","content":"` + answer + `"},` +
+		`"logprobs":{"content":[` + strings.Join(lps, ",") + `]},"finish_reason":"stop","token_ids":` + ids(gen) + `}],"usage":{"prompt_tokens":` + strconv.Itoa(len(prompt)) + `,"completion_tokens":` + strconv.Itoa(len(gen)) + `}}}`)
+}
+
+// TestTokensFromCapture: ids read from vLLM-shaped capture lines (samples.TokenIDs) give the main
+// chain one token row whose loss mask covers exactly the generated ids, and an audit that passes.
+func TestTokensFromCapture(t *testing.T) {
+	dir := t.TempDir()
+	lines := [][]byte{
+		vllmLine(strings.Repeat("a", 32), `{"role":"user","content":"hi"}`, "hello", []int64{1, 2, 3}, []int64{4, 5}),
+		vllmLine(strings.Repeat("b", 32), `{"role":"user","content":"hi"},{"role":"assistant","content":"hello"},{"role":"user","content":"more"}`, "ok", []int64{1, 2, 3, 4, 5, 6, 7}, []int64{8}),
+	}
+	if err := os.WriteFile(filepath.Join(dir, "r.capture.jsonl"), append(bytes.Join(lines, []byte("\n")), '\n'), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	store, err := capture.OpenExisting(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	calls, _, err := lineage.ReadCalls(store, "r", TokenIDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := lineage.Derive(calls)
+	if a := l.Calls[1].Audit; a == nil || !a.OK || l.Calls[1].Relation != lineage.RelationExtends {
+		t.Fatalf("call 1: %+v", l.Calls[1])
+	}
+	rows := TokenRows("r", nil, calls, l)
+	if len(rows) != 1 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	r := rows[0]
+	if !slices.Equal(r.InputIDs, []int64{1, 2, 3, 4, 5, 6, 7, 8}) || !slices.Equal(r.LossMask, []int32{0, 0, 0, 1, 1, 0, 0, 1}) ||
+		!slices.Equal(r.RolloutLogprobs, []float64{0, 0, 0, -0.5, -0.5, 0, 0, -0.5}) {
+		t.Errorf("row %+v", r)
 	}
 }

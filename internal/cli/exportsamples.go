@@ -51,9 +51,9 @@ or the incomplete marker, or whose last call did not complete; --status any keep
 --out PATH is written as JSON Lines, or as Parquet when PATH ends in .parquet (tokens and
 transitions; lists as Parquet LIST columns); "-" is stdout (JSONL). The file is replaced only when
 complete. A summary goes to stderr; sft lines that break the fine-tuning rules are skipped and
-named there. docs/lineage.md has the schemas. Token ids are read only from what the lineage
-package is given: calls read from a capture carry none yet, so tokens rows are empty and
-transitions carry empty id lists.`,
+named there. docs/lineage.md has the schemas. Token ids are read from each call as export tokens
+reads them (docs/tokens.md: the engines' id fields, the line's token_capture); a call without them
+has empty id lists, and the tokens rows of a chain skip it.`,
 		Example: `  modelcalls export samples --capture-dir ./captures --in rollouts.jsonl --format sft --out sft.jsonl --min-reward 1
   modelcalls export samples --capture-dir ./captures --in rollouts.jsonl --format transitions --out calls.parquet`,
 		Args: cobra.NoArgs,
@@ -154,7 +154,7 @@ func runExportSamples(s *Streams, o *samplesOptions, minReward bool) error {
 			fmt.Fprintf(s.ErrOut, "modelcalls export: rollout %s not exported: %v\n", r.id, err)
 			continue
 		}
-		calls, damaged, err := lineage.ReadCalls(store, r.id, tokenIDs)
+		calls, damaged, err := lineage.ReadCalls(store, r.id, samples.TokenIDs)
 		if err != nil {
 			unreadable++
 			fmt.Fprintf(s.ErrOut, "modelcalls export: rollout %s not exported: %v\n", r.id, err)

@@ -12,6 +12,7 @@ import (
 
 	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/lineage"
+	"github.com/modelcalls/modelcalls/samples"
 )
 
 // lineageOptions are the flags of `modelcalls lineage`.
@@ -75,9 +76,10 @@ func runLineage(s *Streams, o *lineageOptions, dirs []string, id string) error {
 	if rc.incomplete {
 		fmt.Fprintf(s.ErrOut, "modelcalls lineage: rollout %s is marked incomplete: a capture write failed, calls may be missing\n", id)
 	}
-	calls := lineage.FromRecordsWith(rc.records, tokenIDs)
+	calls := lineage.FromRecords(rc.records)
 	for i := range calls {
 		calls[i].SetDeclared(rc.lines[i])
+		calls[i].Tokens = samples.TokenIDs(&rc.records[i], rc.lines[i])
 	}
 	l := lineage.Derive(calls)
 	w := bufio.NewWriter(s.Out)
@@ -96,10 +98,6 @@ func runLineage(s *Streams, o *lineageOptions, dirs []string, id string) error {
 	}
 	return w.Flush()
 }
-
-// tokenIDs reads a captured call's token ids for lineage and the sample exports; nil until a reader
-// of the engines' token fields is plugged in here (the calls then carry no ids).
-var tokenIDs lineage.TokenReader
 
 // writeLineageTree writes l as a tree (runLineage's text format).
 func writeLineageTree(w io.Writer, id string, recs []modelcalls.ModelCallRecord, l *lineage.Lineage) {

@@ -11,6 +11,7 @@ import (
 	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/gateway"
 	"github.com/modelcalls/modelcalls/internal/config"
+	"github.com/modelcalls/modelcalls/tokens"
 )
 
 // proxyOptions are the flags of `modelcalls proxy`.
@@ -36,6 +37,7 @@ type proxyOptions struct {
 	maxConnections     int
 	allowOrigins       []string
 	otlp               otlpOptions // otlp.go
+	tokens             string      // --tokens: the engine asked for token ids and logprobs
 }
 
 func newProxyCmd(s *Streams) *cobra.Command {
@@ -104,6 +106,7 @@ replay --capture-dir-out, or give one proxy per rollout --upstream http://REPLAY
 	f.IntVar(&o.maxConnections, "max-connections", 0, "most client connections open at once, more are refused with 503 (0: derived from the file-descriptor limit; -1: no cap)")
 	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "a web origin (scheme://host[:port]) whose browser requests are served besides the gateway's own (repeatable); other cross-site requests get 403")
 	addOTLPFlags(f, &o.otlp)
+	addTokensFlag(f, &o.tokens, "")
 	return cmd
 }
 
@@ -111,11 +114,16 @@ replay --capture-dir-out, or give one proxy per rollout --upstream http://REPLAY
 type proxyConfig struct {
 	upstream   *url.URL
 	captureDir string
+	tokens     tokens.Engine
 }
 
 // resolveProxyConfig checks the flags and merges them with the Gym config. Every error names the
 // flag or config key and the rule.
 func resolveProxyConfig(o *proxyOptions, overrides []string) (*proxyConfig, error) {
+	engine, err := tokens.ParseEngine(o.tokens)
+	if err != nil {
+		return nil, usageErrorf("--tokens: %w", err)
+	}
 	if o.upstream == "" {
 		return nil, usageErrorf("--upstream is required (the base URL of the model server, e.g. http://127.0.0.1:8000)")
 	}
@@ -187,7 +195,7 @@ func resolveProxyConfig(o *proxyOptions, overrides []string) (*proxyConfig, erro
 	if _, err := allowOrigins(o.allowOrigins); err != nil {
 		return nil, err
 	}
-	return &proxyConfig{upstream: u, captureDir: dir}, nil
+	return &proxyConfig{upstream: u, captureDir: dir, tokens: engine}, nil
 }
 
 // noLimit maps the CLI's "0 means no limit" to the Handler's "negative means no limit".
@@ -225,6 +233,7 @@ func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []stri
 		RequestBodyTimeout: noLimit(o.requestBodyTimeout),
 		AllowedOrigins:     o.allowOrigins,
 		NoAdminEndpoints:   true, // the proxy port forwards every path; admin is --admin-listen
+		Tokens:             cfg.tokens,
 	}
 	// Live OTLP export; stopOTLP flushes it after the drain, before the last line ("stopped"), and
 	// on every earlier return (deferred; it runs once).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/modelcalls/modelcalls/dialect"
 	"io"
 	"io/fs"
 	"net"
@@ -31,6 +32,7 @@ type runOptions struct {
 	name            string
 	shutdownTimeout time.Duration
 	logLevel        string
+	tokens          string // --tokens, for the gateway --upstream starts
 	allowOrigins    []string
 	// ownGatewayFlags are the flags given that configure the gateway --upstream starts (--name,
 	// --shutdown-timeout, --log-level): with --gateway they would be ignored, so they are refused.
@@ -43,14 +45,10 @@ const (
 	exitNotFoundCmd   = 127 // the command was not found
 )
 
-// Environment variables `modelcalls run` sets for the child (docs/guide.md lists which harness
-// reads which).
-const (
-	envOpenAIBaseURL    = "OPENAI_BASE_URL"    // OpenAI SDKs (Python, Node, Go), Qwen Code: base URL with /v1
-	envOpenAIAPIBase    = "OPENAI_API_BASE"    // older OpenAI clients and LiteLLM-style tools: same value
-	envAnthropicBaseURL = "ANTHROPIC_BASE_URL" // Anthropic SDKs, Claude Code: base URL without /v1
-	envRolloutID        = "MODELCALLS_ROLLOUT_ID"
-)
+// envRolloutID is the variable `modelcalls run` sets to the rollout id for the child, beside the
+// base-URL variables of every dialect's clients (dialect.ClientEnv; docs/guide.md lists which
+// harness reads which).
+const envRolloutID = "MODELCALLS_ROLLOUT_ID"
 
 func newRunCmd(s *Streams) *cobra.Command {
 	var o runOptions
@@ -62,6 +60,7 @@ under the rollout's prefix, for the child only:
 
   OPENAI_BASE_URL, OPENAI_API_BASE   <gateway>/ng-rollout/<ID>/v1
   ANTHROPIC_BASE_URL                 <gateway>/ng-rollout/<ID>
+  GOOGLE_GEMINI_BASE_URL             <gateway>/ng-rollout/<ID>
   MODELCALLS_ROLLOUT_ID              <ID>
 
 Every other variable is kept; stdin, stdout and stderr are the child's. SIGINT, SIGTERM and SIGHUP
@@ -93,7 +92,7 @@ one of them.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			for _, name := range []string{"name", "shutdown-timeout", "log-level", "allow-origin"} {
+			for _, name := range []string{"name", "shutdown-timeout", "log-level", "allow-origin", "tokens"} {
 				if cmd.Flags().Changed(name) {
 					o.ownGatewayFlags = append(o.ownGatewayFlags, "--"+name)
 				}
@@ -111,6 +110,7 @@ one of them.`,
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "with --upstream: how long to let calls in flight finish after the child exits")
 	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "with --upstream: a web origin (scheme://host[:port]) whose browser requests the gateway serves (repeatable; others get 403)")
 	f.StringVar(&o.logLevel, "log-level", "warn", "with --upstream: the gateway's log level on stderr (debug, info, warn, error)")
+	addTokensFlag(f, &o.tokens, "with --upstream: ")
 	return cmd
 }
 
@@ -118,12 +118,11 @@ one of them.`,
 // any earlier values) and every other variable kept in order.
 func childEnv(env []string, gatewayBase, id string) []string {
 	base := strings.TrimRight(gatewayBase, "/") + "/" + rollout.PrefixSegment + "/" + id
-	set := [][2]string{
-		{envOpenAIBaseURL, base + "/v1"},
-		{envOpenAIAPIBase, base + "/v1"},
-		{envAnthropicBaseURL, base},
-		{envRolloutID, id},
+	var set [][2]string
+	for _, v := range dialect.ClientEnv(base) {
+		set = append(set, [2]string{v.Name, v.Value})
 	}
+	set = append(set, [2]string{envRolloutID, id})
 	out := make([]string, 0, len(env)+len(set))
 outer:
 	for _, kv := range env {

@@ -52,7 +52,7 @@ func testChild(args []string) int {
 	mode := args[0]
 	switch mode {
 	case "env":
-		for _, k := range []string{envOpenAIBaseURL, envOpenAIAPIBase, envAnthropicBaseURL, envRolloutID, "KEEP_ME"} {
+		for _, k := range []string{"OPENAI_BASE_URL", "OPENAI_API_BASE", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL", envRolloutID, "KEEP_ME"} {
 			fmt.Printf("%s=%s\n", k, os.Getenv(k))
 		}
 		var code int
@@ -77,7 +77,7 @@ func testChild(args []string) int {
 			time.Sleep(time.Hour)
 		}
 	case "calls":
-		base := os.Getenv(envOpenAIBaseURL)
+		base := os.Getenv("OPENAI_BASE_URL")
 		res, err := http.Post(base+"/chat/completions", "application/json",
 			strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
 		if err != nil {
@@ -102,7 +102,7 @@ func testChild(args []string) int {
 // wrapper returns the command `modelcalls <args>` played by the test binary.
 func wrapper(args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), roleEnv+"=cli", "KEEP_ME=kept", envOpenAIBaseURL+"=http://overridden.invalid")
+	cmd.Env = append(os.Environ(), roleEnv+"=cli", "KEEP_ME=kept", "OPENAI_BASE_URL=http://overridden.invalid")
 	return cmd
 }
 
@@ -135,6 +135,7 @@ func TestRunSetsEnvForChildAndExitsWithItsStatus(t *testing.T) {
 		want := "OPENAI_BASE_URL=" + gw + "/base/ng-rollout/r-1/v1\n" +
 			"OPENAI_API_BASE=" + gw + "/base/ng-rollout/r-1/v1\n" +
 			"ANTHROPIC_BASE_URL=" + gw + "/base/ng-rollout/r-1\n" +
+			"GOOGLE_GEMINI_BASE_URL=" + gw + "/base/ng-rollout/r-1\n" +
 			"MODELCALLS_ROLLOUT_ID=r-1\n" +
 			"KEEP_ME=kept\n"
 		if out.String() != want {

@@ -236,7 +236,7 @@ type ownGateway struct {
 func startOwnGateway(s *Streams, o *runOptions) (*ownGateway, error) {
 	// The proxy's own checks of --upstream and --capture-dir, so both commands say the same.
 	cfg, err := resolveProxyConfig(&proxyOptions{upstream: o.upstream, captureDir: o.captureDir,
-		maxHeaderBytes: gateway.DefaultMaxHeaderBytes, logFormat: "text"}, nil)
+		maxHeaderBytes: gateway.DefaultMaxHeaderBytes, logFormat: "text", tokens: o.tokens}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +252,8 @@ func startOwnGateway(s *Streams, o *runOptions) (*ownGateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &gateway.Handler{Upstream: cfg.upstream, Store: store, ModelServerName: o.name, Logger: log, AllowedOrigins: origins}
+	h := &gateway.Handler{Upstream: cfg.upstream, Store: store, ModelServerName: o.name, Logger: log, AllowedOrigins: origins,
+		Tokens: cfg.tokens}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, withExit(ExitFailure, fmt.Errorf("start gateway: %w", err))

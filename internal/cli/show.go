@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/modelcalls/modelcalls/dialect"
 	"io"
 	"math"
 	"regexp"
@@ -15,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	modelcalls "github.com/modelcalls/modelcalls"
-	"github.com/modelcalls/modelcalls/view"
 )
 
 // showOptions are the flags of `modelcalls show`.
@@ -40,7 +40,8 @@ func newShowCmd(s *Streams) *cobra.Command {
 		Long: `With a call (its call_index, as calls lists it, or its 32-hex model_call_id): the request's system
 prompt, messages and tool names; the response's text, reasoning and tool calls with their arguments;
 usage, with the usage field each number came from (and the Anthropic cache fold spelled out);
-timing, HTTP status, where the answer came from, and the error. Long texts are cut to 600
+the token ids and logprobs the engine returned (counts, where they came from, the least likely
+generated tokens, findings: docs/tokens.md); timing, HTTP status, where the answer came from, and the error. Long texts are cut to 600
 characters and long conversations to their first 2 and last 10 messages; --full shows everything.
 
 --raw prints the stored bytes instead: the request as captured and the response body as received
@@ -138,7 +139,7 @@ func runShow(s *Streams, o *showOptions, dirs []string, id, call string) error {
 		if o.raw != "" {
 			printRaw(w, r, o.raw)
 		} else {
-			printCall(w, o, id, r)
+			printCall(w, o, id, r, rc.tokenCaptures[r.CallIndex])
 		}
 	}
 	if err := w.Flush(); err != nil {
@@ -312,7 +313,7 @@ func shellQuote(s string) string {
 }
 
 // printCall writes one call as a person reads it.
-func printCall(w io.Writer, o *showOptions, id string, r *modelcalls.ModelCallRecord) {
+func printCall(w io.Writer, o *showOptions, id string, r *modelcalls.ModelCallRecord, tokenCapture []byte) {
 	fmt.Fprintf(w, "rollout %s  call %d  model_call_id %s\n", id, r.CallIndex, str(r.ModelCallID))
 	fmt.Fprintf(w, "dialect %s  model %s", str(r.Dialect), str(r.Model))
 	if r.ModelRef != nil {
@@ -396,6 +397,9 @@ func printCall(w io.Writer, o *showOptions, id string, r *modelcalls.ModelCallRe
 
 	heading(w, "usage")
 	printUsage(w, r, res)
+
+	heading(w, "tokens")
+	printTokens(w, r, tokenCapture)
 
 	heading(w, "timing")
 	if r.StartedAt != nil {
@@ -509,13 +513,13 @@ type requestSummary struct {
 	tools    []string
 }
 
-// requestView is a request as the viewer parses it (view.ParseRequest, any of the three dialects):
+// requestView is a request as the viewer parses it (dialect.ParseRequest, any dialect):
 // the system and developer messages it starts with (Messages' system, Responses' instructions, Chat's
 // and Responses' leading system/developer messages) joined into the system prompt, every other
 // message a role and its text, in order, and the names of the tools it offers. A tool message that
 // only answers one call is labelled "tool result <call id>".
 func requestView(req []byte) requestSummary {
-	msgs, tools := view.ParseRequest(req)
+	msgs, tools := dialect.ParseRequest(req)
 	var v requestSummary
 	var system []string
 	for _, m := range msgs {
@@ -542,7 +546,7 @@ func requestView(req []byte) requestSummary {
 // partsText renders the parts of a message, one line or more each: text as is, reasoning as
 // "(thinking) ...", tool calls as "→ tool call NAME ARGUMENTS", tool results as
 // "← tool result CALL_ID: TEXT", images, files and unknown blocks as a [TYPE] placeholder.
-func partsText(parts []view.Part) string {
+func partsText(parts []dialect.Part) string {
 	out := make([]string, 0, len(parts))
 	for _, p := range parts {
 		switch p.Kind {
@@ -562,10 +566,10 @@ func partsText(parts []view.Part) string {
 }
 
 // responseText is the answer text of a response object as the viewer parses it
-// (view.ParseResponse): the text parts of Chat's choices[].message, of Responses' output message
-// items and of Messages' content blocks.
+// (dialect.ParseResponse): the text parts of Chat's choices[].message, of Responses' output message
+// items, of Messages' content blocks and of Gemini's candidates.
 func responseText(res []byte) string {
-	msgs, _ := view.ParseResponse(res)
+	msgs, _ := dialect.ParseResponse(res)
 	var out []string
 	for _, m := range msgs {
 		for _, p := range m.Parts {
@@ -577,7 +581,7 @@ func responseText(res []byte) string {
 	return strings.Join(out, "\n")
 }
 
-// errorMessage is error.message of an error body (all three dialects use that shape), or the
+// errorMessage is error.message of an error body (every dialect uses that shape), or the
 // Responses API's incomplete_details.reason.
 func errorMessage(res map[string]any) string {
 	if res == nil {
@@ -600,6 +604,10 @@ func errorMessage(res map[string]any) string {
 // rules of modelcalls.ExtractTokenStats and of the record's cache_hit / cached_tokens.
 func printUsage(w io.Writer, r *modelcalls.ModelCallRecord, res map[string]any) {
 	usage := jObj(res["usage"])
+	if meta := jObj(res["usageMetadata"]); usage == nil && meta != nil {
+		printGeminiUsage(w, r, meta)
+		return
+	}
 	if usage == nil {
 		fmt.Fprintln(w, "no usage object in the response: every token count is unknown (null), not 0")
 	}
@@ -692,4 +700,52 @@ func printUsage(w io.Writer, r *modelcalls.ModelCallRecord, res map[string]any) 
 		fmt.Fprintln(w, "\nThe cache fields are not added to tokens_in: the usage is OpenAI-shaped (prompt_tokens or a")
 		fmt.Fprintln(w, "cached_tokens subset), whose prompt count already includes the cached tokens.")
 	}
+}
+
+// printGeminiUsage is printUsage for Gemini's usageMetadata, whose thoughts are counted beside the
+// candidates: tokens_out adds the two, so that it includes tokens_reasoning as for the other
+// dialects.
+func printGeminiUsage(w io.Writer, r *modelcalls.ModelCallRecord, meta map[string]any) {
+	row := func(name, value, source string) {
+		fmt.Fprintf(w, "%-22s %8s  %s\n", name, value, source)
+	}
+	have := func(k string) bool { _, ok := jNum(meta[k]); return ok }
+	inSource := "unknown: no promptTokenCount"
+	if have("promptTokenCount") {
+		inSource = "usageMetadata.promptTokenCount"
+		if have("toolUsePromptTokenCount") {
+			inSource += " + toolUsePromptTokenCount"
+		}
+	}
+	row("tokens_in", i64p(r.TokensIn), inSource)
+	outSource := "unknown: no candidatesTokenCount or thoughtsTokenCount"
+	switch {
+	case have("candidatesTokenCount") && have("thoughtsTokenCount"):
+		outSource = "usageMetadata.candidatesTokenCount + thoughtsTokenCount (Gemini counts thoughts apart)"
+	case have("candidatesTokenCount"):
+		outSource = "usageMetadata.candidatesTokenCount"
+	case have("thoughtsTokenCount"):
+		outSource = "usageMetadata.thoughtsTokenCount"
+	}
+	row("tokens_out", i64p(r.TokensOut), outSource)
+	reasonSource := "unknown: no thoughtsTokenCount (not the same as 0)"
+	if have("thoughtsTokenCount") {
+		reasonSource = "usageMetadata.thoughtsTokenCount (part of tokens_out)"
+	}
+	row("tokens_reasoning", i64p(r.TokensReasoning), reasonSource)
+	totalSource := "unknown: needs tokens_in and tokens_out"
+	if have("totalTokenCount") {
+		totalSource = "usageMetadata.totalTokenCount as reported"
+	} else if r.TokensTotal != nil {
+		totalSource = "tokens_in + tokens_out (no totalTokenCount)"
+	}
+	row("tokens_total", i64p(r.TokensTotal), totalSource)
+	cachedSource := "unknown: no cachedContentTokenCount (cache_hit is null)"
+	if have("cachedContentTokenCount") {
+		cachedSource = "usageMetadata.cachedContentTokenCount (a subset of tokens_in)"
+	}
+	if r.CacheHit != nil {
+		cachedSource += "; cache_hit " + strconv.FormatBool(*r.CacheHit) + " (true when cached_tokens > 0)"
+	}
+	row("cached_tokens", i64p(r.CachedTokens), cachedSource)
 }

@@ -39,6 +39,7 @@ const (
 	LocalResponseReason      = "local_response_reason"
 	ClientSessionID          = "client_session_id"
 	ClientAssistantMessageID = "client_assistant_message_id"
+	TokenCapture             = "token_capture"
 	ClientLogicalRequestID   = "client_logical_request_id"
 	ClientParentCallID       = "client_parent_call_id"
 )
@@ -104,6 +105,7 @@ var Line = [...]LineKey{
 	{Key: LocalResponseReason, Present: WhenSet},
 	{Key: ClientSessionID, Present: WhenSet},
 	{Key: ClientAssistantMessageID, Present: WhenSet},
+	{Key: TokenCapture, Present: WhenSet, LineOnly: true},
 	{Key: ClientLogicalRequestID, Present: WhenSet, LineOnly: true},
 	{Key: ClientParentCallID, Present: WhenSet, LineOnly: true},
 }

@@ -30,7 +30,7 @@ import (
 
 // Environment knobs of the matrix (all optional):
 //
-//	MODELCALLS_E2E_HARNESSES  comma list of harnesses (claude-code,codex,opencode,pi,qwen-code); default all
+//	MODELCALLS_E2E_HARNESSES  comma list of harnesses (claude-code,codex,gemini-cli,opencode,pi,qwen-code); default all
 //	MODELCALLS_E2E_UPSTREAMS  comma list of upstreams (scripted,scripted-gzip,llama,llama-tools); default all
 //	MODELCALLS_E2E_CACHE      cache dir for llama-server and the harnesses (default ~/.cache/modelcalls-e2e)
 //	MODELCALLS_E2E_WORKDIR    keep every file of the run here (default: a temp dir, removed)
@@ -47,7 +47,7 @@ const (
 	proxyName      = "e2e-upstream" // --name: recorded as model_ref.name
 )
 
-var allHarnesses = []string{"claude-code", "codex", "opencode", "pi", "qwen-code"}
+var allHarnesses = []string{"claude-code", "codex", "gemini-cli", "opencode", "pi", "qwen-code"}
 
 func listEnv(name string, def []string) []string {
 	v := strings.TrimSpace(os.Getenv(name))
@@ -342,7 +342,8 @@ func (s *suite) runOne(t *testing.T, rig *upstreamRig, run harnessRun, exe, proj
 		rig.scripted.Take()
 	}
 	started := time.Now()
-	stdout, stderr, err := runProcess(exe, args, env, home, project, harnessTimeout)
+	runExe, runArgs := run.argv(exe, rig.bin, rig.proxy.base, rolloutID, args)
+	stdout, stderr, err := runProcess(runExe, runArgs, env, home, project, harnessTimeout)
 	wall := time.Since(started)
 	finished := time.Now()
 	writeFile(t, filepath.Join(runDir, "stdout"), stdout)
@@ -602,7 +603,8 @@ func checkRecord(t *testing.T, what string, r record, e TapEntry, obs Observed, 
 	if !eqStr(r.ReasoningContent, wantReasoning) {
 		errf("reasoning_content %v, upstream sent %v", derefAny(r.ReasoningContent), derefAny(wantReasoning))
 	}
-	wantFinish := map[string][2]string{DialectChat: {"tool_calls", "stop"}, DialectMessages: {"tool_use", "end_turn"}}
+	wantFinish := map[string][2]string{DialectChat: {"tool_calls", "stop"}, DialectMessages: {"tool_use", "end_turn"},
+		DialectGemini: {"STOP", "STOP"}}
 	if w, ok := wantFinish[dialect]; ok {
 		f := w[1]
 		if sv.ToolCall != nil {
