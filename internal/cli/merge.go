@@ -56,8 +56,8 @@ audited_edges, audit_failures}. NeMo Gym's readers ignore these keys. It parses 
 response, so it is off by default.
 
 Lines that are not JSON objects, or whose rollout id cannot be derived or is invalid, are written
-unchanged and reported on stderr with their line number; merge then exits 1 after writing
-everything.
+unchanged and reported on stderr with their line number (the first 10; the rest are counted in one
+line); merge then exits 1 after writing everything.
 
 Several records that resolve to the same rollout id each get all of its calls, so whatever adds up
 the records downstream counts that rollout's calls and tokens once per record. After writing
@@ -97,6 +97,11 @@ type mergeOutcome struct {
 	report error // non-nil: written unchanged, reported with its line number; merge exits 1
 	fatal  error // non-nil: stop (the run was cancelled)
 }
+
+// maxReportedLines is how many lines passed through unchanged merge names on stderr one by one; the
+// rest are counted in one line (a file that is not rollout records at all would otherwise give a
+// line of stderr per line of input).
+const maxReportedLines = 10
 
 // mergeSummary counts what merge did, for the summary line on stderr.
 type mergeSummary struct {
@@ -218,6 +223,7 @@ func runMerge(ctx context.Context, s *Streams, o *mergeOptions) error {
 	bar := newProgress(s.ErrOut, size)
 	lr := jsonl.NewReader(in)
 	sum := mergeSummary{gaps: map[string]int{}, first: map[string]int{}, dups: map[string][]int{}}
+	var lastUnlisted int // line number of the last reported line past maxReportedLines
 	next := func() (jsonl.Line, int64, bool, error) {
 		l, ok, err := lr.Next()
 		return l, int64(len(l.Body)), ok, err
@@ -248,8 +254,12 @@ func runMerge(ctx context.Context, s *Streams, o *mergeOptions) error {
 			sum.blank++
 		case oc.report != nil:
 			sum.reported++
-			bar.clear()
-			fmt.Fprintf(s.ErrOut, "modelcalls merge: line %d: passed through unchanged: %v\n", oc.line.Num, oc.report)
+			if sum.reported <= maxReportedLines {
+				bar.clear()
+				fmt.Fprintf(s.ErrOut, "modelcalls merge: line %d: passed through unchanged: %v\n", oc.line.Num, oc.report)
+			} else {
+				lastUnlisted = oc.line.Num
+			}
 		case !oc.res.Attached:
 			sum.silent++
 		default:
@@ -282,6 +292,10 @@ func runMerge(ctx context.Context, s *Streams, o *mergeOptions) error {
 	}
 	if err := out.commit(); err != nil {
 		return withExit(ExitFailure, err)
+	}
+	if n := sum.reported - maxReportedLines; n > 0 {
+		fmt.Fprintf(s.ErrOut, "modelcalls merge: %s passed through unchanged too, not listed (the last is line %d): not JSON objects, or records whose rollout id cannot be derived\n",
+			plural(n, "more line", "more lines"), lastUnlisted)
 	}
 	dups := sum.duplicates()
 	for _, d := range dups {
