@@ -80,6 +80,7 @@ func NewRootCommand(s *Streams) *cobra.Command {
 		newExportCmd(s),
 		newReplayCmd(s),
 		newViewCmd(s),
+		newDiffCmd(s),
 		newDemoCmd(s),
 		newVersionCmd(s),
 	} {
