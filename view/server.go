@@ -88,6 +88,7 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /api/rollouts/{id}", s.bounded(s.rollout))
 	s.mux.HandleFunc("GET /api/rollouts/{id}/calls/{index}", s.bounded(s.call))
 	s.mux.HandleFunc("GET /api/rollouts/{id}/calls/{index}/raw", s.bounded(s.raw))
+	s.mux.HandleFunc("GET /api/rollouts/{id}/lineage", s.bounded(s.lineage))
 	s.mux.HandleFunc("GET /api/rollouts/{id}/transcript", s.bounded(s.transcript))
 	s.mux.HandleFunc("GET /api/search", s.bounded(s.search))
 	s.mux.HandleFunc("GET /api/diff", s.bounded(s.diff))
@@ -270,6 +271,13 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+func (s *Server) lineage(w http.ResponseWriter, r *http.Request) {
+	if id, ok := rolloutID(w, r); ok {
+		d, err := s.idx.Lineage(id)
+		writeLoaded(w, d, err)
+	}
+}
+
 func (s *Server) transcript(w http.ResponseWriter, r *http.Request) {
 	id, ok := rolloutID(w, r)
 	if !ok {
@@ -354,6 +362,10 @@ func writeCallDetail(w io.Writer, d *CallDetail) error {
 	val(d.Units)
 	raw(`,"raw":`)
 	val(d.Raw)
+	if d.Tokens != nil {
+		raw(`,"tokens":`)
+		val(d.Tokens)
+	}
 	raw(`,"prev":`)
 	val(d.Prev)
 	raw(`,"next":`)
