@@ -187,3 +187,64 @@ func TestBrowserLineage(t *testing.T) {
 		t.Errorf("call 5 has no token data, but the page does not say so")
 	}
 }
+
+// Token-carrying calls, in the shapes the engines answer: vLLM's Chat answer with
+// return_token_ids and logprobs (ids on the choice, prompt ids on top, top logprobs), then
+// llama-server's (ids on the logprob entries, prompt ids rendered by the gateway into
+// token_capture) whose usage counts one token more than its entries (a token without visible text
+// gets no entry), which is a finding.
+var tokenCalls = []chatCall{
+	{msgs: `[{"role":"user","content":"hi"}]`,
+		response: `{"id":"chatcmpl-1","object":"chat.completion","created":1790000000,"model":"Qwen/Qwen3-0.6B","choices":[{"index":0,"message":{"role":"assistant","content":"Hi there","refusal":null,"tool_calls":[],"reasoning_content":null},"logprobs":{"content":[{"token":"Hi","logprob":-0.0123,"bytes":[72,105],"top_logprobs":[{"token":"Hi","logprob":-0.0123,"bytes":[72,105]},{"token":"Hello","logprob":-4.5,"bytes":[72,101,108,108,111]}]},{"token":" there","logprob":-0.5,"bytes":[32,116,104,101,114,101],"top_logprobs":[{"token":" there","logprob":-0.5,"bytes":[32,116,104,101,114,101]},{"token":"!","logprob":-1.2,"bytes":[33]}]},{"token":"","logprob":-3.2,"bytes":[],"top_logprobs":[{"token":"","logprob":-3.2,"bytes":[]}]}]},"finish_reason":"stop","stop_reason":null,"token_ids":[13048,1052,151645]}],"usage":{"prompt_tokens":9,"total_tokens":12,"completion_tokens":3},"prompt_logprobs":null,"prompt_token_ids":[151644,872,198,6023,151645,198,151644,77091,198]}`},
+	{msgs: `[{"role":"user","content":"hi"},{"role":"assistant","content":"Hi there"},{"role":"user","content":"bye"}]`,
+		response: `{"choices":[{"finish_reason":"stop","index":0,"message":{"role":"assistant","content":"Bye"},"logprobs":{"content":[{"id":33,"token":"Bye","bytes":[66,121,101],"logprob":-0.02,"top_logprobs":[{"id":33,"token":"Bye","bytes":[66,121,101],"logprob":-0.02}]}]}}],"created":1790000000,"model":"my-model","object":"chat.completion","usage":{"completion_tokens":2,"prompt_tokens":9,"total_tokens":11},"id":"chatcmpl-Xq"}`,
+		tokenCap: `{"engine":"llama-server","added":{"logprobs":true,"top_logprobs":1},"prompt_token_ids":[151644,872,198,6023,151645,198,151644,77091,198]}`},
+	{msgs: `[{"role":"user","content":"no ids here"}]`, answer: "none"},
+}
+
+func TestBrowserTokens(t *testing.T) {
+	dir := t.TempDir()
+	writeChatRollout(t, dir, "tok-1", tokenCalls)
+	ts := startViewer(t, []string{dir}, "")
+	ctx := newBrowser(t)
+
+	// The rollout page says which calls carry token data.
+	do(t, ctx, "open rollout", chromedp.Navigate(ts.URL+"/#/rollout/tok-1"))
+	waitJS(t, ctx, "calls table", `document.querySelectorAll("#calls-table tbody tr").length === 3`)
+	waitJS(t, ctx, "lineage", `document.getElementById("lineage") !== null`)
+	badges := evalJS[string](t, ctx, `[...document.querySelectorAll("#calls-table tbody tr")].map(tr => { const b = tr.querySelector(".b-tok"); return b ? b.dataset.tokenSource + "=" + b.textContent : "-"; }).join(" ")`)
+	if badges != "engine_ids=3 ids logprob_entry_ids=1 ids · 1 finding -" {
+		t.Errorf("token badges %q", badges)
+	}
+
+	// vLLM: three tokens coloured by logprob, the id and top logprobs on hover.
+	do(t, ctx, "open call 0", chromedp.Navigate(ts.URL+"/#/rollout/tok-1/call/0"))
+	waitJS(t, ctx, "tokens", `document.querySelectorAll("#tokens-0 .tok").length === 3`)
+	if src := evalJS[string](t, ctx, `document.getElementById("card-token-source").innerText + "/" + document.getElementById("card-prompt-token-source").innerText + "/" + document.getElementById("card-prompt-ids").innerText`); src != "engine_ids/engine_ids/9" {
+		t.Errorf("sources %q", src)
+	}
+	toks := evalJS[string](t, ctx, `[...document.querySelectorAll("#tokens-0 .tok")].map(s => s.textContent + "|" + s.dataset.id + "|" + s.className).join(" ")`)
+	if toks != "Hi|13048|tok lp-0  there|1052|tok lp-1 ⟨151645⟩|151645|tok lp-4" {
+		t.Errorf("tokens %q", toks)
+	}
+	tip := evalJS[string](t, ctx, `document.querySelector('#tokens-0 .tok[data-i="1"]').title`)
+	for _, w := range []string{"id 1052", "logprob -0.5000", `"!": -1.2000`, `" there": -0.5000`} {
+		if !strings.Contains(tip, w) {
+			t.Errorf("hover of token 1 %q lacks %q", tip, w)
+		}
+	}
+	if n := evalJS[int](t, ctx, `document.querySelectorAll("#token-findings-none").length`); n != 1 {
+		t.Error("vLLM call: want no findings")
+	}
+	screenshot(t, ctx, screenshotDir(t), "tokens-vllm.png")
+
+	// llama-server: ids from the logprob entries, prompt ids rendered by the gateway, a finding.
+	do(t, ctx, "open call 1", chromedp.Navigate(ts.URL+"/#/rollout/tok-1/call/1"))
+	waitJS(t, ctx, "tokens", `document.querySelectorAll("#tokens-0 .tok").length === 1`)
+	if src := evalJS[string](t, ctx, `document.getElementById("card-token-source").innerText + "/" + document.getElementById("card-prompt-token-source").innerText`); src != "logprob_entry_ids/server_render" {
+		t.Errorf("sources %q", src)
+	}
+	if codes := evalJS[string](t, ctx, `[...document.querySelectorAll("#token-findings li")].map(li => li.dataset.code).join(" ")`); !strings.Contains(codes, "completion_count_mismatch") {
+		t.Errorf("findings %q", codes)
+	}
+}
