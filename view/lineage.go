@@ -2,6 +2,7 @@ package view
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
@@ -35,6 +36,24 @@ type CallTokens struct {
 	Findings     []string      `json:"findings"`         // the findings' codes
 }
 
+// maxLineageBytes is the largest rollout (the sum of its readable lines) whose lineage the viewer
+// derives: the derivation holds every request and response of the rollout at once, so a larger
+// rollout would break the viewer's memory bound. `modelcalls lineage` has no such limit.
+const maxLineageBytes = 32 << 20
+
+// ErrTooLarge is returned for a rollout too large to derive its lineage in the viewer.
+var ErrTooLarge = errors.New("rollout too large for the viewer's lineage")
+
+// lineagesKept is how many derived lineages the index keeps (the rollouts looked at last).
+const lineagesKept = 8
+
+// lineageCached is a derived lineage and the index entry it was derived from: an entry is
+// replaced whenever its files change, so the same entry means the same lines.
+type lineageCached struct {
+	e *entry
+	d *LineageDetail
+}
+
 // readTokens reads one captured call's token data with package tokens (the line's token_capture
 // included).
 func readTokens(r *record.ModelCallRecord, line []byte) *tokens.Tokens {
@@ -55,13 +74,29 @@ func readTokens(r *record.ModelCallRecord, line []byte) *tokens.Tokens {
 // token ids read by package tokens so that chained edges are audited. It reads one line at a time
 // (capture.Store.ReadLineAt), but the derivation compares every call's request and response, so
 // it holds the rollout's requests and responses while it runs: it runs in one of the server's
-// heavy-read slots like the other rollout reads.
+// heavy-read slots like the other rollout reads, only for a rollout of at most maxLineageBytes of
+// lines (else ErrTooLarge), and the index keeps the last few results until their rollout changes.
 func (x *Index) Lineage(id string) (*LineageDetail, error) {
 	v, _ := x.Version()
 	for attempt := 0; ; attempt++ {
 		e, err := x.refresh(id)
 		if err != nil {
 			return nil, err
+		}
+		x.linMu.Lock()
+		c, ok := x.lineages[id]
+		x.linMu.Unlock()
+		if ok && c.e == e {
+			d := *c.d
+			d.Version = v
+			return &d, nil
+		}
+		total := 0
+		for i := range e.calls {
+			total += e.calls[i].size
+		}
+		if total > maxLineageBytes {
+			return nil, fmt.Errorf("%w: %d bytes of capture lines, at most %d (use modelcalls lineage)", ErrTooLarge, total, maxLineageBytes)
 		}
 		d := &LineageDetail{Version: v, RolloutID: id, CallTokens: []CallTokens{}, Damaged: len(e.damaged)}
 		var calls []lineage.Call
@@ -102,6 +137,18 @@ func (x *Index) Lineage(id string) (*LineageDetail, error) {
 			continue
 		}
 		d.Lineage = lineage.Derive(calls)
+		x.linMu.Lock()
+		if x.lineages == nil {
+			x.lineages = map[string]lineageCached{}
+		}
+		if _, ok := x.lineages[id]; !ok && len(x.lineages) >= lineagesKept {
+			for k := range x.lineages { // drop any one: a dropped lineage is derived again
+				delete(x.lineages, k)
+				break
+			}
+		}
+		x.lineages[id] = lineageCached{e: e, d: d}
+		x.linMu.Unlock()
 		return d, nil
 	}
 }

@@ -238,6 +238,8 @@ func loadError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, ErrNoRollout), errors.Is(err, ErrNoCall):
 		apiError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, ErrTooLarge):
+		apiError(w, http.StatusRequestEntityTooLarge, err.Error())
 	default:
 		apiError(w, http.StatusInternalServerError, err.Error())
 	}
