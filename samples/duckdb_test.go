@@ -1,81 +1,14 @@
 package samples
 
 import (
-	"bufio"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
-
-// The DuckDB reader below is the one tokens/tokenexport's tests use (test/duckdb, pinned
-// @duckdb/node-api), set up the same way.
-
-// duckDBReader returns the path of test/duckdb/read.mjs copied beside its pinned
-// @duckdb/node-api, installed with npm ci into a cache directory named after the lock file (once
-// per pin). Without node or npm the test is skipped, except under CI=true, where it fails.
-func duckDBReader(t *testing.T) (node, script string) {
-	t.Helper()
-	node, errNode := exec.LookPath("node")
-	npm, errNpm := exec.LookPath("npm")
-	if errNode != nil || errNpm != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("node and npm are needed to read the Parquet file back with DuckDB")
-		}
-		t.Skip("node or npm not installed: DuckDB read-back skipped")
-	}
-	src := filepath.Join("..", "test", "duckdb")
-	files := map[string][]byte{}
-	for _, f := range []string{"package.json", "package-lock.json", "read.mjs"} {
-		b, err := os.ReadFile(filepath.Join(src, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[f] = b
-	}
-	cacheRoot, err := os.UserCacheDir()
-	if err != nil {
-		cacheRoot = os.TempDir()
-	}
-	sum := sha256.Sum256(files["package-lock.json"])
-	dir := filepath.Join(cacheRoot, "modelcalls-duckdb", hex.EncodeToString(sum[:8]))
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@duckdb", "node-api", "package.json")); err != nil {
-		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		tmp, err := os.MkdirTemp(filepath.Dir(dir), ".install-*")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range []string{"package.json", "package-lock.json"} {
-			if err := os.WriteFile(filepath.Join(tmp, f), files[f], 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
-		cmd.Dir = tmp
-		if out, err := cmd.CombinedOutput(); err != nil {
-			os.RemoveAll(tmp)
-			t.Fatalf("npm ci @duckdb/node-api: %v\n%s", err, out)
-		}
-		if err := os.Rename(tmp, dir); err != nil {
-			os.RemoveAll(tmp) // another test process installed it first
-		}
-	}
-	// The script is copied beside node_modules so that its import resolves there; a per-test
-	// name keeps concurrent runs from writing one file.
-	script = filepath.Join(dir, fmt.Sprintf("read-%d.mjs", os.Getpid()))
-	if err := os.WriteFile(script, files["read.mjs"], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Remove(script) })
-	return node, script
-}
 
 // duckDBRows writes rows as Parquet with ParquetWriter, reads the file back with DuckDB and returns
 // DuckDB's column types and each row as DuckDB's to_json gives it.
@@ -93,27 +26,7 @@ func duckDBRows[T any](t *testing.T, rows []T) (types map[string]string, got []j
 	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	node, script := duckDBReader(t)
-	cmd := exec.Command(node, script, file)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("DuckDB read-back: %v\n%s", err, stderr.String())
-	}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(nil, 16<<20)
-	if !sc.Scan() {
-		t.Fatal("no output from DuckDB")
-	}
-	var head struct{ Types map[string]string }
-	if err := json.Unmarshal(sc.Bytes(), &head); err != nil {
-		t.Fatal(err)
-	}
-	for sc.Scan() {
-		got = append(got, append(json.RawMessage(nil), sc.Bytes()...))
-	}
-	return head.Types, got
+	return capturetest.ReadParquetWithDuckDB(t, file)
 }
 
 // sameJSON reports whether DuckDB's row equals the row as the JSONL export writes it.
