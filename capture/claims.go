@@ -476,19 +476,6 @@ func decodeHeader(h []byte) (pid int, host string, ok bool) {
 	return int(binary.LittleEndian.Uint64(h[8:])), string(h[headerHostStart : headerHostStart+int(h[5])]), true
 }
 
-// network file system magic numbers (statfs f_type): NFS, SMB/CIFS, SMB2, Lustre, Ceph, GPFS, FUSE,
-// 9p, AFS. On these the slot file is written O_DSYNC so other hosts see claims at once.
-var networkFS = map[int64]bool{0x6969: true, 0xFF534D42: true, 0xFE534D42: true, 0x517B: true, 0x0BD00BD0: true,
-	0x00C36400: true, 0x47504653: true, 0x65735546: true, 0x01021997: true, 0x5346414F: true}
-
-func isNetworkFS(fd int) bool {
-	var st unix.Statfs_t
-	if unix.Fstatfs(fd, &st) != nil {
-		return false
-	}
-	return networkFS[int64(st.Type)]
-}
-
 // ClaimCount counts the outstanding claims of a rollout.
 type ClaimCount struct {
 	// Live claims belong to a process that may still write (it holds its slot file's lock, or it is

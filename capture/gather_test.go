@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // gatherExchange is an exchange whose request, response and escaped response_raw are each past
@@ -82,7 +80,7 @@ func TestAppendGathersLargeParts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t)
 			if tc.plain {
-				syncHook = func(f *os.File) error { return unix.Fdatasync(int(f.Fd())) }
+				syncHook = func(f *os.File) error { return f.Sync() }
 				defer func() { syncHook = nil }()
 			}
 			id := func(w int) string {

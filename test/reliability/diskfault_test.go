@@ -1,3 +1,7 @@
+//go:build linux
+
+// The disk-fault tests mount file systems (tmpfs, loop devices): Linux only.
+
 package reliability
 
 import (
