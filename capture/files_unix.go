@@ -17,8 +17,9 @@ import (
 // symlink (O_NOFOLLOW), identity by device and inode, vectored writes. What differs between the two
 // (mount ids, durable writes and syncs, io_uring) is in files_linux.go and files_darwin.go.
 
-// writeSupported is nil: this system runs the capture gateway.
-func writeSupported() error { return nil }
+// WriteSupported says whether the store writes on this system: nil on Linux and macOS; on Windows
+// the error every writing operation returns (capture needs Linux or macOS).
+func WriteSupported() error { return nil }
 
 // acquire returns the open capture file of id, pinned. A kept file is returned without a system
 // call: whether the path still names it (it was not removed or replaced, and the mount it was opened

@@ -24,8 +24,9 @@ import (
 var errWriteUnsupported = errors.New("capture needs Linux or macOS: on Windows modelcalls reads capture dirs " +
 	"(calls, show, stats, merge, view, replay, export otlp) but does not write them (proxy, run --upstream, clear)")
 
-// writeSupported fails: this system does not write capture dirs.
-func writeSupported() error { return errWriteUnsupported }
+// WriteSupported says whether the store writes on this system: nil on Linux and macOS; on Windows
+// the error every writing operation returns (capture needs Linux or macOS).
+func WriteSupported() error { return errWriteUnsupported }
 
 // openReadNoFollow opens p for reading, refusing a symlink or junction at p (errIsSymlink): the path
 // is looked at without following it, opened, and the opened file must be the one looked at (so a

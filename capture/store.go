@@ -353,7 +353,7 @@ func (g *newlineGuard) Write(p []byte) (int, error) {
 // calls it at startup so it never runs while losing every call. On a system where the store cannot
 // write (Windows) it fails saying so.
 func (s *Store) CheckWritable() error {
-	if err := writeSupported(); err != nil {
+	if err := WriteSupported(); err != nil {
 		return err
 	}
 	p := filepath.Join(s.dir, fmt.Sprintf(".modelcalls-write-check-%d-%s", os.Getpid(), NewModelCallID()[:8]))
@@ -425,7 +425,7 @@ type ClearReport struct {
 // these paths is itself removed, its target left alone. The orphan file is never removed by Clear.
 func (s *Store) ClearRollout(id string) (ClearReport, error) {
 	var rep ClearReport
-	if err := writeSupported(); err != nil {
+	if err := WriteSupported(); err != nil {
 		return rep, fmt.Errorf("clear capture: %w", err)
 	}
 	cp, err := s.CapturePath(id)
