@@ -5,6 +5,7 @@ import (
 
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/stats"
+	"github.com/modelcalls/modelcalls/record"
 )
 
 // Metrics are the per-rollout totals of its calls, as NeMo Gym aggregates them: each sum covers the calls whose
@@ -49,7 +50,7 @@ func AggregateRecords(calls []ModelCallRecord) Metrics {
 // AggregateMetrics ports aggregate_model_call_metrics: AggregateRecords over the strict read of
 // rollout id (ReadRecords). A damaged line or a read error is returned as an error.
 func AggregateMetrics(store *capture.Store, id string) (Metrics, error) {
-	calls, err := ReadRecords(store, id)
+	calls, err := record.ReadRecords(store, id)
 	if err != nil {
 		return Metrics{}, err
 	}
@@ -78,4 +79,19 @@ func (m *Metrics) AppendJSON(dst []byte) []byte {
 // MarshalJSON returns AppendJSON(nil).
 func (m Metrics) MarshalJSON() ([]byte, error) {
 	return m.AppendJSON(nil), nil
+}
+
+// appendOptInt64 and appendOptFloat append null for nil, else the value as a record writes it.
+func appendOptInt64(dst []byte, n *int64) []byte {
+	if n == nil {
+		return append(dst, "null"...)
+	}
+	return strconv.AppendInt(dst, *n, 10)
+}
+
+func appendOptFloat(dst []byte, f *float64) []byte {
+	if f == nil {
+		return append(dst, "null"...)
+	}
+	return record.AppendFloat(dst, *f)
 }

@@ -1,10 +1,12 @@
 package modelcalls
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/rollout"
@@ -87,5 +89,71 @@ func TestRolloutID(t *testing.T) {
 		if id != c.id || ok != c.ok || (err != nil) != c.err {
 			t.Errorf("RolloutID(%s) = %q %v %v", c.in, id, ok, err)
 		}
+	}
+}
+
+// TestClearRollout: the clear of one rollout that ClearCaptures and `modelcalls clear` share waits
+// for calls in flight, leaves the rollout alone when they outlast the wait (unless forced), and
+// reports per store what it removed and which calls will go to the orphan file.
+func TestClearRollout(t *testing.T) {
+	cases := []struct {
+		name        string
+		capture     bool // the rollout has a capture file in the first store
+		live        bool // a call of the rollout is in flight (a live claim in the first store)
+		wait        time.Duration
+		force       bool
+		cleared     bool
+		wantLive    int
+		inFlight    int
+		removed     bool
+		fileRemains bool
+	}{
+		{name: "quiet", capture: true, cleared: true, removed: true},
+		{name: "nothing to clear", cleared: true},
+		{name: "in flight after the wait", capture: true, live: true, wait: 5 * time.Millisecond, wantLive: 1, fileRemains: true},
+		{name: "in flight, look once", capture: true, live: true, wantLive: 1, fileRemains: true},
+		{name: "forced after the wait", capture: true, live: true, wait: 5 * time.Millisecond, force: true, cleared: true, wantLive: 1, inFlight: 1, removed: true},
+		{name: "forced without a wait", capture: true, live: true, force: true, cleared: true, inFlight: 1, removed: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dirs := []string{t.TempDir(), t.TempDir()}
+			stores := []*capture.Store{openStore(t, dirs[0]), openStore(t, dirs[1])}
+			if c.capture {
+				writeCapture(t, dirs[0], "r", ok("c", 1)+"\n")
+			}
+			if c.live {
+				claim := claimCall(t, stores[0], "r", "in-flight")
+				t.Cleanup(func() { claim.Release() })
+			}
+			got, err := ClearRollout(context.Background(), stores, "r", c.wait, c.force)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Cleared != c.cleared || got.Live != c.wantLive || got.Removed() != c.removed {
+				t.Errorf("got %+v (removed %v), want cleared %v live %d removed %v", got, got.Removed(), c.cleared, c.wantLive, c.removed)
+			}
+			if c.cleared && (len(got.Reports) != 2 || got.Reports[0].InFlight != c.inFlight || got.Reports[1].InFlight != 0) {
+				t.Errorf("reports %+v, want 2 with %d in flight in the first", got.Reports, c.inFlight)
+			}
+			if has, _, err := stores[0].Stat("r"); err != nil || has != c.fileRemains {
+				t.Errorf("capture file present %v (%v), want %v", has, err, c.fileRemains)
+			}
+		})
+	}
+
+	// A cancelled wait is an error and removes nothing.
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	writeCapture(t, dir, "r", ok("c", 1)+"\n")
+	claim := claimCall(t, s, "r", "in-flight")
+	defer claim.Release()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if got, err := ClearRollout(ctx, []*capture.Store{s}, "r", time.Hour, true); !errors.Is(err, context.Canceled) || got.Cleared {
+		t.Errorf("cancelled: %+v %v", got, err)
+	}
+	if has, _, _ := s.Stat("r"); !has {
+		t.Error("a cancelled clear removed the capture")
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
@@ -86,7 +85,7 @@ func decodeObject(t testing.TB, b []byte) map[string]any {
 	d.UseNumber()
 	var m map[string]any
 	if err := d.Decode(&m); err != nil {
-		t.Fatalf("decode %s: %v", clipRaw(b), err)
+		t.Fatalf("decode %s: %v", b, err)
 	}
 	return m
 }
@@ -123,17 +122,14 @@ func strOrNil(p *string) string {
 	return fmt.Sprintf("%q", *p)
 }
 
-func intOrNil[T int | int64](p *T) string {
-	if p == nil {
-		return "<nil>"
-	}
-	return fmt.Sprint(*p)
-}
+// Lines for hand-built capture files: okLine is a good exchange (ok fills its model_call_id and
+// prompt tokens), badModelRef one whose record cannot be built.
+const (
+	okLine      = `{"model_call_id":"%s","dialect":"chat","model_ref":{"type":"responses_api_models","name":"p"},"started_at":1.0,"completed_at":2.0,"latency_ms":%s,"latency_ttft_ms":null,"status_code":200,"error_category":null,"request":{"model":"m"},"response":{"usage":{"prompt_tokens":%d,"completion_tokens":1}}}`
+	badModelRef = `{"model_call_id":"bad-ref","dialect":"chat","model_ref":{"type":"agents","name":"p"},"status_code":200}`
+)
 
-func toolCallsString(calls []ToolCall) string {
-	var parts []string
-	for _, c := range calls {
-		parts = append(parts, fmt.Sprintf("{%s %s %s}", strOrNil(c.CallID), strOrNil(c.Name), c.Arguments))
-	}
-	return "[" + strings.Join(parts, " ") + "]"
-}
+func ok(id string, tokens int) string { return fmt.Sprintf(okLine, id, "1.5", tokens) }
+
+// payloadFields are the JSON names of the four payload fields a merge writes only with payloads.
+var payloadFields = [...]string{"request", "response", "request_raw", "response_raw"}

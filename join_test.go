@@ -294,3 +294,22 @@ func TestMergeInvalidObservationsUntouched(t *testing.T) {
 		})
 	}
 }
+
+// The joined observations keep their float fields' form: merge writes 1.0 and 1e16 back, not 1 and
+// 10000000000000000.
+func TestMergeObservationNumbersKeepTheirForm(t *testing.T) {
+	dir := t.TempDir()
+	writeCapture(t, dir, "r", ok("a", 1)+"\n")
+	line := []byte(`{"_ng_rollout_id": "r", "ng_agent_observations": {"source": "x", "records": [` +
+		`{"kind": "agent_invocation", "invocation_id": "root", "duration_ms": 1.0, "model_calls": [{"model_call_id": "a"}]},` +
+		`{"kind": "tool_call", "invocation_id": "root", "tool_call_id": "t", "started_at": 1e16, "completed_at": 1e+16}]}}`)
+	out, res, err := MergeRecord(context.Background(), line, []string{dir}, MergeOptions{DrainTimeout: -1})
+	if err != nil || !res.ObservationsJoined {
+		t.Fatalf("merge: %v %+v", err, res)
+	}
+	for _, want := range []string{`"duration_ms":1.0`, `"started_at":1e16`, `"completed_at":1e+16`} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("merged record lacks %s:\n%s", want, out)
+		}
+	}
+}

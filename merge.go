@@ -1,7 +1,6 @@
 package modelcalls
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
+	"github.com/modelcalls/modelcalls/record"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -221,7 +221,7 @@ type evidence struct {
 // pooled scratch keeps no capture buffer alive.
 type mergeScratch struct {
 	records []ModelCallRecord
-	boxes   boxSlab
+	boxes   record.Boxes
 	small   []byte
 	// file is the buffer the capture file is read into (the records alias it), reused by the next
 	// Merge: no per-rollout allocation, zeroing and collection of the largest buffer of a merge.
@@ -241,13 +241,13 @@ const maxScratchFile = 4 << 20
 func (sc *mergeScratch) release() {
 	clear(sc.records)
 	sc.records = sc.records[:0]
-	sc.boxes.reset()
+	sc.boxes.Reset()
 	sc.small = sc.small[:0]
 	if cap(sc.file) > maxScratchFile {
 		sc.file = nil
 	}
 	sc.file = sc.file[:0]
-	if cap(sc.records) > maxScratchCalls || cap(sc.boxes.boxes) > maxScratchCalls || cap(sc.small) > maxScratchCalls<<10 {
+	if cap(sc.records) > maxScratchCalls || sc.boxes.Cap() > maxScratchCalls || cap(sc.small) > maxScratchCalls<<10 {
 		return
 	}
 	mergeScratches.Put(sc)
@@ -256,7 +256,7 @@ func (sc *mergeScratch) release() {
 func (m *Merger) collect(ctx context.Context, id string, sc *mergeScratch) (evidence, error) {
 	var ev evidence
 	timeout, poll := m.opts.drain()
-	claims, _, err := awaitStores(ctx, m.stores, id, timeout, poll)
+	claims, _, err := AwaitStores(ctx, m.stores, id, timeout, poll)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ev, ctxErr
@@ -267,7 +267,7 @@ func (m *Merger) collect(ctx context.Context, id string, sc *mergeScratch) (evid
 
 	store, marker, err := mergeStore(m.stores, id)
 	if err == nil && store != nil {
-		ev.calls, ev.damaged, err = readAvailableRecords(store, id, sc.records[:0], &sc.boxes, &sc.file)
+		ev.calls, ev.damaged, err = record.ReadAvailableInto(store, id, sc.records[:0], &sc.boxes, &sc.file)
 	}
 	if err != nil {
 		ev.calls, ev.damaged = nil, 0
@@ -408,11 +408,9 @@ func planAttachment(dst []byte, id string, calls []ModelCallRecord, gaps []rollo
 			dst = append(dst, ',')
 		}
 		start := len(dst)
-		dst = calls[i].appendJSON(dst, false, file)
+		dst = calls[i].AppendJSONFrom(dst, false, file)
 		if payloads {
-			// The payload members sit just before "tool_calls", the first `,"tool_calls":` of the
-			// record (a JSON string never holds an unescaped quote).
-			a.cuts[i] = start + bytes.Index(dst[start:], []byte(`,"tool_calls":`))
+			a.cuts[i] = start + record.PayloadsAt(dst[start:])
 			a.size += a.payloadSize(i)
 		}
 	}
@@ -445,18 +443,11 @@ func (a *attachment) appendTo(dst []byte) []byte {
 
 // appendPayloads appends the four payload members of call i as AppendJSON(dst, true) writes them.
 func (a *attachment) appendPayloads(dst []byte, i int) []byte {
-	return a.calls[i].appendPayloads(dst)
+	return a.calls[i].AppendPayloads(dst)
 }
 
 // payloadSize bounds the length appendPayloads writes for call i.
-func (a *attachment) payloadSize(i int) int {
-	r := &a.calls[i]
-	n := len(`,"request":,"response":,"request_raw":,"response_raw":`)
-	for _, v := range [...][]byte{r.Request, r.Response, r.RequestRaw, r.ResponseRaw} {
-		n += max(len(v), len("null")) // appendStringToken never writes more than the token
-	}
-	return n
-}
+func (a *attachment) payloadSize(i int) int { return a.calls[i].PayloadsSize() }
 
 func appendGap(dst []byte, g rollout.Gap) []byte {
 	dst = append(dst, `{"code":`...)

@@ -22,16 +22,18 @@ func AwaitQuiescence(ctx context.Context, id string, dirs []string, timeout, pol
 	if err != nil {
 		return false, err
 	}
-	if poll <= 0 {
-		poll = CaptureDrainPoll
-	}
-	_, quiet, err := awaitStores(ctx, stores, id, max(timeout, 0), poll)
+	_, quiet, err := AwaitStores(ctx, stores, id, timeout, poll)
 	return quiet, err
 }
 
-// awaitStores is AwaitQuiescence over opened stores; it also returns the last claim count.
-func awaitStores(ctx context.Context, stores []*capture.Store, id string, timeout, poll time.Duration) (capture.ClaimCount, bool, error) {
-	deadline := time.Now().Add(timeout)
+// AwaitStores is AwaitQuiescence over stores already open (the merge's, `modelcalls clear`'s): it
+// also returns the claim count of the last check, whose Live is above 0 when the wait timed out or
+// ctx ended. timeout <= 0 checks once; poll <= 0 means CaptureDrainPoll.
+func AwaitStores(ctx context.Context, stores []*capture.Store, id string, timeout, poll time.Duration) (capture.ClaimCount, bool, error) {
+	if poll <= 0 {
+		poll = CaptureDrainPoll
+	}
+	deadline := time.Now().Add(max(timeout, 0))
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {

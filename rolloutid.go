@@ -12,9 +12,5 @@ import (
 // rollout.ErrInvalidID for the latter): unlike NeMo Gym, an id that is not a valid file name is
 // never used as one.
 func RolloutID(record []byte) (id string, ok bool, err error) {
-	layout, err := scanRecord(record)
-	if err != nil {
-		return "", false, err
-	}
-	return rollout.FromRecord(layout.idFields)
+	return rollout.FromLine(record)
 }

@@ -13,10 +13,10 @@ import (
 // ng_agent_observations, when the join rewrote it) changes; every other byte of the record stays
 // where it was.
 
-// Top-level rollout record fields the merge reads or writes.
+// Top-level rollout record fields the merge reads or writes (package rollout names them).
 const (
-	FieldModelCallCapture  = "ng_model_call_capture"
-	FieldAgentObservations = "ng_agent_observations"
+	FieldModelCallCapture  = rollout.FieldModelCallCapture
+	FieldAgentObservations = rollout.FieldAgentObservations
 )
 
 // recordLayout is what one scan of a rollout record line finds.

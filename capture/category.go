@@ -6,7 +6,7 @@ package capture
 // call, the first that applies of: the client went away (cancelled); the upstream failed mid-call
 // (StatusCategory of its status when that is >= 400, else connection or timeout); an HTTP status >=
 // 400 (StatusCategory); a stream's error or incomplete terminal event (upstream_error, incomplete);
-// a body too large to keep (capture_too_large); a body that could not be decoded
+// a body too large to keep or a stream too large to reassemble (capture_too_large); a body that could not be decoded
 // (capture_parse_error); a stream without its terminal event (stream_truncated); a non-empty body
 // that gave no response object (capture_parse_error). Lines written by NeMo Gym itself may carry
 // exception, which modelcalls writes only when the proxy ends a call in an unforeseen way.
@@ -38,7 +38,9 @@ const (
 	// CategoryCancelled: the client went away before the terminal event or the end of the body.
 	CategoryCancelled = "cancelled"
 	// CategoryCaptureTooLarge: the body passed the gateway's capture limit (response_raw then holds
-	// its first bytes), or a stream event was too large to reassemble.
+	// its first bytes), a stream event was too large to reassemble, or the stream passed the
+	// reassembly's limits (more elements than it keeps, an index far beyond what arrived): the
+	// response then rebuilds only part of the stream.
 	CategoryCaptureTooLarge = "capture_too_large"
 )
 

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
+	"github.com/modelcalls/modelcalls/internal/schema"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -75,6 +76,10 @@ type Exchange struct {
 	LocalResponseReason      *string `json:"local_response_reason"` // "local_response_reason", e.g. "upstream_unreachable"
 	ClientSessionID          *string `json:"client_session_id"`
 	ClientAssistantMessageID *string `json:"client_assistant_message_id"` // "client_assistant_message_id"
+	// TokenCapture, written only when non-nil, is what a gateway asking the engine for token ids
+	// did to the call: a compact JSON object {"engine", "added", "prompt_token_ids",
+	// "prompt_token_error"} (docs/format.md). It is written as is, not checked again.
+	TokenCapture json.RawMessage `json:"token_capture"`
 }
 
 // EncodeExchange returns ex as one compact JSON line without the trailing newline, in the key order
@@ -105,11 +110,11 @@ func WriteExchange(w io.Writer, ex *Exchange) error {
 		}
 	}
 	e := &lineWriter{w: w}
-	e.raw(`{"model_call_id":`)
+	e.raw(`{"` + schema.ModelCallID + `":`)
 	e.str(ex.ModelCallID)
-	e.raw(`,"dialect":`)
+	e.raw(`,"` + schema.Dialect + `":`)
 	e.str(ex.Dialect)
-	e.raw(`,"model_ref":`)
+	e.raw(`,"` + schema.ModelRef + `":`)
 	if ex.ModelRef == nil {
 		e.raw("null")
 	} else {
@@ -119,25 +124,25 @@ func WriteExchange(w io.Writer, ex *Exchange) error {
 		e.str(ex.ModelRef.Name)
 		e.raw("}")
 	}
-	e.raw(`,"started_at":`)
+	e.raw(`,"` + schema.StartedAt + `":`)
 	e.float(ex.StartedAt)
-	e.raw(`,"completed_at":`)
+	e.raw(`,"` + schema.CompletedAt + `":`)
 	e.float(ex.CompletedAt)
-	e.raw(`,"latency_ms":`)
+	e.raw(`,"` + schema.LatencyMS + `":`)
 	e.float(ex.LatencyMS)
-	e.raw(`,"latency_ttft_ms":`)
+	e.raw(`,"` + schema.LatencyTTFTMS + `":`)
 	e.optFloat(ex.LatencyTTFTMS)
-	e.raw(`,"status_code":`)
+	e.raw(`,"` + schema.StatusCode + `":`)
 	e.optInt(ex.StatusCode)
-	e.raw(`,"error_category":`)
+	e.raw(`,"` + schema.ErrorCategory + `":`)
 	e.optStr(ex.ErrorCategory)
-	e.raw(`,"request":`)
+	e.raw(`,"` + schema.Request + `":`)
 	if ex.RequestCompact && ex.Request != nil {
 		e.write(ex.Request)
 	} else {
 		e.object(ex.Request)
 	}
-	e.raw(`,"response":`)
+	e.raw(`,"` + schema.Response + `":`)
 	if ex.ResponseTo != nil {
 		if e.err == nil {
 			if err := ex.ResponseTo(e.w); err != nil {
@@ -147,9 +152,9 @@ func WriteExchange(w io.Writer, ex *Exchange) error {
 	} else {
 		e.object(ex.Response)
 	}
-	e.keyStr(`,"request_raw":`, ex.RequestRaw)
+	e.keyStr(`,"`+schema.RequestRaw+`":`, ex.RequestRaw)
 	if t := ex.ResponseRawEscaped; t != nil {
-		e.raw(`,"response_raw":"`)
+		e.raw(`,"` + schema.ResponseRaw + `":"`)
 		e.write(t.Bytes)
 		if t.From != nil && e.err == nil {
 			if _, err := io.Copy(e.w, t.From); err != nil {
@@ -158,23 +163,27 @@ func WriteExchange(w io.Writer, ex *Exchange) error {
 		}
 		e.raw(`"`)
 	} else if ex.ResponseRawFrom != nil {
-		e.raw(`,"response_raw":`)
+		e.raw(`,"` + schema.ResponseRaw + `":`)
 		e.strFrom(ex.ResponseRawFrom)
 	} else {
-		e.keyStr(`,"response_raw":`, ex.ResponseRaw)
+		e.keyStr(`,"`+schema.ResponseRaw+`":`, ex.ResponseRaw)
 	}
-	e.keyStr(`,"response_source":`, ex.ResponseSource)
+	e.keyStr(`,"`+schema.ResponseSource+`":`, ex.ResponseSource)
 	if ex.UpstreamAttempted != nil {
-		e.raw(`,"upstream_attempted":`)
+		e.raw(`,"` + schema.UpstreamAttempted + `":`)
 		e.raw(strconv.FormatBool(*ex.UpstreamAttempted))
 	}
 	if ex.UpstreamStatusCode != nil {
-		e.raw(`,"upstream_status_code":`)
+		e.raw(`,"` + schema.UpstreamStatusCode + `":`)
 		e.optInt(ex.UpstreamStatusCode)
 	}
-	e.keyStr(`,"local_response_reason":`, ex.LocalResponseReason)
-	e.keyStr(`,"client_session_id":`, ex.ClientSessionID)
-	e.keyStr(`,"client_assistant_message_id":`, ex.ClientAssistantMessageID)
+	e.keyStr(`,"`+schema.LocalResponseReason+`":`, ex.LocalResponseReason)
+	e.keyStr(`,"`+schema.ClientSessionID+`":`, ex.ClientSessionID)
+	e.keyStr(`,"`+schema.ClientAssistantMessageID+`":`, ex.ClientAssistantMessageID)
+	if ex.TokenCapture != nil {
+		e.raw(`,"` + schema.TokenCapture + `":`)
+		e.write(ex.TokenCapture)
+	}
 	e.raw("}")
 	if e.err != nil {
 		return fmt.Errorf("encode exchange: %w", e.err)

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/windows"
+
 	"github.com/modelcalls/modelcalls/internal/fsutil"
 )
 
@@ -53,51 +55,81 @@ func openReadNoFollow(p string) (*os.File, error) {
 	return f, nil
 }
 
-// readLockedInto reads the whole capture file of id (into buf's memory when its capacity holds the
-// file). A missing file gives nil data. No lock is taken: no process on Windows writes a capture
-// file, and the lock of a Linux or macOS gateway writing to a shared dir is not visible here (a line
-// being written reads as a torn last line, which readers already skip).
-func (s *Store) readLockedInto(id string, buf []byte) (string, []byte, error) {
-	p, err := s.CapturePath(id)
+// A capture file open for reading is an *os.File (rfile); noFile is none.
+type rfile = *os.File
+
+var noFile rfile
+
+// openShared opens the capture file of id for reading, for readLockedInto, ScanFrom and ReadLineAt.
+// fd is noFile (and err nil) when the file does not exist; otherwise the caller closes it with
+// closeShared. No lock is taken: no process on Windows writes a capture file, and the flock of a
+// Linux or macOS gateway writing to a shared dir is not visible here (a line being written reads as
+// a torn last line, which readers already handle). A directory is an error; a link is refused.
+func (s *Store) openShared(id string) (p string, fd rfile, st fileStat, err error) {
+	p, err = s.CapturePath(id)
 	if err != nil {
-		return "", nil, err
+		return "", noFile, st, err
 	}
 	f, err := openReadNoFollow(p)
 	if err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return p, nil, nil
+			return p, noFile, st, nil
 		case errors.Is(err, errIsSymlink):
 			s.noteSymlink()
-			return p, nil, fmt.Errorf("open capture file %s: %w", p, ErrSymlink)
+			return p, noFile, st, fmt.Errorf("open capture file %s: %w", p, ErrSymlink)
 		}
-		return p, nil, fmt.Errorf("open capture file: %w", err)
+		return p, noFile, st, fmt.Errorf("open capture file: %w", err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return p, nil, fmt.Errorf("stat capture file: %w", err)
+	var info windows.ByHandleFileInformation
+	if err := windows.GetFileInformationByHandle(windows.Handle(f.Fd()), &info); err != nil {
+		f.Close()
+		return p, noFile, st, fmt.Errorf("stat capture file: %w", &os.PathError{Op: "stat", Path: p, Err: err})
 	}
-	if st.IsDir() {
-		return p, nil, fmt.Errorf("read capture file %s: is a directory", p)
+	if info.FileAttributes&windows.FILE_ATTRIBUTE_DIRECTORY != 0 {
+		f.Close()
+		return p, noFile, st, fmt.Errorf("read capture file %s: is a directory", p)
 	}
-	if want := max(st.Size(), 0) + 1; int64(cap(buf)) < want {
-		buf = make([]byte, 0, want)
+	st = fileStat{
+		Dev:     uint64(info.VolumeSerialNumber),
+		Ino:     uint64(info.FileIndexHigh)<<32 | uint64(info.FileIndexLow),
+		Size:    int64(info.FileSizeHigh)<<32 | int64(info.FileSizeLow),
+		Regular: true,
 	}
-	b := buf[:0]
+	return p, f, st, nil
+}
+
+// closeShared closes a file opened by openShared.
+func closeShared(fd rfile) { fd.Close() }
+
+// readAll appends what fd holds from its offset to end of file to b, growing it when full; with
+// size >= 0 it stops once b holds exactly size bytes.
+func readAll(fd rfile, b []byte, size int64) ([]byte, error) {
 	for {
+		if size >= 0 && int64(len(b)) == size {
+			return b, nil
+		}
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
 		}
-		n, err := f.Read(b[len(b):cap(b)])
+		n, err := fd.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
 		if err == io.EOF {
-			return p, b, nil
+			return b, nil
 		}
 		if err != nil {
-			return p, nil, fmt.Errorf("read capture file: %w", err)
+			return b, err
 		}
 	}
+}
+
+// preadSome reads into b at off; 0 at end of file.
+func preadSome(fd rfile, b []byte, off int64) (int, error) {
+	n, err := fd.ReadAt(b, off)
+	if err == io.EOF {
+		err = nil
+	}
+	return n, err
 }
 
 // fileCache, writeBatch and the group commit are shared with Linux and macOS; on Windows no capture

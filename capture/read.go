@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"unicode/utf8"
 
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
@@ -133,6 +134,32 @@ func (s *Store) readLocked(id string) (string, []byte, error) {
 	return s.readLockedInto(id, nil)
 }
 
+// readLockedInto is readLocked reading into buf's memory when its capacity holds the file (see
+// ScanAvailableBuffer); a file that outgrows it is read into a new buffer.
+func (s *Store) readLockedInto(id string, buf []byte) (string, []byte, error) {
+	p, fd, st, err := s.openShared(id)
+	if err != nil || fd == noFile {
+		return p, nil, err
+	}
+	defer closeShared(fd)
+	// One byte more than the file: the read that sees end of file needs no growth.
+	if want := max(st.Size, 0) + 1; int64(cap(buf)) < want {
+		buf = make([]byte, 0, want)
+	}
+	// A regular file is read up to its size: under the shared lock no writer that locks can
+	// change it, so the read that would confirm end of file is skipped (a file that grew since
+	// fstat fills the spare byte, and is read on to its end).
+	until := int64(-1)
+	if st.Regular {
+		until = st.Size
+	}
+	data, err := readAll(fd, buf[:0], until)
+	if err != nil {
+		return p, nil, fmt.Errorf("read capture file: %w", &os.PathError{Op: "read", Path: p, Err: err})
+	}
+	return p, data, nil
+}
+
 // scanLines calls fn for each non-blank line of data with its capture index and 1-based line number;
 // fn returns false to stop. A line is blank when only ASCII whitespace remains after trimming.
 func scanLines(data []byte, fn func(index, line int, b []byte) bool) {
@@ -178,4 +205,12 @@ func CheckLine(b []byte) error {
 		return ErrNotObject
 	}
 	return nil
+}
+
+// fileStat is what readers use of an open capture file's status: its identity (device and inode,
+// or on Windows volume serial number and file index), its size and whether it is a regular file.
+type fileStat struct {
+	Dev, Ino uint64
+	Size     int64
+	Regular  bool
 }

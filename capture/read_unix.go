@@ -10,56 +10,56 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// readLockedInto is readLocked reading into buf's memory when its capacity holds the file (see
-// ScanAvailableBuffer); a file that outgrows it is read into a new buffer.
-func (s *Store) readLockedInto(id string, buf []byte) (string, []byte, error) {
-	p, err := s.CapturePath(id)
+// A capture file open for reading is a descriptor (rfile); noFile is none.
+type rfile = int
+
+const noFile rfile = -1
+
+// openShared opens the capture file of id for reading and takes the shared lock, for readers that
+// read it whole (readLockedInto) or in part (ScanFrom, ReadLineAt). fd is -1 (and err nil) when the
+// file does not exist; otherwise the caller releases it with closeShared. st is the file's fstat
+// under the lock. A directory is an error; a path that is not a regular file is made blocking.
+func (s *Store) openShared(id string) (p string, fd int, st fileStat, err error) {
+	p, err = s.CapturePath(id)
 	if err != nil {
-		return "", nil, err
+		return "", -1, st, err
 	}
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	fd, err = unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		switch {
 		case errors.Is(err, unix.ENOENT):
-			return p, nil, nil
+			return p, -1, st, nil
 		case errors.Is(err, unix.ELOOP):
 			s.noteSymlink()
-			return p, nil, fmt.Errorf("open capture file %s: %w", p, ErrSymlink)
+			return p, -1, st, fmt.Errorf("open capture file %s: %w", p, ErrSymlink)
 		}
-		return p, nil, fmt.Errorf("open capture file: %w", &os.PathError{Op: "open", Path: p, Err: err})
+		return p, -1, st, fmt.Errorf("open capture file: %w", &os.PathError{Op: "open", Path: p, Err: err})
 	}
-	defer unix.Close(fd)
 	if err := retryEINTR(func() error { return unix.Flock(fd, unix.LOCK_SH) }); err != nil {
-		return p, nil, fmt.Errorf("flock %s: %w", p, err)
+		unix.Close(fd)
+		return p, -1, st, fmt.Errorf("flock %s: %w", p, err)
 	}
-	defer unix.Flock(fd, unix.LOCK_UN)
-	var st unix.Stat_t
-	if err := retryEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
-		return p, nil, fmt.Errorf("stat capture file: %w", &os.PathError{Op: "stat", Path: p, Err: err})
+	var ust unix.Stat_t
+	if err := retryEINTR(func() error { return unix.Fstat(fd, &ust) }); err != nil {
+		closeShared(fd)
+		return p, -1, st, fmt.Errorf("stat capture file: %w", &os.PathError{Op: "stat", Path: p, Err: err})
 	}
-	switch st.Mode & unix.S_IFMT {
+	st = fileStat{Dev: uint64(ust.Dev), Ino: uint64(ust.Ino), Size: ust.Size, Regular: ust.Mode&unix.S_IFMT == unix.S_IFREG}
+	switch ust.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
-		return p, nil, fmt.Errorf("read capture file %s: is a directory", p)
+		closeShared(fd)
+		return p, -1, st, fmt.Errorf("read capture file %s: is a directory", p)
 	case unix.S_IFREG:
 	default:
 		unix.SetNonblock(fd, false)
 	}
-	// One byte more than the file: the read that sees end of file needs no growth.
-	if want := max(st.Size, 0) + 1; int64(cap(buf)) < want {
-		buf = make([]byte, 0, want)
-	}
-	// A regular file is read up to its size: under the shared lock no writer that locks can
-	// change it, so the read that would confirm end of file is skipped (a file that grew since
-	// fstat fills the spare byte, and is read on to its end).
-	until := int64(-1)
-	if st.Mode&unix.S_IFMT == unix.S_IFREG {
-		until = st.Size
-	}
-	data, err := readAll(fd, buf[:0], until)
-	if err != nil {
-		return p, nil, fmt.Errorf("read capture file: %w", &os.PathError{Op: "read", Path: p, Err: err})
-	}
-	return p, data, nil
+	return p, fd, st, nil
+}
+
+// closeShared releases the shared lock of an openShared descriptor and closes it.
+func closeShared(fd int) {
+	unix.Flock(fd, unix.LOCK_UN)
+	unix.Close(fd)
 }
 
 // readAll appends what fd holds from its offset to end of file to b, growing it when full. With
@@ -92,5 +92,16 @@ func retryEINTR(op func() error) error {
 		if err := op(); !errors.Is(err, unix.EINTR) {
 			return err
 		}
+	}
+}
+
+// preadSome reads into b at off, retrying EINTR; 0 at end of file.
+func preadSome(fd int, b []byte, off int64) (int, error) {
+	for {
+		n, err := unix.Pread(fd, b, off)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		return n, err
 	}
 }

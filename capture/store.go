@@ -169,7 +169,7 @@ func (s *Store) AppendExchange(id string, ex *Exchange) error {
 		return err
 	}
 	claim := s.lookupClaim(id, ex.ModelCallID)
-	size := len(ex.Request) + len(ex.Response)
+	size := len(ex.Request) + len(ex.Response) + len(ex.TokenCapture)
 	if ex.RequestRaw != nil {
 		size += len(*ex.RequestRaw)
 	}

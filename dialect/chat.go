@@ -20,6 +20,7 @@ type chatState struct {
 	usage   []byte // last truthy chunk usage
 	choices map[int64]*chatChoice
 	sp      *spill
+	lim     *budget
 }
 
 type chatChoice struct {
@@ -30,8 +31,14 @@ type chatChoice struct {
 	hasReasoning bool
 	finish       []byte // last truthy finish_reason
 	calls        []*toolCall
-	last         *toolCall // the call the previous tool-call delta went to
+	byIndex      map[int64]*toolCall // the latest call of each index, once calls passes toolCallScan
+	last         *toolCall           // the call the previous tool-call delta went to
 }
+
+// toolCallScan is the call count up to which a tool-call delta's index is looked up by scanning
+// the calls; past it chatChoice.byIndex is kept, so that n deltas with distinct indexes cost O(n),
+// not O(n²).
+const toolCallScan = 8
 
 type toolCall struct {
 	index int64 // the delta index it was created for; calls are sorted by it, then by creation
@@ -55,7 +62,7 @@ func (c *chatState) add(ev []byte) {
 		if jsonscan.IsObject(ch) {
 			c.choice(ch)
 		}
-		return true
+		return !c.lim.done()
 	})
 }
 
@@ -67,7 +74,10 @@ func (c *chatState) choice(ch []byte) {
 			return // malformed choice index: skip the choice
 		}
 	}
-	st := entry(&c.choices, idx)
+	st, ok := entry(&c.choices, idx, c.lim)
+	if !ok {
+		return
+	}
 	if fr := jsonscan.Lookup(ch, "finish_reason"); jsonscan.Truthy(fr) {
 		st.finish = keep(st.finish, fr)
 	}
@@ -92,9 +102,9 @@ func (c *chatState) choice(ch []byte) {
 	}
 	jsonscan.EachElement(jsonscan.Lookup(delta, "tool_calls"), func(tc []byte) bool {
 		if jsonscan.IsObject(tc) {
-			st.toolDelta(tc, c.sp)
+			st.toolDelta(tc, c.sp, c.lim)
 		}
-		return true
+		return !c.lim.done()
 	})
 }
 
@@ -103,7 +113,7 @@ func (c *chatState) choice(ch []byte) {
 // a new call with the same index; an empty id never starts a call. Real servers need each rule:
 // some send every parallel call whole with index 0, and Qwen (DashScope) sends "id": "" on
 // continuation deltas.
-func (st *chatChoice) toolDelta(tc []byte, sp *spill) {
+func (st *chatChoice) toolDelta(tc []byte, sp *spill, lim *budget) {
 	fn := jsonscan.Lookup(tc, "function")
 	if jsonscan.Truthy(fn) && !jsonscan.IsObject(fn) {
 		return // malformed function member: skip the whole delta
@@ -113,26 +123,26 @@ func (st *chatChoice) toolDelta(tc []byte, sp *spill) {
 	if jsonscan.IsNull(iv) {
 		call = st.last
 		if call == nil {
-			call = st.newCall(0)
+			if call = st.newCall(0, lim); call == nil {
+				return
+			}
 		}
 	} else {
 		idx, ok := jsonscan.Int(iv)
 		if !ok {
 			return // malformed index: skip the delta
 		}
-		for i := len(st.calls) - 1; i >= 0; i-- {
-			if st.calls[i].index == idx {
-				call = st.calls[i]
-				break
+		if call = st.callAt(idx); call == nil {
+			if call = st.newCall(idx, lim); call == nil {
+				return
 			}
-		}
-		if call == nil {
-			call = st.newCall(idx)
 		}
 	}
 	if id, ok := jsonscan.Text(jsonscan.Lookup(tc, "id")); ok && len(id) > 0 {
 		if call.hasID && call.id != string(id) {
-			call = st.newCall(call.index)
+			if call = st.newCall(call.index, lim); call == nil {
+				return
+			}
 		}
 		if !call.hasID {
 			call.id, call.hasID = string(id), true
@@ -149,9 +159,35 @@ func (st *chatChoice) toolDelta(tc []byte, sp *spill) {
 	}
 }
 
-func (st *chatChoice) newCall(idx int64) *toolCall {
+// callAt returns the latest call created for index idx, nil when there is none.
+func (st *chatChoice) callAt(idx int64) *toolCall {
+	if st.byIndex != nil {
+		return st.byIndex[idx]
+	}
+	for i := len(st.calls) - 1; i >= 0; i-- {
+		if st.calls[i].index == idx {
+			return st.calls[i]
+		}
+	}
+	return nil
+}
+
+// newCall starts a call for index idx; nil when lim refuses another element.
+func (st *chatChoice) newCall(idx int64, lim *budget) *toolCall {
+	if !lim.take(1) {
+		return nil
+	}
 	call := &toolCall{index: idx}
 	st.calls = append(st.calls, call)
+	switch {
+	case st.byIndex != nil:
+		st.byIndex[idx] = call
+	case len(st.calls) > toolCallScan:
+		st.byIndex = make(map[int64]*toolCall, 2*len(st.calls))
+		for _, c := range st.calls { // in creation order: the latest call of an index wins
+			st.byIndex[c.index] = c
+		}
+	}
 	return call
 }
 

@@ -18,6 +18,7 @@ type messagesState struct {
 	toolJSON map[int64][]byte  // input_json_delta fragments by block index
 	usage    object            // merged usage
 	sp       *spill
+	lim      *budget
 }
 
 // messageFields are the message_start fields kept, in the order NeMo Gym writes them.
@@ -83,6 +84,9 @@ func (m *messagesState) blockStart(ev []byte) {
 	default:
 		return
 	}
+	if _, ok := m.blocks[key]; !ok && !m.lim.take(1) {
+		return
+	}
 	if m.blocks == nil {
 		m.blocks = make(map[int64]*object)
 	}
@@ -98,7 +102,10 @@ func (m *messagesState) blockDelta(ev []byte) {
 	if jsonscan.Truthy(delta) && !jsonscan.IsObject(delta) {
 		return
 	}
-	block := entry(&m.blocks, key)
+	block, ok := entry(&m.blocks, key, m.lim)
+	if !ok {
+		return
+	}
 	dtyp, _ := jsonscan.Text(jsonscan.Lookup(delta, "type"))
 	switch string(dtyp) {
 	case "text_delta":
@@ -162,12 +169,14 @@ func (m *messagesState) messageDelta(ev []byte) {
 func (m *messagesState) has() bool { return m.message != nil || len(m.blocks) > 0 }
 
 func (m *messagesState) encode(e *enc) {
-	out := &object{}
+	// The message is built once: message_start's fields with "type" set, then content and usage
+	// (message_start's fields never include those two).
+	var out object
 	if m.message != nil {
-		out = m.message.with("type", stringNode("message"))
-	} else {
-		out.set("type", stringNode("message"))
+		out.keys = append(make([]string, 0, len(m.message.keys)+3), m.message.keys...)
+		out.vals = append(make([]*node, 0, len(m.message.keys)+3), m.message.vals...)
 	}
+	out.set("type", stringNode("message"))
 	keys := slices.Sorted(maps.Keys(m.blocks))
 	content := &node{isArr: true, arr: make([]*node, 0, len(keys))}
 	for _, k := range keys {
@@ -180,9 +189,9 @@ func (m *messagesState) encode(e *enc) {
 		}
 		content.arr = append(content.arr, &node{obj: block})
 	}
-	out = out.with("content", content)
+	out.set("content", content)
 	if len(m.usage.keys) > 0 {
-		out = out.with("usage", &node{obj: &m.usage})
+		out.set("usage", &node{obj: &m.usage})
 	}
 	out.encode(e)
 }

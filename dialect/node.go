@@ -1,6 +1,10 @@
 package dialect
 
-import "github.com/modelcalls/modelcalls/internal/jsonscan"
+import (
+	"maps"
+
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
+)
 
 // node is a JSON value under reconstruction. It starts as raw compact JSON and is opened up only
 // where a stream edits it: into an ordered object (members keep their first position, as in a
@@ -16,11 +20,18 @@ type node struct {
 	isStr bool
 }
 
-// object is an ordered JSON object.
+// object is an ordered JSON object. A small object is searched key by key; one with more than
+// objectScanKeys members also keeps pos, so that setting or finding each of n members costs O(1),
+// not O(n) (an object with n keys is then built in O(n), not O(n²)).
 type object struct {
 	keys []string
 	vals []*node
+	pos  map[string]int // key → position in keys, nil while the object has objectScanKeys keys or fewer
 }
+
+// objectScanKeys is the member count up to which an object is searched key by key: below it the
+// scan costs less than a map lookup, and the object no map allocation.
+const objectScanKeys = 8
 
 // rawNode wraps a raw value, copying it compactly so it does not pin the event buffer.
 func rawNode(v []byte) *node { return &node{raw: compact(v)} }
@@ -46,10 +57,21 @@ func parseObject(v []byte) *object {
 }
 
 func (o *object) index(key string) int {
+	if o.pos != nil {
+		return o.indexed(key)
+	}
 	for i, k := range o.keys {
 		if k == key {
 			return i
 		}
+	}
+	return -1
+}
+
+// indexed is index for an object that keeps pos.
+func (o *object) indexed(key string) int {
+	if i, ok := o.pos[key]; ok {
+		return i
 	}
 	return -1
 }
@@ -68,13 +90,31 @@ func (o *object) set(key string, n *node) {
 		o.vals[i] = n
 		return
 	}
+	o.add(key, n)
+}
+
+// add appends the member key, which o does not have, keeping pos once o passes objectScanKeys
+// (apart from set so that set stays small enough to inline).
+func (o *object) add(key string, n *node) {
 	o.keys = append(o.keys, key)
 	o.vals = append(o.vals, n)
+	switch {
+	case o.pos != nil:
+		o.pos[key] = len(o.keys) - 1
+	case len(o.keys) > objectScanKeys:
+		o.pos = make(map[string]int, 2*len(o.keys))
+		for i, k := range o.keys {
+			o.pos[k] = i
+		}
+	}
 }
 
 // with returns a shallow copy of o with key set to n; o is not changed.
 func (o *object) with(key string, n *node) *object {
 	c := &object{keys: append([]string(nil), o.keys...), vals: append([]*node(nil), o.vals...)}
+	if o.pos != nil {
+		c.pos = maps.Clone(o.pos)
+	}
 	c.set(key, n)
 	return c
 }

@@ -3,6 +3,7 @@ package dialect
 import (
 	"bytes"
 	"maps"
+	"math"
 	"slices"
 
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
@@ -18,9 +19,11 @@ type responsesState struct {
 	final  []byte // compact "response" of the last response.completed/incomplete/failed event
 	latest []byte // compact "response" of the last event carrying a response object
 
-	items map[int64]*node // output items by output_index (each an object node)
+	items map[int64]*node // output items by output_index (each an object node); only the indexes seen
 	byID  map[string]int64
+	next  int64 // the index after the highest in items: where an item without output_index goes
 	sp    *spill
+	lim   *budget
 }
 
 // Text-carrying events of the Responses stream: where their fragment goes.
@@ -104,31 +107,32 @@ func (r *responsesState) itemEvent(ev []byte) {
 		if jsonscan.Lookup(ev, "output_index") != nil {
 			return
 		}
-		idx = r.nextIndex()
+		idx = r.next
 	}
-	n := rawNode(item)
-	r.put(idx, n)
+	if !r.put(idx, rawNode(item)) {
+		return
+	}
 	if id, ok := jsonscan.String(jsonscan.Lookup(item, "id")); ok && id != "" {
 		r.byID[id] = idx
 	}
 }
 
-func (r *responsesState) nextIndex() int64 {
-	var next int64
-	for k := range r.items {
-		if k >= next {
-			next = k + 1
+// put stores n as the item at idx; ok is false when idx is new and lim refuses another element.
+func (r *responsesState) put(idx int64, n *node) bool {
+	if _, ok := r.items[idx]; !ok {
+		if !r.lim.take(1) {
+			return false
+		}
+		if idx >= r.next && idx < math.MaxInt64 {
+			r.next = idx + 1
 		}
 	}
-	return next
-}
-
-func (r *responsesState) put(idx int64, n *node) {
 	if r.items == nil {
 		r.items = make(map[int64]*node)
 		r.byID = make(map[string]int64)
 	}
 	r.items[idx] = n
+	return true
 }
 
 // target finds the item an item-level event is about: by item_id when that id is known, else by
@@ -151,7 +155,7 @@ func (r *responsesState) target(ev []byte, itemType string) (*object, bool) {
 		if idxRaw != nil || !hasID || id == "" {
 			return nil, false
 		}
-		idx = r.nextIndex()
+		idx = r.next
 	}
 	if n := r.items[idx]; n != nil {
 		o := n.asObject()
@@ -162,7 +166,9 @@ func (r *responsesState) target(ev []byte, itemType string) (*object, bool) {
 		o.set("id", stringNode(id))
 	}
 	o.set("type", stringNode(itemType))
-	r.put(idx, &node{obj: o})
+	if !r.put(idx, &node{obj: o}) {
+		return nil, false
+	}
 	if hasID && id != "" {
 		r.byID[id] = idx
 	}
@@ -170,30 +176,61 @@ func (r *responsesState) target(ev []byte, itemType string) (*object, bool) {
 }
 
 // part returns the part at the event's index in the item's list (content or summary), creating
-// parts of partType up to it when the stream never announced them.
-func part(item *object, ev []byte, list, indexKey, partType string) (*node, bool) {
+// parts of partType up to it when the stream never announced them: at most maxPartGap below it
+// (an index further beyond the parts the item has is refused and counted by lim), each an element
+// lim counts.
+func (r *responsesState) part(item *object, ev []byte, list, indexKey, partType string) (*node, bool) {
 	pi := int64(0)
 	if v := jsonscan.Lookup(ev, indexKey); v != nil {
 		var ok bool
-		if pi, ok = jsonscan.Int(v); !ok || pi < 0 || pi > 1<<16 {
+		if pi, ok = jsonscan.Int(v); !ok || pi < 0 {
 			return nil, false
 		}
 	}
 	ln := item.get(list)
+	if ln != nil && !ln.asArray() {
+		return nil, false
+	}
+	have := int64(0)
+	if ln != nil {
+		have = int64(len(ln.arr))
+	}
+	if pi >= have {
+		if pi-have > maxPartGap {
+			r.lim.refused++
+			return nil, false
+		}
+		if !r.lim.take(int(pi - have + 1)) {
+			return nil, false
+		}
+	}
 	if ln == nil {
 		ln = &node{isArr: true}
 		item.set(list, ln)
 	}
-	if !ln.asArray() {
-		return nil, false
-	}
 	for int64(len(ln.arr)) <= pi {
-		p := &object{}
-		p.set("type", stringNode(partType))
-		ln.arr = append(ln.arr, &node{obj: p})
+		ln.arr = append(ln.arr, &node{raw: partFillers[partType]})
 	}
 	return ln.arr[pi], true
 }
+
+// partFillers holds, for each part type, the part created where the stream never announced one:
+// {"type": <part type>}, shared raw JSON (a node opens its own copy when an event edits it).
+var partFillers = func() map[string][]byte {
+	fillers := map[string][]byte{}
+	add := func(p partTarget) {
+		if p.partType != "" {
+			fillers[p.partType] = []byte(`{"type":` + string(jsonscan.AppendString(nil, []byte(p.partType))) + `}`)
+		}
+	}
+	for _, t := range responsesTextEvents {
+		add(t.partTarget)
+	}
+	for _, p := range responsesPartEvents {
+		add(p)
+	}
+	return fillers
+}()
 
 func (r *responsesState) textEvent(ev []byte, t textTarget) {
 	frag, ok := jsonscan.Text(jsonscan.Lookup(ev, t.fragment))
@@ -206,7 +243,7 @@ func (r *responsesState) textEvent(ev []byte, t textTarget) {
 	}
 	holder := item
 	if t.list != "" {
-		p, ok := part(item, ev, t.list, t.indexKey, t.partType)
+		p, ok := r.part(item, ev, t.list, t.indexKey, t.partType)
 		if !ok {
 			return
 		}
@@ -231,7 +268,7 @@ func (r *responsesState) partEvent(ev []byte, t partTarget) {
 	if !ok {
 		return
 	}
-	p, ok := part(item, ev, t.list, t.indexKey, t.partType)
+	p, ok := r.part(item, ev, t.list, t.indexKey, t.partType)
 	if !ok {
 		return
 	}

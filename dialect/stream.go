@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
@@ -32,8 +33,8 @@ type Stream struct {
 	r         reassembler
 	sp        spill
 	events    int
-	truncated int  // events over the decoder's Max, left out of the reassembly
-	stopped   bool // Stop was called: events are only checked for the terminal
+	truncated int    // events over the decoder's Max, left out of the reassembly
+	lim       budget // the reassembly's element limit, and Stop
 	// unstorable: an event held JSON the store cannot hold (a number overflowing a double, an
 	// unpaired surrogate escape). Leaving it out would rebuild a different response (an earlier
 	// envelope in place of the final one), so there is no reconstruction: response stays null and
@@ -52,30 +53,80 @@ type reassembler interface {
 }
 
 // entry returns the reassembler's state for index k of an indexed part (a chat choice, a
-// Messages content block), creating the map and a zero state the first time k is seen.
-func entry[V any](m *map[int64]*V, k int64) *V {
+// Messages content block), creating the map and a zero state the first time k is seen; ok is false
+// when k is new and lim refuses another element. The map holds only the indexes seen, so an index
+// far beyond the others costs one entry.
+func entry[V any](m *map[int64]*V, k int64, lim *budget) (v *V, ok bool) {
+	if v = (*m)[k]; v != nil {
+		return v, true
+	}
+	if !lim.take(1) {
+		return nil, false
+	}
 	if *m == nil {
 		*m = make(map[int64]*V)
 	}
-	v := (*m)[k]
-	if v == nil {
-		v = new(V)
-		(*m)[k] = v
-	}
-	return v
+	v = new(V)
+	(*m)[k] = v
+	return v, true
 }
+
+// MaxElements is the most elements one Stream's reassembly creates: choices and tool calls
+// (Chat), output items and their content and summary parts (Responses), content blocks
+// (Messages). Every element comes from bytes of the stream, so this bounds the reassembly's
+// memory on top of its proportion to the bytes received; real streams stay far below it (a few
+// choices, tens to hundreds of tool calls, items or blocks). Past it no element is created: what
+// an event adds to the elements already there (text, arguments, a finish reason, the final
+// envelope and usage) still applies, what would need a new one is left out, and OverLimit reports
+// it (the gateway marks the line capture_too_large).
+const MaxElements = 1 << 16
+
+// maxPartGap is how many parts a Responses content or summary index may skip: parts below the
+// index that the stream never announced are created (as {"type": <part type>}), at most this many
+// for one event; an index further beyond the parts the item has is refused (the event is skipped
+// and OverLimit reports it), so a small event cannot make the reassembly create thousands of
+// empty parts.
+const maxPartGap = 16
+
+// budget is a Stream's limit on the elements its reassembly creates (MaxElements), shared by the
+// Stream and its reassembler, and the flag Stop sets.
+type budget struct {
+	left    int         // elements that may still be created
+	full    bool        // an element was refused at the limit
+	refused int         // events skipped for an index far beyond what arrived (maxPartGap)
+	stopped atomic.Bool // Stop was called
+}
+
+// take reports whether the reassembly may create n more elements, counting them; past the limit
+// it refuses and records that, and after Stop it refuses.
+func (b *budget) take(n int) bool {
+	if b.stopped.Load() {
+		return false
+	}
+	if n > b.left {
+		b.full = true
+		return false
+	}
+	b.left -= n
+	return true
+}
+
+// done reports that the reassembly must not go on: Stop was called. A reassembler checks it
+// between the elements of one event, so that a long event stops early.
+func (b *budget) done() bool { return b.stopped.Load() }
 
 // NewStream returns a Stream for dialect d. A value other than the three dialects is
 // reassembled as chat (as NeMo Gym's reconstruction does) and never sees a terminal event.
 func NewStream(d Dialect) *Stream {
 	s := &Stream{d: d}
+	s.lim.left = MaxElements
 	switch d {
 	case Messages:
-		s.r = &messagesState{sp: &s.sp}
+		s.r = &messagesState{sp: &s.sp, lim: &s.lim}
 	case Responses:
-		s.r = &responsesState{sp: &s.sp}
+		s.r = &responsesState{sp: &s.sp, lim: &s.lim}
 	default:
-		s.r = &chatState{sp: &s.sp}
+		s.r = &chatState{sp: &s.sp, lim: &s.lim}
 	}
 	s.emit = s.onEvent
 	return s
@@ -93,12 +144,20 @@ func (s *Stream) Limit(maxEvent, spillAt int, dir string) {
 }
 
 // Stop ends the reassembly: later events are still decoded for terminal detection, but add
-// nothing (the gateway stops keeping a capture at its size limit). Response then rebuilds what
-// came before.
-func (s *Stream) Stop() { s.stopped = true }
+// nothing (the gateway stops keeping a capture at its size limit, and stops reassembling when the
+// client has gone). Response then rebuilds what came before. Unlike the other methods, Stop may be
+// called from another goroutine while Write or End runs: the event being reassembled then stops
+// at its next element.
+func (s *Stream) Stop() { s.lim.stopped.Store(true) }
 
 // Truncated returns how many events were too large to reassemble (see Limit).
 func (s *Stream) Truncated() int { return s.truncated }
+
+// OverLimit reports whether the reassembly left part of the stream out for its limits: it reached
+// MaxElements (and stopped), or an event named a Responses part index far beyond the parts that
+// arrived (and was skipped). Response then rebuilds the rest; the gateway marks the line
+// capture_too_large, as for an event too large to reassemble.
+func (s *Stream) OverLimit() bool { return s.lim.full || s.lim.refused > 0 }
 
 // Err reports a failure to spool reassembled text: the reconstruction is then incomplete and
 // must not be stored.
@@ -222,7 +281,8 @@ func (s *Stream) onEvent(ev *sse.RawEvent) {
 		return
 	}
 	obj := payload(ev.HasData, ev.Data)
-	if obj == nil && ev.HasData && !s.stopped && unrepresentable(ev.Data) {
+	reassemble := !s.lim.done()
+	if obj == nil && ev.HasData && reassemble && unrepresentable(ev.Data) {
 		s.unstorable = true
 	}
 	if s.term == TerminalNone {
@@ -230,7 +290,7 @@ func (s *Stream) onEvent(ev *sse.RawEvent) {
 			s.term, s.hit = t, true
 		}
 	}
-	if obj != nil && !s.stopped {
+	if obj != nil && reassemble {
 		s.r.add(obj)
 	}
 }

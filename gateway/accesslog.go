@@ -4,9 +4,9 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
+	"github.com/modelcalls/modelcalls/record"
 )
 
 // logCall writes the access log line of one captured call, at info, once its capture is finished:
@@ -52,7 +52,7 @@ func (h *Handler) logCall(c *call, ex *capture.Exchange, category, result string
 	}
 	attrs = append(attrs, slog.Int("status", c.status))
 	if usage != nil {
-		st := modelcalls.ExtractTokenStats(usage)
+		st := record.ExtractTokenStats(usage)
 		if st.TokensIn != nil {
 			attrs = append(attrs, slog.Int64("tokens_in", *st.TokensIn))
 		}

@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
@@ -32,6 +33,9 @@ var (
 	errUpstreamTimeout = errors.New("upstream did not send response headers in time")
 	errIdleTimeout     = errors.New("upstream body read timed out")
 	errClientGone      = errors.New("client went away")
+	// errUnexpectedStatus rejects an upstream answer the gateway does not relay on a captured call:
+	// a final 1xx (101 Switching Protocols to a request that asked for no switch).
+	errUnexpectedStatus = errors.New("upstream answered with a status the gateway does not relay")
 )
 
 // failure is why a call ended without a complete response; its non-empty values are error
@@ -87,6 +91,17 @@ type call struct {
 	terminalHit   bool // the current chunk completed the first terminal event
 	finished      bool // the capture line is written (or marked)
 
+	// upstreamStatus is the upstream's status when the gateway answered in its place (a final 1xx),
+	// recorded as upstream_status_code beside the local answer (the status above is the client's);
+	// 0 otherwise.
+	upstreamStatus int
+
+	// clientLeft is set when the client went away while the stream was still being reassembled:
+	// the reassembly stops there (reassembling for nobody would only burn CPU), and the line says
+	// cancelled. Set by consume or, mid-chunk, by the goroutine of stopOnLeave.
+	clientLeft  atomic.Bool
+	stopOnLeave func() bool // unregisters the clientCtx hook that stops the reassembly
+
 	// settle's inputs, kept from finish: the exchange as written, the write's result ("ok",
 	// "failed" or "lost"), the error category's label, and whether settle still has to run.
 	written   *capture.Exchange
@@ -94,13 +109,16 @@ type call struct {
 	category  string
 	unsettled bool
 
+	tokens *tokenCapture // what Handler.Tokens did to the call (tokens.go), nil when nothing
+	render chan struct{} // closed when the prompt render of a llama-server call is done
+
 	traceparent string          // the client's traceparent header, kept only for OnCaptured (captured.go)
 	summary     json.RawMessage // a streamed reconstruction's Summary, for the access log and OnCaptured
 }
 
 // serveCaptured handles a call on an observed path under a valid rollout prefix: claim, read the
 // request (413 past MaxRequestBytes), forward, capture.
-func (h *Handler) serveCaptured(w http.ResponseWriter, r *http.Request, id string, d dialect.Dialect) {
+func (h *Handler) serveCaptured(w http.ResponseWriter, r *http.Request, id string, d dialect.Dialect, guard *bodyGuard) {
 	c := &call{h: h, rolloutID: id, dialect: d, modelCallID: capture.NewModelCallID(), start: time.Now(), contentLength: -1}
 	c.session, c.assistantMessage = clientIDs(r.Header)
 	c.noteTrace(r.Header)
@@ -137,6 +155,13 @@ func (h *Handler) serveCaptured(w http.ResponseWriter, r *http.Request, id strin
 			fmt.Sprintf("request body exceeds the capture gateway's limit of %d bytes", h.maxRequestBytes()))
 		return
 	}
+	if err != nil && guard != nil && guard.timedOut {
+		// The body stopped arriving: the client is still there and gets 408, recorded as such.
+		guard.expire(w)
+		c.answerLocally(w, http.StatusRequestTimeout, ReasonRequestTimeout, false,
+			capture.StatusCategory(http.StatusRequestTimeout), "the request body stopped arriving; the call was not forwarded")
+		return
+	}
 	if err != nil {
 		// The request body did not arrive whole: the client's side of the connection failed.
 		h.log.Info("client request body unreadable; call not forwarded", "rollout_id", id, "model_call_id", c.modelCallID, "err", err)
@@ -160,17 +185,19 @@ func (h *Handler) serveCaptured(w http.ResponseWriter, r *http.Request, id strin
 		}()
 	}
 	h.metrics.reqBytes.Add(float64(len(body)))
+	// The line keeps the request the client sent; the upstream gets the one asking for token ids.
+	fwd := c.askTokens(r, body, codings)
 
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(errClientGone) // the handler is done; anything still running upstream is abandoned
 	c.ctx, c.cancel, c.clientCtx = ctx, cancel, r.Context()
 	out := r.WithContext(context.WithValue(ctx, callKey{}, c))
-	out.ContentLength = int64(len(body))
+	out.ContentLength = int64(len(fwd))
 	out.TransferEncoding = nil
 	out.Body = http.NoBody
-	if len(body) > 0 {
-		out.Body = io.NopCloser(bytes.NewReader(body))
-		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	if len(fwd) > 0 {
+		out.Body = io.NopCloser(bytes.NewReader(fwd))
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(fwd)), nil }
 	}
 	if t := h.upstreamTimeout(); t > 0 {
 		c.headerTimer = time.AfterFunc(t, func() { cancel(errUpstreamTimeout) })
@@ -183,38 +210,10 @@ func (h *Handler) serveCaptured(w http.ResponseWriter, r *http.Request, id strin
 // upstream call instead of before it (at the validator's ~0.5-1 GB/s, 256 KiB take 0.25-0.5 ms).
 const asyncRequestCheck = 256 << 10
 
-// maxPresizedRequest bounds how much of an announced Content-Length readRequest allocates before
-// the bytes arrive.
-const maxPresizedRequest = 64 << 10
-
 // readRequest reads the whole request body, up to MaxRequestBytes (errTooLarge beyond, without
 // reading further when Content-Length already says so).
 func (c *call) readRequest(r *http.Request) ([]byte, error) {
-	limit := c.h.maxRequestBytes()
-	if limit >= 0 && r.ContentLength > limit {
-		return nil, errTooLarge
-	}
-	if r.Body == nil {
-		return nil, nil
-	}
-	// The buffer grows with the bytes that arrive; the Content-Length announced sizes it up front
-	// only up to 64 KiB (a client announcing 60 MB and sending one byte costs 64 KiB at most), which
-	// spares the usual request the buffer's regrowth and copies.
-	var buf bytes.Buffer
-	if r.ContentLength > 0 {
-		buf.Grow(int(min(r.ContentLength, maxPresizedRequest)) + bytes.MinRead)
-	}
-	src := io.Reader(r.Body)
-	if limit >= 0 {
-		src = io.LimitReader(r.Body, limit+1)
-	}
-	if _, err := buf.ReadFrom(src); err != nil {
-		return nil, fmt.Errorf("read request body: %w", err)
-	}
-	if limit >= 0 && int64(buf.Len()) > limit {
-		return nil, errTooLarge
-	}
-	return buf.Bytes(), nil
+	return readBody(r, c.h.maxRequestBytes())
 }
 
 // captureRequest stores a request body as NeMo Gym's middleware does: a storable JSON object
@@ -259,6 +258,13 @@ func (c *call) responseStarted(res *http.Response) {
 			maxEvent = min(maxEvent, limit)
 		}
 		c.stream.Limit(int(maxEvent), int(c.h.spoolThreshold()), c.h.SpoolDir)
+		if c.clientCtx != nil {
+			stream := c.stream
+			c.stopOnLeave = context.AfterFunc(c.clientCtx, func() {
+				c.clientLeft.Store(true)
+				stream.Stop()
+			})
+		}
 	}
 	if codings := contentCodings(res.Header); len(codings) > 0 {
 		inf, err := newInflater(codings, c.consume)
@@ -303,6 +309,12 @@ func (c *call) observe(p []byte) {
 // reassembly. Past the limit a stream is still decoded, for its terminal event only: the hold
 // before that event stays.
 func (c *call) consume(p []byte) {
+	if c.stream != nil && !c.clientLeft.Load() && c.clientCtx != nil && c.clientCtx.Err() != nil {
+		// The client is gone and the proxy has not noticed yet (it notices when it writes this
+		// chunk): stop the reassembly now rather than when the AfterFunc goroutine runs.
+		c.clientLeft.Store(true)
+		c.stream.Stop()
+	}
 	if !c.capped {
 		keep := p
 		if limit := c.h.maxCaptureBytes(); limit >= 0 && c.kept+int64(len(p)) > limit {
@@ -346,6 +358,11 @@ func (c *call) keep(p []byte) {
 // (cancelled, nothing to answer), or the gateway answers 504 upstream_timeout / 502
 // upstream_unreachable itself.
 func (c *call) roundTripFailed(w http.ResponseWriter, err error) {
+	if errors.Is(err, errUnexpectedStatus) && c.clientCtx.Err() == nil {
+		c.answerLocally(w, http.StatusBadGateway, ReasonUpstreamBadStatus, true, capture.StatusCategory(http.StatusBadGateway),
+			"the upstream model server switched protocols on a model call: "+err.Error())
+		return
+	}
 	switch c.classify(err) {
 	case failCancelled:
 		c.prov = provenance{attempted: ptr(true)} // sent, but nobody answered before the client left
@@ -381,11 +398,23 @@ func isTimeout(err error) bool {
 
 // answerLocally answers the client with a dialect-shaped error the gateway produced itself, after
 // capturing it (response_source local): the body reaches the client only once the line is durable.
+// Every answer the gateway gives in place of the upstream's goes through here, so the line records
+// what the client got: status, local_response_reason and category (plus upstream_status_code when
+// the upstream did answer, with a status the gateway does not relay). The line must not be written
+// before the gateway knows the answer the client gets; a local answer to a call already written is
+// a bug, logged as an error.
 func (c *call) answerLocally(w http.ResponseWriter, status int, reason string, attempted bool, category, message string) {
+	if c.finished {
+		c.h.log.Error("bug: a captured call whose line is written was answered locally; the line records another answer",
+			"rollout_id", c.rolloutID, "model_call_id", c.modelCallID, "recorded_status", c.status, "status", status, "reason", reason)
+	}
 	c.h.log.Warn("answered a captured call locally", "rollout_id", c.rolloutID, "model_call_id", c.modelCallID,
 		"status", status, "reason", reason, "detail", message)
 	c.status = status
 	c.prov = local(reason, attempted)
+	if c.upstreamStatus > 0 {
+		c.prov.upstreamCode = ptr(c.upstreamStatus)
+	}
 	body := dialect.ErrorBody(c.dialect, status, reason, localMessage(reason, message))
 	c.finish(outcome{localBody: body, localCategory: category})
 	writeJSON(w, status, body, http.Header{modelCallIDKey: {c.modelCallID}})
@@ -432,6 +461,11 @@ func (c *call) conclude(o outcome, held bool) {
 	if o.eof && c.stream != nil {
 		c.stream.End()
 	}
+	if c.clientLeft.Load() && o.failure == failNone && o.localBody == nil {
+		// The client went away before this end of the stream, and the reassembly stopped then:
+		// the line says so, with the reconstruction of what came before.
+		o.failure = failCancelled
+	}
 
 	ex := &capture.Exchange{
 		ModelCallID:              c.modelCallID,
@@ -450,6 +484,7 @@ func (c *call) conclude(o outcome, held bool) {
 		ClientAssistantMessageID: c.assistantMessage,
 		PayloadsChecked:          true, // request by captureRequest, response by c.response
 		RequestCompact:           c.requestCompact,
+		TokenCapture:             c.tokenCaptureJSON(),
 	}
 	if c.firstByte {
 		ex.LatencyTTFTMS = ptr(capture.RoundMS(milliseconds(c.ttft)))
@@ -475,7 +510,11 @@ func (c *call) conclude(o outcome, held bool) {
 		v := verdict{status: c.status, failure: o.failure, streaming: c.streaming, decodeFailed: c.decodeErr != nil, parsed: parsed, tooLarge: c.capped}
 		if c.stream != nil {
 			v.terminal = c.stream.Terminal()
-			v.tooLarge = v.tooLarge || c.stream.Truncated() > 0
+			v.tooLarge = v.tooLarge || c.stream.Truncated() > 0 || c.stream.OverLimit()
+			if c.stream.OverLimit() {
+				c.h.log.Warn("stream reassembly over its limits; the line keeps the reconstruction of what came before",
+					"rollout_id", c.rolloutID, "model_call_id", c.modelCallID, "max_elements", dialect.MaxElements)
+			}
 		}
 		if c.body != nil {
 			v.bodyLen = c.kept
@@ -598,6 +637,9 @@ func (c *call) settle() {
 	if c.body != nil {
 		c.body.Close()
 	}
+	if c.stopOnLeave != nil {
+		c.stopOnLeave()
+	}
 	if c.stream != nil {
 		c.stream.Close()
 	}
@@ -614,7 +656,7 @@ type verdict struct {
 	decodeFailed bool
 	bodyLen      int64
 	parsed       bool // a response object was parsed or reconstructed
-	tooLarge     bool // the body passed MaxCaptureBytes, or a stream event was too large to reassemble
+	tooLarge     bool // the body passed MaxCaptureBytes, a stream event was too large to reassemble, or the stream passed the reassembly's limits
 }
 
 // errorCategory is NeMo Gym's error ladder (first rule that applies), plus our cancellation and
@@ -624,8 +666,9 @@ type verdict struct {
 //     "connection" / "timeout";
 //  3. status >= 400 → the status category (capture.StatusCategory);
 //  4. terminal error event → "upstream_error"; response.incomplete → "incomplete";
-//  5. the body passed MaxCaptureBytes (response_raw holds its first bytes), or a stream event was
-//     too large to reassemble → "capture_too_large";
+//  5. the body passed MaxCaptureBytes (response_raw holds its first bytes), a stream event was
+//     too large to reassemble, or the stream passed the reassembly's limits (dialect.MaxElements
+//     elements, a part index far beyond the parts that arrived) → "capture_too_large";
 //  6. the body could not be decoded (Content-Encoding) → "capture_parse_error";
 //  7. a stream without its terminal event → "stream_truncated";
 //  8. a non-empty body that gave no response object → "capture_parse_error";

@@ -20,6 +20,7 @@ import (
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/dialect"
 	"github.com/modelcalls/modelcalls/rollout"
+	"github.com/modelcalls/modelcalls/tokens"
 )
 
 // Defaults of the Handler fields (docs/gateway.md says why).
@@ -89,9 +90,10 @@ type Handler struct {
 	MaxRequestBytes int64
 
 	// RequestBodyTimeout bounds the wait for each read of a captured call's request body (the
-	// gateway reads it whole before forwarding); past it the call is not forwarded, it is captured as
-	// "cancelled" (upstream_attempted false) and the client gets 408 request_timeout (with
-	// Connection: close on HTTP/1). Zero means DefaultRequestBodyTimeout, negative means no limit.
+	// gateway reads it whole before forwarding); past it the call is not forwarded, the client gets
+	// 408 request_timeout (with Connection: close on HTTP/1), and the line records that answer
+	// (status 408, error category "timeout", response_source local, upstream_attempted false). Zero
+	// means DefaultRequestBodyTimeout, negative means no limit.
 	RequestBodyTimeout time.Duration
 
 	// SpoolThreshold is how many response body bytes of a captured call are kept in memory; the
@@ -117,6 +119,22 @@ type Handler struct {
 	// them.
 	NoAdminEndpoints bool
 
+	// Tokens, when set, asks that engine for the token ids and logprobs of every captured Chat
+	// Completions call: the members it needs (tokens.Engine.RequestFields) are appended to the
+	// forwarded request when the client did not set them, and the capture line keeps the request
+	// the client sent plus a token_capture object naming what was added. For llama-server the
+	// prompt ids are fetched from the same server's /apply-template and /tokenize beside the call.
+	// The response reaches the client unchanged, the ids and logprobs the engine added included.
+	// A request with a Content-Encoding is forwarded as sent. "" changes nothing.
+	Tokens tokens.Engine
+
+	// AllowedOrigins are the web origins (scheme://host[:port]) besides the gateway's own whose
+	// requests are served; any other request a browser marks as cross-site (an Origin header, or
+	// Sec-Fetch-Site: cross-site) gets 403 cross_site_request, and is neither forwarded nor captured
+	// (origin.go). Clients that send no Origin (SDKs, harnesses) are not affected. An entry that is
+	// not an origin makes every request fail with 500, as a bad Upstream does.
+	AllowedOrigins []string
+
 	// OnCaptured, when set, is called once for every captured call whose capture line is durable
 	// (not for calls whose write failed), on the call's goroutine, once the chunk that ended the call
 	// has been written to the client (for a local answer, before it is written): it never delays the
@@ -134,6 +152,10 @@ type Handler struct {
 	inflight tracker
 	warned   sync.Map // routing mistake kind -> struct{}: each is logged once
 	fds      fdReserve
+
+	allowedOrigins []string     // AllowedOrigins as compared (ParseOrigin)
+	warnedOrigins  sync.Map     // refused origin -> struct{}: each is logged once at warn
+	warnedCount    atomic.Int64 // distinct refused origins seen
 }
 
 func (h *Handler) init() {
@@ -166,6 +188,14 @@ func (h *Handler) init() {
 		ErrorLog:       slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
 	}
 	h.checkUpstreamPath()
+	for _, o := range h.AllowedOrigins {
+		n, err := ParseOrigin(o)
+		if err != nil {
+			h.initErr = fmt.Errorf("gateway: AllowedOrigins: %w", err)
+			return
+		}
+		h.allowedOrigins = append(h.allowedOrigins, n)
+	}
 }
 
 // Registry returns the Prometheus registry holding the gateway's metrics (metric names in
@@ -198,10 +228,14 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// ServeHTTP routes one request: admin endpoints, invalid rollout ids (400), captured calls, and
-// everything else forwarded uncaptured with the prefix stripped.
+// ServeHTTP routes one request: requests a browser marks as cross-site (403, origin.go), admin
+// endpoints, invalid rollout ids (400), captured calls, and everything else forwarded uncaptured
+// with the prefix stripped.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.once.Do(h.init)
+	if h.refuseCrossSite(w, r) {
+		return
+	}
 	if !h.NoAdminEndpoints && h.serveAdmin(w, r) {
 		return
 	}
@@ -254,8 +288,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.metrics.uncaptured.WithLabelValues("no_store").Inc()
 	default:
 		guard := h.guardRequestBody(w, route)
-		h.serveCaptured(w, route, id, d)
-		guard.finish(w, d)
+		h.serveCaptured(w, route, id, d, guard)
+		guard.finish()
 		return
 	}
 	if route.Body != nil && route.Body != http.NoBody {
@@ -386,6 +420,13 @@ func (h *Handler) modifyResponse(res *http.Response) error {
 			res.Body = &countingBody{rc: res.Body, n: h.metrics.respBytes}
 		}
 		return nil
+	}
+	if res.StatusCode < 200 {
+		// A final 1xx on a captured call (101 Switching Protocols; the transport relays and skips the
+		// other informational answers itself): the gateway never asked to switch, so it answers 502
+		// itself (roundTripFailed) instead of relaying the switch.
+		c.upstreamStatus = res.StatusCode
+		return fmt.Errorf("%w: %d %s", errUnexpectedStatus, res.StatusCode, http.StatusText(res.StatusCode))
 	}
 	c.responseStarted(res)
 	return nil

@@ -47,16 +47,25 @@ type ServerOptions struct {
 // HTTP/1.1 (the Handler declines the upgrade). Serve it on h.Listener to cap connections.
 func (h *Handler) NewServer(o ServerOptions) *http.Server {
 	h.once.Do(h.init)
+	return NewHTTPServer(h, o, h.log)
+}
+
+// NewHTTPServer is NewServer for any handler (what `modelcalls replay` serves on): the same
+// protocols, timeouts and header limit, the server's own errors logged to log at debug level.
+func NewHTTPServer(handler http.Handler, o ServerOptions, log *slog.Logger) *http.Server {
+	if log == nil {
+		log = slog.Default()
+	}
 	var p http.Protocols
 	p.SetHTTP1(true)
 	p.SetUnencryptedHTTP2(true)
 	return &http.Server{
-		Handler:           h,
+		Handler:           handler,
 		Protocols:         &p,
 		ReadHeaderTimeout: orDefault(o.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 		IdleTimeout:       orDefault(o.KeepAliveTimeout, DefaultKeepAliveTimeout),
 		MaxHeaderBytes:    cmpOr(o.MaxHeaderBytes, DefaultMaxHeaderBytes),
-		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 }
 
@@ -112,20 +121,35 @@ func DefaultMaxConnections() int {
 // capture write fails for lack of descriptors, so such a call leaves a durable trace.
 func (h *Handler) Listener(ln net.Listener, maxConns int) net.Listener {
 	h.once.Do(h.init)
+	h.fds.fill(markerFDs)
+	return newCapListener(ln, maxConns, h.log, h.metrics)
+}
+
+// LimitListener is Handler.Listener for a server that is not a gateway (what `modelcalls replay`
+// listens through): the same connection cap, 503 refusals and accept hygiene, logged to log, without
+// the gateway's metrics or descriptor reserve for capture writes.
+func LimitListener(ln net.Listener, maxConns int, log *slog.Logger) net.Listener {
+	if log == nil {
+		log = slog.Default()
+	}
+	return newCapListener(ln, maxConns, log, nil)
+}
+
+func newCapListener(ln net.Listener, maxConns int, log *slog.Logger, m *metrics) *capListener {
 	if maxConns == 0 {
 		maxConns = DefaultMaxConnections()
 	}
-	h.fds.fill(markerFDs)
-	l := &capListener{Listener: ln, h: h, max: maxConns,
+	l := &capListener{Listener: ln, log: log, m: m, max: maxConns,
 		capWarn: rateLimit{every: 10 * time.Second}, errWarn: rateLimit{every: 10 * time.Second}}
 	l.spare.fill(1)
 	return l
 }
 
-// capListener is the listener of Handler.Listener.
+// capListener is the listener of Handler.Listener and LimitListener.
 type capListener struct {
 	net.Listener
-	h       *Handler
+	log     *slog.Logger
+	m       *metrics // nil: not counted
 	max     int
 	open    atomic.Int64
 	capWarn rateLimit
@@ -140,9 +164,9 @@ func (l *capListener) Accept() (net.Conn, error) {
 			if errors.Is(err, net.ErrClosed) {
 				return nil, err
 			}
-			l.h.metrics.connsRefused.WithLabelValues("accept_error").Inc()
+			l.refusedOne("accept_error")
 			if n, ok := l.errWarn.allow(); ok {
-				l.h.log.Warn("accept failed; connections wait in the backlog or are refused", "err", err,
+				l.log.Warn("accept failed; connections wait in the backlog or are refused", "err", err,
 					"since_last_warning", n, "max_connections", l.max)
 			}
 			if isFDExhausted(err) && l.spare.with(func() { l.refuseOne() }) {
@@ -152,9 +176,9 @@ func (l *capListener) Accept() (net.Conn, error) {
 		}
 		if l.max > 0 && l.open.Add(1) > int64(l.max) {
 			l.open.Add(-1)
-			l.h.metrics.connsRefused.WithLabelValues("limit").Inc()
+			l.refusedOne("limit")
 			if n, ok := l.capWarn.allow(); ok {
-				l.h.log.Warn("connection limit reached; refusing new connections with 503", "max_connections", l.max,
+				l.log.Warn("connection limit reached; refusing new connections with 503", "max_connections", l.max,
 					"refused_since_last_warning", n, "hint", "raise --max-connections or the file-descriptor limit (ulimit -n)")
 			}
 			refuse(c)
@@ -163,8 +187,17 @@ func (l *capListener) Accept() (net.Conn, error) {
 		if l.max <= 0 {
 			l.open.Add(1)
 		}
-		l.h.metrics.connections.Inc()
+		if l.m != nil {
+			l.m.connections.Inc()
+		}
 		return &capConn{Conn: c, l: l}, nil
+	}
+}
+
+// refusedOne counts a refused connection or failed accept by reason.
+func (l *capListener) refusedOne(reason string) {
+	if l.m != nil {
+		l.m.connsRefused.WithLabelValues(reason).Inc()
 	}
 }
 
@@ -175,7 +208,7 @@ func (l *capListener) refuseOne() {
 	if err != nil {
 		return
 	}
-	l.h.metrics.connsRefused.WithLabelValues("limit").Inc()
+	l.refusedOne("limit")
 	c.SetWriteDeadline(time.Now().Add(time.Second))
 	c.Write(refused)
 	c.Close()
@@ -183,7 +216,7 @@ func (l *capListener) refuseOne() {
 
 // refused is the whole answer on a refused connection.
 var refused = func() []byte {
-	const body = "modelcalls gateway: too many connections; retry in a moment\n"
+	const body = "modelcalls: too many connections; retry in a moment\n"
 	return fmt.Appendf(nil, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nRetry-After: 1\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 }()
 
@@ -227,7 +260,9 @@ type capConn struct {
 func (c *capConn) Close() error {
 	c.once.Do(func() {
 		c.l.open.Add(-1)
-		c.l.h.metrics.connections.Dec()
+		if c.l.m != nil {
+			c.l.m.connections.Dec()
+		}
 	})
 	return c.Conn.Close()
 }

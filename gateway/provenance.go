@@ -31,6 +31,9 @@ const (
 	ReasonRequestTooLarge     = "request_too_large"    // 413, category client_error, upstream not attempted
 	ReasonShuttingDown        = "shutting_down"        // 503, upstream not attempted
 	ReasonInvalidRolloutID    = "invalid_rollout_id"   // 400, not captured
+	// ReasonUpstreamBadStatus: 502, category upstream_error, upstream_status_code the upstream's
+	// (101 Switching Protocols to a model call, which asked for no switch).
+	ReasonUpstreamBadStatus = "upstream_bad_status"
 )
 
 // provenance is what the exchange says about who produced the response.

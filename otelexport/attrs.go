@@ -3,8 +3,8 @@ package otelexport
 import (
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
+	"github.com/modelcalls/modelcalls/record"
 )
 
 // Attribute names of a call span. The gen_ai.*, error.type, http.* and server.* names are the
@@ -84,7 +84,7 @@ type requestInfo struct {
 
 // scanPayloads reads request.model, request.stream and response.model (top-level members only; a
 // response model that is not a non-empty string is none).
-func scanPayloads(rec *modelcalls.ModelCallRecord) requestInfo {
+func scanPayloads(rec *record.ModelCallRecord) requestInfo {
 	ri := scanRequest(rec.Request)
 	jsonscan.EachMember(rec.Response, func(key, v []byte) bool {
 		if jsonscan.KeyIs(key, "model") {
@@ -131,7 +131,7 @@ const maxCallAttrs = 33
 
 // callAttributes appends the attributes of one call span (content excluded) to a. Unknown (null) fields are
 // absent, never 0 or "".
-func callAttributes(a []attribute.KeyValue, rolloutID string, rec *modelcalls.ModelCallRecord, ri requestInfo, srv server) []attribute.KeyValue {
+func callAttributes(a []attribute.KeyValue, rolloutID string, rec *record.ModelCallRecord, ri requestInfo, srv server) []attribute.KeyValue {
 	a = append(a, attribute.String(AttrOperationName, OperationChat))
 	if rec.Dialect != nil {
 		if p := providerName(*rec.Dialect); p != "" {

@@ -15,9 +15,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/capturetest"
+	"github.com/modelcalls/modelcalls/record"
 )
 
 // benchExchange is the call the bench's OTLP row sends: a real agent's Responses request (compact)
@@ -95,7 +95,7 @@ func reportCPU(b *testing.B) func() {
 }
 
 // benchRecord is the bench call's record and request info, as the worker reads them (handle).
-func benchRecord(b *testing.B) (*modelcalls.ModelCallRecord, requestInfo) {
+func benchRecord(b *testing.B) (*record.ModelCallRecord, requestInfo) {
 	b.Helper()
 	rec, _, err := spanRecord(benchExchange(b), nil)
 	if err != nil {

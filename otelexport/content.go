@@ -6,7 +6,7 @@ import (
 
 	"github.com/modelcalls/modelcalls/dialect"
 
-	"github.com/modelcalls/modelcalls"
+	"github.com/modelcalls/modelcalls/record"
 )
 
 // Message content (--otlp-content) in the GenAI conventions' JSON shapes:
@@ -51,7 +51,7 @@ const ContentTextLimit = dialect.SummaryTextBytes - utf8.UTFMax
 // contentAttributes returns gen_ai.input.messages, gen_ai.output.messages and
 // gen_ai.system_instructions as JSON text ("" when there is nothing to say), and whether a text in
 // them was cut at ContentTextLimit.
-func contentAttributes(rec *modelcalls.ModelCallRecord) (input, output, system string, truncated bool) {
+func contentAttributes(rec *record.ModelCallRecord) (input, output, system string, truncated bool) {
 	if rec.Dialect == nil {
 		return "", "", "", false
 	}

@@ -50,7 +50,7 @@ func TestSpilledStreamContentMatchesLine(t *testing.T) {
 					t.Fatalf("response %d bytes, summary %d", len(full), len(sum))
 				}
 				live := exchange("chat", chatReq, string(sum), func(ex *capture.Exchange) { ex.PayloadsChecked = true })
-				file := record(t, exchange("chat", chatReq, string(full), nil))
+				file := recordOf(t, exchange("chat", chatReq, string(full), nil))
 				l, f := liveAndFileSpan(t, live, file, true)
 				la, fa := attrMap(l.Attributes), attrMap(f.Attributes)
 				if !reflect.DeepEqual(la, fa) {

@@ -22,8 +22,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/record"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -53,13 +53,13 @@ func exchange(dialect string, request, response string, mod func(ex *capture.Exc
 	return ex
 }
 
-func record(t *testing.T, ex *capture.Exchange) *modelcalls.ModelCallRecord {
+func recordOf(t *testing.T, ex *capture.Exchange) *record.ModelCallRecord {
 	t.Helper()
 	line, err := capture.EncodeExchange(ex)
 	if err != nil {
 		t.Fatalf("encode exchange: %v", err)
 	}
-	rec, err := modelcalls.BuildRecord(line, 3)
+	rec, err := record.BuildRecord(line, 3)
 	if err != nil {
 		t.Fatalf("build record: %v", err)
 	}
@@ -198,7 +198,7 @@ func TestCallSpanAttributes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, Config{Upstream: upstream})
-			rec := record(t, tt.ex)
+			rec := recordOf(t, tt.ex)
 			h.e.Emit(context.Background(), "r1", rec, "")
 			spans := h.flushSpans(t)
 			if len(spans) != 1 {
@@ -236,13 +236,13 @@ func TestCallSpanAttributes(t *testing.T) {
 
 func TestTraceIdentity(t *testing.T) {
 	h := newHarness(t, Config{})
-	rec := record(t, exchange("chat", chatReq, chatResp, nil))
+	rec := recordOf(t, exchange("chat", chatReq, chatResp, nil))
 	h.e.Emit(context.Background(), "r1", rec, "")
 	h.e.Emit(context.Background(), "r1", rec, "") // the same call again: the same ids
 	const clientTrace, clientSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	h.e.Emit(context.Background(), "r1", rec, "00-"+clientTrace+"-"+clientSpan+"-00") // unsampled: still exported
 	h.e.Emit(context.Background(), "r1", rec, "garbage")
-	other := record(t, exchange("chat", chatReq, chatResp, func(ex *capture.Exchange) { ex.ModelCallID = strings.Repeat("f", 32) }))
+	other := recordOf(t, exchange("chat", chatReq, chatResp, func(ex *capture.Exchange) { ex.ModelCallID = strings.Repeat("f", 32) }))
 	h.e.Emit(context.Background(), "r2", other, "")
 	spans := h.flushSpans(t)
 	if len(spans) != 5 {
@@ -299,7 +299,7 @@ func TestContent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, content := range []bool{false, true} {
 				h := newHarness(t, Config{Content: content})
-				h.e.Emit(context.Background(), "r1", record(t, tc.ex), "")
+				h.e.Emit(context.Background(), "r1", recordOf(t, tc.ex), "")
 				got := attrMap(h.flushSpans(t)[0].Attributes)
 				if !content {
 					for _, k := range []string{AttrInputMessages, AttrOutputMessages, AttrSystemInstructions} {
@@ -331,9 +331,9 @@ func TestContent(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	upstream, _ := url.Parse("https://api.example")
 	h := newHarness(t, Config{Upstream: upstream})
-	h.e.Emit(context.Background(), "r1", record(t, exchange("chat", chatReq, chatResp, func(ex *capture.Exchange) { ex.LatencyTTFTMS = new(10.0) })), "")
-	h.e.Emit(context.Background(), "r1", record(t, exchange("messages", messagesReq, messagesResp, func(ex *capture.Exchange) { ex.LatencyTTFTMS = new(120.0) })), "")
-	h.e.Emit(context.Background(), "r1", record(t, exchange("chat", chatReq, "", func(ex *capture.Exchange) {
+	h.e.Emit(context.Background(), "r1", recordOf(t, exchange("chat", chatReq, chatResp, func(ex *capture.Exchange) { ex.LatencyTTFTMS = new(10.0) })), "")
+	h.e.Emit(context.Background(), "r1", recordOf(t, exchange("messages", messagesReq, messagesResp, func(ex *capture.Exchange) { ex.LatencyTTFTMS = new(120.0) })), "")
+	h.e.Emit(context.Background(), "r1", recordOf(t, exchange("chat", chatReq, "", func(ex *capture.Exchange) {
 		ex.StatusCode, ex.ErrorCategory = new(500), new("server_error")
 	})), "")
 	var rm metricdata.ResourceMetrics
@@ -377,11 +377,11 @@ func TestMetrics(t *testing.T) {
 
 func TestRolloutSpan(t *testing.T) {
 	h := newHarness(t, Config{})
-	a := *record(t, exchange("chat", chatReq, chatResp, nil))
-	b := *record(t, exchange("messages", messagesReq, messagesResp, func(ex *capture.Exchange) {
+	a := *recordOf(t, exchange("chat", chatReq, chatResp, nil))
+	b := *recordOf(t, exchange("messages", messagesReq, messagesResp, func(ex *capture.Exchange) {
 		ex.StartedAt, ex.CompletedAt, ex.ErrorCategory = 1767225602, 1767225605, new("stream_truncated")
 	}))
-	h.e.EmitRollout(context.Background(), Rollout{ID: "r1", Calls: []modelcalls.ModelCallRecord{a, b}, Reward: new(0.5), TaskIndex: new(int64(7))})
+	h.e.EmitRollout(context.Background(), Rollout{ID: "r1", Calls: []record.ModelCallRecord{a, b}, Reward: new(0.5), TaskIndex: new(int64(7))})
 	spans := h.flushSpans(t)
 	if len(spans) != 1 {
 		t.Fatalf("%d spans", len(spans))
@@ -444,7 +444,7 @@ func TestLiveQueue(t *testing.T) {
 		}
 		// The live span equals the one built from the file (Emit of BuildRecord of the line).
 		h2 := newHarness(t, Config{})
-		h2.e.Emit(context.Background(), "r1", record(t, ex), "")
+		h2.e.Emit(context.Background(), "r1", recordOf(t, ex), "")
 		if got, want := attrMap(spans[0].Attributes), attrMap(h2.flushSpans(t)[0].Attributes); !reflect.DeepEqual(got, want) {
 			t.Errorf("live %v\nfile %v", got, want)
 		}
@@ -547,7 +547,7 @@ func TestShutdownDeadline(t *testing.T) {
 			}
 			h := newHarness(t, Config{SpanExporter: be})
 			for range 3 {
-				h.e.Emit(context.Background(), "r1", record(t, exchange("chat", chatReq, chatResp, nil)), "")
+				h.e.Emit(context.Background(), "r1", recordOf(t, exchange("chat", chatReq, chatResp, nil)), "")
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()

@@ -28,7 +28,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/modelcalls/modelcalls"
+	"github.com/modelcalls/modelcalls/record"
 )
 
 // Protocols accepted by Config.Protocol (the OTEL_EXPORTER_OTLP_PROTOCOL values the Go SDK's
@@ -414,7 +414,7 @@ func (e *Exporter) countDropped(n int, why string) {
 // traceparent is the client's W3C traceparent header ("" when none): a valid one makes the span a
 // child of the client's span; otherwise the span is in the rollout's trace, child of the rollout
 // span (RolloutTraceID, RolloutSpanID). The span id is CallSpanID(model_call_id).
-func (e *Exporter) Emit(ctx context.Context, rolloutID string, rec *modelcalls.ModelCallRecord, traceparent string) {
+func (e *Exporter) Emit(ctx context.Context, rolloutID string, rec *record.ModelCallRecord, traceparent string) {
 	e.emit(ctx, rolloutID, rec, scanPayloads(rec), traceparent, nil)
 }
 
@@ -424,7 +424,7 @@ var clientKind = trace.WithSpanKind(trace.SpanKindClient)
 // emit is Emit with the payloads' models and stream flag already read. With sc (the live worker's
 // scratch), the span's attributes are built in its reused slice and the rollout's span context and
 // the span name come from its caches; nil builds them afresh.
-func (e *Exporter) emit(ctx context.Context, rolloutID string, rec *modelcalls.ModelCallRecord, ri requestInfo, traceparent string, sc *workerScratch) {
+func (e *Exporter) emit(ctx context.Context, rolloutID string, rec *record.ModelCallRecord, ri requestInfo, traceparent string, sc *workerScratch) {
 	parent := trace.SpanContext{}
 	if traceparent != "" {
 		pctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent})
@@ -479,7 +479,7 @@ func (e *Exporter) emit(ctx context.Context, rolloutID string, rec *modelcalls.M
 
 // callTimes are the call's real start and end (started_at, completed_at); a capture without them
 // (foreign writers) gets the export time for the missing ones.
-func callTimes(rec *modelcalls.ModelCallRecord) (start, end time.Time) {
+func callTimes(rec *record.ModelCallRecord) (start, end time.Time) {
 	now := time.Now()
 	start, end = now, now
 	if rec.StartedAt != nil {
@@ -503,7 +503,7 @@ func epoch(sec float64) time.Time {
 
 // record adds the call to the three GenAI client histograms. Their attribute sets are built once
 // per combination of provider, models and error type (metricSets) and reused.
-func (e *Exporter) record(ctx context.Context, rec *modelcalls.ModelCallRecord, ri requestInfo, d time.Duration) {
+func (e *Exporter) record(ctx context.Context, rec *record.ModelCallRecord, ri requestInfo, d time.Duration) {
 	ms := e.metricSets(rec, ri)
 	secs := d.Seconds()
 	if rec.LatencyTotalMS != nil {
@@ -538,7 +538,7 @@ type metricOpts struct {
 // maxMetricSets bounds the cache of attribute sets; past it the cache starts over.
 const maxMetricSets = 1024
 
-func (e *Exporter) metricSets(rec *modelcalls.ModelCallRecord, ri requestInfo) *metricOpts {
+func (e *Exporter) metricSets(rec *record.ModelCallRecord, ri requestInfo) *metricOpts {
 	var k metricKey
 	if rec.Dialect != nil {
 		k.provider = providerName(*rec.Dialect)

@@ -14,8 +14,8 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/record"
 )
 
 // indent pretty-prints a JSON object, as an upstream may send it (the capture line compacts it).
@@ -30,7 +30,7 @@ func indent(s string) string {
 // liveAndLineRecords returns ex's record as the live worker builds it (spanRecord) and as
 // BuildRecord reads it from ex's encoded line, the latter with the response model spans read from
 // the payloads.
-func liveAndLineRecords(t *testing.T, ex *capture.Exchange) (live, line *modelcalls.ModelCallRecord) {
+func liveAndLineRecords(t *testing.T, ex *capture.Exchange) (live, line *record.ModelCallRecord) {
 	t.Helper()
 	live, _, err := spanRecord(ex, nil)
 	if err != nil {
@@ -40,7 +40,7 @@ func liveAndLineRecords(t *testing.T, ex *capture.Exchange) (live, line *modelca
 	if err != nil {
 		t.Fatal(err)
 	}
-	line, err = modelcalls.BuildRecord(b, 0)
+	line, err = record.BuildRecord(b, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func liveAndLineRecords(t *testing.T, ex *capture.Exchange) (live, line *modelca
 // liveAndFileSpan exports ex through the live worker and rec through Emit (as `export otlp` does
 // from the file), each into its own harness with Config{Content: content}, and returns the one span
 // each gave.
-func liveAndFileSpan(t *testing.T, ex *capture.Exchange, rec *modelcalls.ModelCallRecord, content bool) (live, file tracetest.SpanStub) {
+func liveAndFileSpan(t *testing.T, ex *capture.Exchange, rec *record.ModelCallRecord, content bool) (live, file tracetest.SpanStub) {
 	t.Helper()
 	lh, fh := newHarness(t, Config{Content: content}), newHarness(t, Config{Content: content})
 	lh.e.handle(lh.e.newLiveCall("r1", ex, ""))
@@ -127,7 +127,7 @@ func TestSpanRecordMatchesLine(t *testing.T) {
 			t.Error("spanRecord accepted a model_ref the line reader refuses")
 		}
 		line, _ := capture.EncodeExchange(ex)
-		if _, err := modelcalls.BuildRecord(line, 0); err == nil {
+		if _, err := record.BuildRecord(line, 0); err == nil {
 			t.Error("BuildRecord accepted it: the test's premise is gone")
 		}
 	})

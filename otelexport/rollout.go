@@ -7,14 +7,14 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/modelcalls/modelcalls"
+	"github.com/modelcalls/modelcalls/record"
 )
 
 // Rollout is what a rollout's root span carries: its calls (for the time range and totals) and the
 // fields of its rollout record.
 type Rollout struct {
 	ID        string
-	Calls     []modelcalls.ModelCallRecord
+	Calls     []record.ModelCallRecord
 	Reward    *float64 // the record's "reward" when a number
 	TaskIndex *int64   // the record's "_ng_task_index" when an integer
 }

@@ -9,28 +9,23 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/andybalholm/brotli"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/modelcalls/modelcalls/gateway"
 )
 
-// maxRequestBytes bounds a request body read for matching, before and after decoding (the
-// gateway's default limit).
-const maxRequestBytes = 64 << 20
-
-// readBody reads the request body and undoes its Content-Encoding (gzip, x-gzip, deflate as zlib,
-// br, zstd, stacked codings in reverse order), since the capture stores a request decoded: the
-// decoded bytes are what is matched. The raw bytes are returned too, for forwarding.
-func readBody(r *http.Request) (decoded, raw []byte, err error) {
-	if r.Body == nil {
-		return nil, nil, nil
-	}
-	raw, err = io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+// readBody reads the request body with the request hygiene of the capture gateway
+// (gateway.ReadRequestBody: at most limit bytes, each read under timeout) and undoes its
+// Content-Encoding (gzip, x-gzip, deflate as zlib, br, zstd, stacked codings in reverse order), since
+// the capture stores a request decoded: the decoded bytes are what is matched, at most limit of them
+// too. The raw bytes are returned too, for forwarding.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration) (decoded, raw []byte, err error) {
+	raw, err = gateway.ReadRequestBody(w, r, limit, timeout)
 	if err != nil {
 		return nil, nil, err
-	}
-	if len(raw) > maxRequestBytes {
-		return nil, nil, fmt.Errorf("larger than %d bytes", maxRequestBytes)
 	}
 	var codings []string
 	for _, v := range r.Header.Values("Content-Encoding") {
@@ -42,14 +37,15 @@ func readBody(r *http.Request) (decoded, raw []byte, err error) {
 	}
 	decoded = raw
 	for _, c := range slices.Backward(codings) {
-		if decoded, err = decode(c, decoded); err != nil {
+		if decoded, err = decode(c, decoded, limit); err != nil {
 			return nil, nil, fmt.Errorf("Content-Encoding %s: %w", c, err)
 		}
 	}
 	return decoded, raw, nil
 }
 
-func decode(coding string, b []byte) ([]byte, error) {
+// decode undoes one coding, reading at most limit decoded bytes (negative: no limit).
+func decode(coding string, b []byte, limit int64) ([]byte, error) {
 	var r io.Reader
 	switch coding {
 	case "gzip", "x-gzip":
@@ -76,9 +72,12 @@ func decode(coding string, b []byte) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("unsupported coding")
 	}
-	out, err := io.ReadAll(io.LimitReader(r, maxRequestBytes+1))
-	if err == nil && len(out) > maxRequestBytes {
-		err = fmt.Errorf("decodes to more than %d bytes", maxRequestBytes)
+	if limit < 0 {
+		return io.ReadAll(r)
+	}
+	out, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err == nil && int64(len(out)) > limit {
+		err = fmt.Errorf("decodes to more than %d bytes", limit)
 	}
 	return out, err
 }

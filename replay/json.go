@@ -17,9 +17,30 @@ import (
 type value struct {
 	kind   byte // 'o' object, 'a' array, 's' string, 'n' number, 'b' true/false, 'z' null
 	keys   []string
-	fields []*value // object members, parallel to keys
-	elems  []*value // array elements
-	text   string   // string content, number literal, "true"/"false"
+	fields []*value       // object members, parallel to keys
+	byName map[string]int // index of each key, for an object of more than indexedKeys members
+	elems  []*value       // array elements
+	text   string         // string content, number literal, "true"/"false"
+}
+
+// indexedKeys is the member count above which an object keeps a map from name to member, so that
+// looking up the members of a live request stays linear in its size.
+const indexedKeys = 16
+
+// index returns the position of member name in an object value, -1 when absent.
+func (v *value) index(name []byte) int {
+	if v.byName != nil {
+		if i, ok := v.byName[string(name)]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, k := range v.keys {
+		if k == string(name) {
+			return i
+		}
+	}
+	return -1
 }
 
 // parseValue decodes one JSON text. Duplicate object keys keep the last value (at the position of
@@ -66,6 +87,9 @@ func decodeValue(dec *json.Decoder) (*value, error) {
 				v.keys = append(v.keys, k)
 				v.fields = append(v.fields, f)
 			}
+			if len(v.keys) > indexedKeys {
+				v.byName = index
+			}
 			_, err := dec.Token() // '}'
 			return v, err
 		case '[':
@@ -91,19 +115,6 @@ func decodeValue(dec *json.Decoder) (*value, error) {
 		return &value{kind: 'z'}, nil
 	}
 	return nil, fmt.Errorf("unexpected token %v", tok)
-}
-
-// field returns the member k of an object value, or nil.
-func (v *value) field(k string) *value {
-	if v == nil || v.kind != 'o' {
-		return nil
-	}
-	for i, key := range v.keys {
-		if key == k {
-			return v.fields[i]
-		}
-	}
-	return nil
 }
 
 // without returns v with the members named by paths removed. A path is a member name at the top
@@ -149,6 +160,12 @@ func (v *value) without(paths [][]string) *value {
 		out.keys = append(out.keys, k)
 		out.fields = append(out.fields, f)
 	}
+	if len(out.keys) > indexedKeys {
+		out.byName = make(map[string]int, len(out.keys))
+		for i, k := range out.keys {
+			out.byName[k] = i
+		}
+	}
 	return out
 }
 
@@ -162,67 +179,214 @@ type difference struct {
 // maxCount bounds how many differences compare counts: enough to rank candidates, bounded work.
 const maxCount = 10000
 
-// compare walks recorded and got in the recorded request's key order and returns the first
+// compare walks a recorded request (ignored members already dropped) and a live request, the raw
+// text of a valid JSON object, in the recorded request's key order, and returns the first
 // difference (nil when they are equal) and how many leaf differences there are (up to maxCount).
-// Object key order does not matter; numbers are equal when their values are (1 and 1.0).
-func compare(recorded, got *value) (*difference, int) {
-	var first *difference
-	n := 0
-	var walk func(path string, a, b *value)
-	note := func(path string, a, b *value) {
-		n++
-		if first == nil {
-			first = &difference{path: path, recorded: render(a), got: render(b)}
-			if a != nil && b != nil && a.kind == 's' && b.kind == 's' {
-				first.recorded, first.got = renderStrings(a.text, b.text)
-			}
-		}
-	}
-	walk = func(path string, a, b *value) {
-		if n >= maxCount {
-			return
-		}
-		if a == nil || b == nil || a.kind != b.kind {
-			note(path, a, b)
-			return
-		}
-		switch a.kind {
-		case 'o':
-			for i, k := range a.keys {
-				walk(path+memberPath(k), a.fields[i], b.field(k))
-			}
-			for i, k := range b.keys {
-				if a.field(k) == nil {
-					note(path+memberPath(k), nil, b.fields[i])
-				}
-			}
-		case 'a':
-			for i := 0; i < max(len(a.elems), len(b.elems)); i++ {
-				var x, y *value
-				if i < len(a.elems) {
-					x = a.elems[i]
-				}
-				if i < len(b.elems) {
-					y = b.elems[i]
-				}
-				walk(fmt.Sprintf("%s[%d]", path, i), x, y)
-			}
-		case 'n':
-			if a.text != b.text && !sameNumber(a.text, b.text) {
-				note(path, a, b)
-			}
-		default:
-			if a.text != b.text {
-				note(path, a, b)
-			}
-		}
-	}
-	walk("$", recorded, got)
-	return first, n
+// The live request's members named by ignore (as value.without drops them) are skipped. Object key
+// order does not matter, the last of duplicate members counts; numbers are equal when their values
+// are (1 and 1.0).
+//
+// The live request is walked as text, never decoded into a tree: matching a request costs no
+// memory beyond its own bytes but a scratch buffer for the longest string with escapes and, per
+// object, a slot per recorded member.
+func compare(recorded *value, got []byte, ignore [][]string) (*difference, int) {
+	c := &comparer{}
+	c.path = append(c.path, '$')
+	c.walk(recorded, got, ignore)
+	return c.first, c.n
 }
 
-// memberPath renders an object member step: .name for identifier-like names, ["..."] otherwise.
-func memberPath(k string) string {
+// comparer is the state of one compare.
+type comparer struct {
+	first   *difference
+	n       int
+	path    []byte // the path of the value being walked, grown and cut back as the walk goes
+	scratch []byte // decoded text of a string with escapes
+}
+
+// note counts a difference at the current path; the first one is kept with both values rendered.
+func (c *comparer) note(a *value, b []byte) {
+	c.n++
+	if c.first != nil {
+		return
+	}
+	c.first = &difference{path: string(c.path), recorded: render(a), got: renderRaw(b)}
+	if a != nil && a.kind == 's' && kindOf(b) == 's' {
+		c.first.recorded, c.first.got = renderStrings(a.text, jsonscan.Unquote(b))
+	}
+}
+
+func (c *comparer) walk(a *value, b []byte, ignore [][]string) {
+	if c.n >= maxCount {
+		return
+	}
+	if a == nil || b == nil || a.kind != kindOf(b) {
+		c.note(a, b)
+		return
+	}
+	switch a.kind {
+	case 'o':
+		c.object(a, b, ignore)
+	case 'a':
+		i := 0
+		jsonscan.EachElement(b, func(e []byte) bool {
+			var x *value
+			if i < len(a.elems) {
+				x = a.elems[i]
+			}
+			c.step(i, "", func() { c.walk(x, e, ignore) })
+			i++
+			return c.n < maxCount
+		})
+		for ; i < len(a.elems) && c.n < maxCount; i++ {
+			c.step(i, "", func() { c.note(a.elems[i], nil) })
+		}
+	case 'n':
+		if a.text != string(b) && !sameNumber(a.text, string(b)) {
+			c.note(a, b)
+		}
+	case 's':
+		if string(c.decoded(b)) != a.text {
+			c.note(a, b)
+		}
+	case 'b':
+		if a.text != string(b) {
+			c.note(a, b)
+		}
+	}
+}
+
+// decoded is the text of the raw string b: b's own bytes when it has no escapes, else decoded into
+// the scratch buffer (valid until the next call).
+func (c *comparer) decoded(b []byte) []byte {
+	inner := b[1 : len(b)-1]
+	if !jsonscan.HasBackslash(inner) {
+		return inner
+	}
+	c.scratch, _ = jsonscan.AppendText(c.scratch[:0], b)
+	return c.scratch
+}
+
+// object compares a recorded object with a raw one: the raw members are first sorted into a slot
+// per recorded member (the last of duplicates wins), then the recorded members are walked in their
+// order, then the raw members the recording lacks are counted.
+func (c *comparer) object(a *value, b []byte, ignore [][]string) {
+	var small [16][]byte
+	slots := small[:0]
+	if len(a.keys) > len(small) {
+		slots = make([][]byte, len(a.keys))
+	} else {
+		slots = small[:len(a.keys)]
+	}
+	extra := false
+	jsonscan.EachMember(b, func(k, v []byte) bool {
+		name := jsonscan.KeyName(k)
+		if dropped(ignore, name) {
+			return true
+		}
+		if i := a.index(name); i >= 0 {
+			slots[i] = v
+		} else {
+			extra = true
+		}
+		return true
+	})
+	for i, k := range a.keys {
+		if c.n >= maxCount {
+			return
+		}
+		c.step(-1, k, func() { c.walk(a.fields[i], slots[i], deeper(ignore, k)) })
+	}
+	if !extra {
+		return
+	}
+	jsonscan.EachMember(b, func(k, v []byte) bool {
+		name := jsonscan.KeyName(k)
+		if !dropped(ignore, name) && a.index(name) < 0 {
+			c.step(-1, string(name), func() { c.note(nil, v) })
+		}
+		return c.n < maxCount
+	})
+}
+
+// step runs fn with the path extended by an array index (i >= 0) or the member k.
+func (c *comparer) step(i int, k string, fn func()) {
+	n := len(c.path)
+	if i >= 0 {
+		c.path = append(c.path, '[')
+		c.path = strconv.AppendInt(c.path, int64(i), 10)
+		c.path = append(c.path, ']')
+	} else {
+		c.path = appendMemberPath(c.path, k)
+	}
+	fn()
+	c.path = c.path[:n]
+}
+
+// dropped reports whether an ignore path drops the member name here.
+func dropped(ignore [][]string, name []byte) bool {
+	for _, p := range ignore {
+		if len(p) == 1 && p[0] == string(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// deeper is the ignore paths that continue below the member k.
+func deeper(ignore [][]string, k string) [][]string {
+	var out [][]string
+	for _, p := range ignore {
+		if len(p) > 1 && p[0] == k {
+			out = append(out, p[1:])
+		}
+	}
+	return out
+}
+
+// kindOf is the kind of a raw value, as value.kind names it; 0 for none.
+func kindOf(b []byte) byte {
+	switch {
+	case len(b) == 0:
+		return 0
+	case jsonscan.IsObject(b):
+		return 'o'
+	case jsonscan.IsArray(b):
+		return 'a'
+	case jsonscan.IsString(b):
+		return 's'
+	case jsonscan.IsBool(b):
+		return 'b'
+	case b[0] == 'n':
+		return 'z'
+	}
+	return 'n'
+}
+
+// renderRaw is render for a raw value.
+func renderRaw(b []byte) string {
+	switch kindOf(b) {
+	case 0:
+		return "absent"
+	case 'o':
+		n := 0
+		jsonscan.EachMember(b, func(_, _ []byte) bool { n++; return true })
+		return fmt.Sprintf("an object with %d members", n)
+	case 'a':
+		n := 0
+		jsonscan.EachElement(b, func([]byte) bool { n++; return true })
+		return fmt.Sprintf("an array of %d", n)
+	case 's':
+		return render(&value{kind: 's', text: jsonscan.Unquote(b)})
+	case 'z':
+		return "null"
+	}
+	return string(b)
+}
+
+// appendMemberPath appends an object member step: .name for identifier-like names, ["..."]
+// otherwise.
+func appendMemberPath(dst []byte, k string) []byte {
 	ident := k != ""
 	for i, c := range k {
 		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
@@ -231,9 +395,9 @@ func memberPath(k string) string {
 		}
 	}
 	if ident {
-		return "." + k
+		return append(append(dst, '.'), k...)
 	}
-	return "[" + string(jsonscan.AppendString(nil, k)) + "]"
+	return append(jsonscan.AppendString(append(dst, '['), k), ']')
 }
 
 func sameNumber(a, b string) bool {

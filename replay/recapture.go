@@ -62,6 +62,9 @@ func NewRecapture(s *Server, out *capture.Store, modelServerName string, log *sl
 		Transport:        prefixTransport{base: base},
 		Logger:           log,
 		NoAdminEndpoints: true,
+		// The gateway in front reads the request first: it keeps the replay's request limits.
+		MaxRequestBytes:    s.MaxRequestBytes,
+		RequestBodyTimeout: s.RequestBodyTimeout,
 	}
 	return rc, nil
 }

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/dialect"
+	"github.com/modelcalls/modelcalls/gateway"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -78,6 +80,14 @@ type Server struct {
 	Transport http.RoundTripper
 	// Logger receives one record per miss and per answered call (debug); nil is slog.Default().
 	Logger *slog.Logger
+	// MaxRequestBytes is the largest request body read (and the largest it may decode to); larger
+	// ones are answered 413 request_too_large. Zero means gateway.DefaultMaxRequestBytes (64 MiB),
+	// negative means no limit.
+	MaxRequestBytes int64
+	// RequestBodyTimeout bounds the wait for each read of a request body; past it the request is
+	// answered 408 request_timeout (with Connection: close on HTTP/1). Zero means
+	// gateway.DefaultRequestBodyTimeout (1 minute), negative means no limit.
+	RequestBodyTimeout time.Duration
 
 	once     sync.Once
 	log      *slog.Logger
@@ -182,8 +192,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				r.Method, rest, rollout.PrefixSegment))
 		return
 	}
-	body, raw, err := readBody(r)
-	if err != nil {
+	body, raw, err := readBody(w, r, s.maxRequestBytes(), s.requestBodyTimeout())
+	switch {
+	case errors.Is(err, gateway.ErrRequestTooLarge):
+		s.log.Warn("replay: request body too large", "rollout_id", id, "max_request_bytes", s.maxRequestBytes())
+		writeError(w, d, http.StatusRequestEntityTooLarge, gateway.ReasonRequestTooLarge,
+			fmt.Sprintf("the request body exceeds the replay's limit of %d bytes (--max-request-bytes)", s.maxRequestBytes()))
+		return
+	case errors.Is(err, gateway.ErrRequestTimeout):
+		s.log.Info("replay: request body stopped arriving", "rollout_id", id, "request_body_timeout", s.requestBodyTimeout().String())
+		writeError(w, d, http.StatusRequestTimeout, gateway.ReasonRequestTimeout, "the request body stopped arriving (--request-body-timeout)")
+		return
+	case err != nil:
 		writeError(w, d, http.StatusBadRequest, "request_unreadable", "cannot read the request body: "+err.Error())
 		return
 	}
@@ -206,6 +226,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.log.Debug("replaying recorded call", "rollout_id", id, "model_call_id", rc.modelCallID, "capture_line", rc.line,
 		"status", rc.status, "stream", rc.stream)
 	s.answer(w, r, rc, start)
+}
+
+func (s *Server) maxRequestBytes() int64 {
+	if s.MaxRequestBytes == 0 {
+		return gateway.DefaultMaxRequestBytes
+	}
+	return s.MaxRequestBytes
+}
+
+func (s *Server) requestBodyTimeout() time.Duration {
+	if s.RequestBodyTimeout == 0 {
+		return gateway.DefaultRequestBodyTimeout
+	}
+	return s.RequestBodyTimeout
 }
 
 // unprefixedFix is how to wire a capture gateway and a replay together: the gateway strips the
@@ -275,11 +309,11 @@ func (s *Server) match(id string, d dialect.Dialect, body []byte) (*recorded, st
 		return rc, "", ""
 	}
 
-	var req *value
-	if len(body) > 0 {
-		if v, err := parseValue(body); err == nil && v.kind == 'o' {
-			req = v.without(s.ignore)
-		}
+	// A live request is compared as text (compare): no tree is built for it, so a match costs no
+	// memory beyond the request's bytes.
+	var req []byte
+	if len(body) > 0 && capture.IsPayloadObject(body) {
+		req = body
 	}
 	type candidate struct {
 		rc    *recorded
@@ -298,7 +332,7 @@ func (s *Server) match(id string, d dialect.Dialect, body []byte) (*recorded, st
 			c.first = &difference{path: "dialect", recorded: string(rc.dialect), got: string(d)}
 			c.n = maxCount + 1
 		case req != nil && rc.request != nil:
-			c.first, c.n = compare(rc.request, req)
+			c.first, c.n = compare(rc.request, req, s.ignore)
 		case req == nil && rc.request == nil && bytes.Equal([]byte(deref(rc.requestRaw)), body):
 		default:
 			c.first = &difference{path: "$", recorded: rawKind(rc), got: bodyKind(req, body)}
@@ -345,7 +379,7 @@ func rawKind(rc *recorded) string {
 	return "an empty body"
 }
 
-func bodyKind(req *value, body []byte) string {
+func bodyKind(req, body []byte) string {
 	switch {
 	case req != nil:
 		return "a JSON object"

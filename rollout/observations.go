@@ -53,6 +53,9 @@ type AgentInvocation struct {
 	ErrorType           *string           `json:"error_type"`
 	ModelCalls          []ModelCallRef    `json:"model_calls"`
 	Conversation        []json.RawMessage `json:"conversation"`
+
+	// numbers are the float fields' tokens as parsed, written back unchanged (numberTokens).
+	numbers numberTokens
 }
 
 // ToolCallObservation is the timing of one tool call at an agent-owned boundary. StartedAt and
@@ -70,6 +73,9 @@ type ToolCallObservation struct {
 	TimingSource *string  `json:"timing_source"`
 	Status       string   `json:"status"`
 	ErrorType    *string  `json:"error_type"`
+
+	// numbers are the float fields' tokens as parsed, written back unchanged (numberTokens).
+	numbers numberTokens
 }
 
 // SandboxObservation is the outcome and lifetime resource usage of a sandbox. Role is agent,
@@ -87,6 +93,9 @@ type SandboxObservation struct {
 	PeakMemoryMiB       *float64 `json:"peak_memory_mib"`
 	ResourceUsageSource *string  `json:"resource_usage_source"`
 	ErrorType           *string  `json:"error_type"`
+
+	// numbers are the float fields' tokens as parsed, written back unchanged (numberTokens).
+	numbers numberTokens
 }
 
 // ContextCompactionObservation is an explicit context compaction reported by the harness.
@@ -106,6 +115,9 @@ type ContextCompactionObservation struct {
 	BeforeModelCall *ModelCallRef  `json:"before_model_call"`
 	ModelCalls      []ModelCallRef `json:"model_calls"`
 	AfterModelCall  *ModelCallRef  `json:"after_model_call"`
+
+	// numbers are the float fields' tokens as parsed, written back unchanged (numberTokens).
+	numbers numberTokens
 }
 
 // ObservationBundle is everything one agent server reported for one rollout. Records are unordered
@@ -116,6 +128,11 @@ type ObservationBundle struct {
 	Records []ObservationRecord `json:"records"`
 	Gaps    []Gap               `json:"gaps"`
 }
+
+func (r *AgentInvocation) keepNumbers(n numberTokens)              { r.numbers = n }
+func (r *ToolCallObservation) keepNumbers(n numberTokens)          { r.numbers = n }
+func (r *SandboxObservation) keepNumbers(n numberTokens)           { r.numbers = n }
+func (r *ContextCompactionObservation) keepNumbers(n numberTokens) { r.numbers = n }
 
 // ObservationKind returns "agent_invocation".
 func (*AgentInvocation) ObservationKind() string { return KindAgentInvocation }

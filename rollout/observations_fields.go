@@ -18,6 +18,9 @@ import (
 type fieldSet struct {
 	members map[string]json.RawMessage
 	known   []string
+	// floats holds the number tokens of the float fields read (optFloat), as written: see
+	// numberTokens.
+	floats numberTokens
 }
 
 // decodeFields decodes raw as a JSON object; what names it in the error when it is not one.
@@ -121,6 +124,12 @@ func (o *fieldSet) optEnum(dst **string, key string, allowed ...string) error {
 func (o *fieldSet) optFloat(dst **float64, key string, nonNegative bool) error {
 	f, err := o.number(key, false, nonNegative)
 	*dst = f
+	if f != nil {
+		if o.floats == nil {
+			o.floats = numberTokens{}
+		}
+		o.floats[key] = bytes.TrimSpace(o.members[key])
+	}
 	return err
 }
 

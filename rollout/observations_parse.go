@@ -121,6 +121,9 @@ func parseKind[T any](raw json.RawMessage, kind string, read func(o *fieldSet, r
 	if errs != nil {
 		return nil, fmt.Errorf("%s: %w", kind, errs)
 	}
+	if n, ok := any(&r).(interface{ keepNumbers(numberTokens) }); ok {
+		n.keepNumbers(o.floats)
+	}
 	return &r, nil
 }
 

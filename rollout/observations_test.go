@@ -130,3 +130,37 @@ func TestParseObservationBundleAccepts(t *testing.T) {
 		t.Errorf("bad encoding: %s", out)
 	}
 }
+
+// A float field is written back in the form it was parsed from: 1.0 stays 1.0 and 1e16 stays 1e16
+// (a reader with separate int and float types must get a float back), while a field changed after
+// parsing is written as Go encodes it.
+func TestObservationNumbersKeepTheirForm(t *testing.T) {
+	in := `{"source":"s","records":[` +
+		`{"kind":"agent_invocation","invocation_id":"a","duration_ms":1.0},` +
+		`{"kind":"tool_call","invocation_id":"a","tool_call_id":"t","started_at":1e16,"completed_at":1E+16,"duration_ms":2.50},` +
+		`{"kind":"sandbox","role":"agent","exit_code":0,"wall_time_s":0.0,"cpu_time_s":-0.0,"peak_memory_mib":1e-3},` +
+		`{"kind":"context_compaction","invocation_id":"a","observed_at":1700000000.000,"tokens_before":10}]}`
+	b, err := ParseObservationBundle([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := b.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"duration_ms":1.0,`, `"started_at":1e16,`, `"completed_at":1E+16,`, `"duration_ms":2.50,`,
+		`"wall_time_s":0.0,`, `"cpu_time_s":-0.0,`, `"peak_memory_mib":1e-3,`, `"observed_at":1700000000.000,`, `"exit_code":0,`, `"tokens_before":10,`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %s:\n%s", want, out)
+		}
+	}
+	tc := b.Records[1].(*ToolCallObservation)
+	*tc.DurationMS = 3
+	tc.StartedAt = nil
+	out, _ = b.MarshalJSON()
+	for _, want := range []string{`"duration_ms":3,`, `"started_at":null,`, `"completed_at":1E+16,`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("after a change, output lacks %s:\n%s", want, out)
+		}
+	}
+}

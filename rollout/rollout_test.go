@@ -101,6 +101,12 @@ func TestPrefix(t *testing.T) {
 		{"/ng-rollout//v1/x", "", "", false},
 		{"/v1/messages", "", "", false},
 		{"/ng-rolloutx/r1/v1", "", "", false},
+		// NeMo Gym's token-id capture segment goes with the prefix, once, only right after the id.
+		{"/ng-rollout/r1/training-token-capture/v1/chat/completions", "r1", "/v1/chat/completions", true},
+		{"/ng-rollout/r1/training-token-capture/", "r1", "/", true},
+		{"/ng-rollout/r1/training-token-capture", "r1", "/training-token-capture", true},
+		{"/ng-rollout/r1/training-token-capture/training-token-capture/v1/x", "r1", "/training-token-capture/v1/x", true},
+		{"/ng-rollout/r1/v1/training-token-capture/x", "r1", "/v1/training-token-capture/x", true},
 	} {
 		id, rest, ok := SplitPath(tc.path)
 		if id != tc.id || rest != tc.rest || ok != tc.ok {

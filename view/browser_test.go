@@ -20,11 +20,11 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/gateway"
 	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/internal/demo"
+	"github.com/modelcalls/modelcalls/record"
 	"github.com/modelcalls/modelcalls/view"
 )
 
@@ -176,7 +176,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	for _, id := range ids {
-		recs, _, err := modelcalls.ReadAvailableRecords(res.Store, id)
+		recs, _, err := record.ReadAvailableRecords(res.Store, id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,10 +4,14 @@ import (
 	"cmp"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
+	"os"
 	"slices"
 
-	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
+	"github.com/modelcalls/modelcalls/record"
 )
 
 // ErrNoRollout is returned for a rollout id no capture dir knows.
@@ -69,27 +73,19 @@ var recordUnits = map[string]string{
 	"cached_tokens": "tokens", "cache_creation_tokens": "tokens",
 }
 
-// loaded is a rollout read from its capture.
-type loaded struct {
-	store   *capture.Store
-	path    string
-	sum     RolloutSummary
-	records []modelcalls.ModelCallRecord
-	lines   []int
-	damaged []DamagedLine
-}
-
-// load reads rollout id fresh: the owning store (as the index found it, else the first dir holding
-// its capture file or marker), its tolerant read, the marker and the claims of every dir.
-func (x *Index) load(id string) (*loaded, error) {
-	sum, e, ok := x.Summary(id)
+// refresh brings rollout id's entry up to date for a page, which must not wait for the next pass:
+// it looks at the rollout's files in every dir as a pass does (the owning store as the index found
+// it, else the first dir holding its capture file or marker; claims counted in every dir), and
+// when they changed reads only what was appended to the capture file. The entry goes into the index
+// (moving its version) unless a pass replaced it meanwhile.
+func (x *Index) refresh(id string) (*entry, error) {
+	_, old, _ := x.Summary(id)
 	var st *capture.Store
-	if ok {
-		st = e.store
+	if old != nil {
+		st = old.store
 	}
-	l := &loaded{sum: sum}
-	l.sum.ID = id
-	live, stale := 0, 0
+	var key fileKey
+	var claimStore *capture.Store // the first dir holding claims, as a pass picks it
 	for _, s := range x.stores {
 		hasCapture, marker, err := s.Stat(id)
 		if err != nil {
@@ -99,125 +95,116 @@ func (x *Index) load(id string) (*loaded, error) {
 			st = s
 		}
 		if s == st {
-			l.sum.HasCapture, l.sum.Incomplete = hasCapture, marker
+			key.hasCapture, key.marker = hasCapture, marker
 		}
 		c, err := s.Claims(id)
 		if err != nil {
 			return nil, err
 		}
-		live, stale = live+c.Live, stale+c.Stale
-	}
-	l.sum.Pending, l.sum.Abandoned = live, stale
-	if st == nil {
-		if live == 0 && stale == 0 && !l.sum.InRecords {
-			return nil, ErrNoRollout
+		key.live, key.stale = key.live+c.Live, key.stale+c.Stale
+		if claimStore == nil && c.Live+c.Stale > 0 {
+			claimStore = s
 		}
-		return l, nil
 	}
-	l.store = st
-	l.sum.Dir = st.Dir()
-	l.path, _ = st.CapturePath(id)
-	entries, damages, err := st.ReadAvailable(id)
+	if st == nil && key.live == 0 && key.stale == 0 && (old == nil || !old.sum.InRecords) {
+		return nil, ErrNoRollout
+	}
+	if st == nil {
+		st = claimStore // as a pass: a rollout known only from claims shows under that dir
+	}
+	if key.hasCapture {
+		p, err := st.CapturePath(id)
+		if err != nil {
+			return nil, err
+		}
+		if info, err := os.Lstat(p); err == nil {
+			key.size, key.mtime = info.Size(), info.ModTime().UnixNano()
+		}
+	}
+	if old != nil && old.key == key && old.store == st {
+		return old, nil
+	}
+	e, err := x.readRollout(id, st, key, old)
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range damages {
-		l.damaged = append(l.damaged, DamagedLine{Line: d.Line, Index: d.Index, Error: d.Err.Error()})
+	x.mu.Lock()
+	x.applyRecordLocked(e)
+	if x.entries[id] == old {
+		x.entries[id] = e
+		x.bump()
 	}
-	for _, en := range entries {
-		rec, err := modelcalls.BuildRecord(en.Data, en.Index)
-		if err != nil {
-			l.damaged = append(l.damaged, DamagedLine{Line: en.Line, Index: en.Index, Error: err.Error()})
-			continue
-		}
-		l.records = append(l.records, *rec)
-		l.lines = append(l.lines, en.Line)
-	}
-	slices.SortFunc(l.damaged, func(a, b DamagedLine) int { return a.Line - b.Line })
-	l.sum.Calls, l.sum.DamagedLines = len(l.records), len(l.damaged)
-	return l, nil
+	x.mu.Unlock()
+	return e, nil
 }
 
-// conversations parses every call's request and response and marks what was new on each call,
-// taking calls in started_at order (capture order for equal or unknown times).
-func (l *loaded) conversations() []*Conversation {
-	convs := make([]*Conversation, len(l.records))
-	for i := range l.records {
-		r := &l.records[i]
-		c := &Conversation{}
-		if r.Request != nil {
-			c.Input, c.Tools = ParseRequest(r.Request)
-		}
-		if r.Response != nil {
-			c.Output, c.Error = ParseResponse(r.Response)
-		} else if r.ResponseRaw != nil {
-			c.Output = []Message{{Role: "assistant", Parts: []Part{{Kind: "other", Name: "response_raw", Text: r.ResponseRaw.Text()}}}}
-		}
-		if c.Input == nil {
-			c.Input = []Message{}
-		}
-		if c.Output == nil {
-			c.Output = []Message{}
-		}
-		if c.Tools == nil {
-			c.Tools = []string{}
-		}
-		convs[i] = c
+// conversation parses a call's request and response into messages (New not yet marked).
+func conversation(r *record.ModelCallRecord) *Conversation {
+	c := &Conversation{}
+	if r.Request != nil {
+		c.Input, c.Tools = ParseRequest(r.Request)
 	}
-	order := make([]int, len(l.records))
-	for i := range order {
-		order[i] = i
+	if r.Response != nil {
+		c.Output, c.Error = ParseResponse(r.Response)
+	} else if r.ResponseRaw != nil {
+		c.Output = []Message{{Role: "assistant", Parts: []Part{{Kind: "other", Name: "response_raw", Text: r.ResponseRaw.Text()}}}}
 	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		return cmp.Compare(f64(l.records[a].StartedAt), f64(l.records[b].StartedAt))
-	})
-	ordered := make([]*Conversation, len(order))
-	for i, o := range order {
-		ordered[i] = convs[o]
+	if c.Input == nil {
+		c.Input = []Message{}
 	}
-	markNew(ordered)
-	return convs
+	if c.Output == nil {
+		c.Output = []Message{}
+	}
+	if c.Tools == nil {
+		c.Tools = []string{}
+	}
+	return c
 }
 
-// Rollout returns one rollout's detail, read fresh.
+// Rollout returns one rollout's detail: its entry brought up to date (refresh) and its calls' rows
+// from the rollout's digest, which reads only what was appended since it last looked.
 func (x *Index) Rollout(id string) (*RolloutDetail, error) {
 	v, _ := x.Version()
-	l, err := x.load(id)
+	e, err := x.refresh(id)
 	if err != nil {
 		return nil, err
 	}
-	d := &RolloutDetail{Version: v, Summary: l.sum, Path: l.path, Calls: []CallRow{}, Damaged: l.damaged}
+	d := &RolloutDetail{Version: v, Summary: e.sum, Calls: []CallRow{}, Damaged: slices.Clone(e.damaged)}
 	if d.Damaged == nil {
 		d.Damaged = []DamagedLine{}
 	}
-	convs := l.conversations()
-	for i := range l.records {
-		row := CallRow{Record: l.records[i].AppendJSON(nil, false), Line: l.lines[i], InputMessages: len(convs[i].Input)}
-		for _, m := range convs[i].Input {
-			if m.New {
-				row.NewMessages++
-			}
-		}
-		d.Calls = append(d.Calls, row)
+	if e.store == nil || !e.sum.HasCapture {
+		return d, nil
 	}
-	d.MaxConcurrency = maxConcurrency(l.records)
+	d.Path, _ = e.store.CapturePath(id)
+	dg, err := x.digestOf(id, e.store)
+	if err != nil {
+		return nil, err
+	}
+	defer dg.mu.Unlock()
+	counts := dg.newCounts()
+	for i := range dg.calls {
+		c := &dg.calls[i]
+		d.Calls = append(d.Calls, CallRow{Record: c.record, Line: c.line, InputMessages: len(c.in), NewMessages: counts[i]})
+	}
+	d.MaxConcurrency = maxConcurrency(e.calls)
 	return d, nil
 }
 
 // maxConcurrency sweeps the calls' [started_at, completed_at] intervals; a call ending exactly when
 // another starts does not overlap it.
-func maxConcurrency(recs []modelcalls.ModelCallRecord) int {
+func maxConcurrency(calls []callStat) int {
 	type ev struct {
 		t float64
 		d int
 	}
 	var evs []ev
-	for i := range recs {
-		r := &recs[i]
-		if r.StartedAt == nil || r.CompletedAt == nil {
+	for i := range calls {
+		c := &calls[i]
+		if math.IsNaN(c.start) || math.IsNaN(c.end) {
 			continue
 		}
-		evs = append(evs, ev{*r.StartedAt, 1}, ev{*r.CompletedAt, -1})
+		evs = append(evs, ev{c.start, 1}, ev{c.end, -1})
 	}
 	slices.SortFunc(evs, func(a, b ev) int { return cmp.Or(cmp.Compare(a.t, b.t), a.d-b.d) })
 	n, best := 0, 0
@@ -228,21 +215,63 @@ func maxConcurrency(recs []modelcalls.ModelCallRecord) int {
 	return best
 }
 
-// Call returns one call of a rollout with its conversation.
+// callLine finds call index of rollout id in its up-to-date entry and reads its line, and only
+// that line, from the capture file. A file rewritten since the entry was read is read again once.
+func (x *Index) callLine(id string, index int) (e *entry, i int, rec *record.ModelCallRecord, err error) {
+	for attempt := 0; ; attempt++ {
+		if e, err = x.refresh(id); err != nil {
+			return nil, 0, nil, err
+		}
+		i, found := slices.BinarySearchFunc(e.calls, index, func(c callStat, n int) int { return c.index - n })
+		if !found || e.store == nil {
+			return nil, 0, nil, ErrNoCall
+		}
+		c := &e.calls[i]
+		line, err := e.store.ReadLineAt(id, c.off, c.size)
+		if errors.Is(err, capture.ErrRewritten) && attempt == 0 {
+			x.forget(id, e)
+			continue
+		}
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		if rec, err = record.BuildRecord(line, index); err != nil {
+			return nil, 0, nil, fmt.Errorf("%w: line %d: %v", ErrNoCall, c.line, err)
+		}
+		return e, i, rec, nil
+	}
+}
+
+// forget drops e, an entry whose file changed under it, so that the next refresh reads the file
+// from its start.
+func (x *Index) forget(id string, e *entry) {
+	x.mu.Lock()
+	if x.entries[id] == e {
+		cp := *e
+		cp.key, cp.resume, cp.calls, cp.damaged, cp.done, cp.doneDamaged = fileKey{}, capture.Resume{}, nil, nil, 0, 0
+		x.entries[id] = &cp
+	}
+	x.mu.Unlock()
+}
+
+// Call returns one call of a rollout with its conversation. It reads the call's own line; which
+// input messages are new comes from the rollout's digest.
 func (x *Index) Call(id string, index int) (*CallDetail, error) {
 	v, _ := x.Version()
-	l, err := x.load(id)
+	e, i, r, err := x.callLine(id, index)
 	if err != nil {
 		return nil, err
 	}
-	i := slices.IndexFunc(l.records, func(r modelcalls.ModelCallRecord) bool { return r.CallIndex == index })
-	if i < 0 {
-		return nil, ErrNoCall
+	conv := conversation(r)
+	dg, err := x.digestOf(id, e.store)
+	if err != nil {
+		return nil, err
 	}
-	convs := l.conversations()
-	r := &l.records[i]
-	d := &CallDetail{Version: v, RolloutID: id, Line: l.lines[i], Record: r.AppendJSON(nil, false),
-		Conversation: *convs[i], Units: recordUnits, Raw: map[string]int{}}
+	seen := dg.seenBefore(index, f64(r.StartedAt))
+	dg.mu.Unlock()
+	markCall(conv, seen)
+	d := &CallDetail{Version: v, RolloutID: id, Line: e.calls[i].line, Record: r.AppendJSON(nil, false),
+		Conversation: *conv, Units: recordUnits, Raw: map[string]int{}}
 	for name, n := range map[string]int{"request": len(r.Request), "response": len(r.Response),
 		"request_raw": strLen(r.RequestRaw), "response_raw": strLen(r.ResponseRaw)} {
 		if n > 0 {
@@ -250,26 +279,22 @@ func (x *Index) Call(id string, index int) (*CallDetail, error) {
 		}
 	}
 	if i > 0 {
-		d.Prev = ptr(l.records[i-1].CallIndex)
+		d.Prev = ptr(e.calls[i-1].index)
 	}
-	if i+1 < len(l.records) {
-		d.Next = ptr(l.records[i+1].CallIndex)
+	if i+1 < len(e.calls) {
+		d.Next = ptr(e.calls[i+1].index)
 	}
 	return d, nil
 }
 
-// Raw returns one stored payload of a call: "request" or "response" (the JSON object as stored),
-// "request_raw" or "response_raw" (the text). ok is false when the call has no such payload.
+// Raw returns one stored payload of a call, read from the call's own line: "request" or
+// "response" (the JSON object as stored), "request_raw" or "response_raw" (the text). ok is false
+// when the call has no such payload.
 func (x *Index) Raw(id string, index int, part string) (data []byte, isJSON, ok bool, err error) {
-	l, err := x.load(id)
+	_, _, r, err := x.callLine(id, index)
 	if err != nil {
 		return nil, false, false, err
 	}
-	i := slices.IndexFunc(l.records, func(r modelcalls.ModelCallRecord) bool { return r.CallIndex == index })
-	if i < 0 {
-		return nil, false, false, ErrNoCall
-	}
-	r := &l.records[i]
 	switch part {
 	case "request":
 		return r.Request, true, r.Request != nil, nil
@@ -277,17 +302,24 @@ func (x *Index) Raw(id string, index int, part string) (data []byte, isJSON, ok 
 		return r.Response, true, r.Response != nil, nil
 	case "request_raw":
 		if r.RequestRaw != nil {
-			return []byte(r.RequestRaw.Text()), false, true, nil
+			return rawText(r.RequestRaw), false, true, nil
 		}
 	case "response_raw":
 		if r.ResponseRaw != nil {
-			return []byte(r.ResponseRaw.Text()), false, true, nil
+			return rawText(r.ResponseRaw), false, true, nil
 		}
 	}
 	return nil, false, false, nil
 }
 
+// rawText is the decoded text of a stored raw text (nil when null), sharing the line's bytes when
+// the text has no escapes.
+func rawText(t record.RawText) []byte {
+	b, _ := jsonscan.Text(t)
+	return b
+}
+
 // strLen is the length of the decoded text (0 when null).
-func strLen(t modelcalls.RawText) int {
-	return len(t.Text())
+func strLen(t record.RawText) int {
+	return len(rawText(t))
 }

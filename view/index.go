@@ -11,13 +11,15 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/record"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -52,14 +54,18 @@ type RolloutSummary struct {
 	InRecords bool `json:"in_records"`
 }
 
-// callStat is the part of one call the overview needs, kept for every indexed call. NaN and -1 mean
+// callStat is the part of one call the overview needs, kept for every indexed call, and where its
+// line is in the capture file, so that a call's page reads that line alone. NaN and -1 mean
 // unknown.
 type callStat struct {
-	start, latency, ttft       float64
+	start, end, latency, ttft  float64 // end: completed_at
 	in, out, reasoning, cached int64
 	creation                   int64
 	model, dialect, errcat     uint32 // interned strings; 0 = unknown / no error
 	cacheHit                   int8   // -1 unknown, 0 miss, 1 hit
+	off                        int64  // the line's offset in the capture file, bytes
+	size                       int    // the line's length without its newline, bytes
+	line, index                int    // 1-based line number, capture index (call_index)
 }
 
 // fileKey identifies the state of a rollout's files; when it changes the rollout is read again.
@@ -72,10 +78,16 @@ type fileKey struct {
 }
 
 type entry struct {
-	sum   RolloutSummary
-	calls []callStat
-	key   fileKey
-	store *capture.Store
+	sum     RolloutSummary
+	calls   []callStat    // readable lines, in file order
+	damaged []DamagedLine // unreadable lines, in file order
+	key     fileKey
+	store   *capture.Store
+	// resume is where the next read of the capture file goes on: the file is read incrementally,
+	// only what was appended since. done and doneDamaged count the calls and damaged lines read
+	// from complete lines; the rest came from a last line without its newline yet, read again.
+	resume            capture.Resume
+	done, doneDamaged int
 }
 
 // recordFields is what the viewer keeps of one rollout record.
@@ -116,6 +128,14 @@ type Index struct {
 	overview *Overview
 	ovVer    uint64
 
+	// scanned counts the bytes of capture lines the index has read (for tests: a live update reads
+	// only what was appended).
+	scanned atomic.Int64
+
+	digMu    sync.Mutex // guards digests and digClock
+	digests  map[string]*digest
+	digClock uint64
+
 	// MinInterval is the shortest pause between two scans; the pause grows to 4x the last scan's
 	// duration so that a large dir does not keep a core busy.
 	MinInterval time.Duration
@@ -124,7 +144,7 @@ type Index struct {
 func newIndex(stores []*capture.Store, rolloutsPath string, log *slog.Logger) *Index {
 	return &Index{
 		stores: stores, rolloutsPath: rolloutsPath, log: log,
-		entries: map[string]*entry{}, changed: make(chan struct{}),
+		entries: map[string]*entry{}, changed: make(chan struct{}), progress: Progress{Errors: []string{}},
 		strs: []string{""}, strIdx: map[string]uint32{"": 0},
 		MinInterval: 500 * time.Millisecond,
 	}
@@ -297,14 +317,10 @@ func (x *Index) scan(ctx context.Context) {
 	x.mu.Unlock()
 
 	// The previous pass's file keys, copied once so that the loop below takes no lock per rollout.
-	type prev struct {
-		key   fileKey
-		store *capture.Store
-	}
 	x.mu.RLock()
-	prevs := make(map[string]prev, len(x.entries))
+	prevs := make(map[string]*entry, len(x.entries))
 	for id, e := range x.entries {
-		prevs[id] = prev{e.key, e.store}
+		prevs[id] = e
 	}
 	x.mu.RUnlock()
 
@@ -346,7 +362,7 @@ func (x *Index) scan(ctx context.Context) {
 			st = f.claimStores[0]
 		}
 		if old, ok := prevs[id]; !ok || old.key != key || old.store != st {
-			e, err := x.readRollout(id, st, key)
+			e, err := x.readRollout(id, st, key, old)
 			if err != nil {
 				note("read rollout %s: %v", id, err)
 			}
@@ -382,8 +398,11 @@ func (x *Index) publish(indexed int, passDone bool, errs []string, changed bool)
 	}
 }
 
-// readRollout reads one rollout's capture with the tolerant read and summarises it.
-func (x *Index) readRollout(id string, st *capture.Store, key fileKey) (*entry, error) {
+// readRollout reads one rollout's capture with the tolerant read and summarises it. With prev (the
+// rollout's previous entry, from the same store) it reads only what was appended to the file since
+// prev was read; a file cleared, replaced or rewritten since is read again from its start. prev is
+// not modified: readers may hold it.
+func (x *Index) readRollout(id string, st *capture.Store, key fileKey, prev *entry) (*entry, error) {
 	e := &entry{key: key, store: st}
 	s := &e.sum
 	s.ID, s.HasCapture, s.Incomplete, s.Pending, s.Abandoned = id, key.hasCapture, key.marker, key.live, key.stale
@@ -394,8 +413,17 @@ func (x *Index) readRollout(id string, st *capture.Store, key fileKey) (*entry, 
 	if !key.hasCapture {
 		return e, nil
 	}
-	recs, damaged, err := modelcalls.ReadAvailableRecords(st, id)
-	if err != nil {
+	if prev != nil && prev.store == st && prev.sum.HasCapture {
+		// Clipped: appending copies, and never writes into the arrays prev's readers see.
+		e.calls, e.damaged = slices.Clip(prev.calls[:prev.done]), slices.Clip(prev.damaged[:prev.doneDamaged])
+		e.resume, e.done, e.doneDamaged = prev.resume, prev.done, prev.doneDamaged
+	}
+	err := x.readAppended(id, e)
+	if errors.Is(err, capture.ErrRewritten) {
+		e.calls, e.damaged, e.resume, e.done, e.doneDamaged = nil, nil, capture.Resume{}, 0, 0
+		err = x.readAppended(id, e)
+	}
+	if err != nil && !errors.Is(err, capture.ErrRewritten) {
 		// The file may have been cleared between listing and reading: keep an empty row, the
 		// next pass drops it.
 		if errors.Is(err, fs.ErrNotExist) {
@@ -403,19 +431,37 @@ func (x *Index) readRollout(id string, st *capture.Store, key fileKey) (*entry, 
 		}
 		return e, err
 	}
-	s.DamagedLines = damaged
-	s.Calls = len(recs)
-	e.calls = make([]callStat, len(recs))
-	models, dialects := map[string]int{}, map[string]int{}
-	var modelOrder, dialectOrder []string
-	x.strMu.Lock()
-	for i := range recs {
-		r := &recs[i]
-		c := &e.calls[i]
-		c.start, c.latency, c.ttft = f64(r.StartedAt), f64(r.LatencyTotalMS), f64(r.LatencyTTFTMS)
+	x.summarize(e)
+	return e, nil
+}
+
+// readAppended reads e's capture file from e.resume on, appending its lines to e.calls and
+// e.damaged (a line is damaged when capture.CheckLine or the record build refuses it).
+func (x *Index) readAppended(id string, e *entry) error {
+	resume, err := e.store.ScanFrom(id, e.resume, func(l capture.ScannedLine) {
+		x.scanned.Add(int64(len(l.Data)))
+		if l.Complete {
+			defer func() { e.done, e.doneDamaged = len(e.calls), len(e.damaged) }()
+		}
+		damage := func(err error) {
+			e.damaged = append(e.damaged, DamagedLine{Line: l.Line, Index: l.Index, Error: err.Error()})
+		}
+		if err := capture.CheckLine(l.Data); err != nil {
+			damage(err)
+			return
+		}
+		r, err := record.BuildRecord(l.Data, l.Index)
+		if err != nil {
+			damage(err)
+			return
+		}
+		c := callStat{off: l.Offset, size: len(l.Data), line: l.Line, index: l.Index}
+		c.start, c.end, c.latency, c.ttft = f64(r.StartedAt), f64(r.CompletedAt), f64(r.LatencyTotalMS), f64(r.LatencyTTFTMS)
 		c.in, c.out, c.reasoning, c.cached = i64(r.TokensIn), i64(r.TokensOut), i64(r.TokensReasoning), i64(r.CachedTokens)
 		c.creation = i64(r.CacheCreationTokens)
+		x.strMu.Lock()
 		c.model, c.dialect, c.errcat = x.intern(r.Model), x.intern(r.Dialect), x.intern(r.ErrorCategory)
+		x.strMu.Unlock()
 		c.cacheHit = -1
 		if r.CacheHit != nil {
 			c.cacheHit = 0
@@ -423,47 +469,67 @@ func (x *Index) readRollout(id string, st *capture.Store, key fileKey) (*entry, 
 				c.cacheHit = 1
 			}
 		}
-		if r.ErrorCategory != nil {
+		e.calls = append(e.calls, c)
+	})
+	if err == nil {
+		e.resume = resume
+	}
+	return err
+}
+
+// summarize sets e's call-derived summary fields from e.calls and e.damaged.
+func (x *Index) summarize(e *entry) {
+	s := &e.sum
+	s.Calls, s.DamagedLines, s.Errors = len(e.calls), len(e.damaged), 0
+	s.TokensIn, s.TokensOut, s.TokensCached, s.TokensReasoning = nil, nil, nil, nil
+	s.LatencyMS, s.MaxTTFTMS, s.StartedAt, s.EndedAt, s.DurationS = 0, nil, nil, nil, nil
+	models, dialects := map[uint32]int{}, map[uint32]int{}
+	var modelOrder, dialectOrder []uint32
+	for i := range e.calls {
+		c := &e.calls[i]
+		if c.errcat != 0 {
 			s.Errors++
 		}
 		addKnown(&s.TokensIn, c.in)
 		addKnown(&s.TokensOut, c.out)
 		addKnown(&s.TokensCached, c.cached)
 		addKnown(&s.TokensReasoning, c.reasoning)
-		if r.LatencyTotalMS != nil {
-			s.LatencyMS += *r.LatencyTotalMS
+		if !math.IsNaN(c.latency) {
+			s.LatencyMS += c.latency
 		}
-		if r.LatencyTTFTMS != nil && (s.MaxTTFTMS == nil || *r.LatencyTTFTMS > *s.MaxTTFTMS) {
-			s.MaxTTFTMS = ptr(*r.LatencyTTFTMS)
+		if !math.IsNaN(c.ttft) && (s.MaxTTFTMS == nil || c.ttft > *s.MaxTTFTMS) {
+			s.MaxTTFTMS = ptr(c.ttft)
 		}
-		if r.StartedAt != nil && (s.StartedAt == nil || *r.StartedAt < *s.StartedAt) {
-			s.StartedAt = ptr(*r.StartedAt)
+		if !math.IsNaN(c.start) && (s.StartedAt == nil || c.start < *s.StartedAt) {
+			s.StartedAt = ptr(c.start)
 		}
-		if r.CompletedAt != nil && (s.EndedAt == nil || *r.CompletedAt > *s.EndedAt) {
-			s.EndedAt = ptr(*r.CompletedAt)
+		if !math.IsNaN(c.end) && (s.EndedAt == nil || c.end > *s.EndedAt) {
+			s.EndedAt = ptr(c.end)
 		}
-		if r.Model != nil {
-			if models[*r.Model] == 0 {
-				modelOrder = append(modelOrder, *r.Model)
+		if c.model != 0 {
+			if models[c.model] == 0 {
+				modelOrder = append(modelOrder, c.model)
 			}
-			models[*r.Model]++
+			models[c.model]++
 		}
-		if r.Dialect != nil {
-			if dialects[*r.Dialect] == 0 {
-				dialectOrder = append(dialectOrder, *r.Dialect)
+		if c.dialect != 0 {
+			if dialects[c.dialect] == 0 {
+				dialectOrder = append(dialectOrder, c.dialect)
 			}
-			dialects[*r.Dialect]++
+			dialects[c.dialect]++
 		}
 	}
-	x.strMu.Unlock()
 	if s.StartedAt != nil && s.EndedAt != nil {
 		s.DurationS = ptr(*s.EndedAt - *s.StartedAt)
 	}
-	s.Model, s.Dialect = mostFrequent(models, modelOrder), mostFrequent(dialects, dialectOrder)
-	return e, nil
+	x.strMu.Lock()
+	s.Model, s.Dialect = x.mostFrequent(models, modelOrder), x.mostFrequent(dialects, dialectOrder)
+	x.strMu.Unlock()
 }
 
-func mostFrequent(counts map[string]int, order []string) *string {
+// mostFrequent returns the interned string counted most often (ties: first in order); nil for
+// none. x.strMu must be held.
+func (x *Index) mostFrequent(counts map[uint32]int, order []uint32) *string {
 	best := -1
 	for i, k := range order {
 		if best < 0 || counts[k] > counts[order[best]] {
@@ -473,7 +539,7 @@ func mostFrequent(counts map[string]int, order []string) *string {
 	if best < 0 {
 		return nil
 	}
-	return ptr(order[best])
+	return ptr(x.strs[order[best]])
 }
 
 // loadRecords (re)reads the --rollouts file when its size or mtime changed. It reports whether the
@@ -506,7 +572,7 @@ func (x *Index) loadRecords(note func(string, ...any)) bool {
 }
 
 // readRecordsFile reads a JSONL file of rollout records: for each line with a derivable rollout id
-// (modelcalls.RolloutID) it keeps the top-level scalar fields. Lines without an id, or that are not
+// (rollout.FromLine) it keeps the top-level scalar fields. Lines without an id, or that are not
 // JSON objects, are noted and skipped; a later record of the same id replaces an earlier one.
 func readRecordsFile(path string, note func(string, ...any)) (map[string]*recordFields, []string, error) {
 	f, err := os.Open(path)
@@ -525,7 +591,7 @@ func readRecordsFile(path string, note func(string, ...any)) (map[string]*record
 		if len(line) == 0 {
 			continue
 		}
-		id, ok, err := modelcalls.RolloutID(line)
+		id, ok, err := rollout.FromLine(line)
 		if err != nil || !ok {
 			note("%s:%d: no rollout id: %v", path, n, err)
 			continue
@@ -537,7 +603,7 @@ func readRecordsFile(path string, note func(string, ...any)) (map[string]*record
 		}
 		rf := &recordFields{raw: map[string]json.RawMessage{}, val: map[string]any{}}
 		for k, v := range obj {
-			if k == modelcalls.FieldModelCallCapture || len(v) == 0 || v[0] == '{' || v[0] == '[' {
+			if k == rollout.FieldModelCallCapture || len(v) == 0 || v[0] == '{' || v[0] == '[' {
 				continue
 			}
 			var val any

@@ -117,7 +117,11 @@ func (x *Index) Overview() *Overview {
 	x.strMu.Lock()
 	strs := x.strs // appends never change the elements this header covers
 	x.strMu.Unlock()
-	o := &Overview{Version: x.version, Progress: x.progress, RolloutsFile: x.rolloutsPath}
+	// Every list is non-nil, so that it encodes as [] and never as null: a page iterating the list
+	// of a clean run (no error, no gap, no call yet) must find an empty list.
+	o := &Overview{Version: x.version, Progress: x.progress, RolloutsFile: x.rolloutsPath,
+		Dirs: []string{}, Errors: []Count{}, OverTime: OverTime{Calls: []int{}, Errors: []int{}},
+		Gaps: Gaps{Pending: []string{}, Incomplete: []string{}, Unreadable: []string{}, Abandoned: []string{}, NoCapture: []string{}}}
 	for _, st := range x.stores {
 		o.Dirs = append(o.Dirs, st.Dir())
 	}
@@ -541,6 +545,9 @@ func (x *Index) List(q ListQuery) (*ListResult, error) {
 	}
 	res := &ListResult{Version: x.version, Progress: x.progress, Total: len(x.entries), Offset: q.Offset,
 		Limit: q.Limit, Sort: q.Sort, Order: "asc", Fields: SortFields, RecordFields: x.recKeys}
+	if res.RecordFields == nil {
+		res.RecordFields = []string{}
+	}
 	if q.Desc {
 		res.Order = "desc"
 	}

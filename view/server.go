@@ -1,6 +1,7 @@
 package view
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"embed"
@@ -40,9 +41,17 @@ type Options struct {
 // Server is the viewer: an http.Handler serving the pages and the JSON API, backed by an Index that
 // rescans the capture dirs. It only reads the dirs.
 type Server struct {
-	idx *Index
-	mux *http.ServeMux
+	idx   *Index
+	mux   *http.ServeMux
+	heavy chan struct{} // a slot per request reading capture files (maxHeavyReads)
 }
+
+// maxHeavyReads is how many requests that read capture files (a rollout's page, a call's page, a
+// stored payload) run at once; the others wait for a slot, or until their client leaves. A call's
+// page reads its own line and a rollout's page one line at a time, so each holds a few times its
+// largest line: the slots bound the viewer's memory on rollouts of large lines (nine call pages of
+// 1 MiB lines opened at once stay under 256 MiB) and keep the index's rescans running.
+const maxHeavyReads = 4
 
 // New opens the capture dirs read-only and returns the server. Call Run to start indexing; the
 // handler answers from whatever has been indexed so far.
@@ -62,7 +71,7 @@ func New(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{idx: newIndex(stores, opts.RolloutsFile, log), mux: http.NewServeMux()}
+	s := &Server{idx: newIndex(stores, opts.RolloutsFile, log), mux: http.NewServeMux(), heavy: make(chan struct{}, maxHeavyReads)}
 	if opts.ScanInterval > 0 {
 		s.idx.MinInterval = opts.ScanInterval
 	}
@@ -76,14 +85,28 @@ func New(opts Options) (*Server, error) {
 	})
 	s.mux.HandleFunc("GET /api/overview", s.overview)
 	s.mux.HandleFunc("GET /api/rollouts", s.list)
-	s.mux.HandleFunc("GET /api/rollouts/{id}", s.rollout)
-	s.mux.HandleFunc("GET /api/rollouts/{id}/calls/{index}", s.call)
-	s.mux.HandleFunc("GET /api/rollouts/{id}/calls/{index}/raw", s.raw)
+	s.mux.HandleFunc("GET /api/rollouts/{id}", s.bounded(s.rollout))
+	s.mux.HandleFunc("GET /api/rollouts/{id}/calls/{index}", s.bounded(s.call))
+	s.mux.HandleFunc("GET /api/rollouts/{id}/calls/{index}/raw", s.bounded(s.raw))
 	s.mux.HandleFunc("GET /api/changes", s.changes)
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, "no such API endpoint: "+r.URL.Path)
 	})
 	return s, nil
+}
+
+// bounded runs h in one of the maxHeavyReads slots; a request whose client leaves while it waits
+// gets nothing.
+func (s *Server) bounded(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case s.heavy <- struct{}{}:
+		case <-r.Context().Done():
+			return
+		}
+		defer func() { <-s.heavy }()
+		h(w, r)
+	}
 }
 
 // Index returns the server's index.
@@ -235,8 +258,73 @@ func (s *Server) rollout(w http.ResponseWriter, r *http.Request) {
 func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 	if id, n, ok := callPath(w, r); ok {
 		d, err := s.idx.Call(id, n)
-		writeLoaded(w, d, err)
+		if err != nil {
+			loadError(w, err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		writeCallDetail(w, d)
 	}
+}
+
+// writeCallDetail writes d as CallDetail's JSON a piece at a time (each message on its own), so
+// that a call of large messages is not encoded whole into memory before the first byte goes out.
+// A write error (the client left) ends it.
+func writeCallDetail(w io.Writer, d *CallDetail) error {
+	bw := bufio.NewWriterSize(w, 32<<10)
+	var err error
+	raw := func(s string) {
+		if err == nil {
+			_, err = bw.WriteString(s)
+		}
+	}
+	val := func(v any) {
+		if err == nil {
+			err = encodeJSON(bw, v) // ends in a newline: whitespace between tokens
+		}
+	}
+	list := func(msgs []Message) {
+		raw("[")
+		for i := range msgs {
+			if i > 0 {
+				raw(",")
+			}
+			val(&msgs[i])
+		}
+		raw("]")
+	}
+	c := &d.Conversation
+	raw(`{"version":`)
+	val(d.Version)
+	raw(`,"rollout_id":`)
+	val(d.RolloutID)
+	raw(`,"line":`)
+	val(d.Line)
+	raw(`,"record":`)
+	val(d.Record)
+	raw(`,"conversation":{"input":`)
+	list(c.Input)
+	raw(`,"tools":`)
+	val(c.Tools)
+	raw(`,"output":`)
+	list(c.Output)
+	if c.Error != "" {
+		raw(`,"error":`)
+		val(c.Error)
+	}
+	raw(`},"units":`)
+	val(d.Units)
+	raw(`,"raw":`)
+	val(d.Raw)
+	raw(`,"prev":`)
+	val(d.Prev)
+	raw(`,"next":`)
+	val(d.Next)
+	raw("}\n")
+	if err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 // raw serves a stored payload as text/plain (never as HTML): ?part=request|response (JSON,

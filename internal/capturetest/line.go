@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/record"
 )
 
 // Line is one capture line decoded (capture.Exchange) with the line's bytes, position, members
@@ -15,11 +15,11 @@ import (
 type Line struct {
 	capture.Exchange
 
-	Keys   map[string]json.RawMessage  `json:"-"` // every member of the line, for presence checks
-	Data   []byte                      `json:"-"` // the line as stored, without its newline
-	Index  int                         `json:"-"` // the capture index: 0-based among the non-blank lines
-	Num    int                         `json:"-"` // the 1-based line number in the file
-	Record *modelcalls.ModelCallRecord `json:"-"` // the record built from the line (Lines only)
+	Keys   map[string]json.RawMessage `json:"-"` // every member of the line, for presence checks
+	Data   []byte                     `json:"-"` // the line as stored, without its newline
+	Index  int                        `json:"-"` // the capture index: 0-based among the non-blank lines
+	Num    int                        `json:"-"` // the 1-based line number in the file
+	Record *record.ModelCallRecord    `json:"-"` // the record built from the line (Lines only)
 }
 
 // Has reports whether the line has a member named key (null counts).
@@ -79,7 +79,7 @@ func entryLine(e capture.Entry) (*Line, error) {
 		return nil, err
 	}
 	l.Index, l.Num = e.Index, e.Line
-	if l.Record, err = modelcalls.BuildRecord(e.Data, e.Index); err != nil {
+	if l.Record, err = record.BuildRecord(e.Data, e.Index); err != nil {
 		return nil, fmt.Errorf("no record builds: %w", err)
 	}
 	return l, nil

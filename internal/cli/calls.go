@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 
 	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // callsOptions are the flags of `modelcalls calls`.
@@ -83,6 +85,9 @@ type rolloutCalls struct {
 	claims     capture.ClaimCount
 	orphans    []orphanFile // the rollout's orphan files that hold lines
 	total      int          // records before a filter was applied
+	// tokenCaptures holds the token_capture object of each call whose line has one, by call_index
+	// (it is not part of the record; show's token summary reads it).
+	tokenCaptures map[int][]byte
 }
 
 // orphanFile is a <id>.capture.orphaned.jsonl: the lines of calls that were still in flight when
@@ -149,6 +154,14 @@ func readRolloutCalls(store *capture.Store, id string) (*rolloutCalls, error) {
 			continue
 		}
 		rc.records = append(rc.records, *rec)
+		if bytes.Contains(e.Data, []byte(`"token_capture":`)) {
+			if tc := jsonscan.Lookup(e.Data, "token_capture"); jsonscan.IsObject(tc) {
+				if rc.tokenCaptures == nil {
+					rc.tokenCaptures = map[int][]byte{}
+				}
+				rc.tokenCaptures[e.Index] = tc
+			}
+		}
 	}
 	rc.damages = append(rc.damages, damages[di:]...)
 	return rc, nil

@@ -125,30 +125,24 @@ func runClear(ctx context.Context, s *Streams, o *clearOptions) error {
 	deadline := time.Now().Add(o.wait)
 	var cleared, left int
 	for _, tg := range targets {
-		live, err := awaitLive(ctx, stores, tg.id, time.Until(deadline))
+		res, err := modelcalls.ClearRollout(ctx, stores, tg.id, time.Until(deadline), o.force)
 		if err != nil {
 			return withExit(ExitFailure, fmt.Errorf("line %d: rollout %s: %w", tg.line, tg.id, err))
 		}
-		if live > 0 && !o.force {
+		if !res.Cleared {
 			left++
 			fmt.Fprintf(s.ErrOut, "modelcalls clear: rollout %s: not cleared: %d capture writes still in flight after waiting %s (--force clears it anyway; their lines then go to %s)\n",
-				tg.id, live, o.wait, tg.id+capture.OrphanSuffix)
+				tg.id, res.Live, o.wait, tg.id+capture.OrphanSuffix)
 			continue
 		}
-		had := false
-		for _, st := range stores {
-			rep, err := st.ClearRollout(tg.id)
-			if err != nil {
-				return withExit(ExitFailure, fmt.Errorf("line %d: rollout %s: %w", tg.line, tg.id, err))
-			}
+		for i, rep := range res.Reports {
 			if rep.InFlight > 0 {
-				op, _ := st.OrphanPath(tg.id)
+				op, _ := stores[i].OrphanPath(tg.id)
 				fmt.Fprintf(s.ErrOut, "modelcalls clear: rollout %s: cleared with %d capture writes still in flight in %s; their lines will go to %s, not to the next attempt's capture\n",
-					tg.id, rep.InFlight, st.Dir(), op)
+					tg.id, rep.InFlight, stores[i].Dir(), op)
 			}
-			had = had || rep.Removed
 		}
-		if had {
+		if res.Removed() {
 			cleared++
 		}
 	}
@@ -162,31 +156,4 @@ func runClear(ctx context.Context, s *Streams, o *clearOptions) error {
 		return silentExit{code: ExitFailure}
 	}
 	return nil
-}
-
-// awaitLive waits up to timeout for rollout id to have no live claim in any store, and returns how
-// many are live at the end (0 at once when there are none).
-func awaitLive(ctx context.Context, stores []*capture.Store, id string, timeout time.Duration) (int, error) {
-	deadline := time.Now().Add(max(timeout, 0))
-	for {
-		live := 0
-		for _, st := range stores {
-			c, err := st.Claims(id)
-			if err != nil {
-				return 0, err
-			}
-			live += c.Live
-		}
-		remaining := time.Until(deadline)
-		if live == 0 || remaining <= 0 {
-			return live, nil
-		}
-		t := time.NewTimer(min(modelcalls.CaptureDrainPoll, remaining))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return live, ctx.Err()
-		case <-t.C:
-		}
-	}
 }

@@ -22,6 +22,9 @@ type mergeOptions struct {
 	out             string
 	includePayloads bool
 	workers         int
+	// duplicates is --duplicate-rollouts: "warn" names rollouts merged into several records on
+	// stderr, "error" does that and exits 1.
+	duplicates string
 }
 
 // defaultMergeWorkers: merge workers spend most of their time waiting (quiescence polls, file reads),
@@ -47,7 +50,12 @@ Before reading a rollout's capture, merge waits up to --wait for its outstanding
 
 Lines that are not JSON objects, or whose rollout id cannot be derived or is invalid, are written
 unchanged and reported on stderr with their line number; merge then exits 1 after writing
-everything. Records without any _ng_* rollout field, and blank lines, are written unchanged
+everything.
+
+Several records that resolve to the same rollout id each get all of its calls, so whatever adds up
+the records downstream counts that rollout's calls and tokens once per record. After writing
+everything merge names each such rollout on stderr with its record count and line numbers;
+with --duplicate-rollouts=error it then exits 1. Records without any _ng_* rollout field, and blank lines, are written unchanged
 silently. A summary goes to stderr; a progress bar too when stderr is a terminal.
 
 Without --in, records are read from stdin; on a terminal merge says so (end the input with
@@ -68,6 +76,7 @@ it was.`,
 	f.StringVar(&o.out, "out", "", "file to write the merged records to, replaced only when all is written (default: stdout; - is stdout)")
 	f.BoolVar(&o.includePayloads, "include-payloads", false, "keep request, response, request_raw and response_raw in each attached call")
 	f.IntVar(&o.workers, "workers", defaultMergeWorkers(), "rollouts merged at once")
+	f.StringVar(&o.duplicates, "duplicate-rollouts", "warn", "a rollout id attached to several records: warn (name it on stderr) or error (name it and exit 1)")
 	return cmd
 }
 
@@ -86,6 +95,51 @@ type mergeSummary struct {
 	rollouts, calls, damaged int
 	gaps                     map[string]int
 	silent, blank, reported  int
+	// first is the input line number of the first record each rollout id was attached to; dups
+	// holds every line number of the ids attached to more than one record.
+	first map[string]int
+	dups  map[string][]int
+}
+
+// attached notes that rollout id was attached to the record on input line num.
+func (m *mergeSummary) attached(id string, num int) {
+	f, seen := m.first[id]
+	switch {
+	case !seen:
+		m.first[id] = num
+	case m.dups[id] == nil:
+		m.dups[id] = []int{f, num}
+	default:
+		m.dups[id] = append(m.dups[id], num)
+	}
+}
+
+// maxDuplicateLines is how many line numbers a duplicate rollout's report lists.
+const maxDuplicateLines = 10
+
+// duplicates returns one report per rollout id attached to more than one record, in the order of
+// their first records: the id, the record count, and the first line numbers.
+func (m *mergeSummary) duplicates() []string {
+	ids := make([]string, 0, len(m.dups))
+	for id := range m.dups {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int { return m.first[a] - m.first[b] })
+	reports := make([]string, 0, len(ids))
+	for _, id := range ids {
+		lines := m.dups[id]
+		nums := make([]string, 0, min(len(lines), maxDuplicateLines))
+		for _, n := range lines[:min(len(lines), maxDuplicateLines)] {
+			nums = append(nums, fmt.Sprint(n))
+		}
+		more := ""
+		if len(lines) > maxDuplicateLines {
+			more = ", ..."
+		}
+		reports = append(reports, fmt.Sprintf("rollout %s merged into %d records (lines %s%s): each carries all its calls, so its calls and tokens count %d times",
+			id, len(lines), strings.Join(nums, ", "), more, len(lines)))
+	}
+	return reports
 }
 
 func (m *mergeSummary) String() string {
@@ -125,6 +179,9 @@ func runMerge(ctx context.Context, s *Streams, o *mergeOptions) error {
 	if o.workers < 1 {
 		return usageErrorf("--workers %d: must be >= 1", o.workers)
 	}
+	if o.duplicates != "warn" && o.duplicates != "error" {
+		return usageErrorf("--duplicate-rollouts %q: want warn or error", o.duplicates)
+	}
 	opts := modelcalls.MergeOptions{IncludePayloads: o.includePayloads, DrainTimeout: o.wait}
 	if o.wait == 0 {
 		opts.DrainTimeout = -1 // MergeOptions: negative means look once
@@ -152,7 +209,7 @@ func runMerge(ctx context.Context, s *Streams, o *mergeOptions) error {
 
 	bar := newProgress(s.ErrOut, size)
 	lr := jsonl.NewReader(in)
-	sum := mergeSummary{gaps: map[string]int{}}
+	sum := mergeSummary{gaps: map[string]int{}, first: map[string]int{}, dups: map[string][]int{}}
 	next := func() (jsonl.Line, int64, bool, error) {
 		l, ok, err := lr.Next()
 		return l, int64(len(l.Body)), ok, err
@@ -189,6 +246,7 @@ func runMerge(ctx context.Context, s *Streams, o *mergeOptions) error {
 			sum.silent++
 		default:
 			sum.rollouts++
+			sum.attached(oc.res.RolloutID, oc.line.Num)
 			sum.calls += oc.res.Calls
 			sum.damaged += oc.res.Damaged
 			for _, g := range oc.res.Gaps {
@@ -217,8 +275,12 @@ func runMerge(ctx context.Context, s *Streams, o *mergeOptions) error {
 	if err := out.commit(); err != nil {
 		return withExit(ExitFailure, err)
 	}
+	dups := sum.duplicates()
+	for _, d := range dups {
+		fmt.Fprintf(s.ErrOut, "modelcalls merge: %s\n", d)
+	}
 	fmt.Fprintf(s.ErrOut, "modelcalls merge: %s\n", &sum)
-	if sum.reported > 0 {
+	if sum.reported > 0 || len(dups) > 0 && o.duplicates == "error" {
 		return silentExit{code: ExitFailure}
 	}
 	return nil

@@ -577,3 +577,43 @@ func FuzzMergeKeepsLines(f *testing.F) {
 		}
 	})
 }
+
+// Records that resolve to the same rollout id each get all of its calls: merge names the rollout
+// once with its record count and lines, and --duplicate-rollouts=error makes that exit 1 (after
+// writing every record, as for reported lines).
+func TestMergeDuplicateRollouts(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := capture.Open(dir)
+	for _, id := range []string{"0-0", "0-1"} {
+		if err := st.AppendExchange(id, exchange("m", `{"prompt_tokens":1}`, 1, nil, 200, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := `{"_ng_task_index": 0, "_ng_rollout_index": 0}` + "\n" +
+		`{"_ng_task_index": 0, "_ng_rollout_index": 1}` + "\n" +
+		`{"_ng_rollout_id": "0-0", "try": 2}` + "\n" +
+		`{"_ng_task_index": 0, "_ng_rollout_index": 0, "try": 3}` + "\n"
+	const report = "rollout 0-0 merged into 3 records (lines 1, 3, 4)"
+	for _, c := range []struct {
+		args []string
+		code int
+	}{{nil, ExitOK}, {[]string{"--duplicate-rollouts", "warn"}, ExitOK}, {[]string{"--duplicate-rollouts=error"}, ExitFailure}} {
+		t.Run(fmt.Sprint(c.args), func(t *testing.T) {
+			out, errOut, code := runCLI(t, in, append([]string{"merge", "--capture-dir", dir, "--wait", "0"}, c.args...)...)
+			if code != c.code {
+				t.Errorf("exit %d; want %d: %s", code, c.code, errOut)
+			}
+			if n := strings.Count(out, `"ng_model_call_capture"`); n != 4 {
+				t.Errorf("%d records merged; want all 4 written", n)
+			}
+			if strings.Count(errOut, report) != 1 || strings.Count(errOut, "merged into") != 1 {
+				t.Errorf("stderr does not name rollout 0-0 once (and only it):\n%s", errOut)
+			}
+		})
+	}
+	_, errOut, code := runCLI(t, `{"_ng_task_index": 0, "_ng_rollout_index": 0}`+"\n", "merge", "--capture-dir", dir, "--wait", "0", "--duplicate-rollouts=error")
+	if code != ExitOK || strings.Contains(errOut, "merged into") {
+		t.Errorf("one record per rollout: exit %d: %s", code, errOut)
+	}
+	checkExits(t, []exitCase{{"bad duplicate-rollouts", []string{"merge", "--capture-dir", dir, "--duplicate-rollouts", "ignore"}, ExitUsage, "--duplicate-rollouts"}})
+}

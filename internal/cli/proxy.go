@@ -11,6 +11,7 @@ import (
 	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/gateway"
 	"github.com/modelcalls/modelcalls/internal/config"
+	"github.com/modelcalls/modelcalls/tokens"
 )
 
 // proxyOptions are the flags of `modelcalls proxy`.
@@ -34,7 +35,9 @@ type proxyOptions struct {
 	keepAliveTimeout   time.Duration
 	maxHeaderBytes     int
 	maxConnections     int
+	allowOrigins       []string
 	otlp               otlpOptions // otlp.go
+	tokens             string      // --tokens: the engine asked for token ids and logprobs
 }
 
 func newProxyCmd(s *Streams) *cobra.Command {
@@ -49,13 +52,19 @@ model call made under {base}/ng-rollout/<rollout_id>/v1/{responses,chat/completi
 The capture dir comes from --capture-dir or, NeMo Gym style, from the global config
 (--config gym.yaml and ++key=value overrides): ++observability_enabled=true
 ++model_call_capture_dir=/abs/dir (a --config file that does not exist, or is a directory, is exit
-3; one that is not valid YAML is exit 2). The first SIGINT or SIGTERM drains in-flight calls and their
-capture writes (up to --shutdown-timeout); a second one stops at once.
+3; one that is not valid YAML is exit 2). The first SIGINT, SIGTERM or SIGHUP (a closed terminal, a dropped
+ssh session) drains in-flight calls and their capture writes (up to --shutdown-timeout); a second
+one stops at once.
 
 The proxy port forwards every path to the upstream, /healthz, /readyz and /metrics included (a
 model server's own /metrics stays reachable). The gateway's admin endpoints (GET /healthz,
 /readyz: 503 while draining, /metrics: Prometheus) are served on --admin-listen ADDR only, off
 unless given.
+
+A request a browser marks as cross-site (an Origin that is neither the gateway's own nor an
+--allow-origin, or Sec-Fetch-Site: cross-site) gets 403 cross_site_request and is neither
+forwarded nor captured: a web page must not add calls to a rollout. SDKs and harnesses send no
+Origin, so they are not affected.
 
 HTTP/1.0, HTTP/1.1 and HTTP/2 cleartext with prior knowledge are served on the same port; an
 "Upgrade: h2c" request is answered in HTTP/1.1. Each captured call is logged at info ("model
@@ -87,7 +96,7 @@ replay --capture-dir-out, or give one proxy per rollout --upstream http://REPLAY
 	f.DurationVar(&o.idleTimeout, "idle-timeout", gateway.DefaultIdleTimeout, "longest wait between reads of a captured response body (0: no limit)")
 	f.Int64Var(&o.maxRequestBytes, "max-request-bytes", gateway.DefaultMaxRequestBytes, "largest captured request body; larger ones get 413 (0: no limit)")
 	f.Int64Var(&o.maxCaptureBytes, "max-capture-bytes", gateway.DefaultMaxCaptureBytes, "decoded response bytes one capture keeps; past it the line keeps the first bytes and says capture_too_large (0: no limit)")
-	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "on SIGINT/SIGTERM, how long to let in-flight calls finish")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "on SIGINT/SIGTERM/SIGHUP, how long to let in-flight calls finish")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&o.adminListen, "admin-listen", "", "address of the admin endpoints /healthz, /readyz, /metrics (default: none)")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
@@ -95,7 +104,9 @@ replay --capture-dir-out, or give one proxy per rollout --upstream http://REPLAY
 	f.DurationVar(&o.keepAliveTimeout, "keepalive-timeout", gateway.DefaultKeepAliveTimeout, "how long an idle client connection stays open (0: no limit)")
 	f.IntVar(&o.maxHeaderBytes, "max-header-bytes", gateway.DefaultMaxHeaderBytes, "largest request header block; larger ones get 431")
 	f.IntVar(&o.maxConnections, "max-connections", 0, "most client connections open at once, more are refused with 503 (0: derived from the file-descriptor limit; -1: no cap)")
+	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "a web origin (scheme://host[:port]) whose browser requests are served besides the gateway's own (repeatable); other cross-site requests get 403")
 	addOTLPFlags(f, &o.otlp)
+	addTokensFlag(f, &o.tokens, "")
 	return cmd
 }
 
@@ -103,11 +114,16 @@ replay --capture-dir-out, or give one proxy per rollout --upstream http://REPLAY
 type proxyConfig struct {
 	upstream   *url.URL
 	captureDir string
+	tokens     tokens.Engine
 }
 
 // resolveProxyConfig checks the flags and merges them with the Gym config. Every error names the
 // flag or config key and the rule.
 func resolveProxyConfig(o *proxyOptions, overrides []string) (*proxyConfig, error) {
+	engine, err := tokens.ParseEngine(o.tokens)
+	if err != nil {
+		return nil, usageErrorf("--tokens: %w", err)
+	}
 	if o.upstream == "" {
 		return nil, usageErrorf("--upstream is required (the base URL of the model server, e.g. http://127.0.0.1:8000)")
 	}
@@ -176,7 +192,10 @@ func resolveProxyConfig(o *proxyOptions, overrides []string) (*proxyConfig, erro
 	if o.logFormat != "text" && o.logFormat != "json" {
 		return nil, usageErrorf("--log-format %q: want text or json", o.logFormat)
 	}
-	return &proxyConfig{upstream: u, captureDir: dir}, nil
+	if _, err := allowOrigins(o.allowOrigins); err != nil {
+		return nil, err
+	}
+	return &proxyConfig{upstream: u, captureDir: dir, tokens: engine}, nil
 }
 
 // noLimit maps the CLI's "0 means no limit" to the Handler's "negative means no limit".
@@ -212,7 +231,9 @@ func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []stri
 		Logger:          log,
 
 		RequestBodyTimeout: noLimit(o.requestBodyTimeout),
+		AllowedOrigins:     o.allowOrigins,
 		NoAdminEndpoints:   true, // the proxy port forwards every path; admin is --admin-listen
+		Tokens:             cfg.tokens,
 	}
 	// Live OTLP export; stopOTLP flushes it after the drain, before the last line ("stopped"), and
 	// on every earlier return (deferred; it runs once).

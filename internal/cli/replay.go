@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/modelcalls/modelcalls/gateway"
 	"github.com/modelcalls/modelcalls/replay"
 )
 
@@ -32,13 +33,21 @@ type replayOptions struct {
 	adminListen     string
 	shutdownTimeout time.Duration
 	logLevel        string
+	allowedHosts    []string
+
+	// Request hygiene, as the proxy's.
+	maxRequestBytes    int64
+	requestBodyTimeout time.Duration
+	keepAliveTimeout   time.Duration
+	maxHeaderBytes     int
+	maxConnections     int
 }
 
 func newReplayCmd(s *Streams) *cobra.Command {
 	var o replayOptions
 	cmd := &cobra.Command{
 		Use: "replay --capture-dir DIR [--listen ADDR] [--match strict|sequence] [--timing recorded|fast|xN] " +
-			"[--on-miss error|forward --upstream URL] [--capture-dir-out DIR2] [--ignore-keys K,...] [--admin-listen ADDR]",
+			"[--on-miss error|forward --upstream URL] [--capture-dir-out DIR2] [--ignore-keys K,...] [--admin-listen ADDR] [--allowed-host NAME ...]",
 		Short: "Serve a captured run back to its harness, byte for byte, without a model",
 		Long: `Answer model calls made under {base}/ng-rollout/<rollout_id>/v1/{responses,chat/completions,messages}
 from <capture dir>/<rollout_id>.capture.jsonl: the recorded status and body bytes (response_raw
@@ -52,8 +61,11 @@ the first JSON path where they differ, or goes to --upstream with --on-miss forw
 
 --timing recorded (default) sends the first byte at the recorded TTFT and the terminal event at the
 recorded latency; fast sends at once; xN plays N times as fast. --capture-dir-out captures the
-re-run like modelcalls proxy (response_source local, local_response_reason replay). SIGINT or
-SIGTERM stops it and prints a summary; --admin-listen serves /metrics and /healthz.
+re-run like modelcalls proxy (response_source local, local_response_reason replay). SIGINT,
+SIGTERM or SIGHUP (a closed terminal) drains it and prints a summary; --admin-listen serves /metrics and /healthz.
+It answers only requests whose Host is a loopback name or address, its listen address, or a name
+given with --allowed-host (others get 403: a web page whose name resolves to this machine must not
+read the recorded calls).
 
 To re-capture a replayed run use --capture-dir-out DIR2, not a modelcalls proxy in front with the
 replay as its --upstream: the proxy strips the /ng-rollout/<rollout_id> prefix before forwarding
@@ -76,8 +88,14 @@ replay_not_recorded. A proxy for one rollout works with --upstream http://REPLAY
 	f.StringSliceVar(&o.ignoreKeys, "ignore-keys", replay.DefaultIgnoreKeys,
 		"request members strict matching ignores (top-level names or dotted paths); --ignore-keys= ignores none")
 	f.StringVar(&o.adminListen, "admin-listen", "", "address for /metrics and /healthz (default: none)")
-	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to let in-flight calls finish")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM/SIGHUP, how long to let in-flight calls finish")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.Int64Var(&o.maxRequestBytes, "max-request-bytes", gateway.DefaultMaxRequestBytes, "largest request body (also once decoded); larger ones get 413 (0: no limit)")
+	f.DurationVar(&o.requestBodyTimeout, "request-body-timeout", gateway.DefaultRequestBodyTimeout, "longest wait between reads of a request body; then 408 (0: no limit)")
+	f.DurationVar(&o.keepAliveTimeout, "keepalive-timeout", gateway.DefaultKeepAliveTimeout, "how long an idle client connection stays open (0: no limit)")
+	f.IntVar(&o.maxHeaderBytes, "max-header-bytes", gateway.DefaultMaxHeaderBytes, "largest request header block; larger ones get 431")
+	f.IntVar(&o.maxConnections, "max-connections", 0, "most client connections open at once, more are refused with 503 (0: derived from the file-descriptor limit; -1: no cap)")
+	f.StringArrayVar(&o.allowedHosts, "allowed-host", nil, "a host name the replay also answers to, besides loopback names and addresses and the listen address (repeatable)")
 	return cmd
 }
 
@@ -135,6 +153,16 @@ func resolveReplay(o *replayOptions, log *slog.Logger) (*replay.Server, error) {
 	if o.name != "" && o.captureDirOut == "" {
 		return nil, usageErrorf("--name is only used with --capture-dir-out")
 	}
+	if o.maxRequestBytes < 0 {
+		return nil, usageErrorf("--max-request-bytes must be >= 0 (0: no limit)")
+	}
+	if o.maxHeaderBytes < 0 {
+		return nil, usageErrorf("--max-header-bytes must be > 0")
+	}
+	if o.maxConnections < -1 {
+		return nil, usageErrorf("--max-connections must be >= -1 (0: derived from the file-descriptor limit; -1: no cap)")
+	}
+	s.MaxRequestBytes, s.RequestBodyTimeout = noLimit(o.maxRequestBytes), noLimit(o.requestBodyTimeout)
 	return s, nil
 }
 
@@ -173,8 +201,13 @@ func runReplay(ctx context.Context, s *Streams, o *replayOptions) error {
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog: serverErrorLog(log)}
+	if handler, err = hostGuard(handler, o.listen, ln, o.allowedHosts, log); err != nil {
+		return err
+	}
+	// The proxy's connection hygiene: header timeout and size, keep-alive timeout, connection cap.
+	hs := gateway.NewHTTPServer(handler, gateway.ServerOptions{KeepAliveTimeout: noLimit(o.keepAliveTimeout),
+		MaxHeaderBytes: o.maxHeaderBytes}, log)
+	capped := gateway.LimitListener(ln, o.maxConnections, log)
 
 	var admin *http.Server
 	if o.adminListen != "" {
@@ -191,7 +224,7 @@ func runReplay(ctx context.Context, s *Streams, o *replayOptions) error {
 	sigs, stop := stopSignals()
 	defer stop()
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(ln) }()
+	go func() { serveErr <- hs.Serve(capped) }()
 	log.Info("modelcalls replay listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(),
 		"capture_dir", srv.Source.Dir(), "match", string(srv.Match), "timing", srv.Timing.String(),
 		"on_miss", o.onMiss, "capture_dir_out", o.captureDirOut)

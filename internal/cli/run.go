@@ -29,6 +29,8 @@ type runOptions struct {
 	name            string
 	shutdownTimeout time.Duration
 	logLevel        string
+	tokens          string // --tokens, for the gateway --upstream starts
+	allowOrigins    []string
 	// ownGatewayFlags are the flags given that configure the gateway --upstream starts (--name,
 	// --shutdown-timeout, --log-level): with --gateway they would be ignored, so they are refused.
 	ownGatewayFlags []string
@@ -90,7 +92,7 @@ one of them.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			for _, name := range []string{"name", "shutdown-timeout", "log-level"} {
+			for _, name := range []string{"name", "shutdown-timeout", "log-level", "allow-origin", "tokens"} {
 				if cmd.Flags().Changed(name) {
 					o.ownGatewayFlags = append(o.ownGatewayFlags, "--"+name)
 				}
@@ -106,7 +108,9 @@ one of them.`,
 	f.StringVar(&o.captureDir, "capture-dir", "", "with --upstream: capture directory the gateway writes to")
 	f.StringVar(&o.name, "name", "", "with --upstream: model server name recorded as model_ref.name")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "with --upstream: how long to let calls in flight finish after the child exits")
+	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "with --upstream: a web origin (scheme://host[:port]) whose browser requests the gateway serves (repeatable; others get 403)")
 	f.StringVar(&o.logLevel, "log-level", "warn", "with --upstream: the gateway's log level on stderr (debug, info, warn, error)")
+	addTokensFlag(f, &o.tokens, "with --upstream: ")
 	return cmd
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/gateway"
+	"github.com/modelcalls/modelcalls/internal/hostcheck"
 )
 
 // The life of the serving commands (proxy, replay, and the gateway run starts for its child,
@@ -65,12 +66,29 @@ func openWritableStore(flag, dir string) (*capture.Store, error) {
 	return store, nil
 }
 
-// stopSignals returns a channel that receives SIGINT and SIGTERM (room for two: the one that starts
-// the drain and the one that cuts it short) and the function that stops the delivery.
+// servingStopSignals are the signals that make a serving command (proxy, replay, view) drain and
+// stop: SIGINT, SIGTERM and SIGHUP. SIGHUP (the terminal closed, an ssh session dropped) drains like
+// SIGTERM rather than killing at once, so the calls in flight still finish and get their lines.
+var servingStopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+
+// stopSignals returns a channel that receives servingStopSignals (room for two: the one that starts
+// the drain and the one that cuts it short) and the function that stops the delivery; SIGPIPE is
+// caught meanwhile (catchSIGPIPE).
 func stopSignals() (chan os.Signal, func()) {
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	return sigs, func() { signal.Stop(sigs) }
+	signal.Notify(sigs, servingStopSignals...)
+	release := catchSIGPIPE()
+	return sigs, func() { signal.Stop(sigs); release() }
+}
+
+// catchSIGPIPE catches SIGPIPE (and drops it) until the returned function is called: when a hangup
+// also took the reader of the log or of stdout away (a pipe into tee or a logger), a write there
+// fails with EPIPE instead of killing a serving command in the middle of its drain (Go's default
+// for a broken pipe on descriptors 1 and 2).
+func catchSIGPIPE() func() {
+	pipe := make(chan os.Signal, 1) // never read: a delivery that finds it full is dropped
+	signal.Notify(pipe, syscall.SIGPIPE)
+	return func() { signal.Stop(pipe) }
 }
 
 // listenFlag listens on addr, the value of the serving command's flag (--listen, --admin-listen).
@@ -83,6 +101,29 @@ func listenFlag(flag, addr string) (net.Listener, error) {
 		return nil, usageErrorf("%s %s: %w", flag, addr, err)
 	}
 	return ln, nil
+}
+
+// allowOrigins checks the --allow-origin values of a gateway (proxy, run --upstream): each must be
+// a web origin, scheme://host[:port]; anything else is a usage error naming it.
+func allowOrigins(values []string) ([]string, error) {
+	for _, v := range values {
+		if _, err := gateway.ParseOrigin(v); err != nil {
+			return nil, usageErrorf("--allow-origin: %w", err)
+		}
+	}
+	return values, nil
+}
+
+// hostGuard puts next behind the DNS rebinding defence of view and replay (hostcheck): it answers
+// only loopback names and addresses, the listen address (flag as given and ln's bound address) and
+// the --allowed-host names. An empty --allowed-host closes ln and is a usage error.
+func hostGuard(next http.Handler, flag string, ln net.Listener, allowed []string, log *slog.Logger) (http.Handler, error) {
+	g, err := hostcheck.New(next, []string{flag, ln.Addr().String()}, allowed, "--allowed-host", log)
+	if err != nil {
+		ln.Close()
+		return nil, usageErrorf("%w", err)
+	}
+	return g, nil
 }
 
 // serveAdmin listens on addr (an --admin-listen address) and serves handler there, logging the
@@ -195,7 +236,7 @@ type ownGateway struct {
 func startOwnGateway(s *Streams, o *runOptions) (*ownGateway, error) {
 	// The proxy's own checks of --upstream and --capture-dir, so both commands say the same.
 	cfg, err := resolveProxyConfig(&proxyOptions{upstream: o.upstream, captureDir: o.captureDir,
-		maxHeaderBytes: gateway.DefaultMaxHeaderBytes, logFormat: "text"}, nil)
+		maxHeaderBytes: gateway.DefaultMaxHeaderBytes, logFormat: "text", tokens: o.tokens}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +248,12 @@ func startOwnGateway(s *Streams, o *runOptions) (*ownGateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &gateway.Handler{Upstream: cfg.upstream, Store: store, ModelServerName: o.name, Logger: log}
+	origins, err := allowOrigins(o.allowOrigins)
+	if err != nil {
+		return nil, err
+	}
+	h := &gateway.Handler{Upstream: cfg.upstream, Store: store, ModelServerName: o.name, Logger: log, AllowedOrigins: origins,
+		Tokens: cfg.tokens}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, withExit(ExitFailure, fmt.Errorf("start gateway: %w", err))

@@ -40,7 +40,8 @@ func newShowCmd(s *Streams) *cobra.Command {
 		Long: `With a call (its call_index, as calls lists it, or its 32-hex model_call_id): the request's system
 prompt, messages and tool names; the response's text, reasoning and tool calls with their arguments;
 usage, with the usage field each number came from (and the Anthropic cache fold spelled out);
-timing, HTTP status, where the answer came from, and the error. Long texts are cut to 600
+the token ids and logprobs the engine returned (counts, where they came from, the least likely
+generated tokens, findings: docs/tokens.md); timing, HTTP status, where the answer came from, and the error. Long texts are cut to 600
 characters and long conversations to their first 2 and last 10 messages; --full shows everything.
 
 --raw prints the stored bytes instead: the request as captured and the response body as received
@@ -138,7 +139,7 @@ func runShow(s *Streams, o *showOptions, dirs []string, id, call string) error {
 		if o.raw != "" {
 			printRaw(w, r, o.raw)
 		} else {
-			printCall(w, o, id, r)
+			printCall(w, o, id, r, rc.tokenCaptures[r.CallIndex])
 		}
 	}
 	if err := w.Flush(); err != nil {
@@ -312,7 +313,7 @@ func shellQuote(s string) string {
 }
 
 // printCall writes one call as a person reads it.
-func printCall(w io.Writer, o *showOptions, id string, r *modelcalls.ModelCallRecord) {
+func printCall(w io.Writer, o *showOptions, id string, r *modelcalls.ModelCallRecord, tokenCapture []byte) {
 	fmt.Fprintf(w, "rollout %s  call %d  model_call_id %s\n", id, r.CallIndex, str(r.ModelCallID))
 	fmt.Fprintf(w, "dialect %s  model %s", str(r.Dialect), str(r.Model))
 	if r.ModelRef != nil {
@@ -396,6 +397,9 @@ func printCall(w io.Writer, o *showOptions, id string, r *modelcalls.ModelCallRe
 
 	heading(w, "usage")
 	printUsage(w, r, res)
+
+	heading(w, "tokens")
+	printTokens(w, r, tokenCapture)
 
 	heading(w, "timing")
 	if r.StartedAt != nil {

@@ -12,9 +12,14 @@ import (
 // interruptContext returns a context cancelled by the first SIGINT or SIGTERM; its cause names the
 // signal ("interrupted by signal terminated"). stop releases the signal handler.
 func interruptContext(ctx context.Context) (context.Context, func()) {
+	return signalContext(ctx, os.Interrupt, syscall.SIGTERM)
+}
+
+// signalContext is interruptContext for the signals given.
+func signalContext(ctx context.Context, signals ...os.Signal) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, signals...)
 	done := make(chan struct{})
 	go func() {
 		select {

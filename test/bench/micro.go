@@ -10,7 +10,7 @@ import (
 )
 
 // microPackages are the packages whose hot paths have go test benchmarks (run when they have any).
-var microPackages = []string{".", "./sse", "./dialect", "./capture", "./gateway", "./internal/jsonscan", "./otelexport", "./test/bench"}
+var microPackages = []string{".", "./record", "./sse", "./dialect", "./capture", "./gateway", "./internal/jsonscan", "./otelexport", "./test/bench"}
 
 const microBenchtime = "300ms"
 

@@ -104,8 +104,9 @@ func TestAnnouncedBodiesCostNoMemory(t *testing.T) {
 }
 
 // TestStalledRequestBody: a client that sends part of its body and stops is cut off after the
-// request body timeout: it gets 408 request_timeout, the call is captured as cancelled (not
-// forwarded), and its claim is released, while the connection stays otherwise untouched before.
+// request body timeout: it gets 408 request_timeout, the call is not forwarded and its line records
+// that answer (status 408, timeout, local request_timeout), and its claim is released, while the
+// connection stays otherwise untouched before.
 func TestStalledRequestBody(t *testing.T) {
 	up := &recordingUpstream{}
 	dir := t.TempDir()
@@ -130,8 +131,9 @@ func TestStalledRequestBody(t *testing.T) {
 	}
 	awaitClaims(t, store, "stall", 0)
 	xs := capturetest.Lines(t, store, "stall")
-	if len(xs) != 1 || str(xs[0].ErrorCategory) != "cancelled" || xs[0].UpstreamAttempted == nil || *xs[0].UpstreamAttempted {
-		t.Fatalf("lines %+v; want one cancelled line with upstream_attempted false", xs)
+	if len(xs) != 1 || str(xs[0].ErrorCategory) != "timeout" || xs[0].StatusCode == nil || *xs[0].StatusCode != 408 ||
+		str(xs[0].LocalResponseReason) != "request_timeout" || xs[0].UpstreamAttempted == nil || *xs[0].UpstreamAttempted {
+		t.Fatalf("lines %+v; want one line of the 408 request_timeout (timeout) with upstream_attempted false", xs)
 	}
 	// A body that keeps arriving, slower than the whole timeout but never stalling that long, is
 	// not cut off: the timeout is per read.
@@ -172,8 +174,8 @@ func TestStalledRequestBody(t *testing.T) {
 		t.Errorf("h2 stalled body: %s %d, want HTTP/2.0 408", res.Proto, res.StatusCode)
 	}
 	awaitClaims(t, store, "stall-h2", 0)
-	if xs := capturetest.Lines(t, store, "stall-h2"); len(xs) != 1 || str(xs[0].ErrorCategory) != "cancelled" {
-		t.Errorf("h2 stalled body lines %+v; want one cancelled line", xs)
+	if xs := capturetest.Lines(t, store, "stall-h2"); len(xs) != 1 || str(xs[0].ErrorCategory) != "timeout" || xs[0].StatusCode == nil || *xs[0].StatusCode != 408 {
+		t.Errorf("h2 stalled body lines %+v; want one line of the 408 (timeout)", xs)
 	}
 	p.stop()
 	if got := up.hits.Load(); got != 1 {

@@ -69,6 +69,9 @@ type listenWatcher struct {
 }
 
 func (l *listenWatcher) Write(p []byte) (int, error) {
+	// The record goes to stderr before its announcement on stdout, so a test that reads stderr
+	// once it saw the announcement finds the record there.
+	n, err := l.w.Write(p)
 	if bytes.Contains(p, []byte(`msg="shutting down: finishing in-flight calls"`)) {
 		fmt.Println("draining")
 	}
@@ -86,7 +89,7 @@ func (l *listenWatcher) Write(p []byte) (int, error) {
 			l.once.Do(func() { fmt.Printf("listening %s%s\n", u, admin) })
 		}
 	}
-	return l.w.Write(p)
+	return n, err
 }
 
 // proxyProc is a running proxy helper.

@@ -45,6 +45,10 @@ const fmtMS = (v) => (v === null || v === undefined ? "—" : v >= 10000 ? nf.fo
 const fmtS = (v) => (v === null || v === undefined ? "—" : v.toFixed(v >= 100 ? 0 : 2));
 const fmtPct = (v) => (v === null || v === undefined ? "—" : (v * 100).toFixed(1) + " %");
 const fmtTime = (t) => (t === null || t === undefined ? "—" : new Date(t * 1000).toISOString().replace("T", " ").replace("Z", " UTC"));
+// list and obj read a field the page expects to be a list or an object: a missing or null one (an
+// older server, a field an answer left out) reads as empty instead of stopping the page.
+const list = (v) => (Array.isArray(v) ? v : []);
+const obj = (v) => (v !== null && typeof v === "object" && !Array.isArray(v) ? v : {});
 const orDash = (v) => (v === null || v === undefined || v === "" ? "—" : v);
 
 const rolloutHref = (id, call) => "#/rollout/" + encodeURIComponent(id) + (call !== undefined ? "?call=" + call : "");
@@ -166,9 +170,10 @@ function barChart(id, title, labels, values, opts = {}) {
 }
 
 function histChart(id, title, hist) {
-  const labels = hist.edges.map((e, i) => (i + 1 < hist.edges.length ? "≥" + fmtEdge(e) : "≥" + fmtEdge(e)));
+  hist = obj(hist);
+  const labels = list(hist.edges).map((e) => "≥" + fmtEdge(e));
   const cap = `${title}: ${fmtInt(hist.count)} calls; p50 ${fmtMS(hist.p50)} ms, p90 ${fmtMS(hist.p90)} ms, p99 ${fmtMS(hist.p99)} ms, max ${fmtMS(hist.max)} ms`;
-  return barChart(id, title, labels, hist.counts, { caption: cap, xlabel: "milliseconds (bucket lower edge)" });
+  return barChart(id, title, labels, list(hist.counts), { caption: cap, xlabel: "milliseconds (bucket lower edge)" });
 }
 // fmtOffset writes a time offset in seconds, in ms when the whole span is under 2 s.
 const fmtOffset = (sec, span) => (span < 2 ? "+" + fmtMS(sec * 1000) + " ms" : "+" + fmtS(sec) + " s");
@@ -182,28 +187,29 @@ function overviewPage() {
     load: () => api("/api/overview"),
     draw: (o) => {
       const out = [h("h1", {}, "Run overview")];
+      const tokens = obj(o.tokens), over = obj(o.calls_over_time), overCalls = list(over.calls);
       out.push(progressNote(o.progress));
-      out.push(h("p", { class: "muted" }, "Capture dirs: " + o.capture_dirs.join(", ") + (o.rollouts_file ? " · rollouts file: " + o.rollouts_file : "")));
+      out.push(h("p", { class: "muted" }, "Capture dirs: " + list(o.capture_dirs).join(", ") + (o.rollouts_file ? " · rollouts file: " + o.rollouts_file : "")));
       out.push(h("dl", { class: "cards", "aria-label": "Totals" },
         card("Rollouts", fmtInt(o.rollouts), "rollouts"),
         card("Calls", fmtInt(o.calls), "calls"),
         card("Calls with error", fmtInt(o.calls_with_error), "errors"),
         card("Pending calls", fmtInt(o.pending_calls), "pending"),
-        card("Tokens in", fmtInt(o.tokens.in), "tokens-in"),
-        card("Tokens out", fmtInt(o.tokens.out), "tokens-out"),
-        card("Cached tokens", fmtInt(o.tokens.cached), "tokens-cached"),
-        card("Reasoning tokens", fmtInt(o.tokens.reasoning), "tokens-reasoning"),
-        card("Cache hit rate", fmtPct(o.cache.hit_rate), "cache-hit-rate"),
+        card("Tokens in", fmtInt(tokens.in), "tokens-in"),
+        card("Tokens out", fmtInt(tokens.out), "tokens-out"),
+        card("Cached tokens", fmtInt(tokens.cached), "tokens-cached"),
+        card("Reasoning tokens", fmtInt(tokens.reasoning), "tokens-reasoning"),
+        card("Cache hit rate", fmtPct(obj(o.cache).hit_rate), "cache-hit-rate"),
         card("Unreadable lines", fmtInt(o.damaged_lines), "damaged")));
 
       out.push(h("h2", {}, "Gaps"));
-      const g = o.gaps;
+      const g = obj(o.gaps);
       const gapList = [
-        ["pending", "Pending (a call is in flight)", g.pending, g.pending_count],
-        ["incomplete", "Incomplete (a capture write failed)", g.incomplete, g.incomplete_count],
-        ["unreadable", "Unreadable lines (torn or invalid)", g.unreadable, g.unreadable_count],
-        ["abandoned", "Abandoned writes (stale claims)", g.abandoned, g.abandoned_count],
-        ["no-capture", "In the rollouts file, nothing captured", g.no_capture, g.no_capture_count],
+        ["pending", "Pending (a call is in flight)", list(g.pending), g.pending_count],
+        ["incomplete", "Incomplete (a capture write failed)", list(g.incomplete), g.incomplete_count],
+        ["unreadable", "Unreadable lines (torn or invalid)", list(g.unreadable), g.unreadable_count],
+        ["abandoned", "Abandoned writes (stale claims)", list(g.abandoned), g.abandoned_count],
+        ["no-capture", "In the rollouts file, nothing captured", list(g.no_capture), g.no_capture_count],
       ].filter((x) => x[3] > 0);
       if (gapList.length === 0) out.push(h("p", { id: "gaps-none" }, "No gaps: every rollout is fully readable and nothing is in flight."));
       else out.push(h("ul", { class: "gaps", id: "gaps" }, gapList.map(([k, label, ids, n]) =>
@@ -212,18 +218,18 @@ function overviewPage() {
 
       out.push(h("div", { class: "grid2" },
         h("section", { "aria-labelledby": "h-errors" }, h("h2", { id: "h-errors" }, "Errors by category"),
-          o.errors.length === 0 ? h("p", {}, "No call has an error.") :
-            table("Errors", ["category", "calls"], o.errors.map((e) => [e.name, fmtInt(e.count)]), [false, true], "errors-table")),
+          list(o.errors).length === 0 ? h("p", { id: "errors-none" }, "No call has an error.") :
+            table("Errors", ["category", "calls"], list(o.errors).map((e) => [e.name, fmtInt(e.count)]), [false, true], "errors-table")),
         h("section", { "aria-labelledby": "h-time" }, h("h2", { id: "h-time" }, "Calls over time"),
-          o.calls_over_time.start === null ? h("p", {}, "No calls yet.") :
-            barChart("time", "Calls started per " + o.calls_over_time.bucket_s + " s",
-              o.calls_over_time.calls.map((_, i) => "+" + fmtS(i * o.calls_over_time.bucket_s) + "s"), o.calls_over_time.calls,
-              { errors: o.calls_over_time.errors, caption: `Calls started per ${o.calls_over_time.bucket_s} s from ${fmtTime(o.calls_over_time.start)} (errors in red)` })),
+          over.start === null || over.start === undefined || overCalls.length === 0 ? h("p", { id: "time-none" }, "No calls yet.") :
+            barChart("time", "Calls started per " + over.bucket_s + " s",
+              overCalls.map((_, i) => "+" + fmtS(i * over.bucket_s) + "s"), overCalls,
+              { errors: list(over.errors), caption: `Calls started per ${over.bucket_s} s from ${fmtTime(over.start)} (errors in red)` })),
         h("section", { "aria-labelledby": "h-lat" }, h("h2", { id: "h-lat" }, "Latency"), histChart("lat", "Latency (latency_total_ms)", o.latency_ms)),
         h("section", { "aria-labelledby": "h-ttft" }, h("h2", { id: "h-ttft" }, "Time to first token"), histChart("ttft", "TTFT (latency_ttft_ms)", o.ttft_ms))));
 
-      const groupRows = (list) => list.map((m) => [orDash(m.name), fmtInt(m.calls), fmtInt(m.errors), fmtInt(m.tokens.in), fmtInt(m.tokens.out),
-        fmtInt(m.tokens.cached), fmtInt(m.tokens.reasoning), fmtMS(m.latency_p50_ms), fmtMS(m.ttft_p50_ms)]);
+      const groupRows = (groups) => list(groups).map((m) => [orDash(m.name), fmtInt(m.calls), fmtInt(m.errors), fmtInt(obj(m.tokens).in), fmtInt(obj(m.tokens).out),
+        fmtInt(obj(m.tokens).cached), fmtInt(obj(m.tokens).reasoning), fmtMS(m.latency_p50_ms), fmtMS(m.ttft_p50_ms)]);
       const gcols = ["calls", "errors", "tokens in", "tokens out", "cached", "reasoning", "latency p50 ms", "TTFT p50 ms"];
       const right = [false, true, true, true, true, true, true, true, true];
       out.push(h("h2", {}, "Per model"), table("Per model", ["model", ...gcols], groupRows(o.models), right, "models-table"));
@@ -241,7 +247,7 @@ function progressNote(p) {
   if (!p) return null;
   const out = [];
   if (!p.complete) out.push(h("p", { class: "notice", id: "indexing" }, `Indexing: ${fmtInt(p.indexed)} of ${fmtInt(p.total)} rollouts read so far.`));
-  for (const e of p.errors || []) out.push(h("p", { class: "notice err" }, e));
+  for (const e of list(p.errors)) out.push(h("p", { class: "notice err" }, e));
   return out;
 }
 
@@ -274,16 +280,17 @@ function listPage(params) {
   let region;
   const drawTable = (res) => {
     const out = [progressNote(res.progress)];
-    const from = res.matched === 0 ? 0 : res.offset + 1, to = res.offset + res.rows.length;
+    const rows = list(res.rows), recordFields = list(res.record_fields);
+    const from = res.matched === 0 ? 0 : res.offset + 1, to = res.offset + rows.length;
     out.push(h("p", { id: "list-count", role: "status" }, `Rollouts ${fmtInt(from)}–${fmtInt(to)} of ${fmtInt(res.matched)}` +
       (res.matched !== res.total ? ` (filtered from ${fmtInt(res.total)})` : "")));
-    const cols = [...listCols, ...res.record_fields.map((f) => ["record." + f, f, true])];
+    const cols = [...listCols, ...recordFields.map((f) => ["record." + f, f, true])];
     const head = h("tr", {}, cols.map(([field, label, num]) => {
       const sorted = res.sort === field || res.sort === field.replace(/^record\./, "");
       return h("th", { scope: "col", class: num ? "num" : null, "aria-sort": sorted ? (res.order === "desc" ? "descending" : "ascending") : null },
         h("button", { type: "button", "data-sort": field, onclick: () => go({ sort: field, order: sorted && res.order === "asc" ? "desc" : "asc", offset: 0 }) }, label));
     }));
-    const body = h("tbody", {}, res.rows.map((r) => h("tr", { "data-rollout": r.id }, cols.map(([field, , num]) => {
+    const body = h("tbody", {}, rows.map((r) => h("tr", { "data-rollout": r.id }, cols.map(([field, , num]) => {
       const td = h("td", { class: num ? "num" : null });
       if (field === "id") {
         td.append(h("a", { href: rolloutHref(r.id) }, r.id));
@@ -316,7 +323,7 @@ function listPage(params) {
       const size = h("select", { id: "page-size", name: "limit" }, [25, 50, 100, 200, 500].map((n) => h("option", { value: n, selected: n === q.limit }, n)));
       const form = h("form", { class: "filter", role: "search", onsubmit: (e) => { e.preventDefault(); go({ filter: input.value.trim(), limit: Number(size.value), offset: 0 }); } },
         h("label", {}, "Filter", input), h("label", {}, "Rows per page", size), h("button", { type: "submit", id: "apply-filter" }, "Apply"));
-      const fields = [...res.fields, ...res.record_fields].join(", ");
+      const fields = [...list(res.fields), ...list(res.record_fields)].join(", ");
       region = h("div", { id: "list-region" }, drawTable(res));
       return [h("h1", {}, "Rollouts"), form,
         h("p", { id: "filter-help", class: "muted" }, "Terms are ANDed. FIELD=VALUE, !=, >, >=, <, <=, ~ (contains); a bare word matches the id or model. Fields: " + fields + "."),
@@ -334,6 +341,9 @@ function rolloutPage(id, params) {
     title: "Rollout " + id,
     load: async () => {
       const d = await api("/api/rollouts/" + encodeURIComponent(id));
+      d.calls = list(d.calls).map((c) => ({ ...c, record: obj(c.record) }));
+      d.damaged = list(d.damaged);
+      d.summary = obj(d.summary);
       const calls = d.calls.map((c) => c.record);
       const sel = want !== null && calls.some((c) => c.call_index === want) ? want : calls.length ? calls[calls.length - 1].call_index : null;
       d.conv = sel === null ? null : await api("/api/rollouts/" + encodeURIComponent(id) + "/calls/" + sel);
@@ -425,7 +435,7 @@ function callsTable(id, calls, selected) {
       orDash(r.status_code), orDash(r.finish_reason ?? r.response_status), orDash(r.model), orDash(r.dialect),
       fmtInt(r.tokens_in), fmtInt(r.tokens_out), fmtInt(r.cached_tokens), fmtInt(r.tokens_reasoning),
       fmtMS(r.latency_total_ms), fmtMS(r.latency_ttft_ms),
-      r.tool_calls.length ? r.tool_calls.map((t) => t.name || "?").join(", ") : "—",
+      list(r.tool_calls).length ? list(r.tool_calls).map((t) => t.name || "?").join(", ") : "—",
       `${c.new_messages} / ${c.input_messages}`,
       r.error_category ? h("span", { class: "badge b-err" }, r.error_category) : "—",
     ] };
@@ -439,7 +449,9 @@ function callsTable(id, calls, selected) {
 // conversationView shows the request's messages, the resent history folded away, then the output.
 function conversationView(conv, foldHistory) {
   const out = [];
-  if (conv.tools.length) out.push(h("p", { class: "muted" }, "Tools offered: " + conv.tools.join(", ")));
+  conv = obj(conv);
+  const tools = list(conv.tools), inputs = list(conv.input), outputs = list(conv.output);
+  if (tools.length) out.push(h("p", { class: "muted" }, "Tools offered: " + tools.join(", ")));
   const input = h("div", { class: "conv", id: "conv-input" });
   let run = [];
   const flush = () => {
@@ -448,16 +460,16 @@ function conversationView(conv, foldHistory) {
     else input.append(...run);
     run = [];
   };
-  for (const m of conv.input) {
+  for (const m of inputs) {
     const el = messageView(m, m.new ? "new" : "history");
     if (m.new) { flush(); input.append(el); } else run.push(el);
   }
   flush();
-  if (!conv.input.length) input.append(h("p", { class: "muted" }, "The request holds no messages (or was not a JSON object: see the raw request)."));
+  if (!inputs.length) input.append(h("p", { class: "muted" }, "The request holds no messages (or was not a JSON object: see the raw request)."));
   out.push(h("h3", {}, "Request"), input);
   out.push(h("h3", {}, "Response"));
   if (conv.error) out.push(h("p", { class: "notice err", id: "response-error" }, "Error: " + conv.error));
-  out.push(h("div", { class: "conv", id: "conv-output" }, conv.output.length ? conv.output.map((m) => messageView(m, "output")) : h("p", { class: "muted" }, "No response messages.")));
+  out.push(h("div", { class: "conv", id: "conv-output" }, outputs.length ? outputs.map((m) => messageView(m, "output")) : h("p", { class: "muted" }, "No response messages.")));
   return out;
 }
 
@@ -465,7 +477,7 @@ function messageView(m, kind) {
   const badge = kind === "new" ? h("span", { class: "badge b-new" }, "new on this call") : kind === "history" ? h("span", { class: "badge b-hist" }, "resent history") : null;
   return h("article", { class: "msg " + (kind === "output" ? "" : kind), "data-role": m.role },
     h("header", {}, m.role || "?", badge),
-    m.parts.map(partView));
+    list(m.parts).map(partView));
 }
 
 function partView(p) {
@@ -493,30 +505,30 @@ function callPage(id, n) {
     title: `Call ${n} of ${id}`,
     load: () => api("/api/rollouts/" + encodeURIComponent(id) + "/calls/" + n),
     draw: (d) => {
-      const r = d.record;
+      const r = obj(d.record), units = obj(d.units), raw = obj(d.raw);
       const out = [h("h1", {}, "Call ", h("span", { id: "call-index" }, String(n)), " of rollout ", h("a", { href: rolloutHref(id, n) }, id))];
       out.push(h("nav", { class: "pager", "aria-label": "Calls" },
-        d.prev !== null ? h("a", { href: callHref(id, d.prev), id: "prev-call" }, "← call " + d.prev) : null,
+        d.prev !== null && d.prev !== undefined ? h("a", { href: callHref(id, d.prev), id: "prev-call" }, "← call " + d.prev) : null,
         h("a", { href: rolloutHref(id, n) }, "rollout"),
-        d.next !== null ? h("a", { href: callHref(id, d.next), id: "next-call" }, "call " + d.next + " →") : null));
+        d.next !== null && d.next !== undefined ? h("a", { href: callHref(id, d.next), id: "next-call" }, "call " + d.next + " →") : null));
       out.push(h("dl", { class: "cards" }, card("Status", orDash(r.status_code), "status"), card("Finish", orDash(r.finish_reason ?? r.response_status), "finish"),
         card("Tokens in", fmtInt(r.tokens_in), "tokens-in"), card("Tokens out", fmtInt(r.tokens_out), "tokens-out"),
         card("Latency ms", fmtMS(r.latency_total_ms), "latency"), card("TTFT ms", fmtMS(r.latency_ttft_ms), "ttft"),
         card("Error", orDash(r.error_category), "error")));
-      if (r.tool_calls.length) {
-        out.push(h("h2", {}, "Tool calls"), h("ol", { id: "tool-calls" }, r.tool_calls.map((t) =>
+      if (list(r.tool_calls).length) {
+        out.push(h("h2", {}, "Tool calls"), h("ol", { id: "tool-calls" }, list(r.tool_calls).map((t) =>
           h("li", {}, h("strong", {}, t.name || "?"), t.call_id ? " (" + t.call_id + ")" : "", h("pre", {}, prettyJSON(typeof t.arguments === "string" ? t.arguments : JSON.stringify(t.arguments)))))));
       }
       out.push(conversationView(d.conversation, false));
       if (r.reasoning_content) out.push(h("h3", {}, "Reasoning content (record)"), h("pre", { id: "reasoning-content" }, r.reasoning_content));
       out.push(h("h2", {}, "Provenance"), h("dl", { class: "kv", id: "provenance" }, provenanceFields.map((f) => [h("dt", {}, f), h("dd", {}, valueText(r[f]))])));
-      const rows = Object.entries(r).filter(([k]) => k !== "tool_calls" && !provenanceFields.includes(k)).map(([k, v]) => [k, valueText(v), d.units[k] || ""]);
+      const rows = Object.entries(r).filter(([k]) => k !== "tool_calls" && !provenanceFields.includes(k)).map(([k, v]) => [k, valueText(v), units[k] || ""]);
       out.push(h("h2", {}, "Record"), table("Record fields (ModelCallRecord, line " + d.line + " of the capture file)", ["field", "value", "unit"], rows, [false, false, false], "record-table"));
       out.push(h("h2", {}, "Stored payloads"));
-      const parts = Object.keys(d.raw);
+      const parts = Object.keys(raw);
       if (!parts.length) out.push(h("p", {}, "No payload was stored."));
       for (const part of ["request", "response", "request_raw", "response_raw"]) {
-        if (!(part in d.raw)) continue;
+        if (!(part in raw)) continue;
         const pre = h("pre", { class: "raw", id: "raw-" + part, hidden: true, tabindex: 0 });
         const btn = h("button", { type: "button", "aria-expanded": "false", "aria-controls": "raw-" + part, id: "show-" + part,
           onclick: async () => {
@@ -528,8 +540,8 @@ function callPage(id, n) {
             }
             pre.hidden = open;
             btn.setAttribute("aria-expanded", String(!open));
-            btn.textContent = (open ? "Show " : "Hide ") + part + ` (${fmtInt(d.raw[part])} bytes)`;
-          } }, `Show ${part} (${fmtInt(d.raw[part])} bytes)`);
+            btn.textContent = (open ? "Show " : "Hide ") + part + ` (${fmtInt(raw[part])} bytes)`;
+          } }, `Show ${part} (${fmtInt(raw[part])} bytes)`);
         out.push(h("div", { class: "part" }, btn, pre));
       }
       return out;

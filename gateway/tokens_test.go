@@ -1,0 +1,155 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/modelcalls/modelcalls/gateway"
+	"github.com/modelcalls/modelcalls/tokens"
+)
+
+// engine answers like a model server: /v1/chat/completions (and every other path) with answer,
+// /apply-template and /tokenize as llama-server does.
+func engine(answer, contentType string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/apply-template":
+			io.WriteString(w, `{"prompt":"<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"}`)
+		case "/tokenize":
+			io.WriteString(w, `{"tokens":[151644,872,198,6023,151645,198,151644,77091,198]}`)
+		default:
+			w.Header().Set("Content-Type", contentType)
+			io.WriteString(w, answer)
+		}
+	}
+}
+
+// sent returns the bodies the upstream got on path, and the Authorization header of the last.
+func (e *env) sent(path string) (bodies []string, auth string) {
+	for _, r := range e.up.Requests() {
+		if r.Path == path {
+			bodies = append(bodies, string(r.Body))
+			auth = r.Header.Get("Authorization")
+		}
+	}
+	return bodies, auth
+}
+
+const llamaAnswer = `{"choices":[{"finish_reason":"stop","index":0,"message":{"role":"assistant","content":"Hi there"},"logprobs":{"content":[{"id":13048,"token":"Hi","bytes":[72,105],"logprob":-0.0123,"top_logprobs":[{"id":13048,"token":"Hi","bytes":[72,105],"logprob":-0.0123}]},{"id":1052,"token":" there","bytes":[32,116,104,101,114,101],"logprob":-0.5,"top_logprobs":[{"id":1052,"token":" there","bytes":[32,116,104,101,114,101],"logprob":-0.5}]}]}}],"created":1790000000,"model":"my-model","object":"chat.completion","usage":{"completion_tokens":2,"prompt_tokens":9,"total_tokens":11},"id":"chatcmpl-Xq"}`
+
+const vllmStream = "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"prompt_token_ids\":[1,2,3],\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"token_ids\":[]}]}\n\n" +
+	"data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"},\"logprobs\":{\"content\":[{\"token\":\"Hi\",\"logprob\":-0.1,\"top_logprobs\":[]}]},\"token_ids\":[7]}]}\n\n" +
+	"data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"logprobs\":{\"content\":[{\"token\":\"\",\"logprob\":-0.01,\"top_logprobs\":[]}]},\"finish_reason\":\"stop\",\"token_ids\":[2]}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2,\"total_tokens\":5}}\n\n" +
+	"data: [DONE]\n\n"
+
+// TestTokensLlamaServer: with Tokens llama-server, the engine gets logprobs and top_logprobs on
+// the call and the prompt is rendered by its /apply-template and /tokenize with the client's
+// credentials; the line keeps the client's request and records what was added and the rendered
+// prompt ids; the client gets the engine's answer unchanged.
+func TestTokensLlamaServer(t *testing.T) {
+	e := newEnv(t, engine(llamaAnswer, "application/json"), func(h *gateway.Handler) { h.Tokens = tokens.EngineLlamaServer })
+	client := `{"model":"my-model","messages":[{"role":"user","content":"hi"}]}`
+	resp, body := e.post("r1", "/v1/chat/completions", client, map[string]string{"Authorization": "Bearer k"})
+	if resp.StatusCode != 200 || string(body) != llamaAnswer {
+		t.Fatalf("client got %d %s", resp.StatusCode, body)
+	}
+	e.drain()
+	if got, _ := e.sent("/v1/chat/completions"); len(got) != 1 || got[0] != `{"model":"my-model","messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":1}` {
+		t.Errorf("engine got %q", got)
+	}
+	if got, _ := e.sent("/apply-template"); len(got) != 1 || got[0] != client {
+		t.Errorf("/apply-template got %q", got)
+	}
+	if got, auth := e.sent("/tokenize"); len(got) != 1 || !strings.Contains(got[0], `"add_special":true`) || auth != "Bearer k" {
+		t.Errorf("/tokenize got %q with %q", got, auth)
+	}
+	l := e.one("r1")
+	if string(l.Request) != client {
+		t.Errorf("line request %s, want the client's", l.Request)
+	}
+	want := `{"engine":"llama-server","added":{"logprobs":true,"top_logprobs":1},"prompt_token_ids":[151644,872,198,6023,151645,198,151644,77091,198]}`
+	if string(l.Keys["token_capture"]) != want {
+		t.Errorf("token_capture %s\nwant %s", l.Keys["token_capture"], want)
+	}
+	got := tokens.Read(tokens.Call{Dialect: l.Dialect, Request: l.Request, Response: l.Response, TokenCapture: l.Keys["token_capture"]})
+	if !got.Complete() || got.PromptSource != tokens.SourceServerRender || got.Source != tokens.SourceLogprobEntryIDs || len(got.Findings) != 0 {
+		t.Errorf("read back: %+v", got)
+	}
+}
+
+// TestTokensVLLMStream: with Tokens vllm, a streamed call asks for return_token_ids and logprobs,
+// and the ids read back from the captured stream.
+func TestTokensVLLMStream(t *testing.T) {
+	e := newEnv(t, engine(vllmStream, "text/event-stream"), func(h *gateway.Handler) { h.Tokens = tokens.EngineVLLM })
+	client := `{"model":"m","stream":true,"top_logprobs":0,"messages":[{"role":"user","content":"hi"}]}`
+	resp, body := e.post("r1", "/v1/chat/completions", client, nil)
+	if resp.StatusCode != 200 || string(body) != vllmStream {
+		t.Fatalf("client got %d %s", resp.StatusCode, body)
+	}
+	e.drain()
+	if got, _ := e.sent("/v1/chat/completions"); len(got) != 1 || !strings.HasSuffix(got[0], `}],"return_token_ids":true,"logprobs":true}`) {
+		t.Errorf("engine got %q", got)
+	}
+	if got, _ := e.sent("/apply-template"); got != nil {
+		t.Error("a vLLM call was rendered")
+	}
+	l := e.one("r1")
+	if string(l.Keys["token_capture"]) != `{"engine":"vllm","added":{"return_token_ids":true,"logprobs":true}}` {
+		t.Errorf("token_capture %s", l.Keys["token_capture"])
+	}
+	got := tokens.Read(tokens.Call{Request: l.Request, Response: l.Response, ResponseRaw: []byte(*l.ResponseRaw), TokenCapture: l.Keys["token_capture"]})
+	if !got.Complete() || len(got.Findings) != 0 || len(got.GenerationTokenIDs()) != 2 {
+		t.Errorf("read back: %+v", got)
+	}
+}
+
+// TestTokensOff: without Tokens, and for dialects without token ids, the request goes upstream as
+// sent and the line has no token_capture.
+func TestTokensOff(t *testing.T) {
+	for _, tc := range []struct {
+		engine tokens.Engine
+		path   string
+	}{{"", "/v1/chat/completions"}, {tokens.EngineVLLM, "/v1/messages"}, {tokens.EngineSGLang, "/v1/responses"}} {
+		e := newEnv(t, engine(`{"id":"x"}`, "application/json"), func(h *gateway.Handler) { h.Tokens = tc.engine })
+		client := `{"model":"m","messages":[]}`
+		e.post("r1", tc.path, client, nil)
+		e.drain()
+		if got, _ := e.sent(tc.path); len(got) != 1 || got[0] != client {
+			t.Errorf("%s %s: engine got %q", tc.engine, tc.path, got)
+		}
+		if l := e.one("r1"); l.Has("token_capture") {
+			t.Errorf("%s %s: line has token_capture", tc.engine, tc.path)
+		}
+	}
+}
+
+// TestTokensRenderFailure: a render the server refuses is named on the line, and the call goes on.
+func TestTokensRenderFailure(t *testing.T) {
+	e := newEnv(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, llamaAnswer)
+	}, func(h *gateway.Handler) { h.Tokens = tokens.EngineLlamaServer })
+	resp, _ := e.post("r1", "/v1/chat/completions", `{"messages":[]}`, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	e.drain()
+	var tc struct {
+		PromptTokenError string `json:"prompt_token_error"`
+	}
+	l := e.one("r1")
+	if json.Unmarshal(l.Keys["token_capture"], &tc) != nil || tc.PromptTokenError != "/apply-template: status 404" {
+		t.Errorf("token_capture %s", l.Keys["token_capture"])
+	}
+	got := tokens.Read(tokens.Call{Response: l.Response, TokenCapture: l.Keys["token_capture"]})
+	if !got.Has(tokens.FindingServerRenderFailed) {
+		t.Errorf("findings %+v", got.Findings)
+	}
+}

@@ -1,0 +1,783 @@
+package record
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
+)
+
+// Extraction from a response payload: token counts, the cache signal, tool calls and reasoning, and
+// the finish reason, across the three wire shapes (Responses, Chat Completions, Anthropic Messages).
+// The record builder calls the forms that take scanned fields, on a line it has already validated;
+// the ...JSON forms take one raw JSON value and validate it first (the unit tests drive them).
+// Only ExtractTokenStats is exported: the other rules are the seed's private helpers.
+
+// TokenStats are the normalised token counts of one call (NeMo Gym's normalisation plus the cache and reasoning fields below), in tokens;
+// nil means unknown, 0 is a value.
+type TokenStats struct {
+	TokensIn            *int64 `json:"tokens_in"`
+	TokensOut           *int64 `json:"tokens_out"`
+	TokensReasoning     *int64 `json:"tokens_reasoning"`
+	TokensTotal         *int64 `json:"tokens_total"`
+	CacheCreationTokens *int64 `json:"cache_creation_tokens"`
+}
+
+// tokenCountJSON ports _token_count: v is a valid token count when it is a JSON integer literal >= 0
+// that fits in int64 (10 is; 10.0, 1e3, true, "10", -1 are not: NeMo Gym counts only ints that are
+// not bools, and a JSON number with a fraction or exponent reads as a float). ok is false for
+// anything else, which callers treat as absent.
+func tokenCountJSON(v json.RawMessage) (n int64, ok bool) {
+	return tokenCount(jsonscan.TrimWS(v))
+}
+
+func tokenCount(v []byte) (int64, bool) {
+	n, ok := jsonscan.Int(v)
+	if !ok || n < 0 {
+		return 0, false
+	}
+	return n, true
+}
+
+// usageDetailToken ports _usage_detail_token: the first valid token count among
+// usage[group][field], group-major (every field of the first group, then the next group). Groups
+// that are not objects are skipped. ok is false when none is found or usage is not an object.
+func usageDetailToken(usage json.RawMessage, groups, fields []string) (n int64, ok bool) {
+	usage = jsonscan.TrimWS(usage)
+	if !jsonscan.IsObject(usage) || jsonscan.Validate(usage) != nil {
+		return 0, false
+	}
+	raw := make([][]byte, len(groups))
+	for i, g := range groups {
+		raw[i] = jsonscan.Lookup(usage, g)
+	}
+	return detailToken(nil, raw, fields...)
+}
+
+// detailToken is usageDetailToken over the raw groups, looked up through t (nil: walked as text).
+// The record builder reads the groups of scanUsage instead (detailFields): the same rule, each
+// group walked once.
+func detailToken(t *jsonscan.Tree, groups [][]byte, fields ...string) (int64, bool) {
+	for _, g := range groups {
+		if !jsonscan.IsObject(g) {
+			continue
+		}
+		for _, f := range fields {
+			if n, ok := tokenCount(t.Lookup(g, f)); ok {
+				return n, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// usageFields are the members of a usage object that the rules read.
+type usageFields struct {
+	inputTokens, promptTokens, outputTokens, completionTokens, totalTokens []byte
+	cacheRead, cacheCreation, cachedInput, reasoningOutput                 []byte
+	promptDetails, inputDetails, outputDetails, completionDetails          []byte
+	promptCacheHit, promptCacheMiss, reasoningTokens                       []byte
+	isObject                                                               bool
+	// The counts the rules read in the four detail groups, each group walked once.
+	prompt, input, output, completion detailFields
+}
+
+// detailFields are the members of a usage detail group (prompt_tokens_details, ...) that the rules
+// read; all nil when the group is absent or not an object.
+type detailFields struct {
+	cachedTokens, cachedInputTokens, cacheWriteTokens, cacheCreationTokens, reasoningTokens, thinkingTokens []byte
+}
+
+// scanUsage maps the members of usage and of its detail groups, read through t (nil: walked as
+// text). When t indexes usage, its children are visited by node and each group is found by its
+// node, without a search per lookup.
+func scanUsage(usage []byte, t *jsonscan.Tree) usageFields {
+	var u usageFields
+	u.scan(usage, t)
+	return u
+}
+
+// scan is scanUsage into u, a zero usageFields (the record builder keeps it in place: it is large
+// enough that copying it costs more than filling it).
+func (u *usageFields) scan(usage []byte, t *jsonscan.Tree) {
+	if n := t.Node(usage); n >= 0 {
+		if usage[0] != '{' {
+			return
+		}
+		u.isObject = true
+		// The node of the last occurrence of each group (last one wins), -1 for none.
+		groups := [4]int{-1, -1, -1, -1}
+		for c, end := t.Children(n); c < end; c = t.Next(c) {
+			k, v := t.Member(c)
+			if g := u.set(k, v); g >= 0 {
+				groups[g] = c
+			}
+		}
+		for g, c := range groups {
+			if c >= 0 {
+				if _, v := t.Member(c); jsonscan.IsObject(v) {
+					d := u.detail(g)
+					for cc, end := t.Children(c); cc < end; cc = t.Next(cc) {
+						d.set(t.Member(cc))
+					}
+				}
+			}
+		}
+		return
+	}
+	u.isObject = jsonscan.EachMember(usage, func(k, v []byte) bool {
+		u.set(k, v)
+		return true
+	})
+	for g, v := range [...][]byte{u.promptDetails, u.inputDetails, u.outputDetails, u.completionDetails} {
+		d := u.detail(g)
+		jsonscan.EachMember(v, func(k, v []byte) bool {
+			d.set(k, v)
+			return true
+		})
+	}
+}
+
+// Detail group numbers, as set returns them and detail takes them.
+const (
+	groupPrompt = iota
+	groupInput
+	groupOutput
+	groupCompletion
+)
+
+// detail returns the fields of detail group g.
+func (u *usageFields) detail(g int) *detailFields {
+	switch g {
+	case groupPrompt:
+		return &u.prompt
+	case groupInput:
+		return &u.input
+	case groupOutput:
+		return &u.output
+	}
+	return &u.completion
+}
+
+// set records v as the value of the detail key named by the key token k (last one wins), compared
+// as it stands and, when it matches no name, decoded (decodedKey) and compared once more.
+func (d *detailFields) set(k, v []byte) {
+	switch string(k) {
+	case `"cached_tokens"`:
+		d.cachedTokens = v
+	case `"cached_input_tokens"`:
+		d.cachedInputTokens = v
+	case `"cache_write_tokens"`:
+		d.cacheWriteTokens = v
+	case `"cache_creation_tokens"`:
+		d.cacheCreationTokens = v
+	case `"reasoning_tokens"`:
+		d.reasoningTokens = v
+	case `"thinking_tokens"`:
+		d.thinkingTokens = v
+	default:
+		if dk, ok := decodedKey(k); ok {
+			d.set(dk, v)
+		}
+	}
+}
+
+// firstCount returns the first valid token count among vs.
+func firstCount(vs ...[]byte) (int64, bool) {
+	for _, v := range vs {
+		if len(v) == 0 {
+			continue
+		}
+		if n, ok := tokenCount(v); ok {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// set records v as the value of the usage key named by the key token k (last one wins), compared as
+// it stands and, when it matches no name, decoded (decodedKey) and compared once more; it returns
+// the group number when the key names a detail group, else -1.
+func (u *usageFields) set(k, v []byte) (group int) {
+	switch string(k) {
+	case `"input_tokens"`:
+		u.inputTokens = v
+	case `"prompt_tokens"`:
+		u.promptTokens = v
+	case `"output_tokens"`:
+		u.outputTokens = v
+	case `"completion_tokens"`:
+		u.completionTokens = v
+	case `"total_tokens"`:
+		u.totalTokens = v
+	case `"cache_read_input_tokens"`:
+		u.cacheRead = v
+	case `"cache_creation_input_tokens"`:
+		u.cacheCreation = v
+	case `"cached_input_tokens"`:
+		u.cachedInput = v
+	case `"reasoning_output_tokens"`:
+		u.reasoningOutput = v
+	case `"prompt_tokens_details"`:
+		u.promptDetails = v
+		return groupPrompt
+	case `"input_tokens_details"`:
+		u.inputDetails = v
+		return groupInput
+	case `"output_tokens_details"`:
+		u.outputDetails = v
+		return groupOutput
+	case `"completion_tokens_details"`:
+		u.completionDetails = v
+		return groupCompletion
+	case `"prompt_cache_hit_tokens"`:
+		u.promptCacheHit = v
+	case `"prompt_cache_miss_tokens"`:
+		u.promptCacheMiss = v
+	case `"reasoning_tokens"`:
+		u.reasoningTokens = v
+	default:
+		if d, ok := decodedKey(k); ok {
+			return u.set(d, v)
+		}
+	}
+	return -1
+}
+
+// ExtractTokenStats ports extract_token_stats: normalised token counts from a usage object of any
+// of the three dialects (NeMo Gym's rules, with the OpenAI cached subset never folded), extended to the usage shapes of the servers
+// and gateways agents call (the provider table in docs/records-and-merge.md). usage that is absent,
+// null, not an object or not valid JSON gives all-nil stats.
+//
+//   - tokens_in: input_tokens, else prompt_tokens, else (DeepSeek, which splits the prompt)
+//     prompt_cache_hit_tokens + prompt_cache_miss_tokens when both are valid.
+//   - tokens_out: output_tokens, else completion_tokens; plus tokens_reasoning when the provider's
+//     own total shows the reasoning was counted outside the completion (total_tokens ==
+//     prompt + completion + reasoning, reasoning > 0: Gemini's OpenAI-compatible endpoint, early
+//     xAI), so that tokens_out always includes tokens_reasoning, as in OpenAI's usage.
+//   - Anthropic cache fold: top-level cache_read_input_tokens + cache_creation_input_tokens are added
+//     into tokens_in only when the prompt count came from input_tokens (or there is none) and no
+//     OpenAI-style cache subset (a cached_tokens, cached_input_tokens, cache_write_tokens or
+//     cache_creation_tokens count in prompt_tokens_details / input_tokens_details) is present:
+//     gateways that copy Anthropic cache fields into OpenAI-shaped usage already count them in the
+//     prompt (OpenAI's cached_tokens are a subset of prompt_tokens). Zero-only cache fields do not invent a prompt count. Counts in a details
+//     group or DeepSeek's hit/miss are subsets of the prompt and never folded.
+//   - tokens_total: total_tokens as reported, else tokens_in + tokens_out when both are known.
+//   - tokens_reasoning: output_tokens_details.reasoning_tokens, completion_tokens_details.reasoning_tokens,
+//     top-level reasoning_output_tokens, output_tokens_details.thinking_tokens (after NeMo Gym's sources), then
+//     top-level reasoning_tokens (Gemini's OpenAI-compatible endpoint).
+//   - cache_creation_tokens: cache_creation_input_tokens as reported (whether or not it was folded),
+//     else the first valid prompt_tokens_details.cache_write_tokens (OpenRouter, OpenAI, llama.cpp),
+//     prompt_tokens_details.cache_creation_tokens (LiteLLM), input_tokens_details.cache_write_tokens,
+//     input_tokens_details.cache_creation_tokens (Responses shape).
+func ExtractTokenStats(usage json.RawMessage) TokenStats {
+	usage = jsonscan.TrimWS(usage)
+	if !jsonscan.IsObject(usage) || jsonscan.Validate(usage) != nil {
+		return TokenStats{}
+	}
+	u := scanUsage(usage, nil)
+	return extractTokenStats(&u, new(tokenBox))
+}
+
+// tokenBox holds the counts a TokenStats points at: one allocation for all of them (a record
+// embeds it in its recordBox).
+type tokenBox struct {
+	in, out, reasoning, total, creation, cached int64
+	hit                                         bool
+}
+
+// put stores n in *dst and returns dst.
+func put[T any](dst *T, n T) *T {
+	*dst = n
+	return dst
+}
+
+// extractTokenStats is ExtractTokenStats over scanned usage fields, the counts stored in b.
+func extractTokenStats(u *usageFields, b *tokenBox) TokenStats {
+	var s TokenStats
+	if !u.isObject {
+		return s
+	}
+	fromPrompt := false
+	if n, ok := tokenCount(u.inputTokens); ok {
+		s.TokensIn = put(&b.in, n)
+	} else if n, ok := tokenCount(u.promptTokens); ok {
+		s.TokensIn = put(&b.in, n)
+		fromPrompt = true
+	} else if hit, ok := tokenCount(u.promptCacheHit); ok {
+		if miss, ok := tokenCount(u.promptCacheMiss); ok {
+			s.TokensIn = put(&b.in, hit+miss)
+			fromPrompt = true
+		}
+	}
+	var prompt *int64 // as reported, before any fold (b.in may be folded later)
+	if s.TokensIn != nil {
+		prompt = new(*s.TokensIn)
+	}
+	if n, ok := tokenCount(u.outputTokens); ok {
+		s.TokensOut = put(&b.out, n)
+	} else if n, ok := tokenCount(u.completionTokens); ok {
+		s.TokensOut = put(&b.out, n)
+	}
+
+	read, haveRead := tokenCount(u.cacheRead)
+	creation, haveCreation := tokenCount(u.cacheCreation)
+	if haveCreation {
+		s.CacheCreationTokens = put(&b.creation, creation)
+	} else if n, ok := u.openAICacheWrite(); ok {
+		s.CacheCreationTokens = put(&b.creation, n)
+	}
+	if (haveRead || haveCreation) && !fromPrompt && !u.hasOpenAICacheSubset() {
+		cacheTotal := read + creation // absent ones are 0
+		if s.TokensIn != nil || cacheTotal > 0 {
+			in := cacheTotal
+			if s.TokensIn != nil {
+				in += *s.TokensIn
+			}
+			s.TokensIn = put(&b.in, in)
+		}
+	}
+
+	if n, ok := firstCount(u.output.reasoningTokens, u.completion.reasoningTokens); ok {
+		s.TokensReasoning = put(&b.reasoning, n)
+	} else if n, ok := tokenCount(u.reasoningOutput); ok {
+		s.TokensReasoning = put(&b.reasoning, n)
+	} else if n, ok := tokenCount(u.output.thinkingTokens); ok {
+		s.TokensReasoning = put(&b.reasoning, n)
+	} else if n, ok := tokenCount(u.reasoningTokens); ok {
+		s.TokensReasoning = put(&b.reasoning, n)
+	}
+
+	total, haveTotal := tokenCount(u.totalTokens)
+	if haveTotal && prompt != nil && s.TokensOut != nil && s.TokensReasoning != nil && *s.TokensReasoning > 0 &&
+		total == *prompt+*s.TokensOut+*s.TokensReasoning {
+		s.TokensOut = put(&b.out, *s.TokensOut+*s.TokensReasoning)
+	}
+	if haveTotal {
+		s.TokensTotal = put(&b.total, total)
+	} else if s.TokensIn != nil && s.TokensOut != nil {
+		s.TokensTotal = put(&b.total, *s.TokensIn+*s.TokensOut)
+	}
+	return s
+}
+
+func (u *usageFields) openAICached() (int64, bool) {
+	return firstCount(u.prompt.cachedTokens, u.prompt.cachedInputTokens, u.input.cachedTokens, u.input.cachedInputTokens)
+}
+
+// openAICacheWrite is the first valid cache-write count of the OpenAI-style detail groups.
+func (u *usageFields) openAICacheWrite() (int64, bool) {
+	return firstCount(u.prompt.cacheWriteTokens, u.prompt.cacheCreationTokens, u.input.cacheWriteTokens, u.input.cacheCreationTokens)
+}
+
+// hasOpenAICacheSubset reports a valid cache read or write count inside prompt_tokens_details or
+// input_tokens_details: the mark of usage whose prompt count already includes its cache.
+func (u *usageFields) hasOpenAICacheSubset() bool {
+	if _, ok := u.openAICached(); ok {
+		return true
+	}
+	_, ok := u.openAICacheWrite()
+	return ok
+}
+
+// cacheSignalJSON ports _cache_signal: whether the prompt hit the provider's cache and how many
+// prompt tokens were read from it. The count is the first valid one of
+// prompt_tokens_details.{cached_tokens, cached_input_tokens}, input_tokens_details.{cached_tokens,
+// cached_input_tokens}, top-level cache_read_input_tokens, top-level cached_input_tokens, then
+// top-level prompt_cache_hit_tokens (DeepSeek); hit is count > 0. The first match wins even when it is 0 and a later field is positive. Both are nil
+// when no count is present (or usage is not a valid JSON object). Cache creation is never a hit.
+func cacheSignalJSON(usage json.RawMessage) (hit *bool, cachedTokens *int64) {
+	usage = jsonscan.TrimWS(usage)
+	if !jsonscan.IsObject(usage) || jsonscan.Validate(usage) != nil {
+		return nil, nil
+	}
+	u := scanUsage(usage, nil)
+	return cacheSignal(&u, new(tokenBox))
+}
+
+// cacheSignal is cacheSignalJSON over scanned usage fields, the values stored in b.
+func cacheSignal(u *usageFields, b *tokenBox) (*bool, *int64) {
+	if !u.isObject {
+		return nil, nil
+	}
+	n, ok := u.openAICached()
+	if !ok {
+		n, ok = tokenCount(u.cacheRead)
+	}
+	if !ok {
+		n, ok = tokenCount(u.cachedInput)
+	}
+	if !ok {
+		n, ok = tokenCount(u.promptCacheHit)
+	}
+	if !ok {
+		return nil, nil
+	}
+	return put(&b.hit, n > 0), put(&b.cached, n)
+}
+
+// normalizeArgumentsJSON ports _as_arguments, with one difference of ours: tool-call arguments
+// always become a JSON object (NeMo Gym keeps a decoded list or number as it is), so a reader can
+// index them without a type switch. An object is kept as it is; a JSON string is decoded, and kept when it holds an
+// object, else (a list, number, string, null, invalid JSON, "") it becomes {"_raw": <the string>};
+// anything else (absent, null, number, list, boolean) becomes {}. The result aliases v when v is
+// an object.
+func normalizeArgumentsJSON(v json.RawMessage) json.RawMessage {
+	v = jsonscan.TrimWS(v)
+	if jsonscan.Validate(v) != nil {
+		return json.RawMessage("{}")
+	}
+	return normalizeArguments(v)
+}
+
+func normalizeArguments(v []byte) json.RawMessage {
+	switch {
+	case jsonscan.IsObject(v):
+		return v
+	case jsonscan.IsString(v):
+		s := jsonscan.Unquote(v)
+		if inner := jsonscan.TrimWS([]byte(s)); jsonscan.IsObject(inner) && jsonscan.Validate(inner) == nil {
+			return compactLines(inner)
+		}
+		return rawArguments(s)
+	default:
+		return json.RawMessage("{}")
+	}
+}
+
+// rawArguments builds {"_raw": s}.
+func rawArguments(s string) json.RawMessage {
+	b := make([]byte, 0, len(s)+12)
+	b = append(b, `{"_raw":`...)
+	b = jsonscan.AppendString(b, s)
+	return append(b, '}')
+}
+
+// compactLines returns v (valid JSON) unchanged unless it contains line breaks, which JSONL output
+// cannot carry; then it returns a compacted copy.
+func compactLines(v []byte) []byte {
+	if bytes.ContainsAny(v, "\r\n") {
+		return appendRaw(nil, v)
+	}
+	return v
+}
+
+// toolCallsAndReasoningJSON ports _tool_calls_and_reasoning: the client tool calls and the readable
+// reasoning text of a response object, across the three shapes. The shape is the
+// first of response.output (Responses), response.choices (Chat), response.content (Anthropic) that
+// is a JSON array; an output array, even empty, stops the search. Reasoning pieces are joined with
+// "\n"; an empty join gives nil.
+//
+// Malformed parts are skipped instead of failing the record (the payloads are the provider's, and
+// one odd part must not lose the call; NeMo Gym drops such a record as damaged): a summary or tool_calls that is not an array contributes
+// nothing. Call ids and names that are not strings become nil. Tool arguments go through
+// normalizeArgumentsJSON's rule; Anthropic tool_use input is {} when falsy, else
+// normalised the same way.
+func toolCallsAndReasoningJSON(response json.RawMessage) ([]ToolCall, *string) {
+	response = jsonscan.TrimWS(response)
+	if !jsonscan.IsObject(response) || jsonscan.Validate(response) != nil {
+		return nil, nil
+	}
+	f := scanResponse(response)
+	return toolCallsAndReasoning(&f)
+}
+
+func toolCallsAndReasoning(f *responseFields) ([]ToolCall, *string) {
+	calls, reasoning, ok := toolCallsAndReasoningText(f)
+	if !ok {
+		return calls, nil
+	}
+	return calls, &reasoning
+}
+
+// toolCallsAndReasoningText is toolCallsAndReasoning with the reasoning as a value (ok false for
+// nil): the record builder keeps it in the record's box instead of an allocation of its own.
+func toolCallsAndReasoningText(f *responseFields) ([]ToolCall, string, bool) {
+	out := toolCallSink{alias: f.alias}
+	switch {
+	case jsonscan.IsArray(f.output):
+		responsesToolCalls(f.output, f.tree, &out)
+	case jsonscan.IsArray(f.choices):
+		chatToolCalls(f.choices, f.tree, &out)
+	case jsonscan.IsArray(f.content):
+		anthropicToolCalls(f.content, f.tree, &out)
+	default:
+		return nil, "", false
+	}
+	reasoning := out.first
+	if out.pieces > 1 {
+		reasoning = strings.Join(out.more, "\n")
+	}
+	return out.calls, reasoning, reasoning != ""
+}
+
+// toolCallSink collects one response's tool calls and reasoning pieces. Most responses have at
+// most one call and one piece: the first call and its id and name share one allocation
+// (firstToolCall), the first piece is kept without a slice, and later ones go to slices.
+// alias is text's: strings may share the line's memory.
+type toolCallSink struct {
+	calls  []ToolCall
+	strs   []string // the ids and names of the calls after the first
+	first  string   // the first reasoning piece
+	more   []string // every piece, once there are two
+	pieces int
+	alias  bool
+}
+
+// firstToolCall holds a response's first tool call and the strings it points at.
+type firstToolCall struct {
+	call     [1]ToolCall
+	id, name string
+}
+
+// add appends a call: its id and name from their raw values (nil when not strings).
+func (s *toolCallSink) add(callID, name []byte, args json.RawMessage) {
+	if s.calls == nil {
+		b := new(firstToolCall)
+		b.call[0] = ToolCall{CallID: s.strInto(callID, &b.id), Name: s.strInto(name, &b.name), Arguments: args}
+		s.calls = b.call[:1:1]
+		return
+	}
+	s.calls = append(s.calls, ToolCall{CallID: s.ptr(callID), Name: s.ptr(name), Arguments: args})
+}
+
+// reason appends a reasoning piece.
+func (s *toolCallSink) reason(piece string) {
+	switch s.pieces {
+	case 0:
+		s.first = piece
+	case 1:
+		s.more = append(s.more, s.first, piece)
+	default:
+		s.more = append(s.more, piece)
+	}
+	s.pieces++
+}
+
+// strInto is stringInto with the sink's alias.
+func (s *toolCallSink) strInto(v []byte, dst *string) *string { return stringInto(v, dst, s.alias) }
+
+// ptr returns a pointer to the text of v kept in s.strs, nil when v is not a string.
+func (s *toolCallSink) ptr(v []byte) *string {
+	t, ok := text(v, s.alias)
+	if !ok {
+		return nil
+	}
+	if len(s.strs) == cap(s.strs) {
+		s.strs = make([]string, 0, 8) // earlier strings stay where they are
+	}
+	s.strs = append(s.strs, t)
+	return &s.strs[len(s.strs)-1]
+}
+
+func responsesToolCalls(output []byte, t *jsonscan.Tree, out *toolCallSink) {
+	alias := out.alias
+	t.EachElement(output, func(item []byte) bool {
+		if !jsonscan.IsObject(item) {
+			return true
+		}
+		var typ, callID, id, name, args, summary []byte
+		t.EachMember(item, func(k, v []byte) bool {
+			switch string(jsonscan.KeyName(k)) {
+			case "type":
+				typ = v
+			case "call_id":
+				callID = v
+			case "id":
+				id = v
+			case "name":
+				name = v
+			case "arguments":
+				args = v
+			case "summary":
+				summary = v
+			}
+			return true
+		})
+		switch typ, _ := text(typ, true); typ { // only compared: may share the text
+		case "function_call":
+			if !jsonscan.Truthy(callID) {
+				callID = id
+			}
+			out.add(callID, name, normalizeArguments(args))
+		case "reasoning":
+			t.EachElement(summary, func(entry []byte) bool {
+				if s, ok := text(t.Lookup(entry, "text"), alias); ok && s != "" {
+					out.reason(s)
+				}
+				return true
+			})
+		}
+		return true
+	})
+}
+
+func chatToolCalls(choices []byte, t *jsonscan.Tree, out *toolCallSink) {
+	alias := out.alias
+	t.EachElement(choices, func(choice []byte) bool {
+		message := t.Lookup(choice, "message")
+		if !jsonscan.IsObject(message) {
+			return true
+		}
+		var toolCalls, reasoningContent, reasoningAlt []byte
+		t.EachMember(message, func(k, v []byte) bool {
+			switch string(jsonscan.KeyName(k)) {
+			case "tool_calls":
+				toolCalls = v
+			case "reasoning_content":
+				reasoningContent = v
+			case "reasoning":
+				reasoningAlt = v
+			}
+			return true
+		})
+		t.EachElement(toolCalls, func(tc []byte) bool {
+			if !jsonscan.IsObject(tc) {
+				return true
+			}
+			fn := t.Lookup(tc, "function")
+			var name, args []byte
+			if jsonscan.IsObject(fn) {
+				name, args = t.Lookup(fn, "name"), t.Lookup(fn, "arguments")
+			}
+			out.add(t.Lookup(tc, "id"), name, normalizeArguments(args))
+			return true
+		})
+		// reasoning_content wins when truthy, even if it is not a string: a truthy non-string blocks the
+		// fallback to reasoning, as in NeMo Gym.
+		reasoningText := reasoningContent
+		if !jsonscan.Truthy(reasoningText) {
+			reasoningText = reasoningAlt
+		}
+		if s, ok := text(reasoningText, alias); ok && s != "" {
+			out.reason(s)
+		}
+		return true
+	})
+}
+
+func anthropicToolCalls(content []byte, t *jsonscan.Tree, out *toolCallSink) {
+	alias := out.alias
+	t.EachElement(content, func(block []byte) bool {
+		if !jsonscan.IsObject(block) {
+			return true
+		}
+		var typ, id, name, input, thinking []byte
+		t.EachMember(block, func(k, v []byte) bool {
+			switch string(jsonscan.KeyName(k)) {
+			case "type":
+				typ = v
+			case "id":
+				id = v
+			case "name":
+				name = v
+			case "input":
+				input = v
+			case "thinking":
+				thinking = v
+			}
+			return true
+		})
+		switch typ, _ := text(typ, true); typ { // only compared: may share the text
+		case "tool_use":
+			args := json.RawMessage("{}")
+			if jsonscan.Truthy(input) {
+				args = normalizeArguments(input)
+			}
+			out.add(id, name, args)
+		case "thinking", "redacted_thinking":
+			if s, ok := text(thinking, alias); ok {
+				out.reason(s) // empty strings included, as NeMo Gym does
+			}
+		}
+		return true
+	})
+}
+
+// finishReasonJSON returns why generation stopped: the first string among response.stop_reason
+// (Anthropic), response.choices[0].finish_reason (Chat; only when choices is a non-empty array whose
+// first item is an object) and response.incomplete_details.reason (Responses; only when an object),
+// else nil (NeMo Gym's order of the three shapes). response that is not a valid JSON object gives nil.
+func finishReasonJSON(response json.RawMessage) *string {
+	response = jsonscan.TrimWS(response)
+	if !jsonscan.IsObject(response) || jsonscan.Validate(response) != nil {
+		return nil
+	}
+	f := scanResponse(response)
+	return finishReason(&f)
+}
+
+func finishReason(f *responseFields) *string {
+	if s, ok := finishReasonText(f); ok {
+		return &s
+	}
+	return nil
+}
+
+// finishReasonText is finishReason without the pointer: ok false for nil.
+func finishReasonText(f *responseFields) (string, bool) {
+	t := f.tree
+	if s, ok := text(f.stopReason, f.alias); ok {
+		return s, true
+	}
+	var first []byte
+	t.EachElement(f.choices, func(v []byte) bool {
+		first = v
+		return false
+	})
+	if jsonscan.IsObject(first) {
+		if s, ok := text(t.Lookup(first, "finish_reason"), f.alias); ok {
+			return s, true
+		}
+	}
+	if jsonscan.IsObject(f.incompleteDetails) {
+		return text(t.Lookup(f.incompleteDetails, "reason"), f.alias)
+	}
+	return "", false
+}
+
+// responseFields are the members of a response object that the rules read.
+type responseFields struct {
+	id, model, status, stopReason, choices, incompleteDetails, usage, output, content []byte
+	tree                                                                              *jsonscan.Tree // the index the values are read through (nil: walked as text)
+	alias                                                                             bool           // strings may share the text's memory (text)
+}
+
+func scanResponse(obj []byte) responseFields {
+	var f responseFields
+	jsonscan.EachMember(obj, func(k, v []byte) bool {
+		f.set(k, v)
+		return true
+	})
+	return f
+}
+
+// set records v as the value of the response member named by the key token k (last one wins),
+// compared as it stands and, when it matches no name, decoded (decodedKey) and compared once more.
+func (f *responseFields) set(k, v []byte) {
+	switch string(k) {
+	case `"id"`:
+		f.id = v
+	case `"model"`:
+		f.model = v
+	case `"status"`:
+		f.status = v
+	case `"stop_reason"`:
+		f.stopReason = v
+	case `"choices"`:
+		f.choices = v
+	case `"incomplete_details"`:
+		f.incompleteDetails = v
+	case `"usage"`:
+		f.usage = v
+	case `"output"`:
+		f.output = v
+	case `"content"`:
+		f.content = v
+	default:
+		if d, ok := decodedKey(k); ok {
+			f.set(d, v)
+		}
+	}
+}

@@ -1,0 +1,317 @@
+// Package tokenexport turns capture lines into training rows: one Row per captured call with its
+// prompt ids, generated ids and log probabilities (package tokens reads them), written as JSON
+// Lines, as Parquet (lists as Parquet LIST columns, so DuckDB, pyarrow and Hugging Face datasets
+// read them as lists), or as NeMo Gym's per-call token record (GymRecord, schema_version 1).
+//
+// A row is about the first choice of its call: calls that ask for several choices are rare in
+// agent rollouts, and NeMo Gym's record has one generation. Choices says how many there were.
+package tokenexport
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/zstd"
+
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
+	"github.com/modelcalls/modelcalls/tokens"
+)
+
+// Row is one call. Its JSON form is one line of the JSONL export; its Parquet form one row.
+type Row struct {
+	RolloutID   string `json:"rollout_id" parquet:"rollout_id"`
+	ModelCallID string `json:"model_call_id" parquet:"model_call_id"`
+	// CallIndex is the call's capture index: its position among the rollout's capture lines.
+	CallIndex int64 `json:"call_index" parquet:"call_index"`
+	// Model is the response's model, else the request's, else null.
+	Model   *string `json:"model" parquet:"model,optional"`
+	Dialect string  `json:"dialect" parquet:"dialect"`
+	// PromptTokenIDs, GenerationTokenIDs and GenerationLogProbs are null when absent (Parquet: a
+	// null list). GenerationLogProbs is null unless there is one log probability per generated id.
+	PromptTokenIDs     []int64   `json:"prompt_token_ids" parquet:"prompt_token_ids,optional,list"`
+	GenerationTokenIDs []int64   `json:"generation_token_ids" parquet:"generation_token_ids,optional,list"`
+	GenerationLogProbs []float64 `json:"generation_log_probs" parquet:"generation_log_probs,optional,list"`
+	// TokenSource and PromptTokenSource are tokens.Source values.
+	TokenSource       string `json:"token_source" parquet:"token_source"`
+	PromptTokenSource string `json:"prompt_token_source" parquet:"prompt_token_source"`
+	// Choices is how many choices the response carried; the row holds the first.
+	Choices               int64     `json:"choices" parquet:"choices"`
+	Streamed              bool      `json:"streamed" parquet:"streamed"`
+	UsagePromptTokens     *int64    `json:"usage_prompt_tokens" parquet:"usage_prompt_tokens,optional"`
+	UsageCompletionTokens *int64    `json:"usage_completion_tokens" parquet:"usage_completion_tokens,optional"`
+	StatusCode            *int64    `json:"status_code" parquet:"status_code,optional"`
+	Findings              []Finding `json:"findings" parquet:"findings,list"`
+	// Reward is the rollout record's reward (export with rollout records), else null.
+	Reward *float64 `json:"reward" parquet:"reward,optional"`
+	// CreatedAt is the call's completed_at, seconds since the Unix epoch.
+	CreatedAt float64 `json:"created_at" parquet:"created_at"`
+
+	outputItems    []json.RawMessage // the answer's items, Responses-shaped (GymRecord)
+	routedExperts  json.RawMessage
+	tokenItemIndex *int
+}
+
+// Finding is a tokens.Finding in a row: its code, the choice it is about (-1 for the call), and
+// its sentence.
+type Finding struct {
+	Code   string `json:"code" parquet:"code"`
+	Choice int64  `json:"choice" parquet:"choice"`
+	Detail string `json:"detail" parquet:"detail"`
+}
+
+// Complete reports whether the row has what a trainer needs: prompt ids, generated ids and one
+// log probability per generated id.
+func (r *Row) Complete() bool {
+	return r.PromptTokenIDs != nil && r.GenerationTokenIDs != nil && r.GenerationLogProbs != nil
+}
+
+// HasTokenData reports whether the row has prompt ids and generated ids.
+func (r *Row) HasTokenData() bool { return r.PromptTokenIDs != nil && r.GenerationTokenIDs != nil }
+
+// FromLine builds the row of one capture line (a JSON object as the capture file stores it) of
+// rollout rolloutID at capture index callIndex. It fails only when the line is not a JSON object;
+// everything about its tokens becomes the row's sources and findings.
+func FromLine(rolloutID string, callIndex int, b []byte) (Row, error) {
+	line := jsonscan.TrimWS(b)
+	if !jsonscan.IsObject(line) {
+		return Row{}, errors.New("decode capture line: not a JSON object")
+	}
+	if err := jsonscan.Validate(line); err != nil {
+		return Row{}, fmt.Errorf("decode capture line: %w", err)
+	}
+	get := func(k string) []byte { return nonNull(jsonscan.Lookup(line, k)) }
+	var mcid, dialect string
+	var raw *string
+	var completed float64
+	var status *int64
+	for _, f := range []struct {
+		key  string
+		into any
+	}{{"model_call_id", &mcid}, {"dialect", &dialect}, {"response_raw", &raw}, {"completed_at", &completed}, {"status_code", &status}} {
+		if v := get(f.key); v != nil {
+			if err := json.Unmarshal(v, f.into); err != nil {
+				return Row{}, fmt.Errorf("decode capture line: %s: %w", f.key, err)
+			}
+		}
+	}
+	c := tokens.Call{Dialect: dialect, Request: get("request"), Response: get("response"), TokenCapture: get("token_capture")}
+	if raw != nil {
+		c.ResponseRaw = []byte(*raw)
+	}
+	t := tokens.Read(c)
+	r := Row{
+		RolloutID: rolloutID, ModelCallID: mcid, CallIndex: int64(callIndex), Dialect: dialect,
+		PromptTokenIDs: t.PromptTokenIDs, GenerationTokenIDs: t.GenerationTokenIDs(), GenerationLogProbs: t.GenerationLogProbs(),
+		TokenSource: string(t.Source), PromptTokenSource: string(t.PromptSource), Choices: int64(len(t.Choices)),
+		Streamed: t.Streamed, UsagePromptTokens: t.PromptTokens, UsageCompletionTokens: t.CompletionTokens,
+		StatusCode: status, Findings: []Finding{}, CreatedAt: completed,
+	}
+	if len(t.Choices) > 0 {
+		r.routedExperts = t.Choices[0].RoutedExperts
+	}
+	for _, f := range t.Findings {
+		ch := int64(-1)
+		if f.Choice != nil {
+			ch = int64(*f.Choice)
+		}
+		r.Findings = append(r.Findings, Finding{Code: f.Code, Choice: ch, Detail: f.Detail})
+	}
+	r.Model = modelOf(c.Response, c.Request)
+	r.outputItems = outputItems(c.Response)
+	if r.GenerationTokenIDs != nil && len(r.outputItems) > 0 {
+		i := len(r.outputItems) - 1
+		r.tokenItemIndex = &i
+	}
+	return r, nil
+}
+
+func nonNull(v []byte) []byte {
+	if jsonscan.IsNull(v) {
+		return nil
+	}
+	return v
+}
+
+// modelOf returns the model a response names, else the request's.
+func modelOf(objs ...[]byte) *string {
+	for _, o := range objs {
+		var m string
+		if v := jsonscan.Lookup(o, "model"); jsonscan.IsString(v) && json.Unmarshal(v, &m) == nil && m != "" {
+			return &m
+		}
+	}
+	return nil
+}
+
+// tokenFields are the members NeMo Gym's model servers attach to an answer item; they are held
+// once on the record, not on its items.
+var tokenFields = []string{"prompt_token_ids", "generation_token_ids", "generation_log_probs", "routed_experts"}
+
+// outputItems returns the answer as NeMo Gym's record holds it: a Responses answer's output
+// items, or each Chat choice's message as a {"type":"message","role":"assistant",...} item; the
+// token members removed. Other answers give none.
+func outputItems(resp []byte) []json.RawMessage {
+	var r struct {
+		Output  []json.RawMessage `json:"output"`
+		Choices []struct {
+			Message json.RawMessage `json:"message"`
+		} `json:"choices"`
+	}
+	if resp == nil || json.Unmarshal(resp, &r) != nil {
+		return nil
+	}
+	var items []json.RawMessage
+	strip := func(raw json.RawMessage, defaults bool) {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(raw, &m) != nil || m == nil {
+			return
+		}
+		for _, k := range tokenFields {
+			delete(m, k)
+		}
+		if defaults {
+			if _, ok := m["type"]; !ok {
+				m["type"] = json.RawMessage(`"message"`)
+			}
+			if _, ok := m["role"]; !ok {
+				m["role"] = json.RawMessage(`"assistant"`)
+			}
+		}
+		b, err := json.Marshal(m)
+		if err == nil {
+			items = append(items, b)
+		}
+	}
+	if len(r.Output) > 0 {
+		for _, it := range r.Output {
+			strip(it, false)
+		}
+		return items
+	}
+	for _, c := range r.Choices {
+		strip(c.Message, true)
+	}
+	return items
+}
+
+// GymRecord is NeMo Gym's per-call token record, one line of <rollout_id>.tokens.jsonl, with its
+// fields in its order and its types: ids are integers, log probabilities floats, routed_experts
+// whatever the engine returned (or null), output_items the answer's items without token members,
+// token_item_index the item the ids belong to (null when there is none), created_at seconds since
+// the Unix epoch.
+type GymRecord struct {
+	SchemaVersion      int               `json:"schema_version"`
+	RolloutID          string            `json:"rollout_id"`
+	ModelCallID        string            `json:"model_call_id"`
+	Model              string            `json:"model"`
+	PromptTokenIDs     []int64           `json:"prompt_token_ids"`
+	GenerationTokenIDs []int64           `json:"generation_token_ids"`
+	GenerationLogProbs []float64         `json:"generation_log_probs"`
+	RoutedExperts      json.RawMessage   `json:"routed_experts"`
+	OutputItems        []json.RawMessage `json:"output_items"`
+	TokenItemIndex     *int              `json:"token_item_index"`
+	CreatedAt          float64           `json:"created_at"`
+}
+
+// GymSchemaVersion is the version of NeMo Gym's token record that GymRecord writes.
+const GymSchemaVersion = 1
+
+// Gym returns r as NeMo Gym's token record, and false when r is not Complete: Gym's record
+// requires prompt ids, generated ids and one log probability per generated id.
+func (r *Row) Gym() (GymRecord, bool) {
+	if !r.Complete() {
+		return GymRecord{}, false
+	}
+	g := GymRecord{
+		SchemaVersion: GymSchemaVersion, RolloutID: r.RolloutID, ModelCallID: r.ModelCallID,
+		PromptTokenIDs: r.PromptTokenIDs, GenerationTokenIDs: r.GenerationTokenIDs, GenerationLogProbs: r.GenerationLogProbs,
+		RoutedExperts: r.routedExperts, OutputItems: r.outputItems, TokenItemIndex: r.tokenItemIndex, CreatedAt: r.CreatedAt,
+	}
+	if r.Model != nil {
+		g.Model = *r.Model
+	}
+	if g.RoutedExperts == nil {
+		g.RoutedExperts = json.RawMessage("null")
+	}
+	if g.OutputItems == nil {
+		g.OutputItems = []json.RawMessage{}
+	}
+	return g, true
+}
+
+// Writer writes rows in one format.
+type Writer interface {
+	Write(r *Row) error
+	// Close flushes what is buffered (Parquet writes its footer); it does not close the
+	// underlying io.Writer.
+	Close() error
+}
+
+// NewJSONLWriter writes one compact JSON object per row, each followed by "\n".
+func NewJSONLWriter(w io.Writer) Writer {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	return &jsonlWriter{bw: bw, enc: enc}
+}
+
+type jsonlWriter struct {
+	bw  *bufio.Writer
+	enc *json.Encoder
+}
+
+func (j *jsonlWriter) Write(r *Row) error { return j.enc.Encode(r) }
+func (j *jsonlWriter) Close() error       { return j.bw.Flush() }
+
+// NewParquetWriter writes rows as one Parquet file with zstd-compressed columns, in row groups
+// of at most 4096 rows.
+func NewParquetWriter(w io.Writer) Writer {
+	return &parquetWriter{w: parquet.NewGenericWriter[Row](w, parquet.Compression(&zstd.Codec{}))}
+}
+
+type parquetWriter struct {
+	w   *parquet.GenericWriter[Row]
+	buf []Row
+}
+
+func (p *parquetWriter) Write(r *Row) error {
+	p.buf = append(p.buf, *r)
+	if len(p.buf) >= 4096 {
+		return p.flush()
+	}
+	return nil
+}
+
+func (p *parquetWriter) flush() error {
+	if len(p.buf) == 0 {
+		return nil
+	}
+	if _, err := p.w.Write(p.buf); err != nil {
+		return fmt.Errorf("write parquet rows: %w", err)
+	}
+	p.buf = p.buf[:0]
+	return p.w.Flush()
+}
+
+func (p *parquetWriter) Close() error {
+	if err := p.flush(); err != nil {
+		return err
+	}
+	if err := p.w.Close(); err != nil {
+		return fmt.Errorf("close parquet file: %w", err)
+	}
+	return nil
+}
+
+// ReadParquet reads the rows of a Parquet file NewParquetWriter wrote.
+func ReadParquet(r io.ReaderAt, size int64) ([]Row, error) {
+	rows, err := parquet.Read[Row](r, size)
+	if err != nil {
+		return nil, fmt.Errorf("read parquet rows: %w", err)
+	}
+	return rows, nil
+}
