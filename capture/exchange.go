@@ -29,7 +29,7 @@ import (
 // AppendExchange, never by encoding/json.
 type Exchange struct {
 	ModelCallID string                  `json:"model_call_id"` // 32 lowercase hex characters (NewModelCallID)
-	Dialect     string                  `json:"dialect"`       // "responses", "chat" or "messages"
+	Dialect     string                  `json:"dialect"`       // "responses", "chat", "messages" or "gemini" (package dialect)
 	ModelRef    *rollout.ModelServerRef `json:"model_ref"`     // null when the model server has no name
 	StartedAt   float64                 `json:"started_at"`    // wall clock, seconds since the Unix epoch
 	CompletedAt float64                 `json:"completed_at"`  // wall clock, seconds since the Unix epoch
@@ -80,6 +80,10 @@ type Exchange struct {
 	// did to the call: a compact JSON object {"engine", "added", "prompt_token_ids",
 	// "prompt_token_error"} (docs/format.md). It is written as is, not checked again.
 	TokenCapture json.RawMessage `json:"token_capture"`
+	// ClientLogicalRequestID and ClientParentCallID are lineage evidence a harness declares in
+	// request headers (docs/format.md, section 3.6); the record does not carry them.
+	ClientLogicalRequestID *string `json:"client_logical_request_id"`
+	ClientParentCallID     *string `json:"client_parent_call_id"`
 }
 
 // EncodeExchange returns ex as one compact JSON line without the trailing newline, in the key order
@@ -184,6 +188,8 @@ func WriteExchange(w io.Writer, ex *Exchange) error {
 		e.raw(`,"` + schema.TokenCapture + `":`)
 		e.write(ex.TokenCapture)
 	}
+	e.keyStr(`,"`+schema.ClientLogicalRequestID+`":`, ex.ClientLogicalRequestID)
+	e.keyStr(`,"`+schema.ClientParentCallID+`":`, ex.ClientParentCallID)
 	e.raw("}")
 	if e.err != nil {
 		return fmt.Errorf("encode exchange: %w", e.err)

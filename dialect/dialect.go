@@ -8,7 +8,10 @@ import (
 )
 
 // Dialect names one observed wire API. Its value is the exchange's "dialect" field in a capture
-// line, with NeMo Gym's values: "responses", "chat" or "messages".
+// line, with NeMo Gym's values "responses", "chat" and "messages", and ours, "gemini". Everything
+// the product knows about a dialect is reached through its value (the methods below, ErrorBody,
+// NewStream, ParseRequest and ParseResponse, ClientEnv), each dispatching to the dialect's entry
+// in the registry (registry.go); no other package tells dialects apart by name.
 type Dialect string
 
 // The observed dialects.
@@ -16,40 +19,81 @@ const (
 	Responses Dialect = "responses" // OpenAI Responses API, POST /v1/responses
 	Chat      Dialect = "chat"      // OpenAI Chat Completions API, POST /v1/chat/completions
 	Messages  Dialect = "messages"  // Anthropic Messages API, POST /v1/messages
+	// Gemini is Google's Gemini API, POST /{version}/models/{model}:generateContent and
+	// :streamGenerateContent (gemini.go). NeMo Gym has no such value.
+	Gemini Dialect = "gemini"
 )
 
 // ForPath returns the dialect observed on path, which must already have its /ng-rollout/<id>
-// prefix and its query stripped. The match is exact, as in NeMo Gym's capture middleware:
-// "/v1/responses", "/v1/chat/completions" and "/v1/messages" only; a trailing slash, "/v1/models"
-// or "/v1/messages/count_tokens" are not observed (ok false).
+// prefix and its query stripped. The OpenAI and Anthropic paths match exactly, as in NeMo Gym's
+// capture middleware: "/v1/responses", "/v1/chat/completions" and "/v1/messages" only; a trailing
+// slash, "/v1/models" or "/v1/messages/count_tokens" are not observed (ok false). Gemini's paths
+// hold the model (see Gemini): "/v1beta/models/gemini-2.5-flash:generateContent".
 func ForPath(path string) (Dialect, bool) {
 	for _, d := range All {
-		if d.Path() == path {
+		if registry[d].observes(path) {
 			return d, true
 		}
 	}
 	return "", false
 }
 
-// All are the observed dialects, in the order Responses, Chat, Messages.
-var All = [...]Dialect{Responses, Chat, Messages}
+// ErrorDialect returns the dialect whose error shape an answer to a request on path takes: the
+// dialect observed on path, else Chat (OpenAI's shape, which most clients of other paths read).
+func ErrorDialect(path string) Dialect {
+	if d, ok := ForPath(path); ok {
+		return d
+	}
+	return Chat
+}
 
-// Path returns the path d is observed on, without a /ng-rollout/<id> prefix: "/v1/responses",
-// "/v1/chat/completions" or "/v1/messages"; "" when d is not Valid.
-func (d Dialect) Path() string {
-	switch d {
-	case Responses:
-		return "/v1/responses"
-	case Chat:
-		return "/v1/chat/completions"
-	case Messages:
-		return "/v1/messages"
+// ModelOfPath returns the model named by an observed path ("" when the dialect's paths name none,
+// as the OpenAI and Anthropic paths do): Gemini's "/v1beta/models/gemini-2.5-flash:generateContent"
+// names "gemini-2.5-flash".
+func ModelOfPath(path string) string {
+	for _, d := range All {
+		if b := registry[d]; b.observes(path) {
+			return b.pathModel(path)
+		}
 	}
 	return ""
 }
 
-// Valid reports whether d is one of the three observed dialects.
-func (d Dialect) Valid() bool { return d == Responses || d == Chat || d == Messages }
+// All are the observed dialects, in the order Responses, Chat, Messages, Gemini (the registry's).
+var All = func() [len(entries)]Dialect {
+	var a [len(entries)]Dialect
+	for i, e := range entries {
+		a[i] = e.d
+	}
+	return a
+}()
+
+// Path returns the path d is observed on, without a /ng-rollout/<id> prefix: "/v1/responses",
+// "/v1/chat/completions", "/v1/messages", or for Gemini the pattern
+// "/v1beta/models/{model}:generateContent"; "" when d is not Valid.
+func (d Dialect) Path() string {
+	if b, ok := registry[d]; ok {
+		return b.path()
+	}
+	return ""
+}
+
+// Valid reports whether d is one of the observed dialects.
+func (d Dialect) Valid() bool {
+	_, ok := registry[d]
+	return ok
+}
+
+// Provider returns the owner of d's wire API, as OpenTelemetry's gen_ai.provider.name names it:
+// "openai" (responses, chat), "anthropic" (messages), "gcp.gemini" (gemini); "" when d is not
+// Valid. The server that answered may be any that speaks the API (vLLM, a router): the capture
+// cannot tell, so the API's owner is the name.
+func (d Dialect) Provider() string {
+	if b, ok := registry[d]; ok {
+		return b.provider()
+	}
+	return ""
+}
 
 // Terminal is the kind of terminal event a stream ended with; the kinds are NeMo Gym's
 // (complete, incomplete, error), and each maps to the exchange's error category.
@@ -58,7 +102,7 @@ type Terminal int
 // Terminal kinds. TerminalIncomplete is only produced by the Responses dialect.
 const (
 	TerminalNone       Terminal = iota // no terminal event (yet)
-	TerminalComplete                   // response.completed, [DONE], message_stop
+	TerminalComplete                   // response.completed, [DONE], message_stop, Gemini's finishReason
 	TerminalIncomplete                 // response.incomplete: error category "incomplete"
 	TerminalError                      // an error event: error category "upstream_error"
 )
@@ -87,6 +131,8 @@ func (t Terminal) String() string {
 //	messages:  event message_stop → complete; error → error
 //	chat:      event error → error; data exactly [DONE] → complete; a data JSON object with an
 //	           "error" member that is not null (even false) → error
+//	gemini:    see Gemini: the first event whose every candidate has a finishReason (or that
+//	           answers a blocked prompt) → complete; event error, or an "error" object → error
 //
 // An event without an event field (or with the SSE default type "message") is also recognised
 // by the "type" of its data JSON object, with the same names (many servers send no event line;
@@ -104,23 +150,10 @@ func (d Dialect) TerminalOf(ev sse.Event) Terminal {
 
 // terminalOfPrefix is TerminalOf for an event too large to hold (sse.Event.Truncated): its event
 // type decides, or for a data-only event the "type" member when it is the first member of the
-// data's JSON object (as every provider writes it). Chat's [DONE] and error objects are small,
-// so a truncated chat event is never terminal unless its event type says error.
+// data's JSON object (as every provider writes it); each dialect's entry says which.
 func (d Dialect) terminalOfPrefix(ev *sse.RawEvent) Terminal {
-	switch d {
-	case Responses, Messages:
-		if t := d.terminalType(ev.Type); t != TerminalNone {
-			return t
-		}
-		if ev.Type == "" || ev.Type == "message" {
-			if typ, ok := leadingType(ev.Data); ok {
-				return d.terminalType(string(typ))
-			}
-		}
-	case Chat:
-		if ev.Type == "error" {
-			return TerminalError
-		}
+	if b, ok := registry[d]; ok {
+		return b.terminalPrefix(ev)
 	}
 	return TerminalNone
 }
@@ -155,55 +188,8 @@ func leadingType(data []byte) ([]byte, bool) {
 // terminalOf is TerminalOf with the event's data already decoded by payload (nil when it is not
 // a JSON object).
 func (d Dialect) terminalOf(typ string, hasData bool, data, obj []byte) Terminal {
-	switch d {
-	case Responses, Messages:
-		if t := d.terminalType(typ); t != TerminalNone {
-			return t
-		}
-		if (typ == "" || typ == "message") && obj != nil {
-			if typ, ok := jsonscan.Text(jsonscan.Lookup(obj, "type")); ok {
-				return d.terminalType(string(typ))
-			}
-		}
-	case Chat:
-		if typ == "error" {
-			return TerminalError
-		}
-		if hasData && string(data) == "[DONE]" {
-			return TerminalComplete
-		}
-		if e := jsonscan.Lookup(obj, "error"); !jsonscan.IsNull(e) {
-			return TerminalError
-		}
-		if typ == "" || typ == "message" {
-			if typ, _ := jsonscan.Text(jsonscan.Lookup(obj, "type")); string(typ) == "error" {
-				return TerminalError
-			}
-		}
-	}
-	return TerminalNone
-}
-
-// terminalType maps an event type name to its terminal kind for the Responses and Messages
-// dialects.
-func (d Dialect) terminalType(typ string) Terminal {
-	switch d {
-	case Responses:
-		switch typ {
-		case "response.completed":
-			return TerminalComplete
-		case "response.incomplete":
-			return TerminalIncomplete
-		case "response.failed", "error":
-			return TerminalError
-		}
-	case Messages:
-		switch typ {
-		case "message_stop":
-			return TerminalComplete
-		case "error":
-			return TerminalError
-		}
+	if b, ok := registry[d]; ok {
+		return b.terminal(typ, hasData, data, obj)
 	}
 	return TerminalNone
 }

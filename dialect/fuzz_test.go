@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // fuzzStream checks one dialect: no panic, Response and Terminal independent of chunking, the
@@ -20,7 +18,7 @@ func fuzzStream(f *testing.F, d Dialect) {
 		if fixtureDialect(f, file) != d {
 			continue
 		}
-		b := capturetest.ReadFile(f, file)
+		b := readFile(f, file)
 		if len(b) <= maxSeed {
 			f.Add(b, uint8(97))
 			continue
@@ -64,3 +62,7 @@ func fuzzStream(f *testing.F, d Dialect) {
 func FuzzStreamResponses(f *testing.F) { fuzzStream(f, Responses) }
 func FuzzStreamChat(f *testing.F)      { fuzzStream(f, Chat) }
 func FuzzStreamMessages(f *testing.F)  { fuzzStream(f, Messages) }
+func FuzzStreamGemini(f *testing.F) {
+	f.Add([]byte("data: {\"candidates\":[{\"index\":2,\"content\":{\"parts\":[{\"text\":\"a\",\"thought\":true},{\"text\":\"b\"}]}},{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"f\",\"args\":{}}}]},\"finishReason\":\"STOP\"}]}\r\n\r\n"), uint8(4))
+	fuzzStream(f, Gemini)
+}

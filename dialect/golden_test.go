@@ -20,7 +20,7 @@ var update = flag.Bool("update", false, "rewrite testdata/golden/*.json from the
 var chunkSizes = []int{1, 7, 97, 0}
 
 // fixturesDir is the repository's one set of recorded provider bodies: real SSE streams of the
-// three dialects under <dialect>/<file>.sse (see ../testdata/fixtures/README.md).
+// dialects under <dialect>/<file>.sse (see ../testdata/fixtures/README.md).
 var fixturesDir = filepath.Join("..", "testdata", "fixtures")
 
 // streamFixtures lists every recorded stream in fixturesDir, sorted: ../testdata/fixtures/<dir>/<file>.sse.
@@ -48,6 +48,8 @@ func fixtureDialect(t testing.TB, file string) Dialect {
 		return Chat
 	case "anthropic_messages":
 		return Messages
+	case "google_gemini":
+		return Gemini
 	}
 	t.Fatalf("fixture %s is not in a dialect directory", file)
 	return ""
@@ -212,4 +214,15 @@ func readGolden(t *testing.T, path string) golden {
 	}
 	g.Response = c.Bytes()
 	return g
+}
+
+// readFile reads a test file or fails the test. (The package's tests cannot use
+// internal/capturetest: it builds records, and the record model imports this package.)
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
@@ -17,7 +16,7 @@ func TestSpilledTextSameResponse(t *testing.T) {
 	for _, file := range streamFixtures(t) {
 		t.Run(fixtureName(file), func(t *testing.T) {
 			d := fixtureDialect(t, file)
-			body := capturetest.ReadFile(t, file)
+			body := readFile(t, file)
 			want := runStream(d, body, 0).response
 			for _, n := range []int{1, 97, len(body)} {
 				s := NewStream(d)

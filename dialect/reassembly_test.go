@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // body frames payloads as SSE events: a payload starting with "event:" or ":" is written as
@@ -354,7 +352,7 @@ func TestResponsesReassembly(t *testing.T) {
 // TestEmptyAndJunkBodies: nothing to reconstruct (empty, unparseable, non-object streams, as in
 // NeMo Gym's reconstruction) gives nil for every dialect, and odd bytes never panic.
 func TestEmptyAndJunkBodies(t *testing.T) {
-	for _, d := range []Dialect{Responses, Chat, Messages, Dialect("other")} {
+	for _, d := range []Dialect{Responses, Chat, Messages, Gemini, Dialect("other")} {
 		for name, in := range map[string]string{
 			"empty":          "",
 			"comments":       ": a\n\n: b\n\n",
@@ -394,14 +392,14 @@ func TestInvalidUTF8Replaced(t *testing.T) {
 // TestResponseDoesNotChangeState: Response may be called mid-stream, repeatedly, and later calls
 // see later events.
 func TestResponseDoesNotChangeState(t *testing.T) {
-	for _, d := range []Dialect{Responses, Chat, Messages} {
+	for _, d := range []Dialect{Responses, Chat, Messages, Gemini} {
 		t.Run(string(d), func(t *testing.T) {
 			files := streamFixtures(t)
 			for _, file := range files {
 				if fixtureDialect(t, file) != d {
 					continue
 				}
-				b := capturetest.ReadFile(t, file)
+				b := readFile(t, file)
 				s := NewStream(d)
 				half := len(b) / 2
 				s.Write(b[:half])

@@ -73,7 +73,7 @@ func entry[V any](m *map[int64]*V, k int64, lim *budget) (v *V, ok bool) {
 
 // MaxElements is the most elements one Stream's reassembly creates: choices and tool calls
 // (Chat), output items and their content and summary parts (Responses), content blocks
-// (Messages). Every element comes from bytes of the stream, so this bounds the reassembly's
+// (Messages), candidates and their parts (Gemini). Every element comes from bytes of the stream, so this bounds the reassembly's
 // memory on top of its proportion to the bytes received; real streams stay far below it (a few
 // choices, tens to hundreds of tool calls, items or blocks). Past it no element is created: what
 // an event adds to the elements already there (text, arguments, a finish reason, the final
@@ -115,19 +115,16 @@ func (b *budget) take(n int) bool {
 // between the elements of one event, so that a long event stops early.
 func (b *budget) done() bool { return b.stopped.Load() }
 
-// NewStream returns a Stream for dialect d. A value other than the three dialects is
-// reassembled as chat (as NeMo Gym's reconstruction does) and never sees a terminal event.
+// NewStream returns a Stream for dialect d. A value that is not Valid is reassembled as chat (as
+// NeMo Gym's reconstruction does) and never sees a terminal event.
 func NewStream(d Dialect) *Stream {
 	s := &Stream{d: d}
 	s.lim.left = MaxElements
-	switch d {
-	case Messages:
-		s.r = &messagesState{sp: &s.sp, lim: &s.lim}
-	case Responses:
-		s.r = &responsesState{sp: &s.sp, lim: &s.lim}
-	default:
-		s.r = &chatState{sp: &s.sp, lim: &s.lim}
+	b, ok := registry[d]
+	if !ok {
+		b = chatDialect{}
 	}
+	s.r = b.reassembler(&s.sp, &s.lim)
 	s.emit = s.onEvent
 	return s
 }

@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"log/slog"
+	"net/http"
+	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
@@ -14,9 +16,9 @@ import (
 //	msg="model call" rollout_id=r1 model_call_id=… dialect=chat model=gpt-x status=200
 //	tokens_in=12 tokens_out=30 latency_ms=812.4 ttft_ms=95.1 outcome=ok capture=ok
 //
-// model is the response's "model", else the request's (as the call records take it); tokens_in and
-// tokens_out are the record's normalised counts from the response's usage (the Anthropic cache
-// fold included), absent when the upstream reported none; ttft_ms is absent when no body byte
+// model is the response's "model" (Gemini's "modelVersion"), else the request's (as the call
+// records take it); tokens_in and tokens_out are the record's normalised counts from the response's
+// usage or Gemini's usageMetadata (the Anthropic cache fold included), absent when the upstream reported none; ttft_ms is absent when no body byte
 // arrived; outcome is the line's error_category, "ok" when null; capture is ok, failed (incomplete
 // marker written) or lost. Request and response bodies and headers are never logged.
 func (h *Handler) logCall(c *call, ex *capture.Exchange, category, result string) {
@@ -30,17 +32,27 @@ func (h *Handler) logCall(c *call, ex *capture.Exchange, category, result string
 		slog.String("dialect", string(c.dialect)))
 	// One walk of the response for its model and usage (the last member of a name wins, as the
 	// call records read them).
-	var model string
-	var usage []byte
+	var model, version string
+	var usage, usageMetadata []byte
 	jsonscan.EachMember(ex.Response, func(key, v []byte) bool {
 		switch {
 		case jsonscan.KeyIs(key, "model"):
 			model, _ = jsonscan.String(v)
 		case jsonscan.KeyIs(key, "usage"):
 			usage = v
+		case jsonscan.KeyIs(key, "modelVersion"): // Gemini's
+			version, _ = jsonscan.String(v)
+		case jsonscan.KeyIs(key, "usageMetadata"):
+			usageMetadata = v
 		}
 		return true
 	})
+	if model == "" {
+		model = version
+	}
+	if usage == nil {
+		usage = usageMetadata
+	}
 	if model == "" {
 		model = stringMember(ex.Request, "model")
 	}
@@ -70,6 +82,29 @@ func (h *Handler) logCall(c *call, ex *capture.Exchange, category, result string
 	}
 	attrs = append(attrs, slog.String("outcome", outcome), slog.String("capture", result))
 	h.log.LogAttrs(context.Background(), slog.LevelInfo, "model call", attrs...)
+}
+
+// logUncaptured writes the access log line of a model call forwarded without capture, at info,
+// once its response is done:
+//
+//	msg="uncaptured model call" method=POST path=/v1/chat/completions reason=unprefixed status=200 latency_ms=812.4
+//
+// reason is unprefixed (no /ng-rollout/<id> prefix), prefix_not_leading (the prefix after other
+// segments), not_model_path (prefixed, but the path after the prefix is not one of the observed
+// ones) or no_store (the Handler has no Store); rollout_id is there when the request had a prefix.
+// status is 0 when no response was written (the client went away first). Bodies and headers are
+// never logged.
+func (h *Handler) logUncaptured(r *http.Request, id, reason string, status int, took time.Duration) {
+	if !h.log.Enabled(r.Context(), slog.LevelInfo) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("method", r.Method), slog.String("path", r.URL.EscapedPath())}
+	if id != "" {
+		attrs = append(attrs, slog.String("rollout_id", id))
+	}
+	attrs = append(attrs, slog.String("reason", reason), slog.Int("status", status),
+		slog.Float64("latency_ms", float64(took.Microseconds())/1000))
+	h.log.LogAttrs(context.Background(), slog.LevelInfo, "uncaptured model call", attrs...)
 }
 
 // stringMember is the last top-level member name of the JSON object obj decoded as a string; ""

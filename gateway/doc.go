@@ -1,8 +1,10 @@
 // Package gateway owns the capture proxy: an http.Handler, built on
 // net/http/httputil.ReverseProxy, that sits in front of one upstream model server, strips the
 // /ng-rollout/<rollout_id> prefix from each request, forwards the bytes unchanged in both
-// directions (flushing every chunk), and, for the three observed paths (/v1/responses,
-// /v1/chat/completions, /v1/messages), writes one exchange line per call to a capture.Store.
+// directions (flushing every chunk), and, for the observed model-call paths of each dialect
+// (dialect.ForPath: /v1/responses, /v1/chat/completions, /v1/messages, Gemini's
+// /v1beta/models/{model}:generateContent and :streamGenerateContent), writes one exchange line per
+// call to a capture.Store.
 //
 // What it owns: prefix routing and rollout-id validation, the tee of request and response
 // (incremental SSE reassembly via dialect.Stream, decoding of compressed bodies for the capture copy

@@ -1,6 +1,7 @@
 package otelexport
 
 import (
+	"github.com/modelcalls/modelcalls/dialect"
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
@@ -58,22 +59,9 @@ const (
 	AttrRolloutTaskIndex    = "modelcalls.rollout.task_index"
 )
 
-// OperationChat is gen_ai.operation.name of every call: all three dialects are chat-style
-// generation APIs (Chat Completions, Responses, Messages).
+// OperationChat is gen_ai.operation.name of every call: every dialect is a chat-style generation
+// API (Chat Completions, Responses, Messages, Gemini's generateContent).
 const OperationChat = "chat"
-
-// providerName maps the dialect to gen_ai.provider.name: the provider whose wire API the call
-// spoke. The upstream may be any server speaking that API (vLLM, llama-server, a router); the
-// capture cannot tell, so the dialect's owner is the name.
-func providerName(dialect string) string {
-	switch dialect {
-	case "chat", "responses":
-		return "openai"
-	case "messages":
-		return "anthropic"
-	}
-	return ""
-}
 
 // requestInfo is what a span reads from the request and response payloads beyond the record.
 type requestInfo struct {
@@ -82,19 +70,30 @@ type requestInfo struct {
 	stream        bool
 }
 
-// scanPayloads reads request.model, request.stream and response.model (top-level members only; a
-// response model that is not a non-empty string is none).
+// scanPayloads reads request.model, request.stream and response.model, else Gemini's
+// response.modelVersion (top-level members only; a response model that is not a non-empty string
+// is none).
 func scanPayloads(rec *record.ModelCallRecord) requestInfo {
 	ri := scanRequest(rec.Request)
+	var version *string
 	jsonscan.EachMember(rec.Response, func(key, v []byte) bool {
-		if jsonscan.KeyIs(key, "model") {
+		switch {
+		case jsonscan.KeyIs(key, "model"):
 			ri.responseModel = nil
 			if s, ok := jsonscan.String(v); ok && s != "" {
 				ri.responseModel = &s
 			}
+		case jsonscan.KeyIs(key, "modelVersion"):
+			version = nil
+			if s, ok := jsonscan.String(v); ok && s != "" {
+				version = &s
+			}
 		}
 		return true
 	})
+	if ri.responseModel == nil {
+		ri.responseModel = version
+	}
 	return ri
 }
 
@@ -134,7 +133,9 @@ const maxCallAttrs = 33
 func callAttributes(a []attribute.KeyValue, rolloutID string, rec *record.ModelCallRecord, ri requestInfo, srv server) []attribute.KeyValue {
 	a = append(a, attribute.String(AttrOperationName, OperationChat))
 	if rec.Dialect != nil {
-		if p := providerName(*rec.Dialect); p != "" {
+		// gen_ai.provider.name is the dialect's owner (dialect.Dialect.Provider): the upstream may
+		// be any server speaking that API, which the capture cannot tell.
+		if p := dialect.Dialect(*rec.Dialect).Provider(); p != "" {
 			a = append(a, attribute.String(AttrProviderName, p))
 		}
 		a = append(a, attribute.String(AttrDialect, *rec.Dialect))

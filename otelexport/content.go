@@ -64,16 +64,21 @@ func contentAttributes(rec *record.ModelCallRecord) (input, output, system strin
 	}
 	var in, out []message
 	var sys []part
-	switch *rec.Dialect {
-	case "chat":
+	switch dialect.Dialect(*rec.Dialect) {
+	case dialect.Chat:
 		in = chatInput(req)
 		out = chatOutput(resp)
-	case "responses":
+	case dialect.Responses:
 		in, sys = responsesInput(req)
 		out = responsesOutput(resp, rec.FinishReason)
-	case "messages":
+	case dialect.Messages:
 		in, sys = messagesInput(req)
 		out = messagesOutput(resp)
+	default:
+		// Dialects without a reader of their own here (Gemini) are read as package dialect reads
+		// them for people (dialect.ParseRequest, dialect.ParseResponse).
+		in, sys = conversationInput(rec.Request)
+		out = conversationOutput(rec.Response, rec.FinishReason)
 	}
 	for _, m := range in {
 		truncated = capParts(m.Parts) || truncated
@@ -342,6 +347,69 @@ func messagesOutput(resp map[string]any) []message {
 		role = "assistant"
 	}
 	return []message{{Role: role, Parts: nonNil(messagesBlocks(resp["content"])), FinishReason: str(resp["stop_reason"])}}
+}
+
+// conversationInput maps a request as dialect.ParseRequest reads it to GenAI messages: the system
+// messages it starts with are the system instructions.
+func conversationInput(req json.RawMessage) ([]message, []part) {
+	if req == nil {
+		return nil, nil
+	}
+	msgs, _ := dialect.ParseRequest(req)
+	var sys []part
+	for len(msgs) > 0 && msgs[0].Role == "system" {
+		sys = append(sys, genAIParts(msgs[0].Parts)...)
+		msgs = msgs[1:]
+	}
+	var out []message
+	for _, m := range msgs {
+		out = append(out, message{Role: m.Role, Parts: nonNil(genAIParts(m.Parts))})
+	}
+	return out, sys
+}
+
+// conversationOutput maps a response as dialect.ParseResponse reads it to GenAI messages, each
+// with the call's finish reason.
+func conversationOutput(resp json.RawMessage, finish *string) []message {
+	if resp == nil {
+		return nil
+	}
+	msgs, _ := dialect.ParseResponse(resp)
+	var out []message
+	for _, m := range msgs {
+		out = append(out, message{Role: m.Role, Parts: nonNil(genAIParts(m.Parts)), FinishReason: str(derefAny(finish))})
+	}
+	return out
+}
+
+func derefAny(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
+}
+
+// genAIParts maps dialect parts to GenAI parts: text, reasoning, tool_call (JSON arguments as
+// JSON), tool_call_response (JSON results as JSON); images and other parts by their kind or name.
+func genAIParts(ps []dialect.Part) []part {
+	var parts []part
+	for _, p := range ps {
+		switch p.Kind {
+		case "text", "reasoning":
+			parts = append(parts, part{Type: p.Kind, Content: p.Text})
+		case "tool_call":
+			parts = append(parts, part{Type: "tool_call", ID: p.CallID, Name: p.Name, Arguments: jsonArg(p.Arguments)})
+		case "tool_result":
+			parts = append(parts, part{Type: "tool_call_response", ID: p.CallID, Response: jsonArg(p.Text)})
+		default:
+			t := p.Name
+			if t == "" {
+				t = p.Kind
+			}
+			parts = append(parts, part{Type: t})
+		}
+	}
+	return parts
 }
 
 func nonNil(p []part) []part {

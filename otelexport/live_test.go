@@ -159,8 +159,9 @@ func TestMaxCallAttrs(t *testing.T) {
 // type, only members the record does not read), the live record and span must be the ones the whole
 // line gives.
 func TestSpanRecordFixtures(t *testing.T) {
-	dialects := map[string]string{"openai_chat": "chat", "openai_responses": "responses", "anthropic_messages": "messages"}
-	reqs := map[string]string{"chat": chatReq, "responses": responsesReq, "messages": messagesReq}
+	dialects := map[string]string{"openai_chat": "chat", "openai_responses": "responses", "anthropic_messages": "messages", "google_gemini": "gemini"}
+	reqs := map[string]string{"chat": chatReq, "responses": responsesReq, "messages": messagesReq,
+		"gemini": `{"systemInstruction":{"parts":[{"text":"be brief"}]},"contents":[{"role":"user","parts":[{"text":"hi"}]}],"tools":[{"functionDeclarations":[{"name":"weather"}]}]}`}
 	type tc struct{ name, dialect, resp string }
 	var cases []tc
 	files, err := filepath.Glob(filepath.FromSlash("../testdata/fixtures/*/*.json"))

@@ -176,7 +176,7 @@ func buildRecordMembers(rec *ModelCallRecord, line []byte, members []jsonscan.Me
 		for _, m := range sc.NestedMembers {
 			e.responseFields.set(line[m.KeyStart:m.KeyEnd], line[m.ValStart:m.ValEnd])
 		}
-		e.responseFields.tree = &sc.Tree
+		e.responseFields.members.Tree = &sc.Tree
 		e.responseFields.alias = alias
 	}
 	return e.build(rec, callIndex)
@@ -252,11 +252,18 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int) error {
 		}
 		f = &e.responseFields
 	}
-	rec.ResponseID = stringInto(f.id, &b.responseID, e.alias)
-	// First truthy of response.model, request.model; a truthy non-string response model gives null
-	// without falling back, as NeMo Gym's record builder does. The request is only read for its
-	// model when needed.
+	id := f.id
+	if id == nil {
+		id = f.responseID // Gemini's responseId
+	}
+	rec.ResponseID = stringInto(id, &b.responseID, e.alias)
+	// First truthy of response.model, response.modelVersion (Gemini's name for the model that
+	// answered), request.model; a truthy non-string response model gives null without falling
+	// back, as NeMo Gym's record builder does. The request is only read for its model when needed.
 	model := f.model
+	if !jsonscan.Truthy(model) && jsonscan.Truthy(f.modelVersion) {
+		model = f.modelVersion
+	}
 	if !jsonscan.Truthy(model) {
 		model = nil
 		if rec.Request != nil {
@@ -265,20 +272,26 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int) error {
 	}
 	rec.Model = stringInto(model, &b.model, e.alias)
 	rec.ResponseStatus = stringInto(f.status, &b.responseStatus, e.alias)
-	if s, ok := finishReasonText(f); ok {
+	st := getExtract(f) // what package dialect reads the shapes from, for both rules below
+	defer putExtract(st)
+	if s, ok := finishReasonText(f, st); ok {
 		b.finishReason = s
 		rec.FinishReason = &b.finishReason
 	}
 
 	var u usageFields
-	u.scan(f.usage, f.tree)
+	if usage := f.usage; usage != nil || f.usageMetadata == nil {
+		u.scan(usage, f.members.Tree)
+	} else {
+		u.scan(f.usageMetadata, f.members.Tree) // Gemini
+	}
 	stats := extractTokenStats(&u, &b.tokens)
 	rec.TokensIn, rec.TokensOut = stats.TokensIn, stats.TokensOut
 	rec.TokensReasoning, rec.TokensTotal = stats.TokensReasoning, stats.TokensTotal
 	rec.CacheCreationTokens = stats.CacheCreationTokens
 	rec.CacheHit, rec.CachedTokens = cacheSignal(&u, &b.tokens)
 	var reasoning bool
-	rec.ToolCalls, b.reasoning, reasoning = toolCallsAndReasoningText(f)
+	rec.ToolCalls, b.reasoning, reasoning = toolCallsAndReasoningText(f, st)
 	if reasoning {
 		rec.ReasoningContent = &b.reasoning
 	}

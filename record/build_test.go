@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,6 +93,16 @@ var fixtureCases = []struct {
 	{"anthropic_messages/error_400_invalid_request.json", "messages", 400, keyValues{toolCalls: []ToolCall{}, noReasoning: true}},
 	{"anthropic_messages/error_429_rate_limit.json", "messages", 429, keyValues{toolCalls: []ToolCall{}, noReasoning: true}},
 	{"anthropic_messages/error_529_overloaded.json", "messages", 529, keyValues{toolCalls: []ToolCall{}, noReasoning: true}},
+
+	// Gemini: modelVersion is the response's model, tokens_out counts the thoughts beside the
+	// candidates (15 + 893), a functionCall without id is a call without call id.
+	{"google_gemini/json_function_call_thought_signature.json", "gemini", 200, keyValues{
+		in: ptr[int64](29), out: ptr[int64](908), total: ptr[int64](937), reasoning: ptr[int64](893),
+		model: ptr("gemini-3-pro-preview"), finish: ptr("STOP"), responseID: ptr("m36LaZGyCLz1xs0PtNSB-QU"),
+		noReasoning: true,
+		toolCalls:   []ToolCall{{Name: ptr("weather"), Arguments: json.RawMessage(`{"location":"San Francisco"}`)}},
+	}},
+	{"google_gemini/error_429_resource_exhausted.json", "gemini", 429, keyValues{toolCalls: []ToolCall{}, noReasoning: true}},
 }
 
 // TestFixturesCovered fails when a JSON response fixture is added without a key-value case.
@@ -520,5 +531,33 @@ func TestMarshalJSONValueAndPointer(t *testing.T) {
 				t.Fatalf("%T encoded as\n%s\nwant\n%s", c.v, got, c.want)
 			}
 		}
+	}
+}
+
+// TestBuildRecordGeminiShape: a Gemini response gives its thought parts as reasoning, its function
+// calls as tool calls, modelVersion as the model and responseId as the response id, on a gemini
+// line and, the extraction reading shapes rather than dialect names, on a chat line too.
+func TestBuildRecordGeminiShape(t *testing.T) {
+	resp := json.RawMessage(`{"candidates":[{"content":{"parts":[{"text":"Plan: read it.","thought":true},{"text":"Reading."},{"functionCall":{"id":"c1","name":"read_file","args":{"path":"a.txt"}}},{"functionCall":{"name":"ls","args":null}}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":5,"thoughtsTokenCount":7,"cachedContentTokenCount":4,"totalTokenCount":22},"modelVersion":"gemini-2.5-pro","responseId":"resp-1"}`)
+	for _, d := range []string{"gemini", "chat"} {
+		t.Run(d, func(t *testing.T) {
+			line := exchangeLine(t, capture.Exchange{Dialect: d, StatusCode: ptr(200),
+				Request: json.RawMessage(`{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`), Response: resp})
+			rec, err := BuildRecord(line, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := fmt.Sprintf("model=%s id=%s finish=%s in=%d out=%d reasoning=%d total=%d cached=%d hit=%v reasoning_content=%q",
+				*rec.Model, *rec.ResponseID, *rec.FinishReason, *rec.TokensIn, *rec.TokensOut, *rec.TokensReasoning,
+				*rec.TokensTotal, *rec.CachedTokens, *rec.CacheHit, *rec.ReasoningContent)
+			want := `model=gemini-2.5-pro id=resp-1 finish=STOP in=10 out=12 reasoning=7 total=22 cached=4 hit=true reasoning_content="Plan: read it."`
+			if got != want {
+				t.Fatalf("\n got %s\nwant %s", got, want)
+			}
+			calls, _ := json.Marshal(rec.ToolCalls)
+			if want := `[{"call_id":"c1","name":"read_file","arguments":{"path":"a.txt"}},{"call_id":null,"name":"ls","arguments":{}}]`; string(calls) != want {
+				t.Fatalf("tool calls %s, want %s", calls, want)
+			}
+		})
 	}
 }

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"sync"
 
+	"github.com/modelcalls/modelcalls/dialect"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // Extraction from a response payload: token counts, the cache signal, tool calls and reasoning, and
-// the finish reason, across the three wire shapes (Responses, Chat Completions, Anthropic Messages).
+// the finish reason, across the four wire shapes (Responses, Chat Completions, Anthropic Messages,
+// Gemini generateContent), told apart by their members, not by the line's dialect.
 // The record builder calls the forms that take scanned fields, on a line it has already validated;
 // the ...JSON forms take one raw JSON value and validate it first (the unit tests drive them).
 // Only ExtractTokenStats is exported: the other rules are the seed's private helpers.
@@ -78,7 +81,9 @@ type usageFields struct {
 	cacheRead, cacheCreation, cachedInput, reasoningOutput                 []byte
 	promptDetails, inputDetails, outputDetails, completionDetails          []byte
 	promptCacheHit, promptCacheMiss, reasoningTokens                       []byte
-	isObject                                                               bool
+	// Gemini's usageMetadata counts.
+	geminiPrompt, geminiCandidates, geminiThoughts, geminiCached, geminiTotal, geminiToolUse []byte
+	isObject                                                                                 bool
 	// The counts the rules read in the four detail groups, each group walked once.
 	prompt, input, output, completion detailFields
 }
@@ -237,6 +242,18 @@ func (u *usageFields) set(k, v []byte) (group int) {
 		u.promptCacheMiss = v
 	case `"reasoning_tokens"`:
 		u.reasoningTokens = v
+	case `"promptTokenCount"`:
+		u.geminiPrompt = v
+	case `"candidatesTokenCount"`:
+		u.geminiCandidates = v
+	case `"thoughtsTokenCount"`:
+		u.geminiThoughts = v
+	case `"cachedContentTokenCount"`:
+		u.geminiCached = v
+	case `"totalTokenCount"`:
+		u.geminiTotal = v
+	case `"toolUsePromptTokenCount"`:
+		u.geminiToolUse = v
 	default:
 		if d, ok := decodedKey(k); ok {
 			return u.set(d, v)
@@ -271,6 +288,11 @@ func (u *usageFields) set(k, v []byte) (group int) {
 //     else the first valid prompt_tokens_details.cache_write_tokens (OpenRouter, OpenAI, llama.cpp),
 //     prompt_tokens_details.cache_creation_tokens (LiteLLM), input_tokens_details.cache_write_tokens,
 //     input_tokens_details.cache_creation_tokens (Responses shape).
+//   - Gemini's usageMetadata (no count of the shapes above present): tokens_in promptTokenCount plus
+//     toolUsePromptTokenCount (the results of built-in tools the model read); tokens_out
+//     candidatesTokenCount plus thoughtsTokenCount (Gemini counts thoughts outside the candidates,
+//     and tokens_out always includes tokens_reasoning); tokens_reasoning thoughtsTokenCount;
+//     tokens_total totalTokenCount; cachedContentTokenCount is a subset of the prompt, never folded.
 func ExtractTokenStats(usage json.RawMessage) TokenStats {
 	usage = jsonscan.TrimWS(usage)
 	if !jsonscan.IsObject(usage) || jsonscan.Validate(usage) != nil {
@@ -298,6 +320,9 @@ func extractTokenStats(u *usageFields, b *tokenBox) TokenStats {
 	var s TokenStats
 	if !u.isObject {
 		return s
+	}
+	if u.isGemini() {
+		return u.geminiStats(b)
 	}
 	fromPrompt := false
 	if n, ok := tokenCount(u.inputTokens); ok {
@@ -362,6 +387,40 @@ func extractTokenStats(u *usageFields, b *tokenBox) TokenStats {
 	return s
 }
 
+// isGemini reports usage in Gemini's usageMetadata shape: a Gemini count and none of the prompt or
+// output counts of the other shapes.
+func (u *usageFields) isGemini() bool {
+	if u.geminiPrompt == nil && u.geminiCandidates == nil && u.geminiThoughts == nil && u.geminiTotal == nil {
+		return false
+	}
+	return u.inputTokens == nil && u.promptTokens == nil && u.outputTokens == nil && u.completionTokens == nil
+}
+
+// geminiStats is extractTokenStats for Gemini's usageMetadata (see ExtractTokenStats).
+func (u *usageFields) geminiStats(b *tokenBox) TokenStats {
+	var s TokenStats
+	if n, ok := tokenCount(u.geminiPrompt); ok {
+		if t, ok := tokenCount(u.geminiToolUse); ok {
+			n += t
+		}
+		s.TokensIn = put(&b.in, n)
+	}
+	cand, haveCand := tokenCount(u.geminiCandidates)
+	thoughts, haveThoughts := tokenCount(u.geminiThoughts)
+	if haveThoughts {
+		s.TokensReasoning = put(&b.reasoning, thoughts)
+	}
+	if haveCand || haveThoughts {
+		s.TokensOut = put(&b.out, cand+thoughts) // an absent one is 0
+	}
+	if n, ok := tokenCount(u.geminiTotal); ok {
+		s.TokensTotal = put(&b.total, n)
+	} else if s.TokensIn != nil && s.TokensOut != nil {
+		s.TokensTotal = put(&b.total, *s.TokensIn+*s.TokensOut)
+	}
+	return s
+}
+
 func (u *usageFields) openAICached() (int64, bool) {
 	return firstCount(u.prompt.cachedTokens, u.prompt.cachedInputTokens, u.input.cachedTokens, u.input.cachedInputTokens)
 }
@@ -410,6 +469,9 @@ func cacheSignal(u *usageFields, b *tokenBox) (*bool, *int64) {
 	}
 	if !ok {
 		n, ok = tokenCount(u.promptCacheHit)
+	}
+	if !ok && u.isGemini() {
+		n, ok = tokenCount(u.geminiCached)
 	}
 	if !ok {
 		return nil, nil
@@ -484,7 +546,9 @@ func toolCallsAndReasoningJSON(response json.RawMessage) ([]ToolCall, *string) {
 }
 
 func toolCallsAndReasoning(f *responseFields) ([]ToolCall, *string) {
-	calls, reasoning, ok := toolCallsAndReasoningText(f)
+	st := getExtract(f)
+	defer putExtract(st)
+	calls, reasoning, ok := toolCallsAndReasoningText(f, st)
 	if !ok {
 		return calls, nil
 	}
@@ -493,23 +557,67 @@ func toolCallsAndReasoning(f *responseFields) ([]ToolCall, *string) {
 
 // toolCallsAndReasoningText is toolCallsAndReasoning with the reasoning as a value (ok false for
 // nil): the record builder keeps it in the record's box instead of an allocation of its own.
-func toolCallsAndReasoningText(f *responseFields) ([]ToolCall, string, bool) {
-	out := toolCallSink{alias: f.alias}
-	switch {
-	case jsonscan.IsArray(f.output):
-		responsesToolCalls(f.output, f.tree, &out)
-	case jsonscan.IsArray(f.choices):
-		chatToolCalls(f.choices, f.tree, &out)
-	case jsonscan.IsArray(f.content):
-		anthropicToolCalls(f.content, f.tree, &out)
-	default:
+// st holds f's members (getExtract).
+func toolCallsAndReasoningText(f *responseFields, st *extractState) ([]ToolCall, string, bool) {
+	x := &st.x
+	if !dialect.ToolCalls(&st.m, x) {
 		return nil, "", false
+	}
+	out := toolCallSink{alias: f.alias}
+	for i := range x.Calls {
+		c := &x.Calls[i]
+		var args json.RawMessage
+		switch {
+		case !c.ArgsObject:
+			args = normalizeArguments(c.Args)
+		case jsonscan.Truthy(c.Args):
+			args = normalizeArguments(c.Args)
+		default:
+			args = json.RawMessage("{}")
+		}
+		out.add(c.CallID, c.Name, args)
+	}
+	for _, v := range x.Reasoning {
+		if s, ok := text(v, f.alias); ok {
+			out.reason(s)
+		}
 	}
 	reasoning := out.first
 	if out.pieces > 1 {
 		reasoning = strings.Join(out.more, "\n")
 	}
 	return out.calls, reasoning, reasoning != ""
+}
+
+// extractState is what package dialect reads a response's shape from and writes its tool calls
+// into. The shapes are the dialects' entries, reached through an interface, which the compiler
+// cannot see into: what passes through it lives on the heap. So the states are reused across
+// records rather than made per record (a garbage collection empties the pool: one ~400-byte state
+// per collection and P).
+type extractState struct {
+	m dialect.ResponseMembers
+	x dialect.Extraction
+}
+
+var extractStates = sync.Pool{New: func() any { return new(extractState) }}
+
+// getExtract returns a state holding f's members; putExtract gives it back.
+func getExtract(f *responseFields) *extractState {
+	st := extractStates.Get().(*extractState)
+	st.m = f.members
+	return st
+}
+
+// putExtract clears st (it must not keep a line's memory alive) and keeps it for reuse.
+func putExtract(st *extractState) {
+	st.m = dialect.ResponseMembers{}
+	clear(st.x.Calls)
+	clear(st.x.Reasoning)
+	st.x.Calls, st.x.Reasoning = st.x.Calls[:0], st.x.Reasoning[:0]
+	if cap(st.x.Calls) > 64 || cap(st.x.Reasoning) > 64 {
+		return // an outsized response: let its arrays go
+	}
+	extractStates.Put(st)
 }
 
 // toolCallSink collects one response's tool calls and reasoning pieces. Most responses have at
@@ -571,134 +679,11 @@ func (s *toolCallSink) ptr(v []byte) *string {
 	return &s.strs[len(s.strs)-1]
 }
 
-func responsesToolCalls(output []byte, t *jsonscan.Tree, out *toolCallSink) {
-	alias := out.alias
-	t.EachElement(output, func(item []byte) bool {
-		if !jsonscan.IsObject(item) {
-			return true
-		}
-		var typ, callID, id, name, args, summary []byte
-		t.EachMember(item, func(k, v []byte) bool {
-			switch string(jsonscan.KeyName(k)) {
-			case "type":
-				typ = v
-			case "call_id":
-				callID = v
-			case "id":
-				id = v
-			case "name":
-				name = v
-			case "arguments":
-				args = v
-			case "summary":
-				summary = v
-			}
-			return true
-		})
-		switch typ, _ := text(typ, true); typ { // only compared: may share the text
-		case "function_call":
-			if !jsonscan.Truthy(callID) {
-				callID = id
-			}
-			out.add(callID, name, normalizeArguments(args))
-		case "reasoning":
-			t.EachElement(summary, func(entry []byte) bool {
-				if s, ok := text(t.Lookup(entry, "text"), alias); ok && s != "" {
-					out.reason(s)
-				}
-				return true
-			})
-		}
-		return true
-	})
-}
-
-func chatToolCalls(choices []byte, t *jsonscan.Tree, out *toolCallSink) {
-	alias := out.alias
-	t.EachElement(choices, func(choice []byte) bool {
-		message := t.Lookup(choice, "message")
-		if !jsonscan.IsObject(message) {
-			return true
-		}
-		var toolCalls, reasoningContent, reasoningAlt []byte
-		t.EachMember(message, func(k, v []byte) bool {
-			switch string(jsonscan.KeyName(k)) {
-			case "tool_calls":
-				toolCalls = v
-			case "reasoning_content":
-				reasoningContent = v
-			case "reasoning":
-				reasoningAlt = v
-			}
-			return true
-		})
-		t.EachElement(toolCalls, func(tc []byte) bool {
-			if !jsonscan.IsObject(tc) {
-				return true
-			}
-			fn := t.Lookup(tc, "function")
-			var name, args []byte
-			if jsonscan.IsObject(fn) {
-				name, args = t.Lookup(fn, "name"), t.Lookup(fn, "arguments")
-			}
-			out.add(t.Lookup(tc, "id"), name, normalizeArguments(args))
-			return true
-		})
-		// reasoning_content wins when truthy, even if it is not a string: a truthy non-string blocks the
-		// fallback to reasoning, as in NeMo Gym.
-		reasoningText := reasoningContent
-		if !jsonscan.Truthy(reasoningText) {
-			reasoningText = reasoningAlt
-		}
-		if s, ok := text(reasoningText, alias); ok && s != "" {
-			out.reason(s)
-		}
-		return true
-	})
-}
-
-func anthropicToolCalls(content []byte, t *jsonscan.Tree, out *toolCallSink) {
-	alias := out.alias
-	t.EachElement(content, func(block []byte) bool {
-		if !jsonscan.IsObject(block) {
-			return true
-		}
-		var typ, id, name, input, thinking []byte
-		t.EachMember(block, func(k, v []byte) bool {
-			switch string(jsonscan.KeyName(k)) {
-			case "type":
-				typ = v
-			case "id":
-				id = v
-			case "name":
-				name = v
-			case "input":
-				input = v
-			case "thinking":
-				thinking = v
-			}
-			return true
-		})
-		switch typ, _ := text(typ, true); typ { // only compared: may share the text
-		case "tool_use":
-			args := json.RawMessage("{}")
-			if jsonscan.Truthy(input) {
-				args = normalizeArguments(input)
-			}
-			out.add(id, name, args)
-		case "thinking", "redacted_thinking":
-			if s, ok := text(thinking, alias); ok {
-				out.reason(s) // empty strings included, as NeMo Gym does
-			}
-		}
-		return true
-	})
-}
-
 // finishReasonJSON returns why generation stopped: the first string among response.stop_reason
 // (Anthropic), response.choices[0].finish_reason (Chat; only when choices is a non-empty array whose
 // first item is an object) and response.incomplete_details.reason (Responses; only when an object),
-// else nil (NeMo Gym's order of the three shapes). response that is not a valid JSON object gives nil.
+// (NeMo Gym's order of the three shapes), then response.candidates[0].finishReason (Gemini; only
+// when candidates is a non-empty array whose first item is an object), else nil. response that is not a valid JSON object gives nil.
 func finishReasonJSON(response json.RawMessage) *string {
 	response = jsonscan.TrimWS(response)
 	if !jsonscan.IsObject(response) || jsonscan.Validate(response) != nil {
@@ -709,39 +694,28 @@ func finishReasonJSON(response json.RawMessage) *string {
 }
 
 func finishReason(f *responseFields) *string {
-	if s, ok := finishReasonText(f); ok {
+	st := getExtract(f)
+	defer putExtract(st)
+	if s, ok := finishReasonText(f, st); ok {
 		return &s
 	}
 	return nil
 }
 
-// finishReasonText is finishReason without the pointer: ok false for nil.
-func finishReasonText(f *responseFields) (string, bool) {
-	t := f.tree
-	if s, ok := text(f.stopReason, f.alias); ok {
-		return s, true
-	}
-	var first []byte
-	t.EachElement(f.choices, func(v []byte) bool {
-		first = v
-		return false
-	})
-	if jsonscan.IsObject(first) {
-		if s, ok := text(t.Lookup(first, "finish_reason"), f.alias); ok {
-			return s, true
-		}
-	}
-	if jsonscan.IsObject(f.incompleteDetails) {
-		return text(t.Lookup(f.incompleteDetails, "reason"), f.alias)
-	}
-	return "", false
+// finishReasonText is finishReason without the pointer: ok false for nil. The shapes and their
+// order are the dialects' (dialect.FinishReason).
+func finishReasonText(f *responseFields, st *extractState) (string, bool) {
+	return text(dialect.FinishReason(&st.m), f.alias)
 }
 
-// responseFields are the members of a response object that the rules read.
+// responseFields are the members of a response object that the rules read: those that tell its
+// dialect's shape and hold its tool calls and finish reason (members, read by package dialect),
+// and those of the record's own fields.
 type responseFields struct {
-	id, model, status, stopReason, choices, incompleteDetails, usage, output, content []byte
-	tree                                                                              *jsonscan.Tree // the index the values are read through (nil: walked as text)
-	alias                                                                             bool           // strings may share the text's memory (text)
+	members                                 dialect.ResponseMembers
+	id, model, status, usage                []byte
+	usageMetadata, modelVersion, responseID []byte // Gemini's
+	alias                                   bool   // strings may share the text's memory (text)
 }
 
 func scanResponse(obj []byte) responseFields {
@@ -764,17 +738,25 @@ func (f *responseFields) set(k, v []byte) {
 	case `"status"`:
 		f.status = v
 	case `"stop_reason"`:
-		f.stopReason = v
+		f.members.StopReason = v
 	case `"choices"`:
-		f.choices = v
+		f.members.Choices = v
 	case `"incomplete_details"`:
-		f.incompleteDetails = v
+		f.members.IncompleteDetails = v
 	case `"usage"`:
 		f.usage = v
 	case `"output"`:
-		f.output = v
+		f.members.Output = v
 	case `"content"`:
-		f.content = v
+		f.members.Content = v
+	case `"candidates"`:
+		f.members.Candidates = v
+	case `"usageMetadata"`:
+		f.usageMetadata = v
+	case `"modelVersion"`:
+		f.modelVersion = v
+	case `"responseId"`:
+		f.responseID = v
 	default:
 		if d, ok := decodedKey(k); ok {
 			f.set(d, v)

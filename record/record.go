@@ -27,7 +27,7 @@ type ModelCallRecord struct {
 	CallIndex   int                     // call_index: capture index, durable append order (not causal order)
 	ModelRef    *rollout.ModelServerRef // model_ref: {"type":"responses_api_models","name":...}
 	Model       *string                 // model: the first truthy of response.model, request.model, when a string
-	Dialect     *string                 // dialect: "responses", "chat" or "messages"
+	Dialect     *string                 // dialect: "responses", "chat", "messages" or "gemini"
 	StatusCode  *int                    // status_code: HTTP status the server answered with
 
 	ResponseStatus *string // response_status: response.status when a string (Responses API)

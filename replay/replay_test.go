@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -38,6 +39,10 @@ func recordedCases(t *testing.T) []exchangeCase {
 			canned(200, "application/json", capturetest.Fixture(t, "openai_chat/json_text_usage_details.json"))},
 		{"/v1/messages", `{"model":"claude","max_tokens":100,"messages":[{"role":"user","content":"too much"}]}`,
 			canned(429, "application/json", capturetest.Fixture(t, "anthropic_messages/error_429_rate_limit.json"))},
+		{"/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", `{"contents":[{"role":"user","parts":[{"text":"weather?"}]}]}`,
+			canned(200, "text/event-stream", capturetest.Fixture(t, "google_gemini/stream_function_call_thought_signature.sse"))},
+		{"/v1beta/models/gemini-3-pro-preview:generateContent", `{"contents":[{"role":"user","parts":[{"text":"weather in SF?"}]}]}`,
+			canned(200, "application/json", capturetest.Fixture(t, "google_gemini/json_function_call_thought_signature.json"))},
 	}
 }
 
@@ -47,7 +52,8 @@ func record(t *testing.T, id string, cases []exchangeCase) (*capture.Store, [][]
 	t.Helper()
 	answers := map[string][]capturetest.Answer{}
 	for _, c := range cases {
-		answers[c.path] = append(answers[c.path], c.answer)
+		path, _, _ := strings.Cut(c.path, "?")
+		answers[path] = append(answers[path], c.answer)
 	}
 	up := cannedUpstream(t, answers)
 	gw, store := recordThroughGateway(t, up.URL)
@@ -389,5 +395,63 @@ func TestEncodedRequestMatches(t *testing.T) {
 		if status, b := capturetest.Do(t, req); status != c.status {
 			t.Errorf("%q: %d %s", c.body, status, b)
 		}
+	}
+}
+
+// TestGeminiStreamFromPath: Gemini says in the URL, not in the body, whether it wants a stream, so
+// two calls with the same body, one streamed and one not, are each answered by the call recorded
+// on the same kind of path, whatever the order they come in.
+func TestGeminiStreamFromPath(t *testing.T) {
+	req := `{"contents":[{"role":"user","parts":[{"text":"weather?"}]}]}`
+	stream := "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+	plain := "/v1beta/models/gemini-2.5-flash:generateContent"
+	store, _ := record(t, "g1", []exchangeCase{
+		{plain, req, canned(200, "application/json", capturetest.Fixture(t, "google_gemini/json_function_call_thought_signature.json"))},
+		{stream, req, canned(200, "text/event-stream", capturetest.Fixture(t, "google_gemini/stream_text_after_function_response.sse"))},
+	})
+	rp := newReplay(t, &Server{Source: store, Timing: Timing{Fast: true}})
+	for _, c := range []struct{ path, ctype string }{{stream, "text/event-stream"}, {plain, "application/json"}} {
+		status, hdr, _ := post(t, rp, "/ng-rollout/g1"+c.path, req)
+		if status != 200 || hdr.Get("Content-Type") != c.ctype {
+			t.Errorf("%s: %d %s, want 200 %s", c.path, status, hdr.Get("Content-Type"), c.ctype)
+		}
+	}
+	status, _, body := post(t, rp, "/ng-rollout/g1"+stream, req)
+	if status != MissStatus || !strings.Contains(string(body), `"status":`) {
+		t.Errorf("a third call: %d %s, want a %d in Gemini's error shape", status, body, MissStatus)
+	}
+}
+
+// TestStrictIgnoreVolatileToolOutput: Codex's tool output carries a random chunk id and a wall time,
+// so a strict replay of its tool loop misses on the second call; an ignore rule with a pattern
+// removes those two lines from the comparison while the rest of the output (the tool's answer)
+// still has to match.
+func TestStrictIgnoreVolatileToolOutput(t *testing.T) {
+	store, _ := capture.Open(t.TempDir())
+	second := func(chunk, wall, out string) string {
+		return `{"model":"m","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"cat hello.txt"}]},` +
+			`{"type":"function_call","call_id":"call_1","name":"exec_command","arguments":"{\"cmd\":\"cat hello.txt\"}"},` +
+			`{"type":"function_call_output","call_id":"call_1","output":"Chunk ID: ` + chunk + `\nWall time: ` + wall +
+			` seconds\nProcess exited with code 0\nOutput:\n` + out + `"}]}`
+	}
+	appendLine(t, store, "codex", capture.Exchange{Dialect: "responses", Request: json.RawMessage(second("a1b2c3", "0.0012", "hello 42")),
+		Response: json.RawMessage(`{"id":"resp_1","object":"response","status":"completed","output":[]}`), StatusCode: ptr(200), LatencyMS: 1})
+	const path = "/ng-rollout/codex/v1/responses"
+	live := second("9f8e7d", "0.0031", "hello 42")
+
+	rp := newReplay(t, &Server{Source: store, Timing: Timing{Fast: true}})
+	if status, _, b := post(t, rp, path, live); status != MissStatus || !strings.Contains(string(b), "$.input[2].output") {
+		t.Fatalf("default rules: %d %s; want a miss at the tool output", status, b)
+	}
+	rules := append(slices.Clone(DefaultIgnoreKeys), `input.output~(Chunk ID|Wall time): [^\n]*`)
+	if err := CheckIgnoreKeys(rules); err != nil {
+		t.Fatal(err)
+	}
+	rp = newReplay(t, &Server{Source: store, Timing: Timing{Fast: true}, IgnoreKeys: rules})
+	if status, _, b := post(t, rp, path, second("0000ff", "1.5", "hello 41")); status != MissStatus {
+		t.Errorf("a different tool answer: %d %s; want a miss", status, b)
+	}
+	if status, _, b := post(t, rp, path, live); status != 200 || !strings.Contains(string(b), "resp_1") {
+		t.Errorf("with the rule: %d %s; want the recorded answer", status, b)
 	}
 }

@@ -68,9 +68,12 @@ type Server struct {
 	Match Match
 	// Timing paces the answers; the zero value is the recorded pace.
 	Timing Timing
-	// IgnoreKeys are request members left out of strict matching: top-level names or dotted
-	// paths into nested objects ("metadata.user_id"). Nil means DefaultIgnoreKeys; an empty
-	// non-nil slice ignores nothing.
+	// IgnoreKeys are request parts left out of strict matching: top-level names or dotted paths
+	// into nested objects ("metadata.user_id"; a step into an array applies to each element), each
+	// dropped; or "PATH~REGEXP", which keeps the member but removes every match of REGEXP (Go
+	// syntax) from its string value, or from each string of its array, before comparing
+	// ("input.output~Wall time: [0-9.]+ seconds"). Nil means DefaultIgnoreKeys; an empty non-nil
+	// slice ignores nothing. CheckIgnoreKeys validates them.
 	IgnoreKeys []string
 	// Upstream, when set, receives misses, exhausted calls and requests that are not model calls
 	// (prefix stripped, as the gateway forwards), instead of an error answer.
@@ -91,7 +94,7 @@ type Server struct {
 
 	once     sync.Once
 	log      *slog.Logger
-	ignore   [][]string
+	ignore   []ignoreRule
 	proxy    *httputil.ReverseProxy
 	metrics  *metrics
 	mu       sync.Mutex
@@ -118,7 +121,12 @@ func (s *Server) init() {
 	}
 	for _, k := range keys {
 		if k = strings.TrimSpace(k); k != "" {
-			s.ignore = append(s.ignore, strings.Split(k, "."))
+			r, err := parseIgnoreRule(k)
+			if err != nil {
+				s.log.Warn("replay: ignore rule left out", "err", err) // CheckIgnoreKeys says it first
+				continue
+			}
+			s.ignore = append(s.ignore, r)
 		}
 	}
 	s.rollouts = map[string]*rolloutState{}
@@ -188,8 +196,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.log.Debug("replay: not a recorded model call", "method", r.Method, "path", rest, "prefixed", prefixed)
 		writeError(w, pathDialect(rest), NotRecordedStatus, ReasonNotCall,
-			fmt.Sprintf("%s %s is not a recorded model call: replay answers POST /%s/<rollout_id>/v1/{responses,chat/completions,messages}",
-				r.Method, rest, rollout.PrefixSegment))
+			fmt.Sprintf("%s %s is not a recorded model call: replay answers POST /%s/<rollout_id>/v1/{responses,chat/completions,messages} and /%s/<rollout_id>/v1beta/models/<model>:{generateContent,streamGenerateContent}",
+				r.Method, rest, rollout.PrefixSegment, rollout.PrefixSegment))
 		return
 	}
 	body, raw, err := readBody(w, r, s.maxRequestBytes(), s.requestBodyTimeout())
@@ -207,7 +215,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, d, http.StatusBadRequest, "request_unreadable", "cannot read the request body: "+err.Error())
 		return
 	}
-	rc, reason, msg := s.match(id, d, body)
+	// A dialect that asks for a stream in the URL (Gemini's :streamGenerateContent?alt=sse) is
+	// answered only by a call recorded the same way: the body does not say.
+	want := anyStream
+	if stream, known := dialect.StreamOnPath(rest, r.URL.RawQuery); known {
+		want = jsonAnswer
+		if stream {
+			want = streamAnswer
+		}
+	}
+	rc, reason, msg := s.match(id, d, want, body)
 	if rc == nil {
 		if reason == ReasonExhausted {
 			s.metrics.add(&s.metrics.exhausted)
@@ -255,13 +272,8 @@ func unprefixedMessage(method, path string) string {
 		ReasonNotCall, method, path, rollout.PrefixSegment, unprefixedFix)
 }
 
-// pathDialect is the dialect of an observed path, Chat's OpenAI shape for any other.
-func pathDialect(p string) dialect.Dialect {
-	if d, ok := dialect.ForPath(p); ok {
-		return d
-	}
-	return dialect.Chat
-}
+// pathDialect is the dialect whose error shape an answer on p takes (dialect.ErrorDialect).
+func pathDialect(p string) dialect.Dialect { return dialect.ErrorDialect(p) }
 
 // state returns the rollout's recorded calls, reading its capture on first use.
 func (s *Server) state(id string) *rolloutState {
@@ -288,7 +300,7 @@ func (s *Server) state(id string) *rolloutState {
 // match finds the recorded call that answers body, marking it used. With no answer it returns the
 // reason (ReasonMiss or ReasonExhausted) and a message naming the nearest recorded request and the
 // first difference.
-func (s *Server) match(id string, d dialect.Dialect, body []byte) (*recorded, string, string) {
+func (s *Server) match(id string, d dialect.Dialect, want answerKind, body []byte) (*recorded, string, string) {
 	st := s.state(id)
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -331,6 +343,9 @@ func (s *Server) match(id string, d dialect.Dialect, body []byte) (*recorded, st
 		case rc.dialect != d:
 			c.first = &difference{path: "dialect", recorded: string(rc.dialect), got: string(d)}
 			c.n = maxCount + 1
+		case want != anyStream && rc.stream != (want == streamAnswer):
+			c.first = &difference{path: "path (stream)", recorded: streamText(rc.stream), got: streamText(want == streamAnswer)}
+			c.n = maxCount + 1
 		case req != nil && rc.request != nil:
 			c.first, c.n = compare(rc.request, req, s.ignore)
 		case req == nil && rc.request == nil && bytes.Equal([]byte(deref(rc.requestRaw)), body):
@@ -360,6 +375,23 @@ func (s *Server) match(id string, d dialect.Dialect, body []byte) (*recorded, st
 	f := nearest.first
 	return nil, ReasonMiss, fmt.Sprintf("%s: no recorded %s call of rollout %q matches this request; nearest is call %d (capture line %d, model_call_id %s), first difference at %s: recorded %s, request %s",
 		ReasonMiss, d, id, nearest.rc.index, nearest.rc.line, nearest.rc.modelCallID, f.path, f.recorded, f.got)
+}
+
+// answerKind is what a request's URL asks for: an event stream, a JSON answer, or (when the URL
+// does not say) either.
+type answerKind int
+
+const (
+	anyStream answerKind = iota
+	streamAnswer
+	jsonAnswer
+)
+
+func streamText(stream bool) string {
+	if stream {
+		return "an event stream"
+	}
+	return "a JSON answer"
 }
 
 func deref(p *string) string {

@@ -18,6 +18,7 @@ NPM_CACHE_DIR="${CACHE}/npm"
 HARNESSES="
 claude-code|@anthropic-ai/claude-code@2.1.332|claude
 codex|@openai/codex@0.171.0|codex
+gemini-cli|@google/gemini-cli@0.61.0|gemini
 opencode|opencode-ai@1.18.33|opencode
 pi|@mariozechner/pi-coding-agent@0.73.1|pi
 qwen-code|@qwen-code/qwen-code@0.24.4|qwen
@@ -27,7 +28,7 @@ log() { echo "install-harnesses: $*" >&2; }
 
 want=("$@")
 if [[ ${#want[@]} -eq 0 ]]; then
-	want=(claude-code codex opencode pi qwen-code)
+	want=(claude-code codex gemini-cli opencode pi qwen-code)
 fi
 
 command -v npm >/dev/null 2>&1 || { log "npm is missing (Debian: apt-get install nodejs npm)"; exit 1; }

@@ -158,7 +158,33 @@ func conversation(r *record.ModelCallRecord) *Conversation {
 	if c.Tools == nil {
 		c.Tools = []string{}
 	}
+	nameToolResults(c)
 	return c
+}
+
+// nameToolResults gives each tool result without a name the name of the tool call with its call
+// id in the same request or response, so that a result says which tool produced it (the dialects
+// send only the call id with a result).
+func nameToolResults(c *Conversation) {
+	names := map[string]string{}
+	for _, msgs := range [][]Message{c.Input, c.Output} {
+		for i := range msgs {
+			for _, p := range msgs[i].Parts {
+				if p.Kind == "tool_call" && p.CallID != "" && p.Name != "" {
+					names[p.CallID] = p.Name
+				}
+			}
+		}
+	}
+	for _, msgs := range [][]Message{c.Input, c.Output} {
+		for i := range msgs {
+			for j := range msgs[i].Parts {
+				if p := &msgs[i].Parts[j]; p.Kind == "tool_result" && p.Name == "" {
+					p.Name = names[p.CallID]
+				}
+			}
+		}
+	}
 }
 
 // Rollout returns one rollout's detail: its entry brought up to date (refresh) and its calls' rows

@@ -138,9 +138,10 @@ func TestLargeRolloutMemory(t *testing.T) {
 	}
 	dir := t.TempDir()
 	writeLargeRollout(t, dir, "big", n, size)
+	writeLargeRollout(t, dir, "small", 2, 4096)
 	_, ts, stop := serveViewer(t, view.Options{Dirs: []string{dir}, ScanInterval: time.Hour})
 	defer stop()
-	if o := waitIndexed(t, ts.URL); o.Calls != n {
+	if o := waitIndexed(t, ts.URL); o.Calls != n+2 {
 		t.Fatalf("indexed %d calls; want %d", o.Calls, n)
 	}
 	base := ts.URL + "/api/rollouts/big"
@@ -161,6 +162,23 @@ func TestLargeRolloutMemory(t *testing.T) {
 			t.Errorf("raw request: %d bytes, %v", got, err)
 		}
 	})
+	// A search that finds nothing reads every line; the transcript writes every message (each
+	// user message of 1 MiB is new); a diff summarises every call.
+	search := heapPeak(func() {
+		if _, err := fetch(ts.URL + "/api/search?q=not-in-any-line"); err != nil {
+			t.Error(err)
+		}
+	})
+	transcript := heapPeak(func() {
+		if got, err := fetch(base + "/transcript"); err != nil || got < int64(n)*size/2 {
+			t.Errorf("transcript: %d bytes, %v", got, err)
+		}
+	})
+	diff := heapPeak(func() {
+		if _, err := fetch(ts.URL + "/api/diff?a=big&b=small"); err != nil {
+			t.Error(err)
+		}
+	})
 	var wg sync.WaitGroup
 	nine := heapPeak(func() {
 		for i := range 9 {
@@ -175,8 +193,11 @@ func TestLargeRolloutMemory(t *testing.T) {
 		wg.Wait()
 	})
 	const mib = 1 << 20
-	t.Logf("%d lines of 1 MiB: heap added at the peak: first call page %d MiB, rollout page %d MiB, raw request %d MiB, nine call pages at once %d MiB",
-		n, cold/mib, rollout/mib, raw/mib, nine/mib)
+	t.Logf("%d lines of 1 MiB: heap added at the peak: first call page %d MiB, rollout page %d MiB, raw request %d MiB, nine call pages at once %d MiB, search %d MiB, transcript %d MiB, diff %d MiB",
+		n, cold/mib, rollout/mib, raw/mib, nine/mib, search/mib, transcript/mib, diff/mib)
+	if search >= 64*mib || transcript >= 64*mib || diff >= 64*mib {
+		t.Errorf("a search added %d MiB, the transcript %d MiB, a diff %d MiB; want < 64 MiB each", search/mib, transcript/mib, diff/mib)
+	}
 	if cold >= 64*mib {
 		t.Errorf("one call page added %d MiB; want < 64 MiB", cold/mib)
 	}

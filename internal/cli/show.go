@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/modelcalls/modelcalls/dialect"
 	"io"
 	"math"
 	"regexp"
@@ -15,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	modelcalls "github.com/modelcalls/modelcalls"
-	"github.com/modelcalls/modelcalls/view"
+	"github.com/modelcalls/modelcalls/internal/stats"
 )
 
 // showOptions are the flags of `modelcalls show`.
@@ -48,14 +49,18 @@ characters and long conversations to their first 2 and last 10 messages; --full 
 (response_raw: the SSE stream, or a body that was not JSON) or else the parsed response object.
 --raw=request and --raw=response print only that one, without headings, for piping to jq.
 
-Without a call: one screen about the rollout: its metrics (calls, errors, tokens, cache, latency),
+Without a call: one screen about the rollout: its metrics (calls, errors, tokens, cache, latency
+summed over the calls, elapsed time from the first call's start to the last one's end, and output
+tokens per second of that elapsed time),
 and one line per call (the first 5 and the last 15 when there are more than 20).
 
 The capture dir may also be given as the first argument (modelcalls show DIR ROLLOUT_ID [CALL]).
 --capture-dir may be repeated: the rollout is read from the first dir that holds it, as merge
 reads it (stderr says when a later dir holds it too).
-A call index is >= 0; a negative one is a usage error (exit 2), as is a missing argument. Exit 3
-when DIR, the rollout or the call does not exist; 1 when the call's capture line is damaged.`,
+Without ROLLOUT_ID (modelcalls show DIR): list the rollouts of DIR, as modelcalls calls DIR does.
+A call index is >= 0; a negative one is a usage error (exit 2). Exit 3 when DIR, the rollout or the
+call does not exist (an unknown rollout id gets the ids like it); 1 when the call's capture line is
+damaged.`,
 		Example: `  modelcalls show --capture-dir ./captures r1          # the rollout on one screen
   modelcalls show --capture-dir ./captures r1 3        # call_index 3
   modelcalls show --capture-dir ./captures r1 5f0c3b2a9d8e4f1a0b2c3d4e5f6a7b8c
@@ -65,6 +70,10 @@ when DIR, the rollout or the call does not exist; 1 when the call's capture line
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// ROLLOUT_ID and at most one call; the capture dir as --capture-dir or as the first
 			// argument, as for calls (without the flag, the first argument is always the dir).
+			if dirs, ok := noRolloutArg(o.captureDirs, args); ok {
+				format, _ := resolveFormat("", false, s.Out)
+				return listRollouts(cmd.Context(), s, "show", dirs, format)
+			}
 			want := []string{"ROLLOUT_ID"}
 			if (len(o.captureDirs) > 0 && len(args) >= 2) || (len(o.captureDirs) == 0 && len(args) >= 3) {
 				want = append(want, "CALL")
@@ -219,6 +228,25 @@ func orDefault(s, def string) string {
 	return s
 }
 
+// rolloutSpan is the earliest started_at and the latest completed_at of the records that have both
+// (seconds since the Unix epoch); ok is false when none has.
+func rolloutSpan(records []modelcalls.ModelCallRecord) (first, last float64, ok bool) {
+	for i := range records {
+		r := &records[i]
+		if r.StartedAt == nil || r.CompletedAt == nil {
+			continue
+		}
+		if !ok || *r.StartedAt < first {
+			first = *r.StartedAt
+		}
+		if !ok || *r.CompletedAt > last {
+			last = *r.CompletedAt
+		}
+		ok = true
+	}
+	return first, last, ok
+}
+
 // printRolloutSummary writes one screen about the rollout: metrics, then one line per call.
 func printRolloutSummary(w io.Writer, o *showOptions, id string, rc *rolloutCalls) {
 	m := modelcalls.AggregateRecords(rc.records)
@@ -246,6 +274,14 @@ func printRolloutSummary(w io.Writer, o *showOptions, id string, rc *rolloutCall
 	fmt.Fprintf(w, "tokens   in %s  out %s  reasoning %s  total %s  cached %s\n",
 		i64p(m.TokensIn), i64p(m.TokensOut), i64p(m.TokensReasoning), i64p(m.TokensTotal), i64p(m.CachedTokens))
 	fmt.Fprintf(w, "latency  %s ms summed over the calls\n", msp(m.LatencyTotalMS))
+	if first, last, ok := rolloutSpan(rc.records); ok {
+		ms, perSecond := stats.Elapsed(first, last, m.TokensOut)
+		fmt.Fprintf(w, "elapsed  %s ms from the first call's start to the last one's end", strconv.FormatFloat(ms, 'f', 2, 64))
+		if perSecond != nil {
+			fmt.Fprintf(w, "; output %s tokens/s", strconv.FormatFloat(*perSecond, 'f', 2, 64))
+		}
+		fmt.Fprintln(w)
+	}
 	if len(rc.damages) > 0 {
 		fmt.Fprintf(w, "damaged  %s skipped (modelcalls calls reports them)\n", plural(len(rc.damages), "capture line", "capture lines"))
 	}
@@ -513,13 +549,13 @@ type requestSummary struct {
 	tools    []string
 }
 
-// requestView is a request as the viewer parses it (view.ParseRequest, any of the three dialects):
+// requestView is a request as the viewer parses it (dialect.ParseRequest, any dialect):
 // the system and developer messages it starts with (Messages' system, Responses' instructions, Chat's
 // and Responses' leading system/developer messages) joined into the system prompt, every other
 // message a role and its text, in order, and the names of the tools it offers. A tool message that
 // only answers one call is labelled "tool result <call id>".
 func requestView(req []byte) requestSummary {
-	msgs, tools := view.ParseRequest(req)
+	msgs, tools := dialect.ParseRequest(req)
 	var v requestSummary
 	var system []string
 	for _, m := range msgs {
@@ -546,7 +582,7 @@ func requestView(req []byte) requestSummary {
 // partsText renders the parts of a message, one line or more each: text as is, reasoning as
 // "(thinking) ...", tool calls as "→ tool call NAME ARGUMENTS", tool results as
 // "← tool result CALL_ID: TEXT", images, files and unknown blocks as a [TYPE] placeholder.
-func partsText(parts []view.Part) string {
+func partsText(parts []dialect.Part) string {
 	out := make([]string, 0, len(parts))
 	for _, p := range parts {
 		switch p.Kind {
@@ -566,10 +602,10 @@ func partsText(parts []view.Part) string {
 }
 
 // responseText is the answer text of a response object as the viewer parses it
-// (view.ParseResponse): the text parts of Chat's choices[].message, of Responses' output message
-// items and of Messages' content blocks.
+// (dialect.ParseResponse): the text parts of Chat's choices[].message, of Responses' output message
+// items, of Messages' content blocks and of Gemini's candidates.
 func responseText(res []byte) string {
-	msgs, _ := view.ParseResponse(res)
+	msgs, _ := dialect.ParseResponse(res)
 	var out []string
 	for _, m := range msgs {
 		for _, p := range m.Parts {
@@ -581,7 +617,7 @@ func responseText(res []byte) string {
 	return strings.Join(out, "\n")
 }
 
-// errorMessage is error.message of an error body (all three dialects use that shape), or the
+// errorMessage is error.message of an error body (every dialect uses that shape), or the
 // Responses API's incomplete_details.reason.
 func errorMessage(res map[string]any) string {
 	if res == nil {
@@ -604,6 +640,10 @@ func errorMessage(res map[string]any) string {
 // rules of modelcalls.ExtractTokenStats and of the record's cache_hit / cached_tokens.
 func printUsage(w io.Writer, r *modelcalls.ModelCallRecord, res map[string]any) {
 	usage := jObj(res["usage"])
+	if meta := jObj(res["usageMetadata"]); usage == nil && meta != nil {
+		printGeminiUsage(w, r, meta)
+		return
+	}
 	if usage == nil {
 		fmt.Fprintln(w, "no usage object in the response: every token count is unknown (null), not 0")
 	}
@@ -696,4 +736,52 @@ func printUsage(w io.Writer, r *modelcalls.ModelCallRecord, res map[string]any) 
 		fmt.Fprintln(w, "\nThe cache fields are not added to tokens_in: the usage is OpenAI-shaped (prompt_tokens or a")
 		fmt.Fprintln(w, "cached_tokens subset), whose prompt count already includes the cached tokens.")
 	}
+}
+
+// printGeminiUsage is printUsage for Gemini's usageMetadata, whose thoughts are counted beside the
+// candidates: tokens_out adds the two, so that it includes tokens_reasoning as for the other
+// dialects.
+func printGeminiUsage(w io.Writer, r *modelcalls.ModelCallRecord, meta map[string]any) {
+	row := func(name, value, source string) {
+		fmt.Fprintf(w, "%-22s %8s  %s\n", name, value, source)
+	}
+	have := func(k string) bool { _, ok := jNum(meta[k]); return ok }
+	inSource := "unknown: no promptTokenCount"
+	if have("promptTokenCount") {
+		inSource = "usageMetadata.promptTokenCount"
+		if have("toolUsePromptTokenCount") {
+			inSource += " + toolUsePromptTokenCount"
+		}
+	}
+	row("tokens_in", i64p(r.TokensIn), inSource)
+	outSource := "unknown: no candidatesTokenCount or thoughtsTokenCount"
+	switch {
+	case have("candidatesTokenCount") && have("thoughtsTokenCount"):
+		outSource = "usageMetadata.candidatesTokenCount + thoughtsTokenCount (Gemini counts thoughts apart)"
+	case have("candidatesTokenCount"):
+		outSource = "usageMetadata.candidatesTokenCount"
+	case have("thoughtsTokenCount"):
+		outSource = "usageMetadata.thoughtsTokenCount"
+	}
+	row("tokens_out", i64p(r.TokensOut), outSource)
+	reasonSource := "unknown: no thoughtsTokenCount (not the same as 0)"
+	if have("thoughtsTokenCount") {
+		reasonSource = "usageMetadata.thoughtsTokenCount (part of tokens_out)"
+	}
+	row("tokens_reasoning", i64p(r.TokensReasoning), reasonSource)
+	totalSource := "unknown: needs tokens_in and tokens_out"
+	if have("totalTokenCount") {
+		totalSource = "usageMetadata.totalTokenCount as reported"
+	} else if r.TokensTotal != nil {
+		totalSource = "tokens_in + tokens_out (no totalTokenCount)"
+	}
+	row("tokens_total", i64p(r.TokensTotal), totalSource)
+	cachedSource := "unknown: no cachedContentTokenCount (cache_hit is null)"
+	if have("cachedContentTokenCount") {
+		cachedSource = "usageMetadata.cachedContentTokenCount (a subset of tokens_in)"
+	}
+	if r.CacheHit != nil {
+		cachedSource += "; cache_hit " + strconv.FormatBool(*r.CacheHit) + " (true when cached_tokens > 0)"
+	}
+	row("cached_tokens", i64p(r.CachedTokens), cachedSource)
 }

@@ -109,7 +109,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	defer stopGateway()
 
 	client := &http.Client{Timeout: 30 * time.Second}
-	for _, d := range dialect.All {
+	for _, d := range recordedDialects {
 		for _, stream := range []bool{false, true} {
 			kind := "json"
 			if stream {
@@ -281,6 +281,10 @@ const (
 	toolName  = "get_weather"
 	toolDescr = "Get the current weather in a city."
 )
+
+// recordedDialects are the dialects the replay upstream has recordings of (replay/), in the order
+// their rollouts run.
+var recordedDialects = [...]dialect.Dialect{dialect.Responses, dialect.Chat, dialect.Messages}
 
 // rolloutModels is the model each tool-loop rollout asks for: the model its recorded responses name
 // (a dated model id, so the request and the response agree).

@@ -30,7 +30,7 @@ import (
 
 // Environment knobs of the matrix (all optional):
 //
-//	MODELCALLS_E2E_HARNESSES  comma list of harnesses (claude-code,codex,opencode,pi,qwen-code); default all
+//	MODELCALLS_E2E_HARNESSES  comma list of harnesses (claude-code,codex,gemini-cli,opencode,pi,qwen-code); default all
 //	MODELCALLS_E2E_UPSTREAMS  comma list of upstreams (scripted,scripted-gzip,llama,llama-tools); default all
 //	MODELCALLS_E2E_CACHE      cache dir for llama-server and the harnesses (default ~/.cache/modelcalls-e2e)
 //	MODELCALLS_E2E_WORKDIR    keep every file of the run here (default: a temp dir, removed)
@@ -47,7 +47,7 @@ const (
 	proxyName      = "e2e-upstream" // --name: recorded as model_ref.name
 )
 
-var allHarnesses = []string{"claude-code", "codex", "opencode", "pi", "qwen-code"}
+var allHarnesses = []string{"claude-code", "codex", "gemini-cli", "opencode", "pi", "qwen-code"}
 
 func listEnv(name string, def []string) []string {
 	v := strings.TrimSpace(os.Getenv(name))
@@ -198,7 +198,10 @@ type upstreamRig struct {
 	tap        *Tap
 	proxy      *modelcallsProc
 	captureDir string
-	scripted   *Scripted // nil for llama-server
+	// upstreamURL is the model server's address (behind the tap): what each harness's own setup
+	// names; `modelcalls run` points it at the gateway.
+	upstreamURL string
+	scripted    *Scripted // nil for llama-server
 	// answer is the text the harness must print, given the nonce in its hello.txt.
 	answer func(nonce string) string
 	// twoTurns: the upstream drives a tool call, so every harness must make at least two calls.
@@ -263,7 +266,7 @@ func (s *suite) newRig(t *testing.T, name, dir, upstreamURL string) *upstreamRig
 	tap, front := tapIn(t, upstreamURL)
 	capDir := filepath.Join(dir, "capture")
 	p := startProxy(t, s.bin, front.URL, capDir, filepath.Join(dir, "proxy.log"))
-	return &upstreamRig{name: name, bin: s.bin, tap: tap, proxy: p, captureDir: capDir, stopUpstream: front.Close}
+	return &upstreamRig{name: name, bin: s.bin, tap: tap, proxy: p, captureDir: capDir, stopUpstream: front.Close, upstreamURL: front.URL}
 }
 
 // runMatrix runs every selected harness run through rig, then the probe, merge and shutdown checks.
@@ -333,16 +336,19 @@ func (s *suite) runOne(t *testing.T, rig *upstreamRig, run harnessRun, exe, proj
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	rollBase := rig.proxy.base + "/ng-rollout/" + rolloutID
-	base := run.baseURL(rollBase)
-	args, env := run.command(t, home, base, harnessPrompt)
+	// The harness is set up as its user would set it up for the model server itself, and started
+	// through `modelcalls run`, which starts a gateway of its own writing to the rig's capture dir
+	// and points the harness at it: by environment variables, or by the harness's own override
+	// mechanism (Codex -c, opencode OPENCODE_CONFIG_CONTENT, pi PI_CODING_AGENT_DIR).
+	harnessArgs, env := run.command(t, home, run.baseURL(rig.upstreamURL), harnessPrompt)
+	args := append([]string{"run", "--rollout", rolloutID, "--upstream", rig.upstreamURL, "--capture-dir", rig.captureDir, "--name", proxyName, "--", exe}, harnessArgs...)
 
 	rig.tap.Take() // nothing from an earlier run may count for this one
 	if rig.scripted != nil {
 		rig.scripted.Take()
 	}
 	started := time.Now()
-	stdout, stderr, err := runProcess(exe, args, env, home, project, harnessTimeout)
+	stdout, stderr, err := runProcess(rig.bin, args, env, home, project, harnessTimeout)
 	wall := time.Since(started)
 	finished := time.Now()
 	writeFile(t, filepath.Join(runDir, "stdout"), stdout)
@@ -602,7 +608,8 @@ func checkRecord(t *testing.T, what string, r record, e TapEntry, obs Observed, 
 	if !eqStr(r.ReasoningContent, wantReasoning) {
 		errf("reasoning_content %v, upstream sent %v", derefAny(r.ReasoningContent), derefAny(wantReasoning))
 	}
-	wantFinish := map[string][2]string{DialectChat: {"tool_calls", "stop"}, DialectMessages: {"tool_use", "end_turn"}}
+	wantFinish := map[string][2]string{DialectChat: {"tool_calls", "stop"}, DialectMessages: {"tool_use", "end_turn"},
+		DialectGemini: {"STOP", "STOP"}}
 	if w, ok := wantFinish[dialect]; ok {
 		f := w[1]
 		if sv.ToolCall != nil {

@@ -26,6 +26,19 @@ type harnessRun struct {
 	// command returns argv (after the harness executable) and extra environment, after writing
 	// any config files under home.
 	command func(t *testing.T, home, baseURL, prompt string) (args, env []string)
+	// viaRun: the harness takes its base URL only from the variables `modelcalls run` sets
+	// (command ignores baseURL). Every recorded run goes through `modelcalls run --upstream`; the
+	// replay starts such a harness under `modelcalls run --gateway REPLAY --rollout ID`.
+	viaRun bool
+}
+
+// argv returns the executable and arguments that start the harness exe with args: as they are, or
+// for a viaRun harness under `bin run --gateway gateway --rollout id --`.
+func (r harnessRun) argv(exe, bin, gateway, id string, args []string) (string, []string) {
+	if !r.viaRun {
+		return exe, args
+	}
+	return bin, append([]string{"run", "--gateway", gateway, "--rollout", id, "--", exe}, args...)
 }
 
 const harnessPrompt = "Read hello.txt and tell me what it says"
@@ -130,6 +143,25 @@ func harnessRuns() []harnessRun {
 		piRun("pi-chat", DialectChat, "openai-completions", "e2e-model", withV1),
 		piRun("pi-responses", DialectResponses, "openai-responses", "e2e-model", withV1),
 		piRun("pi-messages", DialectMessages, "anthropic-messages", "claude-e2e", bare),
+		{
+			// Gemini API, streamGenerateContent?alt=sse, under `modelcalls run`: run sets
+			// GOOGLE_GEMINI_BASE_URL. With that variable alone Gemini CLI picks its "gateway" auth,
+			// which its non-interactive mode refuses, so the settings select API-key auth (the key
+			// is a dummy; the base URL still comes from the variable); the project dir is trusted
+			// by environment, and usage statistics (sent to Google) are off.
+			name: "gemini-cli", harness: "gemini-cli", dialect: DialectGemini, baseURL: bare, viaRun: true,
+			command: func(t *testing.T, home, _, prompt string) ([]string, []string) {
+				writeJSONFile(t, filepath.Join(home, ".gemini", "settings.json"), map[string]any{
+					"security": map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
+					"privacy":  map[string]any{"usageStatisticsEnabled": false},
+					"general":  map[string]any{"disableAutoUpdate": true, "disableUpdateNag": true},
+				})
+				return []string{"-p", prompt, "-m", "e2e-model"}, []string{
+					"GEMINI_API_KEY=e2e-dummy",
+					"GEMINI_CLI_TRUST_WORKSPACE=true",
+				}
+			},
+		},
 		{
 			// Chat only, streaming with include_usage.
 			name: "qwen-code", harness: "qwen-code", dialect: DialectChat, baseURL: withV1,

@@ -18,9 +18,12 @@ import (
 )
 
 // replayHarnesses are the harnesses whose runs are replayed after their upstream is stopped.
-// Codex is not: its exec tool's output (sent back in the next call) carries a random chunk id and
-// the wall time, so its second call never matches strictly (docs/replay.md).
-var replayHarnesses = []string{"pi", "claude-code"}
+// Codex's exec tool output (sent back in the next call) carries a random chunk id and the wall
+// time, so its second call matches strictly only with codexIgnore (docs/replay.md).
+var replayHarnesses = []string{"pi", "claude-code", "codex", "gemini-cli"}
+
+// codexIgnore is the replay rule that leaves Codex's chunk id and wall time out of strict matching.
+const codexIgnore = `input.output~(Chunk ID|Wall time): [^\n]*`
 
 var (
 	replayAddrRE = regexp.MustCompile(`msg="modelcalls replay listening" addr=(127\.0\.0\.1:[0-9]+)`)
@@ -86,7 +89,7 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 	outDir := filepath.Join(dir, "capture")
 	started := time.Now()
 	rp := startReplay(t, rig.bin, filepath.Join(dir, "replay.log"),
-		"--capture-dir", rig.captureDir, "--capture-dir-out", outDir, "--name", proxyName)
+		"--capture-dir", rig.captureDir, "--capture-dir-out", outDir, "--name", proxyName, "--ignore", codexIgnore)
 	tap, front := tapIn(t, rp.base)
 
 	served, changedRuns := 0, 0
@@ -100,9 +103,10 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 			home := res.home
 			freshHome(t, home, "-recorded")
 			args, env := run.command(t, home, run.baseURL(rollBase), harnessPrompt)
+			exe, args := run.argv(res.exe, rig.bin, front.URL, res.rolloutID, args)
 			tap.Take()
 			t0 := time.Now()
-			stdout, stderr, err := runProcess(res.exe, args, env, home, res.project, harnessTimeout)
+			stdout, stderr, err := runProcess(exe, args, env, home, res.project, harnessTimeout)
 			wall := time.Since(t0)
 			entries := tap.Take()
 			if err != nil {
@@ -178,8 +182,9 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 			freshHome(t, home2, "-replayed")
 			changed := harnessPrompt + " please"
 			args, env = run.command(t, home2, run.baseURL(rollBase), changed)
+			exe, args = run.argv(res.exe, rig.bin, front.URL, res.rolloutID, args)
 			before := strings.Count(rp.log.String(), `msg="replay miss" rollout_id=`+res.rolloutID+" ")
-			stdout, stderr, err = runProcess(res.exe, args, env, home2, res.project, harnessTimeout)
+			stdout, stderr, err = runProcess(exe, args, env, home2, res.project, harnessTimeout)
 			if err == nil && strings.Contains(stdout, res.nonce) {
 				t.Errorf("a changed prompt was answered: %q", stdout)
 			}

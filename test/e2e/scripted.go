@@ -16,10 +16,13 @@ const (
 	DialectChat      = "chat"      // OpenAI Chat Completions, POST /v1/chat/completions
 	DialectResponses = "responses" // OpenAI Responses, POST /v1/responses
 	DialectMessages  = "messages"  // Anthropic Messages, POST /v1/messages
+	// DialectGemini is Google's Gemini API: POST /v1beta/models/{model}:generateContent, or
+	// :streamGenerateContent?alt=sse.
+	DialectGemini = "gemini"
 )
 
 // DialectOfPath maps a request path (query ignored) to its dialect, or "" when the path is not
-// one of the three model-call paths. Claude Code posts "/v1/messages?beta=true".
+// one of the model-call paths. Claude Code posts "/v1/messages?beta=true".
 func DialectOfPath(path string) string {
 	path, _, _ = strings.Cut(path, "?")
 	switch path {
@@ -30,8 +33,23 @@ func DialectOfPath(path string) string {
 	case "/v1/messages":
 		return DialectMessages
 	}
+	if _, _, ok := geminiPath(path); ok {
+		return DialectGemini
+	}
 	return ""
 }
+
+// geminiPath splits a Gemini model-call path, /{v1,v1beta,v1alpha}/models/{model}:{method}, into
+// its model and whether the method streams.
+func geminiPath(path string) (model string, stream, ok bool) {
+	m := geminiPathRE.FindStringSubmatch(path)
+	if m == nil {
+		return "", false, false
+	}
+	return m[1], m[2] == "streamGenerateContent", true
+}
+
+var geminiPathRE = regexp.MustCompile(`^/v1(?:beta|alpha)?/models/([^/:]+):(generateContent|streamGenerateContent)$`)
 
 // NoncePattern is the shape of the secret the tests write into the file the scripted tool call
 // reads. The scripted upstream looks for it in the tool result a harness sends back, so the
@@ -52,7 +70,7 @@ const (
 
 // readTools are the tool names the scripted upstream calls, in order of preference, as the
 // harnesses offer them (fixtures' exchanges): Claude Code "Read", pi and opencode "read",
-// Qwen Code "read_file", Codex "exec_command" (a shell command line).
+// Qwen Code and Gemini CLI "read_file", Codex "exec_command" (a shell command line).
 var readTools = []string{"Read", "read", "read_file", "exec_command"}
 
 // ScriptedToolCall is one tool call the scripted upstream made: the call id it sent, the tool
@@ -81,10 +99,12 @@ type Served struct {
 	TokensIn, TokensOut, CachedTokens, ReasoningTokens int
 }
 
-// Scripted is the scripted loopback upstream: an http.Handler serving the three dialects.
+// Scripted is the scripted loopback upstream: an http.Handler serving the four dialects.
 //
-// Routes: POST /v1/chat/completions, /v1/responses, /v1/messages (query ignored); GET
-// /v1/models (one model); POST /v1/messages/count_tokens ({"input_tokens": n}); anything else
+// Routes: POST /v1/chat/completions, /v1/responses, /v1/messages (query ignored),
+// /v1beta/models/{model}:generateContent and :streamGenerateContent (streamed with ?alt=sse); GET
+// /v1/models (one model); POST /v1/messages/count_tokens ({"input_tokens": n}) and
+// /v1beta/models/{model}:countTokens ({"totalTokens": n}); anything else
 // 404 with an OpenAI-shaped error body. Decisions are stateless, per request:
 //   - the request carries a tool result: answer text, AnswerForNonce of the nonce found in it
 //     (MissingNonceReply when none);
@@ -147,6 +167,14 @@ func (s *Scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"input_tokens": max(1, len(body)/4)})
 		return
+	case r.Method == http.MethodPost && strings.HasSuffix(path, ":countTokens"):
+		body, err := readBody(r)
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, openAIError(err.Error()))
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"totalTokens": max(1, len(body)/4)})
+		return
 	}
 	d := DialectOfPath(path)
 	if d == "" || r.Method != http.MethodPost {
@@ -164,6 +192,10 @@ func (s *Scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sv := s.decide(d, req, len(body))
+	if d == DialectGemini { // the model and the transport are in the URL, not the body
+		model, stream, _ := geminiPath(path)
+		sv.Model, sv.Stream = model, stream && r.URL.Query().Get("alt") == "sse"
+	}
 	s.record(sv)
 	if s.Gzip && acceptsGzip(r.Header) {
 		gz := newGzipWriter(w)
@@ -177,6 +209,8 @@ func (s *Scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.answerResponses(w, sv)
 	case DialectMessages:
 		s.answerMessages(w, sv)
+	case DialectGemini:
+		s.answerGemini(w, sv)
 	}
 }
 
@@ -198,6 +232,8 @@ func (s *Scripted) decide(d string, req map[string]json.RawMessage, bodyLen int)
 		sv.ResponseID = fmt.Sprintf("resp_e2e%06d", n)
 	case DialectMessages:
 		sv.ResponseID = fmt.Sprintf("msg_e2e%06d", n)
+	case DialectGemini:
+		sv.ResponseID = fmt.Sprintf("e2eGeminiResp%06d", n)
 	}
 	sv.TokensIn = max(1, bodyLen/4)
 	sv.CachedTokens = sv.TokensIn / 2
@@ -246,6 +282,31 @@ func pickTool(d string, req map[string]json.RawMessage) (name, param string, ok 
 		Required []string `json:"required"`
 	}
 	offered := map[string]string{}
+	if d == DialectGemini {
+		// [{"functionDeclarations": [{"name", "parameters" or "parametersJsonSchema"}]}, ...]
+		for _, raw := range tools {
+			var t struct {
+				Decls []struct {
+					Name       string  `json:"name"`
+					Parameters *schema `json:"parameters"`
+					JSONSchema *schema `json:"parametersJsonSchema"`
+				} `json:"functionDeclarations"`
+			}
+			if json.Unmarshal(raw, &t) != nil {
+				continue
+			}
+			for _, fd := range t.Decls {
+				sc := fd.Parameters
+				if sc == nil {
+					sc = fd.JSONSchema
+				}
+				if fd.Name != "" && sc != nil && len(sc.Required) > 0 {
+					offered[fd.Name] = sc.Required[0]
+				}
+			}
+		}
+		tools = nil
+	}
 	for _, raw := range tools {
 		var t struct {
 			Name        string  `json:"name"`
@@ -282,11 +343,37 @@ func pickTool(d string, req map[string]json.RawMessage) (name, param string, ok 
 
 // toolResult returns the text of the last tool result the request carries, and whether it
 // carries one: Chat role "tool" messages, Responses "function_call_output" input items,
-// Anthropic "tool_result" content blocks.
+// Anthropic "tool_result" content blocks, Gemini "functionResponse" parts (the "output" string of
+// their response, else the response as JSON text).
 func toolResult(d string, req map[string]json.RawMessage) (string, bool) {
 	var found bool
 	var last string
 	switch d {
+	case DialectGemini:
+		var contents []struct {
+			Parts []struct {
+				FunctionResponse *struct {
+					Response json.RawMessage `json:"response"`
+				} `json:"functionResponse"`
+			} `json:"parts"`
+		}
+		if json.Unmarshal(req["contents"], &contents) != nil {
+			return "", false
+		}
+		for _, c := range contents {
+			for _, p := range c.Parts {
+				if p.FunctionResponse == nil {
+					continue
+				}
+				found, last = true, string(p.FunctionResponse.Response)
+				var r struct {
+					Output *string `json:"output"`
+				}
+				if json.Unmarshal(p.FunctionResponse.Response, &r) == nil && r.Output != nil {
+					last = *r.Output
+				}
+			}
+		}
 	case DialectChat, DialectMessages:
 		var msgs []struct {
 			Role    string `json:"role"`
@@ -594,10 +681,70 @@ func (s *Scripted) answerMessages(w http.ResponseWriter, sv Served) {
 	ev.send("message_stop", map[string]any{"type": "message_stop"})
 }
 
+// answerGemini writes a Gemini generateContent answer (reference: GenerateContentResponse; a
+// thought part, as includeThoughts returns it, before a functionCall part; usageMetadata with the
+// thoughts counted beside the candidates and the cached subset of the prompt). A stream sends one
+// GenerateContentResponse per event (CRLF-framed, as the API frames them), each with the model
+// version, response id and usage so far; the last one carries finishReason and the final usage,
+// and the stream ends there, without a terminal event.
+func (s *Scripted) answerGemini(w http.ResponseWriter, sv Served) {
+	usage := func(final bool) map[string]any {
+		u := map[string]any{"promptTokenCount": sv.TokensIn, "cachedContentTokenCount": sv.CachedTokens}
+		out := 0
+		if final {
+			out = sv.TokensOut
+		}
+		u["candidatesTokenCount"] = out - min(out, sv.ReasoningTokens)
+		if sv.ReasoningTokens > 0 {
+			u["thoughtsTokenCount"] = sv.ReasoningTokens
+		}
+		u["totalTokenCount"] = sv.TokensIn + max(out, sv.ReasoningTokens)
+		return u
+	}
+	response := func(parts []any, final bool) map[string]any {
+		cand := map[string]any{"content": map[string]any{"parts": parts, "role": "model"}, "index": 0}
+		if final {
+			cand["finishReason"] = "STOP"
+		}
+		return map[string]any{"candidates": []any{cand}, "usageMetadata": usage(final),
+			"modelVersion": sv.Model, "responseId": sv.ResponseID}
+	}
+	var thought, answer []any
+	if sv.ToolCall != nil {
+		if sv.Reasoning != "" {
+			thought = []any{map[string]any{"text": sv.Reasoning, "thought": true}}
+		}
+		answer = []any{map[string]any{"functionCall": map[string]any{"id": sv.ToolCall.CallID,
+			"name": sv.ToolCall.Name, "args": sv.ToolCall.Arguments}}}
+	} else {
+		answer = []any{map[string]any{"text": sv.Text}}
+	}
+	if !sv.Stream {
+		writeJSON(w, http.StatusOK, response(append(thought, answer...), true))
+		return
+	}
+	ev := newSSE(w)
+	ev.crlf = true
+	for _, part := range halves(sv.Reasoning) {
+		if sv.ToolCall != nil && part != "" {
+			ev.send("", response([]any{map[string]any{"text": part, "thought": true}}, false))
+		}
+	}
+	if sv.ToolCall != nil {
+		ev.send("", response(answer, true))
+		return
+	}
+	pieces := halves(sv.Text)
+	for i, part := range pieces {
+		ev.send("", response([]any{map[string]any{"text": part}}, i == len(pieces)-1))
+	}
+}
+
 // sseWriter writes server-sent events, flushing after each one.
 type sseWriter struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	crlf bool // end lines with CRLF
 }
 
 func newSSE(w http.ResponseWriter) *sseWriter {
@@ -617,11 +764,15 @@ func (s *sseWriter) send(event string, v any) {
 }
 
 func (s *sseWriter) raw(event, data string) {
+	eol := "\n"
+	if s.crlf {
+		eol = "\r\n"
+	}
 	var sb strings.Builder
 	if event != "" {
-		sb.WriteString("event: " + event + "\n")
+		sb.WriteString("event: " + event + eol)
 	}
-	sb.WriteString("data: " + data + "\n\n")
+	sb.WriteString("data: " + data + eol + eol)
 	_, _ = s.w.Write([]byte(sb.String())) // a client that went away ends the handler's writes; nothing to report
 	_ = s.rc.Flush()
 }

@@ -12,21 +12,25 @@ import (
 type Observed struct {
 	ResponseID *string
 	Model      *string
-	TokensIn   *int // whole prompt: input_tokens|prompt_tokens, plus Anthropic cache_read/cache_creation
-	TokensOut  *int // output_tokens|completion_tokens
-	TokensAll  *int // total_tokens, else in+out
-	Cached     *int // cached prompt tokens: OpenAI *_tokens_details.cached_tokens, Anthropic cache_read_input_tokens
+	TokensIn   *int // whole prompt: input_tokens|prompt_tokens, plus Anthropic cache_read/cache_creation; Gemini promptTokenCount
+	TokensOut  *int // output_tokens|completion_tokens; Gemini candidatesTokenCount + thoughtsTokenCount
+	TokensAll  *int // total_tokens (Gemini totalTokenCount), else in+out
+	Cached     *int // cached prompt tokens: OpenAI *_tokens_details.cached_tokens, Anthropic cache_read_input_tokens, Gemini cachedContentTokenCount
 }
 
 // Observe reads an upstream response body of the given dialect: a JSON object, or an SSE
 // stream (detected by its content). It is deliberately simple and independent of the
 // product's parsers: the last usage wins (Chat: the last chunk with a non-null usage;
 // Responses: the terminal event's response.usage; Messages: message_start usage overridden
-// field by field by non-null message_delta usage).
+// field by field by non-null message_delta usage; Gemini: the last event's usageMetadata, its id
+// and model from responseId and modelVersion).
 func Observe(dialect string, body []byte) Observed {
 	var obs Observed
 	usage := map[string]any{}
 	trimmed := bytes.TrimSpace(body)
+	if dialect == DialectGemini {
+		return observeGemini(trimmed)
+	}
 	if len(trimmed) > 0 && trimmed[0] == '{' {
 		var obj map[string]any
 		if json.Unmarshal(trimmed, &obj) == nil {
@@ -95,6 +99,55 @@ func Observe(dialect string, body []byte) Observed {
 		}
 	}
 	return fillUsage(obs, usage)
+}
+
+// observeGemini reads a Gemini body: one GenerateContentResponse, or an SSE stream of them.
+func observeGemini(body []byte) Observed {
+	var obs Observed
+	var last map[string]any
+	take := func(obj map[string]any) {
+		if id := str(obj["responseId"]); id != nil {
+			obs.ResponseID = id
+		}
+		if m := str(obj["modelVersion"]); m != nil {
+			obs.Model = m
+		}
+		if u, ok := obj["usageMetadata"].(map[string]any); ok {
+			last = u
+		}
+	}
+	if len(body) > 0 && body[0] == '{' {
+		var obj map[string]any
+		if json.Unmarshal(body, &obj) == nil {
+			take(obj)
+		}
+	} else {
+		sc := bufio.NewScanner(bytes.NewReader(body))
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(strings.TrimRight(sc.Text(), "\r"), "data:")
+			var obj map[string]any
+			if ok && json.Unmarshal([]byte(strings.TrimSpace(data)), &obj) == nil {
+				take(obj)
+			}
+		}
+	}
+	if last != nil {
+		obs.TokensIn = intOf(last["promptTokenCount"])
+		cand, thoughts := intOf(last["candidatesTokenCount"]), intOf(last["thoughtsTokenCount"])
+		if cand != nil || thoughts != nil {
+			out := 0
+			for _, p := range []*int{cand, thoughts} {
+				if p != nil {
+					out += *p
+				}
+			}
+			obs.TokensOut = &out
+		}
+		obs.TokensAll = intOf(last["totalTokenCount"])
+		obs.Cached = intOf(last["cachedContentTokenCount"])
+	}
+	return obs
 }
 
 func fillUsage(obs Observed, u map[string]any) Observed {

@@ -1,0 +1,86 @@
+package dialect
+
+import "github.com/modelcalls/modelcalls/internal/jsonscan"
+
+// Extraction from a response object: which dialect's shape it has, its tool calls and reasoning,
+// its finish reason. The shape decides, not the call's dialect (a Chat-shaped body on a responses
+// line still extracts), as NeMo Gym's record builder decides. The record builder walks the response
+// once into ResponseMembers and hands them here; values are raw JSON (validated by the caller),
+// read through Tree when it indexes them (package jsonscan), and decoded by the caller, which owns
+// its strings.
+
+// ResponseMembers are the members of a response object that tell its shape and hold its tool
+// calls, reasoning and finish reason: raw JSON values, nil when absent.
+type ResponseMembers struct {
+	Output     []byte // Responses: the output items
+	Choices    []byte // Chat Completions: the choices
+	Content    []byte // Messages: the content blocks
+	Candidates []byte // Gemini: the candidates
+
+	StopReason        []byte // Messages' stop_reason
+	IncompleteDetails []byte // Responses' incomplete_details
+
+	Tree *jsonscan.Tree // the index the values are read through (nil: walked as text)
+}
+
+// RawToolCall is one tool call as the response holds it: raw JSON values, nil when absent.
+type RawToolCall struct {
+	CallID, Name, Args []byte
+	// ArgsObject says Args is an object member (Messages' input, Gemini's args): a value that is
+	// not truthy means no arguments ({}). Otherwise Args is Responses' or Chat's arguments (a
+	// string of JSON, as the APIs send it).
+	ArgsObject bool
+}
+
+// Extraction is what ToolCalls found, in response order: the tool calls, and the reasoning texts
+// as raw JSON strings (each one the response's own, unjoined).
+type Extraction struct {
+	Calls     []RawToolCall
+	Reasoning [][]byte
+}
+
+func (x *Extraction) call(callID, name, args []byte, object bool) {
+	x.Calls = append(x.Calls, RawToolCall{CallID: callID, Name: name, Args: args, ArgsObject: object})
+}
+
+// ToolCalls adds the tool calls and reasoning texts of the response to x, read in the first shape
+// whose member is a JSON array, in the order of All: Responses output, Chat choices, Messages
+// content, Gemini candidates (an output array, even empty, ends the search, as in NeMo Gym). It
+// reports false when the response has none of the shapes. What each shape counts is on its
+// entry's toolCalls (openai.go, anthropic.go, gemini.go).
+func ToolCalls(m *ResponseMembers, x *Extraction) bool {
+	for i := range entries {
+		if entries[i].b.toolCalls(m, x) {
+			return true
+		}
+	}
+	return false
+}
+
+// FinishReason returns the raw value of why generation stopped, to be read as a string (nil when
+// none): the first shape that decides, in NeMo Gym's order: Messages stop_reason when a string,
+// Chat choices[0].finish_reason (when choices is a non-empty array whose first item is an object
+// and that member is a string), Responses incomplete_details.reason (when incomplete_details is an
+// object), then Gemini candidates[0].finishReason (when candidates is a non-empty array whose first
+// item is an object).
+func FinishReason(m *ResponseMembers) []byte {
+	for _, b := range finishOrder {
+		if v, ok := b.finishReason(m); ok {
+			return v
+		}
+	}
+	return nil
+}
+
+// firstElement returns the first element of arr (nil when arr is not a non-empty array).
+func firstElement(t *jsonscan.Tree, arr []byte) []byte {
+	var first []byte
+	t.EachElement(arr, func(v []byte) bool {
+		first = v
+		return false
+	})
+	return first
+}
+
+// nonEmptyString reports whether v is a JSON string other than "".
+func nonEmptyString(v []byte) bool { return jsonscan.IsString(v) && len(v) > 2 }
