@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
@@ -343,14 +342,13 @@ func mergeStore(stores []*capture.Store, id string) (*capture.Store, bool, error
 	if err != nil {
 		return nil, false, err
 	}
-	var st unix.Stat_t
-	switch err := unix.Lstat(mp, &st); {
+	switch _, err := os.Lstat(mp); {
 	case err == nil:
 		return stores[last], true, nil
-	case errors.Is(err, unix.ENOENT):
+	case errors.Is(err, fs.ErrNotExist):
 		return stores[last], false, nil
 	default:
-		return nil, false, fmt.Errorf("stat %s: %w", mp, &os.PathError{Op: "lstat", Path: mp, Err: err})
+		return nil, false, fmt.Errorf("stat %s: %w", mp, err)
 	}
 }
 
