@@ -45,7 +45,7 @@ var importRules = map[string][]string{
 
 	// What captures, shows or ships records; none of them links the merge (the root).
 	"gateway":    {"capture", "dialect", "internal/fsutil", "internal/hostcheck", "internal/jsonscan", "internal/schema", "record", "rollout", "sse", "tokens"},
-	"view":       {"capture", "dialect", "internal/hostcheck", "internal/jsonscan", "internal/schema", "internal/stats", "record", "rollout", "rundiff"},
+	"view":       {"capture", "dialect", "internal/hostcheck", "internal/jsonscan", "internal/schema", "internal/stats", "lineage", "record", "rollout", "rundiff", "tokens"},
 	"otelexport": {"capture", "dialect", "internal/jsonscan", "internal/schema", "internal/stats", "record", "rollout"},
 	"replay":     {"capture", "dialect", "gateway", "internal/hostcheck", "internal/jsonscan", "internal/schema", "record", "rollout", "sse"},
 

@@ -179,6 +179,19 @@ func TestLargeRolloutMemory(t *testing.T) {
 			t.Error(err)
 		}
 	})
+	// The lineage holds every payload of a rollout, so the viewer refuses it for this one (413)
+	// without reading a line, and derives it for a small rollout.
+	lin := heapPeak(func() {
+		if _, err := fetch(base + "/lineage"); err == nil || !strings.Contains(err.Error(), "status 413") {
+			t.Errorf("lineage of a %d MiB rollout: %v; want status 413", n, err)
+		}
+		if _, err := fetch(ts.URL + "/api/rollouts/small/lineage"); err != nil {
+			t.Error(err)
+		}
+	})
+	if lin >= 16<<20 {
+		t.Errorf("refusing a large lineage added %d MiB; want < 16 MiB", lin>>20)
+	}
 	var wg sync.WaitGroup
 	nine := heapPeak(func() {
 		for i := range 9 {

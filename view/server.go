@@ -88,6 +88,7 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /api/rollouts/{id}", s.bounded(s.rollout))
 	s.mux.HandleFunc("GET /api/rollouts/{id}/calls/{index}", s.bounded(s.call))
 	s.mux.HandleFunc("GET /api/rollouts/{id}/calls/{index}/raw", s.bounded(s.raw))
+	s.mux.HandleFunc("GET /api/rollouts/{id}/lineage", s.bounded(s.lineage))
 	s.mux.HandleFunc("GET /api/rollouts/{id}/transcript", s.bounded(s.transcript))
 	s.mux.HandleFunc("GET /api/search", s.bounded(s.search))
 	s.mux.HandleFunc("GET /api/diff", s.bounded(s.diff))
@@ -237,6 +238,8 @@ func loadError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, ErrNoRollout), errors.Is(err, ErrNoCall):
 		apiError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, ErrTooLarge):
+		apiError(w, http.StatusRequestEntityTooLarge, err.Error())
 	default:
 		apiError(w, http.StatusInternalServerError, err.Error())
 	}
@@ -267,6 +270,13 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		writeCallDetail(w, d)
+	}
+}
+
+func (s *Server) lineage(w http.ResponseWriter, r *http.Request) {
+	if id, ok := rolloutID(w, r); ok {
+		d, err := s.idx.Lineage(id)
+		writeLoaded(w, d, err)
 	}
 }
 
@@ -354,6 +364,10 @@ func writeCallDetail(w io.Writer, d *CallDetail) error {
 	val(d.Units)
 	raw(`,"raw":`)
 	val(d.Raw)
+	if d.Tokens != nil {
+		raw(`,"tokens":`)
+		val(d.Tokens)
+	}
 	raw(`,"prev":`)
 	val(d.Prev)
 	raw(`,"next":`)

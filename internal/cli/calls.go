@@ -103,6 +103,7 @@ type rolloutCalls struct {
 	shadowed   []string // later capture dirs that hold the rollout too (not read)
 	path       string
 	records    []modelcalls.ModelCallRecord
+	lines      [][]byte         // each record's capture line as read, before any filter (lineage reads keys the record does not carry)
 	damages    []capture.Damage // one per damaged line, in line order
 	hasCapture bool
 	incomplete bool
@@ -178,6 +179,7 @@ func readRolloutCalls(store *capture.Store, id string) (*rolloutCalls, error) {
 			continue
 		}
 		rc.records = append(rc.records, *rec)
+		rc.lines = append(rc.lines, e.Data)
 		if bytes.Contains(e.Data, []byte(`"token_capture":`)) {
 			if tc := jsonscan.Lookup(e.Data, "token_capture"); jsonscan.IsObject(tc) {
 				if rc.tokenCaptures == nil {

@@ -101,7 +101,7 @@ The endpoint is --endpoint (an OTLP base URL) or the standard OTEL_EXPORTER_OTLP
 	f.BoolVar(&o.content, "content", false, "also export message content (gen_ai.input.messages, gen_ai.output.messages)")
 	f.StringVar(&o.upstream, "upstream", "", "the model server's URL, for server.address and server.port (as the proxy's --upstream)")
 	f.DurationVar(&o.timeout, "timeout", time.Minute, "longest wait for the endpoint to take the last spans")
-	cmd.AddCommand(otlp, newExportTokensCmd(s))
+	cmd.AddCommand(otlp, newExportSamplesCmd(s), newExportTokensCmd(s))
 	return cmd
 }
 

@@ -156,9 +156,9 @@ func TestExportOTLP(t *testing.T) {
 			{"endpoint not a URL", []string{"export", "otlp", "--capture-dir", dir, "--endpoint", "127.0.0.1:4318"}, ExitUsage, "absolute http://"},
 			{"bad protocol", []string{"export", "otlp", "--capture-dir", dir, "--endpoint", "http://127.0.0.1:1", "--protocol", "http/json"}, ExitUsage, "want http/protobuf or grpc"},
 			{"missing capture dir", []string{"export", "otlp", "--capture-dir", dir + "/missing", "--endpoint", "http://127.0.0.1:1"}, ExitNotFound, ""},
-			{"unknown export subcommand", []string{"export", "bogus"}, ExitUsage, `unknown subcommand "bogus" (known: otlp, tokens)`},
-			{"unknown export subcommand with otlp's flags", []string{"export", "otlpp", "--capture-dir", dir}, ExitUsage, `unknown subcommand "otlpp" (known: otlp, tokens); did you mean "otlp"?`},
-			{"flags without a subcommand", []string{"export", "--capture-dir", dir}, ExitUsage, "export: missing subcommand before --capture-dir (known: otlp, tokens)"},
+			{"unknown export subcommand", []string{"export", "bogus"}, ExitUsage, `unknown subcommand "bogus" (known: otlp, samples, tokens)`},
+			{"unknown export subcommand with otlp's flags", []string{"export", "otlpp", "--capture-dir", dir}, ExitUsage, `unknown subcommand "otlpp" (known: otlp, samples, tokens); did you mean "otlp"?`},
+			{"flags without a subcommand", []string{"export", "--capture-dir", dir}, ExitUsage, "export: missing subcommand before --capture-dir (known: otlp, samples, tokens)"},
 			{"bad protocol, proxy's spelling", []string{"export", "otlp", "--capture-dir", dir, "--endpoint", "http://127.0.0.1:1", "--otlp-protocol", "http/json"}, ExitUsage, "want http/protobuf or grpc"},
 			// The proxy takes export's spelling too: accepted as --otlp-protocol (which needs an endpoint).
 			{"proxy --protocol is --otlp-protocol", []string{"proxy", "--upstream", "http://127.0.0.1:1", "--capture-dir", dir, "--protocol", "grpc"}, ExitUsage, "need --otlp-endpoint"},

@@ -76,6 +76,7 @@ func NewRootCommand(s *Streams) *cobra.Command {
 		newMergeCmd(s),
 		newClearCmd(s),
 		newStatsCmd(s),
+		newLineageCmd(s),
 		newExportCmd(s),
 		newReplayCmd(s),
 		newViewCmd(s),

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/modelcalls/modelcalls/dialect"
-	"io"
 	"io/fs"
 	"net"
 	"net/url"
@@ -18,7 +17,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/modelcalls/modelcalls/rollout"
 )
@@ -286,7 +284,7 @@ func runChild(ctx context.Context, s *Streams, args []string, env []string) (int
 	// once" would otherwise see two). Signals sent to our pid are forwarded.
 	tty, foreground := foregroundTTY(cmd.Stdin)
 	if foreground {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: int(tty.Fd())}
+		cmd.SysProcAttr = foregroundAttr(tty)
 	}
 
 	sigs := make(chan os.Signal, 4)
@@ -313,7 +311,7 @@ func runChild(ctx context.Context, s *Streams, args []string, env []string) (int
 		}
 	}()
 	if ctx != nil {
-		stop := context.AfterFunc(ctx, func() { _ = cmd.Process.Signal(syscall.SIGTERM) })
+		stop := context.AfterFunc(ctx, func() { _ = stopChild(cmd.Process) })
 		defer stop()
 	}
 	err := cmd.Wait()
@@ -333,26 +331,4 @@ func runChild(ctx context.Context, s *Streams, args []string, env []string) (int
 	default:
 		return ExitFailure, withExit(ExitFailure, fmt.Errorf("run: wait for %s: %w", args[0], err))
 	}
-}
-
-// foregroundTTY reports whether in is a terminal whose foreground process group is ours.
-func foregroundTTY(in io.Reader) (*os.File, bool) {
-	f, ok := in.(*os.File)
-	if !ok || !isTerminal(f) {
-		return nil, false
-	}
-	pgrp, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
-	if err != nil || pgrp != unix.Getpgrp() {
-		return nil, false
-	}
-	return f, true
-}
-
-// reclaimTerminal makes our process group the terminal's foreground group again after the child's
-// group held it. We are a background job at that point, so SIGTTOU is ignored for the call (a
-// background tcsetpgrp would otherwise stop us).
-func reclaimTerminal(tty *os.File) {
-	signal.Ignore(syscall.SIGTTOU)
-	defer signal.Reset(syscall.SIGTTOU)
-	_ = unix.IoctlSetPointerInt(int(tty.Fd()), unix.TIOCSPGRP, unix.Getpgrp())
 }

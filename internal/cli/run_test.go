@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/capturetest"
@@ -62,8 +60,8 @@ func testChild(args []string) int {
 		sigs := make(chan os.Signal, 1)
 		signal.Notify(sigs, forwardedSignals...)
 		if mode == "foreground" {
-			fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
-			fmt.Printf("foreground=%v own-group=%v\n", err == nil && fg == unix.Getpgrp(), unix.Getpgrp() != unix.Getppid())
+			fg, own := childJobState()
+			fmt.Printf("foreground=%v own-group=%v\n", fg, own)
 		}
 		fmt.Println("ready")
 		sig := <-sigs

@@ -403,8 +403,12 @@ function rolloutPage(id, params) {
       d.summary = obj(d.summary);
       const calls = d.calls.map((c) => c.record);
       const sel = want !== null && calls.some((c) => c.call_index === want) ? want : calls.length ? calls[calls.length - 1].call_index : null;
-      d.conv = sel === null ? null : await api("/api/rollouts/" + encodeURIComponent(id) + "/calls/" + sel);
+      const [conv, lin] = await Promise.all([
+        sel === null ? null : api("/api/rollouts/" + encodeURIComponent(id) + "/calls/" + sel),
+        loadLineage(id)]);
+      d.conv = conv;
       if (d.conv) delete d.conv.version;
+      d.lineage = lin;
       d.selected = sel;
       return d;
     },
@@ -431,13 +435,14 @@ function rolloutPage(id, params) {
       out.push(h("dl", { class: "kv", id: "rollout-fields" }, kv.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])));
 
       out.push(h("h2", {}, "Timeline"), waterfall(id, d.calls, sum.pending, d.selected));
-      out.push(h("h2", {}, "Calls"), callsTable(id, d.calls, d.selected));
+      out.push(h("h2", { id: "lineage-h" }, "Lineage"), lineageView(id, d.lineage, d.selected));
+      out.push(h("h2", {}, "Calls"), callsTable(id, d.calls, d.selected, d.lineage));
       if (d.conv) {
         const picker = h("select", { id: "conv-call", onchange: (e) => { location.hash = rolloutHref(id, e.target.value); } },
           d.calls.map((c) => h("option", { value: c.record.call_index, selected: c.record.call_index === d.selected }, "call " + c.record.call_index)));
         out.push(h("h2", { id: "conv-h" }, "Conversation as the model saw it"),
           h("p", {}, h("label", {}, "Show the request of ", picker), " · ", h("a", { href: callHref(id, d.selected) }, "open call " + d.selected)),
-          conversationView(d.conv.conversation, true));
+          conversationView(d.conv.conversation, true, authorsOf(d.lineage, d.selected)));
       }
       return out;
     },
@@ -486,11 +491,12 @@ function waterfall(id, calls, pending, selected) {
   return h("figure", {}, svg, h("figcaption", {}, "Light: waiting for the first token (TTFT); dark: the rest of the response; red: error; dashed: pending. Bars that overlap ran concurrently."));
 }
 
-function callsTable(id, calls, selected) {
-  const cols = ["#", "status", "finish", "model", "dialect", "tokens in", "out", "cached", "reasoning", "latency ms", "TTFT ms", "tool calls", "new / sent messages", "error"];
-  const right = [true, true, false, false, false, true, true, true, true, true, true, false, true, false];
+function callsTable(id, calls, selected, lin) {
+  const cols = ["#", "status", "finish", "model", "dialect", "tokens in", "out", "cached", "reasoning", "latency ms", "TTFT ms", "tool calls", "new / sent messages", "lineage", "token data", "error"];
+  const right = [true, true, false, false, false, true, true, true, true, true, true, false, true, false, false, false];
   const rows = calls.map((c) => {
     const r = c.record;
+    const node = lin && lin.byIndex ? lin.byIndex.get(r.call_index) : null, tok = lin && lin.tokens ? lin.tokens.get(r.call_index) : null;
     return { sel: r.call_index === selected, idx: r.call_index, cells: [
       h("a", { href: callHref(id, r.call_index), "aria-label": "open call " + r.call_index }, String(r.call_index)),
       orDash(r.status_code), orDash(r.finish_reason ?? r.response_status), cutName(r.model), orDash(r.dialect),
@@ -498,6 +504,8 @@ function callsTable(id, calls, selected) {
       fmtMS(r.latency_total_ms), fmtMS(r.latency_ttft_ms),
       list(r.tool_calls).length ? list(r.tool_calls).map((t) => t.name || "?").join(", ") : "—",
       `${c.new_messages} / ${c.input_messages}`,
+      node ? [relationBadge(node.relation), node.parent !== null ? " of #" + node.parent : "", node.main_chain ? h("span", { class: "badge b-main", title: "on the main chain" }, "main") : ""] : "—",
+      tokenBadge(tok),
       r.error_category ? h("span", { class: "badge b-err" }, r.error_category) : "—",
     ] };
   });
@@ -509,7 +517,7 @@ function callsTable(id, calls, selected) {
 
 // conversationView shows the request's messages, the resent history folded away, then the output.
 // Long system prompts and long tool lists are folded too, so the page opens on the user's words.
-function conversationView(conv, foldHistory) {
+function conversationView(conv, foldHistory, authors) {
   const out = [];
   conv = obj(conv);
   const tools = list(conv.tools), inputs = list(conv.input), outputs = list(conv.output);
@@ -523,10 +531,15 @@ function conversationView(conv, foldHistory) {
     else input.append(...run);
     run = [];
   };
-  for (const m of inputs) {
-    const el = foldLong(m, messageView(m, m.new ? "new" : "history"));
+  // authors: lineage's author of each request message, used only when it names as many messages as
+  // the page shows (both read the same request; a dialect whose items the two count differently
+  // is left unmarked rather than marked wrong).
+  const au = authors && authors.messages.length === inputs.length ? authors : null;
+  if (authors && !au) out.push(h("p", { class: "muted", id: "authors-note" }, "Authorship not shown: the lineage counts this request's messages differently."));
+  inputs.forEach((m, i) => {
+    const el = foldLong(m, messageView(m, m.new ? "new" : "history", au ? authorBadge(au.messages[i], au.byID) : null));
     if (m.new) { flush(); input.append(el); } else run.push(el);
-  }
+  });
   flush();
   if (!inputs.length) input.append(h("p", { class: "muted" }, "The request holds no messages (or was not a JSON object: see the raw request)."));
   out.push(h("h3", {}, "Request"), input);
@@ -555,7 +568,7 @@ function messageView(m, kind, extra) {
   // In what the model answered, its text is the answer: labelled, so it stands apart from the
   // reasoning before it (in the same message, or in an item of its own).
   const answer = kind === "output";
-  return h("article", { class: "msg " + (kind === "output" ? "" : kind), "data-role": m.role },
+  return h("article", { class: "msg " + (kind === "output" ? "" : kind), "data-role": m.role, "data-author": extra && extra.dataset ? extra.dataset.author : null },
     h("header", {}, m.role || "?", badge, extra),
     parts.map((p) => partView(p, answer)));
 }
@@ -583,7 +596,11 @@ const provenanceFields = ["response_source", "upstream_attempted", "upstream_sta
 function callPage(id, n) {
   return {
     title: `Call ${n} of ${id}`,
-    load: () => api("/api/rollouts/" + encodeURIComponent(id) + "/calls/" + n),
+    load: async () => {
+      const [d, lin] = await Promise.all([api("/api/rollouts/" + encodeURIComponent(id) + "/calls/" + n), loadLineage(id)]);
+      d.lineage = lin;
+      return d;
+    },
     draw: (d) => {
       const r = obj(d.record), units = obj(d.units), raw = obj(d.raw);
       const out = [h("h1", {}, "Call ", h("span", { id: "call-index" }, String(n)), " of rollout ", h("a", { href: rolloutHref(id, n) }, id))];
@@ -602,7 +619,13 @@ function callPage(id, n) {
         out.push(h("h2", {}, "Tool calls"), h("ol", { id: "tool-calls" }, list(r.tool_calls).map((t) =>
           h("li", {}, h("strong", {}, t.name || "?"), t.call_id ? " (" + t.call_id + ")" : "", h("pre", {}, prettyJSON(typeof t.arguments === "string" ? t.arguments : JSON.stringify(t.arguments)))))));
       }
-      out.push(conversationView(d.conversation, true));
+      const node = d.lineage && d.lineage.byIndex ? d.lineage.byIndex.get(n) : null;
+      if (node) out.push(h("p", { id: "call-lineage" }, "Lineage: ", relationBadge(node.relation),
+        node.parent !== null ? [" of ", h("a", { href: callHref(id, node.parent) }, "call " + node.parent)] : " (no parent)",
+        node.evidence && node.evidence !== "messages" && node.evidence !== "none" ? ` (evidence: ${node.evidence})` : "",
+        node.main_chain ? h("span", { class: "badge b-main" }, "main chain") : h("span", { class: "badge b-hist" }, "off the main chain")));
+      out.push(conversationView(d.conversation, true, authorsOf(d.lineage, n)));
+      out.push(tokensView(d.tokens));
       if (r.reasoning_content) out.push(h("h3", {}, "Reasoning content (record)"), h("pre", { id: "reasoning-content" }, r.reasoning_content));
       out.push(h("h2", {}, "Provenance"), h("dl", { class: "kv", id: "provenance" }, provenanceFields.map((f) => [h("dt", {}, f), h("dd", {}, valueText(r[f]))])));
       const rows = Object.entries(r).filter(([k]) => k !== "tool_calls" && !provenanceFields.includes(k)).map(([k, v]) =>
@@ -631,6 +654,127 @@ function callPage(id, n) {
       return out;
     },
   };
+}
+
+// ---- lineage and tokens ---------------------------------------------------------------------------
+
+// loadLineage fetches a rollout's lineage and indexes it by call_index; null when it cannot be
+// read (the rest of the page still draws).
+async function loadLineage(id) {
+  let l;
+  try { l = await api("/api/rollouts/" + encodeURIComponent(id) + "/lineage"); } catch (e) { return { error: e.message }; }
+  const nodes = list(l.calls), byID = new Map(nodes.map((c) => [c.model_call_id, c.call_index]));
+  const byIndex = new Map(), tokens = new Map();
+  for (const c of nodes) byIndex.set(c.call_index, { ...c, parent: c.parent_call_id !== null && byID.has(c.parent_call_id) ? byID.get(c.parent_call_id) : null, messages: list(c.messages) });
+  for (const t of list(l.call_tokens)) tokens.set(t.call_index, t);
+  return { nodes: [...byIndex.values()], byIndex, byID, tokens, summary: obj(l.summary), mainChain: list(l.main_chain), audits: nodes.filter((c) => c.token_audit) };
+}
+
+function authorsOf(lin, n) {
+  const node = lin && lin.byIndex ? lin.byIndex.get(n) : null;
+  return node ? { messages: node.messages, byID: lin.byID } : null;
+}
+
+function authorBadge(a, byID) {
+  if (!a) return null;
+  if (a.author === "model") {
+    const from = a.from_call_id && byID.has(a.from_call_id) ? byID.get(a.from_call_id) : null;
+    const el = h("span", { class: "badge b-model", title: "the model wrote this turn" + (from !== null ? ": the answer of call " + from : "") }, "model-written" + (from !== null ? " (call " + from + ")" : ""));
+    el.dataset.author = "model";
+    return el;
+  }
+  const el = h("span", { class: "badge b-client", title: "the client wrote this message (or edited the model's turn)" }, "client-written");
+  el.dataset.author = "client";
+  return el;
+}
+
+const relationHelp = {
+  root: "not explained by any earlier call", extends: "continues the parent: its context, its answer, then new messages",
+  retry: "the same request again after the parent failed", resample: "the same request again after the parent answered",
+  fork: "continues from an earlier point than the latest call there", compaction: "a new history holding a summary of the parent's answer",
+};
+function relationBadge(rel) {
+  return h("span", { class: "badge rel rel-" + rel, title: relationHelp[rel] || "" }, rel);
+}
+
+function tokenBadge(t) {
+  if (!t || (t.token_source === "absent" && t.prompt_token_source === "absent" && !list(t.findings).length)) return "—";
+  const tip = `generated ids: ${t.token_source} (${t.generated_tokens}); prompt ids: ${t.prompt_token_source} (${t.prompt_tokens})` + (list(t.findings).length ? "; findings: " + t.findings.join(", ") : "");
+  return h("span", { class: "badge b-tok" + (list(t.findings).length ? " b-warn" : ""), title: tip, "data-token-source": t.token_source },
+    t.token_source === "absent" ? "no ids" : `${fmtInt(t.generated_tokens)} ids`, list(t.findings).length ? ` · ${t.findings.length} finding${t.findings.length > 1 ? "s" : ""}` : "");
+}
+
+// lineageView draws the calls as trees: the tree holding the main chain first (its main-chain
+// child first under each call), then the other roots (side calls) apart, in capture order.
+function lineageView(id, lin, selected) {
+  if (!lin) return h("p", { class: "muted" }, "No lineage.");
+  if (lin.error) return h("p", { class: "notice err", id: "lineage-error" }, "Lineage not derived: " + lin.error);
+  if (!lin.nodes.length) return h("p", { class: "muted" }, "No readable calls.");
+  const kids = new Map();
+  for (const c of lin.nodes) if (c.parent !== null) { if (!kids.has(c.parent)) kids.set(c.parent, []); kids.get(c.parent).push(c); }
+  for (const k of kids.values()) k.sort((a, b) => (b.main_chain - a.main_chain) || a.call_index - b.call_index);
+  const item = (c, depth) => {
+    const t = lin.tokens.get(c.call_index);
+    const row = h("div", { class: "lin-row" + (c.main_chain ? " main" : "") + (c.call_index === selected ? " sel" : "") },
+      h("span", { class: "lin-mark", "aria-hidden": "true" }, c.main_chain ? "★" : "·"),
+      h("a", { href: rolloutHref(id, c.call_index), "aria-label": "show call " + c.call_index }, "#" + c.call_index), " ",
+      relationBadge(c.relation),
+      c.parent !== null ? h("span", { class: "lin-parent" }, " of #" + c.parent) : "",
+      c.evidence && c.evidence !== "messages" && c.evidence !== "none" ? h("span", { class: "muted" }, ` (${c.evidence})`) : "",
+      c.main_chain ? h("span", { class: "badge b-main", title: "on the main chain" }, "main chain") : "",
+      c.completed ? "" : h("span", { class: "badge b-err" }, "not completed"),
+      h("span", { class: "muted" }, ` +${c.new_messages} message${c.new_messages === 1 ? "" : "s"}`), " ",
+      tokenBadge(t) === "—" ? "" : tokenBadge(t),
+      c.token_audit && !c.token_audit.ok ? h("span", { class: "badge b-err", title: `token ids differ at ${c.token_audit.position} (${c.token_audit.in})` }, "token audit failed") : "");
+    const sub = kids.get(c.call_index) || [];
+    return h("li", { "data-call": c.call_index, "data-relation": c.relation, "data-parent": c.parent ?? "", "data-main": c.main_chain ? "true" : "false" },
+      row, sub.length ? h("ul", {}, sub.map((k) => item(k, depth + 1))) : null);
+  };
+  const roots = lin.nodes.filter((c) => c.parent === null);
+  const inMain = (r) => { const stack = [r]; while (stack.length) { const c = stack.pop(); if (c.main_chain) return true; stack.push(...(kids.get(c.call_index) || [])); } return false; };
+  const main = roots.filter(inMain), side = roots.filter((r) => !inMain(r));
+  const sm = lin.summary;
+  const out = [h("p", { id: "lineage-summary" }, `Main chain ${fmtInt(sm.main_chain_length)} call${sm.main_chain_length === 1 ? "" : "s"}; ${fmtInt(sm.roots)} roots, ${fmtInt(sm.extends)} extends, ${fmtInt(sm.forks)} forks, ${fmtInt(sm.retries)} retries, ${fmtInt(sm.resamples)} resamples, ${fmtInt(sm.compactions)} compactions; ${fmtInt(sm.off_main_chain)} calls off the main chain.`)];
+  out.push(h("ul", { class: "lin-tree", id: "lineage-main", "aria-label": "Calls continuing the main chain" }, main.map((r) => item(r, 0))));
+  if (side.length) out.push(h("h3", {}, "Side calls (other roots)"), h("ul", { class: "lin-tree", id: "lineage-side", "aria-label": "Side calls" }, side.map((r) => item(r, 0))));
+  out.push(h("p", { class: "muted" }, "★ main chain. A call sits under its parent: extends (continues it), retry / resample (the same request again), fork (from an earlier point), compaction (a summary of it)."));
+  return h("section", { id: "lineage" }, out);
+}
+
+// lpColour maps a logprob to a background: probability 1 white-green, low probability red.
+function lpClass(lp) {
+  if (lp === null || lp === undefined) return "lp-none";
+  const p = Math.exp(lp);
+  return p >= 0.9 ? "lp-0" : p >= 0.5 ? "lp-1" : p >= 0.2 ? "lp-2" : p >= 0.05 ? "lp-3" : "lp-4";
+}
+
+// tokensView shows what package tokens read from the call: sources, counts, findings, then each
+// choice's generated tokens coloured by logprob, with the id, logprob and top logprobs on hover.
+function tokensView(t) {
+  const out = [h("h2", { id: "tokens-h" }, "Token data")];
+  if (!t) { out.push(h("p", { class: "muted", id: "tokens-none" }, "This call carries no token ids or logprobs.")); return out; }
+  t = obj(t);
+  out.push(h("dl", { class: "cards" }, card("Token source", orDash(t.token_source), "token-source"), card("Prompt token source", orDash(t.prompt_token_source), "prompt-token-source"),
+    card("Prompt ids", fmtInt(list(t.prompt_token_ids).length), "prompt-ids"), card("usage prompt", fmtInt(t.usage_prompt_tokens), "usage-prompt"),
+    card("usage completion", fmtInt(t.usage_completion_tokens), "usage-completion"), card("Streamed", t.streamed ? "yes" : "no", "streamed")));
+  const f = list(t.findings);
+  out.push(h("h3", {}, "Findings"), f.length ? h("ul", { id: "token-findings", class: "notice err" }, f.map((x) => h("li", { "data-code": x.code }, h("code", {}, x.code), x.choice !== undefined && x.choice !== null ? ` (choice ${x.choice})` : "", ": ", x.detail)))
+    : h("p", { id: "token-findings-none" }, "None: the ids, logprobs and usage agree."));
+  for (const c of list(t.choices)) {
+    const ids = list(c.token_ids), lps = list(c.logprobs), n = Math.max(ids.length, lps.length);
+    const spans = [];
+    for (let i = 0; i < n; i++) {
+      const lp = lps[i] || null, id = ids[i] ?? (lp ? lp.id : null);
+      const text = lp && lp.token !== "" ? lp.token : "⟨" + (id ?? "?") + "⟩";
+      let tip = `#${i} id ${id ?? "—"} · logprob ${lp && lp.logprob !== null ? lp.logprob.toFixed(4) + " (p " + Math.exp(lp.logprob).toFixed(3) + ")" : "—"}`;
+      for (const x of list(lp && lp.top_logprobs)) tip += `\n  ${JSON.stringify(x.token)}${x.id !== null && x.id !== undefined ? " id " + x.id : ""}: ${x.logprob !== null ? x.logprob.toFixed(4) : "—"}`;
+      spans.push(h("span", { class: "tok " + lpClass(lp ? lp.logprob : null), title: tip, tabindex: 0, "data-id": id ?? "", "data-i": i }, text));
+    }
+    out.push(h("h3", {}, `Choice ${c.index}: ${fmtInt(ids.length)} generated ids (${c.token_source}), ${fmtInt(lps.length)} logprobs`),
+      spans.length ? h("div", { class: "tokens", id: "tokens-" + c.index }, spans) : h("p", { class: "muted" }, "No generated tokens."));
+  }
+  out.push(h("p", { class: "muted" }, "Colour: the probability of the sampled token (exp logprob): green ≥ 0.9, then lighter to red below 0.05; grey without a logprob. Hover or focus a token for its id and top logprobs."));
+  return out;
 }
 
 function valueText(v) {
