@@ -272,9 +272,7 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int) error {
 	}
 	rec.Model = stringInto(model, &b.model, e.alias)
 	rec.ResponseStatus = stringInto(f.status, &b.responseStatus, e.alias)
-	st := getExtract(f) // what package dialect reads the shapes from, for both rules below
-	defer putExtract(st)
-	if s, ok := finishReasonText(f, st); ok {
+	if s, ok := finishReasonText(f); ok {
 		b.finishReason = s
 		rec.FinishReason = &b.finishReason
 	}
@@ -291,7 +289,7 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int) error {
 	rec.CacheCreationTokens = stats.CacheCreationTokens
 	rec.CacheHit, rec.CachedTokens = cacheSignal(&u, &b.tokens)
 	var reasoning bool
-	rec.ToolCalls, b.reasoning, reasoning = toolCallsAndReasoningText(f, st)
+	rec.ToolCalls, b.reasoning, reasoning = toolCallsAndReasoningText(f)
 	if reasoning {
 		rec.ReasoningContent = &b.reasoning
 	}
