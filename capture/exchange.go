@@ -80,6 +80,10 @@ type Exchange struct {
 	// did to the call: a compact JSON object {"engine", "added", "prompt_token_ids",
 	// "prompt_token_error"} (docs/format.md). It is written as is, not checked again.
 	TokenCapture json.RawMessage `json:"token_capture"`
+	// PathModel, written only when non-nil, is the model the request's URL path names (Gemini's
+	// /v1beta/models/<model>:generateContent; dialect.ModelOfPath), which the record's model falls
+	// back to when neither the response nor the request names one.
+	PathModel *string `json:"path_model"`
 }
 
 // EncodeExchange returns ex as one compact JSON line without the trailing newline, in the key order
@@ -184,6 +188,7 @@ func WriteExchange(w io.Writer, ex *Exchange) error {
 		e.raw(`,"` + schema.TokenCapture + `":`)
 		e.write(ex.TokenCapture)
 	}
+	e.keyStr(`,"`+schema.PathModel+`":`, ex.PathModel)
 	e.raw("}")
 	if e.err != nil {
 		return fmt.Errorf("encode exchange: %w", e.err)

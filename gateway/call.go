@@ -60,6 +60,7 @@ type call struct {
 	start            time.Time // wall clock plus monotonic reading
 	session          *string
 	assistantMessage *string
+	pathModel        *string // the model the path names (Gemini's), nil when none
 	claim            *capture.Claim  // set by the claiming goroutine before it closes claimed
 	claimed          chan struct{}   // closed once the claim exists (or failed)
 	request          json.RawMessage // for a large body, set by the goroutine that closes requestParsed
@@ -121,6 +122,9 @@ type call struct {
 func (h *Handler) serveCaptured(w http.ResponseWriter, r *http.Request, id string, d dialect.Dialect, guard *bodyGuard) {
 	c := &call{h: h, rolloutID: id, dialect: d, modelCallID: capture.NewModelCallID(), start: time.Now(), contentLength: -1}
 	c.session, c.assistantMessage = clientIDs(r.Header)
+	if m := dialect.ModelOfPath(r.URL.Path); m != "" {
+		c.pathModel = &m
+	}
 	c.noteTrace(r.Header)
 	h.inflight.add()
 	h.metrics.inFlight.Inc()
@@ -485,6 +489,7 @@ func (c *call) conclude(o outcome, held bool) {
 		PayloadsChecked:          true, // request by captureRequest, response by c.response
 		RequestCompact:           c.requestCompact,
 		TokenCapture:             c.tokenCaptureJSON(),
+		PathModel:                c.pathModel,
 	}
 	if c.firstByte {
 		ex.LatencyTTFTMS = ptr(capture.RoundMS(milliseconds(c.ttft)))

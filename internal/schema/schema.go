@@ -40,6 +40,7 @@ const (
 	ClientSessionID          = "client_session_id"
 	ClientAssistantMessageID = "client_assistant_message_id"
 	TokenCapture             = "token_capture"
+	PathModel                = "path_model"
 )
 
 // Keys of the record that are not line keys (docs/format.md, section 7.2); the record's other keys
@@ -104,6 +105,8 @@ var Line = [...]LineKey{
 	{Key: ClientSessionID, Present: WhenSet},
 	{Key: ClientAssistantMessageID, Present: WhenSet},
 	{Key: TokenCapture, Present: WhenSet, LineOnly: true},
+	// PathModel is not copied: the record's model falls back to it (a derived field).
+	{Key: PathModel, Present: WhenSet, LineOnly: true},
 }
 
 // RecordField is one field of the record.
