@@ -91,3 +91,34 @@ func firstElement(t *jsonscan.Tree, arr []byte) []byte {
 
 // nonEmptyString reports whether v is a JSON string other than "".
 func nonEmptyString(v []byte) bool { return jsonscan.IsString(v) && len(v) > 2 }
+
+// ResponseModelUsage reads what a response object says about itself at its top level, in whichever
+// dialect's members say it: the model that answered ("model", else Gemini's "modelVersion"; each a
+// non-empty string, else none) and the raw usage object ("usage", else Gemini's "usageMetadata";
+// nil when neither is present). The last member of a name wins, as the record builder reads them.
+// The gateway's access log and the OpenTelemetry export read a response through it; the record
+// builder has its own walk of the same members (package record).
+func ResponseModelUsage(obj []byte) (model string, usage []byte) {
+	var version string
+	var metadata []byte
+	jsonscan.EachMember(obj, func(key, v []byte) bool {
+		switch {
+		case jsonscan.KeyIs(key, "model"):
+			model, _ = jsonscan.String(v)
+		case jsonscan.KeyIs(key, "usage"):
+			usage = v
+		case jsonscan.KeyIs(key, "modelVersion"):
+			version, _ = jsonscan.String(v)
+		case jsonscan.KeyIs(key, "usageMetadata"):
+			metadata = v
+		}
+		return true
+	})
+	if model == "" {
+		model = version
+	}
+	if usage == nil {
+		usage = metadata
+	}
+	return model, usage
+}
