@@ -60,7 +60,7 @@ type call struct {
 	start            time.Time // wall clock plus monotonic reading
 	session          *string
 	assistantMessage *string
-	pathModel        *string // the model the path names (Gemini's), nil when none
+	pathModel        *string         // the model the path names (Gemini's), nil when none
 	claim            *capture.Claim  // set by the claiming goroutine before it closes claimed
 	claimed          chan struct{}   // closed once the claim exists (or failed)
 	request          json.RawMessage // for a large body, set by the goroutine that closes requestParsed
