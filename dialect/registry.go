@@ -57,6 +57,7 @@ var entries = [...]struct {
 	{Chat, chatDialect{}, 1},
 	{Messages, messagesDialect{}, 0},
 	{Gemini, geminiDialect{}, 3},
+	{Completions, completionsDialect{}, 4}, // its shape is Chat's choices: read by Chat's entry
 }
 
 // registry maps each dialect to its entry.
