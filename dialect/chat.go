@@ -24,8 +24,8 @@ type chatState struct {
 	promptIDs []byte // first prompt_token_ids that is an array (vLLM)
 	sglext    []byte // last truthy sglext (SGLang: input_ids, output_ids)
 	choices   map[int64]*chatChoice
-	sp      *spill
-	lim     *budget
+	sp        *spill
+	lim       *budget
 }
 
 type chatChoice struct {
