@@ -80,6 +80,10 @@ type Exchange struct {
 	// did to the call: a compact JSON object {"engine", "added", "prompt_token_ids",
 	// "prompt_token_error"} (docs/format.md). It is written as is, not checked again.
 	TokenCapture json.RawMessage `json:"token_capture"`
+	// ClientLogicalRequestID and ClientParentCallID are lineage evidence a harness declares in
+	// request headers (docs/format.md, section 3.6); the record does not carry them.
+	ClientLogicalRequestID *string `json:"client_logical_request_id"`
+	ClientParentCallID     *string `json:"client_parent_call_id"`
 	// PathModel, written only when non-nil, is the model the request's URL path names (Gemini's
 	// /v1beta/models/<model>:generateContent; dialect.ModelOfPath), which the record's model falls
 	// back to when neither the response nor the request names one.
@@ -188,6 +192,8 @@ func WriteExchange(w io.Writer, ex *Exchange) error {
 		e.raw(`,"` + schema.TokenCapture + `":`)
 		e.write(ex.TokenCapture)
 	}
+	e.keyStr(`,"`+schema.ClientLogicalRequestID+`":`, ex.ClientLogicalRequestID)
+	e.keyStr(`,"`+schema.ClientParentCallID+`":`, ex.ClientParentCallID)
 	e.keyStr(`,"`+schema.PathModel+`":`, ex.PathModel)
 	e.raw("}")
 	if e.err != nil {

@@ -40,6 +40,8 @@ const (
 	ClientSessionID          = "client_session_id"
 	ClientAssistantMessageID = "client_assistant_message_id"
 	TokenCapture             = "token_capture"
+	ClientLogicalRequestID   = "client_logical_request_id"
+	ClientParentCallID       = "client_parent_call_id"
 	PathModel                = "path_model"
 )
 
@@ -105,6 +107,8 @@ var Line = [...]LineKey{
 	{Key: ClientSessionID, Present: WhenSet},
 	{Key: ClientAssistantMessageID, Present: WhenSet},
 	{Key: TokenCapture, Present: WhenSet, LineOnly: true},
+	{Key: ClientLogicalRequestID, Present: WhenSet, LineOnly: true},
+	{Key: ClientParentCallID, Present: WhenSet, LineOnly: true},
 	// PathModel is not copied: the record's model falls back to it (a derived field).
 	{Key: PathModel, Present: WhenSet, LineOnly: true},
 }

@@ -1,4 +1,4 @@
-//go:build e2e
+//go:build e2e && unix
 
 package e2e
 
@@ -198,7 +198,10 @@ type upstreamRig struct {
 	tap        *Tap
 	proxy      *modelcallsProc
 	captureDir string
-	scripted   *Scripted // nil for llama-server
+	// upstreamURL is the model server's address (behind the tap): what each harness's own setup
+	// names; `modelcalls run` points it at the gateway.
+	upstreamURL string
+	scripted    *Scripted // nil for llama-server
 	// answer is the text the harness must print, given the nonce in its hello.txt.
 	answer func(nonce string) string
 	// twoTurns: the upstream drives a tool call, so every harness must make at least two calls.
@@ -263,7 +266,7 @@ func (s *suite) newRig(t *testing.T, name, dir, upstreamURL string) *upstreamRig
 	tap, front := tapIn(t, upstreamURL)
 	capDir := filepath.Join(dir, "capture")
 	p := startProxy(t, s.bin, front.URL, capDir, filepath.Join(dir, "proxy.log"))
-	return &upstreamRig{name: name, bin: s.bin, tap: tap, proxy: p, captureDir: capDir, stopUpstream: front.Close}
+	return &upstreamRig{name: name, bin: s.bin, tap: tap, proxy: p, captureDir: capDir, stopUpstream: front.Close, upstreamURL: front.URL}
 }
 
 // runMatrix runs every selected harness run through rig, then the probe, merge and shutdown checks.
@@ -333,17 +336,19 @@ func (s *suite) runOne(t *testing.T, rig *upstreamRig, run harnessRun, exe, proj
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	rollBase := rig.proxy.base + "/ng-rollout/" + rolloutID
-	base := run.baseURL(rollBase)
-	args, env := run.command(t, home, base, harnessPrompt)
+	// The harness is set up as its user would set it up for the model server itself, and started
+	// through `modelcalls run`, which starts a gateway of its own writing to the rig's capture dir
+	// and points the harness at it: by environment variables, or by the harness's own override
+	// mechanism (Codex -c, opencode OPENCODE_CONFIG_CONTENT, pi PI_CODING_AGENT_DIR).
+	harnessArgs, env := run.command(t, home, run.baseURL(rig.upstreamURL), harnessPrompt)
+	args := append([]string{"run", "--rollout", rolloutID, "--upstream", rig.upstreamURL, "--capture-dir", rig.captureDir, "--name", proxyName, "--", exe}, harnessArgs...)
 
 	rig.tap.Take() // nothing from an earlier run may count for this one
 	if rig.scripted != nil {
 		rig.scripted.Take()
 	}
 	started := time.Now()
-	runExe, runArgs := run.argv(exe, rig.bin, rig.proxy.base, rolloutID, args)
-	stdout, stderr, err := runProcess(runExe, runArgs, env, home, project, harnessTimeout)
+	stdout, stderr, err := runProcess(rig.bin, args, env, home, project, harnessTimeout)
 	wall := time.Since(started)
 	finished := time.Now()
 	writeFile(t, filepath.Join(runDir, "stdout"), stdout)
