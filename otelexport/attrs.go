@@ -70,9 +70,8 @@ type requestInfo struct {
 	stream        bool
 }
 
-// scanPayloads reads request.model, request.stream and response.model, else Gemini's
-// response.modelVersion (top-level members only; a response model that is not a non-empty string
-// is none).
+// scanPayloads reads request.model, request.stream and the model the response names in its
+// dialect's members (dialect.ResponseModelUsage; a model that is not a non-empty string is none).
 func scanPayloads(rec *record.ModelCallRecord) requestInfo {
 	ri := scanRequest(rec.Request)
 	if m, _ := dialect.ResponseModelUsage(rec.Response); m != "" {
