@@ -84,9 +84,9 @@ type Exchange struct {
 	// request headers (docs/format.md, section 3.6); the record does not carry them.
 	ClientLogicalRequestID *string `json:"client_logical_request_id"`
 	ClientParentCallID     *string `json:"client_parent_call_id"`
-	// PathModel, written only when non-nil, is the model the request's URL path names (Gemini's
-	// /v1beta/models/<model>:generateContent; dialect.ModelOfPath), which the record's model falls
-	// back to when neither the response nor the request names one.
+	// PathModel, written only when non-nil, is the model the request's URL path names (a dialect
+	// whose paths hold the model; dialect.ModelOfPath), which the record's model falls back to
+	// when neither the response nor the request names one.
 	PathModel *string `json:"path_model"`
 }
 
