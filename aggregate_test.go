@@ -2,6 +2,8 @@ package modelcalls
 
 import (
 	"testing"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest/capturefile"
 )
 
 func TestAggregateRecords(t *testing.T) {
@@ -45,8 +47,8 @@ func TestAggregateRecords(t *testing.T) {
 
 func TestAggregateMetrics(t *testing.T) {
 	dir := t.TempDir()
-	writeCapture(t, dir, "r", ok("a", 10)+"\n"+ok("b", 5)+"\n")
-	m, err := AggregateMetrics(openStore(t, dir), "r")
+	capturefile.WriteCapture(t, dir, "r", ok("a", 10)+"\n"+ok("b", 5)+"\n")
+	m, err := AggregateMetrics(capturefile.OpenStore(t, dir), "r")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,15 +2,13 @@ package modelcalls
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest/capturefile"
 )
 
 // Benchmark sizes: the merge of a large run, 10,000 rollouts of 20 calls each (-short: 100).
@@ -23,42 +21,12 @@ const (
 // fixtures (Responses, Chat and Messages; JSON and reassembled streams; errors; 0.4 to 21 KB).
 func benchLinePool(b *testing.B) [][]byte {
 	var pool [][]byte
-	for _, l := range gymLines(b) {
+	for _, l := range capturefile.GymLines(b, "testdata") {
 		if _, err := BuildRecord(l, 0); err == nil {
 			pool = append(pool, l)
 		}
 	}
 	return pool
-}
-
-// writeBenchCapture writes rollouts capture files of callsPer lines each into dir, cycling through
-// the pool with a fresh 32-hex model_call_id per line, and returns the rollout records (JSONL
-// lines in Gym's style) and the total capture bytes.
-func writeBenchCapture(b *testing.B, dir string, rollouts, callsPer int) ([][]byte, int64) {
-	pool := benchLinePool(b)
-	var total int64
-	records := make([][]byte, rollouts)
-	var buf bytes.Buffer
-	n := 0
-	for r := range rollouts {
-		buf.Reset()
-		for range callsPer {
-			line := bytes.Clone(pool[n%len(pool)])
-			if i := bytes.Index(line, []byte(`"model_call_id":"`)); i >= 0 && len(line) > i+17+32 {
-				copy(line[i+17:], fmt.Sprintf("%032x", n))
-			}
-			n++
-			buf.Write(line)
-			buf.WriteByte('\n')
-		}
-		id := fmt.Sprintf("%d-%d", r/100, r%100)
-		if err := os.WriteFile(filepath.Join(dir, id+".capture.jsonl"), buf.Bytes(), 0o640); err != nil {
-			b.Fatal(err)
-		}
-		total += int64(buf.Len())
-		records[r] = fmt.Appendf(nil, `{"_ng_task_index": %d, "_ng_rollout_index": %d, "responses_create_params": {"input": "task %d"}, "reward": 1.0}`, r/100, r%100, r)
-	}
-	return records, total
 }
 
 // BenchmarkMerge merges every rollout record of a 10,000 x 20 capture dir (one op = the whole run).
@@ -70,7 +38,7 @@ func BenchmarkMerge(b *testing.B) {
 		rollouts = 100
 	}
 	dir := b.TempDir()
-	records, captureBytes := writeBenchCapture(b, dir, rollouts, benchCallsPerRollout)
+	records, captureBytes := capturefile.WriteBenchCapture(b, dir, benchLinePool(b), rollouts, benchCallsPerRollout)
 	m, err := NewMerger([]string{dir}, MergeOptions{})
 	if err != nil {
 		b.Fatal(err)

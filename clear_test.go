@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest/capturefile"
 	"github.com/modelcalls/modelcalls/rollout"
 )
 
@@ -16,14 +17,14 @@ import (
 // id-less rows, is a no-op without dirs, and propagates errors.
 func TestClearCaptures(t *testing.T) {
 	dir := t.TempDir()
-	s := openStore(t, dir)
+	s := capturefile.OpenStore(t, dir)
 	for _, id := range []string{"0-0", "0-1", "x-a1"} {
-		writeCapture(t, dir, id, ok("c", 1)+"\n")
+		capturefile.WriteCapture(t, dir, id, ok("c", 1)+"\n")
 		if err := s.MarkIncomplete(id); err != nil {
 			t.Fatal(err)
 		}
 	}
-	claimCall(t, s, "0-0", "stale-call")
+	capturefile.ClaimCall(t, s, "0-0", "stale-call")
 	records := [][]byte{
 		[]byte(`{"_ng_task_index": 0, "_ng_rollout_index": 0}`),
 		[]byte(`{"prompt": "no id here"}`),
@@ -118,12 +119,12 @@ func TestClearRollout(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dirs := []string{t.TempDir(), t.TempDir()}
-			stores := []*capture.Store{openStore(t, dirs[0]), openStore(t, dirs[1])}
+			stores := []*capture.Store{capturefile.OpenStore(t, dirs[0]), capturefile.OpenStore(t, dirs[1])}
 			if c.capture {
-				writeCapture(t, dirs[0], "r", ok("c", 1)+"\n")
+				capturefile.WriteCapture(t, dirs[0], "r", ok("c", 1)+"\n")
 			}
 			if c.live {
-				claim := claimCall(t, stores[0], "r", "in-flight")
+				claim := capturefile.ClaimCall(t, stores[0], "r", "in-flight")
 				t.Cleanup(func() { claim.Release() })
 			}
 			got, err := ClearRollout(context.Background(), stores, "r", c.wait, c.force)
@@ -144,9 +145,9 @@ func TestClearRollout(t *testing.T) {
 
 	// A cancelled wait is an error and removes nothing.
 	dir := t.TempDir()
-	s := openStore(t, dir)
-	writeCapture(t, dir, "r", ok("c", 1)+"\n")
-	claim := claimCall(t, s, "r", "in-flight")
+	s := capturefile.OpenStore(t, dir)
+	capturefile.WriteCapture(t, dir, "r", ok("c", 1)+"\n")
+	claim := capturefile.ClaimCall(t, s, "r", "in-flight")
 	defer claim.Release()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

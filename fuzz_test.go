@@ -8,34 +8,22 @@ import (
 	"path/filepath"
 	"testing"
 	"unicode/utf8"
-)
 
-// gymLines returns every line of the Gym-written capture dir (seeds and benchmark material).
-func gymLines(t testing.TB) [][]byte {
-	t.Helper()
-	files, err := filepath.Glob("testdata/gym-capture/capture/*.capture.jsonl")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("gym capture files: %v", err)
-	}
-	var lines [][]byte
-	for _, f := range files {
-		lines = append(lines, readLines(t, f)...)
-	}
-	return lines
-}
+	"github.com/modelcalls/modelcalls/internal/capturetest/capturefile"
+)
 
 // FuzzMergeSplice: a merge never panics; a line it does not attach to comes back unchanged, and a
 // line it attaches to keeps every byte outside the spliced values (checkSplice, which finds the
 // values with encoding/json, not with this package's scanner).
 func FuzzMergeSplice(f *testing.F) {
 	for _, path := range []string{"testdata/merge/splice.in.jsonl", "testdata/gym-capture/rollouts.jsonl"} {
-		for _, l := range readLines(f, path) {
+		for _, l := range capturefile.ReadLines(f, path) {
 			f.Add(l)
 		}
 	}
 	dir := f.TempDir()
-	writeCapture(f, dir, "0-0", ok("call-00", 20)+"\n"+ok("call-01", 5)+"\n")
-	writeCapture(f, dir, "u-1", ok("call-u1", 10)+"\n{torn\n")
+	capturefile.WriteCapture(f, dir, "0-0", ok("call-00", 20)+"\n"+ok("call-01", 5)+"\n")
+	capturefile.WriteCapture(f, dir, "u-1", ok("call-u1", 10)+"\n{torn\n")
 	if err := os.WriteFile(filepath.Join(dir, "0-1.capture.incomplete"), nil, 0o640); err != nil {
 		f.Fatal(err)
 	}

@@ -67,13 +67,14 @@ var importRules = map[string][]string{
 	"cmd/modelcalls": {"internal/cli"},
 
 	// Test helpers: imported by tests only (testOnly).
-	"internal/capturetest":            {"capture", "record"},
-	"internal/capturetest/jsonmember": nil,
-	"internal/jsonscan/orjsonrules":   nil,
+	"internal/capturetest":             {"capture", "record"},
+	"internal/capturetest/capturefile": {"capture", "rollout"},
+	"internal/capturetest/jsonmember":  nil,
+	"internal/jsonscan/orjsonrules":    nil,
 }
 
 // testOnly are the packages no non-test file outside test/ may import.
-var testOnly = []string{"internal/capturetest", "internal/capturetest/jsonmember", "internal/jsonscan/orjsonrules"}
+var testOnly = []string{"internal/capturetest", "internal/capturetest/capturefile", "internal/capturetest/jsonmember", "internal/jsonscan/orjsonrules"}
 
 // TestImportRules checks every module package's imports (as `go list` reports them, for linux,
 // darwin and windows) against importRules. Packages under test/ (benchmarks, e2e, reliability

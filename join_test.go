@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest/capturefile"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
 	"github.com/modelcalls/modelcalls/rollout"
 )
@@ -50,7 +51,7 @@ func invocationRefs(t *testing.T, b map[string]any, invocation string) string {
 	for _, r := range b["records"].([]any) {
 		rec := r.(map[string]any)
 		if rec["kind"] == "agent_invocation" && rec["invocation_id"] == invocation {
-			return jsonOf(rec["model_calls"])
+			return capturefile.JSONOf(rec["model_calls"])
 		}
 	}
 	t.Fatalf("invocation %s not found", invocation)
@@ -59,7 +60,7 @@ func invocationRefs(t *testing.T, b map[string]any, invocation string) string {
 
 func canon(modelCallID, responseID string) string {
 	c := call(modelCallID, responseID, 0)
-	return normJSON(jsonOf(canonicalRef(&c)))
+	return normJSON(capturefile.JSONOf(canonicalRef(&c)))
 }
 
 // normJSON re-encodes a JSON text with sorted keys, so texts compare by value.
@@ -70,7 +71,7 @@ func normJSON(s string) string {
 	if err := d.Decode(&v); err != nil {
 		return "<invalid " + s + ">"
 	}
-	return jsonOf(v)
+	return capturefile.JSONOf(v)
 }
 
 // As NeMo Gym's join tests check it: an exact (model_ref, response_id) ref resolves, a producer ownership gap
@@ -89,7 +90,7 @@ func TestJoinResolvesExactRef(t *testing.T) {
 	}
 	want := `[{"code":"model_call_ownership_unavailable","invocation_id":"root"},{"code":"agent_transcript_unavailable"},` +
 		`{"code":"model_call_ownership_unavailable","detail":"capture:b1:call_index=1"}]`
-	if g := jsonOf(got["gaps"]); g != normJSON(want) {
+	if g := capturefile.JSONOf(got["gaps"]); g != normJSON(want) {
 		t.Errorf("gaps\n got %s\nwant %s", g, want)
 	}
 	if n := len(got["records"].([]any)); n != 2 {
@@ -113,7 +114,7 @@ func TestJoinAmbiguousIsNotGuessed(t *testing.T) {
 	want := `[{"code":"model_call_reference_ambiguous","invocation_id":"root","detail":"dup"},` +
 		`{"code":"model_call_ownership_unavailable","detail":"capture:a1:call_index=0"},` +
 		`{"code":"model_call_ownership_unavailable","detail":"capture:a2:call_index=1"}]`
-	if g := jsonOf(got["gaps"]); g != normJSON(want) {
+	if g := capturefile.JSONOf(got["gaps"]); g != normJSON(want) {
 		t.Errorf("gaps\n got %s\nwant %s", g, want)
 	}
 }
@@ -132,12 +133,12 @@ func TestJoinConflictUnmatchedIdempotent(t *testing.T) {
 		`{"code":"model_call_reference_unmatched","invocation_id":"two","detail":"b1"},` +
 		`{"code":"model_call_ownership_unavailable","detail":"capture:b1:call_index=1"},` +
 		`{"code":"model_call_ownership_unavailable","detail":"capture:unknown:call_index=2"}]`
-	if g := jsonOf(got["gaps"]); g != normJSON(want) {
+	if g := capturefile.JSONOf(got["gaps"]); g != normJSON(want) {
 		t.Errorf("gaps\n got %s\nwant %s", g, want)
 	}
 	twice := bundleJSON(t, JoinModelCallObservations(once, calls))
-	if jsonOf(twice) != jsonOf(got) {
-		t.Errorf("second join differs\nonce  %s\ntwice %s", jsonOf(got), jsonOf(twice))
+	if capturefile.JSONOf(twice) != capturefile.JSONOf(got) {
+		t.Errorf("second join differs\nonce  %s\ntwice %s", capturefile.JSONOf(got), capturefile.JSONOf(twice))
 	}
 }
 
@@ -156,23 +157,23 @@ func TestJoinCompactions(t *testing.T) {
 			"after_model_call":{"model_call_id":"loose"}}]}`)
 	out := JoinModelCallObservations(b, calls)
 	same := out.Records[2].(*rollout.ContextCompactionObservation)
-	if normJSON(jsonOf(same.BeforeModelCall)) != canon("before", "") || normJSON(jsonOf(same.ModelCalls)) != "["+canon("compact", "")+"]" ||
-		normJSON(jsonOf(same.AfterModelCall)) != canon("after", "") {
-		t.Errorf("same-invocation compaction not resolved: %s", jsonOf(same))
+	if normJSON(capturefile.JSONOf(same.BeforeModelCall)) != canon("before", "") || normJSON(capturefile.JSONOf(same.ModelCalls)) != "["+canon("compact", "")+"]" ||
+		normJSON(capturefile.JSONOf(same.AfterModelCall)) != canon("after", "") {
+		t.Errorf("same-invocation compaction not resolved: %s", capturefile.JSONOf(same))
 	}
 	cross := out.Records[3].(*rollout.ContextCompactionObservation)
-	if normJSON(jsonOf(cross.BeforeModelCall)) != normJSON(`{"model_call_id":"compact","model_ref":null,"response_id":null}`) {
-		t.Errorf("conflicting before_model_call rewritten: %s", jsonOf(cross.BeforeModelCall))
+	if normJSON(capturefile.JSONOf(cross.BeforeModelCall)) != normJSON(`{"model_call_id":"compact","model_ref":null,"response_id":null}`) {
+		t.Errorf("conflicting before_model_call rewritten: %s", capturefile.JSONOf(cross.BeforeModelCall))
 	}
-	if normJSON(jsonOf(cross.AfterModelCall)) != canon("loose", "") {
-		t.Errorf("unowned after_model_call not resolved: %s", jsonOf(cross.AfterModelCall))
+	if normJSON(capturefile.JSONOf(cross.AfterModelCall)) != canon("loose", "") {
+		t.Errorf("unowned after_model_call not resolved: %s", capturefile.JSONOf(cross.AfterModelCall))
 	}
 	want := `[{"code":"model_call_reference_conflict","invocation_id":"other","detail":"model_calls:compact"},` +
 		`{"code":"model_call_ownership_unavailable","invocation_id":"other","detail":"model_calls:loose"},` +
 		`{"code":"model_call_reference_unmatched","invocation_id":"other","detail":"model_calls:ghost"},` +
 		`{"code":"model_call_reference_conflict","invocation_id":"other","detail":"before_model_call:compact"},` +
 		`{"code":"model_call_ownership_unavailable","detail":"capture:loose:call_index=4"}]`
-	if g := normJSON(jsonOf(out.Gaps)); g != normJSON(want) {
+	if g := normJSON(capturefile.JSONOf(out.Gaps)); g != normJSON(want) {
 		t.Errorf("gaps\n got %s\nwant %s", g, want)
 	}
 }
@@ -195,7 +196,7 @@ func TestJoinClientSession(t *testing.T) {
 	if refs := invocationRefs(t, got, "sess-sub"); refs != "["+canon("s3", "")+"]" {
 		t.Errorf("sub refs = %s", refs)
 	}
-	if g := jsonOf(got["gaps"]); g != normJSON(`[{"code":"model_call_ownership_unavailable","detail":"capture:x1:call_index=2"}]`) {
+	if g := capturefile.JSONOf(got["gaps"]); g != normJSON(`[{"code":"model_call_ownership_unavailable","detail":"capture:x1:call_index=2"}]`) {
 		t.Errorf("gaps = %s", g)
 	}
 }
@@ -209,8 +210,8 @@ func TestMergeJoinsObservations(t *testing.T) {
 		return capture.Exchange{Dialect: "responses", StatusCode: ptr(200), Request: json.RawMessage(`{"model":"m"}`),
 			Response: json.RawMessage(`{"id":"` + id + `","status":"completed","usage":{"input_tokens":3,"output_tokens":2}}`)}
 	}
-	l1, l2 := exchangeLine(t, resp("resp_1")), exchangeLine(t, resp("resp_2"))
-	writeCapture(t, dir, "1-0", string(l1)+"\n"+string(l2)+"\n")
+	l1, l2 := capturefile.ExchangeLine(t, resp("resp_1")), capturefile.ExchangeLine(t, resp("resp_2"))
+	capturefile.WriteCapture(t, dir, "1-0", string(l1)+"\n"+string(l2)+"\n")
 	id1 := jsonscan.Lookup(l1, "model_call_id")
 	id2 := jsonscan.Lookup(l2, "model_call_id")
 	line := []byte(`{"_ng_task_index": 1, "_ng_rollout_index": 0, "output": [{"type": "message", "content": "answer <b>&"}], "reward": 0.75, ` +
@@ -230,15 +231,15 @@ func TestMergeJoinsObservations(t *testing.T) {
 			t.Errorf("refs\n got %s\nwant %s", refs, wantRef)
 		}
 		wantGaps := `[{"code":"model_call_ownership_unavailable","detail":"capture:` + string(bytes.Trim(id2, `"`)) + `:call_index=1"}]`
-		if g := jsonOf(obs["gaps"]); g != normJSON(wantGaps) {
+		if g := capturefile.JSONOf(obs["gaps"]); g != normJSON(wantGaps) {
 			t.Errorf("observation gaps\n got %s\nwant %s", g, wantGaps)
 		}
 		c := got[FieldModelCallCapture].(map[string]any)
-		if jsonOf(c["metrics"]) != `{"cached_tokens":null,"latency_total_ms":1500.0,"num_calls":2,"tokens_in":6,"tokens_out":4,"tokens_reasoning":null,"tokens_total":10}` {
-			t.Errorf("metrics = %s", jsonOf(c["metrics"]))
+		if capturefile.JSONOf(c["metrics"]) != `{"cached_tokens":null,"latency_total_ms":1500.0,"num_calls":2,"tokens_in":6,"tokens_out":4,"tokens_reasoning":null,"tokens_total":10}` {
+			t.Errorf("metrics = %s", capturefile.JSONOf(c["metrics"]))
 		}
 		if _, has := c["gaps"]; has {
-			t.Errorf("capture gaps = %s, want none", jsonOf(c["gaps"]))
+			t.Errorf("capture gaps = %s, want none", capturefile.JSONOf(c["gaps"]))
 		}
 		for _, call := range c["calls"].([]any) {
 			for _, f := range payloadFields {
@@ -261,10 +262,10 @@ func TestMergeObservationsWithoutCapture(t *testing.T) {
 		t.Fatalf("merge: %v %+v", err, res)
 	}
 	got := decodeObject(t, out)
-	if g := jsonOf(got[FieldModelCallCapture].(map[string]any)["gaps"]); g != normJSON(`[{"code":"model_call_capture_no_records"}]`) {
+	if g := capturefile.JSONOf(got[FieldModelCallCapture].(map[string]any)["gaps"]); g != normJSON(`[{"code":"model_call_capture_no_records"}]`) {
 		t.Errorf("capture gaps = %s", g)
 	}
-	if g := jsonOf(got[FieldAgentObservations].(map[string]any)["gaps"]); g != normJSON(`[{"code":"model_call_reference_unmatched","invocation_id":"root","detail":"missing"}]`) {
+	if g := capturefile.JSONOf(got[FieldAgentObservations].(map[string]any)["gaps"]); g != normJSON(`[{"code":"model_call_reference_unmatched","invocation_id":"root","detail":"missing"}]`) {
 		t.Errorf("observation gaps = %s", g)
 	}
 }
@@ -272,7 +273,7 @@ func TestMergeObservationsWithoutCapture(t *testing.T) {
 // An invalid bundle is left byte-for-byte as it was and reported as agent_observation_join_failed.
 func TestMergeInvalidObservationsUntouched(t *testing.T) {
 	dir := t.TempDir()
-	writeCapture(t, dir, "r", ok("a", 1)+"\n")
+	capturefile.WriteCapture(t, dir, "r", ok("a", 1)+"\n")
 	for name, obs := range map[string]string{
 		"unknown field":       `{"source": "x", "records": [], "extra": 1}`,
 		"duplicate ids":       `{"source": "x", "records": [{"kind": "agent_invocation", "invocation_id": "a"}, {"kind": "agent_invocation", "invocation_id": "a"}]}`,
@@ -299,7 +300,7 @@ func TestMergeInvalidObservationsUntouched(t *testing.T) {
 // 10000000000000000.
 func TestMergeObservationNumbersKeepTheirForm(t *testing.T) {
 	dir := t.TempDir()
-	writeCapture(t, dir, "r", ok("a", 1)+"\n")
+	capturefile.WriteCapture(t, dir, "r", ok("a", 1)+"\n")
 	line := []byte(`{"_ng_rollout_id": "r", "ng_agent_observations": {"source": "x", "records": [` +
 		`{"kind": "agent_invocation", "invocation_id": "root", "duration_ms": 1.0, "model_calls": [{"model_call_id": "a"}]},` +
 		`{"kind": "tool_call", "invocation_id": "root", "tool_call_id": "t", "started_at": 1e16, "completed_at": 1e+16}]}}`)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest/capturefile"
 )
 
 // gymDifferences are the places where our merge of testdata/gym-capture/rollouts.jsonl against the
@@ -35,8 +37,8 @@ var seedAdditions = []string{"response_source", "upstream_attempted", "upstream_
 
 // TestMergeAgreesWithGym checks the rules of docs/format.md, sections 6-8 (read, record, attachment).
 func TestMergeAgreesWithGym(t *testing.T) {
-	in := readLines(t, "testdata/gym-capture/rollouts.jsonl")
-	want := readLines(t, "testdata/gym-capture/merged-by-gym.jsonl")
+	in := capturefile.ReadLines(t, "testdata/gym-capture/rollouts.jsonl")
+	want := capturefile.ReadLines(t, "testdata/gym-capture/merged-by-gym.jsonl")
 	if len(in) != len(want) || len(in) < 40 {
 		t.Fatalf("%d rollouts, %d merged", len(in), len(want))
 	}
@@ -60,8 +62,8 @@ func TestMergeAgreesWithGym(t *testing.T) {
 		ours := decodeObject(t, out)
 		gym := decodeObject(t, want[i])
 		for k, v := range gym {
-			if k != "ng_model_call_capture" && jsonOf(ours[k]) != jsonOf(v) {
-				t.Errorf("%s: field %s = %s, Gym has %s", res.RolloutID, k, jsonOf(ours[k]), jsonOf(v))
+			if k != "ng_model_call_capture" && capturefile.JSONOf(ours[k]) != capturefile.JSONOf(v) {
+				t.Errorf("%s: field %s = %s, Gym has %s", res.RolloutID, k, capturefile.JSONOf(ours[k]), capturefile.JSONOf(v))
 			}
 		}
 		oc := ours["ng_model_call_capture"].(map[string]any)
@@ -96,7 +98,7 @@ func diffJSON(path string, g, o any) []string {
 	case map[string]any:
 		ov, ok := o.(map[string]any)
 		if !ok {
-			return []string{fmt.Sprintf("%s: gym=%s ours=%s", path, jsonOf(g), jsonOf(o))}
+			return []string{fmt.Sprintf("%s: gym=%s ours=%s", path, capturefile.JSONOf(g), capturefile.JSONOf(o))}
 		}
 		var out []string
 		for k, v := range gv {
@@ -108,14 +110,14 @@ func diffJSON(path string, g, o any) []string {
 		}
 		for k, v := range ov {
 			if _, ok := gv[k]; !ok && v != nil {
-				out = append(out, fmt.Sprintf("%s.%s: gym=<absent> ours=%s", path, k, jsonOf(v)))
+				out = append(out, fmt.Sprintf("%s.%s: gym=<absent> ours=%s", path, k, capturefile.JSONOf(v)))
 			}
 		}
 		return out
 	case []any:
 		ov, ok := o.([]any)
 		if !ok || len(ov) != len(gv) {
-			return []string{fmt.Sprintf("%s: gym=%s ours=%s", path, jsonOf(g), jsonOf(o))}
+			return []string{fmt.Sprintf("%s: gym=%s ours=%s", path, capturefile.JSONOf(g), capturefile.JSONOf(o))}
 		}
 		var out []string
 		for i := range gv {
@@ -124,7 +126,7 @@ func diffJSON(path string, g, o any) []string {
 		return out
 	}
 	if !sameScalar(g, o) {
-		return []string{fmt.Sprintf("%s: gym=%s ours=%s", path, jsonOf(g), jsonOf(o))}
+		return []string{fmt.Sprintf("%s: gym=%s ours=%s", path, capturefile.JSONOf(g), capturefile.JSONOf(o))}
 	}
 	return nil
 }
@@ -139,14 +141,14 @@ func sameScalar(a, b any) bool {
 		bf, err2 := bn.Float64()
 		return err1 == nil && err2 == nil && af == bf && isIntText(an) == isIntText(bn)
 	}
-	return jsonOf(a) == jsonOf(b)
+	return capturefile.JSONOf(a) == capturefile.JSONOf(b)
 }
 
 func isIntText(n json.Number) bool { return !strings.ContainsAny(string(n), ".eE") }
 
 // TestMergerConcurrent: one Merger used by many goroutines gives what sequential merges give.
 func TestMergerConcurrent(t *testing.T) {
-	in := readLines(t, "testdata/gym-capture/rollouts.jsonl")
+	in := capturefile.ReadLines(t, "testdata/gym-capture/rollouts.jsonl")
 	m, err := NewMerger([]string{"testdata/gym-capture/capture"}, MergeOptions{DrainTimeout: -1, IncludePayloads: true})
 	if err != nil {
 		t.Fatal(err)

@@ -5,27 +5,9 @@ import (
 	"context"
 	"strings"
 	"testing"
-)
 
-// rawEscapes are JSON string tokens of request_raw/response_raw values as writers other than ours
-// may put them in a line: escapes our writer never produces next to the ones it does, and the
-// characters it writes as they are (é, U+2028, a U+FFFD that replaced invalid UTF-8).
-var rawEscapes = []struct{ tok, want string }{
-	{`""`, `""`},
-	{`"plain text"`, `"plain text"`},
-	{`"data: {\"a\":1}\n\n"`, `"data: {\"a\":1}\n\n"`},
-	{`"a\/b"`, `"a/b"`},
-	{`"caf\u00e9 caf\u00E9 café"`, `"café café café"`},
-	{`"\ud83d\ude00 \uD83D\uDE00 😀"`, `"😀 😀 😀"`},
-	{`"\u0001\u001f\u001F\u0000\u007f"`, `"\u0001\u001f\u001f\u0000` + "\x7f" + `"`},
-	{`"\u0008\u0009\u000a\u000c\u000d\b\t\n\f\r"`, `"\b\t\n\f\r\b\t\n\f\r"`},
-	{`"\u0022\u005c\"\\"`, `"\"\\\"\\"`},
-	{`"\u2028\u2029` + "\u2028" + `"`, `"` + "\u2028\u2029\u2028" + `"`},
-	{`"bad \ufffd byte ` + "\ufffd" + `"`, `"bad ` + "\ufffd" + ` byte ` + "\ufffd" + `"`},
-	{`"\\\/\\"`, `"\\/\\"`},
-	{`"\u0041\u00e9\u4e2d\ud800\udc00"`, `"Aé中` + "\U00010000" + `"`},
-	{`"ends in escape \n"`, `"ends in escape \n"`},
-}
+	"github.com/modelcalls/modelcalls/internal/capturetest/capturefile"
+)
 
 // TestMergePayloadsByteIdentical: with payloads, Merge writes raw texts from their tokens; the
 // merged line must be byte for byte the line built from decoded records (ReadAvailableRecords,
@@ -34,26 +16,26 @@ var rawEscapes = []struct{ tok, want string }{
 func TestMergePayloadsByteIdentical(t *testing.T) {
 	const env = `{"model_call_id":"%s","dialect":"chat","model_ref":null,"started_at":1.0,"completed_at":2.0,"latency_ms":5.0,"latency_ttft_ms":null,"status_code":200,"error_category":null,"request":{"model":"m","x":"\/\u00e9"},"response":null`
 	var lines []string
-	for i, c := range rawEscapes {
+	for i, c := range capturefile.RawEscapes {
 		id := strings.Repeat(string(rune('a'+i%6)), 32)
 		l := strings.Replace(env, "%s", id, 1)
 		switch i % 3 {
 		case 0:
-			l += `,"response_raw":` + c.tok + `}`
+			l += `,"response_raw":` + c.Tok + `}`
 		case 1:
-			l += `,"request_raw":` + c.tok + `,"response_raw":` + rawEscapes[len(rawEscapes)-1-i].tok + `}`
+			l += `,"request_raw":` + c.Tok + `,"response_raw":` + capturefile.RawEscapes[len(capturefile.RawEscapes)-1-i].Tok + `}`
 		default:
-			l += `,"request_raw":` + c.tok + `,"response_raw":12}`
+			l += `,"request_raw":` + c.Tok + `,"response_raw":12}`
 		}
 		lines = append(lines, l)
 	}
 	// A damaged line in between keeps its index but gives no call.
 	lines = append(lines[:3], append([]string{`{"model_call_id":7}`}, lines[3:]...)...)
 	dir := t.TempDir()
-	writeCapture(t, dir, "r", strings.Join(lines, "\n")+"\n")
+	capturefile.WriteCapture(t, dir, "r", strings.Join(lines, "\n")+"\n")
 
-	recs, damaged, err := ReadAvailableRecords(openStore(t, dir), "r")
-	if err != nil || damaged != 1 || len(recs) != len(rawEscapes) {
+	recs, damaged, err := ReadAvailableRecords(capturefile.OpenStore(t, dir), "r")
+	if err != nil || damaged != 1 || len(recs) != len(capturefile.RawEscapes) {
 		t.Fatalf("read: %d records, %d damaged, %v", len(recs), damaged, err)
 	}
 	value := []byte(`{"rollout_id":"r","metrics":`)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest/capturefile"
 	"github.com/modelcalls/modelcalls/record"
 )
 
@@ -18,7 +19,7 @@ import (
 // rollout record lines of all three.
 func writeScratchRollouts(t *testing.T, dir string) [][]byte {
 	t.Helper()
-	lines := gymLines(t)
+	lines := capturefile.GymLines(t, "testdata")
 	for id, n := range map[string]int{"0-0": 80, "0-1": 3} {
 		var buf bytes.Buffer
 		for k := range n {
@@ -103,7 +104,7 @@ func TestMergeScratchRelease(t *testing.T) {
 	sc.release()
 	for i, r := range sc.records[:cap(sc.records)] {
 		if r.ModelCallID != nil || r.Request != nil || r.Response != nil || r.ResponseRaw != nil || r.ToolCalls != nil {
-			t.Fatalf("record %d (model_call_id %s) kept after release", i, strOrNil(r.ModelCallID))
+			t.Fatalf("record %d (model_call_id %s) kept after release", i, capturefile.StrOrNil(r.ModelCallID))
 		}
 	}
 	if len(sc.records) != 0 || len(sc.small) != 0 || len(sc.file) != 0 {

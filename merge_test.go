@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest/capturefile"
 	"github.com/modelcalls/modelcalls/internal/capturetest/jsonmember"
 	"github.com/modelcalls/modelcalls/rollout"
 )
@@ -77,9 +78,9 @@ func sortRanges(r [][2]int) {
 // spliceDir builds the capture dir the splice goldens merge against (deterministic content).
 func spliceDir(t testing.TB) string {
 	dir := t.TempDir()
-	writeCapture(t, dir, "u-1", ok("call-u1", 10)+"\n")
-	writeCapture(t, dir, "0-0", ok("call-00", 20)+"\n"+ok("call-01", 5)+"\n")
-	writeCapture(t, dir, "7-2-a3", ok("call-72", 1)+"\n")
+	capturefile.WriteCapture(t, dir, "u-1", ok("call-u1", 10)+"\n")
+	capturefile.WriteCapture(t, dir, "0-0", ok("call-00", 20)+"\n"+ok("call-01", 5)+"\n")
+	capturefile.WriteCapture(t, dir, "7-2-a3", ok("call-72", 1)+"\n")
 	return dir
 }
 
@@ -219,7 +220,7 @@ func gapsOf(c map[string]any) string {
 	if _, ok := c["gaps"]; !ok {
 		return "[]"
 	}
-	return jsonOf(c["gaps"])
+	return capturefile.JSONOf(c["gaps"])
 }
 
 func callIndices(c map[string]any) string {
@@ -257,27 +258,27 @@ func TestMergeGaps(t *testing.T) {
 	}{
 		{"no capture file", nil, 0, `[{"code":"model_call_capture_no_records"}]`, "[]"},
 		{"empty file", func(t *testing.T, dir string, s *capture.Store) func() {
-			writeCapture(t, dir, "r", "")
+			capturefile.WriteCapture(t, dir, "r", "")
 			return nil
 		}, 0, `[{"code":"model_call_capture_no_records"}]`, "[]"},
 		{"blank-only file", func(t *testing.T, dir string, s *capture.Store) func() {
-			writeCapture(t, dir, "r", "\n  \n")
+			capturefile.WriteCapture(t, dir, "r", "\n  \n")
 			return nil
 		}, 0, `[{"code":"model_call_capture_no_records"}]`, "[]"},
 		{"clean", func(t *testing.T, dir string, s *capture.Store) func() {
-			writeCapture(t, dir, "r", ok("a", 1)+"\n")
+			capturefile.WriteCapture(t, dir, "r", ok("a", 1)+"\n")
 			return nil
 		}, 0, `[]`, "[0]"},
 		{"damaged line kept around", func(t *testing.T, dir string, s *capture.Store) func() {
-			writeCapture(t, dir, "r", ok("a", 1)+"\n{torn\n"+ok("b", 2)+"\n")
+			capturefile.WriteCapture(t, dir, "r", ok("a", 1)+"\n{torn\n"+ok("b", 2)+"\n")
 			return nil
 		}, 0, `[{"code":"model_call_capture_records_unreadable","detail":"count=1"}]`, "[0,2]"},
 		{"only damage", func(t *testing.T, dir string, s *capture.Store) func() {
-			writeCapture(t, dir, "r", "{torn\n"+badModelRef+"\n")
+			capturefile.WriteCapture(t, dir, "r", "{torn\n"+badModelRef+"\n")
 			return nil
 		}, 0, `[{"code":"model_call_capture_records_unreadable","detail":"count=2"}]`, "[]"},
 		{"marker", func(t *testing.T, dir string, s *capture.Store) func() {
-			writeCapture(t, dir, "r", ok("a", 1)+"\n")
+			capturefile.WriteCapture(t, dir, "r", ok("a", 1)+"\n")
 			if err := s.MarkIncomplete("r"); err != nil {
 				t.Fatal(err)
 			}
@@ -290,24 +291,24 @@ func TestMergeGaps(t *testing.T) {
 			return nil
 		}, 0, `[{"code":"model_call_capture_incomplete"}]`, "[]"},
 		{"stale claim", func(t *testing.T, dir string, s *capture.Store) func() {
-			writeCapture(t, dir, "r", ok("a", 1)+"\n")
+			capturefile.WriteCapture(t, dir, "r", ok("a", 1)+"\n")
 			writeStaleClaim(t, s, "r")
 			return nil
 		}, 0, `[{"code":"model_call_capture_incomplete","detail":"stale_claims=1"}]`, "[0]"},
 		{"live claim outlasts the wait", func(t *testing.T, dir string, s *capture.Store) func() {
-			writeCapture(t, dir, "r", ok("a", 1)+"\n")
-			c := claimCall(t, s, "r", "in-flight")
+			capturefile.WriteCapture(t, dir, "r", ok("a", 1)+"\n")
+			c := capturefile.ClaimCall(t, s, "r", "in-flight")
 			return func() { c.Release() }
 		}, 20 * time.Millisecond, `[{"code":"model_call_capture_pending","detail":"count=1"}]`, "[0]"},
 		{"live claim, nothing written yet", func(t *testing.T, dir string, s *capture.Store) func() {
-			c := claimCall(t, s, "r", "in-flight")
+			c := capturefile.ClaimCall(t, s, "r", "in-flight")
 			return func() { c.Release() }
 		}, -1, `[{"code":"model_call_capture_pending","detail":"count=1"},{"code":"model_call_capture_no_records"}]`, "[]"},
 		{"everything, in order", func(t *testing.T, dir string, s *capture.Store) func() {
-			writeCapture(t, dir, "r", "{torn\n"+ok("a", 1)+"\n")
+			capturefile.WriteCapture(t, dir, "r", "{torn\n"+ok("a", 1)+"\n")
 			s.MarkIncomplete("r")
 			writeStaleClaim(t, s, "r")
-			c := claimCall(t, s, "r", "in-flight")
+			c := capturefile.ClaimCall(t, s, "r", "in-flight")
 			return func() { c.Release() }
 		}, -1, `[{"code":"model_call_capture_records_unreadable","detail":"count=1"},{"code":"model_call_capture_incomplete","detail":"stale_claims=1"},{"code":"model_call_capture_pending","detail":"count=1"}]`, "[1]"},
 		{"capture path unreadable", func(t *testing.T, dir string, s *capture.Store) func() {
@@ -320,7 +321,7 @@ func TestMergeGaps(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			s := openStore(t, dir)
+			s := capturefile.OpenStore(t, dir)
 			if c.setup != nil {
 				if release := c.setup(t, dir, s); release != nil {
 					defer release()
@@ -352,8 +353,8 @@ func TestMergeGaps(t *testing.T) {
 // whenever the merge started.
 func TestMergeWaitsForOutstandingWrite(t *testing.T) {
 	dir := t.TempDir()
-	s := openStore(t, dir)
-	claim := claimCall(t, s, "r", "c1")
+	s := capturefile.OpenStore(t, dir)
+	claim := capturefile.ClaimCall(t, s, "r", "c1")
 	type result struct {
 		capture map[string]any
 		res     MergeResult
@@ -383,8 +384,8 @@ func TestMergeWaitsForOutstandingWrite(t *testing.T) {
 
 func TestMergeCancelledWhileWaiting(t *testing.T) {
 	dir := t.TempDir()
-	s := openStore(t, dir)
-	claim := claimCall(t, s, "r", "c1")
+	s := capturefile.OpenStore(t, dir)
+	claim := capturefile.ClaimCall(t, s, "r", "c1")
 	defer claim.Release()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -397,18 +398,18 @@ func TestMergeCancelledWhileWaiting(t *testing.T) {
 
 func TestMergeStoreSelection(t *testing.T) {
 	first, second := t.TempDir(), t.TempDir()
-	writeCapture(t, second, "r", ok("in-second", 1)+"\n")
+	capturefile.WriteCapture(t, second, "r", ok("in-second", 1)+"\n")
 	got, _ := mergeCapture(t, []string{first, second}, "r", MergeOptions{})
 	if callIndices(got) != "[0]" || gapsOf(got) != "[]" {
-		t.Errorf("second dir not used: %s", jsonOf(got))
+		t.Errorf("second dir not used: %s", capturefile.JSONOf(got))
 	}
 	// A marker in the first dir selects it, even though the second has the file.
-	if err := openStore(t, first).MarkIncomplete("r"); err != nil {
+	if err := capturefile.OpenStore(t, first).MarkIncomplete("r"); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = mergeCapture(t, []string{first, second}, "r", MergeOptions{})
 	if callIndices(got) != "[]" || gapsOf(got) != `[{"code":"model_call_capture_incomplete"}]` {
-		t.Errorf("first dir not selected: %s", jsonOf(got))
+		t.Errorf("first dir not selected: %s", capturefile.JSONOf(got))
 	}
 	if s, err := storeForRollout("r", []string{filepath.Join(first, "missing"), second}); err != nil || s == nil || s.Dir() != second {
 		t.Errorf("storeForRollout = %v, %v", s, err)
@@ -420,7 +421,7 @@ func TestMergeStoreSelection(t *testing.T) {
 
 func TestMergePayloads(t *testing.T) {
 	dir := t.TempDir()
-	writeCapture(t, dir, "r", ok("a", 1)+"\n")
+	capturefile.WriteCapture(t, dir, "r", ok("a", 1)+"\n")
 	for _, include := range []bool{false, true} {
 		got, _ := mergeCapture(t, []string{dir}, "r", MergeOptions{IncludePayloads: include})
 		call := got["calls"].([]any)[0].(map[string]any)
@@ -432,8 +433,8 @@ func TestMergePayloads(t *testing.T) {
 		if want := 29 + 4*btoi(include); len(call) != want {
 			t.Errorf("include=%v: %d fields, want %d", include, len(call), want)
 		}
-		if include && jsonOf(call["request"]) != `{"model":"m"}` {
-			t.Errorf("request = %s", jsonOf(call["request"]))
+		if include && capturefile.JSONOf(call["request"]) != `{"model":"m"}` {
+			t.Errorf("request = %s", capturefile.JSONOf(call["request"]))
 		}
 	}
 }

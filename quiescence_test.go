@@ -6,11 +6,13 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest/capturefile"
 )
 
 func TestAwaitQuiescence(t *testing.T) {
 	dir := t.TempDir()
-	s := openStore(t, dir)
+	s := capturefile.OpenStore(t, dir)
 	ctx := context.Background()
 	missing := filepath.Join(t.TempDir(), "missing")
 
@@ -22,7 +24,7 @@ func TestAwaitQuiescence(t *testing.T) {
 		t.Fatalf("a stale claim held the wait: %v %v", quiet, err)
 	}
 
-	claim := claimCall(t, s, "r", "live")
+	claim := capturefile.ClaimCall(t, s, "r", "live")
 	if quiet, err := AwaitQuiescence(ctx, "r", []string{dir}, 10*time.Millisecond, time.Millisecond); quiet || err != nil {
 		t.Fatalf("timeout: %v %v, want false", quiet, err)
 	}

@@ -1,7 +1,6 @@
 package record
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest/capturefile"
 )
 
 // benchCallsPerRollout is the calls of each rollout of a benchmark capture dir (a merge run's
@@ -19,42 +19,12 @@ const benchCallsPerRollout = 20
 // fixtures (Responses, Chat and Messages; JSON and reassembled streams; errors; 0.4 to 21 KB).
 func benchLinePool(b *testing.B) [][]byte {
 	var pool [][]byte
-	for _, l := range gymLines(b) {
+	for _, l := range capturefile.GymLines(b, "../testdata") {
 		if _, err := BuildRecord(l, 0); err == nil {
 			pool = append(pool, l)
 		}
 	}
 	return pool
-}
-
-// writeBenchCapture writes rollouts capture files of callsPer lines each into dir, cycling through
-// the pool with a fresh 32-hex model_call_id per line, and returns the rollout records (JSONL
-// lines in Gym's style) and the total capture bytes.
-func writeBenchCapture(b *testing.B, dir string, rollouts, callsPer int) ([][]byte, int64) {
-	pool := benchLinePool(b)
-	var total int64
-	records := make([][]byte, rollouts)
-	var buf bytes.Buffer
-	n := 0
-	for r := range rollouts {
-		buf.Reset()
-		for range callsPer {
-			line := bytes.Clone(pool[n%len(pool)])
-			if i := bytes.Index(line, []byte(`"model_call_id":"`)); i >= 0 && len(line) > i+17+32 {
-				copy(line[i+17:], fmt.Sprintf("%032x", n))
-			}
-			n++
-			buf.Write(line)
-			buf.WriteByte('\n')
-		}
-		id := fmt.Sprintf("%d-%d", r/100, r%100)
-		if err := os.WriteFile(filepath.Join(dir, id+".capture.jsonl"), buf.Bytes(), 0o640); err != nil {
-			b.Fatal(err)
-		}
-		total += int64(buf.Len())
-		records[r] = fmt.Appendf(nil, `{"_ng_task_index": %d, "_ng_rollout_index": %d, "responses_create_params": {"input": "task %d"}, "reward": 1.0}`, r/100, r%100, r)
-	}
-	return records, total
 }
 
 // BenchmarkBuildRecord builds a record from each fixture-shaped capture line in turn.
@@ -100,7 +70,7 @@ func BenchmarkReadAvailableRecords(b *testing.B) {
 		rollouts = 100
 	}
 	dir := b.TempDir()
-	writeBenchCapture(b, dir, rollouts, benchCallsPerRollout)
+	capturefile.WriteBenchCapture(b, dir, benchLinePool(b), rollouts, benchCallsPerRollout)
 	store, err := capture.OpenExisting(dir)
 	if err != nil {
 		b.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest/capturefile"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
@@ -130,8 +131,8 @@ func TestBuildRecordFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			response := compactJSON(t, body)
-			line := exchangeLine(t, capture.Exchange{
+			response := capturefile.CompactJSON(t, body)
+			line := capturefile.ExchangeLine(t, capture.Exchange{
 				Dialect: c.dialect, StatusCode: ptr(c.status),
 				Request:  json.RawMessage(`{"model":"request-model","stream":false}`),
 				Response: response,
@@ -142,7 +143,7 @@ func TestBuildRecordFixtures(t *testing.T) {
 			}
 			checkKeyValues(t, rec, c.want)
 			if rec.CallIndex != 3 || *rec.Dialect != c.dialect || *rec.StatusCode != c.status {
-				t.Errorf("envelope: call_index %d dialect %s status %s", rec.CallIndex, strOrNil(rec.Dialect), intOrNil(rec.StatusCode))
+				t.Errorf("envelope: call_index %d dialect %s status %s", rec.CallIndex, capturefile.StrOrNil(rec.Dialect), intOrNil(rec.StatusCode))
 			}
 			if !bytes.Equal(rec.Response, response) {
 				t.Errorf("response bytes changed")
@@ -150,7 +151,7 @@ func TestBuildRecordFixtures(t *testing.T) {
 			// A response without a model falls back to the request's.
 			if c.want.model == nil && rec.Model != nil && *rec.Model != "request-model" {
 				if m := jsonscan.Lookup(response, "model"); m == nil {
-					t.Errorf("model = %s, want the request's", strOrNil(rec.Model))
+					t.Errorf("model = %s, want the request's", capturefile.StrOrNil(rec.Model))
 				}
 			}
 		})
@@ -173,15 +174,15 @@ func checkKeyValues(t *testing.T, rec *ModelCallRecord, want keyValues) {
 		}
 	}
 	if (rec.CacheHit == nil) != (want.hit == nil) || (rec.CacheHit != nil && *rec.CacheHit != *want.hit) {
-		t.Errorf("cache_hit = %v, want %v", jsonOf(rec.CacheHit), jsonOf(want.hit))
+		t.Errorf("cache_hit = %v, want %v", capturefile.JSONOf(rec.CacheHit), capturefile.JSONOf(want.hit))
 	}
 	for _, f := range []struct {
 		name      string
 		got, want *string
 	}{{"model", rec.Model, want.model}, {"response_id", rec.ResponseID, want.responseID},
 		{"response_status", rec.ResponseStatus, want.status}, {"finish_reason", rec.FinishReason, want.finish}} {
-		if f.want != nil && strOrNil(f.got) != strOrNil(f.want) {
-			t.Errorf("%s = %s, want %s", f.name, strOrNil(f.got), strOrNil(f.want))
+		if f.want != nil && capturefile.StrOrNil(f.got) != capturefile.StrOrNil(f.want) {
+			t.Errorf("%s = %s, want %s", f.name, capturefile.StrOrNil(f.got), capturefile.StrOrNil(f.want))
 		}
 	}
 	switch {
@@ -198,7 +199,7 @@ func checkKeyValues(t *testing.T, rec *ModelCallRecord, want keyValues) {
 		}
 		for i, tc := range want.toolCalls {
 			got := rec.ToolCalls[i]
-			if strOrNil(got.CallID) != strOrNil(tc.CallID) || strOrNil(got.Name) != strOrNil(tc.Name) ||
+			if capturefile.StrOrNil(got.CallID) != capturefile.StrOrNil(tc.CallID) || capturefile.StrOrNil(got.Name) != capturefile.StrOrNil(tc.Name) ||
 				!jsonEqual(got.Arguments, tc.Arguments) {
 				t.Errorf("tool_calls[%d] = %s, want %s", i, toolCallsString([]ToolCall{got}), toolCallsString([]ToolCall{tc}))
 			}
@@ -212,7 +213,7 @@ func jsonEqual(a, b []byte) bool {
 	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
 		return false
 	}
-	return jsonOf(x) == jsonOf(y)
+	return capturefile.JSONOf(x) == capturefile.JSONOf(y)
 }
 
 // TestBuildRecordDamaged lists every way an exchange line is damaged (see BuildRecord): not a JSON object,
@@ -281,8 +282,8 @@ func TestBuildRecordLenient(t *testing.T) {
 			}
 		}},
 		{"last duplicate wins (good)", `{"model_call_id":1,"model_call_id":"b"}`, func(t *testing.T, r *ModelCallRecord) {
-			if strOrNil(r.ModelCallID) != `"b"` {
-				t.Errorf("model_call_id = %s", strOrNil(r.ModelCallID))
+			if capturefile.StrOrNil(r.ModelCallID) != `"b"` {
+				t.Errorf("model_call_id = %s", capturefile.StrOrNil(r.ModelCallID))
 			}
 		}},
 		{"model_ref extra keys dropped", `{"model_ref":{"name":"m","type":"responses_api_models","x":1}}`,
@@ -344,18 +345,18 @@ func TestBuildRecordLenient(t *testing.T) {
 			}},
 		{"tool_calls is a number", `{"response":{"choices":[{"message":{"tool_calls":5,"reasoning_content":"r"}},"junk",{"message":"m"}]}}`,
 			func(t *testing.T, r *ModelCallRecord) {
-				if len(r.ToolCalls) != 0 || strOrNil(r.ReasoningContent) != `"r"` {
+				if len(r.ToolCalls) != 0 || capturefile.StrOrNil(r.ReasoningContent) != `"r"` {
 					t.Errorf("got %s", r.AppendJSON(nil, false))
 				}
 			}},
 		{"escaped keys decode", `{"model\u005fcall_id":"x","dialect\\":"no","\"dialect\"":"no","response":{"us\u0061ge":{"input\u005ftokens":1,"output_tokens\\":2}}}`,
 			func(t *testing.T, r *ModelCallRecord) {
-				if strOrNil(r.ModelCallID) != `"x"` || intOrNil(r.TokensIn) != "1" || r.Dialect != nil || r.TokensOut != nil {
+				if capturefile.StrOrNil(r.ModelCallID) != `"x"` || intOrNil(r.TokensIn) != "1" || r.Dialect != nil || r.TokensOut != nil {
 					t.Errorf("got %s", r.AppendJSON(nil, false))
 				}
 			}},
 		{"surrounding whitespace", " \t{\"model_call_id\":\"a\"}\r\n", func(t *testing.T, r *ModelCallRecord) {
-			if strOrNil(r.ModelCallID) != `"a"` {
+			if capturefile.StrOrNil(r.ModelCallID) != `"a"` {
 				t.Errorf("got %s", r.AppendJSON(nil, false))
 			}
 		}},
@@ -402,8 +403,8 @@ func TestModelFallback(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if strOrNil(rec.Model) != strOrNil(c.want) {
-				t.Errorf("model = %s, want %s", strOrNil(rec.Model), strOrNil(c.want))
+			if capturefile.StrOrNil(rec.Model) != capturefile.StrOrNil(c.want) {
+				t.Errorf("model = %s, want %s", capturefile.StrOrNil(rec.Model), capturefile.StrOrNil(c.want))
 			}
 		})
 	}
@@ -425,12 +426,12 @@ func TestFinishReason(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := finishReasonJSON(json.RawMessage(c.response)); strOrNil(got) != strOrNil(c.want) {
-				t.Errorf("FinishReason = %s, want %s", strOrNil(got), strOrNil(c.want))
+			if got := finishReasonJSON(json.RawMessage(c.response)); capturefile.StrOrNil(got) != capturefile.StrOrNil(c.want) {
+				t.Errorf("FinishReason = %s, want %s", capturefile.StrOrNil(got), capturefile.StrOrNil(c.want))
 			}
 			rec, err := BuildRecord([]byte(`{"response":`+c.response+`}`), 0)
-			if err != nil || strOrNil(rec.FinishReason) != strOrNil(c.want) {
-				t.Errorf("record finish_reason = %v (%v), want %s", rec, err, strOrNil(c.want))
+			if err != nil || capturefile.StrOrNil(rec.FinishReason) != capturefile.StrOrNil(c.want) {
+				t.Errorf("record finish_reason = %v (%v), want %s", rec, err, capturefile.StrOrNil(c.want))
 			}
 		})
 	}
@@ -458,7 +459,7 @@ func TestRecordJSON(t *testing.T) {
 	if len(m) != 33 {
 		t.Errorf("%d keys with payloads, want 33", len(m))
 	}
-	if string(jsonOf(m["tool_calls"])) != "[]" {
+	if string(capturefile.JSONOf(m["tool_calls"])) != "[]" {
 		t.Errorf("tool_calls = %v, want []", m["tool_calls"])
 	}
 	lean := decodeObject(t, rec.AppendJSON(nil, false))
@@ -515,7 +516,7 @@ func TestMarshalJSONValueAndPointer(t *testing.T) {
 		}
 		return strings.TrimSuffix(b.String(), "\n")
 	}
-	for _, l := range gymLines(t) {
+	for _, l := range capturefile.GymLines(t, "../testdata") {
 		rec, err := BuildRecord(l, 3)
 		if err != nil {
 			continue
@@ -525,7 +526,7 @@ func TestMarshalJSONValueAndPointer(t *testing.T) {
 		if err1 != nil || err2 != nil || !bytes.Equal(byValue, byPointer) {
 			t.Fatalf("json.Marshal of a value gave\n%s (%v)\nof a pointer\n%s (%v)", byValue, err1, byPointer, err2)
 		}
-		want := string(compactJSON(t, rec.AppendJSON(nil, true)))
+		want := string(capturefile.CompactJSON(t, rec.AppendJSON(nil, true)))
 		for _, c := range []struct {
 			v    any
 			want string
@@ -550,7 +551,7 @@ func TestBuildRecordGeminiShape(t *testing.T) {
 	resp := json.RawMessage(`{"candidates":[{"content":{"parts":[{"text":"Plan: read it.","thought":true},{"text":"Reading."},{"functionCall":{"id":"c1","name":"read_file","args":{"path":"a.txt"}}},{"functionCall":{"name":"ls","args":null}}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":5,"thoughtsTokenCount":7,"cachedContentTokenCount":4,"totalTokenCount":22},"modelVersion":"gemini-2.5-pro","responseId":"resp-1"}`)
 	for _, d := range []string{"gemini", "chat"} {
 		t.Run(d, func(t *testing.T) {
-			line := exchangeLine(t, capture.Exchange{Dialect: d, StatusCode: ptr(200),
+			line := capturefile.ExchangeLine(t, capture.Exchange{Dialect: d, StatusCode: ptr(200),
 				Request: json.RawMessage(`{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`), Response: resp})
 			rec, err := BuildRecord(line, 0)
 			if err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest/capturefile"
 )
 
 func TestTokenCount(t *testing.T) {
@@ -240,8 +242,8 @@ func TestToolCallsAndReasoning(t *testing.T) {
 			if got != want {
 				t.Errorf("tool calls\n got %s\nwant %s", got, want)
 			}
-			if strOrNil(reasoning) != strOrNil(c.reasoning) {
-				t.Errorf("reasoning = %s, want %s", strOrNil(reasoning), strOrNil(c.reasoning))
+			if capturefile.StrOrNil(reasoning) != capturefile.StrOrNil(c.reasoning) {
+				t.Errorf("reasoning = %s, want %s", capturefile.StrOrNil(reasoning), capturefile.StrOrNil(c.reasoning))
 			}
 		})
 	}

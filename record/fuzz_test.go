@@ -4,31 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/modelcalls/modelcalls/internal/capturetest/capturefile"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
-
-// gymLines returns every line of the Gym-written capture dir (seeds and benchmark material).
-func gymLines(t testing.TB) [][]byte {
-	t.Helper()
-	files, err := filepath.Glob("../testdata/gym-capture/capture/*.capture.jsonl")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("gym capture files: %v", err)
-	}
-	var lines [][]byte
-	for _, f := range files {
-		lines = append(lines, readLines(t, f)...)
-	}
-	return lines
-}
 
 // FuzzBuildRecord: BuildRecord never panics; it succeeds only on strict-JSON objects, and what it
 // builds always encodes to a JSON object with every field, tool-call arguments being objects.
 func FuzzBuildRecord(f *testing.F) {
-	for _, l := range gymLines(f) {
+	for _, l := range capturefile.GymLines(f, "../testdata") {
 		f.Add(l)
 	}
 	for _, l := range []string{`{}`, `[1]`, badModelRef, badPayload, nanLine, `{"response":{"output":[{"type":"function_call","arguments":"[1]"}]}}`,

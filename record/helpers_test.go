@@ -4,80 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/modelcalls/modelcalls/capture"
-	"github.com/modelcalls/modelcalls/rollout"
+	"github.com/modelcalls/modelcalls/internal/capturetest/capturefile"
 )
 
 // Test helpers shared by the package's tests.
 
 // ptr returns a pointer to v (for expected values in tables).
 func ptr[T any](v T) *T { return &v }
-
-// compactJSON returns the compact form of a JSON text, failing the test when it is not JSON.
-func compactJSON(t testing.TB, b []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, b); err != nil {
-		t.Fatalf("compact: %v", err)
-	}
-	return buf.Bytes()
-}
-
-// exchangeLine encodes a capture line the way the gateway writes it (capture.EncodeExchange).
-func exchangeLine(t testing.TB, ex capture.Exchange) []byte {
-	t.Helper()
-	if ex.ModelCallID == "" {
-		ex.ModelCallID = capture.NewModelCallID()
-	}
-	if ex.Dialect == "" {
-		ex.Dialect = "chat"
-	}
-	if ex.ModelRef == nil {
-		ex.ModelRef = &rollout.ModelServerRef{Type: rollout.ModelServerRefType, Name: "policy_model"}
-	}
-	if ex.StartedAt == 0 {
-		ex.StartedAt, ex.CompletedAt, ex.LatencyMS = 1795968571.5, 1795968572.25, 750
-	}
-	b, err := capture.EncodeExchange(&ex)
-	if err != nil {
-		t.Fatalf("encode exchange: %v", err)
-	}
-	return b
-}
-
-// writeCapture writes a capture file for rollout id in dir with exactly the given content.
-func writeCapture(t testing.TB, dir, id, content string) {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, id+capture.CaptureSuffix), []byte(content), 0o640); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// openStore opens (creating) the store of dir.
-func openStore(t testing.TB, dir string) *capture.Store {
-	t.Helper()
-	s, err := capture.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// claimCall claims call of rollout id in s (a live claim until released), failing the test if it
-// cannot.
-func claimCall(t testing.TB, s *capture.Store, id, call string) *capture.Claim {
-	t.Helper()
-	c, err := s.Claim(id, call)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 // decodeObject decodes a JSON object keeping numbers as json.Number.
 func decodeObject(t testing.TB, b []byte) map[string]any {
@@ -91,38 +27,6 @@ func decodeObject(t testing.TB, b []byte) map[string]any {
 	return m
 }
 
-// jsonOf renders v compactly for messages and comparisons.
-func jsonOf(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprintf("<%v>", err)
-	}
-	return string(b)
-}
-
-// readLines returns the non-empty lines of a file.
-func readLines(t testing.TB, path string) [][]byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]byte
-	for _, l := range bytes.Split(b, []byte("\n")) {
-		if len(bytes.TrimSpace(l)) > 0 {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-func strOrNil(p *string) string {
-	if p == nil {
-		return "<nil>"
-	}
-	return fmt.Sprintf("%q", *p)
-}
-
 func intOrNil[T int | int64](p *T) string {
 	if p == nil {
 		return "<nil>"
@@ -133,7 +37,7 @@ func intOrNil[T int | int64](p *T) string {
 func toolCallsString(calls []ToolCall) string {
 	var parts []string
 	for _, c := range calls {
-		parts = append(parts, fmt.Sprintf("{%s %s %s}", strOrNil(c.CallID), strOrNil(c.Name), c.Arguments))
+		parts = append(parts, fmt.Sprintf("{%s %s %s}", capturefile.StrOrNil(c.CallID), capturefile.StrOrNil(c.Name), c.Arguments))
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }

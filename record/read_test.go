@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest/capturefile"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
@@ -27,7 +28,7 @@ func TestReadGymCapture(t *testing.T) {
 	for _, f := range files {
 		id := strings.TrimSuffix(filepath.Base(f), capture.CaptureSuffix)
 		t.Run(id, func(t *testing.T) {
-			lines := readLines(t, f)
+			lines := capturefile.ReadLines(t, f)
 			recs, damaged, err := ReadAvailableRecords(store, id)
 			if err != nil {
 				t.Fatal(err)
@@ -111,8 +112,8 @@ func TestReadAvailableRecords(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeCapture(t, dir, "r-1", c.content)
-			recs, damaged, err := ReadAvailableRecords(openStore(t, dir), "r-1")
+			capturefile.WriteCapture(t, dir, "r-1", c.content)
+			recs, damaged, err := ReadAvailableRecords(capturefile.OpenStore(t, dir), "r-1")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,11 +130,11 @@ func TestReadAvailableRecords(t *testing.T) {
 
 func TestReadRecordsStrict(t *testing.T) {
 	dir := t.TempDir()
-	store := openStore(t, dir)
+	store := capturefile.OpenStore(t, dir)
 	if recs, err := ReadRecords(store, "missing"); err != nil || len(recs) != 0 {
 		t.Errorf("missing file: %v, %v", recs, err)
 	}
-	writeCapture(t, dir, "good", ok("a", 1)+"\n\n"+ok("b", 2)+"\n")
+	capturefile.WriteCapture(t, dir, "good", ok("a", 1)+"\n\n"+ok("b", 2)+"\n")
 	recs, err := ReadRecords(store, "good")
 	if err != nil || len(recs) != 2 || recs[1].CallIndex != 1 || *recs[1].ModelCallID != "b" {
 		t.Fatalf("good: %v %v", recs, err)
@@ -148,7 +149,7 @@ func TestReadRecordsStrict(t *testing.T) {
 		"bad model_ref only": {badModelRef + "\n", 1, true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			writeCapture(t, dir, "bad", c.content)
+			capturefile.WriteCapture(t, dir, "bad", c.content)
 			_, err := ReadRecords(store, "bad")
 			var le *capture.LineError
 			if !errors.As(err, &le) || le.Line != c.line {
@@ -178,8 +179,8 @@ func TestReadAvailableAgrees(t *testing.T) {
 		`{"response":{"id":"r3"},"x":1,"respons\u0065":{"id":"r4","stop_reason":"end","usage":{"input_tokens":3}}}`,
 		`{"response":{"id":"r5"},"response":[1]}`}
 	dir := t.TempDir()
-	writeCapture(t, dir, "r-1", strings.Join(lines, "\n")+"\n")
-	store := openStore(t, dir)
+	capturefile.WriteCapture(t, dir, "r-1", strings.Join(lines, "\n")+"\n")
+	store := capturefile.OpenStore(t, dir)
 	entries, damages, err := store.ReadAvailable("r-1")
 	if err != nil {
 		t.Fatal(err)

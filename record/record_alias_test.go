@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest/capturefile"
 )
 
 // TestAppendJSONAliasedStrings: a record read into a buffer writes the same JSON whether or not
@@ -15,7 +16,7 @@ import (
 // characters AppendString escapes.
 func TestAppendJSONAliasedStrings(t *testing.T) {
 	var file bytes.Buffer
-	for _, l := range gymLines(t) {
+	for _, l := range capturefile.GymLines(t, "../testdata") {
 		file.Write(l)
 		file.WriteByte('\n')
 	}

@@ -4,13 +4,14 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/capturetest/capturefile"
 )
 
 // TestBoxesReset: records read with a Boxes take their boxes from it, and Reset zeroes every box
 // of the chunk so that a pooled Boxes keeps no string of a dropped read alive.
 func TestBoxesReset(t *testing.T) {
 	dir := t.TempDir()
-	writeCapture(t, dir, "r", ok("a", 1)+"\n"+ok("b", 2)+"\n")
+	capturefile.WriteCapture(t, dir, "r", ok("a", 1)+"\n"+ok("b", 2)+"\n")
 	store, err := capture.OpenExisting(dir)
 	if err != nil {
 		t.Fatal(err)
