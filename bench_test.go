@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/internal/capturetest/capturefile"
+	"github.com/modelcalls/modelcalls/internal/cputime"
 )
 
 // Benchmark sizes: the merge of a large run, 10,000 rollouts of 20 calls each (-short: 100).
@@ -48,7 +49,7 @@ func BenchmarkMerge(b *testing.B) {
 		b.SetBytes(captureBytes)
 		b.ReportAllocs()
 		var outBytes int64
-		start, cpu := time.Now(), processCPU()
+		start, cpu := time.Now(), cputime.Process()
 		for b.Loop() {
 			outBytes = mergeAll(b, m, records, workers)
 		}
@@ -106,9 +107,9 @@ type discard struct{}
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // reportCPU reports "cpuMB/s", the bytes of each op per second of the process's CPU time since
-// start (processCPU): steadier than MB/s on a busy machine, and what row 6 compares.
+// start (cputime.Process): steadier than MB/s on a busy machine, and what row 6 compares.
 func reportCPU(b *testing.B, start time.Duration, bytes int64) {
-	if d := processCPU() - start; d > 0 {
+	if d := cputime.Process() - start; d > 0 {
 		b.ReportMetric(float64(bytes)*float64(b.N)/1e6/d.Seconds(), "cpuMB/s")
 	}
 }

@@ -27,6 +27,7 @@ var importRules = map[string][]string{
 	"internal/config":    nil,
 	"internal/hostcheck": nil,
 	"internal/schema":    nil,
+	"internal/cputime":   nil,
 	"sse":                nil,
 
 	// Identity and dialects.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/capturetest"
+	"github.com/modelcalls/modelcalls/internal/cputime"
 	"github.com/modelcalls/modelcalls/record"
 )
 
@@ -90,8 +91,8 @@ func benchLive(b *testing.B, cfg Config) {
 // reportCPU starts counting the process's CPU time (user + system, every goroutine); the function
 // it returns reports it per iteration as cpu-ns/op, steadier than ns/op on a shared machine.
 func reportCPU(b *testing.B) func() {
-	c0 := processCPU()
-	return func() { b.ReportMetric(float64(processCPU()-c0)/float64(b.N), "cpu-ns/op") }
+	c0 := cputime.Process()
+	return func() { b.ReportMetric(float64(cputime.Process()-c0)/float64(b.N), "cpu-ns/op") }
 }
 
 // benchRecord is the bench call's record and request info, as the worker reads them (handle).

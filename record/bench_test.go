@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/capturetest/capturefile"
+	"github.com/modelcalls/modelcalls/internal/cputime"
 )
 
 // benchCallsPerRollout is the calls of each rollout of a benchmark capture dir (a merge run's
@@ -87,7 +88,7 @@ func BenchmarkReadAvailableRecords(b *testing.B) {
 	}
 	b.SetBytes(size)
 	b.ReportAllocs()
-	cpu := processCPU()
+	cpu := cputime.Process()
 	for b.Loop() {
 		for _, id := range ids {
 			recs, damaged, err := ReadAvailableRecords(store, id)
@@ -100,9 +101,9 @@ func BenchmarkReadAvailableRecords(b *testing.B) {
 }
 
 // reportCPU reports "cpuMB/s", the bytes of each op per second of the process's CPU time since
-// start (processCPU): steadier than MB/s on a busy machine, and what row 6 compares.
+// start (cputime.Process): steadier than MB/s on a busy machine, and what row 6 compares.
 func reportCPU(b *testing.B, start time.Duration, bytes int64) {
-	if d := processCPU() - start; d > 0 {
+	if d := cputime.Process() - start; d > 0 {
 		b.ReportMetric(float64(bytes)*float64(b.N)/1e6/d.Seconds(), "cpuMB/s")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/cputime"
 )
 
 // Subject names of the non-streaming rows.
@@ -183,12 +184,12 @@ func (r *runner) runLatency(ctx context.Context) error {
 			}
 			w1 := captureWrites(gwOn)
 			st.seq = append(st.seq, seq.lat...)
-			c0, m0 := processCPU(), readMachineTimes()
+			c0, m0 := cputime.Process(), readMachineTimes()
 			conc, err := s.concurrent(ctx, r.fx, r.workers, r.concDur, r.ownFile)
 			if err != nil {
 				return err
 			}
-			st.cpu += processCPU() - c0
+			st.cpu += cputime.Process() - c0
 			st.machine.add(readMachineTimes().sub(m0))
 			w2 := captureWrites(gwOn)
 			if s.name == sGwOn {
@@ -198,12 +199,12 @@ func (r *runner) runLatency(ctx context.Context) error {
 			st.addConc(conc)
 			if s.name == sGwOn {
 				// 64 concurrent calls into one rollout file, right after the own-file batch.
-				c1, m1 := processCPU(), readMachineTimes()
+				c1, m1 := cputime.Process(), readMachineTimes()
 				one, err := oneFile.concurrent(ctx, r.fx, r.workers, r.concDur, func(int) string { return "one-file" })
 				if err != nil {
 					return err
 				}
-				res.by[sGwOne].cpu += processCPU() - c1
+				res.by[sGwOne].cpu += cputime.Process() - c1
 				res.by[sGwOne].machine.add(readMachineTimes().sub(m1))
 				res.gwWrite[fmt.Sprintf("%d concurrent, one file", r.workers)].add(captureWrites(gwOn).sub(w2))
 				res.by[sGwOne].addConc(one)
@@ -236,12 +237,12 @@ func (r *runner) runLatency(ctx context.Context) error {
 			st   *subjectStats
 			idOf func(int) string
 		}{{&res.storeOwn, func(w int) string { return fmt.Sprintf("store-%02d", w) }}, {&res.storeOne, func(int) string { return "store-one" }}} {
-			c0, m0 := processCPU(), readMachineTimes()
+			c0, m0 := cputime.Process(), readMachineTimes()
 			sl, err := storeLoad(probeStore, storeLine, r.workers, r.concDur/3, x.idOf)
 			if err != nil {
 				return err
 			}
-			x.st.cpu += processCPU() - c0
+			x.st.cpu += cputime.Process() - c0
 			x.st.machine.add(readMachineTimes().sub(m0))
 			x.st.addConc(sl)
 		}

@@ -12,6 +12,7 @@ import (
 
 	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/cputime"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
@@ -61,7 +62,7 @@ func writeMergeData(dir string, fx *fixtures, rollouts, calls int) (*mergeData, 
 // mergePass is one timed pass over the whole data set.
 type mergePass struct {
 	elapsed time.Duration
-	cpu     time.Duration // user + system time of the process over the pass (processCPU; less disturbed by other work than elapsed)
+	cpu     time.Duration // user + system time of the process over the pass (cputime.Process; less disturbed by other work than elapsed)
 	bytes   int64
 	records int
 	out     int64 // merged output bytes (merge pass only)
@@ -69,9 +70,9 @@ type mergePass struct {
 
 // timed runs pass and sets p's elapsed and CPU time to what it took.
 func (p *mergePass) timed(pass func() error) error {
-	start, cpu := time.Now(), processCPU()
+	start, cpu := time.Now(), cputime.Process()
 	err := pass()
-	p.elapsed, p.cpu = time.Since(start), processCPU()-cpu
+	p.elapsed, p.cpu = time.Since(start), cputime.Process()-cpu
 	return err
 }
 

@@ -30,6 +30,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/modelcalls/modelcalls/gateway"
+	"github.com/modelcalls/modelcalls/internal/cputime"
 	"github.com/modelcalls/modelcalls/otelexport"
 )
 
@@ -415,7 +416,7 @@ func otelChildHandler(upstreamURL, captureDir string) (http.Handler, func(), err
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc(otelCPUPath, func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintf(w, "%d %d %d\n", processCPU().Nanoseconds(), gcCPU().Nanoseconds(), heapAllocs())
+		fmt.Fprintf(w, "%d %d %d\n", cputime.Process().Nanoseconds(), gcCPU().Nanoseconds(), heapAllocs())
 	})
 	mux.HandleFunc(otelFlushPath, func(w http.ResponseWriter, req *http.Request) {
 		var err error

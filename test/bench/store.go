@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/cputime"
 	"github.com/modelcalls/modelcalls/internal/fsutil"
 )
 
@@ -90,13 +91,13 @@ func (r *runner) runStoreRow() error {
 	for round := range r.rounds {
 		for _, lay := range layouts {
 			for _, s := range alternate(round, subjects) {
-				c0 := processCPU()
+				c0 := cputime.Process()
 				res, err := runStoreOps(s.op, line, r.workers, dur, lay.idOf)
 				if err != nil {
 					return fmt.Errorf("%s: %w", s.name, err)
 				}
 				st := row.by[s.name+" / "+lay.name]
-				st.cpu += processCPU() - c0
+				st.cpu += cputime.Process() - c0
 				st.addConc(res)
 			}
 		}

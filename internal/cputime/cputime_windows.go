@@ -1,4 +1,4 @@
-package modelcalls
+package cputime
 
 import (
 	"time"
@@ -6,8 +6,9 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// processCPU returns the CPU time (user + system) this process has used so far.
-func processCPU() time.Duration {
+// Process returns the CPU time (user + system) this process has used so far, 0 when the system
+// does not report it.
+func Process() time.Duration {
 	var created, exited, kernel, user windows.Filetime
 	if err := windows.GetProcessTimes(windows.CurrentProcess(), &created, &exited, &kernel, &user); err != nil {
 		return 0

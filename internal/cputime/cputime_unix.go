@@ -1,14 +1,15 @@
 //go:build unix
 
-package otelexport
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU returns the CPU time (user + system) this process has used so far.
-func processCPU() time.Duration {
+// Process returns the CPU time (user + system) this process has used so far, 0 when the system
+// does not report it.
+func Process() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
