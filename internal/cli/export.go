@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/modelcalls/modelcalls"
+	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/jsonl"
 	"github.com/modelcalls/modelcalls/otelexport"
 )
@@ -105,6 +106,30 @@ The endpoint is --endpoint (an OTLP base URL) or the standard OTEL_EXPORTER_OTLP
 	return cmd
 }
 
+// openExportRollouts opens the capture dir and lists the rollouts an export command covers: those of
+// the rollout records in file in (readExportRollouts, with its count of skipped lines), or with no
+// file every rollout of the dir. Errors carry their exit status (a missing dir is ExitNotFound, a
+// dir that cannot be listed a failure).
+func openExportRollouts(s *Streams, captureDir, in string) (*capture.Store, []exportRollout, int, error) {
+	store, err := openCaptureDir(captureDir)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if in != "" {
+		rollouts, skipped, err := readExportRollouts(s, in)
+		return store, rollouts, skipped, err
+	}
+	ids, err := store.Rollouts()
+	if err != nil {
+		return nil, nil, 0, withExit(ExitFailure, err)
+	}
+	rollouts := make([]exportRollout, 0, len(ids))
+	for _, id := range ids {
+		rollouts = append(rollouts, exportRollout{id: id})
+	}
+	return store, rollouts, 0, nil
+}
+
 // exportRollout is one rollout to export, with the fields of its record (--in).
 type exportRollout struct {
 	id        string
@@ -139,24 +164,9 @@ func runExportOTLP(ctx context.Context, s *Streams, o *exportOptions) error {
 		}
 		upstream = u
 	}
-	store, err := openCaptureDir(o.captureDir)
+	store, rollouts, skippedLines, err := openExportRollouts(s, o.captureDir, o.in)
 	if err != nil {
 		return err
-	}
-	var rollouts []exportRollout
-	skippedLines := 0
-	if o.in != "" {
-		if rollouts, skippedLines, err = readExportRollouts(s, o.in); err != nil {
-			return err
-		}
-	} else {
-		ids, err := store.Rollouts()
-		if err != nil {
-			return withExit(ExitFailure, err)
-		}
-		for _, id := range ids {
-			rollouts = append(rollouts, exportRollout{id: id})
-		}
 	}
 
 	if err := checkGRPCEndpoint(ctx, o); err != nil {

@@ -93,23 +93,9 @@ func runExportSamples(s *Streams, o *samplesOptions, minReward bool) error {
 	if parquetOut && o.format == "sft" {
 		return usageErrorf("--format sft is JSON Lines only (the fine-tuning format); give --out a name not ending in .parquet")
 	}
-	store, err := openCaptureDir(o.captureDir)
+	store, rollouts, _, err := openExportRollouts(s, o.captureDir, o.in)
 	if err != nil {
 		return err
-	}
-	var rollouts []exportRollout
-	if o.in != "" {
-		if rollouts, _, err = readExportRollouts(s, o.in); err != nil {
-			return err
-		}
-	} else {
-		ids, err := store.Rollouts()
-		if err != nil {
-			return withExit(ExitFailure, err)
-		}
-		for _, id := range ids {
-			rollouts = append(rollouts, exportRollout{id: id})
-		}
 	}
 	out, err := openOutput(s, o.out)
 	if err != nil {

@@ -92,24 +92,9 @@ func runExportTokens(ctx context.Context, s *Streams, o *exportTokensOptions) er
 	if format != "jsonl" && o.out == "-" {
 		return usageErrorf("--out -: only --format jsonl can go to stdout")
 	}
-	store, err := openCaptureDir(o.captureDir)
+	store, rollouts, skippedLines, err := openExportRollouts(s, o.captureDir, o.in)
 	if err != nil {
 		return err
-	}
-	var rollouts []exportRollout
-	skippedLines := 0
-	if o.in != "" {
-		if rollouts, skippedLines, err = readExportRollouts(s, o.in); err != nil {
-			return err
-		}
-	} else {
-		ids, err := store.Rollouts()
-		if err != nil {
-			return withExit(ExitFailure, err)
-		}
-		for _, id := range ids {
-			rollouts = append(rollouts, exportRollout{id: id})
-		}
 	}
 
 	var sink rowSink
