@@ -28,6 +28,7 @@ var importRules = map[string][]string{
 	"internal/hostcheck": nil,
 	"internal/schema":    nil,
 	"internal/cputime":   nil,
+	"internal/editdist":  nil,
 	"sse":                nil,
 
 	// Identity and dialects.
@@ -46,7 +47,7 @@ var importRules = map[string][]string{
 
 	// What captures, shows or ships records; none of them links the merge (the root).
 	"gateway":    {"capture", "dialect", "internal/fsutil", "internal/hostcheck", "internal/jsonscan", "internal/schema", "record", "rollout", "sse", "tokens"},
-	"view":       {"capture", "dialect", "internal/hostcheck", "internal/jsonscan", "internal/schema", "internal/stats", "lineage", "record", "rollout", "rundiff", "tokens"},
+	"view":       {"capture", "dialect", "internal/editdist", "internal/hostcheck", "internal/jsonscan", "internal/schema", "internal/stats", "lineage", "record", "rollout", "rundiff", "tokens"},
 	"otelexport": {"capture", "dialect", "internal/jsonscan", "internal/schema", "internal/stats", "record", "rollout"},
 	"replay":     {"capture", "dialect", "gateway", "internal/hostcheck", "internal/jsonscan", "internal/schema", "record", "rollout", "sse"},
 
@@ -62,7 +63,7 @@ var importRules = map[string][]string{
 
 	// The demo and the command line, at the top.
 	"internal/demo": {"", "capture", "dialect", "gateway", "record", "rollout"},
-	"internal/cli": {"", "capture", "dialect", "gateway", "internal/config", "internal/demo", "internal/hostcheck",
+	"internal/cli": {"", "capture", "dialect", "gateway", "internal/config", "internal/demo", "internal/editdist", "internal/hostcheck",
 		"internal/jsonl", "internal/jsonscan", "internal/ordered", "internal/schema", "internal/stats", "lineage",
 		"otelexport", "record", "replay", "rollout", "rundiff", "samples", "tokens", "tokens/tokenexport", "view"},
 	"cmd/modelcalls": {"internal/cli"},

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/modelcalls/modelcalls/internal/editdist"
 	"github.com/modelcalls/modelcalls/internal/stats"
 )
 
@@ -608,7 +609,7 @@ func (x *Index) unknownField(what, name string) error {
 	hint := ""
 	best, bestD := "", 3 // at most two edits away
 	for _, k := range known {
-		if d := editDistance(strings.ToLower(strings.TrimPrefix(name, "record.")), strings.ToLower(k)); d < bestD {
+		if d := editdist.Levenshtein(strings.ToLower(strings.TrimPrefix(name, "record.")), strings.ToLower(k)); d < bestD {
 			best, bestD = k, d
 		}
 	}
@@ -624,27 +625,6 @@ func (x *Index) unknownField(what, name string) error {
 	}
 	return fmt.Errorf("%s: unknown field %q%s; list fields: %s; --rollouts record fields: %s",
 		what, name, hint, strings.Join(SortFields, ", "), recs)
-}
-
-// editDistance is the Levenshtein distance of a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // Summary returns the indexed summary of one rollout.

@@ -15,6 +15,7 @@ import (
 
 	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/editdist"
 	"github.com/modelcalls/modelcalls/internal/ordered"
 )
 
@@ -219,7 +220,7 @@ func similarRollouts(dirs []string, id string) (like []string, total int) {
 	limit := max(1, len(id)/3)
 	for _, c := range ids {
 		lc := strings.ToLower(c)
-		d := editDistance(lower, lc)
+		d := editdist.Levenshtein(lower, lc)
 		if strings.Contains(lc, lower) || strings.Contains(lower, lc) {
 			d = 0 // an id with more (or less) around it comes first
 		}
@@ -232,27 +233,6 @@ func similarRollouts(dirs []string, id string) (like []string, total int) {
 		like = append(like, cs[i].id)
 	}
 	return like, len(ids)
-}
-
-// editDistance is the Levenshtein distance of a and b, in bytes (rollout ids are ASCII).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // unknownRolloutHint is what the "no capture" error of a rollout adds: the ids like it, or how to

@@ -1,0 +1,27 @@
+// Package editdist measures how far apart two short strings are, for "did you mean" hints: the
+// CLI's suggestion of a rollout id like an unknown one, the viewer's of a filter field like an
+// unknown one.
+package editdist
+
+// Levenshtein is the edit distance of a and b: the fewest single-byte insertions, deletions and
+// substitutions that turn a into b. It counts bytes, not runes (ids and field names are ASCII);
+// time O(len(a)·len(b)), memory O(len(b)).
+func Levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
