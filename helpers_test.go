@@ -1,28 +1,13 @@
 package modelcalls
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"testing"
 )
 
 // Test helpers shared by the package's tests.
 
 // ptr returns a pointer to v (for expected values in tables).
 func ptr[T any](v T) *T { return &v }
-
-// decodeObject decodes a JSON object keeping numbers as json.Number.
-func decodeObject(t testing.TB, b []byte) map[string]any {
-	t.Helper()
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	var m map[string]any
-	if err := d.Decode(&m); err != nil {
-		t.Fatalf("decode %s: %v", b, err)
-	}
-	return m
-}
 
 // Lines for hand-built capture files: okLine is a good exchange (ok fills its model_call_id and
 // prompt tokens), badModelRef one whose record cannot be built.

@@ -43,7 +43,7 @@ func bundleJSON(t *testing.T, b *rollout.ObservationBundle) map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return decodeObject(t, raw)
+	return capturefile.DecodeObject(t, raw)
 }
 
 func invocationRefs(t *testing.T, b map[string]any, invocation string) string {
@@ -224,7 +224,7 @@ func TestMergeJoinsObservations(t *testing.T) {
 			t.Fatalf("merge: %v %+v", err, res)
 		}
 		checkSplice(t, line, out, true)
-		got := decodeObject(t, out)
+		got := capturefile.DecodeObject(t, out)
 		obs := got[FieldAgentObservations].(map[string]any)
 		wantRef := `[{"model_call_id":` + string(id1) + `,"model_ref":` + policyRef + `,"response_id":"resp_1"}]`
 		if refs := invocationRefs(t, obs, "root"); refs != normJSON(wantRef) {
@@ -261,7 +261,7 @@ func TestMergeObservationsWithoutCapture(t *testing.T) {
 	if err != nil || !res.ObservationsJoined {
 		t.Fatalf("merge: %v %+v", err, res)
 	}
-	got := decodeObject(t, out)
+	got := capturefile.DecodeObject(t, out)
 	if g := capturefile.JSONOf(got[FieldModelCallCapture].(map[string]any)["gaps"]); g != normJSON(`[{"code":"model_call_capture_no_records"}]`) {
 		t.Errorf("capture gaps = %s", g)
 	}

@@ -59,8 +59,8 @@ func TestMergeAgreesWithGym(t *testing.T) {
 		if !strings.HasPrefix(string(out), prefix) || !strings.HasSuffix(string(out), "}"+string(line[closing+1:])) {
 			t.Errorf("line %d: record bytes not kept:\n%s", i+1, out)
 		}
-		ours := decodeObject(t, out)
-		gym := decodeObject(t, want[i])
+		ours := capturefile.DecodeObject(t, out)
+		gym := capturefile.DecodeObject(t, want[i])
 		for k, v := range gym {
 			if k != "ng_model_call_capture" && capturefile.JSONOf(ours[k]) != capturefile.JSONOf(v) {
 				t.Errorf("%s: field %s = %s, Gym has %s", res.RolloutID, k, capturefile.JSONOf(ours[k]), capturefile.JSONOf(v))

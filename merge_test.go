@@ -213,7 +213,7 @@ func mergeCapture(t *testing.T, dirs []string, id string, opts MergeOptions) (ma
 		t.Fatalf("merge: %v (attached %v)", err, res.Attached)
 	}
 	checkSplice(t, line, out, res.ObservationsJoined)
-	return decodeObject(t, out)[FieldModelCallCapture].(map[string]any), res
+	return capturefile.DecodeObject(t, out)[FieldModelCallCapture].(map[string]any), res
 }
 
 func gapsOf(c map[string]any) string {

@@ -455,14 +455,14 @@ func TestRecordJSON(t *testing.T) {
 	if !bytes.Contains(full, []byte(`"request":`+request+`,`)) {
 		t.Errorf("request bytes were re-encoded: %s", full)
 	}
-	m := decodeObject(t, full)
+	m := capturefile.DecodeObject(t, full)
 	if len(m) != 33 {
 		t.Errorf("%d keys with payloads, want 33", len(m))
 	}
 	if string(capturefile.JSONOf(m["tool_calls"])) != "[]" {
 		t.Errorf("tool_calls = %v, want []", m["tool_calls"])
 	}
-	lean := decodeObject(t, rec.AppendJSON(nil, false))
+	lean := capturefile.DecodeObject(t, rec.AppendJSON(nil, false))
 	if len(lean) != 29 {
 		t.Errorf("%d keys without payloads, want 29", len(lean))
 	}

@@ -179,3 +179,20 @@ var RawEscapes = []struct{ Tok, Want string }{
 	{`"\u0041\u00e9\u4e2d\ud800\udc00"`, `"Aé中` + "\U00010000" + `"`},
 	{`"ends in escape \n"`, `"ends in escape \n"`},
 }
+
+// DecodeObject decodes a JSON object keeping numbers as json.Number, failing the test (with the
+// text's first 200 bytes) when it is not one.
+func DecodeObject(t testing.TB, b []byte) map[string]any {
+	t.Helper()
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		shown := b
+		if len(shown) > 200 {
+			shown = append(shown[:200:200], "..."...)
+		}
+		t.Fatalf("decode %s: %v", shown, err)
+	}
+	return m
+}
