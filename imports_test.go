@@ -68,10 +68,12 @@ var importRules = map[string][]string{
 	"internal/capturetest":            {"capture", "record"},
 	"internal/capturetest/jsonmember": nil,
 	"internal/jsonscan/orjsonrules":   nil,
+	"internal/duckdbtest":             nil,
 }
 
 // testOnly are the packages no non-test file outside test/ may import.
-var testOnly = []string{"internal/capturetest", "internal/capturetest/jsonmember", "internal/jsonscan/orjsonrules"}
+var testOnly = []string{"internal/capturetest", "internal/capturetest/jsonmember", "internal/jsonscan/orjsonrules",
+	"internal/duckdbtest"}
 
 // TestImportRules checks every module package's imports (as `go list` reports them, for linux,
 // darwin and windows) against importRules. Packages under test/ (benchmarks, e2e, reliability
