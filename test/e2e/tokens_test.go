@@ -1,0 +1,529 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcalls/modelcalls/internal/capturetest/jsonmember"
+	"github.com/modelcalls/modelcalls/internal/duckdbtest"
+	"github.com/modelcalls/modelcalls/tokens/tokenexport"
+)
+
+// baseURLFromEnv is the base URL written into a harness's config file when the harness runs
+// under `modelcalls run --upstream`: run's own gateway takes a free port as it starts and tells
+// only the child, in OPENAI_BASE_URL, so the wrapper that starts the harness (ownGateway.argv)
+// puts that variable's value in its place.
+const baseURLFromEnv = "@OPENAI_BASE_URL@"
+
+// ownGateway runs each harness under `modelcalls run --rollout ID --upstream URL --capture-dir
+// DIR [--tokens ENGINE]`: the gateway is run's own, alive for the harness's lifetime.
+type ownGateway struct {
+	upstream   string // where run's gateway forwards (the tap in front of the model server)
+	captureDir string
+	tokens     string // --tokens engine; "" for none
+}
+
+// argv writes runDir/harness.sh, which replaces baseURLFromEnv in every file under $HOME with
+// OPENAI_BASE_URL and then executes exe, and returns the `modelcalls run` command line that
+// starts it with args.
+func (g *ownGateway) argv(t *testing.T, bin, runDir, exe, id string, args []string) (string, []string) {
+	t.Helper()
+	if strings.Contains(exe, "'") {
+		t.Fatalf("harness path %q has a quote", exe)
+	}
+	wrapper := filepath.Join(runDir, "harness.sh")
+	writeFile(t, wrapper, strings.Join([]string{
+		"#!/bin/sh",
+		"# Started by modelcalls run, which names its gateway in OPENAI_BASE_URL; the harness reads",
+		"# its base URL from a config file, so the URL goes there first.",
+		"set -eu",
+		`: "${OPENAI_BASE_URL:?modelcalls run sets it}"`,
+		`files=$(grep -rlF '` + baseURLFromEnv + `' "$HOME" || true)`,
+		`for f in $files; do`,
+		`	sed "s|` + baseURLFromEnv + `|$OPENAI_BASE_URL|g" "$f" > "$f.tmp"`,
+		`	mv "$f.tmp" "$f"`,
+		`done`,
+		`exec '` + exe + `' "$@"`,
+		"",
+	}, "\n"))
+	if err := os.Chmod(wrapper, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := []string{"run", "--rollout", id, "--upstream", g.upstream, "--capture-dir", g.captureDir, "--name", proxyName}
+	if g.tokens != "" {
+		a = append(a, "--tokens", g.tokens)
+	}
+	a = append(a, "--", wrapper)
+	return bin, append(a, args...)
+}
+
+// isRender reports whether e is one of the calls the gateway makes to llama-server itself for a
+// call's prompt ids (--tokens llama-server).
+func (g *ownGateway) isRender(e TapEntry) bool {
+	return g.tokens == "llama-server" && e.Method == http.MethodPost && (e.Path == "/apply-template" || e.Path == "/tokenize")
+}
+
+// runLlamaTokens runs pi on Chat under `modelcalls run --upstream <llama-server> --tokens
+// llama-server` with the chatml model, with the checks of every run, then checks each call's
+// token ids and logprobs against what llama-server sent, exports them as JSONL and Parquet, reads
+// the Parquet file back with DuckDB, and merges.
+func (s *suite) runLlamaTokens(t *testing.T) {
+	const name = "llama-tokens"
+	url, dir := s.llamaServer(t, name, "tiny-chatml.gguf")
+	tap, front := tapIn(t, url)
+	capDir := filepath.Join(dir, "capture")
+	rig := &upstreamRig{name: name, bin: s.bin, tap: tap, captureDir: capDir, stopUpstream: front.Close,
+		answer: func(string) string { return tinyAnswer },
+		own:    &ownGateway{upstream: front.URL, captureDir: capDir, tokens: "llama-server"}}
+	var done []*runResult
+	for _, run := range harnessRuns() {
+		exe, ok := s.harnesses[run.harness]
+		if !ok || run.name != "pi-chat" { // --tokens asks on Chat only
+			continue
+		}
+		t.Run(run.name, func(t *testing.T) {
+			res := s.runOne(t, rig, run, exe, filepath.Join(dir, "projects", run.name))
+			checkOwnGatewayRun(t, res)
+			done = append(done, res)
+		})
+	}
+	t.Run("tokens", func(t *testing.T) {
+		for _, line := range checkTokens(t, s.bin, rig, done) {
+			s.report.note(name + ": " + line)
+		}
+	})
+	t.Run("merge", func(t *testing.T) { checkMerge(t, s.bin, rig, done) })
+	for _, r := range done {
+		s.report.add(name, r)
+	}
+}
+
+// checkOwnGatewayRun checks what is particular to a run under `modelcalls run --upstream`: the
+// harness was pointed at run's own gateway under the rollout's prefix, and the gateway logged
+// no panic.
+func checkOwnGatewayRun(t *testing.T, res *runResult) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(res.home, ".pi", "agent", "models.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := regexp.MustCompile(`"baseUrl": "http://127\.0\.0\.1:[0-9]+/ng-rollout/` + regexp.QuoteMeta(res.rolloutID) + `/v1"`)
+	if !want.Match(b) {
+		t.Errorf("pi's models.json does not point at run's gateway under the rollout's prefix:\n%s", b)
+	}
+	stderr, _ := os.ReadFile(filepath.Join(filepath.Dir(res.home), "stderr"))
+	if bytes.Contains(stderr, []byte("panic:")) || bytes.Contains(stderr, []byte("DATA RACE")) {
+		t.Errorf("run's gateway logged a panic or data race:\n%s", tail(string(stderr), 40))
+	}
+	for _, line := range strings.Split(string(stderr), "\n") {
+		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+			t.Logf("run: %s", line)
+		}
+	}
+}
+
+// tokenCaptureLine is a capture line's token_capture object.
+type tokenCaptureLine struct {
+	Engine           string          `json:"engine"`
+	Added            json.RawMessage `json:"added"`
+	PromptTokenIDs   []int64         `json:"prompt_token_ids"`
+	PromptTokenError string          `json:"prompt_token_error"`
+}
+
+// readTokenCaptures reads <dir>/<id>.capture.jsonl and returns each line's token_capture object
+// by model_call_id (absent for a line without one).
+func readTokenCaptures(t *testing.T, dir, id string) map[string]json.RawMessage {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, id+".capture.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]json.RawMessage{}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var l struct {
+			ModelCallID  string          `json:"model_call_id"`
+			TokenCapture json.RawMessage `json:"token_capture"`
+		}
+		if err := json.Unmarshal(line, &l); err != nil {
+			t.Fatalf("capture line: %v", err)
+		}
+		if l.TokenCapture != nil {
+			out[l.ModelCallID] = l.TokenCapture
+		}
+	}
+	return out
+}
+
+// tokenRequestFields are the members --tokens adds for each engine, in the order it appends them.
+var tokenRequestFields = map[string][]struct{ key, value string }{
+	"llama-server": {{"logprobs", "true"}, {"top_logprobs", "1"}},
+}
+
+// checkTokenRequest checks the request the upstream received against the captured one: the
+// client's members, in order and unchanged, then the members --tokens adds that the client did
+// not set, as the line's token_capture.added records them. It returns e with the client's
+// request as its body, for the checks of every record.
+func checkTokenRequest(t *testing.T, what, engine string, r record, tcRaw json.RawMessage, e TapEntry) TapEntry {
+	t.Helper()
+	errf := func(format string, args ...any) { t.Errorf(what+": "+format, args...) }
+	var tc tokenCaptureLine
+	if tcRaw == nil || json.Unmarshal(tcRaw, &tc) != nil {
+		errf("capture line has no token_capture object: %s", tcRaw)
+		return e
+	}
+	if tc.Engine != engine {
+		errf("token_capture.engine %q, want %q", tc.Engine, engine)
+	}
+	client := jsonmember.Members(t, r.Request)
+	sent := jsonmember.Members(t, e.ReqBody)
+	wantAdded := map[string]json.RawMessage{}
+	var wantKeys []string
+	for _, m := range client {
+		wantKeys = append(wantKeys, m.Key)
+	}
+	for _, f := range tokenRequestFields[engine] {
+		if _, set := jsonmember.Last(client, f.key); !set {
+			wantAdded[f.key] = json.RawMessage(f.value)
+			wantKeys = append(wantKeys, f.key)
+		}
+	}
+	if !jsonEqual(tc.Added, []byte(mustJSON(wantAdded))) {
+		errf("token_capture.added %s, want %s", tc.Added, mustJSON(wantAdded))
+	}
+	if got := jsonmember.Keys(sent); !slices.Equal(got, wantKeys) {
+		errf("the upstream received members %v, want the client's then the added ones: %v", got, wantKeys)
+	} else {
+		for i, m := range sent {
+			want := wantAdded[m.Key]
+			if i < len(client) {
+				want = r.Request[client[i].ValueStart:client[i].ValueEnd]
+			}
+			if !jsonEqual(e.ReqBody[m.ValueStart:m.ValueEnd], want) {
+				errf("member %s reached the upstream as %s, want %s", m.Key, e.ReqBody[m.ValueStart:m.ValueEnd], want)
+			}
+		}
+	}
+	e.ReqBody = r.Request
+	return e
+}
+
+// logprobEntry is one llama-server logprob entry of a generated token, as the tap saw it.
+type logprobEntry struct {
+	ID      int64   `json:"id"`
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
+}
+
+// sentLogprobs reads the first choice's logprob entries from a Chat response body as
+// llama-server sent it (a JSON object, or SSE chunks each carrying its tokens' entries),
+// independently of package tokens; streamed reports the SSE case.
+func sentLogprobs(t *testing.T, body []byte) (entries []logprobEntry, streamed bool) {
+	t.Helper()
+	type chunk struct {
+		Choices []struct {
+			Index    int `json:"index"`
+			Logprobs *struct {
+				Content []logprobEntry `json:"content"`
+			} `json:"logprobs"`
+		} `json:"choices"`
+	}
+	add := func(c chunk) {
+		for _, ch := range c.Choices {
+			if ch.Index == 0 && ch.Logprobs != nil {
+				entries = append(entries, ch.Logprobs.Content...)
+			}
+		}
+	}
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) > 0 && trimmed[0] == '{' {
+		var c chunk
+		if err := json.Unmarshal(trimmed, &c); err != nil {
+			t.Fatalf("response: %v", err)
+		}
+		add(c)
+		return entries, false
+	}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(strings.TrimRight(sc.Text(), "\r"), "data:")
+		if !ok || strings.TrimSpace(data) == "[DONE]" {
+			continue
+		}
+		var c chunk
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			t.Fatalf("SSE event %q: %v", data, err)
+		}
+		add(c)
+	}
+	return entries, true
+}
+
+// renderedPrompt finds the gateway's /apply-template call for a client request among renders,
+// then the /tokenize call of the prompt it returned, and returns the ids /tokenize answered.
+func renderedPrompt(t *testing.T, renders []TapEntry, request []byte) ([]int64, error) {
+	t.Helper()
+	for _, a := range renders {
+		if a.Path != "/apply-template" || !jsonEqual(a.ReqBody, request) {
+			continue
+		}
+		if a.Status != http.StatusOK {
+			return nil, fmt.Errorf("/apply-template answered %d: %s", a.Status, a.RespBody)
+		}
+		var tmpl struct{ Prompt string }
+		if err := json.Unmarshal(a.RespBody, &tmpl); err != nil {
+			return nil, fmt.Errorf("/apply-template: %v", err)
+		}
+		for _, tk := range renders {
+			var req struct {
+				Content      string `json:"content"`
+				AddSpecial   bool   `json:"add_special"`
+				ParseSpecial bool   `json:"parse_special"`
+			}
+			if tk.Path != "/tokenize" || json.Unmarshal(tk.ReqBody, &req) != nil || req.Content != tmpl.Prompt {
+				continue
+			}
+			if !req.AddSpecial || !req.ParseSpecial {
+				return nil, fmt.Errorf("/tokenize asked with add_special %v, parse_special %v", req.AddSpecial, req.ParseSpecial)
+			}
+			var ids struct{ Tokens []int64 }
+			if tk.Status != http.StatusOK || json.Unmarshal(tk.RespBody, &ids) != nil {
+				return nil, fmt.Errorf("/tokenize answered %d: %s", tk.Status, tk.RespBody)
+			}
+			return ids.Tokens, nil
+		}
+		return nil, fmt.Errorf("no /tokenize call for the prompt /apply-template rendered")
+	}
+	return nil, fmt.Errorf("no /apply-template call with the client's request (%d render calls)", len(renders))
+}
+
+// exportTokens runs `modelcalls export tokens --capture-dir DIR --in IN --out OUT` and returns
+// its stderr; the command must exit 0 (every call has token data).
+func exportTokens(t *testing.T, bin, dir, in, out string) string {
+	t.Helper()
+	cmd := exec.Command(bin, "export", "tokens", "--capture-dir", dir, "--in", in, "--out", out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if b, err := cmd.Output(); err != nil {
+		t.Fatalf("modelcalls export tokens --out %s: %v\n%s%s", filepath.Base(out), err, b, stderr.String())
+	}
+	return stderr.String()
+}
+
+// readRows decodes rows from JSON lines (an export's JSONL file, or DuckDB's to_json of each row).
+func readRows(t *testing.T, lines [][]byte) []tokenexport.Row {
+	t.Helper()
+	var rows []tokenexport.Row
+	for _, l := range lines {
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		var r tokenexport.Row
+		if err := json.Unmarshal(l, &r); err != nil {
+			t.Fatalf("row %s: %v", l, err)
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// checkTokens exports the rollouts' tokens to JSONL and Parquet and checks every call's row
+// against what crossed the wire: generated ids and logprobs are llama-server's logprob entries,
+// prompt ids the /tokenize answer to the server's own render of the client's request; a count
+// that differs from usage is named by the finding that says so, and no other finding appears.
+// The Parquet file read back by DuckDB gives the JSONL rows. It returns one summary line per call.
+func checkTokens(t *testing.T, bin string, rig *upstreamRig, runs []*runResult) []string {
+	if len(runs) == 0 {
+		t.Skip("no run finished")
+	}
+	dir := filepath.Dir(rig.captureDir)
+	const reward = 0.75
+	var in strings.Builder
+	for _, r := range runs {
+		fmt.Fprintf(&in, `{"_ng_rollout_id":%q,"reward":%v}`+"\n", r.rolloutID, reward)
+	}
+	inPath := filepath.Join(dir, "tokens-rollouts.jsonl")
+	writeFile(t, inPath, in.String())
+	jsonlPath, parquetPath := filepath.Join(dir, "tokens.jsonl"), filepath.Join(dir, "tokens.parquet")
+	summary := exportTokens(t, bin, rig.captureDir, inPath, jsonlPath)
+	t.Logf("export tokens (JSONL): %s", strings.TrimSpace(summary))
+	exportTokens(t, bin, rig.captureDir, inPath, parquetPath)
+	b, err := os.ReadFile(jsonlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := readRows(t, bytes.Split(b, []byte("\n")))
+	byID := map[string]tokenexport.Row{}
+	for _, r := range rows {
+		byID[r.ModelCallID] = r
+	}
+
+	var notes []string
+	calls := 0
+	for _, run := range runs {
+		for i, e := range run.calls {
+			calls++
+			what := fmt.Sprintf("%s call %d", run.run, i)
+			obs := Observe(e.Dialect(), mustDecode(t, e))
+			j := slices.IndexFunc(run.records, func(r record) bool { return eqStr(r.ResponseID, obs.ResponseID) })
+			if j < 0 {
+				t.Errorf("%s: no record with response_id %v", what, deref(obs.ResponseID))
+				continue
+			}
+			rec := run.records[j]
+			row, ok := byID[rec.ModelCallID]
+			if !ok {
+				t.Errorf("%s: no exported row for model_call_id %s", what, rec.ModelCallID)
+				continue
+			}
+			notes = append(notes, what+": "+checkCallTokens(t, what, run, rec, row, e, obs, reward))
+		}
+	}
+	if len(rows) != calls {
+		t.Errorf("export tokens wrote %d rows, the upstream answered %d model calls", len(rows), calls)
+	}
+
+	// The Parquet file, as DuckDB reads it, holds the JSONL rows.
+	res := duckdbtest.Read(t, parquetPath)
+	for col, typ := range map[string]string{"prompt_token_ids": "BIGINT[]", "generation_token_ids": "BIGINT[]",
+		"generation_log_probs": "DOUBLE[]", "reward": "DOUBLE"} {
+		if res.Types[col] != typ {
+			t.Errorf("DuckDB reads %s as %s, want %s", col, res.Types[col], typ)
+		}
+	}
+	lines := make([][]byte, len(res.Rows))
+	for i, r := range res.Rows {
+		lines[i] = r
+	}
+	duck := readRows(t, lines)
+	if len(duck) != len(rows) {
+		t.Fatalf("DuckDB read %d rows from the Parquet file, the JSONL file has %d", len(duck), len(rows))
+	}
+	for i := range rows {
+		if d, j := mustJSON(duck[i]), mustJSON(rows[i]); d != j {
+			t.Errorf("row %d:\nDuckDB %s\n JSONL %s", i, d, j)
+		}
+	}
+	notes = append(notes, fmt.Sprintf("export tokens: %d rows; DuckDB read the same %d rows from Parquet", len(rows), len(duck)))
+	return notes
+}
+
+// checkCallTokens checks one call's exported row against the wire and returns its summary.
+func checkCallTokens(t *testing.T, what string, run *runResult, rec record, row tokenexport.Row, e TapEntry, obs Observed,
+	reward float64) string {
+	t.Helper()
+	errf := func(format string, args ...any) { t.Errorf(what+": "+format, args...) }
+	if row.RolloutID != run.rolloutID || row.CallIndex != int64(rec.CallIndex) || row.Dialect != DialectChat {
+		errf("row names rollout %s call_index %d dialect %s, want %s %d chat", row.RolloutID, row.CallIndex, row.Dialect,
+			run.rolloutID, rec.CallIndex)
+	}
+	if row.Reward == nil || *row.Reward != reward {
+		errf("reward %v, the rollouts file says %v", derefAny(row.Reward), reward)
+	}
+	if !eqInt64(row.UsagePromptTokens, obs.TokensIn) || !eqInt64(row.UsageCompletionTokens, obs.TokensOut) {
+		errf("usage %v/%v, the upstream reported %v/%v", derefAny(row.UsagePromptTokens), derefAny(row.UsageCompletionTokens),
+			derefAny(obs.TokensIn), derefAny(obs.TokensOut))
+	}
+	if obs.TokensIn == nil || obs.TokensOut == nil {
+		errf("the upstream reported no usage")
+		return "no usage"
+	}
+	explained := map[string]bool{}
+
+	// Generated ids and logprobs: llama-server's logprob entries, one per token with text.
+	sent, streamed := sentLogprobs(t, mustDecode(t, e))
+	var ids []int64
+	var lps []float64
+	for _, en := range sent {
+		ids = append(ids, en.ID)
+		lps = append(lps, en.Logprob)
+	}
+	if row.Streamed != streamed {
+		errf("streamed %v, the upstream answered with SSE %v", row.Streamed, streamed)
+	}
+	if row.TokenSource != "logprob_entry_ids" {
+		errf("token_source %q, want logprob_entry_ids", row.TokenSource)
+	}
+	if len(ids) == 0 || !slices.Equal(row.GenerationTokenIDs, ids) {
+		errf("generation_token_ids %v, llama-server's logprob entries name %v", row.GenerationTokenIDs, ids)
+	}
+	if !slices.Equal(row.GenerationLogProbs, lps) {
+		errf("generation_log_probs %v, llama-server sent %v", row.GenerationLogProbs, lps)
+	}
+	completion := *obs.TokensOut
+	if len(ids) != completion {
+		code := "completion_count_mismatch"
+		if streamed && len(ids) < completion {
+			code = "stream_tokens_lost"
+		}
+		explained[code] = true
+		want := fmt.Sprintf("%d generated ids (logprob_entry_ids), usage.completion_tokens is %d", len(ids), completion)
+		if !hasFinding(row, code, want) {
+			errf("%d generated ids, usage.completion_tokens %d: want finding %s %q, findings %s", len(ids), completion,
+				code, want, mustJSON(row.Findings))
+		}
+	}
+
+	// Prompt ids: the server's render of the client's request, as the gateway asked for it.
+	want, err := renderedPrompt(t, run.renders, rec.Request)
+	if err != nil {
+		errf("%v", err)
+	}
+	var tc tokenCaptureLine
+	_ = json.Unmarshal(run.tokenCaptures[rec.ModelCallID], &tc)
+	if tc.PromptTokenError != "" {
+		errf("token_capture.prompt_token_error %q", tc.PromptTokenError)
+	}
+	if !slices.Equal(tc.PromptTokenIDs, want) || !slices.Equal(row.PromptTokenIDs, want) {
+		errf("prompt ids: token_capture %v, row %v; /tokenize answered %v", tc.PromptTokenIDs, row.PromptTokenIDs, want)
+	}
+	if row.PromptTokenSource != "server_render" {
+		errf("prompt_token_source %q, want server_render", row.PromptTokenSource)
+	}
+	if len(want) != *obs.TokensIn {
+		explained["prompt_count_mismatch"] = true
+		w := fmt.Sprintf("%d prompt ids, usage.prompt_tokens is %d (server_render)", len(want), *obs.TokensIn)
+		if !hasFinding(row, "prompt_count_mismatch", w) {
+			errf("want finding prompt_count_mismatch %q, findings %s", w, mustJSON(row.Findings))
+		}
+	}
+	var codes []string
+	for _, f := range row.Findings {
+		codes = append(codes, f.Code)
+		if !explained[f.Code] {
+			errf("finding %s (%s) that the wire does not explain", f.Code, f.Detail)
+		}
+	}
+	if codes == nil {
+		codes = []string{"none"}
+	}
+	return fmt.Sprintf("prompt %d ids (usage %d), generated %d ids and %d logprobs (usage %d), findings %s",
+		len(row.PromptTokenIDs), *obs.TokensIn, len(row.GenerationTokenIDs), len(row.GenerationLogProbs), completion,
+		strings.Join(codes, ","))
+}
+
+// hasFinding reports whether row carries a call-level finding code whose detail is detail.
+func hasFinding(row tokenexport.Row, code, detail string) bool {
+	return slices.ContainsFunc(row.Findings, func(f tokenexport.Finding) bool {
+		return f.Code == code && f.Detail == detail
+	})
+}
+
+func eqInt64(a *int64, b *int) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == int64(*b))
+}
