@@ -312,17 +312,22 @@ func renderedPrompt(t *testing.T, renders []TapEntry, request []byte) ([]int64, 
 	return nil, fmt.Errorf("no /apply-template call with the client's request (%d render calls)", len(renders))
 }
 
-// exportTokens runs `modelcalls export tokens --capture-dir DIR --in IN --out OUT` and returns
-// its stderr; the command must exit 0 (every call has token data).
-func exportTokens(t *testing.T, bin, dir, in, out string) string {
+// exportTokens runs `modelcalls export tokens --capture-dir DIR --in IN --out OUT [extra...]` and
+// returns its summary (stdout); the command must exit 0 (every call has token data) and write
+// nothing to stderr.
+func exportTokens(t *testing.T, bin, dir, in, out string, extra ...string) string {
 	t.Helper()
-	cmd := exec.Command(bin, "export", "tokens", "--capture-dir", dir, "--in", in, "--out", out)
+	cmd := exec.Command(bin, append([]string{"export", "tokens", "--capture-dir", dir, "--in", in, "--out", out}, extra...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if b, err := cmd.Output(); err != nil {
+	b, err := cmd.Output()
+	if err != nil {
 		t.Fatalf("modelcalls export tokens --out %s: %v\n%s%s", filepath.Base(out), err, b, stderr.String())
 	}
-	return stderr.String()
+	if stderr.Len() > 0 {
+		t.Errorf("modelcalls export tokens --out %s wrote to stderr: %s", filepath.Base(out), stderr.String())
+	}
+	return string(b)
 }
 
 // readRows decodes rows from JSON lines (an export's JSONL file, or DuckDB's to_json of each row).
@@ -420,6 +425,41 @@ func checkTokens(t *testing.T, bin string, rig *upstreamRig, runs []*runResult) 
 		}
 	}
 	notes = append(notes, fmt.Sprintf("export tokens: %d rows; DuckDB read the same %d rows from Parquet", len(rows), len(duck)))
+
+	// NeMo Gym's token records: one per call, the row's ids and logprobs.
+	gymDir := filepath.Join(dir, "tokens-gym")
+	exportTokens(t, bin, rig.captureDir, inPath, gymDir, "--format", "gym")
+	for _, run := range runs {
+		b, err := os.ReadFile(filepath.Join(gymDir, run.rolloutID+".tokens.jsonl"))
+		if err != nil {
+			t.Errorf("gym export: %v", err)
+			continue
+		}
+		var n int
+		for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+			var g struct {
+				SchemaVersion      int       `json:"schema_version"`
+				RolloutID          string    `json:"rollout_id"`
+				ModelCallID        string    `json:"model_call_id"`
+				PromptTokenIDs     []int64   `json:"prompt_token_ids"`
+				GenerationTokenIDs []int64   `json:"generation_token_ids"`
+				GenerationLogProbs []float64 `json:"generation_log_probs"`
+			}
+			if err := json.Unmarshal(line, &g); err != nil {
+				t.Errorf("gym record %s: %v", line, err)
+				continue
+			}
+			n++
+			r := byID[g.ModelCallID]
+			if g.SchemaVersion != 1 || g.RolloutID != run.rolloutID || !slices.Equal(g.PromptTokenIDs, r.PromptTokenIDs) ||
+				!slices.Equal(g.GenerationTokenIDs, r.GenerationTokenIDs) || !slices.Equal(g.GenerationLogProbs, r.GenerationLogProbs) {
+				t.Errorf("gym record of %s differs from its row:\n%s\n%s", g.ModelCallID, line, mustJSON(r))
+			}
+		}
+		if n != len(run.calls) {
+			t.Errorf("gym export of %s: %d records, %d calls", run.rolloutID, n, len(run.calls))
+		}
+	}
 	return notes
 }
 
