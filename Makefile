@@ -15,11 +15,26 @@ vet:
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/e2e/
 
+# Build and vet every package, tests and the e2e tag included, for each supported platform: linux,
+# darwin and windows on amd64 and arm64 (docs/capture-store.md, "Platforms"). Reuses the build cache;
+# a cold cache compiles the dependencies once per platform.
+CROSS_OS ?= linux darwin windows
+CROSS_ARCH ?= amd64 arm64
+.PHONY: cross
+cross:
+	@set -e; for os in $(CROSS_OS); do for arch in $(CROSS_ARCH); do \
+		echo "== $$os/$$arch"; \
+		GOOS=$$os GOARCH=$$arch $(GO) build ./...; \
+		GOOS=$$os GOARCH=$$arch $(GO) vet ./...; \
+		GOOS=$$os GOARCH=$$arch $(GO) vet -tags e2e ./test/e2e/; \
+	done; done
+
 build:
 	$(GO) build -o bin/modelcalls ./cmd/modelcalls
 
 # Measure what the gateway costs on the hot path, against baselines in the same run, and write
-# BENCHMARKS.md (a few minutes). BENCH_FLAGS=-quick for a smoke run, see go run ./test/bench -h.
+# BENCHMARKS.md (a few minutes). BENCH_FLAGS=-quick for a smoke run; BENCH_FLAGS="-io-uring=off
+# -out BENCHMARKS-uring-off.md" for the same rows with io_uring off; see go run ./test/bench -h.
 .PHONY: bench
 bench:
 	$(GO) run ./test/bench $(BENCH_FLAGS)

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -137,16 +136,6 @@ func mergeAll(b *testing.B, m *Merger, records [][]byte, workers int) int64 {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
-// processCPU returns the CPU time (user + system) the process has used so far: the garbage
-// collector's work included, as test/bench row 6 counts it.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // reportCPU reports "cpuMB/s", the bytes of each op per second of the process's CPU time since
 // start (processCPU): steadier than MB/s on a busy machine, and what row 6 compares.

@@ -45,7 +45,7 @@ var importRules = map[string][]string{
 
 	// What captures, shows or ships records; none of them links the merge (the root).
 	"gateway":    {"capture", "dialect", "internal/fsutil", "internal/hostcheck", "internal/jsonscan", "internal/schema", "record", "rollout", "sse", "tokens"},
-	"view":       {"capture", "dialect", "internal/hostcheck", "internal/jsonscan", "internal/schema", "internal/stats", "record", "rollout"},
+	"view":       {"capture", "dialect", "internal/hostcheck", "internal/jsonscan", "internal/schema", "internal/stats", "lineage", "record", "rollout", "rundiff", "tokens"},
 	"otelexport": {"capture", "dialect", "internal/jsonscan", "internal/schema", "internal/stats", "record", "rollout"},
 	"replay":     {"capture", "dialect", "gateway", "internal/hostcheck", "internal/jsonscan", "internal/schema", "record", "rollout", "sse"},
 
@@ -53,6 +53,8 @@ var importRules = map[string][]string{
 	// Lineage sits below the root (the merge attaches it), so it may not import the viewer.
 	"lineage": {"capture", "dialect", "internal/jsonscan", "internal/schema", "record", "rollout"},
 	"samples": {"capture", "dialect", "internal/jsonscan", "lineage", "record", "rollout", "tokens"},
+	// The comparison of two runs of a rollout: what `diff` prints and the viewer draws.
+	"rundiff": {"capture", "record", "rollout"},
 
 	// The root package: read, aggregate, merge, clear, the seed-shaped API.
 	"": {"capture", "internal/jsonscan", "internal/schema", "internal/stats", "lineage", "record", "rollout"},
@@ -61,19 +63,17 @@ var importRules = map[string][]string{
 	"internal/demo": {"", "capture", "dialect", "gateway", "record", "rollout"},
 	"internal/cli": {"", "capture", "dialect", "gateway", "internal/config", "internal/demo", "internal/hostcheck",
 		"internal/jsonl", "internal/jsonscan", "internal/ordered", "internal/schema", "internal/stats", "lineage",
-		"otelexport", "record", "replay", "rollout", "samples", "tokens", "tokens/tokenexport", "view"},
+		"otelexport", "record", "replay", "rollout", "rundiff", "samples", "tokens", "tokens/tokenexport", "view"},
 	"cmd/modelcalls": {"internal/cli"},
 
 	// Test helpers: imported by tests only (testOnly).
 	"internal/capturetest":            {"capture", "record"},
 	"internal/capturetest/jsonmember": nil,
 	"internal/jsonscan/orjsonrules":   nil,
-	"internal/duckdbtest":             nil,
 }
 
 // testOnly are the packages no non-test file outside test/ may import.
-var testOnly = []string{"internal/capturetest", "internal/capturetest/jsonmember", "internal/jsonscan/orjsonrules",
-	"internal/duckdbtest"}
+var testOnly = []string{"internal/capturetest", "internal/capturetest/jsonmember", "internal/jsonscan/orjsonrules"}
 
 // TestImportRules checks every module package's imports (as `go list` reports them, for linux,
 // darwin and windows) against importRules. Packages under test/ (benchmarks, e2e, reliability

@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
+	"github.com/modelcalls/modelcalls/lineage"
 	"github.com/modelcalls/modelcalls/record"
 	"github.com/modelcalls/modelcalls/rollout"
 )
@@ -44,6 +44,11 @@ type MergeOptions struct {
 	DrainTimeout time.Duration
 	// DrainPoll is the interval between claim checks; 0 means CaptureDrainPoll.
 	DrainPoll time.Duration
+	// Lineage derives each rollout's lineage (package lineage) and adds "parent_call_id" and
+	// "relation" to each attached call and a "lineage" summary to the attachment (keys NeMo Gym
+	// does not write and its readers ignore). It parses every request and response, so it is off
+	// unless asked for.
+	Lineage bool
 }
 
 func (o MergeOptions) drain() (timeout, poll time.Duration) {
@@ -183,7 +188,11 @@ func (m *Merger) Merge(ctx context.Context, line []byte) ([]byte, MergeResult, e
 	// The attachment is written straight into the output line: no intermediate value, so a merge
 	// with payloads holds the capture file and the output line, about twice the largest capture
 	// line (raw texts are copied from their tokens, never decoded; appendStringToken).
-	att := planAttachment(sc.small[:0], id, ev.calls, res.Gaps, m.opts.IncludePayloads, sc.file)
+	var lin *lineage.Lineage
+	if m.opts.Lineage {
+		lin = lineage.Derive(lineage.FromRecords(ev.calls))
+	}
+	att := planAttachment(sc.small[:0], id, ev.calls, res.Gaps, m.opts.IncludePayloads, sc.file, lin)
 	sc.small = att.small
 	edits = append(edits, layout.setFieldEdit(line, layout.capture, FieldModelCallCapture, nil))
 	capIdx := len(edits) - 1
@@ -333,14 +342,13 @@ func mergeStore(stores []*capture.Store, id string) (*capture.Store, bool, error
 	if err != nil {
 		return nil, false, err
 	}
-	var st unix.Stat_t
-	switch err := unix.Lstat(mp, &st); {
+	switch _, err := os.Lstat(mp); {
 	case err == nil:
 		return stores[last], true, nil
-	case errors.Is(err, unix.ENOENT):
+	case errors.Is(err, fs.ErrNotExist):
 		return stores[last], false, nil
 	default:
-		return nil, false, fmt.Errorf("stat %s: %w", mp, &os.PathError{Op: "lstat", Path: mp, Err: err})
+		return nil, false, fmt.Errorf("stat %s: %w", mp, err)
 	}
 }
 
@@ -389,8 +397,10 @@ type attachment struct {
 }
 
 // planAttachment builds the attachment's small part, appended to dst[:0]; file is the capture
-// file's buffer the calls were read from (their strings may share it).
-func planAttachment(dst []byte, id string, calls []ModelCallRecord, gaps []rollout.Gap, payloads bool, file []byte) attachment {
+// file's buffer the calls were read from (their strings may share it). With lin (the calls'
+// lineage, nil for none) each call ends with "parent_call_id" and "relation", and "lineage"
+// follows the gaps.
+func planAttachment(dst []byte, id string, calls []ModelCallRecord, gaps []rollout.Gap, payloads bool, file []byte, lin *lineage.Lineage) attachment {
 	a := attachment{calls: calls}
 	// About 1 KiB a call without payloads: sized once instead of grown call by call.
 	if n := 512 + 1024*len(calls); cap(dst) < n {
@@ -411,6 +421,9 @@ func planAttachment(dst []byte, id string, calls []ModelCallRecord, gaps []rollo
 		}
 		start := len(dst)
 		dst = calls[i].AppendJSONFrom(dst, false, file)
+		if lin != nil {
+			dst = appendCallLineage(dst[:len(dst)-1], &lin.Calls[i])
+		}
 		if payloads {
 			a.cuts[i] = start + record.PayloadsAt(dst[start:])
 			a.size += a.payloadSize(i)
@@ -426,6 +439,9 @@ func planAttachment(dst []byte, id string, calls []ModelCallRecord, gaps []rollo
 			dst = appendGap(dst, g)
 		}
 		dst = append(dst, ']')
+	}
+	if lin != nil {
+		dst = appendLineageSummary(dst, lin)
 	}
 	a.small = append(dst, '}')
 	a.size += len(a.small)
@@ -461,6 +477,48 @@ func appendGap(dst []byte, g rollout.Gap) []byte {
 	if g.Detail != "" {
 		dst = append(dst, `,"detail":`...)
 		dst = jsonscan.AppendString(dst, g.Detail)
+	}
+	return append(dst, '}')
+}
+
+// appendCallLineage appends a call's lineage keys and closes its object: `,"parent_call_id":<id or
+// null>,"relation":<relation>}`.
+func appendCallLineage(dst []byte, n *lineage.Node) []byte {
+	dst = append(dst, `,"parent_call_id":`...)
+	if n.ParentCallID == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = jsonscan.AppendString(dst, *n.ParentCallID)
+	}
+	dst = append(dst, `,"relation":`...)
+	dst = jsonscan.AppendString(dst, string(n.Relation))
+	return append(dst, '}')
+}
+
+// appendLineageSummary appends `,"lineage":{"main_chain":[ids...],<lineage.Summary's members>}`.
+func appendLineageSummary(dst []byte, l *lineage.Lineage) []byte {
+	dst = append(dst, `,"lineage":{"main_chain":[`...)
+	for i, id := range l.MainChain {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsonscan.AppendString(dst, id)
+	}
+	dst = append(dst, ']')
+	s := &l.Summary
+	for _, kv := range [...]struct {
+		k string
+		v int
+	}{
+		{"calls", s.Calls}, {"roots", s.Roots}, {"extends", s.Extends}, {"forks", s.Forks},
+		{"retries", s.Retries}, {"resamples", s.Resamples}, {"compactions", s.Compactions},
+		{"main_chain_length", s.MainChainLength}, {"off_main_chain", s.OffMainChain},
+		{"audited_edges", s.AuditedEdges}, {"audit_failures", s.AuditFailures},
+	} {
+		dst = append(dst, ',', '"')
+		dst = append(dst, kv.k...)
+		dst = append(dst, '"', ':')
+		dst = strconv.AppendInt(dst, int64(kv.v), 10)
 	}
 	return append(dst, '}')
 }

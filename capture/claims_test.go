@@ -1,3 +1,7 @@
+//go:build unix
+
+// These tests write capture dirs, which the store does on Linux and macOS only.
+
 package capture
 
 import (
@@ -12,8 +16,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // listTree lists every path under dir (relative), directories with a trailing '/'.
@@ -262,7 +264,7 @@ func TestGroupCommit(t *testing.T) {
 		mu.Lock()
 		syncs++
 		mu.Unlock()
-		return unix.Fdatasync(int(f.Fd()))
+		return f.Sync()
 	}
 	defer func() { syncHook = nil }()
 	var returned sync.WaitGroup

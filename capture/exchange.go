@@ -80,6 +80,10 @@ type Exchange struct {
 	// did to the call: a compact JSON object {"engine", "added", "prompt_token_ids",
 	// "prompt_token_error"} (docs/format.md). It is written as is, not checked again.
 	TokenCapture json.RawMessage `json:"token_capture"`
+	// ClientLogicalRequestID and ClientParentCallID are lineage evidence a harness declares in
+	// request headers (docs/format.md, section 3.6); the record does not carry them.
+	ClientLogicalRequestID *string `json:"client_logical_request_id"`
+	ClientParentCallID     *string `json:"client_parent_call_id"`
 }
 
 // EncodeExchange returns ex as one compact JSON line without the trailing newline, in the key order
@@ -184,6 +188,8 @@ func WriteExchange(w io.Writer, ex *Exchange) error {
 		e.raw(`,"` + schema.TokenCapture + `":`)
 		e.write(ex.TokenCapture)
 	}
+	e.keyStr(`,"`+schema.ClientLogicalRequestID+`":`, ex.ClientLogicalRequestID)
+	e.keyStr(`,"`+schema.ClientParentCallID+`":`, ex.ClientParentCallID)
 	e.raw("}")
 	if e.err != nil {
 		return fmt.Errorf("encode exchange: %w", e.err)

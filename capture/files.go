@@ -7,15 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
-	"runtime"
 	"sync"
-	"sync/atomic"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/modelcalls/modelcalls/internal/fsutil"
-	"github.com/modelcalls/modelcalls/internal/uring"
 )
 
 // DefaultMaxOpenFiles is how many capture files a Store keeps open between appends when
@@ -25,6 +21,9 @@ const DefaultMaxOpenFiles = 256
 // ErrSymlink is wrapped by the error of any store operation that found a symbolic link where a
 // capture file, marker, claim slot file or claims directory belongs. The store never follows one.
 var ErrSymlink = errors.New("refusing to follow a symlink in the capture dir")
+
+// errIsSymlink is openReadNoFollow's error for a symlink at the path (not followed).
+var errIsSymlink = errors.New("is a symlink")
 
 // errReplaced says the open capture file is no longer the one at its path; the append reopens and
 // tries again.
@@ -83,93 +82,6 @@ type fileCache struct {
 	lru list.List // of *openFile with refs == 0, most recent at the front
 	// lastMax is the bound last given to evictLocked.
 	lastMax int
-}
-
-// acquire returns the open capture file of id, pinned. A kept file is returned without a system
-// call: whether the path still names it (it was not removed or replaced, and the mount it was opened
-// through is still the one at the path) is checked under its lock by writeBatch, which makes commit
-// reopen it. A broken file is closed once unpinned and opened again. create makes a missing file
-// (empty, mode FileMode).
-func (c *fileCache) acquire(s *Store, id string, create bool) (*openFile, error) {
-	p, err := s.CapturePath(id)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	e := c.m[id]
-	if e != nil {
-		c.pin(e)
-	}
-	c.mu.Unlock()
-	if e != nil {
-		if !e.isBroken() {
-			return e, nil
-		}
-		c.retire(e)
-		c.release(e)
-	}
-	flags := unix.O_RDWR | unix.O_APPEND | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK
-	if create {
-		flags |= unix.O_CREAT
-	}
-	fd, err := unix.Open(p, flags, uint32(FileMode))
-	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
-			s.noteSymlink()
-			return nil, fmt.Errorf("open capture file %s: %w", p, ErrSymlink)
-		}
-		return nil, fmt.Errorf("open capture file: %w", &os.PathError{Op: "open", Path: p, Err: err})
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("stat capture file: %w", err)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(fd)
-		return nil, fmt.Errorf("open capture file %s: not a regular file", p)
-	}
-	unix.SetNonblock(fd, false)
-	e = &openFile{id: id, path: p, f: os.NewFile(uintptr(fd), p), dev: uint64(st.Dev), ino: uint64(st.Ino), refs: 1}
-	e.mnt, e.hasMnt = mountID(fd, "", unix.AT_EMPTY_PATH)
-	if !e.hasMnt && dirReadOnly(s.dir) {
-		// A dir that became read-only (a remount) is not written through descriptors opened before.
-		e.f.Close()
-		return nil, fmt.Errorf("open capture file: %w", &os.PathError{Op: "open", Path: p, Err: unix.EROFS})
-	}
-	c.mu.Lock()
-	if old := c.m[id]; old != nil && old.ino == e.ino && old.dev == e.dev && old.mnt == e.mnt && !old.isBroken() {
-		// Another goroutine opened the same file meanwhile: share its entry.
-		c.pin(old)
-		c.mu.Unlock()
-		e.f.Close()
-		return old, nil
-	} else if old != nil {
-		c.retireLocked(old)
-	}
-	if c.m == nil {
-		c.m = map[string]*openFile{}
-	}
-	c.m[id] = e
-	c.evictLocked(s.maxOpen())
-	c.mu.Unlock()
-	return e, nil
-}
-
-// mountID returns the id of the mount that path (relative to dirfd, with flags) is on, and false
-// when the kernel does not report mount ids.
-func mountID(dirfd int, path string, flags int) (uint64, bool) {
-	var stx unix.Statx_t
-	if err := unix.Statx(dirfd, path, flags|unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_SYNC_AS_STAT, unix.STATX_MNT_ID, &stx); err != nil {
-		return 0, false
-	}
-	return stx.Mnt_id, stx.Mask&unix.STATX_MNT_ID != 0
-}
-
-// dirReadOnly reports whether dir is on a mount that is read-only now.
-func dirReadOnly(dir string) bool {
-	var fs unix.Statfs_t
-	return unix.Statfs(dir, &fs) == nil && fs.Flags&unix.ST_RDONLY != 0
 }
 
 func (e *openFile) isBroken() bool {
@@ -507,142 +419,6 @@ func (s *Store) writeBatch(e *openFile, batch []*appendReq) []error {
 	return errs
 }
 
-// atPath reports whether e's path still names e's file (no symlink followed), through the mount
-// e was opened through, and the file's size. With mount ids this is one statx of the path (the
-// path naming the file proves it is still linked); without, an fstat (link count, size), an
-// lstat and a statfs (the dir still writable).
-func (e *openFile) atPath(dir string) (size int64, ok bool, err error) {
-	if e.hasMnt {
-		var stx unix.Statx_t
-		err := unix.Statx(unix.AT_FDCWD, e.path, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_SYNC_AS_STAT,
-			unix.STATX_INO|unix.STATX_SIZE|unix.STATX_MNT_ID, &stx)
-		ok := err == nil && stx.Ino == e.ino && uint64(unix.Mkdev(stx.Dev_major, stx.Dev_minor)) == e.dev &&
-			stx.Mask&unix.STATX_MNT_ID != 0 && stx.Mnt_id == e.mnt && stx.Mask&unix.STATX_SIZE != 0
-		return int64(stx.Size), ok, nil
-	}
-	var st, cur unix.Stat_t
-	if err := unix.Fstat(int(e.f.Fd()), &st); err != nil {
-		return 0, false, fmt.Errorf("stat capture file: %w", err)
-	}
-	ok = st.Nlink > 0 && unix.Lstat(e.path, &cur) == nil && uint64(cur.Ino) == e.ino && uint64(cur.Dev) == e.dev && !dirReadOnly(dir)
-	return st.Size, ok, nil
-}
-
-// noDsyncWrites is set once the kernel refused a write with RWF_DSYNC (before Linux 4.7, or a file
-// system without it): later batches write and then fdatasync.
-var noDsyncWrites atomic.Bool
-
-// durableInFlight counts the durable writes and syncs (writeDsync, fdatasync) of this process
-// under way, to choose how each one waits for the disk (see durableRing).
-var durableInFlight atomic.Int32
-
-// durableRing starts a durable write or sync: it returns the io_uring to submit it to, or nil when
-// it is made as a plain system call, and done, to call when it is over. A goroutine blocked in a
-// system call keeps its scheduler slot (P) until the runtime's monitor takes it back, which it may
-// do only after milliseconds, while a durable write takes 0.3-1.5 ms: so at most half of GOMAXPROCS
-// (none with one P) wait that way, the one-call-at-a-time case keeping the lowest latency. The
-// others go through the process's io_uring (internal/uring), where the waiting goroutine is parked
-// and its P runs other goroutines; where io_uring is not available, every one is a plain system
-// call.
-func durableRing() (r *uring.Ring, done func()) {
-	done = func() { durableInFlight.Add(-1) }
-	if durableInFlight.Add(1) <= int32(runtime.GOMAXPROCS(0)/2) {
-		return nil, done
-	}
-	r, _ = uring.Shared() // nil when io_uring is not available
-	return r, done
-}
-
-// writeDsync writes the concatenation of bufs to f (opened O_APPEND: at its end) with RWF_DSYNC,
-// which makes the bytes durable like an fdatasync after the write, in one operation instead of two:
-// one vectored write, pwritev2(2), or the same write through io_uring (durableRing says which). Where
-// RWF_DSYNC is not offered, or when a test replaces the sync (syncHook), it writes plainly and
-// reports dsynced false: the caller then syncs. n is the bytes written (all of them when err is
-// nil). More buffers than one vectored write takes are joined into one first.
-func writeDsync(f *os.File, bufs [][]byte) (n int, dsynced bool, err error) {
-	total := 0
-	for _, b := range bufs {
-		total += len(b)
-	}
-	if len(bufs) > uring.MaxIovecs {
-		bufs = [][]byte{bytes.Join(bufs, nil)}
-	}
-	if syncHook != nil || noDsyncWrites.Load() {
-		return writePlain(f, bufs)
-	}
-	fd := int(f.Fd())
-	r, done := durableRing()
-	defer done()
-	if r != nil {
-		err := r.WritevDsync(fd, bufs)
-		switch {
-		case err == nil:
-			return total, true, nil
-		case errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL):
-			// Nothing was written (the kernel checks the flags first): as below.
-			noDsyncWrites.Store(true)
-			return writePlain(f, bufs)
-		default:
-			return 0, true, &os.PathError{Op: "write", Path: f.Name(), Err: err}
-		}
-	}
-	written := 0
-	for written < total {
-		n, err := unix.Pwritev2(fd, bufs, -1, unix.RWF_DSYNC)
-		switch {
-		case errors.Is(err, unix.EINTR):
-			continue
-		case err != nil && n <= 0 && written == 0 && (errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL)):
-			noDsyncWrites.Store(true)
-			return writePlain(f, bufs)
-		case err != nil:
-			return written, true, &os.PathError{Op: "write", Path: f.Name(), Err: err}
-		}
-		written += n
-		bufs = uring.Advance(bufs, n)
-	}
-	return written, true, nil
-}
-
-// writePlain writes bufs to f with one vectored write (writev(2)), continued after a short one,
-// without RWF_DSYNC (dsynced is false: the caller syncs).
-func writePlain(f *os.File, bufs [][]byte) (n int, dsynced bool, err error) {
-	fd := int(f.Fd())
-	for len(bufs) > 0 {
-		m, err := unix.Writev(fd, bufs)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return n, false, &os.PathError{Op: "write", Path: f.Name(), Err: err}
-		}
-		if m == 0 {
-			return n, false, &os.PathError{Op: "write", Path: f.Name(), Err: io.ErrShortWrite}
-		}
-		n += m
-		bufs = uring.Advance(bufs, m)
-	}
-	return n, false, nil
-}
-
-// fdatasync flushes f's data and the metadata needed to read it back (its size). It is enough for
-// an append: the file's mtime is not needed after a crash. Like writeDsync, it is a plain system
-// call or goes through io_uring.
-func fdatasync(f *os.File) error {
-	fd := int(f.Fd())
-	r, done := durableRing()
-	defer done()
-	if r != nil {
-		return r.Fdatasync(fd)
-	}
-	for {
-		err := unix.Fdatasync(fd)
-		if !errors.Is(err, unix.EINTR) {
-			return err
-		}
-	}
-}
-
 // streamLine writes one large line produced by write to f (the exclusive lock held), the repair byte
 // first when set. The line is gathered in a 1 MiB buffer; if write fails or emits a newline after
 // part of the line reached the file, the partial line is ended with '\n' (it reads back as one
@@ -673,41 +449,6 @@ func streamLine(f *os.File, repair bool, write func(io.Writer) error) error {
 	return nil
 }
 
-// appendOrphan appends the line of a call whose rollout was cleared while it was in flight to
-// <id>.capture.orphaned.jsonl (opened without following a symlink, locked, tail repaired, fsynced),
-// so it never mixes with the next attempt's capture and is not lost.
-func (s *Store) appendOrphan(id string, req *appendReq) error {
-	p, err := s.OrphanPath(id)
-	if err != nil {
-		return err
-	}
-	fd, err := unix.Open(p, unix.O_RDWR|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, uint32(FileMode))
-	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
-			s.noteSymlink()
-			return fmt.Errorf("open orphaned capture file %s: %w", p, ErrSymlink)
-		}
-		return fmt.Errorf("open orphaned capture file: %w", &os.PathError{Op: "open", Path: p, Err: err})
-	}
-	unix.SetNonblock(fd, false)
-	f := os.NewFile(uintptr(fd), p)
-	e := &openFile{id: id, path: p, f: f}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		f.Close()
-		return fmt.Errorf("open orphaned capture file %s: not a regular file", p)
-	}
-	e.dev, e.ino = uint64(st.Dev), uint64(st.Ino)
-	defer f.Close()
-	s.orphaned.Add(1)
-	req.claimMCID = "" // the orphan file takes it whatever the clear listed
-	errs := s.writeBatch(e, []*appendReq{req})
-	if errors.Is(errs[0], errReplaced) {
-		return fmt.Errorf("orphaned capture file %s replaced while writing", p)
-	}
-	return errs[0]
-}
-
 // OrphanPath returns <dir>/<id>.capture.orphaned.jsonl, where the lines of calls that were in
 // flight when their rollout was cleared go; errors as CapturePath.
 func (s *Store) OrphanPath(id string) (string, error) { return s.path(id, OrphanSuffix) }
@@ -722,14 +463,13 @@ func (s *Store) OrphanLines(id string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) {
+	f, err := openReadNoFollow(p)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errIsSymlink) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, &os.PathError{Op: "open", Path: p, Err: err}
+		return 0, err
 	}
-	f := os.NewFile(uintptr(fd), p)
 	defer f.Close()
 	if st, err := f.Stat(); err != nil {
 		return 0, err

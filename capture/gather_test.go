@@ -1,3 +1,7 @@
+//go:build unix
+
+// These tests write capture dirs, which the store does on Linux and macOS only.
+
 package capture
 
 import (
@@ -10,8 +14,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // gatherExchange is an exchange whose request, response and escaped response_raw are each past
@@ -82,7 +84,7 @@ func TestAppendGathersLargeParts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t)
 			if tc.plain {
-				syncHook = func(f *os.File) error { return unix.Fdatasync(int(f.Fd())) }
+				syncHook = func(f *os.File) error { return f.Sync() }
 				defer func() { syncHook = nil }()
 			}
 			id := func(w int) string {

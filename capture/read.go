@@ -7,8 +7,6 @@ import (
 	"os"
 	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
@@ -140,7 +138,7 @@ func (s *Store) readLocked(id string) (string, []byte, error) {
 // ScanAvailableBuffer); a file that outgrows it is read into a new buffer.
 func (s *Store) readLockedInto(id string, buf []byte) (string, []byte, error) {
 	p, fd, st, err := s.openShared(id)
-	if err != nil || fd < 0 {
+	if err != nil || fd == noFile {
 		return p, nil, err
 	}
 	defer closeShared(fd)
@@ -152,7 +150,7 @@ func (s *Store) readLockedInto(id string, buf []byte) (string, []byte, error) {
 	// change it, so the read that would confirm end of file is skipped (a file that grew since
 	// fstat fills the spare byte, and is read on to its end).
 	until := int64(-1)
-	if st.Mode&unix.S_IFMT == unix.S_IFREG {
+	if st.Regular {
 		until = st.Size
 	}
 	data, err := readAll(fd, buf[:0], until)
@@ -160,84 +158,6 @@ func (s *Store) readLockedInto(id string, buf []byte) (string, []byte, error) {
 		return p, nil, fmt.Errorf("read capture file: %w", &os.PathError{Op: "read", Path: p, Err: err})
 	}
 	return p, data, nil
-}
-
-// openShared opens the capture file of id for reading and takes the shared lock, for readers that
-// read it whole (readLockedInto) or in part (ScanFrom, ReadLineAt). fd is -1 (and err nil) when the
-// file does not exist; otherwise the caller releases it with closeShared. st is the file's fstat
-// under the lock. A directory is an error; a path that is not a regular file is made blocking.
-func (s *Store) openShared(id string) (p string, fd int, st unix.Stat_t, err error) {
-	p, err = s.CapturePath(id)
-	if err != nil {
-		return "", -1, st, err
-	}
-	fd, err = unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		switch {
-		case errors.Is(err, unix.ENOENT):
-			return p, -1, st, nil
-		case errors.Is(err, unix.ELOOP):
-			s.noteSymlink()
-			return p, -1, st, fmt.Errorf("open capture file %s: %w", p, ErrSymlink)
-		}
-		return p, -1, st, fmt.Errorf("open capture file: %w", &os.PathError{Op: "open", Path: p, Err: err})
-	}
-	if err := retryEINTR(func() error { return unix.Flock(fd, unix.LOCK_SH) }); err != nil {
-		unix.Close(fd)
-		return p, -1, st, fmt.Errorf("flock %s: %w", p, err)
-	}
-	if err := retryEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
-		closeShared(fd)
-		return p, -1, st, fmt.Errorf("stat capture file: %w", &os.PathError{Op: "stat", Path: p, Err: err})
-	}
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		closeShared(fd)
-		return p, -1, st, fmt.Errorf("read capture file %s: is a directory", p)
-	case unix.S_IFREG:
-	default:
-		unix.SetNonblock(fd, false)
-	}
-	return p, fd, st, nil
-}
-
-// closeShared releases the shared lock of an openShared descriptor and closes it.
-func closeShared(fd int) {
-	unix.Flock(fd, unix.LOCK_UN)
-	unix.Close(fd)
-}
-
-// readAll appends what fd holds from its offset to end of file to b, growing it when full. With
-// size >= 0 (a regular file's size, from the offset 0) it stops once b holds exactly size bytes
-// instead of reading again to see end of file.
-func readAll(fd int, b []byte, size int64) ([]byte, error) {
-	for {
-		if size >= 0 && int64(len(b)) == size {
-			return b, nil
-		}
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := unix.Read(fd, b[len(b):cap(b)])
-		switch {
-		case errors.Is(err, unix.EINTR):
-			continue
-		case err != nil:
-			return b, err
-		case n == 0:
-			return b, nil
-		}
-		b = b[:len(b)+n]
-	}
-}
-
-// retryEINTR calls op until it fails with something other than EINTR.
-func retryEINTR(op func() error) error {
-	for {
-		if err := op(); !errors.Is(err, unix.EINTR) {
-			return err
-		}
-	}
 }
 
 // scanLines calls fn for each non-blank line of data with its capture index and 1-based line number;
@@ -285,4 +205,12 @@ func CheckLine(b []byte) error {
 		return ErrNotObject
 	}
 	return nil
+}
+
+// fileStat is what readers use of an open capture file's status: its identity (device and inode,
+// or on Windows volume serial number and file index), its size and whether it is a regular file.
+type fileStat struct {
+	Dev, Ino uint64
+	Size     int64
+	Regular  bool
 }

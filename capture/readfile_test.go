@@ -1,3 +1,7 @@
+//go:build unix
+
+// These tests write capture dirs, which the store does on Linux and macOS only.
+
 package capture
 
 import (

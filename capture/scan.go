@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
-
-	"golang.org/x/sys/unix"
 )
 
 // Incremental reads: a reader that keeps a capture file's lines indexed (a viewer) reads each line
@@ -63,14 +61,14 @@ func (s *Store) ScanFrom(id string, from Resume, fn func(l ScannedLine)) (Resume
 	if err != nil {
 		return from, err
 	}
-	if fd < 0 {
+	if fd == noFile {
 		if from.Offset > 0 || from.Line > 0 {
 			return Resume{}, ErrRewritten
 		}
 		return Resume{}, nil
 	}
 	defer closeShared(fd)
-	dev, ino := uint64(st.Dev), uint64(st.Ino)
+	dev, ino := st.Dev, st.Ino
 	if from.Offset > 0 || from.Line > 0 {
 		if dev != from.dev || ino != from.ino || st.Size < from.Offset {
 			return Resume{}, ErrRewritten
@@ -142,7 +140,7 @@ func (s *Store) ReadLineAt(id string, off int64, n int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if fd < 0 {
+	if fd == noFile {
 		return nil, ErrRewritten
 	}
 	defer closeShared(fd)
@@ -172,7 +170,7 @@ func (s *Store) ReadLineAt(id string, off int64, n int) ([]byte, error) {
 }
 
 // tailHash hashes the up to tailBytes bytes of fd before off.
-func tailHash(fd int, off int64) (uint64, error) {
+func tailHash(fd rfile, off int64) (uint64, error) {
 	from := max(off-tailBytes, 0)
 	var b [tailBytes]byte
 	got, err := preadFull(fd, b[:off-from], from)
@@ -184,19 +182,8 @@ func tailHash(fd int, off int64) (uint64, error) {
 	return h.Sum64(), nil
 }
 
-// preadSome reads into b at off, retrying EINTR; 0 at end of file.
-func preadSome(fd int, b []byte, off int64) (int, error) {
-	for {
-		n, err := unix.Pread(fd, b, off)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		return n, err
-	}
-}
-
 // preadFull reads until b is full or the file ends, and returns how much it read.
-func preadFull(fd int, b []byte, off int64) (int, error) {
+func preadFull(fd rfile, b []byte, off int64) (int, error) {
 	got := 0
 	for got < len(b) {
 		n, err := preadSome(fd, b[got:], off+int64(got))

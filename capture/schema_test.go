@@ -18,7 +18,7 @@ import (
 // field.
 func TestLineFollowsSchema(t *testing.T) {
 	ttft, code, cat := 1.5, 200, "timeout"
-	src, up, reason, sess, msg := "local", 502, "upstream_timeout", "s1", "m1"
+	src, up, reason, sess, msg, logical, parent := "local", 502, "upstream_timeout", "s1", "m1", "l1", strings.Repeat("c", 32)
 	reqRaw, respRaw := "req text", "resp text"
 	attempted := true
 	full := &Exchange{
@@ -27,7 +27,7 @@ func TestLineFollowsSchema(t *testing.T) {
 		StartedAt: 1, CompletedAt: 2, LatencyMS: 3, LatencyTTFTMS: &ttft, StatusCode: &code, ErrorCategory: &cat,
 		Request: json.RawMessage(`{"a":1}`), Response: json.RawMessage(`{"b":2}`), RequestRaw: &reqRaw, ResponseRaw: &respRaw,
 		ResponseSource: &src, UpstreamAttempted: &attempted, UpstreamStatusCode: &up, LocalResponseReason: &reason,
-		ClientSessionID: &sess, ClientAssistantMessageID: &msg,
+		ClientSessionID: &sess, ClientAssistantMessageID: &msg, ClientLogicalRequestID: &logical, ClientParentCallID: &parent,
 		TokenCapture: json.RawMessage(`{"engine":"vllm","added":{}}`),
 	}
 	var all, always []string

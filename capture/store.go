@@ -13,8 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/modelcalls/modelcalls/internal/fsutil"
 	"github.com/modelcalls/modelcalls/rollout"
 )
@@ -91,8 +89,7 @@ func (s *Store) Close() error {
 	}
 	s.claims.sf = nil
 	ownSlotFiles.Delete(fileID{sf.dev, sf.ino})
-	var st unix.Stat_t
-	if unix.Lstat(sf.path, &st) == nil && uint64(st.Ino) == sf.ino {
+	if sf.atPath() {
 		os.Remove(sf.path)
 	}
 	return sf.f.Close()
@@ -353,8 +350,12 @@ func (g *newlineGuard) Write(p []byte) (int, error) {
 // CheckWritable proves that the store can hold captures: it creates a hidden probe file in the
 // directory, writes and fsyncs a byte, and removes it. It fails (naming the directory) on a
 // read-only or full file system, missing permissions, or a directory that is gone; the gateway
-// calls it at startup so it never runs while losing every call.
+// calls it at startup so it never runs while losing every call. On a system where the store cannot
+// write (Windows) it fails saying so.
 func (s *Store) CheckWritable() error {
+	if err := WriteSupported(); err != nil {
+		return err
+	}
 	p := filepath.Join(s.dir, fmt.Sprintf(".modelcalls-write-check-%d-%s", os.Getpid(), NewModelCallID()[:8]))
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, FileMode)
 	if err != nil {
@@ -368,28 +369,6 @@ func (s *Store) CheckWritable() error {
 		return fmt.Errorf("capture dir %s is not writable: %w", s.dir, err)
 	}
 	return nil
-}
-
-// MarkIncomplete creates the empty incomplete marker for id (idempotent) and syncs the directory,
-// recording that a capture write for this rollout failed (NeMo Gym's marker: writers never remove
-// it; clearing the rollout does).
-func (s *Store) MarkIncomplete(id string) error {
-	p, err := s.MarkerPath(id)
-	if err != nil {
-		return err
-	}
-	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, uint32(FileMode))
-	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
-			s.noteSymlink()
-			return fmt.Errorf("create incomplete marker %s: %w", p, ErrSymlink)
-		}
-		return fmt.Errorf("create incomplete marker: %w", &os.PathError{Op: "open", Path: p, Err: err})
-	}
-	if err := unix.Close(fd); err != nil {
-		return fmt.Errorf("create incomplete marker: %w", err)
-	}
-	return fsutil.SyncDir(s.dir)
 }
 
 // Stat reports whether the capture file and the incomplete marker of id exist. Errors other than
@@ -446,6 +425,9 @@ type ClearReport struct {
 // these paths is itself removed, its target left alone. The orphan file is never removed by Clear.
 func (s *Store) ClearRollout(id string) (ClearReport, error) {
 	var rep ClearReport
+	if err := WriteSupported(); err != nil {
+		return rep, fmt.Errorf("clear capture: %w", err)
+	}
 	cp, err := s.CapturePath(id)
 	if err != nil {
 		return rep, err
@@ -503,18 +485,17 @@ func (s *Store) readCleared(id string) (map[string]bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	f, err := openReadNoFollow(p)
 	if err != nil {
 		switch {
-		case errors.Is(err, unix.ENOENT):
+		case errors.Is(err, fs.ErrNotExist):
 			return nil, nil
-		case errors.Is(err, unix.ELOOP):
+		case errors.Is(err, errIsSymlink):
 			s.noteSymlink()
 			return nil, nil
 		}
-		return nil, fmt.Errorf("read cleared list: %w", &os.PathError{Op: "open", Path: p, Err: err})
+		return nil, fmt.Errorf("read cleared list: %w", err)
 	}
-	f := os.NewFile(uintptr(fd), p)
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxClearedBytes))
 	if err != nil {
@@ -549,11 +530,11 @@ func (s *Store) writeCleared(id string, live map[string]bool) error {
 	}
 	sort.Strings(ids)
 	tmp := filepath.Join(s.dir, fmt.Sprintf(".%s.%d-%s.tmp", id+ClearedSuffix, os.Getpid(), NewModelCallID()[:8]))
-	fd, err := unix.Open(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(FileMode))
+	// O_EXCL: a name that exists, a symlink included, is not opened.
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, FileMode)
 	if err != nil {
-		return fmt.Errorf("write cleared list: %w", &os.PathError{Op: "open", Path: tmp, Err: err})
+		return fmt.Errorf("write cleared list: %w", err)
 	}
-	f := os.NewFile(uintptr(fd), tmp)
 	_, werr := f.WriteString(strings.Join(ids, "\n") + "\n")
 	serr := f.Sync()
 	cerr := f.Close()
@@ -567,29 +548,6 @@ func (s *Store) writeCleared(id string, live map[string]bool) error {
 		return fmt.Errorf("write cleared list: %w", err)
 	}
 	return fsutil.SyncDir(s.dir)
-}
-
-// removeLocked unlinks the capture file at p under its exclusive flock (a symlink or a non-regular
-// file is unlinked as is, never opened through). The file is opened for writing when permitted,
-// since file systems that emulate flock with POSIX locks grant an exclusive lock only then; where
-// no lock can be had, it is unlinked without (an append in progress then goes with the file).
-func removeLocked(p string) error {
-	fd, err := unix.Open(p, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EISDIR) {
-		fd, err = unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	}
-	if err == nil {
-		f := os.NewFile(uintptr(fd), p)
-		defer f.Close()
-		var st unix.Stat_t
-		if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
-			fsutil.Lock(f, true)
-		}
-	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return nil
 }
 
 // entries lists the capture dir.

@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"log/slog"
+	"net/http"
+	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
@@ -80,6 +82,29 @@ func (h *Handler) logCall(c *call, ex *capture.Exchange, category, result string
 	}
 	attrs = append(attrs, slog.String("outcome", outcome), slog.String("capture", result))
 	h.log.LogAttrs(context.Background(), slog.LevelInfo, "model call", attrs...)
+}
+
+// logUncaptured writes the access log line of a model call forwarded without capture, at info,
+// once its response is done:
+//
+//	msg="uncaptured model call" method=POST path=/v1/chat/completions reason=unprefixed status=200 latency_ms=812.4
+//
+// reason is unprefixed (no /ng-rollout/<id> prefix), prefix_not_leading (the prefix after other
+// segments), not_model_path (prefixed, but the path after the prefix is not one of the observed
+// ones) or no_store (the Handler has no Store); rollout_id is there when the request had a prefix.
+// status is 0 when no response was written (the client went away first). Bodies and headers are
+// never logged.
+func (h *Handler) logUncaptured(r *http.Request, id, reason string, status int, took time.Duration) {
+	if !h.log.Enabled(r.Context(), slog.LevelInfo) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("method", r.Method), slog.String("path", r.URL.EscapedPath())}
+	if id != "" {
+		attrs = append(attrs, slog.String("rollout_id", id))
+	}
+	attrs = append(attrs, slog.String("reason", reason), slog.Int("status", status),
+		slog.Float64("latency_ms", float64(took.Microseconds())/1000))
+	h.log.LogAttrs(context.Background(), slog.LevelInfo, "uncaptured model call", attrs...)
 }
 
 // stringMember is the last top-level member name of the JSON object obj decoded as a string; ""

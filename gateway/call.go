@@ -60,6 +60,8 @@ type call struct {
 	start            time.Time // wall clock plus monotonic reading
 	session          *string
 	assistantMessage *string
+	logicalRequest   *string         // client_logical_request_id
+	parentCall       *string         // client_parent_call_id
 	claim            *capture.Claim  // set by the claiming goroutine before it closes claimed
 	claimed          chan struct{}   // closed once the claim exists (or failed)
 	request          json.RawMessage // for a large body, set by the goroutine that closes requestParsed
@@ -121,6 +123,7 @@ type call struct {
 func (h *Handler) serveCaptured(w http.ResponseWriter, r *http.Request, id string, d dialect.Dialect, guard *bodyGuard) {
 	c := &call{h: h, rolloutID: id, dialect: d, modelCallID: capture.NewModelCallID(), start: time.Now(), contentLength: -1}
 	c.session, c.assistantMessage = clientIDs(r.Header)
+	c.logicalRequest, c.parentCall = lineageIDs(r.Header)
 	c.noteTrace(r.Header)
 	h.inflight.add()
 	h.metrics.inFlight.Inc()
@@ -482,6 +485,8 @@ func (c *call) conclude(o outcome, held bool) {
 		LocalResponseReason:      c.prov.localReason,
 		ClientSessionID:          c.session,
 		ClientAssistantMessageID: c.assistantMessage,
+		ClientLogicalRequestID:   c.logicalRequest,
+		ClientParentCallID:       c.parentCall,
 		PayloadsChecked:          true, // request by captureRequest, response by c.response
 		RequestCompact:           c.requestCompact,
 		TokenCapture:             c.tokenCaptureJSON(),

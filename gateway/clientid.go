@@ -10,11 +10,21 @@ var sessionHeaders = []string{"x-session-id", "x-claude-code-session-id", "sessi
 // assistantMessageHeader carries the harness's id for the assistant message a call produces.
 const assistantMessageHeader = "x-assistant-message-id"
 
+// Lineage headers: NeMo Gym's logical request id (calls sharing one are attempts at one request)
+// and our parent call id (the model_call_id of the call this one continues, as the gateway
+// returned it in x-nemo-gym-model-call-id).
+const (
+	logicalRequestHeader = "x-nemo-gym-logical-request-id"
+	parentCallHeader     = "x-modelcalls-parent-call-id"
+)
+
 // The same names in canonical form, the form http.Header keys are stored in: looked up directly,
 // they are not canonicalized again (an allocation each) on every call.
 var (
 	sessionKeys         = canonicalKeys(sessionHeaders...)
 	assistantMessageKey = http.CanonicalHeaderKey(assistantMessageHeader)
+	logicalRequestKey   = http.CanonicalHeaderKey(logicalRequestHeader)
+	parentCallKey       = http.CanonicalHeaderKey(parentCallHeader)
 )
 
 func canonicalKeys(names ...string) []string {
@@ -38,6 +48,14 @@ func clientIDs(h http.Header) (session, assistantMessage *string) {
 	}
 	assistantMessage, _ = singleValue(h, assistantMessageKey)
 	return session, assistantMessage
+}
+
+// lineageIDs returns client_logical_request_id and client_parent_call_id from request headers, by
+// the same rule as clientIDs (several different values give nil).
+func lineageIDs(h http.Header) (logicalRequest, parentCall *string) {
+	logicalRequest, _ = singleValue(h, logicalRequestKey)
+	parentCall, _ = singleValue(h, parentCallKey)
+	return logicalRequest, parentCall
 }
 
 // singleValue returns the one distinct non-empty value of the header with canonical key key;

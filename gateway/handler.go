@@ -275,17 +275,26 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// is: the upgrade is declined by ignoring it, and its headers do not go upstream.
 	dropH2CUpgrade(route.Header)
 	d, observed := dialect.ForPath(route.URL.Path)
+	var reason string // why a model call goes uncaptured, for its access log line; "" when not one
 	switch {
 	case isUpgrade(route.Header):
 		h.metrics.uncaptured.WithLabelValues("upgrade").Inc()
 	case !prefixed:
 		h.metrics.uncaptured.WithLabelValues("unprefixed").Inc()
-		h.checkBuriedPrefix(escaped)
+		if h.checkBuriedPrefix(escaped) {
+			reason = "prefix_not_leading"
+		} else if observed {
+			reason = "unprefixed"
+			h.checkUnprefixed(r.Host, route.URL.Path)
+		}
 	case !observed:
 		h.metrics.uncaptured.WithLabelValues("not_observed").Inc()
-		h.checkModelPath(id, route.URL.Path)
+		if h.checkModelPath(id, route.URL.Path) {
+			reason = "not_model_path"
+		}
 	case h.Store == nil:
 		h.metrics.uncaptured.WithLabelValues("no_store").Inc()
+		reason = "no_store"
 	default:
 		guard := h.guardRequestBody(w, route)
 		h.serveCaptured(w, route, id, d, guard)
@@ -298,7 +307,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		route.Body = &countingBody{rc: route.Body, n: h.metrics.reqBytes}
 	}
-	h.proxy.ServeHTTP(&headFlushWriter{ResponseWriter: w}, route)
+	hw := &headFlushWriter{ResponseWriter: w}
+	if reason == "" {
+		h.proxy.ServeHTTP(hw, route)
+		return
+	}
+	start := time.Now()
+	h.proxy.ServeHTTP(hw, route)
+	h.logUncaptured(r, id, reason, hw.status, time.Since(start))
 }
 
 // headFlushWriter is the ResponseWriter the proxy writes a response through. The proxy, flushing
@@ -310,11 +326,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // written, and a stream (no length, text/event-stream) still gets its headers at once.
 type headFlushWriter struct {
 	http.ResponseWriter
-	wrote bool // a body chunk was written
+	wrote  bool // a body chunk was written
+	status int  // the status written, 0 before the headers
+}
+
+func (w *headFlushWriter) WriteHeader(code int) {
+	if w.status == 0 || code >= 200 { // 1xx interim responses are replaced by the final status
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *headFlushWriter) Write(p []byte) (int, error) {
 	w.wrote = true
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
 	return w.ResponseWriter.Write(p)
 }
 

@@ -12,11 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcalls/modelcalls/internal/capturetest"
+	"github.com/modelcalls/modelcalls/internal/fsutil"
 )
 
 // steppedUpstream streams SSE chunks the test hands it one at a time, and then keeps the connection
@@ -164,14 +164,14 @@ func lockCaptureFile(t *testing.T, e *env, id string) (unlock func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	if err := fsutil.Lock(f, true); err != nil {
 		t.Fatal(err)
 	}
 	done := false
 	unlock = func() {
 		if !done {
 			done = true
-			syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+			fsutil.Unlock(f)
 			f.Close()
 		}
 	}

@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Connection hygiene: the http.Server and listener a gateway runs on (what `modelcalls proxy`
@@ -92,12 +90,12 @@ func cmpOr(v, def int) int {
 // (RLIMIT_NOFILE, soft; Go raises it to the hard limit at start): the limit minus a reserve for the
 // listeners, logs and capture dir (an eighth of the limit, 16 to 256 descriptors), divided by the
 // descriptors one connection may need at once (fdsPerConn). 1024 descriptors give 224 connections.
+// Where there is no such limit to read (Windows), it is 1000.
 func DefaultMaxConnections() int {
-	var lim unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+	n, ok := fdLimit()
+	if !ok {
 		return 1000
 	}
-	n := lim.Cur
 	if n > 1<<24 {
 		n = 1 << 24
 	}

@@ -592,3 +592,35 @@ func TestDeepRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestLineageHeaders: the lineage headers a harness declares reach the line as
+// client_logical_request_id and client_parent_call_id; different repeated values give neither.
+func TestLineageHeaders(t *testing.T) {
+	e := newEnv(t, capturetest.Replay(200, "application/json", fixture(t, "anthropic_messages/json_tool_use.json")))
+	for i, tc := range []struct {
+		header          http.Header
+		logical, parent any
+	}{
+		{http.Header{}, nil, nil},
+		{http.Header{"X-Nemo-Gym-Logical-Request-Id": {"req-1"}, "X-Modelcalls-Parent-Call-Id": {"0123456789abcdef0123456789abcdef"}}, "req-1", "0123456789abcdef0123456789abcdef"},
+		{http.Header{"X-Nemo-Gym-Logical-Request-Id": {"a", "b"}, "X-Modelcalls-Parent-Call-Id": {"p", "p"}}, nil, "p"},
+	} {
+		id := "lin-" + string(rune('a'+i))
+		req, _ := http.NewRequest(http.MethodPost, e.url(id, "/v1/messages"), strings.NewReader(`{}`))
+		for k, vs := range tc.header {
+			for _, v := range vs {
+				req.Header.Add(k, v)
+			}
+		}
+		resp, err := rawClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		l := e.one(id)
+		if deref(l.ClientLogicalRequestID) != tc.logical || deref(l.ClientParentCallID) != tc.parent {
+			t.Errorf("headers %v: logical %v parent %v, want %v %v", tc.header, deref(l.ClientLogicalRequestID), deref(l.ClientParentCallID), tc.logical, tc.parent)
+		}
+	}
+}

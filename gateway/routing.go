@@ -65,8 +65,9 @@ func (h *Handler) warnOnce(kind, msg string, args ...any) {
 
 // checkModelPath names a prefixed request on a path that is not a model path but looks meant to
 // be one: the base URL the client was given lacks /v1 (/ng-rollout/r1/chat/completions) or has a
-// path too many (/ng-rollout/r1/v1/v1/chat/completions). Such a call goes upstream uncaptured.
-func (h *Handler) checkModelPath(id, path string) {
+// path too many (/ng-rollout/r1/v1/v1/chat/completions). Such a call goes upstream uncaptured. It
+// reports whether path is such a mistake.
+func (h *Handler) checkModelPath(id, path string) bool {
 	for _, d := range dialect.All {
 		p := d.Path()
 		switch {
@@ -74,14 +75,15 @@ func (h *Handler) checkModelPath(id, path string) {
 			h.warnOnce("prefixed_path_missing_v1", "a prefixed request is not on a model path, so it is forwarded uncaptured: the client's base URL lacks /v1",
 				"rollout_id", id, "path", path, "want_path", p,
 				"fix", "give OpenAI clients the base URL with /v1 ("+rollout.PathPrefix(id)+"/v1); Anthropic clients get it without /v1 ("+rollout.PathPrefix(id)+")")
-			return
+			return true
 		case strings.HasSuffix(path, p):
 			h.warnOnce("prefixed_path_extra_segments", "a prefixed request is not on a model path, so it is forwarded uncaptured: the client's base URL has extra path segments",
 				"rollout_id", id, "path", path, "want_path", p,
 				"fix", "the path after "+rollout.PathPrefix(id)+" must be exactly "+p+" (OpenAI clients: base URL "+rollout.PathPrefix(id)+"/v1; Anthropic clients: "+rollout.PathPrefix(id)+")")
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // checkBuriedPrefix names an unprefixed request whose path holds a rollout prefix after other
@@ -90,22 +92,37 @@ func (h *Handler) checkModelPath(id, path string) {
 // starts (NeMo Gym's prefix protocol), so such a call goes upstream uncaptured; that is right behind
 // an ingress that strips /base on its way to the gateway, which then never sees this path, and a
 // mistake when the client talks to the gateway directly. escaped is the path as the client wrote it.
-func (h *Handler) checkBuriedPrefix(escaped string) {
+// It reports whether escaped is such a path.
+func (h *Handler) checkBuriedPrefix(escaped string) bool {
 	at := strings.Index(escaped, "/"+rollout.PrefixSegment+"/")
 	if at <= 0 {
-		return
+		return false
 	}
 	id, rest, ok := rollout.SplitPath(escaped[at:])
 	if !ok {
-		return
+		return false
 	}
 	if _, model := dialect.ForPath(rest); !model {
-		return
+		return false
 	}
 	before := escaped[:at]
 	h.warnOnce("prefix_not_leading", "a request's path holds a rollout prefix after other segments, so it is forwarded uncaptured: the gateway reads the prefix only at the start of the path",
 		"path", escaped, "rollout_id", id, "before_prefix", before,
 		"fix", "give the client the gateway's own address with the prefix first (http://GATEWAY"+rollout.PathPrefix(id)+"/v1 for OpenAI clients), or strip "+before+" in front of the gateway")
+	return true
+}
+
+// checkUnprefixed names a model call (path is an observed path) that came without a
+// /ng-rollout/<id> prefix at all: the client was given the gateway's address as a plain base URL,
+// so none of its calls is captured. host is the address the client used for the gateway.
+func (h *Handler) checkUnprefixed(host, path string) {
+	if host == "" {
+		host = "GATEWAY"
+	}
+	base := "http://" + host + rollout.PathPrefix("ROLLOUT_ID")
+	h.warnOnce("unprefixed_model_call", "a model call came without the /"+rollout.PrefixSegment+"/<rollout id> prefix, so it is forwarded uncaptured",
+		"path", path,
+		"fix", "give the client the base URL "+base+"/v1 (OpenAI clients; Anthropic clients without /v1), or start it with: modelcalls run --rollout ROLLOUT_ID --upstream URL --capture-dir DIR -- COMMAND")
 }
 
 // checkUpstreamPath names an Upstream whose path ends in /v1: the client's /v1/... is appended to

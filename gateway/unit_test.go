@@ -80,10 +80,12 @@ func TestDropH2CUpgrade(t *testing.T) {
 // TestRoutingMistakeChecks: each check names its kind of routing mistake once at warn, with a fix,
 // and stays silent on paths that are not that mistake. checkModelPath gets the path after a rollout
 // prefix; checkBuriedPrefix gets an unprefixed path that holds one after other segments (named only
-// when a model path follows it).
+// when a model path follows it); checkUnprefixed gets a model path that came with no prefix, and
+// names the base URL to give the client on the gateway's address.
 func TestRoutingMistakeChecks(t *testing.T) {
 	modelPath := func(h *Handler, path string) { h.checkModelPath("r1", path) }
-	buriedPrefix := (*Handler).checkBuriedPrefix
+	buriedPrefix := func(h *Handler, path string) { h.checkBuriedPrefix(path) }
+	unprefixed := func(h *Handler, path string) { h.checkUnprefixed("127.0.0.1:8080", path) }
 	for _, tc := range []struct {
 		check      func(*Handler, string)
 		path, kind string // kind "": nothing logged
@@ -101,6 +103,7 @@ func TestRoutingMistakeChecks(t *testing.T) {
 		{buriedPrefix, "/base/ng-rollout/r1", ""},               // no path after the id
 		{buriedPrefix, "/v1/chat/completions", ""},              // plainly unprefixed
 		{buriedPrefix, "/base/ng-rollouts/r1/v1/responses", ""}, // another segment
+		{unprefixed, "/v1/chat/completions", "unprefixed_model_call"},
 	} {
 		var logs strings.Builder
 		u, _ := url.Parse("http://up")
@@ -115,7 +118,8 @@ func TestRoutingMistakeChecks(t *testing.T) {
 			}
 			continue
 		}
-		if strings.Count(got, "kind="+tc.kind) != 1 || !strings.Contains(got, "level=WARN") || !strings.Contains(got, "fix=") || !strings.Contains(got, "rollout_id=r1") {
+		if strings.Count(got, "kind="+tc.kind) != 1 || !strings.Contains(got, "level=WARN") || !strings.Contains(got, "fix=") ||
+			!strings.Contains(got, map[bool]string{true: "http://127.0.0.1:8080/ng-rollout/ROLLOUT_ID/v1", false: "rollout_id=r1"}[tc.kind == "unprefixed_model_call"]) {
 			t.Errorf("%s: want one warn line of kind %s with the rollout and a fix, got %s", tc.path, tc.kind, got)
 		}
 	}

@@ -75,6 +75,12 @@ type Config struct {
 	QueueCalls int
 	QueueBytes int64
 
+	// NoTraces and NoMetrics turn a signal off (as OTEL_TRACES_EXPORTER=none and
+	// OTEL_METRICS_EXPORTER=none do, which New honours too, with OTEL_SDK_DISABLED=true for
+	// both): without traces the spans are built and discarded (counted exported); without
+	// metrics no metric is recorded or sent.
+	NoTraces, NoMetrics bool
+
 	// SpanExporter and MetricReader replace the OTLP exporters (tests: tracetest, ManualReader).
 	SpanExporter sdktrace.SpanExporter
 	MetricReader sdkmetric.Reader
@@ -94,8 +100,13 @@ const (
 )
 
 // Enabled reports whether export is asked for: an endpoint flag, or one of the standard endpoint
-// variables set in the environment.
+// variables set in the environment; and not turned off by OTEL_SDK_DISABLED=true, or by both
+// OTEL_TRACES_EXPORTER and OTEL_METRICS_EXPORTER set to none (an invalid value of those leaves it
+// on, for New to report).
 func Enabled(endpoint string) bool {
+	if sig, err := EnvSignals(); err == nil && !sig.Traces && !sig.Metrics {
+		return false
+	}
 	return endpoint != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
 }
 
@@ -139,6 +150,21 @@ type Exporter struct {
 	exportDone chan struct{}
 	errMu      sync.Mutex
 	spanErr    error // the last span export's error; nil when it succeeded
+
+	metricsOut *loggedMetricExporter // the OTLP metric exporter; nil with NoMetrics or Config.MetricReader
+}
+
+// MetricsRefused returns the error with which the endpoint refused metrics (HTTP 404, 405 or 501,
+// gRPC Unimplemented: a traces-only backend), nil when it took them or none were sent. After a
+// refusal no metrics are sent again, and they are no failure of Flush or Shutdown.
+func (e *Exporter) MetricsRefused() error {
+	if e.metricsOut == nil {
+		return nil
+	}
+	if p := e.metricsOut.refused.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // ShutdownError is what Shutdown returns when the spans or the metrics did not all reach the
@@ -175,25 +201,39 @@ func New(ctx context.Context, cfg Config) (*Exporter, error) {
 	if err != nil {
 		return nil, err
 	}
+	sig, err := EnvSignals()
+	if err != nil {
+		return nil, err
+	}
+	cfg.NoTraces = cfg.NoTraces || !sig.Traces
+	cfg.NoMetrics = cfg.NoMetrics || !sig.Metrics
 	e := &Exporter{cfg: cfg, log: newRateLog(cfg.Logger), exportDone: make(chan struct{}, 1)}
 	e.stop, e.stopNow = context.WithCancelCause(context.Background())
 	if cfg.Upstream != nil {
 		e.srv = upstreamServer(cfg.Upstream)
 	}
 	se := cfg.SpanExporter
-	if se == nil {
+	switch {
+	case cfg.NoTraces:
+		se = discardSpans{}
+	case se == nil:
 		if se, err = newSpanExporter(ctx, proto, cfg.Endpoint); err != nil {
 			return nil, err
 		}
 	}
-	reader := cfg.MetricReader
-	if reader == nil {
-		me, err := newMetricExporter(ctx, proto, cfg.Endpoint)
-		if err != nil {
-			se.Shutdown(ctx)
-			return nil, err
+	var readers []sdkmetric.Option
+	if !cfg.NoMetrics {
+		reader := cfg.MetricReader
+		if reader == nil {
+			me, err := newMetricExporter(ctx, proto, cfg.Endpoint)
+			if err != nil {
+				se.Shutdown(ctx)
+				return nil, err
+			}
+			e.metricsOut = &loggedMetricExporter{Exporter: me, log: e.log, warn: cfg.Logger}
+			reader = sdkmetric.NewPeriodicReader(e.metricsOut)
 		}
-		reader = sdkmetric.NewPeriodicReader(&loggedMetricExporter{Exporter: me, log: e.log})
+		readers = append(readers, sdkmetric.WithReader(reader))
 	}
 	res := cfg.Resource
 	if res == nil {
@@ -216,7 +256,7 @@ func New(ctx context.Context, cfg Config) (*Exporter, error) {
 		// counts what cannot wait.
 		sdktrace.WithBatcher(&countingExporter{SpanExporter: se, e: e}, sdktrace.WithBlocking()),
 	)
-	e.mp = sdkmetric.NewMeterProvider(sdkmetric.WithResource(res), sdkmetric.WithReader(reader))
+	e.mp = sdkmetric.NewMeterProvider(append(readers, sdkmetric.WithResource(res))...)
 	e.tracer = e.tp.Tracer(ScopeName)
 	if err := e.initInstruments(); err != nil {
 		return nil, err
@@ -696,19 +736,43 @@ func (c *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Rea
 	return nil
 }
 
-// loggedMetricExporter logs (rate-limited) metric exports that fail.
+// loggedMetricExporter logs (rate-limited) metric exports that fail. An endpoint that refuses
+// metrics altogether (metricsRefused) is warned about once, and no metrics are sent to it again.
 type loggedMetricExporter struct {
 	sdkmetric.Exporter
-	log *rateLog
+	log     *rateLog
+	warn    *slog.Logger // the once-only warning about a refusal; nil is slog.Default()
+	refused atomic.Pointer[error]
 }
 
 func (l *loggedMetricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
-	err := Brief(l.Exporter.Export(ctx, rm))
+	if l.refused.Load() != nil {
+		return nil
+	}
+	raw := l.Exporter.Export(ctx, rm)
+	err := Brief(raw)
+	if metricsRefused(raw) {
+		if l.refused.CompareAndSwap(nil, &err) {
+			log := l.warn
+			if log == nil {
+				log = slog.Default()
+			}
+			log.Warn("otlp export: the endpoint does not accept metrics (a traces-only backend?); spans are still exported, metrics are not sent again",
+				"err", err, "fix", "set OTEL_METRICS_EXPORTER=none to not try")
+		}
+		return nil
+	}
 	if err != nil {
 		l.log.warn("otlp export: metrics failed", "err", err)
 	}
 	return err
 }
+
+// discardSpans is the span exporter with traces turned off: it takes every span and sends none.
+type discardSpans struct{}
+
+func (discardSpans) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardSpans) Shutdown(context.Context) error                             { return nil }
 
 // rateLog writes at most one line per LogEvery; the lines in between are counted and the count
 // goes with the next line.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -128,16 +127,6 @@ func BenchmarkReadAvailableRecords(b *testing.B) {
 		}
 	}
 	reportCPU(b, cpu, size)
-}
-
-// processCPU returns the CPU time (user + system) the process has used so far: the garbage
-// collector's work included, as test/bench row 6 counts it.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // reportCPU reports "cpuMB/s", the bytes of each op per second of the process's CPU time since

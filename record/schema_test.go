@@ -134,7 +134,7 @@ func TestDecoderFollowsSchema(t *testing.T) {
 // null): a field the line carries is filled on both paths.
 func TestFromExchangeFollowsSchema(t *testing.T) {
 	ttft, code, cat := 1.5, 200, "timeout"
-	src, up, reason, sess, msg := "local", 502, "upstream_timeout", "s1", "m1"
+	src, up, reason, sess, msg, logical, parent := "local", 502, "upstream_timeout", "s1", "m1", "l1", strings.Repeat("c", 32)
 	reqRaw, respRaw := "req text", "resp text"
 	attempted := true
 	ex := &capture.Exchange{
@@ -146,7 +146,7 @@ func TestFromExchangeFollowsSchema(t *testing.T) {
 		Response:   json.RawMessage(`{"id":"r","model":"m","choices":[{"finish_reason":"stop","message":{"content":"hi"}}],"usage":{"prompt_tokens":3,"completion_tokens":2}}`),
 		RequestRaw: &reqRaw, ResponseRaw: &respRaw,
 		ResponseSource: &src, UpstreamAttempted: &attempted, UpstreamStatusCode: &up, LocalResponseReason: &reason,
-		ClientSessionID: &sess, ClientAssistantMessageID: &msg,
+		ClientSessionID: &sess, ClientAssistantMessageID: &msg, ClientLogicalRequestID: &logical, ClientParentCallID: &parent,
 		TokenCapture: json.RawMessage(`{"engine":"vllm","added":{}}`),
 	}
 	// Every field of the line is set: a field added to the line must be set here too.

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
@@ -117,19 +120,60 @@ func decodeValue(dec *json.Decoder) (*value, error) {
 	return nil, fmt.Errorf("unexpected token %v", tok)
 }
 
-// without returns v with the members named by paths removed. A path is a member name at the top
-// level ("metadata") or a dotted path into nested values ("metadata.user_id"); a step into an
-// array applies to each of its elements ("input.id" drops the id of every input item). v is not
-// modified.
-func (v *value) without(paths [][]string) *value {
-	if v == nil || len(paths) == 0 {
+// ignoreRule is one part of a request strict matching leaves out: path is a member name at the top
+// level or a dotted path into nested values; a step into an array applies to each of its elements.
+// With mask nil the member is dropped; with mask set, the member stays and every match of mask in
+// its string value (or in each string of its array) is removed, so that a volatile part of a text
+// (a chunk id, a wall time) does not decide the match while the rest of the text still does.
+type ignoreRule struct {
+	path []string
+	mask *regexp.Regexp
+}
+
+// parseIgnoreRule parses "PATH" or "PATH~REGEXP" (Go regexp syntax, RE2).
+func parseIgnoreRule(s string) (ignoreRule, error) {
+	path, expr, masked := strings.Cut(s, "~")
+	path = strings.TrimSpace(path)
+	if path == "" || slices.Contains(strings.Split(path, "."), "") {
+		return ignoreRule{}, fmt.Errorf("ignore %q: want a dotted JSON path (input.output), optionally with ~REGEXP", s)
+	}
+	r := ignoreRule{path: strings.Split(path, ".")}
+	if masked {
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return ignoreRule{}, fmt.Errorf("ignore %q: %w", s, err)
+		}
+		if expr == "" {
+			return ignoreRule{}, fmt.Errorf("ignore %q: empty pattern after ~", s)
+		}
+		r.mask = re
+	}
+	return r, nil
+}
+
+// CheckIgnoreKeys reports the first rule of keys (Server.IgnoreKeys) that does not parse.
+func CheckIgnoreKeys(keys []string) error {
+	for _, k := range keys {
+		if strings.TrimSpace(k) == "" {
+			continue
+		}
+		if _, err := parseIgnoreRule(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// without returns v with the parts named by rules left out (ignoreRule). v is not modified.
+func (v *value) without(rules []ignoreRule) *value {
+	if v == nil || len(rules) == 0 {
 		return v
 	}
 	switch v.kind {
 	case 'a':
 		out := &value{kind: 'a', elems: make([]*value, len(v.elems))}
 		for i, e := range v.elems {
-			out.elems[i] = e.without(paths)
+			out.elems[i] = e.without(rules)
 		}
 		return out
 	case 'o':
@@ -138,24 +182,15 @@ func (v *value) without(paths [][]string) *value {
 	}
 	out := &value{kind: 'o'}
 	for i, k := range v.keys {
-		var deeper [][]string
-		drop := false
-		for _, p := range paths {
-			if p[0] != k {
-				continue
-			}
-			if len(p) == 1 {
-				drop = true
-				break
-			}
-			deeper = append(deeper, p[1:])
-		}
-		if drop {
+		if dropped(rules, k) {
 			continue
 		}
 		f := v.fields[i]
-		if len(deeper) > 0 {
-			f = f.without(deeper)
+		if d := deeper(rules, k); len(d) > 0 {
+			f = f.without(d)
+		}
+		for _, re := range masks(rules, k) {
+			f = f.masked(re)
 		}
 		out.keys = append(out.keys, k)
 		out.fields = append(out.fields, f)
@@ -167,6 +202,22 @@ func (v *value) without(paths [][]string) *value {
 		}
 	}
 	return out
+}
+
+// masked returns v with every match of re removed from its string, or from each string of its
+// array; other values are returned as they are.
+func (v *value) masked(re *regexp.Regexp) *value {
+	switch v.kind {
+	case 's':
+		return &value{kind: 's', text: re.ReplaceAllString(v.text, "")}
+	case 'a':
+		out := &value{kind: 'a', elems: make([]*value, len(v.elems))}
+		for i, e := range v.elems {
+			out.elems[i] = e.masked(re)
+		}
+		return out
+	}
+	return v
 }
 
 // difference is the first place where a recorded request and a live one differ.
@@ -182,17 +233,18 @@ const maxCount = 10000
 // compare walks a recorded request (ignored members already dropped) and a live request, the raw
 // text of a valid JSON object, in the recorded request's key order, and returns the first
 // difference (nil when they are equal) and how many leaf differences there are (up to maxCount).
-// The live request's members named by ignore (as value.without drops them) are skipped. Object key
+// The live request's members named by ignore are skipped, and its strings under a masking rule are
+// compared with the rule's matches removed (as value.without treats the recorded one). Object key
 // order does not matter, the last of duplicate members counts; numbers are equal when their values
 // are (1 and 1.0).
 //
 // The live request is walked as text, never decoded into a tree: matching a request costs no
 // memory beyond its own bytes but a scratch buffer for the longest string with escapes and, per
 // object, a slot per recorded member.
-func compare(recorded *value, got []byte, ignore [][]string) (*difference, int) {
+func compare(recorded *value, got []byte, ignore []ignoreRule) (*difference, int) {
 	c := &comparer{}
 	c.path = append(c.path, '$')
-	c.walk(recorded, got, ignore)
+	c.walk(recorded, got, ignore, nil)
 	return c.first, c.n
 }
 
@@ -216,7 +268,9 @@ func (c *comparer) note(a *value, b []byte) {
 	}
 }
 
-func (c *comparer) walk(a *value, b []byte, ignore [][]string) {
+// walk compares a with b; masks are the patterns whose matches are removed from b's string (or
+// from each string of its array) before comparing.
+func (c *comparer) walk(a *value, b []byte, ignore []ignoreRule, masks []*regexp.Regexp) {
 	if c.n >= maxCount {
 		return
 	}
@@ -234,7 +288,7 @@ func (c *comparer) walk(a *value, b []byte, ignore [][]string) {
 			if i < len(a.elems) {
 				x = a.elems[i]
 			}
-			c.step(i, "", func() { c.walk(x, e, ignore) })
+			c.step(i, "", func() { c.walk(x, e, ignore, masks) })
 			i++
 			return c.n < maxCount
 		})
@@ -246,7 +300,18 @@ func (c *comparer) walk(a *value, b []byte, ignore [][]string) {
 			c.note(a, b)
 		}
 	case 's':
-		if string(c.decoded(b)) != a.text {
+		text := c.decoded(b)
+		if len(masks) > 0 {
+			t := string(text)
+			for _, re := range masks {
+				t = re.ReplaceAllString(t, "")
+			}
+			if t != a.text {
+				c.note(a, b)
+			}
+			return
+		}
+		if string(text) != a.text {
 			c.note(a, b)
 		}
 	case 'b':
@@ -270,7 +335,7 @@ func (c *comparer) decoded(b []byte) []byte {
 // object compares a recorded object with a raw one: the raw members are first sorted into a slot
 // per recorded member (the last of duplicates wins), then the recorded members are walked in their
 // order, then the raw members the recording lacks are counted.
-func (c *comparer) object(a *value, b []byte, ignore [][]string) {
+func (c *comparer) object(a *value, b []byte, ignore []ignoreRule) {
 	var small [16][]byte
 	slots := small[:0]
 	if len(a.keys) > len(small) {
@@ -281,7 +346,7 @@ func (c *comparer) object(a *value, b []byte, ignore [][]string) {
 	extra := false
 	jsonscan.EachMember(b, func(k, v []byte) bool {
 		name := jsonscan.KeyName(k)
-		if dropped(ignore, name) {
+		if dropped(ignore, string(name)) {
 			return true
 		}
 		if i := a.index(name); i >= 0 {
@@ -295,14 +360,14 @@ func (c *comparer) object(a *value, b []byte, ignore [][]string) {
 		if c.n >= maxCount {
 			return
 		}
-		c.step(-1, k, func() { c.walk(a.fields[i], slots[i], deeper(ignore, k)) })
+		c.step(-1, k, func() { c.walk(a.fields[i], slots[i], deeper(ignore, k), masks(ignore, k)) })
 	}
 	if !extra {
 		return
 	}
 	jsonscan.EachMember(b, func(k, v []byte) bool {
 		name := jsonscan.KeyName(k)
-		if !dropped(ignore, name) && a.index(name) < 0 {
+		if !dropped(ignore, string(name)) && a.index(name) < 0 {
 			c.step(-1, string(name), func() { c.note(nil, v) })
 		}
 		return c.n < maxCount
@@ -323,22 +388,33 @@ func (c *comparer) step(i int, k string, fn func()) {
 	c.path = c.path[:n]
 }
 
-// dropped reports whether an ignore path drops the member name here.
-func dropped(ignore [][]string, name []byte) bool {
-	for _, p := range ignore {
-		if len(p) == 1 && p[0] == string(name) {
+// dropped reports whether an ignore rule drops the member name here.
+func dropped(ignore []ignoreRule, name string) bool {
+	for _, r := range ignore {
+		if len(r.path) == 1 && r.mask == nil && r.path[0] == name {
 			return true
 		}
 	}
 	return false
 }
 
-// deeper is the ignore paths that continue below the member k.
-func deeper(ignore [][]string, k string) [][]string {
-	var out [][]string
-	for _, p := range ignore {
-		if len(p) > 1 && p[0] == k {
-			out = append(out, p[1:])
+// deeper is the ignore rules that continue below the member k.
+func deeper(ignore []ignoreRule, k string) []ignoreRule {
+	var out []ignoreRule
+	for _, r := range ignore {
+		if len(r.path) > 1 && r.path[0] == k {
+			out = append(out, ignoreRule{path: r.path[1:], mask: r.mask})
+		}
+	}
+	return out
+}
+
+// masks is the patterns of the masking rules that end at the member k.
+func masks(ignore []ignoreRule, k string) []*regexp.Regexp {
+	var out []*regexp.Regexp
+	for _, r := range ignore {
+		if len(r.path) == 1 && r.mask != nil && r.path[0] == k {
+			out = append(out, r.mask)
 		}
 	}
 	return out

@@ -36,7 +36,7 @@ type recorded struct {
 }
 
 // loadRecorded builds the recorded calls of one rollout from its readable capture lines.
-func loadRecorded(entries []capture.Entry, ignore [][]string) ([]*recorded, error) {
+func loadRecorded(entries []capture.Entry, ignore []ignoreRule) ([]*recorded, error) {
 	out := make([]*recorded, 0, len(entries))
 	for _, e := range entries {
 		var l capture.Exchange

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -418,5 +419,39 @@ func TestGeminiStreamFromPath(t *testing.T) {
 	status, _, body := post(t, rp, "/ng-rollout/g1"+stream, req)
 	if status != MissStatus || !strings.Contains(string(body), `"status":`) {
 		t.Errorf("a third call: %d %s, want a %d in Gemini's error shape", status, body, MissStatus)
+	}
+}
+
+// TestStrictIgnoreVolatileToolOutput: Codex's tool output carries a random chunk id and a wall time,
+// so a strict replay of its tool loop misses on the second call; an ignore rule with a pattern
+// removes those two lines from the comparison while the rest of the output (the tool's answer)
+// still has to match.
+func TestStrictIgnoreVolatileToolOutput(t *testing.T) {
+	store, _ := capture.Open(t.TempDir())
+	second := func(chunk, wall, out string) string {
+		return `{"model":"m","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"cat hello.txt"}]},` +
+			`{"type":"function_call","call_id":"call_1","name":"exec_command","arguments":"{\"cmd\":\"cat hello.txt\"}"},` +
+			`{"type":"function_call_output","call_id":"call_1","output":"Chunk ID: ` + chunk + `\nWall time: ` + wall +
+			` seconds\nProcess exited with code 0\nOutput:\n` + out + `"}]}`
+	}
+	appendLine(t, store, "codex", capture.Exchange{Dialect: "responses", Request: json.RawMessage(second("a1b2c3", "0.0012", "hello 42")),
+		Response: json.RawMessage(`{"id":"resp_1","object":"response","status":"completed","output":[]}`), StatusCode: ptr(200), LatencyMS: 1})
+	const path = "/ng-rollout/codex/v1/responses"
+	live := second("9f8e7d", "0.0031", "hello 42")
+
+	rp := newReplay(t, &Server{Source: store, Timing: Timing{Fast: true}})
+	if status, _, b := post(t, rp, path, live); status != MissStatus || !strings.Contains(string(b), "$.input[2].output") {
+		t.Fatalf("default rules: %d %s; want a miss at the tool output", status, b)
+	}
+	rules := append(slices.Clone(DefaultIgnoreKeys), `input.output~(Chunk ID|Wall time): [^\n]*`)
+	if err := CheckIgnoreKeys(rules); err != nil {
+		t.Fatal(err)
+	}
+	rp = newReplay(t, &Server{Source: store, Timing: Timing{Fast: true}, IgnoreKeys: rules})
+	if status, _, b := post(t, rp, path, second("0000ff", "1.5", "hello 41")); status != MissStatus {
+		t.Errorf("a different tool answer: %d %s; want a miss", status, b)
+	}
+	if status, _, b := post(t, rp, path, live); status != 200 || !strings.Contains(string(b), "resp_1") {
+		t.Errorf("with the rule: %d %s; want the recorded answer", status, b)
 	}
 }

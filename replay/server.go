@@ -68,9 +68,12 @@ type Server struct {
 	Match Match
 	// Timing paces the answers; the zero value is the recorded pace.
 	Timing Timing
-	// IgnoreKeys are request members left out of strict matching: top-level names or dotted
-	// paths into nested objects ("metadata.user_id"). Nil means DefaultIgnoreKeys; an empty
-	// non-nil slice ignores nothing.
+	// IgnoreKeys are request parts left out of strict matching: top-level names or dotted paths
+	// into nested objects ("metadata.user_id"; a step into an array applies to each element), each
+	// dropped; or "PATH~REGEXP", which keeps the member but removes every match of REGEXP (Go
+	// syntax) from its string value, or from each string of its array, before comparing
+	// ("input.output~Wall time: [0-9.]+ seconds"). Nil means DefaultIgnoreKeys; an empty non-nil
+	// slice ignores nothing. CheckIgnoreKeys validates them.
 	IgnoreKeys []string
 	// Upstream, when set, receives misses, exhausted calls and requests that are not model calls
 	// (prefix stripped, as the gateway forwards), instead of an error answer.
@@ -91,7 +94,7 @@ type Server struct {
 
 	once     sync.Once
 	log      *slog.Logger
-	ignore   [][]string
+	ignore   []ignoreRule
 	proxy    *httputil.ReverseProxy
 	metrics  *metrics
 	mu       sync.Mutex
@@ -118,7 +121,12 @@ func (s *Server) init() {
 	}
 	for _, k := range keys {
 		if k = strings.TrimSpace(k); k != "" {
-			s.ignore = append(s.ignore, strings.Split(k, "."))
+			r, err := parseIgnoreRule(k)
+			if err != nil {
+				s.log.Warn("replay: ignore rule left out", "err", err) // CheckIgnoreKeys says it first
+				continue
+			}
+			s.ignore = append(s.ignore, r)
 		}
 	}
 	s.rollouts = map[string]*rolloutState{}

@@ -248,14 +248,45 @@ func TestCompare(t *testing.T) {
 		}
 	}
 	v, _ := parseValue([]byte(`{"metadata":{"user_id":"u","keep":1},"user":"x","m":1,"input":[{"id":"a","t":1},"s",{"t":2}]}`))
-	w := v.without([][]string{{"metadata", "user_id"}, {"user"}, {"input", "id"}})
+	var rules []ignoreRule
+	for _, k := range []string{"metadata.user_id", "user", "input.id", "input.t~^[0-9]"} {
+		r, err := parseIgnoreRule(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules = append(rules, r)
+	}
+	w := v.without(rules)
 	if d, _ := compare(w, []byte(`{"metadata":{"keep":1},"m":1,"input":[{"t":1},"s",{"t":2}]}`), nil); d != nil {
 		t.Errorf("without: %+v", d)
 	}
 	// The same members dropped from the live request as it is compared.
 	if d, _ := compare(w, []byte(`{"metadata":{"user_id":"v","keep":1},"user":"y","m":1,"input":[{"id":"b","t":1},"s",{"t":2,"id":"c"}]}`),
-		[][]string{{"metadata", "user_id"}, {"user"}, {"input", "id"}}); d != nil {
+		rules); d != nil {
 		t.Errorf("ignored members of the live request: %+v", d)
+	}
+	// A mask removes the matches from a string (or each string of an array) and keeps the rest, in
+	// the recorded request and in the live one as it is compared.
+	v = mustParse(t, `{"input":[{"output":"Chunk ID: 9f2c\nWall time: 0.0012 seconds\nOutput:\nhi"},{"output":["Wall time: 3 seconds","x"]},{"output":7}]}`)
+	r, err := parseIgnoreRule(`input.output~(Chunk ID|Wall time): [^\n]*`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	masked := v.without([]ignoreRule{r})
+	if d, _ := compare(masked, []byte(`{"input":[{"output":"\n\nOutput:\nhi"},{"output":["","x"]},{"output":7}]}`), nil); d != nil {
+		t.Errorf("masked: %+v", d)
+	}
+	live := `{"input":[{"output":"Chunk ID: 0000\nWall time: 9.5 seconds\nOutput:\nhi"},{"output":["Wall time: 1 seconds","x"]},{"output":7}]}`
+	if d, _ := compare(masked, []byte(live), []ignoreRule{r}); d != nil {
+		t.Errorf("masked live request: %+v", d)
+	}
+	if d, _ := compare(masked, []byte(strings.Replace(live, "hi", "ho", 1)), []ignoreRule{r}); d == nil || d.path != "$.input[0].output" {
+		t.Errorf("masked live request with another output: %+v", d)
+	}
+	for _, bad := range []string{"", "a..b", "x~(", "x~"} {
+		if err := CheckIgnoreKeys([]string{bad}); (err == nil) != (bad == "") {
+			t.Errorf("CheckIgnoreKeys(%q) = %v", bad, err)
+		}
 	}
 }
 

@@ -265,9 +265,10 @@ func TestBrowserClickThrough(t *testing.T) {
 	waitJS(t, ctx, "fewest calls first", `document.querySelector("#rollouts-table tbody tr").dataset.rollout === "demo-never-ran"`)
 	// Unknown token sums show as unknown, never as 0: the 429 rollout has no usage, the Messages
 	// rollouts no reasoning count; a known 0 (cached tokens of demo-chat-sse) shows as 0.
-	waitJS(t, ctx, "unknown tokens", `(() => { const row = (id) => [...document.querySelector('#rollouts-table tbody tr[data-rollout="' + id + '"]').cells].map(c => c.textContent);
-		const rl = row("demo-messages-rate-limited"), ms = row("demo-messages-sse"), cs = row("demo-chat-sse");
-		return rl[5] === "—" && rl[6] === "—" && ms[8] === "—" && ms[5] !== "—" && cs[7] === "0"; })()`)
+	waitJS(t, ctx, "unknown tokens", `(() => { const col = {}; [...document.querySelectorAll("#rollouts-table thead button[data-sort]")].forEach((b, i) => col[b.dataset.sort] = i);
+		const cell = (id, f) => document.querySelector('#rollouts-table tbody tr[data-rollout="' + id + '"]').cells[col[f]].textContent;
+		return cell("demo-messages-rate-limited", "tokens_in") === "—" && cell("demo-messages-rate-limited", "tokens_out") === "—" &&
+			cell("demo-messages-sse", "tokens_reasoning") === "—" && cell("demo-messages-sse", "tokens_in") !== "—" && cell("demo-chat-sse", "tokens_cached") === "0"; })()`)
 	do(t, ctx, "sort desc", chromedp.Click(`button[data-sort="calls"]`))
 	waitJS(t, ctx, "sorted desc", `document.querySelector('th[aria-sort="descending"] button[data-sort="calls"]') !== null`)
 	do(t, ctx, "filter", chromedp.SetValue(`#filter`, "stream=true calls>=2"), chromedp.Click(`#apply-filter`))
@@ -370,7 +371,8 @@ func TestBrowserLiveAndEscaping(t *testing.T) {
 		t.Fatalf("live call: %v", err)
 	}
 	waitJS(t, ctx, "captured row", `(() => { const r = document.querySelector('tr[data-rollout="live-script"]');
-		return r && !r.querySelector(".b-pending") && r.cells[1].textContent === "1"; })()`)
+		const calls = [...document.querySelectorAll("#rollouts-table thead button[data-sort]")].findIndex(b => b.dataset.sort === "calls");
+		return r && !r.querySelector(".b-pending") && r.cells[calls].textContent === "1"; })()`)
 	waitJS(t, tab, "captured on the rollout page", `document.querySelectorAll("#waterfall a[data-call]").length === 1 && !document.getElementById("pending-note")`)
 	if !evalJS[bool](t, ctx, `window.__samePage === true`) {
 		t.Fatal("the page reloaded to show the new call")

@@ -148,6 +148,7 @@ func TestAPICleanRunsHaveNoNullLists(t *testing.T) {
 			get("/api/rollouts", reflect.TypeFor[view.ListResult]())
 			get("/api/rollouts?filter=nothing-matches", reflect.TypeFor[view.ListResult]())
 			get("/api/rollouts/clean-0", reflect.TypeFor[view.RolloutDetail]())
+			get("/api/rollouts/clean-0/lineage", reflect.TypeFor[view.LineageDetail]())
 			if run.calls > 0 {
 				get("/api/rollouts/clean-0/calls/0", reflect.TypeFor[view.CallDetail]())
 			}

@@ -12,7 +12,18 @@ import (
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
 	"github.com/modelcalls/modelcalls/record"
+	"github.com/modelcalls/modelcalls/tokens"
 )
+
+// hasLogProbs reports whether any choice of t carries logprob entries.
+func hasLogProbs(t *tokens.Tokens) bool {
+	for _, c := range t.Choices {
+		if len(c.LogProbs) > 0 {
+			return true
+		}
+	}
+	return false
+}
 
 // ErrNoRollout is returned for a rollout id no capture dir knows.
 var ErrNoRollout = errors.New("no such rollout")
@@ -60,9 +71,12 @@ type CallDetail struct {
 	// Units gives the unit of each numeric record field: "ms", "s since epoch", "tokens".
 	Units map[string]string `json:"units"`
 	// Raw tells which stored payloads exist (GET .../raw?part=NAME) and their sizes in bytes.
-	Raw  map[string]int `json:"raw"`
-	Prev *int           `json:"prev"` // call_index of the previous / next readable call, null at the ends
-	Next *int           `json:"next"`
+	Raw map[string]int `json:"raw"`
+	// Tokens is the call's token data as package tokens reads it (ids, logprobs with top
+	// logprobs, token_source, findings); absent when the call carries none.
+	Tokens *tokens.Tokens `json:"tokens,omitempty"`
+	Prev   *int           `json:"prev"` // call_index of the previous / next readable call, null at the ends
+	Next   *int           `json:"next"`
 }
 
 // recordUnits are the units of the numeric ModelCallRecord fields.
@@ -158,7 +172,33 @@ func conversation(r *record.ModelCallRecord) *Conversation {
 	if c.Tools == nil {
 		c.Tools = []string{}
 	}
+	nameToolResults(c)
 	return c
+}
+
+// nameToolResults gives each tool result without a name the name of the tool call with its call
+// id in the same request or response, so that a result says which tool produced it (the dialects
+// send only the call id with a result).
+func nameToolResults(c *Conversation) {
+	names := map[string]string{}
+	for _, msgs := range [][]Message{c.Input, c.Output} {
+		for i := range msgs {
+			for _, p := range msgs[i].Parts {
+				if p.Kind == "tool_call" && p.CallID != "" && p.Name != "" {
+					names[p.CallID] = p.Name
+				}
+			}
+		}
+	}
+	for _, msgs := range [][]Message{c.Input, c.Output} {
+		for i := range msgs {
+			for j := range msgs[i].Parts {
+				if p := &msgs[i].Parts[j]; p.Kind == "tool_result" && p.Name == "" {
+					p.Name = names[p.CallID]
+				}
+			}
+		}
+	}
 }
 
 // Rollout returns one rollout's detail: its entry brought up to date (refresh) and its calls' rows
@@ -217,28 +257,28 @@ func maxConcurrency(calls []callStat) int {
 
 // callLine finds call index of rollout id in its up-to-date entry and reads its line, and only
 // that line, from the capture file. A file rewritten since the entry was read is read again once.
-func (x *Index) callLine(id string, index int) (e *entry, i int, rec *record.ModelCallRecord, err error) {
+func (x *Index) callLine(id string, index int) (e *entry, i int, rec *record.ModelCallRecord, line []byte, err error) {
 	for attempt := 0; ; attempt++ {
 		if e, err = x.refresh(id); err != nil {
-			return nil, 0, nil, err
+			return nil, 0, nil, nil, err
 		}
 		i, found := slices.BinarySearchFunc(e.calls, index, func(c callStat, n int) int { return c.index - n })
 		if !found || e.store == nil {
-			return nil, 0, nil, ErrNoCall
+			return nil, 0, nil, nil, ErrNoCall
 		}
 		c := &e.calls[i]
-		line, err := e.store.ReadLineAt(id, c.off, c.size)
+		line, err = e.store.ReadLineAt(id, c.off, c.size)
 		if errors.Is(err, capture.ErrRewritten) && attempt == 0 {
 			x.forget(id, e)
 			continue
 		}
 		if err != nil {
-			return nil, 0, nil, err
+			return nil, 0, nil, nil, err
 		}
 		if rec, err = record.BuildRecord(line, index); err != nil {
-			return nil, 0, nil, fmt.Errorf("%w: line %d: %v", ErrNoCall, c.line, err)
+			return nil, 0, nil, nil, fmt.Errorf("%w: line %d: %v", ErrNoCall, c.line, err)
 		}
-		return e, i, rec, nil
+		return e, i, rec, line, nil
 	}
 }
 
@@ -258,7 +298,7 @@ func (x *Index) forget(id string, e *entry) {
 // input messages are new comes from the rollout's digest.
 func (x *Index) Call(id string, index int) (*CallDetail, error) {
 	v, _ := x.Version()
-	e, i, r, err := x.callLine(id, index)
+	e, i, r, line, err := x.callLine(id, index)
 	if err != nil {
 		return nil, err
 	}
@@ -272,6 +312,9 @@ func (x *Index) Call(id string, index int) (*CallDetail, error) {
 	markCall(conv, seen)
 	d := &CallDetail{Version: v, RolloutID: id, Line: e.calls[i].line, Record: r.AppendJSON(nil, false),
 		Conversation: *conv, Units: recordUnits, Raw: map[string]int{}}
+	if t := readTokens(r, line); t.HasTokenData() || t.PromptTokenIDs != nil || len(t.Findings) > 0 || hasLogProbs(t) {
+		d.Tokens = t
+	}
 	for name, n := range map[string]int{"request": len(r.Request), "response": len(r.Response),
 		"request_raw": strLen(r.RequestRaw), "response_raw": strLen(r.ResponseRaw)} {
 		if n > 0 {
@@ -291,7 +334,7 @@ func (x *Index) Call(id string, index int) (*CallDetail, error) {
 // "response" (the JSON object as stored), "request_raw" or "response_raw" (the text). ok is false
 // when the call has no such payload.
 func (x *Index) Raw(id string, index int, part string) (data []byte, isJSON, ok bool, err error) {
-	_, _, r, err := x.callLine(id, index)
+	_, _, r, _, err := x.callLine(id, index)
 	if err != nil {
 		return nil, false, false, err
 	}

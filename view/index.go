@@ -136,6 +136,9 @@ type Index struct {
 	digests  map[string]*digest
 	digClock uint64
 
+	linMu    sync.Mutex // guards lineages
+	lineages map[string]lineageCached
+
 	// MinInterval is the shortest pause between two scans; the pause grows to 4x the last scan's
 	// duration so that a large dir does not keep a core busy.
 	MinInterval time.Duration

@@ -138,9 +138,10 @@ func TestLargeRolloutMemory(t *testing.T) {
 	}
 	dir := t.TempDir()
 	writeLargeRollout(t, dir, "big", n, size)
+	writeLargeRollout(t, dir, "small", 2, 4096)
 	_, ts, stop := serveViewer(t, view.Options{Dirs: []string{dir}, ScanInterval: time.Hour})
 	defer stop()
-	if o := waitIndexed(t, ts.URL); o.Calls != n {
+	if o := waitIndexed(t, ts.URL); o.Calls != n+2 {
 		t.Fatalf("indexed %d calls; want %d", o.Calls, n)
 	}
 	base := ts.URL + "/api/rollouts/big"
@@ -161,6 +162,36 @@ func TestLargeRolloutMemory(t *testing.T) {
 			t.Errorf("raw request: %d bytes, %v", got, err)
 		}
 	})
+	// A search that finds nothing reads every line; the transcript writes every message (each
+	// user message of 1 MiB is new); a diff summarises every call.
+	search := heapPeak(func() {
+		if _, err := fetch(ts.URL + "/api/search?q=not-in-any-line"); err != nil {
+			t.Error(err)
+		}
+	})
+	transcript := heapPeak(func() {
+		if got, err := fetch(base + "/transcript"); err != nil || got < int64(n)*size/2 {
+			t.Errorf("transcript: %d bytes, %v", got, err)
+		}
+	})
+	diff := heapPeak(func() {
+		if _, err := fetch(ts.URL + "/api/diff?a=big&b=small"); err != nil {
+			t.Error(err)
+		}
+	})
+	// The lineage holds every payload of a rollout, so the viewer refuses it for this one (413)
+	// without reading a line, and derives it for a small rollout.
+	lin := heapPeak(func() {
+		if _, err := fetch(base + "/lineage"); err == nil || !strings.Contains(err.Error(), "status 413") {
+			t.Errorf("lineage of a %d MiB rollout: %v; want status 413", n, err)
+		}
+		if _, err := fetch(ts.URL + "/api/rollouts/small/lineage"); err != nil {
+			t.Error(err)
+		}
+	})
+	if lin >= 16<<20 {
+		t.Errorf("refusing a large lineage added %d MiB; want < 16 MiB", lin>>20)
+	}
 	var wg sync.WaitGroup
 	nine := heapPeak(func() {
 		for i := range 9 {
@@ -175,8 +206,11 @@ func TestLargeRolloutMemory(t *testing.T) {
 		wg.Wait()
 	})
 	const mib = 1 << 20
-	t.Logf("%d lines of 1 MiB: heap added at the peak: first call page %d MiB, rollout page %d MiB, raw request %d MiB, nine call pages at once %d MiB",
-		n, cold/mib, rollout/mib, raw/mib, nine/mib)
+	t.Logf("%d lines of 1 MiB: heap added at the peak: first call page %d MiB, rollout page %d MiB, raw request %d MiB, nine call pages at once %d MiB, search %d MiB, transcript %d MiB, diff %d MiB",
+		n, cold/mib, rollout/mib, raw/mib, nine/mib, search/mib, transcript/mib, diff/mib)
+	if search >= 64*mib || transcript >= 64*mib || diff >= 64*mib {
+		t.Errorf("a search added %d MiB, the transcript %d MiB, a diff %d MiB; want < 64 MiB each", search/mib, transcript/mib, diff/mib)
+	}
 	if cold >= 64*mib {
 		t.Errorf("one call page added %d MiB; want < 64 MiB", cold/mib)
 	}

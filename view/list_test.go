@@ -117,6 +117,9 @@ func TestAPIListBadParameters(t *testing.T) {
 		{"order=sideways", 400, []string{`order "sideways"`, "asc", "desc"}},
 		{"sort=calls&order=DESC", 400, []string{`order "DESC"`}},
 		{"filter=errors>x", 400, []string{"needs a number"}},
+		{"filter=rewrd<1", 400, []string{`unknown field "rewrd"`, "did you mean reward?", "list fields: id,", "record fields: _ng_rollout_id"}},
+		{"filter=calls>0%20record.nope>1", 400, []string{`filter "record.nope>1": unknown field "record.nope"`}},
+		{"filter=record.reward>0%20_ng_task_index>=0%20Tokyo", 200, nil}, // record fields, bare and prefixed; a bare word
 		{"limit=-1", 400, []string{"limit"}},
 		{"offset=x", 400, []string{"offset"}},
 		{"sort=reward&order=desc", 200, nil},       // a --rollouts record field

@@ -532,6 +532,11 @@ func (x *Index) List(q ListQuery) (*ListResult, error) {
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
+	for _, t := range terms {
+		if t.field != "" && !x.knownField(t.field) {
+			return nil, x.unknownField(fmt.Sprintf("filter %q", t.field+t.op+t.value), t.field)
+		}
+	}
 	if !slices.Contains(SortFields, q.Sort) && !slices.Contains(x.recKeys, strings.TrimPrefix(q.Sort, "record.")) {
 		recs := "none: no --rollouts file"
 		if x.rolloutsPath != "" {
@@ -588,6 +593,58 @@ outer:
 		res.Rows = append(res.Rows, rows[i].e.sum)
 	}
 	return res, nil
+}
+
+// knownField reports whether name is a list field or a field of the --rollouts records (bare or as
+// record.FIELD). x.mu is held.
+func (x *Index) knownField(name string) bool {
+	return slices.Contains(SortFields, name) || slices.Contains(x.recKeys, strings.TrimPrefix(name, "record."))
+}
+
+// unknownField is the error of a filter term on a field no row has: it names the field, the
+// closest known field when one is a typo away, and the fields there are. x.mu is held.
+func (x *Index) unknownField(what, name string) error {
+	known := append(slices.Clone(SortFields), x.recKeys...)
+	hint := ""
+	best, bestD := "", 3 // at most two edits away
+	for _, k := range known {
+		if d := editDistance(strings.ToLower(strings.TrimPrefix(name, "record.")), strings.ToLower(k)); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if best != "" {
+		hint = fmt.Sprintf(" (did you mean %s?)", best)
+	}
+	recs := "none: no --rollouts file"
+	if x.rolloutsPath != "" {
+		recs = "none found"
+		if len(x.recKeys) > 0 {
+			recs = strings.Join(x.recKeys, ", ")
+		}
+	}
+	return fmt.Errorf("%s: unknown field %q%s; list fields: %s; --rollouts record fields: %s",
+		what, name, hint, strings.Join(SortFields, ", "), recs)
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // Summary returns the indexed summary of one rollout.

@@ -88,6 +88,10 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /api/rollouts/{id}", s.bounded(s.rollout))
 	s.mux.HandleFunc("GET /api/rollouts/{id}/calls/{index}", s.bounded(s.call))
 	s.mux.HandleFunc("GET /api/rollouts/{id}/calls/{index}/raw", s.bounded(s.raw))
+	s.mux.HandleFunc("GET /api/rollouts/{id}/lineage", s.bounded(s.lineage))
+	s.mux.HandleFunc("GET /api/rollouts/{id}/transcript", s.bounded(s.transcript))
+	s.mux.HandleFunc("GET /api/search", s.bounded(s.search))
+	s.mux.HandleFunc("GET /api/diff", s.bounded(s.diff))
 	s.mux.HandleFunc("GET /api/changes", s.changes)
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, "no such API endpoint: "+r.URL.Path)
@@ -234,6 +238,8 @@ func loadError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, ErrNoRollout), errors.Is(err, ErrNoCall):
 		apiError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, ErrTooLarge):
+		apiError(w, http.StatusRequestEntityTooLarge, err.Error())
 	default:
 		apiError(w, http.StatusInternalServerError, err.Error())
 	}
@@ -265,6 +271,48 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		writeCallDetail(w, d)
 	}
+}
+
+func (s *Server) lineage(w http.ResponseWriter, r *http.Request) {
+	if id, ok := rolloutID(w, r); ok {
+		d, err := s.idx.Lineage(id)
+		writeLoaded(w, d, err)
+	}
+}
+
+func (s *Server) transcript(w http.ResponseWriter, r *http.Request) {
+	id, ok := rolloutID(w, r)
+	if !ok {
+		return
+	}
+	if _, err := s.idx.refresh(id); err != nil {
+		loadError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	s.idx.WriteTranscript(w, id)
+}
+
+func (s *Server) search(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, err := intParam(q.Get("limit"), 100)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "limit: "+err.Error())
+		return
+	}
+	if strings.TrimSpace(q.Get("q")) == "" {
+		apiError(w, http.StatusBadRequest, "q: want the text to search for")
+		return
+	}
+	res, err := s.idx.Search(r.Context(), q.Get("q"), limit)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return
+		}
+		apiError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(w, res)
 }
 
 // writeCallDetail writes d as CallDetail's JSON a piece at a time (each message on its own), so
@@ -316,6 +364,10 @@ func writeCallDetail(w io.Writer, d *CallDetail) error {
 	val(d.Units)
 	raw(`,"raw":`)
 	val(d.Raw)
+	if d.Tokens != nil {
+		raw(`,"tokens":`)
+		val(d.Tokens)
+	}
 	raw(`,"prev":`)
 	val(d.Prev)
 	raw(`,"next":`)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -21,6 +22,7 @@ import (
 type callsOptions struct {
 	reportOptions
 	includePayloads bool
+	columns         string
 }
 
 func newCallsCmd(s *Streams) *cobra.Command {
@@ -33,10 +35,18 @@ HTTP status, finish reason, tokens, cache, latency, time to first token, tool ca
 category and who answered (source: upstream, or local: <reason> when the gateway or a replay
 answered itself, which is not an error), then the rollout's metrics (the sums merge attaches).
 
-Output: a table when stdout is a terminal (cut to the terminal's width), tab-separated values with
+Output: a table when stdout is a terminal, tab-separated values with
 a header line when it is not (a pipe or a file; unknown values are empty fields), or with
 --format json (or --json) one ModelCallRecord per line (the records merge attaches, every field
 present, null when unknown); --include-payloads adds request, response, request_raw and response_raw.
+
+The table fits the terminal: from 160 columns (and off a terminal) every column ("full"); from 120
+"wide" (#, model, status, finish, tok in, tok out, cached tok, latency ms, ttft ms, tool calls,
+error); below that "compact" (#, model, status, tok in/out, latency, tools, error); cells that still
+do not fit are cut with "…". --columns picks a layout by name, or the columns by key: call_index,
+dialect, model, status_code, finish_reason, tokens_in, tokens_out, tokens_in_out, tokens_reasoning,
+tokens_total, cached_tokens, latency_total_ms, latency, latency_ttft_ms, tool_calls, tool_count,
+error_category, response_source.
 
 --model, --status and --error keep only the matching calls (repeat a flag or comma-separate values
 for several; a call must match every flag given; an empty value is a usage error, exit 2). A --model
@@ -51,14 +61,27 @@ as merge reads it (stderr says when a later dir holds it too).
 Damaged capture lines are reported on stderr with their line numbers and skipped. Lines in
 <ROLLOUT_ID>.capture.orphaned.jsonl (calls still in flight when the rollout was cleared with
 clear --force) are not shown; stderr says how many there are. The exit code is
-0 when the rollout was read, 3 when DIR or the rollout does not exist, 2 for an invalid rollout id.`,
+0 when the rollout was read, 3 when DIR or the rollout does not exist (the error offers rollout ids
+like the one given), 2 for an invalid rollout id.
+
+Without ROLLOUT_ID (modelcalls calls DIR): list the rollouts of DIR instead, one per line: id,
+calls, errors (calls with an error category), last activity (the latest completed_at), damaged
+lines and the incomplete mark; a table, TSV or JSON lines as above.`,
 		Example: `  modelcalls calls --capture-dir ./captures r1
   modelcalls calls --capture-dir ./captures r1 --error any          # only the failing calls
   modelcalls calls --capture-dir ./captures r1 --status 4xx,5xx --format json
   modelcalls calls --capture-dir ./captures r1 | cut -f1,4,11        # TSV when piped
-  modelcalls calls ./captures r1                                     # the positional form`,
+  modelcalls calls ./captures r1                                     # the positional form
+  modelcalls calls ./captures                                        # list the rollouts`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if dirs, ok := noRolloutArg(o.captureDirs, args); ok {
+				format, err := resolveFormat(o.format, o.json, s.Out)
+				if err != nil {
+					return err
+				}
+				return listRollouts(cmd.Context(), s, "calls", dirs, format)
+			}
 			dirs, rest, err := captureDirArgs("calls", o.captureDirs, args, "ROLLOUT_ID")
 			if err != nil {
 				return err
@@ -70,6 +93,7 @@ clear --force) are not shown; stderr says how many there are. The exit code is
 	o.addFlags(f, "capture directory (or give it as the first argument); repeat to look in several in order, the first holding the rollout wins, as in merge",
 		"same as --format json: one JSON record per line")
 	f.BoolVar(&o.includePayloads, "include-payloads", false, "with --format json: include request, response, request_raw and response_raw")
+	f.StringVar(&o.columns, "columns", "", "table columns: a layout (compact, wide, full) or comma-separated column keys (default: the widest layout that fits the terminal)")
 	return cmd
 }
 
@@ -79,6 +103,7 @@ type rolloutCalls struct {
 	shadowed   []string // later capture dirs that hold the rollout too (not read)
 	path       string
 	records    []modelcalls.ModelCallRecord
+	lines      [][]byte         // each record's capture line as read, before any filter (lineage reads keys the record does not carry)
 	damages    []capture.Damage // one per damaged line, in line order
 	hasCapture bool
 	incomplete bool
@@ -154,6 +179,7 @@ func readRolloutCalls(store *capture.Store, id string) (*rolloutCalls, error) {
 			continue
 		}
 		rc.records = append(rc.records, *rec)
+		rc.lines = append(rc.lines, e.Data)
 		if bytes.Contains(e.Data, []byte(`"token_capture":`)) {
 			if tc := jsonscan.Lookup(e.Data, "token_capture"); jsonscan.IsObject(tc) {
 				if rc.tokenCaptures == nil {
@@ -177,6 +203,14 @@ func runCalls(s *Streams, o *callsOptions, dirs []string, id string) error {
 	}
 	if err := o.filter.check(); err != nil {
 		return err
+	}
+	width := outputWidth(s.Out)
+	cols, err := resolveCallsColumns(o.columns, width)
+	if err != nil {
+		return err
+	}
+	if o.columns != "" && format != formatTable {
+		return usageErrorf("--columns is for the table (--format table); TSV and JSON carry every field")
 	}
 	if err := checkRolloutID("ROLLOUT_ID", id); err != nil {
 		return err
@@ -225,7 +259,7 @@ func runCalls(s *Streams, o *callsOptions, dirs []string, id string) error {
 	case formatTSV:
 		writeCallsTSV(w, rc.records)
 	default:
-		if err := printCallsTable(w, rc, outputWidth(s.Out)); err != nil {
+		if err := printCallsTable(w, rc, cols, width); err != nil {
 			return withExit(ExitFailure, err)
 		}
 	}
@@ -235,41 +269,128 @@ func runCalls(s *Streams, o *callsOptions, dirs []string, id string) error {
 	return nil
 }
 
-// callsColumns are the table columns of `modelcalls calls`; numeric ones are right-aligned.
-var callsColumns = []struct {
-	name  string
-	right bool
-}{
-	{"#", true}, {"dialect", false}, {"model", false}, {"status", true}, {"finish", false},
-	{"in", true}, {"out", true}, {"reasoning", true}, {"total", true}, {"cached", true},
-	{"latency ms", true}, {"ttft ms", true}, {"tool calls", false}, {"error", false}, {"source", false},
+// callColumn is one column `modelcalls calls` can show in its table: key names it for --columns
+// (the record field it shows, as in the TSV header), header is what the table prints.
+type callColumn struct {
+	key, header string
+	right       bool // numeric: right-aligned
+	shrink      bool // cut first when the table is wider than the terminal
+	cell        func(r *modelcalls.ModelCallRecord) string
 }
 
-// callsShrinkable are the columns cut first when the table is wider than the terminal.
-var callsShrinkable = []int{2, 4, 12, 13, 14} // model, finish, tool calls, error, source
+// callColumns are every column of the calls table, in table order.
+var callColumns = []callColumn{
+	{"call_index", "#", true, false, func(r *modelcalls.ModelCallRecord) string { return strconv.Itoa(r.CallIndex) }},
+	{"dialect", "dialect", false, false, func(r *modelcalls.ModelCallRecord) string { return str(r.Dialect) }},
+	{"model", "model", false, true, func(r *modelcalls.ModelCallRecord) string { return str(r.Model) }},
+	{"status_code", "status", true, false, func(r *modelcalls.ModelCallRecord) string { return intp(r.StatusCode) }},
+	{"finish_reason", "finish", false, true, finishCell},
+	{"tokens_in", "tok in", true, false, func(r *modelcalls.ModelCallRecord) string { return i64p(r.TokensIn) }},
+	{"tokens_out", "tok out", true, false, func(r *modelcalls.ModelCallRecord) string { return i64p(r.TokensOut) }},
+	{"tokens_in_out", "tok in/out", true, false, func(r *modelcalls.ModelCallRecord) string { return i64p(r.TokensIn) + "/" + i64p(r.TokensOut) }},
+	{"tokens_reasoning", "reasoning tok", true, false, func(r *modelcalls.ModelCallRecord) string { return i64p(r.TokensReasoning) }},
+	{"tokens_total", "total tok", true, false, func(r *modelcalls.ModelCallRecord) string { return i64p(r.TokensTotal) }},
+	{"cached_tokens", "cached tok", true, false, cachedCell},
+	{"latency_total_ms", "latency ms", true, false, func(r *modelcalls.ModelCallRecord) string { return msp(r.LatencyTotalMS) }},
+	{"latency", "latency", true, false, func(r *modelcalls.ModelCallRecord) string { return secondsCell(r.LatencyTotalMS) }},
+	{"latency_ttft_ms", "ttft ms", true, false, func(r *modelcalls.ModelCallRecord) string { return msp(r.LatencyTTFTMS) }},
+	{"tool_calls", "tool calls", false, true, func(r *modelcalls.ModelCallRecord) string { return toolCallsCell(r.ToolCalls) }},
+	{"tool_count", "tools", true, false, func(r *modelcalls.ModelCallRecord) string { return strconv.Itoa(len(r.ToolCalls)) }},
+	{"error_category", "error", false, true, errorCell},
+	{"response_source", "source", false, true, sourceCell},
+}
 
-// printCallsTable draws the table of rc's records, fitted to width (0: no limit), then the metrics
-// line.
-func printCallsTable(w io.Writer, rc *rolloutCalls, width int) error {
-	names := make([]string, len(callsColumns))
-	right := make([]bool, len(callsColumns))
-	for i, c := range callsColumns {
-		names[i], right[i] = c.name, c.right
+// callsLayouts are the named column sets of the calls table; --columns takes a name or a list of
+// column keys. Without --columns the table picks the widest layout that fits the terminal: full
+// from 160 columns (and off a terminal), wide from 120, compact below.
+var callsLayouts = map[string][]string{
+	"full": {"call_index", "dialect", "model", "status_code", "finish_reason", "tokens_in", "tokens_out", "tokens_reasoning",
+		"tokens_total", "cached_tokens", "latency_total_ms", "latency_ttft_ms", "tool_calls", "error_category", "response_source"},
+	"wide": {"call_index", "model", "status_code", "finish_reason", "tokens_in", "tokens_out", "cached_tokens",
+		"latency_total_ms", "latency_ttft_ms", "tool_calls", "error_category"},
+	"compact": {"call_index", "model", "status_code", "tokens_in_out", "latency", "tool_count", "error_category"},
+}
+
+// callsLayoutFor is the layout for a terminal width columns wide (0: not a terminal, no limit).
+func callsLayoutFor(width int) string {
+	switch {
+	case width <= 0 || width >= 160:
+		return "full"
+	case width >= 120:
+		return "wide"
+	}
+	return "compact"
+}
+
+// resolveCallsColumns turns --columns (a layout name, or comma-separated column keys; "" picks the
+// layout by width) into columns. An unknown name is a usage error listing the known ones.
+func resolveCallsColumns(spec string, width int) ([]callColumn, error) {
+	if spec == "" {
+		spec = callsLayoutFor(width)
+	}
+	keys, ok := callsLayouts[spec]
+	if !ok {
+		keys = strings.Split(spec, ",")
+	}
+	var cols []callColumn
+	for _, k := range keys {
+		k = strings.TrimSpace(k)
+		i := slices.IndexFunc(callColumns, func(c callColumn) bool { return c.key == k })
+		if i < 0 {
+			known := make([]string, len(callColumns))
+			for j, c := range callColumns {
+				known[j] = c.key
+			}
+			return nil, usageErrorf("--columns: unknown column %q (layouts: compact, wide, full; columns: %s)", k, strings.Join(known, ", "))
+		}
+		cols = append(cols, callColumns[i])
+	}
+	return cols, nil
+}
+
+// finishCell shows finish_reason, else the Responses API's response_status.
+func finishCell(r *modelcalls.ModelCallRecord) string {
+	if r.FinishReason == nil {
+		return str(r.ResponseStatus)
+	}
+	return *r.FinishReason
+}
+
+// secondsCell shows milliseconds as seconds with one decimal ("1.2s"), or milliseconds under one
+// second ("85ms", "0.06ms" under 10), for the compact layout.
+func secondsCell(p *float64) string {
+	switch {
+	case p == nil:
+		return unknownCell
+	case *p < 10:
+		return strconv.FormatFloat(*p, 'f', 2, 64) + "ms"
+	case *p < 1000:
+		return strconv.FormatFloat(*p, 'f', 0, 64) + "ms"
+	}
+	return strconv.FormatFloat(*p/1000, 'f', 1, 64) + "s"
+}
+
+// printCallsTable draws the table of rc's records in the columns cols, fitted to width (0: no
+// limit), then the metrics line.
+func printCallsTable(w io.Writer, rc *rolloutCalls, cols []callColumn, width int) error {
+	names := make([]string, len(cols))
+	right := make([]bool, len(cols))
+	var shrinkable []int
+	for i, c := range cols {
+		names[i], right[i] = c.header, c.right
+		if c.shrink {
+			shrinkable = append(shrinkable, i)
+		}
 	}
 	rows := make([][]string, 0, len(rc.records))
 	for i := range rc.records {
-		r := &rc.records[i]
-		finish := r.FinishReason
-		if finish == nil {
-			finish = r.ResponseStatus
+		row := make([]string, len(cols))
+		for j, c := range cols {
+			row[j] = c.cell(&rc.records[i])
 		}
-		rows = append(rows, []string{
-			strconv.Itoa(r.CallIndex), str(r.Dialect), str(r.Model), intp(r.StatusCode), str(finish),
-			i64p(r.TokensIn), i64p(r.TokensOut), i64p(r.TokensReasoning), i64p(r.TokensTotal),
-			cachedCell(r), msp(r.LatencyTotalMS), msp(r.LatencyTTFTMS), toolCallsCell(r.ToolCalls), errorCell(r), sourceCell(r),
-		})
+		rows = append(rows, row)
 	}
-	if err := renderTable(w, names, right, rows, width, callsShrinkable); err != nil {
+	if err := renderTable(w, names, right, rows, width, shrinkable); err != nil {
 		return err
 	}
 	m := modelcalls.AggregateRecords(rc.records)

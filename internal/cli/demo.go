@@ -63,7 +63,9 @@ func printDemo(s *Streams, res *demo.Result) error {
 			return err
 		}
 		if len(rc.records) > 0 {
-			if err := printCallsTable(w, rc, outputWidth(s.Out)); err != nil {
+			width := outputWidth(s.Out)
+			cols, _ := resolveCallsColumns("", width)
+			if err := printCallsTable(w, rc, cols, width); err != nil {
 				return err
 			}
 		}

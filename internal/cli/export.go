@@ -101,7 +101,7 @@ The endpoint is --endpoint (an OTLP base URL) or the standard OTEL_EXPORTER_OTLP
 	f.BoolVar(&o.content, "content", false, "also export message content (gen_ai.input.messages, gen_ai.output.messages)")
 	f.StringVar(&o.upstream, "upstream", "", "the model server's URL, for server.address and server.port (as the proxy's --upstream)")
 	f.DurationVar(&o.timeout, "timeout", time.Minute, "longest wait for the endpoint to take the last spans")
-	cmd.AddCommand(otlp, newExportTokensCmd(s))
+	cmd.AddCommand(otlp, newExportSamplesCmd(s), newExportTokensCmd(s))
 	return cmd
 }
 
@@ -119,6 +119,14 @@ func runExportOTLP(ctx context.Context, s *Streams, o *exportOptions) error {
 	}
 	if o.captureDir == "" {
 		return usageErrorf("--capture-dir is required")
+	}
+	sig, err := otelexport.EnvSignals()
+	if err != nil {
+		return usageErrorf("%w", err)
+	}
+	if !sig.Traces && !sig.Metrics {
+		fmt.Fprintln(s.ErrOut, "modelcalls export: nothing exported: OTEL_SDK_DISABLED=true, or OTEL_TRACES_EXPORTER and OTEL_METRICS_EXPORTER are none, turns OTLP export off")
+		return nil
 	}
 	if !otelexport.Enabled(o.endpoint) {
 		return usageErrorf("no endpoint: pass --endpoint URL or set OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -230,6 +238,8 @@ func runExportOTLP(ctx context.Context, s *Streams, o *exportOptions) error {
 		}
 		if metricsErr != nil {
 			msg += " (the metrics upload failed too)"
+		} else if exp.MetricsRefused() != nil {
+			msg += " (it does not accept metrics either)"
 		}
 		if spansErr != nil {
 			return withExit(ExitFailure, fmt.Errorf("%s: %w", msg, spansErr))
@@ -238,6 +248,9 @@ func runExportOTLP(ctx context.Context, s *Streams, o *exportOptions) error {
 	}
 	if metricsErr != nil {
 		return withExit(ExitFailure, fmt.Errorf("all %d spans exported, but the metrics upload failed: %w", want, metricsErr))
+	}
+	if err := exp.MetricsRefused(); err != nil {
+		fmt.Fprintf(s.ErrOut, "modelcalls export: warning: the OTLP endpoint does not accept metrics (%v): every span was exported, no metrics; set OTEL_METRICS_EXPORTER=none to not send them\n", err)
 	}
 	if unreadable > 0 || skippedLines > 0 || ctx.Err() != nil {
 		return silentExit{code: ExitFailure}

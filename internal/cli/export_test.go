@@ -96,6 +96,52 @@ func TestExportOTLP(t *testing.T) {
 			t.Errorf("exit %d, out %q, err %q", code, out, errOut)
 		}
 	})
+	t.Run("traces-only endpoint", func(t *testing.T) {
+		// As Jaeger, Langfuse and Phoenix: traces accepted, /v1/metrics answered 404.
+		var metrics atomic.Int64
+		srv := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			if r.URL.Path == "/v1/metrics" {
+				metrics.Add(1)
+				http.NotFound(w, r)
+			}
+		})
+		out, errOut, code := runCLI(t, "", "export", "otlp", "--capture-dir", dir, "--endpoint", srv.URL)
+		if code != ExitOK || !strings.Contains(out, "exported 4 spans") || !strings.Contains(errOut, "warning: the OTLP endpoint does not accept metrics") ||
+			!strings.Contains(errOut, "404") {
+			t.Errorf("exit %d, out %q, err %q; want 0 and one warning", code, out, errOut)
+		}
+		if metrics.Load() != 1 {
+			t.Errorf("%d metric uploads, want 1 (none after the refusal)", metrics.Load())
+		}
+	})
+	t.Run("OTEL_SDK_DISABLED", func(t *testing.T) {
+		srv, traces := otlpReceiver(t, http.StatusOK)
+		t.Setenv("OTEL_SDK_DISABLED", "true")
+		_, errOut, code := runCLI(t, "", "export", "otlp", "--capture-dir", dir, "--endpoint", srv.URL)
+		if code != ExitOK || !strings.Contains(errOut, "nothing exported: OTEL_SDK_DISABLED=true") || traces.Load() != 0 {
+			t.Errorf("exit %d, err %q, %d trace requests", code, errOut, traces.Load())
+		}
+	})
+	t.Run("OTEL_METRICS_EXPORTER=none", func(t *testing.T) {
+		var metrics atomic.Int64
+		srv := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			if r.URL.Path == "/v1/metrics" {
+				metrics.Add(1)
+			}
+		})
+		t.Setenv("OTEL_METRICS_EXPORTER", "none")
+		out, errOut, code := runCLI(t, "", "export", "otlp", "--capture-dir", dir, "--endpoint", srv.URL)
+		if code != ExitOK || !strings.Contains(out, "exported 4 spans") || metrics.Load() != 0 {
+			t.Errorf("exit %d, out %q, err %q, %d metric uploads; want 0", code, out, errOut, metrics.Load())
+		}
+		t.Setenv("OTEL_METRICS_EXPORTER", "prometheus")
+		if _, errOut, code := runCLI(t, "", "export", "otlp", "--capture-dir", dir, "--endpoint", srv.URL); code != ExitUsage ||
+			!strings.Contains(errOut, "OTEL_METRICS_EXPORTER=prometheus: want otlp or none") {
+			t.Errorf("exit %d, err %q", code, errOut)
+		}
+	})
 	t.Run("refused", func(t *testing.T) {
 		srv, _ := otlpReceiver(t, http.StatusBadRequest)
 		out, errOut, code := runCLI(t, "", "export", "otlp", "--capture-dir", dir, "--endpoint", srv.URL)
@@ -110,9 +156,9 @@ func TestExportOTLP(t *testing.T) {
 			{"endpoint not a URL", []string{"export", "otlp", "--capture-dir", dir, "--endpoint", "127.0.0.1:4318"}, ExitUsage, "absolute http://"},
 			{"bad protocol", []string{"export", "otlp", "--capture-dir", dir, "--endpoint", "http://127.0.0.1:1", "--protocol", "http/json"}, ExitUsage, "want http/protobuf or grpc"},
 			{"missing capture dir", []string{"export", "otlp", "--capture-dir", dir + "/missing", "--endpoint", "http://127.0.0.1:1"}, ExitNotFound, ""},
-			{"unknown export subcommand", []string{"export", "bogus"}, ExitUsage, `unknown subcommand "bogus" (known: otlp, tokens)`},
-			{"unknown export subcommand with otlp's flags", []string{"export", "otlpp", "--capture-dir", dir}, ExitUsage, `unknown subcommand "otlpp" (known: otlp, tokens); did you mean "otlp"?`},
-			{"flags without a subcommand", []string{"export", "--capture-dir", dir}, ExitUsage, "export: missing subcommand before --capture-dir (known: otlp, tokens)"},
+			{"unknown export subcommand", []string{"export", "bogus"}, ExitUsage, `unknown subcommand "bogus" (known: otlp, samples, tokens)`},
+			{"unknown export subcommand with otlp's flags", []string{"export", "otlpp", "--capture-dir", dir}, ExitUsage, `unknown subcommand "otlpp" (known: otlp, samples, tokens); did you mean "otlp"?`},
+			{"flags without a subcommand", []string{"export", "--capture-dir", dir}, ExitUsage, "export: missing subcommand before --capture-dir (known: otlp, samples, tokens)"},
 			{"bad protocol, proxy's spelling", []string{"export", "otlp", "--capture-dir", dir, "--endpoint", "http://127.0.0.1:1", "--otlp-protocol", "http/json"}, ExitUsage, "want http/protobuf or grpc"},
 			// The proxy takes export's spelling too: accepted as --otlp-protocol (which needs an endpoint).
 			{"proxy --protocol is --otlp-protocol", []string{"proxy", "--upstream", "http://127.0.0.1:1", "--capture-dir", dir, "--protocol", "grpc"}, ExitUsage, "need --otlp-endpoint"},
@@ -153,7 +199,7 @@ func TestExportOTLP(t *testing.T) {
 				[]string{"the OTLP endpoint " + closed + " refused the connection", "nothing was exported", "connection refused"}, []string{"failed to upload metrics"}},
 			{"not an OTLP server", []string{"--endpoint", htmlServer.URL},
 				"0 spans (4 calls, 0 rollout spans) of 2 rollouts; 4 failed",
-				[]string{"took 0 of 4 spans (the metrics upload failed too)", "501 Not Implemented", "(body: Error response Error response Error code: 501 Message: Unsupported method ('POST'). padding"},
+				[]string{"took 0 of 4 spans (it does not accept metrics either)", "501 Not Implemented", "(body: Error response Error response Error code: 501 Message: Unsupported method ('POST'). padding"},
 				[]string{"<", "\n"}},
 			{"metrics alone refused", []string{"--endpoint", metricsOnly.URL},
 				"4 spans (4 calls, 0 rollout spans) of 2 rollouts; 0 failed",

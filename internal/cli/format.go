@@ -57,10 +57,12 @@ func outputWidth(out io.Writer) int {
 const minFitWidth = 6
 
 // fitColumns cuts cells (with "…") until the table, as newTable draws it (one space of padding
-// each side of a cell and a border between columns), is at most width columns wide. First headers
-// wider than their column's values are cut down to the values' width (at least minHeaderWidth),
-// then the values of the shrinkable columns, the widest first, never below minFitWidth. If the
-// table still does not fit, it is left wider. width <= 0 leaves the rows as they are.
+// each side of a cell and a border between columns), is at most width columns wide. First the
+// values of the shrinkable columns are cut, the widest first, down to their header's width (at
+// least minFitWidth), so that headers stay whole; then headers wider than their column's values
+// are cut down to the values' width (at least minHeaderWidth); then the shrinkable values again,
+// never below minFitWidth. If the table still does not fit, it is left wider. width <= 0 leaves
+// the rows as they are.
 func fitColumns(header []string, rows [][]string, width int, shrinkable []int) {
 	if width <= 0 || len(header) == 0 {
 		return
@@ -95,6 +97,9 @@ func fitColumns(header []string, rows [][]string, width int, shrinkable []int) {
 	all := make([]int, len(header))
 	for i := range all {
 		all[i] = i
+	}
+	hdr := func(i int) int { return runewidth.StringWidth(header[i]) }
+	for total > width && shrink(shrinkable, func(i int) int { return max(minFitWidth, hdr(i)) }) {
 	}
 	for total > width && shrink(all, func(i int) int { return max(data[i], minHeaderWidth) }) {
 	}

@@ -169,6 +169,9 @@ func loadRollout(dirs []string, id string) (*rolloutCalls, error) {
 		for _, o := range rc.orphans {
 			msg += fmt.Sprintf("; %s holds %s of calls in flight when it was cleared (clear --force)", o.path, plural(o.lines, "line", "lines"))
 		}
+		if rc.claims.Live == 0 && rc.claims.Stale == 0 && len(rc.orphans) == 0 {
+			msg += unknownRolloutHint("calls", dirs, id)
+		}
 		return nil, withExit(ExitNotFound, errors.New(msg))
 	}
 	return rc, nil

@@ -21,6 +21,7 @@ type mergeOptions struct {
 	recordsOptions
 	out             string
 	includePayloads bool
+	lineage         bool
 	workers         int
 	// duplicates is --duplicate-rollouts: "warn" names rollouts merged into several records on
 	// stderr, "error" does that and exits 1.
@@ -38,7 +39,7 @@ const mergeWindowBytes = 256 << 20
 func newMergeCmd(s *Streams) *cobra.Command {
 	var o mergeOptions
 	cmd := &cobra.Command{
-		Use:   "merge --capture-dir DIR [--in FILE] [--out FILE] [--include-payloads] [--wait DUR]",
+		Use:   "merge --capture-dir DIR [--in FILE] [--out FILE] [--include-payloads] [--lineage] [--wait DUR]",
 		Short: "Attach captured model calls (ng_model_call_capture) to JSONL rollout records",
 		Long: `Read JSONL rollout records from --in (default stdin) and write each one to --out (default stdout)
 with ng_model_call_capture = {rollout_id, metrics, calls, gaps} attached. Every other byte of the
@@ -48,9 +49,15 @@ appended last. Records are merged in parallel and written in input order.
 Before reading a rollout's capture, merge waits up to --wait for its outstanding capture writes
 (claims); claims still live then give the gap model_call_capture_pending.
 
+--lineage also derives each rollout's lineage (modelcalls lineage; docs/lineage.md): every attached
+call gets "parent_call_id" and "relation", and the attachment gets "lineage" = {main_chain, calls,
+roots, extends, forks, retries, resamples, compactions, main_chain_length, off_main_chain,
+audited_edges, audit_failures}. NeMo Gym's readers ignore these keys. It parses every request and
+response, so it is off by default.
+
 Lines that are not JSON objects, or whose rollout id cannot be derived or is invalid, are written
-unchanged and reported on stderr with their line number; merge then exits 1 after writing
-everything.
+unchanged and reported on stderr with their line number (the first 10; the rest are counted in one
+line); merge then exits 1 after writing everything.
 
 Several records that resolve to the same rollout id each get all of its calls, so whatever adds up
 the records downstream counts that rollout's calls and tokens once per record. After writing
@@ -75,6 +82,7 @@ it was.`,
 		"longest wait per rollout for outstanding capture writes (0: look once, do not wait)")
 	f.StringVar(&o.out, "out", "", "file to write the merged records to, replaced only when all is written (default: stdout; - is stdout)")
 	f.BoolVar(&o.includePayloads, "include-payloads", false, "keep request, response, request_raw and response_raw in each attached call")
+	f.BoolVar(&o.lineage, "lineage", false, "add parent_call_id and relation to each attached call and a lineage summary to the attachment (docs/lineage.md)")
 	f.IntVar(&o.workers, "workers", defaultMergeWorkers(), "rollouts merged at once")
 	f.StringVar(&o.duplicates, "duplicate-rollouts", "warn", "a rollout id attached to several records: warn (name it on stderr) or error (name it and exit 1)")
 	return cmd
@@ -89,6 +97,11 @@ type mergeOutcome struct {
 	report error // non-nil: written unchanged, reported with its line number; merge exits 1
 	fatal  error // non-nil: stop (the run was cancelled)
 }
+
+// maxReportedLines is how many lines passed through unchanged merge names on stderr one by one; the
+// rest are counted in one line (a file that is not rollout records at all would otherwise give a
+// line of stderr per line of input).
+const maxReportedLines = 10
 
 // mergeSummary counts what merge did, for the summary line on stderr.
 type mergeSummary struct {
@@ -182,7 +195,7 @@ func runMerge(ctx context.Context, s *Streams, o *mergeOptions) error {
 	if o.duplicates != "warn" && o.duplicates != "error" {
 		return usageErrorf("--duplicate-rollouts %q: want warn or error", o.duplicates)
 	}
-	opts := modelcalls.MergeOptions{IncludePayloads: o.includePayloads, DrainTimeout: o.wait}
+	opts := modelcalls.MergeOptions{IncludePayloads: o.includePayloads, DrainTimeout: o.wait, Lineage: o.lineage}
 	if o.wait == 0 {
 		opts.DrainTimeout = -1 // MergeOptions: negative means look once
 	}
@@ -210,6 +223,7 @@ func runMerge(ctx context.Context, s *Streams, o *mergeOptions) error {
 	bar := newProgress(s.ErrOut, size)
 	lr := jsonl.NewReader(in)
 	sum := mergeSummary{gaps: map[string]int{}, first: map[string]int{}, dups: map[string][]int{}}
+	var lastUnlisted int // line number of the last reported line past maxReportedLines
 	next := func() (jsonl.Line, int64, bool, error) {
 		l, ok, err := lr.Next()
 		return l, int64(len(l.Body)), ok, err
@@ -240,8 +254,12 @@ func runMerge(ctx context.Context, s *Streams, o *mergeOptions) error {
 			sum.blank++
 		case oc.report != nil:
 			sum.reported++
-			bar.clear()
-			fmt.Fprintf(s.ErrOut, "modelcalls merge: line %d: passed through unchanged: %v\n", oc.line.Num, oc.report)
+			if sum.reported <= maxReportedLines {
+				bar.clear()
+				fmt.Fprintf(s.ErrOut, "modelcalls merge: line %d: passed through unchanged: %v\n", oc.line.Num, oc.report)
+			} else {
+				lastUnlisted = oc.line.Num
+			}
 		case !oc.res.Attached:
 			sum.silent++
 		default:
@@ -274,6 +292,10 @@ func runMerge(ctx context.Context, s *Streams, o *mergeOptions) error {
 	}
 	if err := out.commit(); err != nil {
 		return withExit(ExitFailure, err)
+	}
+	if n := sum.reported - maxReportedLines; n > 0 {
+		fmt.Fprintf(s.ErrOut, "modelcalls merge: %s passed through unchanged too, not listed (the last is line %d): not JSON objects, or records whose rollout id cannot be derived\n",
+			plural(n, "more line", "more lines"), lastUnlisted)
 	}
 	dups := sum.duplicates()
 	for _, d := range dups {

@@ -415,6 +415,28 @@ func TestMergeFilesAndOptions(t *testing.T) {
 	}
 }
 
+// TestMergeManyBadLines: a file of 5,000 lines that are not JSON is passed through whole, with the
+// first 10 named on stderr and the rest counted in one line, not a line of stderr each.
+func TestMergeManyBadLines(t *testing.T) {
+	var in strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&in, "plain text %d\n", i)
+	}
+	out, errOut, code := runCLI(t, in.String(), "merge", "--capture-dir", t.TempDir(), "--wait", "0")
+	if code != ExitFailure || out != in.String() {
+		t.Errorf("exit %d, output kept %v; want %d and every line unchanged", code, out == in.String(), ExitFailure)
+	}
+	lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+	if len(lines) != 12 {
+		t.Fatalf("%d stderr lines, want 10 named lines, a count and the summary:\n%s", len(lines), errOut)
+	}
+	if !strings.HasPrefix(lines[9], "modelcalls merge: line 10: passed through unchanged") ||
+		!strings.HasPrefix(lines[10], "modelcalls merge: 4990 more lines passed through unchanged too, not listed (the last is line 5000)") ||
+		!strings.Contains(lines[11], "5000 reported") {
+		t.Errorf("stderr:\n%s", strings.Join(lines[8:], "\n"))
+	}
+}
+
 func TestMergeUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "f")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"sync"
 	"time"
 
@@ -38,6 +39,16 @@ func addOTLPFlags(f *pflag.FlagSet, o *otlpOptions) {
 // returns the function that flushes it; call that after h.Shutdown, so the spans of the calls the
 // drain finished are exported too. Without an endpoint it returns a no-op.
 func startOTLP(o *otlpOptions, h *gateway.Handler, upstream *url.URL, log *slog.Logger) (stop func(), err error) {
+	sig, err := otelexport.EnvSignals()
+	if err != nil {
+		return nil, usageErrorf("%w", err)
+	}
+	if !sig.Traces && !sig.Metrics && (o.endpoint != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "") {
+		// An endpoint is given, but the standard variables turn the SDK off: they win, as in
+		// every OpenTelemetry SDK, and the log says so.
+		log.Info("OTLP export is off: OTEL_SDK_DISABLED=true, or OTEL_TRACES_EXPORTER and OTEL_METRICS_EXPORTER are none")
+		return func() {}, nil
+	}
 	if !otelexport.Enabled(o.endpoint) {
 		if o.protocol != "" || o.content {
 			return nil, usageErrorf("--otlp-protocol and --otlp-content need --otlp-endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT)")
@@ -57,7 +68,8 @@ func startOTLP(o *otlpOptions, h *gateway.Handler, upstream *url.URL, log *slog.
 	}
 	otel.SetErrorHandler(exp)
 	h.OnCaptured = func(c gateway.CapturedCall) { exp.Enqueue(c.RolloutID, c.Exchange, c.Traceparent) }
-	log.Info("exporting captured calls over OTLP", "endpoint", otlpEndpointShown(o.endpoint), "content", o.content)
+	log.Info("exporting captured calls over OTLP", "endpoint", otlpEndpointShown(o.endpoint), "content", o.content,
+		"traces", sig.Traces, "metrics", sig.Metrics)
 	var once sync.Once
 	return func() {
 		once.Do(func() {

@@ -1,8 +1,11 @@
+//go:build unix
+
 package cli
 
 import (
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -37,19 +40,51 @@ func onPTY(t *testing.T, cols int, args ...string) string {
 }
 
 func TestTableOnTerminalTSVOtherwise(t *testing.T) {
-	for _, cols := range []int{200, 110} {
-		shown := onPTY(t, cols, "calls", "--capture-dir", gymCapture, "3-0")
+	// Each width gets its layout, fits it, and no header is cut.
+	for _, tc := range []struct {
+		cols      int
+		has, hasn []string // header cells
+	}{
+		{200, []string{"dialect", "reasoning tok", "tok in", "tok out", "source"}, nil},
+		{160, []string{"dialect", "reasoning tok", "ttft ms"}, nil},
+		{120, []string{"model", "tok in", "tok out", "cached tok", "ttft ms", "tool calls", "error"}, []string{"dialect", "source"}},
+		{80, []string{"#", "model", "status", "tok in/out", "latency", "tools", "error"}, []string{"finish", "ttft ms"}},
+	} {
+		shown := onPTY(t, tc.cols, "calls", "--capture-dir", gymCapture, "3-0")
 		if !strings.Contains(shown, "│ # ") || !strings.Contains(shown, "calls 6  tokens in 439") {
-			t.Fatalf("%d columns: no table on the terminal:\n%s", cols, shown)
+			t.Fatalf("%d columns: no table on the terminal:\n%s", tc.cols, shown)
 		}
 		for _, line := range strings.Split(shown, "\n") {
-			if strings.ContainsRune(line, '│') && runewidth.StringWidth(line) > cols {
-				t.Errorf("%d columns: line is %d wide: %s", cols, runewidth.StringWidth(line), line)
+			if strings.ContainsRune(line, '│') && runewidth.StringWidth(line) > tc.cols {
+				t.Errorf("%d columns: line is %d wide: %s", tc.cols, runewidth.StringWidth(line), line)
 			}
 		}
-		if cols == 110 && !strings.Contains(shown, "…") {
-			t.Errorf("110 columns: nothing was cut:\n%s", shown)
+		header, rows := tableCells(shown)
+		for _, h := range header {
+			if strings.Contains(h, "…") {
+				t.Errorf("%d columns: header %q was cut:\n%s", tc.cols, h, shown)
+			}
 		}
+		for _, h := range tc.has {
+			if !slices.Contains(header, h) {
+				t.Errorf("%d columns: no %q column in %q", tc.cols, h, header)
+			}
+		}
+		for _, h := range tc.hasn {
+			if slices.Contains(header, h) {
+				t.Errorf("%d columns: a %q column in %q", tc.cols, h, header)
+			}
+		}
+		if len(rows) != 6 {
+			t.Errorf("%d columns: %d rows, want 6", tc.cols, len(rows))
+		}
+	}
+	shown := onPTY(t, 80, "calls", "--capture-dir", gymCapture, "3-0", "--columns", "call_index,model,latency_total_ms")
+	if header, _ := tableCells(shown); !slices.Equal(header, []string{"#", "model", "latency ms"}) {
+		t.Errorf("--columns: header %q", header)
+	}
+	if header, _ := tableCells(onPTY(t, 80, "calls", "--capture-dir", gymCapture, "3-0", "--columns", "full")); len(header) != 15 {
+		t.Errorf("--columns full at 80 columns: header %q, want all 15 columns", header)
 	}
 	out, _, code := runCLI(t, "", "calls", "--capture-dir", gymCapture, "3-0")
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
@@ -62,8 +97,9 @@ func TestTableOnTerminalTSVOtherwise(t *testing.T) {
 		t.Errorf("row 0: %q", f)
 	}
 
-	shown := onPTY(t, 200, "stats", "--capture-dir", gymCapture, "--by", "dialect")
-	if !strings.Contains(shown, "│ dialect ") || !strings.Contains(shown, "│ responses ") {
+	shown = onPTY(t, 200, "stats", "--capture-dir", gymCapture, "--by", "dialect")
+	if !strings.Contains(shown, "│ dialect ") || !strings.Contains(shown, "│ responses ") || !strings.Contains(shown, "│ elapsed / summed latency ") ||
+		!strings.Contains(shown, "│ output tokens per second ") || !strings.Contains(shown, "out tok/s") {
 		t.Errorf("stats on a terminal:\n%s", shown)
 	}
 	if shown := onPTY(t, 200, "stats", "--capture-dir", gymCapture, "--format", "tsv"); !strings.HasPrefix(shown, "model\tcalls\t") {

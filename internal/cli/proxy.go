@@ -216,7 +216,7 @@ func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []stri
 	if err != nil {
 		return err
 	}
-	store, err := openWritableStore("--capture-dir", cfg.captureDir)
+	store, err := openCaptureStore(cfg.captureDir, log)
 	if err != nil {
 		return err
 	}
@@ -268,6 +268,9 @@ func runProxy(ctx context.Context, s *Streams, o *proxyOptions, overrides []stri
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(capped) }()
+	// Before the listening line, so that whoever waits for it has seen the warning too; calls
+	// already reach the gateway meanwhile.
+	warnUnreachableUpstream(ctx, cfg.upstream, log)
 	log.Info("modelcalls proxy listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(),
 		"upstream", cfg.upstream.Redacted(), "capture_dir", cfg.captureDir, "name", o.name,
 		"admin_url", adminURL, "max_connections", maxConns)

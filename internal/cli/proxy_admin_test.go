@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -159,7 +161,7 @@ func TestProxyRoutingMistakes(t *testing.T) {
 	addr, exit, stderr := runProxyCmd(t, ctx, []string{"proxy", "--upstream", up.URL + "/v1", "--listen", "127.0.0.1:0",
 		"--capture-dir", t.TempDir()})
 	for range 3 {
-		for _, p := range []string{"/ng-rollout/r1/chat/completions", "/ng-rollout/r1/v1/chat/completions", "/base/ng-rollout/r1/v1/chat/completions"} {
+		for _, p := range []string{"/ng-rollout/r1/chat/completions", "/ng-rollout/r1/v1/chat/completions", "/base/ng-rollout/r1/v1/chat/completions", "/v1/chat/completions"} {
 			r, err := http.Post("http://"+addr+p, "application/json", strings.NewReader(`{"model":"m"}`))
 			if err != nil {
 				t.Fatal(err)
@@ -175,6 +177,7 @@ func TestProxyRoutingMistakes(t *testing.T) {
 		"prefixed_path_missing_v1": "/ng-rollout/r1/v1",
 		"upstream_404":             "upstream_path=/v1/v1/chat/completions",
 		"prefix_not_leading":       "before_prefix=/base",
+		"unprefixed_model_call":    "/ng-rollout/ROLLOUT_ID/v1",
 	} {
 		n := strings.Count(log, "kind="+kind)
 		if n != 1 {
@@ -186,5 +189,52 @@ func TestProxyRoutingMistakes(t *testing.T) {
 				t.Errorf("kind %s: want a warn line containing %q: %s", kind, want, l)
 			}
 		}
+	}
+	// Every uncaptured model call has its access line at info: the prefixed one missing /v1, the
+	// buried prefix and the unprefixed one, three times each.
+	for reason, path := range map[string]string{"not_model_path": "/ng-rollout/r1/chat/completions",
+		"prefix_not_leading": "/base/ng-rollout/r1/v1/chat/completions", "unprefixed": "/v1/chat/completions"} {
+		if n := strings.Count(log, `level=INFO msg="uncaptured model call" method=POST path=`+path+" "); n != 3 {
+			t.Errorf("%d access lines for the uncaptured calls on %s, want 3:\n%s", n, path, log)
+		}
+		if !strings.Contains(log, "reason="+reason+" status=") {
+			t.Errorf("no access line with reason=%s", reason)
+		}
+	}
+}
+
+// TestProxyStartNotes: a capture dir the proxy had to create is said at info (a typo in the path
+// otherwise goes unnoticed), and an upstream that accepts no connections is warned about once at
+// start, while the gateway still starts and answers 502.
+func TestProxyStartNotes(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	dir := filepath.Join(t.TempDir(), "typo")
+	ctx, stop := context.WithCancel(context.Background())
+	addr, exit, stderr := runProxyCmd(t, ctx, []string{"proxy", "--upstream", closed, "--listen", "127.0.0.1:0", "--capture-dir", dir})
+	// Both notes come before the listening line runProxyCmd waited for.
+	log := stderr.String()
+	res, err := http.Post("http://"+addr+"/ng-rollout/r1/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	stopProxy(t, stop, exit)
+	if !strings.Contains(log, `level=INFO msg="created the capture dir, which did not exist" capture_dir=`+dir) {
+		t.Errorf("no info line naming the created capture dir:\n%s", log)
+	}
+	if n := strings.Count(log, "the upstream does not accept connections"); n != 1 || !strings.Contains(log, "level=WARN") {
+		t.Errorf("%d warnings about the unreachable upstream, want 1:\n%s", n, log)
+	}
+	if res.StatusCode != http.StatusBadGateway {
+		t.Errorf("call through the gateway: %d, want 502", res.StatusCode)
+	}
+	if n := strings.Count(stderr.String(), "the upstream does not accept connections"); n != 1 {
+		t.Errorf("%d warnings after a call, want still 1", n)
 	}
 }

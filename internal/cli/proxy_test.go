@@ -180,7 +180,9 @@ func TestProxySignal(t *testing.T) {
 	if status, _ := capturetest.Get(t, admin[1]+"/healthz"); status != 200 {
 		t.Fatalf("healthz: %d", status)
 	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+	if self, err := os.FindProcess(os.Getpid()); err != nil {
+		t.Fatal(err)
+	} else if err := self.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	awaitExit(t, exit, 10*time.Second, "proxy did not stop on SIGTERM")

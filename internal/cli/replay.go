@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,6 +31,7 @@ type replayOptions struct {
 	captureDirOut   string
 	name            string
 	ignoreKeys      []string
+	ignore          []string // --ignore: rules added to --ignore-keys
 	adminListen     string
 	shutdownTimeout time.Duration
 	logLevel        string
@@ -47,7 +49,7 @@ func newReplayCmd(s *Streams) *cobra.Command {
 	var o replayOptions
 	cmd := &cobra.Command{
 		Use: "replay --capture-dir DIR [--listen ADDR] [--match strict|sequence] [--timing recorded|fast|xN] " +
-			"[--on-miss error|forward --upstream URL] [--capture-dir-out DIR2] [--ignore-keys K,...] [--admin-listen ADDR] [--allowed-host NAME ...]",
+			"[--on-miss error|forward --upstream URL] [--capture-dir-out DIR2] [--ignore-keys K,...] [--ignore PATH[~REGEXP]]... [--admin-listen ADDR] [--allowed-host NAME ...]",
 		Short: "Serve a captured run back to its harness, byte for byte, without a model",
 		Long: `Answer model calls made under {base}/ng-rollout/<rollout_id>/v1/{responses,chat/completions,messages}
 from <capture dir>/<rollout_id>.capture.jsonl: the recorded status and body bytes (response_raw
@@ -55,6 +57,11 @@ when present, else the stored response), streams event by event on the recorded 
 
 --match strict (default) answers a request with a recorded request of its rollout that is equal
 as JSON once the --ignore-keys members are dropped (identical ones in recorded order, each once);
+--ignore adds a rule to them (repeatable, commas allowed): a dotted JSON path (input.id: a step
+into an array applies to each element) drops that member; PATH~REGEXP keeps it but removes every
+match of REGEXP from its text first, for a volatile part of a text, as in Codex's tool output:
+  --ignore 'input.output~(Chunk ID|Wall time): [^\n]*'
+
 --match sequence answers the N-th call of a rollout with its N-th recorded call. A request with no
 recorded answer gets a 400 in the dialect's error shape naming the nearest recorded request and
 the first JSON path where they differ, or goes to --upstream with --on-miss forward.
@@ -87,6 +94,8 @@ replay_not_recorded. A proxy for one rollout works with --upstream http://REPLAY
 	f.StringVar(&o.name, "name", "", "with --capture-dir-out: model server name recorded as model_ref.name")
 	f.StringSliceVar(&o.ignoreKeys, "ignore-keys", replay.DefaultIgnoreKeys,
 		"request members strict matching ignores (top-level names or dotted paths); --ignore-keys= ignores none")
+	f.StringArrayVar(&o.ignore, "ignore", nil,
+		"a request part strict matching ignores, added to --ignore-keys (repeatable): a dotted JSON path (dropped), or PATH~REGEXP (matches removed from its text)")
 	f.StringVar(&o.adminListen, "admin-listen", "", "address for /metrics and /healthz (default: none)")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM/SIGHUP, how long to let in-flight calls finish")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -128,10 +137,13 @@ func resolveReplay(o *replayOptions, log *slog.Logger) (*replay.Server, error) {
 		return nil, usageErrorf("--timing: %w", err)
 	}
 	s.IgnoreKeys = []string{}
-	for _, k := range o.ignoreKeys {
+	for _, k := range append(slices.Clone(o.ignoreKeys), o.ignore...) {
 		if k = strings.TrimSpace(k); k != "" {
 			s.IgnoreKeys = append(s.IgnoreKeys, k)
 		}
+	}
+	if err := replay.CheckIgnoreKeys(s.IgnoreKeys); err != nil {
+		return nil, usageErrorf("--ignore: %w", err)
 	}
 	switch o.onMiss {
 	case "error":

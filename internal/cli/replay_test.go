@@ -29,6 +29,7 @@ func TestReplayUsageErrors(t *testing.T) {
 		{"same dir out", []string{"replay", "--capture-dir", dir, "--capture-dir-out", dir}, ExitUsage, "must differ"},
 		{"name without out", []string{"replay", "--capture-dir", dir, "--name", "m"}, ExitUsage, "--name is only used"},
 		{"stray argument", []string{"replay", "--capture-dir", dir, "extra"}, ExitUsage, "unknown command"},
+		{"bad ignore pattern", []string{"replay", "--capture-dir", dir, "--ignore", "input.output~("}, ExitUsage, "--ignore: ignore \"input.output~(\": error parsing regexp"},
 	})
 }
 
@@ -138,13 +139,16 @@ func TestReplayIgnoreKeysFlag(t *testing.T) {
 		{nil, "[metadata user stream_options prompt_cache_key client_metadata input.id]"},
 		{[]string{"--ignore-keys", "user,metadata.user_id"}, "[user metadata.user_id]"},
 		{[]string{"--ignore-keys="}, "[]"},
+		{[]string{"--ignore", "input.output~(Chunk ID|Wall time): [^\\n]*", "--ignore", "a.b,c"},
+			"[metadata user stream_options prompt_cache_key client_metadata input.id input.output~(Chunk ID|Wall time): [^\\n]* a.b,c]"},
 	} {
 		cmd := newReplayCmd(&Streams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
 		if err := cmd.Flags().Parse(append([]string{"--capture-dir", dir}, c.args...)); err != nil {
 			t.Fatal(err)
 		}
 		v, _ := cmd.Flags().GetStringSlice("ignore-keys")
-		o := &replayOptions{captureDir: dir, match: "strict", timing: "fast", onMiss: "error", ignoreKeys: v}
+		extra, _ := cmd.Flags().GetStringArray("ignore")
+		o := &replayOptions{captureDir: dir, match: "strict", timing: "fast", onMiss: "error", ignoreKeys: v, ignore: extra}
 		s, err := resolveReplay(o, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -76,9 +76,11 @@ func NewRootCommand(s *Streams) *cobra.Command {
 		newMergeCmd(s),
 		newClearCmd(s),
 		newStatsCmd(s),
+		newLineageCmd(s),
 		newExportCmd(s),
 		newReplayCmd(s),
 		newViewCmd(s),
+		newDiffCmd(s),
 		newDemoCmd(s),
 		newVersionCmd(s),
 	} {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/modelcalls/modelcalls/dialect"
-	"io"
 	"io/fs"
 	"net"
 	"net/url"
@@ -18,7 +17,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/modelcalls/modelcalls/rollout"
 )
@@ -29,6 +27,7 @@ type runOptions struct {
 	gatewayURL      string
 	upstream        string
 	captureDir      string
+	listen          string
 	name            string
 	shutdownTimeout time.Duration
 	logLevel        string
@@ -63,22 +62,33 @@ under the rollout's prefix, for the child only:
   GOOGLE_GEMINI_BASE_URL             <gateway>/ng-rollout/<ID>
   MODELCALLS_ROLLOUT_ID              <ID>
 
+Harnesses that take their base URL from their own config are pointed at the gateway by their own
+override mechanism, for this run only; their config files are read, never changed:
+
+  codex      -c model_providers.<name>.base_url=... for every provider in $CODEX_HOME/config.toml
+             (its built-in openai provider reads OPENAI_BASE_URL)
+  opencode   OPENCODE_CONFIG_CONTENT with provider.<name>.options.baseURL for the providers of its
+             configs, openai and anthropic
+  pi         PI_CODING_AGENT_DIR: a temporary agent dir linking to ~/.pi/agent, with a models.json
+             whose providers' baseUrl is the gateway (openai and anthropic too)
+
+So the harness's usual setup, pointed at the model server, keeps working unchanged outside run.
+
 Every other variable is kept; stdin, stdout and stderr are the child's. SIGINT, SIGTERM and SIGHUP
 sent to modelcalls are forwarded to the child. On a terminal the child runs as the foreground job,
 so Ctrl-C reaches it once, directly. modelcalls exits with the child's exit status, or 128+N when a
 signal N ended it (126: the command could not be executed, 127: not found).
 
-With --gateway, calls go to a gateway that is already running (modelcalls proxy); when nothing listens
-at that URL, CMD is not run (exit 1). With --upstream and
---capture-dir instead, modelcalls starts a gateway of its own on a free 127.0.0.1 port for the
-child's lifetime, and after the child exits waits for every capture write in flight (up to
---shutdown-timeout) before it exits.
-
-Claude Code, Qwen Code and the OpenAI and Anthropic SDKs honour these variables. Codex and opencode
-read their base URL from their config file only; modelcalls prints the URL to put there when CMD is
-one of them.`,
+With --gateway, calls go to a gateway that is already running (modelcalls proxy); --gateway is its
+address only (http://HOST:PORT, no path: run adds /ng-rollout/<ID>); when nothing listens at that
+URL, CMD is not run (exit 1). With --upstream and --capture-dir instead, modelcalls starts a gateway
+of its own, on a free 127.0.0.1 port or on --listen ADDR, for the child's lifetime, and after the
+child exits waits for every capture write in flight (up to --shutdown-timeout) before it exits.`,
 		Example: `  # a gateway of its own, for this run only
   modelcalls run --rollout r1 --upstream http://127.0.0.1:8000 --capture-dir ./captures -- claude -p "fix the test"
+
+  # Codex, opencode and pi as they are set up for the model server: run redirects them
+  modelcalls run --rollout r3 --upstream http://127.0.0.1:8000 --capture-dir ./captures -- codex exec "fix the test"
 
   # through a running modelcalls proxy
   modelcalls run --rollout r2 --gateway http://127.0.0.1:8080 -- python agent.py
@@ -92,7 +102,7 @@ one of them.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			for _, name := range []string{"name", "shutdown-timeout", "log-level", "allow-origin", "tokens"} {
+			for _, name := range []string{"name", "shutdown-timeout", "log-level", "allow-origin", "tokens", "listen"} {
 				if cmd.Flags().Changed(name) {
 					o.ownGatewayFlags = append(o.ownGatewayFlags, "--"+name)
 				}
@@ -106,6 +116,7 @@ one of them.`,
 	f.StringVar(&o.gatewayURL, "gateway", "", "base URL of a running capture gateway, e.g. http://127.0.0.1:8080")
 	f.StringVar(&o.upstream, "upstream", "", "start a gateway of its own in front of this model server URL (needs --capture-dir)")
 	f.StringVar(&o.captureDir, "capture-dir", "", "with --upstream: capture directory the gateway writes to")
+	f.StringVar(&o.listen, "listen", "127.0.0.1:0", "with --upstream: the address of the gateway run starts (default a free loopback port)")
 	f.StringVar(&o.name, "name", "", "with --upstream: model server name recorded as model_ref.name")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "with --upstream: how long to let calls in flight finish after the child exits")
 	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "with --upstream: a web origin (scheme://host[:port]) whose browser requests the gateway serves (repeatable; others get 403)")
@@ -114,43 +125,34 @@ one of them.`,
 	return cmd
 }
 
-// childEnv returns env with the base-URL variables for gatewayBase and rollout id set (replacing
-// any earlier values) and every other variable kept in order.
+// childEnv returns env with every dialect's client base-URL variables (dialect.ClientEnv) for the
+// rollout id on the gateway at gatewayBase and envRolloutID set (replacing any earlier values),
+// every other variable kept in order.
 func childEnv(env []string, gatewayBase, id string) []string {
-	base := strings.TrimRight(gatewayBase, "/") + "/" + rollout.PrefixSegment + "/" + id
-	var set [][2]string
+	base := rolloutBase(gatewayBase, id)
+	var set []string
 	for _, v := range dialect.ClientEnv(base) {
-		set = append(set, [2]string{v.Name, v.Value})
+		set = append(set, v.Name+"="+v.Value)
 	}
-	set = append(set, [2]string{envRolloutID, id})
-	out := make([]string, 0, len(env)+len(set))
-outer:
-	for _, kv := range env {
-		for _, s := range set {
-			if strings.HasPrefix(kv, s[0]+"=") {
-				continue outer
-			}
-		}
-		out = append(out, kv)
-	}
-	for _, s := range set {
-		out = append(out, s[0]+"="+s[1])
-	}
-	return out
+	return setEnv(env, append(set, envRolloutID+"="+id)...)
 }
 
-// configHint is what to tell the user when cmd is a harness that ignores the base-URL variables.
-func configHint(cmdName, gatewayBase, id string) string {
-	base := strings.TrimRight(gatewayBase, "/") + "/" + rollout.PrefixSegment + "/" + id + "/v1"
-	switch filepath.Base(cmdName) {
-	case "codex":
-		return fmt.Sprintf("modelcalls run: codex reads its base URL from $CODEX_HOME/config.toml only, not from the environment:\n"+
-			"  set base_url = %q in a [model_providers.<name>] table with wire_api = \"responses\" (README: Use it with your agent)\n", base)
-	case "opencode":
-		return fmt.Sprintf("modelcalls run: opencode reads its base URL from opencode.json only, not from the environment:\n"+
-			"  set provider.<name>.options.baseURL to %q (README: Use it with your agent)\n", base)
+// checkGatewayURL checks --gateway: an absolute http(s) URL of the gateway itself, with no path
+// (run adds the rollout prefix; a path would put it after other segments, where the gateway does
+// not read it, or twice), query or fragment.
+func checkGatewayURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, usageErrorf("--gateway: must be an absolute http:// or https:// URL with a host, no query or fragment, e.g. http://127.0.0.1:8080")
 	}
-	return ""
+	if p := strings.TrimRight(u.EscapedPath(), "/"); p != "" {
+		root := (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
+		if strings.Contains(p, "/"+rollout.PrefixSegment+"/") {
+			return nil, usageErrorf("--gateway %s: give the gateway's address only (%s): run adds /%s/<ID> itself", u.Redacted(), root, rollout.PrefixSegment)
+		}
+		return nil, usageErrorf("--gateway %s: give the gateway's address without a path (%s): run adds /%s/<ID>/v1, and the gateway reads the prefix only where the path starts", u.Redacted(), root, rollout.PrefixSegment)
+	}
+	return u, nil
 }
 
 func runRun(ctx context.Context, s *Streams, o *runOptions, args []string) error {
@@ -183,9 +185,9 @@ func runRun(ctx context.Context, s *Streams, o *runOptions, args []string) error
 	gatewayBase := o.gatewayURL
 	var gw *ownGateway
 	if o.gatewayURL != "" {
-		u, err := url.Parse(o.gatewayURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-			return usageErrorf("--gateway: must be an absolute http:// or https:// URL with a host, no query or fragment, e.g. http://127.0.0.1:8080")
+		u, err := checkGatewayURL(o.gatewayURL)
+		if err != nil {
+			return err
 		}
 		if err := checkGatewayListening(ctx, u); err != nil {
 			return err
@@ -198,10 +200,22 @@ func runRun(ctx context.Context, s *Streams, o *runOptions, args []string) error
 		gatewayBase = gw.url
 	}
 
-	if hint := configHint(args[0], gatewayBase, o.rolloutID); hint != "" {
-		fmt.Fprint(s.ErrOut, hint)
+	home, _ := os.UserHomeDir()
+	cwd, _ := os.Getwd()
+	wired, err := wireHarness(args, childEnv(os.Environ(), gatewayBase, o.rolloutID), rolloutBase(gatewayBase, o.rolloutID), home, cwd)
+	if err != nil {
+		if gw != nil {
+			gw.drain(o.shutdownTimeout)
+		}
+		return withExit(ExitFailure, fmt.Errorf("run: point %s at the gateway: %w", filepath.Base(args[0]), err))
 	}
-	status, runErr := runChild(ctx, s, args, childEnv(os.Environ(), gatewayBase, o.rolloutID))
+	if wired.tmp != "" {
+		defer os.RemoveAll(wired.tmp)
+	}
+	if wired.note != "" && gw != nil {
+		gw.log.Info("modelcalls run: "+wired.note, "rollout_id", o.rolloutID)
+	}
+	status, runErr := runChild(ctx, s, wired.args, wired.env)
 	if gw != nil {
 		if err := gw.drain(o.shutdownTimeout); err != nil {
 			fmt.Fprintf(s.ErrOut, "modelcalls run: %v\n", err)
@@ -229,20 +243,25 @@ const gatewayDialTimeout = 3 * time.Second
 // metrics do not see it. The error exits 1: what is listening is the machine's state, not a
 // mistake in the arguments.
 func checkGatewayListening(ctx context.Context, u *url.URL) error {
-	host := u.Host
-	if u.Port() == "" {
-		port := "80"
-		if u.Scheme == "https" {
-			port = "443"
-		}
-		host = net.JoinHostPort(u.Hostname(), port)
-	}
 	d := net.Dialer{Timeout: gatewayDialTimeout}
-	c, err := d.DialContext(ctx, "tcp", host)
+	c, err := d.DialContext(ctx, "tcp", hostPort(u))
 	if err != nil {
 		return withExit(ExitFailure, fmt.Errorf("run: no gateway is listening at --gateway %s (%w); start one with modelcalls proxy --upstream URL --capture-dir DIR, or give run --upstream URL --capture-dir DIR for a gateway of its own", u.Redacted(), err))
 	}
 	return c.Close()
+}
+
+// hostPort is the host:port of an http:// or https:// URL, its scheme's default port when it has
+// none.
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	port := "80"
+	if u.Scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
 }
 
 // forwardedSignals are passed on to the child.
@@ -265,7 +284,7 @@ func runChild(ctx context.Context, s *Streams, args []string, env []string) (int
 	// once" would otherwise see two). Signals sent to our pid are forwarded.
 	tty, foreground := foregroundTTY(cmd.Stdin)
 	if foreground {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: int(tty.Fd())}
+		cmd.SysProcAttr = foregroundAttr(tty)
 	}
 
 	sigs := make(chan os.Signal, 4)
@@ -292,7 +311,7 @@ func runChild(ctx context.Context, s *Streams, args []string, env []string) (int
 		}
 	}()
 	if ctx != nil {
-		stop := context.AfterFunc(ctx, func() { _ = cmd.Process.Signal(syscall.SIGTERM) })
+		stop := context.AfterFunc(ctx, func() { _ = stopChild(cmd.Process) })
 		defer stop()
 	}
 	err := cmd.Wait()
@@ -312,26 +331,4 @@ func runChild(ctx context.Context, s *Streams, args []string, env []string) (int
 	default:
 		return ExitFailure, withExit(ExitFailure, fmt.Errorf("run: wait for %s: %w", args[0], err))
 	}
-}
-
-// foregroundTTY reports whether in is a terminal whose foreground process group is ours.
-func foregroundTTY(in io.Reader) (*os.File, bool) {
-	f, ok := in.(*os.File)
-	if !ok || !isTerminal(f) {
-		return nil, false
-	}
-	pgrp, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
-	if err != nil || pgrp != unix.Getpgrp() {
-		return nil, false
-	}
-	return f, true
-}
-
-// reclaimTerminal makes our process group the terminal's foreground group again after the child's
-// group held it. We are a background job at that point, so SIGTTOU is ignored for the call (a
-// background tcsetpgrp would otherwise stop us).
-func reclaimTerminal(tty *os.File) {
-	signal.Ignore(syscall.SIGTTOU)
-	defer signal.Reset(syscall.SIGTTOU)
-	_ = unix.IoctlSetPointerInt(int(tty.Fd()), unix.TIOCSPGRP, unix.Getpgrp())
 }

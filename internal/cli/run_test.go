@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/capturetest"
@@ -62,8 +60,8 @@ func testChild(args []string) int {
 		sigs := make(chan os.Signal, 1)
 		signal.Notify(sigs, forwardedSignals...)
 		if mode == "foreground" {
-			fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
-			fmt.Printf("foreground=%v own-group=%v\n", err == nil && fg == unix.Getpgrp(), unix.Getpgrp() != unix.Getppid())
+			fg, own := childJobState()
+			fmt.Printf("foreground=%v own-group=%v\n", fg, own)
 		}
 		fmt.Println("ready")
 		sig := <-sigs
@@ -125,17 +123,17 @@ func exitCode(t *testing.T, err error) int {
 func TestRunSetsEnvForChildAndExitsWithItsStatus(t *testing.T) {
 	gw := listeningGateway(t)
 	for _, code := range []int{0, 3} {
-		cmd := wrapper(append([]string{"run", "--rollout", "r-1", "--gateway", gw + "/base/"}, child("env", fmt.Sprint(code))...)...)
+		cmd := wrapper(append([]string{"run", "--rollout", "r-1", "--gateway", gw + "/"}, child("env", fmt.Sprint(code))...)...)
 		var out, errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		got := exitCode(t, cmd.Run())
 		if got != code {
 			t.Errorf("exit %d, want the child's %d (stderr %s)", got, code, errOut.String())
 		}
-		want := "OPENAI_BASE_URL=" + gw + "/base/ng-rollout/r-1/v1\n" +
-			"OPENAI_API_BASE=" + gw + "/base/ng-rollout/r-1/v1\n" +
-			"ANTHROPIC_BASE_URL=" + gw + "/base/ng-rollout/r-1\n" +
-			"GOOGLE_GEMINI_BASE_URL=" + gw + "/base/ng-rollout/r-1\n" +
+		want := "OPENAI_BASE_URL=" + gw + "/ng-rollout/r-1/v1\n" +
+			"OPENAI_API_BASE=" + gw + "/ng-rollout/r-1/v1\n" +
+			"ANTHROPIC_BASE_URL=" + gw + "/ng-rollout/r-1\n" +
+			"GOOGLE_GEMINI_BASE_URL=" + gw + "/ng-rollout/r-1\n" +
 			"MODELCALLS_ROLLOUT_ID=r-1\n" +
 			"KEEP_ME=kept\n"
 		if out.String() != want {
@@ -258,25 +256,82 @@ func TestRunStartErrors(t *testing.T) {
 	})
 }
 
-func TestRunHintsForConfigFileHarnesses(t *testing.T) {
+// TestRunWiresConfigHarnesses: Codex, opencode and pi, set up for the model server in their own
+// config files, are pointed at the gateway by their own override mechanisms (command-line
+// overrides, the inline config variable, a temporary agent dir), and the user's files are left as
+// they were.
+func TestRunWiresConfigHarnesses(t *testing.T) {
 	gw := listeningGateway(t)
-	dir := t.TempDir()
-	for _, name := range []string{"codex", "opencode"} {
-		// A stand-in of that name, so the hint is printed and the command still runs.
-		path := filepath.Join(dir, name)
-		capturetest.WriteFile(t, path, []byte("#!/bin/sh\nexit 0\n"), 0o755)
-		_, errOut, code := runCLI(t, "", "run", "--rollout", "r1", "--gateway", gw, "--", path)
+	home, bin := t.TempDir(), t.TempDir()
+	for _, k := range []string{"CODEX_HOME", "XDG_CONFIG_HOME", "PI_CODING_AGENT_DIR", "OPENCODE_CONFIG", "OPENCODE_CONFIG_CONTENT"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("HOME", home)
+	files := map[string]string{
+		".codex/config.toml": "model = \"m\"\nmodel_provider = \"llama\"\n\n[model_providers.llama]\nname = \"llama\"\nbase_url = \"http://127.0.0.1:8000/v1\"\nwire_api = \"responses\"\n",
+		".config/opencode/opencode.jsonc": `{
+  // the user's own provider
+  "provider": {"local": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": "http://127.0.0.1:8000/v1"}, "models": {"m": {}},},},
+}`,
+		".pi/agent/models.json": `{"providers": {"local": {"baseUrl": "http://127.0.0.1:8000/v1", "api": "openai-completions", "models": [{"id": "m"}]},
+ "ant": {"baseUrl": "http://127.0.0.1:8000", "api": "anthropic-messages", "models": [{"id": "c"}]}}}`,
+		".pi/agent/settings.json": `{"defaultModel": "m"}`,
+	}
+	for name, content := range files {
+		p := filepath.Join(home, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		capturetest.WriteFile(t, p, []byte(content), 0o644)
+	}
+	scripts := map[string]string{
+		"codex":    `printf '%s\n' "$@"`,
+		"opencode": `printf '%s\n' "$OPENCODE_CONFIG_CONTENT"`,
+		"pi":       `cat "$PI_CODING_AGENT_DIR/models.json"; echo; readlink "$PI_CODING_AGENT_DIR/settings.json"; echo "$PI_CODING_AGENT_DIR"`,
+	}
+	base := gw + "/ng-rollout/r1"
+	want := map[string][]string{
+		"codex": {"-c\nmodel_providers.llama.base_url=\"" + base + "/v1\"\nexec\nhi\n"},
+		"opencode": {`"local":{"options":{"baseURL":"` + base + `/v1"}}`, `"openai":{"options":{"baseURL":"` + base + `/v1"}}`,
+			`"anthropic":{"options":{"baseURL":"` + base + `/v1"}}`},
+		"pi": {`"baseUrl": "` + base + `/v1"`, `"baseUrl": "` + base + `"`, `"api": "anthropic-messages"`, `"openai": {`,
+			filepath.Join(home, ".pi", "agent", "settings.json")},
+	}
+	for name, script := range scripts {
+		path := filepath.Join(bin, name)
+		capturetest.WriteFile(t, path, []byte("#!/bin/sh\n"+script+"\n"), 0o755)
+		out, errOut, code := runCLI(t, "", "run", "--rollout", "r1", "--gateway", gw, "--", path, "exec", "hi")
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", name, code, errOut)
 		}
-		if !strings.Contains(errOut, name+" reads its base URL from") || !strings.Contains(errOut, `"`+gw+`/ng-rollout/r1/v1"`) {
-			t.Errorf("%s: hint missing: %q", name, errOut)
+		for _, w := range want[name] {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: the child saw\n%s\nwant it to contain %s", name, out, w)
+			}
+		}
+		if name == "pi" {
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if _, err := os.Stat(lines[len(lines)-1]); !os.IsNotExist(err) {
+				t.Errorf("pi: the temporary agent dir %s is still there after run: %v", lines[len(lines)-1], err)
+			}
 		}
 	}
-	_, errOut, _ := runCLI(t, "", "run", "--rollout", "r1", "--gateway", gw, "--", "true")
-	if errOut != "" {
-		t.Errorf("no hint expected for true, got %q", errOut)
+	for name, content := range files {
+		if b, _ := os.ReadFile(filepath.Join(home, name)); string(b) != content {
+			t.Errorf("the user's %s changed:\n%s", name, b)
+		}
 	}
+}
+
+// TestRunGatewayURL: --gateway is the gateway's address; a path (one that already holds the rollout
+// prefix too) is a usage error naming the address to give, before anything is dialled.
+func TestRunGatewayURL(t *testing.T) {
+	checkExits(t, []exitCase{
+		{"path", []string{"run", "--rollout", "r9", "--gateway", "http://127.0.0.1:1/v1", "--", "true"}, ExitUsage,
+			"--gateway http://127.0.0.1:1/v1: give the gateway's address without a path (http://127.0.0.1:1)"},
+		{"prefix", []string{"run", "--rollout", "r9", "--gateway", "http://127.0.0.1:1/ng-rollout/r9", "--", "true"}, ExitUsage,
+			"give the gateway's address only (http://127.0.0.1:1): run adds /ng-rollout/<ID> itself"},
+		{"listen with gateway", []string{"run", "--rollout", "r9", "--gateway", "http://127.0.0.1:1", "--listen", "127.0.0.1:0", "--", "true"}, ExitUsage,
+			"--listen goes with --upstream"},
+	})
 }
 
 // TestRunOwnGatewayCapturesAndDrains runs a child against `run --upstream`: its finished call and the
@@ -324,5 +379,22 @@ func TestRunOwnGatewayCapturesAndDrains(t *testing.T) {
 	claims, err := store.Claims("own-1")
 	if err != nil || claims.Live+claims.Stale != 0 {
 		t.Errorf("claims left after the wrapper exited: %+v %v", claims, err)
+	}
+}
+
+// TestRunListen: --listen pins the address of the gateway run starts; the child's base URLs name it.
+func TestRunListen(t *testing.T) {
+	up := capturetest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {})
+	ln := capturetest.Listen(t)
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := wrapper(append([]string{"run", "--rollout", "r-2", "--upstream", up.URL, "--capture-dir", t.TempDir(), "--listen", addr}, child("env", "0")...)...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if code := exitCode(t, cmd.Run()); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if want := "OPENAI_BASE_URL=http://" + addr + "/ng-rollout/r-2/v1\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("child saw\n%s\nwant %s", out.String(), want)
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -64,6 +66,36 @@ func openWritableStore(flag, dir string) (*capture.Store, error) {
 		return nil, withExit(ExitFailure, fmt.Errorf("%s: %w", flag, err))
 	}
 	return store, nil
+}
+
+// openCaptureStore is openWritableStore for the capture dir of a gateway (proxy, run), saying at
+// info when the dir did not exist and was created: a typo in --capture-dir otherwise goes
+// unnoticed until the captures are looked for.
+func openCaptureStore(dir string, log *slog.Logger) (*capture.Store, error) {
+	_, statErr := os.Stat(dir)
+	store, err := openWritableStore("--capture-dir", dir)
+	if err == nil && errors.Is(statErr, fs.ErrNotExist) {
+		log.Info("created the capture dir, which did not exist", "capture_dir", dir)
+	}
+	return store, err
+}
+
+// upstreamDialTimeout bounds warnUnreachableUpstream's connection attempt.
+const upstreamDialTimeout = 2 * time.Second
+
+// warnUnreachableUpstream opens (and closes) one TCP connection to the upstream's host and warns
+// once when none can be made: the gateway still starts (the model server may come up later), but
+// every call would get 502 until it does, which is better said at start than as each call failing
+// inside a harness that retries. It sends nothing over the connection.
+func warnUnreachableUpstream(ctx context.Context, u *url.URL, log *slog.Logger) {
+	d := net.Dialer{Timeout: upstreamDialTimeout}
+	c, err := d.DialContext(ctx, "tcp", hostPort(u))
+	if err != nil {
+		log.Warn("the upstream does not accept connections; the gateway starts anyway, and calls get 502 until it does",
+			"upstream", u.Redacted(), "error", err)
+		return
+	}
+	c.Close()
 }
 
 // servingStopSignals are the signals that make a serving command (proxy, replay, view) drain and
@@ -244,7 +276,7 @@ func startOwnGateway(s *Streams, o *runOptions) (*ownGateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := openWritableStore("--capture-dir", cfg.captureDir)
+	store, err := openCaptureStore(cfg.captureDir, log)
 	if err != nil {
 		return nil, err
 	}
@@ -254,9 +286,9 @@ func startOwnGateway(s *Streams, o *runOptions) (*ownGateway, error) {
 	}
 	h := &gateway.Handler{Upstream: cfg.upstream, Store: store, ModelServerName: o.name, Logger: log, AllowedOrigins: origins,
 		Tokens: cfg.tokens}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := listenFlag("--listen", o.listen)
 	if err != nil {
-		return nil, withExit(ExitFailure, fmt.Errorf("start gateway: %w", err))
+		return nil, err
 	}
 	g := &ownGateway{
 		url:   "http://" + ln.Addr().String(),
@@ -268,6 +300,7 @@ func startOwnGateway(s *Streams, o *runOptions) (*ownGateway, error) {
 	g.srv.ErrorLog = serverErrorLog(log)
 	go func() { g.serve <- g.srv.Serve(ln) }()
 	log.Info("modelcalls run: gateway listening", "url", g.url, "upstream", cfg.upstream.Redacted(), "capture_dir", cfg.captureDir)
+	warnUnreachableUpstream(context.Background(), cfg.upstream, log)
 	return g, nil
 }
 

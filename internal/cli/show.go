@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	modelcalls "github.com/modelcalls/modelcalls"
+	"github.com/modelcalls/modelcalls/internal/stats"
 )
 
 // showOptions are the flags of `modelcalls show`.
@@ -48,14 +49,18 @@ characters and long conversations to their first 2 and last 10 messages; --full 
 (response_raw: the SSE stream, or a body that was not JSON) or else the parsed response object.
 --raw=request and --raw=response print only that one, without headings, for piping to jq.
 
-Without a call: one screen about the rollout: its metrics (calls, errors, tokens, cache, latency),
+Without a call: one screen about the rollout: its metrics (calls, errors, tokens, cache, latency
+summed over the calls, elapsed time from the first call's start to the last one's end, and output
+tokens per second of that elapsed time),
 and one line per call (the first 5 and the last 15 when there are more than 20).
 
 The capture dir may also be given as the first argument (modelcalls show DIR ROLLOUT_ID [CALL]).
 --capture-dir may be repeated: the rollout is read from the first dir that holds it, as merge
 reads it (stderr says when a later dir holds it too).
-A call index is >= 0; a negative one is a usage error (exit 2), as is a missing argument. Exit 3
-when DIR, the rollout or the call does not exist; 1 when the call's capture line is damaged.`,
+Without ROLLOUT_ID (modelcalls show DIR): list the rollouts of DIR, as modelcalls calls DIR does.
+A call index is >= 0; a negative one is a usage error (exit 2). Exit 3 when DIR, the rollout or the
+call does not exist (an unknown rollout id gets the ids like it); 1 when the call's capture line is
+damaged.`,
 		Example: `  modelcalls show --capture-dir ./captures r1          # the rollout on one screen
   modelcalls show --capture-dir ./captures r1 3        # call_index 3
   modelcalls show --capture-dir ./captures r1 5f0c3b2a9d8e4f1a0b2c3d4e5f6a7b8c
@@ -65,6 +70,10 @@ when DIR, the rollout or the call does not exist; 1 when the call's capture line
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// ROLLOUT_ID and at most one call; the capture dir as --capture-dir or as the first
 			// argument, as for calls (without the flag, the first argument is always the dir).
+			if dirs, ok := noRolloutArg(o.captureDirs, args); ok {
+				format, _ := resolveFormat("", false, s.Out)
+				return listRollouts(cmd.Context(), s, "show", dirs, format)
+			}
 			want := []string{"ROLLOUT_ID"}
 			if (len(o.captureDirs) > 0 && len(args) >= 2) || (len(o.captureDirs) == 0 && len(args) >= 3) {
 				want = append(want, "CALL")
@@ -219,6 +228,25 @@ func orDefault(s, def string) string {
 	return s
 }
 
+// rolloutSpan is the earliest started_at and the latest completed_at of the records that have both
+// (seconds since the Unix epoch); ok is false when none has.
+func rolloutSpan(records []modelcalls.ModelCallRecord) (first, last float64, ok bool) {
+	for i := range records {
+		r := &records[i]
+		if r.StartedAt == nil || r.CompletedAt == nil {
+			continue
+		}
+		if !ok || *r.StartedAt < first {
+			first = *r.StartedAt
+		}
+		if !ok || *r.CompletedAt > last {
+			last = *r.CompletedAt
+		}
+		ok = true
+	}
+	return first, last, ok
+}
+
 // printRolloutSummary writes one screen about the rollout: metrics, then one line per call.
 func printRolloutSummary(w io.Writer, o *showOptions, id string, rc *rolloutCalls) {
 	m := modelcalls.AggregateRecords(rc.records)
@@ -246,6 +274,14 @@ func printRolloutSummary(w io.Writer, o *showOptions, id string, rc *rolloutCall
 	fmt.Fprintf(w, "tokens   in %s  out %s  reasoning %s  total %s  cached %s\n",
 		i64p(m.TokensIn), i64p(m.TokensOut), i64p(m.TokensReasoning), i64p(m.TokensTotal), i64p(m.CachedTokens))
 	fmt.Fprintf(w, "latency  %s ms summed over the calls\n", msp(m.LatencyTotalMS))
+	if first, last, ok := rolloutSpan(rc.records); ok {
+		ms, perSecond := stats.Elapsed(first, last, m.TokensOut)
+		fmt.Fprintf(w, "elapsed  %s ms from the first call's start to the last one's end", strconv.FormatFloat(ms, 'f', 2, 64))
+		if perSecond != nil {
+			fmt.Fprintf(w, "; output %s tokens/s", strconv.FormatFloat(*perSecond, 'f', 2, 64))
+		}
+		fmt.Fprintln(w)
+	}
 	if len(rc.damages) > 0 {
 		fmt.Fprintf(w, "damaged  %s skipped (modelcalls calls reports them)\n", plural(len(rc.damages), "capture line", "capture lines"))
 	}

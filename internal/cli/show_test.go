@@ -138,7 +138,7 @@ func TestShowErrors(t *testing.T) {
 	dir := showStore(t)
 	checkExits(t, []exitCase{
 		{"no capture dir", []string{"show", "conv"}, ExitUsage, "show: missing --capture-dir DIR"},
-		{"no rollout", []string{"show", "--capture-dir", dir}, ExitUsage, "show: missing ROLLOUT_ID"},
+		{"unknown rollout", []string{"show", "--capture-dir", dir, "cnv"}, ExitNotFound, "did you mean conv?"},
 		{"extra argument", []string{"show", "--capture-dir", dir, "conv", "1", "2"}, ExitUsage, `show: unexpected argument "2"`},
 		{"call index out of range", []string{"show", "--capture-dir", dir, "conv", "9"}, ExitNotFound, "call 9: no call with that call_index (the rollout has 4 calls"},
 		{"neither index nor id", []string{"show", "--capture-dir", dir, "conv", "ffff"}, ExitNotFound, `call "ffff": neither a call_index nor a model_call_id`},

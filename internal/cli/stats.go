@@ -105,6 +105,8 @@ func statsCall(id string, r *modelcalls.ModelCallRecord) stats.Call {
 		CacheCreationTokens: r.CacheCreationTokens,
 		LatencyMS:           r.LatencyTotalMS,
 		TTFTMS:              r.LatencyTTFTMS,
+		StartedAt:           r.StartedAt,
+		CompletedAt:         r.CompletedAt,
 	}
 }
 
@@ -334,7 +336,8 @@ func statsGroups(r *stats.Report, by string) []statsGroup {
 // statsTSVHeader names the TSV columns of `modelcalls stats`; the first is the --by key.
 var statsTSVHeader = []string{"calls", "errors", "tokens_in", "tokens_out", "tokens_reasoning", "tokens_total",
 	"calls_with_usage", "cache_hit_rate", "cached_tokens", "cache_creation_tokens",
-	"latency_ms_p50", "latency_ms_p90", "latency_ms_p99", "latency_ms_max", "ttft_ms_p50", "ttft_ms_p90", "ttft_ms_p99", "ttft_ms_max"}
+	"latency_ms_p50", "latency_ms_p90", "latency_ms_p99", "latency_ms_max", "ttft_ms_p50", "ttft_ms_p90", "ttft_ms_p99", "ttft_ms_max",
+	"elapsed_ms", "latency_sum_ms", "tokens_out_per_second"}
 
 // writeStatsTSV writes the run as a first line "(all)", then one line per group.
 func writeStatsTSV(w io.Writer, r *stats.Report, by string) {
@@ -347,7 +350,8 @@ func writeStatsTSV(w io.Writer, r *stats.Report, by string) {
 			tsvInt64(s.Tokens.In), tsvInt64(s.Tokens.Out), tsvInt64(s.Tokens.Reasoning), tsvInt64(s.Tokens.Total),
 			strconv.Itoa(s.Tokens.CallsWithUsage), rate, tsvInt64(s.Cache.CachedTokens), tsvInt64(s.Cache.CacheCreationTokens),
 			tsvFloat(s.LatencyMS.P50), tsvFloat(s.LatencyMS.P90), tsvFloat(s.LatencyMS.P99), tsvFloat(s.LatencyMS.Max),
-			tsvFloat(s.TTFTMS.P50), tsvFloat(s.TTFTMS.P90), tsvFloat(s.TTFTMS.P99), tsvFloat(s.TTFTMS.Max)}
+			tsvFloat(s.TTFTMS.P50), tsvFloat(s.TTFTMS.P90), tsvFloat(s.TTFTMS.P99), tsvFloat(s.TTFTMS.Max),
+			tsvFloat(s.ElapsedMS), tsvFloat(s.LatencySumMS), tsvRate(s.TokensOutPerSecond)}
 	}
 	rows := [][]string{row("(all)", &r.Summary)}
 	for _, g := range statsGroups(r, by) {
@@ -368,6 +372,8 @@ func printStatsTables(w io.Writer, r *stats.Report, by string, width int) error 
 		{"cached / cache-write tokens", i64p(r.Cache.CachedTokens) + " / " + i64p(r.Cache.CacheCreationTokens)},
 		{"latency ms p50 / p90 / p99 / max", distCell(&r.LatencyMS)},
 		{"ttft ms p50 / p90 / p99 / max", distCell(&r.TTFTMS)},
+		{"elapsed / summed latency", secondsPair(r.ElapsedMS, r.LatencySumMS)},
+		{"output tokens per second", rateOf(r.TokensOutPerSecond) + " (of the elapsed time)"},
 	}
 	if err := renderTable(w, []string{"run", "value"}, []bool{false, false}, rows, width, []int{0, 1}); err != nil {
 		return err
@@ -382,11 +388,42 @@ func printStatsTables(w io.Writer, r *stats.Report, by string, width int) error 
 		m := g.s
 		rows = append(rows, []string{g.name, strconv.Itoa(m.Calls), strconv.Itoa(m.Errors),
 			i64p(m.Tokens.In), i64p(m.Tokens.Out), i64p(m.Tokens.Reasoning), i64p(m.Tokens.Total),
-			rateCell(m.Cache.HitRate), msp(m.LatencyMS.P50), msp(m.LatencyMS.P90), msp(m.LatencyMS.P99), msp(m.TTFTMS.P50)})
+			rateCell(m.Cache.HitRate), msp(m.LatencyMS.P50), msp(m.LatencyMS.P90), msp(m.LatencyMS.P99), msp(m.TTFTMS.P50),
+			secondsCell1(m.ElapsedMS), secondsCell1(m.LatencySumMS), rateOf(m.TokensOutPerSecond)})
 	}
 	return renderTable(w,
-		[]string{by, "calls", "errors", "in", "out", "reasoning", "total", "cache hit", "p50 ms", "p90 ms", "p99 ms", "ttft p50 ms"},
-		[]bool{false, true, true, true, true, true, true, true, true, true, true, true}, rows, width, []int{0})
+		[]string{by, "calls", "errors", "tok in", "tok out", "reasoning tok", "total tok", "cache hit", "p50 ms", "p90 ms", "p99 ms", "ttft p50 ms",
+			"elapsed s", "latency sum s", "out tok/s"},
+		[]bool{false, true, true, true, true, true, true, true, true, true, true, true, true, true, true}, rows, width, []int{0})
+}
+
+// secondsCell1 shows milliseconds as seconds with two decimals; "-" when unknown.
+func secondsCell1(ms *float64) string {
+	if ms == nil {
+		return unknownCell
+	}
+	return strconv.FormatFloat(*ms/1000, 'f', 2, 64)
+}
+
+// secondsPair shows an elapsed time and a summed latency in seconds: "12.30 s / 8.10 s".
+func secondsPair(elapsed, sum *float64) string {
+	return secondsCell1(elapsed) + " s / " + secondsCell1(sum) + " s"
+}
+
+// rateOf shows a rate per second with two decimals; "-" when unknown.
+func rateOf(p *float64) string {
+	if p == nil {
+		return unknownCell
+	}
+	return strconv.FormatFloat(*p, 'f', 2, 64)
+}
+
+// tsvRate is rateOf for TSV: empty when unknown.
+func tsvRate(p *float64) string {
+	if p == nil {
+		return ""
+	}
+	return rateOf(p)
 }
 
 // errorsCell: "5 (client_error 3, rate_limit 2)".

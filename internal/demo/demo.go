@@ -64,6 +64,9 @@ type Result struct {
 // stays on 127.0.0.1 and in Options.Dir. It fails when a listener cannot be opened, a file cannot
 // be written, or a scripted call does not get the answer the recording holds.
 func Run(ctx context.Context, opts Options) (*Result, error) {
+	if err := capture.WriteSupported(); err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
 	dir := opts.Dir
 	temp := dir == ""
 	if temp {

@@ -1,48 +1,23 @@
 // Package fsutil owns the file-system primitives the capture store relies on: advisory whole-file
 // locks (flock), fsync of files and directories, and a liveness check for the process that holds a
-// claim. Everything here is POSIX (Linux and macOS); other systems are not supported.
+// claim. The capture store writes on Linux and macOS, where all of these are POSIX calls (flock(2),
+// fsync(2) of a directory, kill(pid, 0)); Windows has equivalents for the lock (LockFileEx) and the
+// liveness check (OpenProcess), and no directory sync.
 package fsutil
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"os"
-	"strconv"
-
-	"golang.org/x/sys/unix"
 )
 
-// Lock takes an advisory flock on f: exclusive when exclusive is true, shared otherwise. It blocks
-// until the lock is granted, retrying when interrupted by a signal (EINTR). flock locks are held per
-// open file description, so they serialise goroutines that each open the file as well as processes,
-// and they work across hosts on shared file systems that support them (NFSv4, Lustre with flock).
-func Lock(f *os.File, exclusive bool) error {
-	how := unix.LOCK_SH
-	if exclusive {
-		how = unix.LOCK_EX
-	}
-	for {
-		err := unix.Flock(int(f.Fd()), how)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, unix.EINTR) {
-			return fmt.Errorf("flock %s: %w", f.Name(), err)
-		}
-	}
-}
-
-// Unlock releases a lock taken by Lock. Closing the file also releases it.
-func Unlock(f *os.File) error {
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_UN); err != nil {
-		return fmt.Errorf("unlock %s: %w", f.Name(), err)
-	}
-	return nil
-}
-
-// SyncDir fsyncs the directory at path so that entries created or removed in it are durable.
+// SyncDir fsyncs the directory at path so that entries created or removed in it are durable (on
+// macOS, Go's os.File.Sync is fcntl(F_FULLFSYNC), which also flushes the drive's cache). On Windows
+// it does nothing: Windows has no documented flush of a directory's entries, and the capture store
+// does not write there.
 func SyncDir(path string) error {
+	if noDirSync {
+		return nil
+	}
 	d, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("open dir for sync: %w", err)
@@ -52,28 +27,4 @@ func SyncDir(path string) error {
 		return fmt.Errorf("sync dir %s: %w", path, err)
 	}
 	return nil
-}
-
-// ProcessAlive reports whether a process with this pid exists on this host (signal 0 probe). A pid
-// owned by another user counts as alive (EPERM). A zombie (exited, not yet reaped by its parent:
-// state "Z" in /proc/<pid>/stat on Linux) is not alive: it will never write again.
-func ProcessAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	if err := unix.Kill(pid, 0); err != nil && !errors.Is(err, unix.EPERM) {
-		return false
-	}
-	return !isZombie(pid)
-}
-
-// isZombie reads the process state from /proc; where /proc is missing it says false.
-func isZombie(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// The state follows the command name, which is in parentheses and may contain anything.
-	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
 }

@@ -40,6 +40,8 @@ const (
 	ClientSessionID          = "client_session_id"
 	ClientAssistantMessageID = "client_assistant_message_id"
 	TokenCapture             = "token_capture"
+	ClientLogicalRequestID   = "client_logical_request_id"
+	ClientParentCallID       = "client_parent_call_id"
 )
 
 // Keys of the record that are not line keys (docs/format.md, section 7.2); the record's other keys
@@ -104,6 +106,8 @@ var Line = [...]LineKey{
 	{Key: ClientSessionID, Present: WhenSet},
 	{Key: ClientAssistantMessageID, Present: WhenSet},
 	{Key: TokenCapture, Present: WhenSet, LineOnly: true},
+	{Key: ClientLogicalRequestID, Present: WhenSet, LineOnly: true},
+	{Key: ClientParentCallID, Present: WhenSet, LineOnly: true},
 }
 
 // RecordField is one field of the record.

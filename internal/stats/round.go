@@ -10,6 +10,8 @@ const (
 	MSDecimals = 2
 	// RatioDecimals is the precision of every ratio in [0, 1] (hit_rate).
 	RatioDecimals = 4
+	// RateDecimals is the precision of a rate per second (tokens_out_per_second).
+	RateDecimals = 2
 )
 
 // Rounded returns a copy of r with every number that is not a count rounded to the precision the
@@ -40,6 +42,9 @@ func (s Summary) rounded() Summary {
 	s.Cache.HitRate = roundTo(s.Cache.HitRate, RatioDecimals)
 	s.LatencyMS = s.LatencyMS.rounded()
 	s.TTFTMS = s.TTFTMS.rounded()
+	s.ElapsedMS = roundTo(s.ElapsedMS, MSDecimals)
+	s.LatencySumMS = roundTo(s.LatencySumMS, MSDecimals)
+	s.TokensOutPerSecond = roundTo(s.TokensOutPerSecond, RateDecimals)
 	return s
 }
 

@@ -30,6 +30,9 @@ type Call struct {
 	CachedTokens, CacheCreationTokens *int64
 	// LatencyMS is "latency_total_ms" and TTFTMS is "latency_ttft_ms", in milliseconds; nil when unknown.
 	LatencyMS, TTFTMS *float64
+	// StartedAt and CompletedAt are "started_at" and "completed_at": wall clock, seconds since the
+	// Unix epoch; nil when unknown.
+	StartedAt, CompletedAt *float64
 }
 
 // Report is the run-wide result; it is also the JSON object `modelcalls stats --json` prints.
@@ -91,6 +94,17 @@ type Summary struct {
 	LatencyMS Distribution `json:"latency_ms"`
 	// TTFTMS describes latency_ttft_ms over the calls where it is known, in milliseconds.
 	TTFTMS Distribution `json:"ttft_ms"`
+	// ElapsedMS is the wall-clock time from the first call's started_at to the last call's
+	// completed_at, in milliseconds (calls that overlap count once, the gaps between calls count);
+	// nil when no call has both.
+	ElapsedMS *float64 `json:"elapsed_ms"`
+	// LatencySumMS is latency_total_ms summed over the calls where it is known, in milliseconds
+	// (calls that overlap count each); nil when none is. Set beside ElapsedMS it says how much of
+	// the elapsed time went to waiting for the model.
+	LatencySumMS *float64 `json:"latency_sum_ms"`
+	// TokensOutPerSecond is Tokens.Out over ElapsedMS, in output tokens per wall-clock second; nil
+	// when either is unknown or the elapsed time is 0.
+	TokensOutPerSecond *float64 `json:"tokens_out_per_second"`
 }
 
 // Tokens are sums of token counts over the calls where the count is known, like NeMo Gym's
@@ -305,6 +319,8 @@ type acc struct {
 	cached, creation            IntSum
 	withUsage, cacheKnown, hits int
 	latency, ttft               []float64
+	first, last                 float64 // earliest started_at and latest completed_at (timed > 0)
+	timed                       int     // calls with both
 }
 
 func (m *acc) add(c Call) {
@@ -337,6 +353,27 @@ func (m *acc) add(c Call) {
 	if c.TTFTMS != nil && !math.IsNaN(*c.TTFTMS) {
 		m.ttft = append(m.ttft, *c.TTFTMS)
 	}
+	if c.StartedAt != nil && c.CompletedAt != nil && !math.IsNaN(*c.StartedAt) && !math.IsNaN(*c.CompletedAt) {
+		if m.timed == 0 || *c.StartedAt < m.first {
+			m.first = *c.StartedAt
+		}
+		if m.timed == 0 || *c.CompletedAt > m.last {
+			m.last = *c.CompletedAt
+		}
+		m.timed++
+	}
+}
+
+// Elapsed returns the wall-clock span of calls that ran from first (earliest started_at) to last
+// (latest completed_at), in milliseconds, and the output tokens per second of that span; the
+// latter is nil when out is nil or the span is not positive.
+func Elapsed(first, last float64, out *int64) (ms float64, perSecond *float64) {
+	ms = max(0, last-first) * 1000
+	if out != nil && ms > 0 {
+		v := float64(*out) / (ms / 1000)
+		perSecond = &v
+	}
+	return ms, perSecond
 }
 
 func (m *acc) summary() Summary {
@@ -354,6 +391,17 @@ func (m *acc) summary() Summary {
 		},
 		LatencyMS: Distribute(slices.Clone(m.latency)),
 		TTFTMS:    Distribute(slices.Clone(m.ttft)),
+	}
+	if len(m.latency) > 0 {
+		// Summed in sorted order, compensated, so the result does not depend on the calls' order.
+		sorted := slices.Clone(m.latency)
+		slices.Sort(sorted)
+		sum := neumaierSum(sorted)
+		s.LatencySumMS = &sum
+	}
+	if m.timed > 0 {
+		ms, perSecond := Elapsed(m.first, m.last, s.Tokens.Out)
+		s.ElapsedMS, s.TokensOutPerSecond = &ms, perSecond
 	}
 	for k, v := range m.byCategory {
 		s.ErrorsByCategory[k] = v

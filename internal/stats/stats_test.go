@@ -238,3 +238,29 @@ func TestAccumulatorBy(t *testing.T) {
 		}
 	}
 }
+
+// TestElapsedAndThroughput: the elapsed time runs from the first start to the last end (overlapping
+// calls once, gaps included), beside the summed latency; output tokens per second are of the
+// elapsed time.
+func TestElapsedAndThroughput(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	n := func(v int64) *int64 { return &v }
+	a := Accumulator{By: ByRollout}
+	// r1: two overlapping calls 100.0-102.0 and 101.0-104.0, then one 110.0-111.0: 11 s elapsed.
+	for _, c := range []Call{
+		{Rollout: "r1", TokensOut: n(30), LatencyMS: f(2000), StartedAt: f(100), CompletedAt: f(102)},
+		{Rollout: "r1", TokensOut: n(40), LatencyMS: f(3000), StartedAt: f(101), CompletedAt: f(104)},
+		{Rollout: "r1", TokensOut: n(40), LatencyMS: f(1000), StartedAt: f(110), CompletedAt: f(111)},
+		{Rollout: "r2", LatencyMS: f(5)}, // no times, no tokens
+	} {
+		a.Add(c)
+	}
+	r := a.Report()
+	g := r.Groups[0].Summary
+	if *g.ElapsedMS != 11000 || *g.LatencySumMS != 6000 || *g.TokensOutPerSecond != 10 {
+		t.Errorf("r1: elapsed %v, latency sum %v, tok/s %v; want 11000, 6000, 10", *g.ElapsedMS, *g.LatencySumMS, *g.TokensOutPerSecond)
+	}
+	if g := r.Groups[1].Summary; g.ElapsedMS != nil || g.TokensOutPerSecond != nil || *g.LatencySumMS != 5 {
+		t.Errorf("r2: %+v", g)
+	}
+}

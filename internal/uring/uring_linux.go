@@ -1,21 +1,3 @@
-// Package uring runs durable file writes (a write with RWF_DSYNC, an fdatasync) through one Linux
-// io_uring instance, so that the goroutine waiting for the disk is parked like one waiting for a
-// socket instead of holding its OS thread and its scheduler slot (P) inside a blocking system call.
-//
-// Why: a Go goroutine in a blocking system call keeps its P until the runtime's monitor thread
-// notices and hands the P to another thread, and that monitor backs off to sleeps of up to 10 ms
-// when most system calls are short. A capture gateway whose every call ends in a 0.4-1.5 ms durable
-// write then runs with its Ps stuck in those writes while runnable goroutines wait: on 2 cores,
-// 64 concurrent captured calls used one core of two. Through the ring, the write is done by the
-// kernel's io_uring worker threads, the completion is signalled on an eventfd that the Go network
-// poller watches, and the P goes on running other goroutines meanwhile.
-//
-// What is used: io_uring_setup with a single shared mapping (IORING_FEAT_SINGLE_MMAP, Linux 5.4),
-// IORING_OP_WRITEV (one write of several buffers) at the file position (IORING_FEAT_RW_CUR_POS,
-// Linux 5.6) and IORING_OP_FSYNC, each submitted with IOSQE_ASYNC so that submission never blocks,
-// and IORING_REGISTER_EVENTFD for completions. Where any of it is missing
-// (an older kernel, io_uring disabled by sysctl or a seccomp filter), New returns an error and the
-// caller does the same writes with plain system calls.
 package uring
 
 import (
@@ -208,9 +190,6 @@ func (r *Ring) unmap() {
 // A short write is continued until b is written. The error is the kernel's errno for the write.
 func (r *Ring) WriteDsync(fd int, b []byte) error { return r.WritevDsync(fd, [][]byte{b}) }
 
-// MaxIovecs is the most buffers one WritevDsync takes (the kernel's UIO_MAXIOV).
-const MaxIovecs = 1024
-
 // WritevDsync is WriteDsync for the concatenation of bufs, written with one vectored write
 // (IORING_OP_WRITEV, Linux 5.1) instead of a copy into one buffer; at most MaxIovecs buffers.
 // A short write is continued from where it stopped.
@@ -244,22 +223,6 @@ func (r *Ring) WritevDsync(fd int, bufs [][]byte) error {
 		}
 		bufs = Advance(bufs, n)
 	}
-}
-
-// Advance returns bufs without their first n bytes (a vectored write's progress): the buffers
-// written whole are dropped and the next one is cut. bufs itself is not modified.
-func Advance(bufs [][]byte, n int) [][]byte {
-	for len(bufs) > 0 && n >= len(bufs[0]) {
-		n -= len(bufs[0])
-		bufs = bufs[1:]
-	}
-	if n > 0 && len(bufs) > 0 {
-		rest := make([][]byte, len(bufs))
-		copy(rest, bufs)
-		rest[0] = rest[0][n:]
-		return rest
-	}
-	return bufs
 }
 
 // Fdatasync flushes fd like fdatasync(2).
@@ -359,17 +322,4 @@ func (r *Ring) reap() {
 			runtime.Gosched()
 		}
 	}
-}
-
-var (
-	sharedOnce sync.Once
-	shared     *Ring
-	sharedErr  error
-)
-
-// Shared returns the process's ring, set up on first use (256 operations in flight), or the error
-// that setting it up gave; the ring lives as long as the process.
-func Shared() (*Ring, error) {
-	sharedOnce.Do(func() { shared, sharedErr = New(256) })
-	return shared, sharedErr
 }

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 )
 
 // sBareSync is the floor of any capture proxy that makes an exchange durable before the client
@@ -111,7 +110,7 @@ func (p *durableProxy) file(id string) (*durableFile, error) {
 	if f := p.files[id]; f != nil {
 		return f, nil
 	}
-	f, err := os.OpenFile(filepath.Join(p.dir, id+".lines"), os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_DSYNC, 0o640)
+	f, err := os.OpenFile(filepath.Join(p.dir, id+".lines"), os.O_WRONLY|os.O_CREATE|os.O_APPEND|oDsync, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("durable proxy: %w", err)
 	}

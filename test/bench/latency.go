@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
@@ -58,15 +57,6 @@ func (s *subjectStats) machineCells() string {
 	}
 	idle := float64(s.machine.idle) / (float64(s.elapsed) * float64(runtime.NumCPU()))
 	return fmt.Sprintf("%s | %.0f%%", us(s.machine.steal/time.Duration(s.calls)), 100*idle)
-}
-
-// processCPU returns the CPU time (user + system) this process has used so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func (s *subjectStats) callsPerSec() float64 {

@@ -10,6 +10,8 @@ import (
 	"runtime/pprof"
 	"strings"
 	"time"
+
+	"github.com/modelcalls/modelcalls/internal/uring"
 )
 
 // plan holds the iteration counts of one run.
@@ -53,12 +55,21 @@ func main() {
 		keep       = flag.Bool("keep", false, "keep the capture files and data set")
 		only       = flag.String("only", "", "comma-separated rows to run (latency,sse,rss,merge,store,otel,view); default all")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run (clients, upstream and proxies) to this file")
+		ioUring    = flag.String("io-uring", "on", "on: capture writes use io_uring where the kernel offers it; off: plain system calls only (sets "+uring.EnvVar+"=off for the run and its child processes), to A/B the capture rows")
 
 		childMode = flag.String("child", "", "internal: serve one proxy in a child process (gateway|bare)")
 		childUp   = flag.String("child-upstream", "", "internal: upstream URL for -child")
 		childDir  = flag.String("child-capture-dir", "", "internal: capture dir for -child")
 	)
 	flag.Parse()
+	switch *ioUring {
+	case "on":
+	case "off":
+		os.Setenv(uring.EnvVar, "off")
+	default:
+		fmt.Fprintf(os.Stderr, "bench: -io-uring %q: want on or off\n", *ioUring)
+		os.Exit(2)
+	}
 	if *childMode != "" {
 		if err := childMain(*childMode, *childUp, *childDir); err != nil {
 			fmt.Fprintln(os.Stderr, "bench child:", err)

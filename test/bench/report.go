@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/modelcalls/modelcalls/internal/uring"
 )
 
 // The goal each row of the report is judged against.
@@ -244,6 +246,7 @@ func (r *runner) report() string {
 	w("| date | %s |\n", r.started.UTC().Format("2006-01-02 15:04 MST"))
 	w("| command | `%s` (from the repository root) |\n", strings.TrimSpace(r.command))
 	w("| machine | %d cores (GOMAXPROCS %d), %s, Linux %s |\n", runtime.NumCPU(), runtime.GOMAXPROCS(0), cpuModel(), kernel())
+	w("| io_uring | %s |\n", ioUringState())
 	w("| code | %s |\n", r.commit)
 	w("| Go | %s |\n", runtime.Version())
 	w("| load average (1/5/15 min) | at start %s, at end %s |\n", r.loadAt[0], r.loadAt[1])
@@ -486,4 +489,16 @@ func gitCommit() string {
 		desc += " plus uncommitted changes to tracked files"
 	}
 	return desc
+}
+
+// ioUringState says whether the capture writes of this run could go through io_uring: off when
+// MODELCALLS_IO_URING turns it off (-io-uring off), else whether the kernel gives this process a ring.
+func ioUringState() string {
+	if uring.Off() {
+		return "off (" + uring.EnvVar + "=off): every durable write is a plain system call"
+	}
+	if _, err := uring.Shared(); err != nil {
+		return fmt.Sprintf("not available (%v): every durable write is a plain system call", err)
+	}
+	return "on: durable writes beyond half of GOMAXPROCS at once go through io_uring (-io-uring off to compare)"
 }

@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/fsutil"
 )
@@ -162,7 +160,7 @@ func legacyCall(dir, id string, line []byte) error {
 	if _, err := cf.Write(buf); err != nil {
 		return err
 	}
-	if err := unix.Fsync(int(cf.Fd())); err != nil {
+	if err := cf.Sync(); err != nil {
 		return err
 	}
 	if st.Size() == 0 {

@@ -1,4 +1,4 @@
-//go:build e2e
+//go:build e2e && unix
 
 package e2e
 
@@ -206,7 +206,10 @@ type upstreamRig struct {
 	tap        *Tap
 	proxy      *modelcallsProc
 	captureDir string
-	scripted   *Scripted // nil for llama-server
+	// upstreamURL is the model server's address (behind the tap): what each harness's own setup
+	// names; `modelcalls run` points it at the gateway.
+	upstreamURL string
+	scripted    *Scripted // nil for llama-server
 	// answer is the text the harness must print, given the nonce in its hello.txt.
 	answer func(nonce string) string
 	// twoTurns: the upstream drives a tool call, so every harness must make at least two calls.
@@ -220,9 +223,8 @@ type upstreamRig struct {
 	toolCall *ScriptedToolCall
 	// stopUpstream closes what stands behind the proxy, so a replay is answered from the capture only.
 	stopUpstream func()
-	// own, when set, runs each harness under `modelcalls run --upstream`, whose own gateway
-	// captures into captureDir; proxy is nil then.
-	own *ownGateway
+	// tokens, when set, is the --tokens engine of the runs' gateways (`modelcalls run --tokens`).
+	tokens string
 }
 
 // runScripted runs the harnesses against the scripted upstream, gzip-compressing its answers
@@ -281,7 +283,7 @@ func (s *suite) newRig(t *testing.T, name, dir, upstreamURL string) *upstreamRig
 	tap, front := tapIn(t, upstreamURL)
 	capDir := filepath.Join(dir, "capture")
 	p := startProxy(t, s.bin, front.URL, capDir, filepath.Join(dir, "proxy.log"))
-	return &upstreamRig{name: name, bin: s.bin, tap: tap, proxy: p, captureDir: capDir, stopUpstream: front.Close}
+	return &upstreamRig{name: name, bin: s.bin, tap: tap, proxy: p, captureDir: capDir, stopUpstream: front.Close, upstreamURL: front.URL}
 }
 
 // runMatrix runs every selected harness run through rig, then the probe, merge and shutdown checks.
@@ -340,11 +342,10 @@ type runResult struct {
 	// For a replay of the run (nil harness for the probe): what ran, where, with which nonce.
 	harness                   *harnessRun
 	exe, project, home, nonce string
-	// calls are the model calls the upstream saw, in order; renders (own gateway with --tokens
-	// llama-server) the gateway's /apply-template and /tokenize calls.
+	// calls are the model calls the upstream saw, in order; renders (--tokens llama-server) the
+	// gateway's own /apply-template and /tokenize calls.
 	calls, renders []TapEntry
-	// tokenCaptures holds each captured line's token_capture object by model_call_id (own gateway
-	// with --tokens).
+	// tokenCaptures holds each captured line's token_capture object by model_call_id (--tokens).
 	tokenCaptures map[string]json.RawMessage
 }
 
@@ -357,25 +358,23 @@ func (s *suite) runOne(t *testing.T, rig *upstreamRig, run harnessRun, exe, proj
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	base := baseURLFromEnv // under `modelcalls run --upstream`: the port is known to the child only
-	if rig.own == nil {
-		base = run.baseURL(rig.proxy.base + "/ng-rollout/" + rolloutID)
+	// The harness is set up as its user would set it up for the model server itself, and started
+	// through `modelcalls run`, which starts a gateway of its own writing to the rig's capture dir
+	// and points the harness at it: by environment variables, or by the harness's own override
+	// mechanism (Codex -c, opencode OPENCODE_CONFIG_CONTENT, pi PI_CODING_AGENT_DIR).
+	harnessArgs, env := run.command(t, home, run.baseURL(rig.upstreamURL), harnessPrompt)
+	args := []string{"run", "--rollout", rolloutID, "--upstream", rig.upstreamURL, "--capture-dir", rig.captureDir, "--name", proxyName}
+	if rig.tokens != "" {
+		args = append(args, "--tokens", rig.tokens)
 	}
-	args, env := run.command(t, home, base, harnessPrompt)
+	args = append(append(args, "--", exe), harnessArgs...)
 
 	rig.tap.Take() // nothing from an earlier run may count for this one
 	if rig.scripted != nil {
 		rig.scripted.Take()
 	}
 	started := time.Now()
-	var runExe string
-	var runArgs []string
-	if rig.own != nil {
-		runExe, runArgs = rig.own.argv(t, rig.bin, runDir, exe, rolloutID, args)
-	} else {
-		runExe, runArgs = run.argv(exe, rig.bin, rig.proxy.base, rolloutID, args)
-	}
-	stdout, stderr, err := runProcess(runExe, runArgs, env, home, project, harnessTimeout)
+	stdout, stderr, err := runProcess(rig.bin, args, env, home, project, harnessTimeout)
 	wall := time.Since(started)
 	finished := time.Now()
 	writeFile(t, filepath.Join(runDir, "stdout"), stdout)
@@ -403,7 +402,7 @@ func (s *suite) runOne(t *testing.T, rig *upstreamRig, run harnessRun, exe, proj
 			calls = append(calls, e)
 			continue
 		}
-		if rig.own != nil && rig.own.isRender(e) {
+		if isRender(rig.tokens, e) {
 			res.renders = append(res.renders, e)
 			continue
 		}
@@ -426,7 +425,7 @@ func (s *suite) runOne(t *testing.T, rig *upstreamRig, run harnessRun, exe, proj
 	checkNoGapFiles(t, rig.captureDir, rolloutID)
 	recs := readRecords(t, rig.bin, rig.captureDir, rolloutID)
 	res.records, res.calls = recs, calls
-	if rig.own != nil && rig.own.tokens != "" {
+	if rig.tokens != "" {
 		res.tokenCaptures = readTokenCaptures(t, rig.captureDir, rolloutID)
 	}
 	if len(recs) != len(calls) {
@@ -472,7 +471,7 @@ func (s *suite) runOne(t *testing.T, rig *upstreamRig, run harnessRun, exe, proj
 		if res.tokenCaptures != nil {
 			// The upstream got the client's request plus what --tokens added; the rest of the
 			// record is checked against the client's request.
-			e = checkTokenRequest(t, fmt.Sprintf("call %d", i), rig.own.tokens, recs[j], res.tokenCaptures[recs[j].ModelCallID], e)
+			e = checkTokenRequest(t, fmt.Sprintf("call %d", i), rig.tokens, recs[j], res.tokenCaptures[recs[j].ModelCallID], e)
 		}
 		checkRecord(t, fmt.Sprintf("call %d", i), recs[j], e, obs, sv, run.dialect, started, finished)
 	}

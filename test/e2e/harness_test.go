@@ -1,4 +1,4 @@
-//go:build e2e
+//go:build e2e && unix
 
 package e2e
 
@@ -26,8 +26,9 @@ type harnessRun struct {
 	// command returns argv (after the harness executable) and extra environment, after writing
 	// any config files under home.
 	command func(t *testing.T, home, baseURL, prompt string) (args, env []string)
-	// viaRun starts the harness under `modelcalls run --gateway PROXY --rollout ID`, which points
-	// it at the gateway through the base-URL variables it sets (command then ignores baseURL).
+	// viaRun: the harness takes its base URL only from the variables `modelcalls run` sets
+	// (command ignores baseURL). Every recorded run goes through `modelcalls run --upstream`; the
+	// replay starts such a harness under `modelcalls run --gateway REPLAY --rollout ID`.
 	viaRun bool
 }
 

@@ -1,4 +1,4 @@
-//go:build e2e
+//go:build e2e && unix
 
 package e2e
 
@@ -18,9 +18,12 @@ import (
 )
 
 // replayHarnesses are the harnesses whose runs are replayed after their upstream is stopped.
-// Codex is not: its exec tool's output (sent back in the next call) carries a random chunk id and
-// the wall time, so its second call never matches strictly (docs/replay.md).
-var replayHarnesses = []string{"pi", "claude-code", "gemini-cli"}
+// Codex's exec tool output (sent back in the next call) carries a random chunk id and the wall
+// time, so its second call matches strictly only with codexIgnore (docs/replay.md).
+var replayHarnesses = []string{"pi", "claude-code", "codex", "gemini-cli"}
+
+// codexIgnore is the replay rule that leaves Codex's chunk id and wall time out of strict matching.
+const codexIgnore = `input.output~(Chunk ID|Wall time): [^\n]*`
 
 var (
 	replayAddrRE = regexp.MustCompile(`msg="modelcalls replay listening" addr=(127\.0\.0\.1:[0-9]+)`)
@@ -86,7 +89,7 @@ func (s *suite) checkReplay(t *testing.T, rig *upstreamRig, runs []*runResult) {
 	outDir := filepath.Join(dir, "capture")
 	started := time.Now()
 	rp := startReplay(t, rig.bin, filepath.Join(dir, "replay.log"),
-		"--capture-dir", rig.captureDir, "--capture-dir-out", outDir, "--name", proxyName)
+		"--capture-dir", rig.captureDir, "--capture-dir-out", outDir, "--name", proxyName, "--ignore", codexIgnore)
 	tap, front := tapIn(t, rp.base)
 
 	served, changedRuns := 0, 0

@@ -1,4 +1,4 @@
-//go:build e2e
+//go:build e2e && unix
 
 package e2e
 
@@ -11,68 +11,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/internal/capturetest/jsonmember"
-	"github.com/modelcalls/modelcalls/internal/duckdbtest"
 	"github.com/modelcalls/modelcalls/tokens/tokenexport"
 )
 
-// baseURLFromEnv is the base URL written into a harness's config file when the harness runs
-// under `modelcalls run --upstream`: run's own gateway takes a free port as it starts and tells
-// only the child, in OPENAI_BASE_URL, so the wrapper that starts the harness (ownGateway.argv)
-// puts that variable's value in its place.
-const baseURLFromEnv = "@OPENAI_BASE_URL@"
-
-// ownGateway runs each harness under `modelcalls run --rollout ID --upstream URL --capture-dir
-// DIR [--tokens ENGINE]`: the gateway is run's own, alive for the harness's lifetime.
-type ownGateway struct {
-	upstream   string // where run's gateway forwards (the tap in front of the model server)
-	captureDir string
-	tokens     string // --tokens engine; "" for none
-}
-
-// argv writes runDir/harness.sh, which replaces baseURLFromEnv in every file under $HOME with
-// OPENAI_BASE_URL and then executes exe, and returns the `modelcalls run` command line that
-// starts it with args.
-func (g *ownGateway) argv(t *testing.T, bin, runDir, exe, id string, args []string) (string, []string) {
-	t.Helper()
-	if strings.Contains(exe, "'") {
-		t.Fatalf("harness path %q has a quote", exe)
-	}
-	wrapper := filepath.Join(runDir, "harness.sh")
-	writeFile(t, wrapper, strings.Join([]string{
-		"#!/bin/sh",
-		"# Started by modelcalls run, which names its gateway in OPENAI_BASE_URL; the harness reads",
-		"# its base URL from a config file, so the URL goes there first.",
-		"set -eu",
-		`: "${OPENAI_BASE_URL:?modelcalls run sets it}"`,
-		`files=$(grep -rlF '` + baseURLFromEnv + `' "$HOME" || true)`,
-		`for f in $files; do`,
-		`	sed "s|` + baseURLFromEnv + `|$OPENAI_BASE_URL|g" "$f" > "$f.tmp"`,
-		`	mv "$f.tmp" "$f"`,
-		`done`,
-		`exec '` + exe + `' "$@"`,
-		"",
-	}, "\n"))
-	if err := os.Chmod(wrapper, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	a := []string{"run", "--rollout", id, "--upstream", g.upstream, "--capture-dir", g.captureDir, "--name", proxyName}
-	if g.tokens != "" {
-		a = append(a, "--tokens", g.tokens)
-	}
-	a = append(a, "--", wrapper)
-	return bin, append(a, args...)
-}
-
-// isRender reports whether e is one of the calls the gateway makes to llama-server itself for a
-// call's prompt ids (--tokens llama-server).
-func (g *ownGateway) isRender(e TapEntry) bool {
-	return g.tokens == "llama-server" && e.Method == http.MethodPost && (e.Path == "/apply-template" || e.Path == "/tokenize")
+// isRender reports whether e is one of the calls a gateway with --tokens llama-server makes to
+// llama-server itself for a call's prompt ids.
+func isRender(engine string, e TapEntry) bool {
+	return engine == "llama-server" && e.Method == http.MethodPost && (e.Path == "/apply-template" || e.Path == "/tokenize")
 }
 
 // runLlamaTokens runs pi on Chat under `modelcalls run --upstream <llama-server> --tokens
@@ -85,8 +36,7 @@ func (s *suite) runLlamaTokens(t *testing.T) {
 	tap, front := tapIn(t, url)
 	capDir := filepath.Join(dir, "capture")
 	rig := &upstreamRig{name: name, bin: s.bin, tap: tap, captureDir: capDir, stopUpstream: front.Close,
-		answer: func(string) string { return tinyAnswer },
-		own:    &ownGateway{upstream: front.URL, captureDir: capDir, tokens: "llama-server"}}
+		upstreamURL: front.URL, answer: func(string) string { return tinyAnswer }, tokens: "llama-server"}
 	var done []*runResult
 	for _, run := range harnessRuns() {
 		exe, ok := s.harnesses[run.harness]
@@ -95,7 +45,7 @@ func (s *suite) runLlamaTokens(t *testing.T) {
 		}
 		t.Run(run.name, func(t *testing.T) {
 			res := s.runOne(t, rig, run, exe, filepath.Join(dir, "projects", run.name))
-			checkOwnGatewayRun(t, res)
+			checkRunLog(t, res)
 			done = append(done, res)
 		})
 	}
@@ -110,19 +60,9 @@ func (s *suite) runLlamaTokens(t *testing.T) {
 	}
 }
 
-// checkOwnGatewayRun checks what is particular to a run under `modelcalls run --upstream`: the
-// harness was pointed at run's own gateway under the rollout's prefix, and the gateway logged
-// no panic.
-func checkOwnGatewayRun(t *testing.T, res *runResult) {
+// checkRunLog checks that run's gateway logged no panic or data race, and shows what it warned of.
+func checkRunLog(t *testing.T, res *runResult) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(res.home, ".pi", "agent", "models.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := regexp.MustCompile(`"baseUrl": "http://127\.0\.0\.1:[0-9]+/ng-rollout/` + regexp.QuoteMeta(res.rolloutID) + `/v1"`)
-	if !want.Match(b) {
-		t.Errorf("pi's models.json does not point at run's gateway under the rollout's prefix:\n%s", b)
-	}
 	stderr, _ := os.ReadFile(filepath.Join(filepath.Dir(res.home), "stderr"))
 	if bytes.Contains(stderr, []byte("panic:")) || bytes.Contains(stderr, []byte("DATA RACE")) {
 		t.Errorf("run's gateway logged a panic or data race:\n%s", tail(string(stderr), 40))
@@ -404,15 +344,15 @@ func checkTokens(t *testing.T, bin string, rig *upstreamRig, runs []*runResult) 
 	}
 
 	// The Parquet file, as DuckDB reads it, holds the JSONL rows.
-	res := duckdbtest.Read(t, parquetPath)
+	types, duckRows := capturetest.ReadParquetWithDuckDB(t, parquetPath)
 	for col, typ := range map[string]string{"prompt_token_ids": "BIGINT[]", "generation_token_ids": "BIGINT[]",
 		"generation_log_probs": "DOUBLE[]", "reward": "DOUBLE"} {
-		if res.Types[col] != typ {
-			t.Errorf("DuckDB reads %s as %s, want %s", col, res.Types[col], typ)
+		if types[col] != typ {
+			t.Errorf("DuckDB reads %s as %s, want %s", col, types[col], typ)
 		}
 	}
-	lines := make([][]byte, len(res.Rows))
-	for i, r := range res.Rows {
+	lines := make([][]byte, len(duckRows))
+	for i, r := range duckRows {
 		lines[i] = r
 	}
 	duck := readRows(t, lines)

@@ -1,3 +1,5 @@
+//go:build unix
+
 package reliability
 
 import (
@@ -112,7 +114,7 @@ func TestConnectionCap(t *testing.T) {
 	cs := flood(t, p.url, 81)
 	last := awaitSaturated(t, p, cs[80])
 	limit := -1
-	if m := regexp.MustCompile(`max_connections=(\d+)`).FindStringSubmatch(p.stderr.String()); m != nil {
+	if m := regexp.MustCompile(`max_connections=(\d+)`).FindStringSubmatch(p.record); m != nil {
 		limit, _ = strconv.Atoi(m[1])
 	}
 	status := callOn(t, cs[0], "capped")

@@ -1,3 +1,5 @@
+//go:build unix
+
 package reliability
 
 import (
@@ -25,9 +27,9 @@ const argSep = "\x1f"
 // proxyRole runs `modelcalls proxy` with the arguments in MR_ARGS through the command line's own
 // entry point (cli.Main), after lowering RLIMIT_FSIZE to MR_FSIZE bytes when set (writes past it
 // fail with EFBIG, as on a full disk; Go ignores SIGXFSZ) and RLIMIT_NOFILE to MR_NOFILE
-// descriptors when set. It prints "listening <url>" on stdout
-// once the proxy listens (followed by the admin URL with --admin-listen) and "draining" when it starts to shut down; its log goes to stderr. SIGTERM
-// drains and exits.
+// descriptors when set. Once the proxy listens it prints "record <the listening log record>" and
+// then "listening <url>" (followed by the admin URL with --admin-listen) on stdout, and "draining"
+// when it starts to shut down; its log goes to stderr. SIGTERM drains and exits.
 func proxyRole() int {
 	if v := os.Getenv("MR_FSIZE"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
@@ -67,8 +69,10 @@ type listenWatcher struct {
 }
 
 func (l *listenWatcher) Write(p []byte) (int, error) {
-	// The record goes to stderr before its announcement on stdout, so a test that reads stderr
-	// once it saw the announcement finds the record there.
+	// The record goes to stderr before its announcement on stdout. That alone does not let a test
+	// read it from stderr once it saw the announcement: the test's copy of stderr is a pipe drained
+	// by another goroutine, which may lag behind the stdout line (cap -1 under load). So the
+	// announcement carries the record itself.
 	n, err := l.w.Write(p)
 	if bytes.Contains(p, []byte(`msg="shutting down: finishing in-flight calls"`)) {
 		fmt.Println("draining")
@@ -84,7 +88,7 @@ func (l *listenWatcher) Write(p []byte) (int, error) {
 			}
 		}
 		if u != "" {
-			l.once.Do(func() { fmt.Printf("listening %s%s\n", u, admin) })
+			l.once.Do(func() { fmt.Printf("record %s\nlistening %s%s\n", bytes.TrimSpace(p), u, admin) })
 		}
 	}
 	return n, err
@@ -93,8 +97,9 @@ func (l *listenWatcher) Write(p []byte) (int, error) {
 // proxyProc is a running proxy helper.
 type proxyProc struct {
 	*helperProc
-	url   string // http://127.0.0.1:port
-	admin string // the admin endpoints' base URL with --admin-listen, else ""
+	url    string // http://127.0.0.1:port
+	admin  string // the admin endpoints' base URL with --admin-listen, else ""
+	record string // the "modelcalls proxy listening" log record (fields such as max_connections)
 }
 
 // startProxy starts `modelcalls proxy --upstream upstream --capture-dir dir --listen 127.0.0.1:0`
@@ -103,9 +108,10 @@ func startProxy(t testing.TB, upstream, dir string, extra []string, env ...strin
 	t.Helper()
 	args := append([]string{"--upstream", upstream, "--capture-dir", dir, "--listen", "127.0.0.1:0", "--log-level", "debug"}, extra...)
 	p := startHelper(t, "proxy", append([]string{"MR_ARGS=" + strings.Join(args, argSep)}, env...)...)
+	record := strings.TrimPrefix(p.expect("record "), "record ")
 	line := p.expect("listening ")
 	u, admin, _ := strings.Cut(strings.TrimPrefix(line, "listening "), " ")
-	return &proxyProc{helperProc: p, url: u, admin: admin}
+	return &proxyProc{helperProc: p, url: u, admin: admin, record: record}
 }
 
 // stop sends SIGTERM (graceful drain) and waits for a clean exit.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/modelcalls/modelcalls/internal/duckdbtest"
+	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
 
 // TestParquetReadByDuckDB writes rows as Parquet and reads them back with DuckDB: the id and
@@ -29,18 +29,18 @@ func TestParquetReadByDuckDB(t *testing.T) {
 	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res := duckdbtest.Read(t, file)
+	types, duckRows := capturetest.ReadParquetWithDuckDB(t, file)
 	for col, typ := range map[string]string{"prompt_token_ids": "BIGINT[]", "generation_token_ids": "BIGINT[]",
 		"generation_log_probs": "DOUBLE[]", "reward": "DOUBLE", "call_index": "BIGINT"} {
-		if res.Types[col] != typ {
-			t.Errorf("DuckDB reads %s as %s, want %s", col, res.Types[col], typ)
+		if types[col] != typ {
+			t.Errorf("DuckDB reads %s as %s, want %s", col, types[col], typ)
 		}
 	}
-	if !strings.HasPrefix(res.Types["findings"], "STRUCT(") || !strings.HasSuffix(res.Types["findings"], "[]") {
-		t.Errorf("findings is %s, want a list of structs", res.Types["findings"])
+	if !strings.HasPrefix(types["findings"], "STRUCT(") || !strings.HasSuffix(types["findings"], "[]") {
+		t.Errorf("findings is %s, want a list of structs", types["findings"])
 	}
 	var got []Row
-	for _, line := range res.Rows {
+	for _, line := range duckRows {
 		var r Row
 		if err := json.Unmarshal(line, &r); err != nil {
 			t.Fatalf("%v: %s", err, line)

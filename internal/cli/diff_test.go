@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcalls/modelcalls/internal/demo"
+)
+
+// TestDiff runs diff on captures the real gateway wrote: the demo run twice into two dirs (two
+// runs of the same rollouts: every id and time differs, nothing else) match; two rollouts of one
+// run that speak the same dialect through different models part at the first call's model.
+func TestDiff(t *testing.T) {
+	run := func() string {
+		res, err := demo.Run(context.Background(), demo.Options{Dir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.CaptureDir
+	}
+	a, b := run(), run()
+
+	out, errOut, code := runCLI(t, "", "diff", "--capture-dir", a, "--capture-dir", b, "demo-responses-sse")
+	if code != 0 || !strings.Contains(out, "The runs match: 2 calls") || errOut != "" {
+		t.Errorf("two runs of one rollout: exit %d, stdout:\n%s\nstderr: %s", code, out, errOut)
+	}
+
+	out, errOut, code = runCLI(t, "", "diff", "--capture-dir", a, "demo-chat-json", "demo-chat-sse")
+	if code != 1 || errOut != "" {
+		t.Fatalf("two rollouts: exit %d, stderr %q; want 1 and nothing", code, errOut)
+	}
+	for _, want := range []string{"A: demo-chat-json in " + a + ": 2 calls", "B: demo-chat-sse in " + a,
+		"First difference: call #0 (A call_index 0, B call_index 0): model\n  A: deepseek-reasoner\n  B: gpt-5-nano-2025-08-07",
+		"tool calls A / B", "get_weather"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+
+	out, _, code = runCLI(t, "", "diff", "--capture-dir", a, "--capture-dir", b, "demo-messages-rate-limited", "demo-messages-json", "--json")
+	var res struct {
+		Same  bool
+		First struct {
+			Position int
+			What     string
+			A, B     string
+		}
+		Pairs []struct{ Differs []string }
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 1 {
+		t.Fatalf("--json: exit %d, %v:\n%s", code, err, out)
+	}
+	// The same first request, answered 429 in A and with a tool call in B; B goes on alone.
+	if res.Same || res.First.Position != 0 || res.First.What != "status" || res.First.A != "429" || res.First.B != "200" ||
+		len(res.Pairs) != 2 || strings.Join(res.Pairs[1].Differs, ",") != "missing" {
+		t.Errorf("429 vs a tool loop: %+v", res)
+	}
+
+	checkExits(t, []exitCase{
+		{"one run", []string{"diff", "--capture-dir", a, "demo-chat-json"}, ExitUsage, "give a second rollout or a second --capture-dir"},
+		{"no rollout", []string{"diff", "--capture-dir", a}, ExitUsage, "want ROLLOUT [ROLLOUT2]"},
+		{"three dirs", []string{"diff", "--capture-dir", a, "--capture-dir", b, "--capture-dir", a, "r"}, ExitUsage, "given 3 times"},
+		{"bad id", []string{"diff", "--capture-dir", a, "r", "../x"}, ExitUsage, "ROLLOUT2"},
+		{"unknown rollout", []string{"diff", "--capture-dir", a, "demo-chat-json", "nope"}, ExitNotFound, "no rollout nope in"},
+		{"missing dir", []string{"diff", "--capture-dir", filepath.Join(a, "missing"), "--capture-dir", b, "r"}, ExitNotFound, ""},
+		{"no dir", []string{"diff", "r1", "r2"}, ExitUsage, "--capture-dir is required"},
+	})
+}

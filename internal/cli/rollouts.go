@@ -1,0 +1,270 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	modelcalls "github.com/modelcalls/modelcalls"
+	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/ordered"
+)
+
+// rolloutSummary is one line of the rollout list `calls DIR` and `show DIR` print when no rollout
+// id is given.
+type rolloutSummary struct {
+	ID           string   `json:"rollout_id"`
+	Calls        int      `json:"calls"`
+	Errors       int      `json:"errors"`        // calls with an error_category
+	LastActivity *float64 `json:"last_activity"` // latest completed_at (else started_at), seconds since the Unix epoch; null when no call has one
+	Damaged      int      `json:"damaged_lines"` // capture lines that could not be read
+	Incomplete   bool     `json:"incomplete"`    // a capture write failed (marker present)
+	Dir          string   `json:"capture_dir"`   // the dir it is read from (the first that holds it)
+	err          error    `json:"-"`             // the rollout could not be read
+}
+
+// rolloutIDs lists the rollouts of dirs, each from the first dir that holds it (as merge reads
+// them), sorted by id; from maps an id to the store it is read from.
+func rolloutIDs(dirs []string) (ids []string, from map[string]*capture.Store, err error) {
+	from = map[string]*capture.Store{}
+	for _, dir := range dirs {
+		store, err := openCaptureDir(dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		dirIDs, err := store.Rollouts()
+		if err != nil {
+			return nil, nil, withExit(ExitFailure, err)
+		}
+		for _, id := range dirIDs {
+			if _, ok := from[id]; !ok {
+				from[id] = store
+				ids = append(ids, id)
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids, from, nil
+}
+
+// summarizeRollout reads rollout id from store for the rollout list.
+func summarizeRollout(store *capture.Store, id string) rolloutSummary {
+	rs := rolloutSummary{ID: id, Dir: store.Dir()}
+	_, marker, err := store.Stat(id)
+	if err != nil {
+		rs.err = err
+		return rs
+	}
+	rs.Incomplete = marker
+	records, damaged, err := modelcalls.ReadAvailableRecords(store, id)
+	if err != nil {
+		rs.err = err
+		return rs
+	}
+	rs.Calls, rs.Damaged = len(records), damaged
+	for i := range records {
+		r := &records[i]
+		if r.ErrorCategory != nil {
+			rs.Errors++
+		}
+		at := r.CompletedAt
+		if at == nil {
+			at = r.StartedAt
+		}
+		if at != nil && (rs.LastActivity == nil || *at > *rs.LastActivity) {
+			rs.LastActivity = at
+		}
+	}
+	return rs
+}
+
+// listRollouts prints the rollouts of dirs, one line each (id, calls, errors, last activity), for
+// cmd (calls or show) given a capture dir but no rollout id. format is table, tsv or json (one
+// object per line). Rollouts that cannot be read are named on stderr and the exit is 1.
+func listRollouts(ctx context.Context, s *Streams, cmd string, dirs []string, format string) error {
+	if err := checkCaptureDirs(dirs); err != nil {
+		return err
+	}
+	ids, from, err := rolloutIDs(dirs)
+	if err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		fmt.Fprintf(s.ErrOut, "modelcalls %s: no rollouts in %s yet (no <rollout_id>%s files): the gateway writes one per rollout once a call comes with the /ng-rollout/<rollout_id>/ prefix\n",
+			cmd, strings.Join(dirs, ", "), capture.CaptureSuffix)
+		return nil
+	}
+	var list []rolloutSummary
+	i := 0
+	next := func() (string, int64, bool, error) {
+		if i == len(ids) {
+			return "", 0, false, nil
+		}
+		i++
+		return ids[i-1], 1, true, nil
+	}
+	workers := max(2, runtime.GOMAXPROCS(0))
+	lim := ordered.Limits{Workers: workers, MaxItems: 4 * workers, MaxBytes: int64(4 * workers)}
+	failed := 0
+	err = ordered.Run(ctx, lim, next,
+		func(_ context.Context, id string) rolloutSummary { return summarizeRollout(from[id], id) },
+		func(rs rolloutSummary) error {
+			if rs.err != nil {
+				failed++
+				fmt.Fprintf(s.ErrOut, "modelcalls %s: rollout %s not listed: %v\n", cmd, rs.ID, rs.err)
+				return nil
+			}
+			list = append(list, rs)
+			return nil
+		})
+	if err != nil {
+		return withExit(ExitFailure, err)
+	}
+	w := bufio.NewWriter(s.Out)
+	switch format {
+	case formatJSON:
+		enc := json.NewEncoder(w)
+		for _, rs := range list {
+			enc.Encode(rs)
+		}
+	case formatTSV:
+		rows := make([][]string, len(list))
+		for i, rs := range list {
+			last := ""
+			if rs.LastActivity != nil {
+				last = strconv.FormatFloat(*rs.LastActivity, 'f', 3, 64)
+			}
+			rows[i] = []string{rs.ID, strconv.Itoa(rs.Calls), strconv.Itoa(rs.Errors), last,
+				strconv.Itoa(rs.Damaged), strconv.FormatBool(rs.Incomplete), rs.Dir}
+		}
+		writeTSV(w, []string{"rollout_id", "calls", "errors", "last_activity", "damaged_lines", "incomplete", "capture_dir"}, rows)
+	default:
+		rows := make([][]string, len(list))
+		for i, rs := range list {
+			note := ""
+			if rs.Damaged > 0 {
+				note = plural(rs.Damaged, "damaged line", "damaged lines")
+			}
+			if rs.Incomplete {
+				note = strings.TrimPrefix(note+", incomplete", ", ")
+			}
+			rows[i] = []string{rs.ID, strconv.Itoa(rs.Calls), strconv.Itoa(rs.Errors), activityCell(rs.LastActivity), note}
+		}
+		if err := renderTable(w, []string{"rollout", "calls", "errors", "last activity", "note"},
+			[]bool{false, true, true, false, false}, rows, outputWidth(s.Out), []int{0, 4}); err != nil {
+			return withExit(ExitFailure, err)
+		}
+		fmt.Fprintf(w, "%s in %s; modelcalls %s %s ROLLOUT_ID shows one\n", plural(len(list), "rollout", "rollouts"),
+			strings.Join(dirs, ", "), cmd, dirs[0])
+	}
+	if err := w.Flush(); err != nil {
+		return withExit(ExitFailure, fmt.Errorf("write output: %w", err))
+	}
+	if failed > 0 {
+		return withExit(ExitFailure, fmt.Errorf("%s could not be read", plural(failed, "rollout", "rollouts")))
+	}
+	return nil
+}
+
+// activityCell shows a wall-clock time in seconds since the Unix epoch as local date and time.
+func activityCell(at *float64) string {
+	if at == nil {
+		return unknownCell
+	}
+	sec, frac := math.Modf(*at)
+	return time.Unix(int64(sec), int64(frac*1e9)).Local().Format("2006-01-02 15:04:05")
+}
+
+// noRolloutArg reports whether calls or show were given a capture dir but no rollout id:
+// --capture-dir and no argument, or one argument that is a directory without --capture-dir (one
+// that is not stays the usage error of a missing capture dir: `show r1`). It returns the dirs to
+// list.
+func noRolloutArg(flagDirs, args []string) ([]string, bool) {
+	switch {
+	case len(flagDirs) > 0 && len(args) == 0:
+		return flagDirs, true
+	case len(flagDirs) == 0 && len(args) == 1:
+		if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
+			return args, true
+		}
+	}
+	return nil, false
+}
+
+// maxSuggestions is how many rollout ids "did you mean" offers.
+const maxSuggestions = 3
+
+// similarRollouts returns up to maxSuggestions ids of dirs like id (a typo away: edit distance at
+// most a third of its length, at least 1; or one contains the other, which comes first), closest
+// first; total is how many rollouts dirs hold.
+func similarRollouts(dirs []string, id string) (like []string, total int) {
+	ids, _, err := rolloutIDs(dirs)
+	if err != nil {
+		return nil, 0
+	}
+	type cand struct {
+		id string
+		d  int
+	}
+	var cs []cand
+	lower := strings.ToLower(id)
+	limit := max(1, len(id)/3)
+	for _, c := range ids {
+		lc := strings.ToLower(c)
+		d := editDistance(lower, lc)
+		if strings.Contains(lc, lower) || strings.Contains(lower, lc) {
+			d = 0 // an id with more (or less) around it comes first
+		}
+		if d <= limit {
+			cs = append(cs, cand{c, d})
+		}
+	}
+	slices.SortStableFunc(cs, func(a, b cand) int { return a.d - b.d })
+	for i := 0; i < len(cs) && i < maxSuggestions; i++ {
+		like = append(like, cs[i].id)
+	}
+	return like, len(ids)
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes (rollout ids are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// unknownRolloutHint is what the "no capture" error of a rollout adds: the ids like it, or how to
+// list the rollouts there are.
+func unknownRolloutHint(cmd string, dirs []string, id string) string {
+	like, total := similarRollouts(dirs, id)
+	switch {
+	case len(like) > 0:
+		return "; did you mean " + strings.Join(like, " or ") + "?"
+	case total > 0:
+		return fmt.Sprintf("; %s holds %s (modelcalls %s %s lists them)", strings.Join(dirs, ", "),
+			plural(total, "rollout", "rollouts"), cmd, dirs[0])
+	}
+	return ""
+}
