@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/internal/capturetest/jsonmember"
+	"github.com/modelcalls/modelcalls/samples"
 	"github.com/modelcalls/modelcalls/tokens/tokenexport"
 )
 
@@ -366,6 +367,9 @@ func checkTokens(t *testing.T, bin string, rig *upstreamRig, runs []*runResult) 
 	}
 	notes = append(notes, fmt.Sprintf("export tokens: %d rows; DuckDB read the same %d rows from Parquet", len(rows), len(duck)))
 
+	// The main chains as training rows (lineage): loss mask on the generated ids only.
+	notes = append(notes, checkSamples(t, bin, rig, runs, byID, inPath)...)
+
 	// NeMo Gym's token records: one per call, the row's ids and logprobs.
 	gymDir := filepath.Join(dir, "tokens-gym")
 	exportTokens(t, bin, rig.captureDir, inPath, gymDir, "--format", "gym")
@@ -506,4 +510,93 @@ func hasFinding(row tokenexport.Row, code, detail string) bool {
 
 func eqInt64(a *int64, b *int) bool {
 	return (a == nil && b == nil) || (a != nil && b != nil && *a == int64(*b))
+}
+
+// checkSamples runs `modelcalls export samples --format tokens` on the capture dir and checks
+// each rollout's main chain against its calls' exported token rows: the rows glue the calls'
+// prompt and generated ids in order, the loss mask is 1 exactly on each call's generated ids,
+// the rollout logprobs there are the call's logprobs, and a row that starts anew names why (a
+// token-prefix mismatch: the template re-rendered the history). It returns one summary line per
+// rollout.
+func checkSamples(t *testing.T, bin string, rig *upstreamRig, runs []*runResult, byID map[string]tokenexport.Row,
+	inPath string) []string {
+	t.Helper()
+	out := filepath.Join(filepath.Dir(rig.captureDir), "samples-tokens.jsonl")
+	cmd := exec.Command(bin, "export", "samples", "--capture-dir", rig.captureDir, "--in", inPath, "--format", "tokens",
+		"--out", out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if b, err := cmd.Output(); err != nil {
+		t.Fatalf("modelcalls export samples --format tokens: %v\n%s%s", err, b, stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byRollout := map[string][]samples.TokenRow{}
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var r samples.TokenRow
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatalf("samples row %s: %v", line, err)
+		}
+		byRollout[r.RolloutID] = append(byRollout[r.RolloutID], r)
+	}
+	var notes []string
+	for _, run := range runs {
+		rows := byRollout[run.rolloutID]
+		if len(rows) == 0 {
+			t.Errorf("%s: export samples wrote no token row (stderr: %s)", run.rolloutID, stderr.String())
+			continue
+		}
+		glued, splits := 0, []string{}
+		for _, r := range rows {
+			n := len(r.InputIDs)
+			if len(r.LossMask) != n || len(r.RolloutLogprobs) != n || len(r.PromptStarts) != len(r.ModelCallIDs) ||
+				len(r.GenerationStarts) != len(r.ModelCallIDs) || len(r.Ends) != len(r.ModelCallIDs) {
+				t.Errorf("%s segment %d: list lengths disagree: %s", run.rolloutID, r.Segment, mustJSON(r))
+				continue
+			}
+			if r.Segment > 0 {
+				if !strings.HasPrefix(r.SplitReason, "token_prefix_mismatch at ") && r.SplitReason != "no_token_ids" {
+					t.Errorf("%s segment %d starts anew with split_reason %q", run.rolloutID, r.Segment, r.SplitReason)
+				}
+				splits = append(splits, r.SplitReason)
+			}
+			wantMask := make([]int32, n)
+			for k, id := range r.ModelCallIDs {
+				glued++
+				tr, ok := byID[id]
+				ps, gs, end := int(r.PromptStarts[k]), int(r.GenerationStarts[k]), int(r.Ends[k])
+				if !ok || ps > gs || gs > end || end > n {
+					t.Errorf("%s segment %d call %s: spans %d/%d/%d of %d ids", run.rolloutID, r.Segment, id, ps, gs, end, n)
+					continue
+				}
+				// The row up to the call's generation is its prompt; then its generated ids.
+				if !slices.Equal(r.InputIDs[:gs], tr.PromptTokenIDs) {
+					t.Errorf("%s call %s: the row's ids before its generation are not its prompt ids", run.rolloutID, id)
+				}
+				if !slices.Equal(r.InputIDs[gs:end], tr.GenerationTokenIDs) {
+					t.Errorf("%s call %s: row ids %v, generated ids %v", run.rolloutID, id, r.InputIDs[gs:end], tr.GenerationTokenIDs)
+				}
+				if tr.GenerationLogProbs != nil && !slices.Equal(r.RolloutLogprobs[gs:end], tr.GenerationLogProbs) {
+					t.Errorf("%s call %s: rollout logprobs %v, the call's %v", run.rolloutID, id, r.RolloutLogprobs[gs:end],
+						tr.GenerationLogProbs)
+				}
+				for i := gs; i < end; i++ {
+					wantMask[i] = 1
+				}
+			}
+			if !slices.Equal(r.LossMask, wantMask) {
+				t.Errorf("%s segment %d: loss mask %v, want 1 exactly on the generated ids: %v", run.rolloutID, r.Segment,
+					r.LossMask, wantMask)
+			}
+		}
+		audit := "token-prefix audit: no split"
+		if len(splits) > 0 {
+			audit = "split: " + strings.Join(splits, "; ")
+		}
+		notes = append(notes, fmt.Sprintf("export samples tokens %s: %d rows, %d calls glued, %s", run.rolloutID, len(rows),
+			glued, audit))
+	}
+	return notes
 }
