@@ -580,6 +580,9 @@ func checkSamples(t *testing.T, bin string, rig *upstreamRig, runs []*runResult,
 	}
 	byRollout := map[string][]samples.TokenRow{}
 	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
 		var r samples.TokenRow
 		if err := json.Unmarshal(line, &r); err != nil {
 			t.Fatalf("samples row %s: %v", line, err)
