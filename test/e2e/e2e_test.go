@@ -1015,12 +1015,12 @@ var listenAddrRE = regexp.MustCompile(`127\.0\.0\.1:([0-9]+)`)
 // startProxy starts `modelcalls proxy --upstream URL --capture-dir DIR --listen 127.0.0.1:0
 // --name NAME` and reads its listening address from the first log line naming one (other than
 // the upstream's); the log is also written to logPath.
-func startProxy(t *testing.T, bin, upstream, capDir, logPath string) *modelcallsProc {
+func startProxy(t *testing.T, bin, upstream, capDir, logPath string, extra ...string) *modelcallsProc {
 	t.Helper()
 	upstreamPort := upstream[strings.LastIndex(upstream, ":")+1:]
 	return startModelcalls(t, bin, modelcallsRun{
-		args: []string{"proxy", "--upstream", upstream, "--capture-dir", capDir,
-			"--listen", "127.0.0.1:0", "--name", proxyName},
+		args: append([]string{"proxy", "--upstream", upstream, "--capture-dir", capDir,
+			"--listen", "127.0.0.1:0", "--name", proxyName}, extra...),
 		logPath: logPath,
 		listening: func(line string) (string, string) {
 			for _, m := range listenAddrRE.FindAllStringSubmatch(line, -1) {

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcalls/modelcalls/internal/capturetest"
 	"github.com/modelcalls/modelcalls/internal/capturetest/jsonmember"
@@ -50,6 +51,11 @@ func (s *suite) runLlamaTokens(t *testing.T) {
 			done = append(done, res)
 		})
 	}
+	t.Run("probe", func(t *testing.T) {
+		if res := tokensProbe(t, rig, filepath.Join(dir, "proxy.log")); res != nil {
+			done = append(done, res)
+		}
+	})
 	t.Run("tokens", func(t *testing.T) {
 		for _, line := range checkTokens(t, s.bin, rig, done) {
 			s.report.note(name + ": " + line)
@@ -651,4 +657,53 @@ func checkSamples(t *testing.T, bin string, rig *upstreamRig, runs []*runResult,
 			glued, audit))
 	}
 	return notes
+}
+
+// tokensProbe sends Chat calls without tools through `modelcalls proxy --tokens llama-server`
+// (pi's calls all stream with tools, which llama-server refuses logprobs on): one JSON, one
+// streamed, and a streamed second turn that carries the first answer, so the logprob path and
+// the lineage's token-prefix audit meet the real server.
+func tokensProbe(t *testing.T, rig *upstreamRig, logPath string) *runResult {
+	id := "e2e-" + rig.name + "-probe"
+	p := startProxy(t, rig.bin, rig.upstreamURL, rig.captureDir, logPath, "--tokens", rig.tokens)
+	rig.tap.Take()
+	started := time.Now()
+	first := `{"role":"user","content":"Say hello"}`
+	for i, body := range []string{
+		`{"model":"e2e-model","messages":[` + first + `]}`,
+		`{"model":"e2e-model","messages":[` + first + `],"stream":true,"stream_options":{"include_usage":true}}`,
+		`{"model":"e2e-model","messages":[` + first + `,{"role":"assistant","content":"` + tinyAnswer +
+			`"},{"role":"user","content":"Again"}],"stream":true,"stream_options":{"include_usage":true}}`,
+	} {
+		status, b := capturetest.Post(t, p.base+"/ng-rollout/"+id+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		if status != http.StatusOK || !strings.Contains(b, "tiny") {
+			t.Fatalf("probe call %d: status %d: %.300s", i, status, b)
+		}
+	}
+	finished := time.Now()
+	if err := p.stop(); err != nil {
+		t.Errorf("proxy --tokens did not shut down cleanly: %v\n%s", err, p.logTail())
+	}
+	res := &runResult{run: "probe", dialect: DialectChat, rolloutID: id, wall: finished.Sub(started)}
+	for _, e := range rig.tap.Take() {
+		if e.Dialect() != "" {
+			res.calls = append(res.calls, e)
+		} else if isRender(rig.tokens, e) {
+			res.renders = append(res.renders, e)
+		} else {
+			t.Errorf("probe: unexpected %s %s reached the upstream", e.Method, e.Path)
+		}
+	}
+	res.records = readRecords(t, rig.bin, rig.captureDir, id)
+	res.tokenCaptures = readTokenCaptures(t, rig.captureDir, id)
+	if len(res.records) != 3 || len(res.calls) != 3 {
+		t.Fatalf("probe: %d records, %d calls upstream, want 3", len(res.records), len(res.calls))
+	}
+	for i, e := range res.calls {
+		r := res.records[i]
+		e = checkTokenRequest(t, fmt.Sprintf("probe call %d", i), rig.tokens, r, res.tokenCaptures[r.ModelCallID], e)
+		checkRecord(t, fmt.Sprintf("probe call %d", i), r, e, Observe(DialectChat, mustDecode(t, e)), nil, DialectChat,
+			started, finished)
+	}
+	return res
 }
