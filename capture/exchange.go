@@ -84,6 +84,10 @@ type Exchange struct {
 	// request headers (docs/format.md, section 3.6); the record does not carry them.
 	ClientLogicalRequestID *string `json:"client_logical_request_id"`
 	ClientParentCallID     *string `json:"client_parent_call_id"`
+	// PathModel, written only when non-nil, is the model the request's URL path names (a dialect
+	// whose paths hold the model; dialect.ModelOfPath), which the record's model falls back to
+	// when neither the response nor the request names one.
+	PathModel *string `json:"path_model"`
 }
 
 // EncodeExchange returns ex as one compact JSON line without the trailing newline, in the key order
@@ -190,6 +194,7 @@ func WriteExchange(w io.Writer, ex *Exchange) error {
 	}
 	e.keyStr(`,"`+schema.ClientLogicalRequestID+`":`, ex.ClientLogicalRequestID)
 	e.keyStr(`,"`+schema.ClientParentCallID+`":`, ex.ClientParentCallID)
+	e.keyStr(`,"`+schema.PathModel+`":`, ex.PathModel)
 	e.raw("}")
 	if e.err != nil {
 		return fmt.Errorf("encode exchange: %w", e.err)

@@ -21,6 +21,7 @@ func TestLineFollowsSchema(t *testing.T) {
 	src, up, reason, sess, msg, logical, parent := "local", 502, "upstream_timeout", "s1", "m1", "l1", strings.Repeat("c", 32)
 	reqRaw, respRaw := "req text", "resp text"
 	attempted := true
+	pathModel := "gemini-2.5-flash"
 	full := &Exchange{
 		ModelCallID: strings.Repeat("a", 32), Dialect: "chat",
 		ModelRef:  &rollout.ModelServerRef{Type: rollout.ModelServerRefType, Name: "policy"},
@@ -29,6 +30,7 @@ func TestLineFollowsSchema(t *testing.T) {
 		ResponseSource: &src, UpstreamAttempted: &attempted, UpstreamStatusCode: &up, LocalResponseReason: &reason,
 		ClientSessionID: &sess, ClientAssistantMessageID: &msg, ClientLogicalRequestID: &logical, ClientParentCallID: &parent,
 		TokenCapture: json.RawMessage(`{"engine":"vllm","added":{}}`),
+		PathModel:    &pathModel,
 	}
 	var all, always []string
 	for _, k := range schema.Line {

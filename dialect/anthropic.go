@@ -92,7 +92,7 @@ func (messagesDialect) response(r members, c *Conversation) {
 // toolCalls reads Messages content blocks: each tool_use block is a tool call (id, name, input:
 // {} when not truthy); thinking and redacted_thinking blocks give their thinking when a string,
 // empty strings included (as NeMo Gym counts them).
-func (messagesDialect) toolCalls(m *ResponseMembers, x *Extraction) bool {
+func (messagesDialect) toolCalls(m *ResponseMembers, x Sink) bool {
 	if !jsonscan.IsArray(m.Content) {
 		return false
 	}
@@ -119,10 +119,10 @@ func (messagesDialect) toolCalls(m *ResponseMembers, x *Extraction) bool {
 		})
 		switch typ, _ := jsonscan.StringAlias(typ); typ { // only compared
 		case "tool_use":
-			x.call(id, name, input, true)
+			x.Call(RawToolCall{CallID: id, Name: name, Args: input, ArgsObject: true})
 		case "thinking", "redacted_thinking":
 			if jsonscan.IsString(thinking) {
-				x.Reasoning = append(x.Reasoning, thinking)
+				x.Reasoning(thinking)
 			}
 		}
 		return true

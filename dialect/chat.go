@@ -13,14 +13,19 @@ import (
 // reconstruction does (last truthy model and usage, last string id, content and reasoning
 // fragments joined, tool-call arguments appended per slot), except that an n > 1 stream keeps
 // one choice per choice index (Gym merges every choice into one message) and tool-call deltas
-// follow the id rules of toolDelta.
+// follow the id rules of toolDelta. Token ids and logprobs the engine streams are kept as the
+// non-streaming answer carries them (Gym keeps them only in the raw body): vLLM's prompt_token_ids
+// (first chunk) and per-choice token_ids, each choice's logprobs.content, SGLang's per-choice
+// prompt_token_ids and its sglext (one, in a last chunk without choices).
 type chatState struct {
-	model   []byte // last truthy chunk model
-	id      []byte // last chunk id that is a string
-	usage   []byte // last truthy chunk usage
-	choices map[int64]*chatChoice
-	sp      *spill
-	lim     *budget
+	model     []byte // last truthy chunk model
+	id        []byte // last chunk id that is a string
+	usage     []byte // last truthy chunk usage
+	promptIDs []byte // first prompt_token_ids that is an array (vLLM)
+	sglext    []byte // last truthy sglext (SGLang: input_ids, output_ids)
+	choices   map[int64]*chatChoice
+	sp        *spill
+	lim       *budget
 }
 
 type chatChoice struct {
@@ -30,6 +35,9 @@ type chatChoice struct {
 	reasoning    text
 	hasReasoning bool
 	finish       []byte // last truthy finish_reason
+	tokenIDs     ids    // token_ids of every chunk, concatenated
+	logprobs     ids    // logprobs.content of every chunk, concatenated
+	promptIDs    []byte // first prompt_token_ids that is an array (SGLang's, per choice)
 	calls        []*toolCall
 	byIndex      map[int64]*toolCall // the latest call of each index, once calls passes toolCallScan
 	last         *toolCall           // the call the previous tool-call delta went to
@@ -58,6 +66,12 @@ func (c *chatState) add(ev []byte) {
 	if u := jsonscan.Lookup(ev, "usage"); jsonscan.Truthy(u) {
 		c.usage = keep(c.usage, u)
 	}
+	if p := jsonscan.Lookup(ev, "prompt_token_ids"); c.promptIDs == nil && jsonscan.IsArray(p) {
+		c.promptIDs = compact(p)
+	}
+	if s := jsonscan.Lookup(ev, "sglext"); jsonscan.Truthy(s) {
+		c.sglext = keep(c.sglext, s)
+	}
 	jsonscan.EachElement(jsonscan.Lookup(ev, "choices"), func(ch []byte) bool {
 		if jsonscan.IsObject(ch) {
 			c.choice(ch)
@@ -80,6 +94,13 @@ func (c *chatState) choice(ch []byte) {
 	}
 	if fr := jsonscan.Lookup(ch, "finish_reason"); jsonscan.Truthy(fr) {
 		st.finish = keep(st.finish, fr)
+	}
+	st.tokenIDs.add(jsonscan.Lookup(ch, "token_ids"))
+	if lp := jsonscan.Lookup(ch, "logprobs"); jsonscan.IsObject(lp) {
+		st.logprobs.add(jsonscan.Lookup(lp, "content"))
+	}
+	if p := jsonscan.Lookup(ch, "prompt_token_ids"); st.promptIDs == nil && jsonscan.IsArray(p) {
+		st.promptIDs = compact(p)
 	}
 	delta := jsonscan.Lookup(ch, "delta")
 	if !jsonscan.IsObject(delta) {
@@ -214,7 +235,46 @@ func (c *chatState) encode(e *enc) {
 		e.raw(`,"usage":`)
 		e.bytes(c.usage)
 	}
+	if c.promptIDs != nil {
+		e.raw(`,"prompt_token_ids":`)
+		e.bytes(c.promptIDs)
+	}
+	if c.sglext != nil {
+		e.raw(`,"sglext":`)
+		e.bytes(c.sglext)
+	}
 	e.raw("}")
+}
+
+// ids concatenates the elements of the arrays a stream sends piecewise (token ids, logprob
+// entries): each array's compacted elements are appended, so memory and work are linear in the
+// bytes received. An array member that is absent, null or not an array adds nothing; seen says
+// some chunk had one (even empty).
+type ids struct {
+	elems []byte // the elements, comma-separated, without brackets
+	seen  bool
+}
+
+func (a *ids) add(arr []byte) {
+	if !jsonscan.IsArray(arr) {
+		return
+	}
+	a.seen = true
+	inner := jsonscan.TrimWS(arr[1 : len(arr)-1])
+	if len(inner) == 0 {
+		return
+	}
+	if len(a.elems) > 0 {
+		a.elems = append(a.elems, ',')
+	}
+	a.elems = appendCompact(a.elems, inner)
+}
+
+// encode writes the concatenation as one JSON array.
+func (a *ids) encode(e *enc) {
+	e.raw("[")
+	e.bytes(a.elems)
+	e.raw("]")
 }
 
 func (st *chatChoice) encode(e *enc, idx int64) {
@@ -262,11 +322,25 @@ func (st *chatChoice) encode(e *enc, idx int64) {
 		}
 		e.raw("]")
 	}
-	e.raw(`},"finish_reason":`)
+	e.raw("}")
+	if st.logprobs.seen {
+		e.raw(`,"logprobs":{"content":`)
+		st.logprobs.encode(e)
+		e.raw("}")
+	}
+	e.raw(`,"finish_reason":`)
 	if st.finish != nil {
 		e.bytes(st.finish)
 	} else {
 		e.raw("null")
+	}
+	if st.tokenIDs.seen {
+		e.raw(`,"token_ids":`)
+		st.tokenIDs.encode(e)
+	}
+	if st.promptIDs != nil {
+		e.raw(`,"prompt_token_ids":`)
+		e.bytes(st.promptIDs)
 	}
 	e.raw("}")
 }

@@ -22,6 +22,9 @@ const (
 	// Gemini is Google's Gemini API, POST /{version}/models/{model}:generateContent and
 	// :streamGenerateContent (gemini.go). NeMo Gym has no such value.
 	Gemini Dialect = "gemini"
+	// Completions is OpenAI's legacy Completions API, POST /v1/completions (completions.go), the
+	// text or token-ids prompt of vLLM, SGLang and llama-server. NeMo Gym has no such value.
+	Completions Dialect = "completions"
 )
 
 // ForPath returns the dialect observed on path, which must already have its /ng-rollout/<id>

@@ -16,6 +16,8 @@ func TestForPath(t *testing.T) {
 		{"/v1/responses", Responses, true},
 		{"/v1/chat/completions", Chat, true},
 		{"/v1/messages", Messages, true},
+		{"/v1/completions", Completions, true},
+		{"/v1/completions/", "", false},
 		{"/v1/messages/", "", false},
 		{"/v1/messages/count_tokens", "", false},
 		{"/v1/models", "", false},
@@ -113,7 +115,7 @@ func TestTerminalOf(t *testing.T) {
 		{"chat error NaN", Chat, "data: {\"error\":NaN}\n\n", TerminalNone},
 		{"chat error after DONE", Chat, "data: [DONE]\n\ndata: {\"error\":1}\n\n", TerminalComplete},
 		// Other values.
-		{"unknown dialect", Dialect("completions"), "data: [DONE]\n\nevent: error\n\n", TerminalNone},
+		{"unknown dialect", Dialect("embeddings"), "data: [DONE]\n\nevent: error\n\n", TerminalNone},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -568,7 +568,7 @@ func (st *geminiCandidate) encode(e *enc) {
 // with a functionCall object is a tool call (its id, which only some models give; its name; its
 // args: {} when not truthy), each part whose thought is true gives its text when a non-empty
 // string.
-func (geminiDialect) toolCalls(m *ResponseMembers, x *Extraction) bool {
+func (geminiDialect) toolCalls(m *ResponseMembers, x Sink) bool {
 	if !jsonscan.IsArray(m.Candidates) {
 		return false
 	}
@@ -608,9 +608,9 @@ func (geminiDialect) toolCalls(m *ResponseMembers, x *Extraction) bool {
 					}
 					return true
 				})
-				x.call(id, name, args, true)
+				x.Call(RawToolCall{CallID: id, Name: name, Args: args, ArgsObject: true})
 			case string(thought) == "true" && nonEmptyString(txt):
-				x.Reasoning = append(x.Reasoning, txt)
+				x.Reasoning(txt)
 			}
 			return true
 		})

@@ -151,6 +151,21 @@ var workShapes = []workShape{
 		}
 		return body(`{"choices":[`+strings.Join(choices, ",")+`]}`, `[DONE]`)
 	}},
+	{"chat: token ids and logprobs, one per chunk", Chat, func(n int) []byte {
+		return eventsOf(n, func(i int) string {
+			return fmt.Sprintf(`{"choices":[{"index":0,"delta":{"content":"x"},"token_ids":[%d],"logprobs":{"content":[{"token":"x","logprob":-0.5}]}}]}`, i)
+		}, `[DONE]`)
+	}},
+	{"completions: text, ids and legacy logprobs, one per chunk", Completions, func(n int) []byte {
+		return eventsOf(n, func(i int) string {
+			return fmt.Sprintf(`{"choices":[{"index":0,"text":"x","token_ids":[%d],"logprobs":{"tokens":["x"],"token_logprobs":[-0.5],"top_logprobs":[{"x":-0.5}],"text_offset":[%d]}}]}`, i, i)
+		}, `[DONE]`)
+	}},
+	{"completions: choices with distinct indexes", Completions, func(n int) []byte {
+		return eventsOf(n, func(i int) string {
+			return fmt.Sprintf(`{"choices":[{"index":%d,"text":"x"}]}`, i)
+		}, `[DONE]`)
+	}},
 	{"responses: items without output_index", Responses, func(n int) []byte {
 		return eventsOf(n, func(i int) string {
 			return fmt.Sprintf(`{"type":"response.output_item.added","item":{"id":"m%d","type":"message","content":[]}}`, i)

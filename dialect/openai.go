@@ -214,7 +214,7 @@ func typedTerminalPrefix(of func(string) Terminal, ev *sse.RawEvent) Terminal {
 // toolCalls reads Responses output items: each function_call item is a tool call (call_id, or id
 // when call_id is not truthy; name; arguments); each reasoning item gives the non-empty string
 // text of each entry of its summary.
-func (responsesDialect) toolCalls(m *ResponseMembers, x *Extraction) bool {
+func (responsesDialect) toolCalls(m *ResponseMembers, x Sink) bool {
 	if !jsonscan.IsArray(m.Output) {
 		return false
 	}
@@ -246,11 +246,11 @@ func (responsesDialect) toolCalls(m *ResponseMembers, x *Extraction) bool {
 			if !jsonscan.Truthy(callID) {
 				callID = id
 			}
-			x.call(callID, name, args, false)
+			x.Call(RawToolCall{CallID: callID, Name: name, Args: args})
 		case "reasoning":
 			t.EachElement(summary, func(entry []byte) bool {
 				if v := t.Lookup(entry, "text"); nonEmptyString(v) {
-					x.Reasoning = append(x.Reasoning, v)
+					x.Reasoning(v)
 				}
 				return true
 			})
@@ -272,7 +272,7 @@ func (responsesDialect) finishReason(m *ResponseMembers) ([]byte, bool) {
 // message.tool_calls is a tool call (id, function.name, function.arguments); the reasoning is
 // message.reasoning_content when truthy, else message.reasoning, when a non-empty string (a
 // truthy non-string reasoning_content blocks the fallback, as in NeMo Gym).
-func (chatDialect) toolCalls(m *ResponseMembers, x *Extraction) bool {
+func (chatDialect) toolCalls(m *ResponseMembers, x Sink) bool {
 	if !jsonscan.IsArray(m.Choices) {
 		return false
 	}
@@ -303,7 +303,7 @@ func (chatDialect) toolCalls(m *ResponseMembers, x *Extraction) bool {
 			if jsonscan.IsObject(fn) {
 				name, args = t.Lookup(fn, "name"), t.Lookup(fn, "arguments")
 			}
-			x.call(t.Lookup(tc, "id"), name, args, false)
+			x.Call(RawToolCall{CallID: t.Lookup(tc, "id"), Name: name, Args: args})
 			return true
 		})
 		reasoning := reasoningContent
@@ -311,7 +311,7 @@ func (chatDialect) toolCalls(m *ResponseMembers, x *Extraction) bool {
 			reasoning = reasoningAlt
 		}
 		if nonEmptyString(reasoning) {
-			x.Reasoning = append(x.Reasoning, reasoning)
+			x.Reasoning(reasoning)
 		}
 		return true
 	})

@@ -36,11 +36,12 @@ type behaviour interface {
 	// their shape owns, so one object is read by every entry in turn.
 	request(r members, c *Conversation)
 	response(r members, c *Conversation)
-	// toolCalls adds the tool calls and reasoning of a response to x when the response has the
-	// dialect's shape (its member in m is a JSON array), and reports whether it had (ToolCalls).
-	toolCalls(m *ResponseMembers, x *Extraction) bool
+	// toolCalls hands the tool calls and reasoning of a response to x when the response has the
+	// dialect's shape (its member in m is a JSON array), and reports whether it had (ToolCalls,
+	// which calls it on the concrete type).
+	toolCalls(m *ResponseMembers, x Sink) bool
 	// finishReason returns the raw finish reason of a response in the dialect's shape, and whether
-	// the shape decided it (FinishReason).
+	// the shape decided it (FinishReason, which calls it on the concrete type).
 	finishReason(m *ResponseMembers) (raw []byte, decided bool)
 }
 
@@ -56,6 +57,7 @@ var entries = [...]struct {
 	{Chat, chatDialect{}, 1},
 	{Messages, messagesDialect{}, 0},
 	{Gemini, geminiDialect{}, 3},
+	{Completions, completionsDialect{}, 4}, // its shape is Chat's choices: read by Chat's entry
 }
 
 // registry maps each dialect to its entry.
@@ -65,15 +67,6 @@ var registry = func() map[Dialect]behaviour {
 		m[e.d] = e.b
 	}
 	return m
-}()
-
-// finishOrder holds the entries in FinishReason's order.
-var finishOrder = func() [len(entries)]behaviour {
-	var o [len(entries)]behaviour
-	for _, e := range entries {
-		o[e.finish] = e.b
-	}
-	return o
 }()
 
 // StreamOnPath reports whether a model call on path (prefix stripped) with query rawQuery asks

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/dialect"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
 	"github.com/modelcalls/modelcalls/record"
 )
@@ -16,9 +17,10 @@ import (
 //	msg="model call" rollout_id=r1 model_call_id=… dialect=chat model=gpt-x status=200
 //	tokens_in=12 tokens_out=30 latency_ms=812.4 ttft_ms=95.1 outcome=ok capture=ok
 //
-// model is the response's "model" (Gemini's "modelVersion"), else the request's (as the call
-// records take it); tokens_in and tokens_out are the record's normalised counts from the response's
-// usage or Gemini's usageMetadata (the Anthropic cache fold included), absent when the upstream reported none; ttft_ms is absent when no body byte
+// model is the model the response names (dialect.ResponseModelUsage), else the request's, else the
+// one the path names (as the call records take it); tokens_in and tokens_out are the record's
+// normalised counts from the response's usage in its dialect's members (the Anthropic cache fold
+// included), absent when the upstream reported none; ttft_ms is absent when no body byte
 // arrived; outcome is the line's error_category, "ok" when null; capture is ok, failed (incomplete
 // marker written) or lost. Request and response bodies and headers are never logged.
 func (h *Handler) logCall(c *call, ex *capture.Exchange, category, result string) {
@@ -30,31 +32,13 @@ func (h *Handler) logCall(c *call, ex *capture.Exchange, category, result string
 		slog.String("rollout_id", c.rolloutID),
 		slog.String("model_call_id", c.modelCallID),
 		slog.String("dialect", string(c.dialect)))
-	// One walk of the response for its model and usage (the last member of a name wins, as the
-	// call records read them).
-	var model, version string
-	var usage, usageMetadata []byte
-	jsonscan.EachMember(ex.Response, func(key, v []byte) bool {
-		switch {
-		case jsonscan.KeyIs(key, "model"):
-			model, _ = jsonscan.String(v)
-		case jsonscan.KeyIs(key, "usage"):
-			usage = v
-		case jsonscan.KeyIs(key, "modelVersion"): // Gemini's
-			version, _ = jsonscan.String(v)
-		case jsonscan.KeyIs(key, "usageMetadata"):
-			usageMetadata = v
-		}
-		return true
-	})
-	if model == "" {
-		model = version
-	}
-	if usage == nil {
-		usage = usageMetadata
-	}
+	// One walk of the response for its model and usage, in any dialect's members.
+	model, usage := dialect.ResponseModelUsage(ex.Response)
 	if model == "" {
 		model = stringMember(ex.Request, "model")
+	}
+	if model == "" && c.pathModel != nil {
+		model = *c.pathModel
 	}
 	if model != "" {
 		if len(model) > 200 {

@@ -62,6 +62,7 @@ type call struct {
 	assistantMessage *string
 	logicalRequest   *string         // client_logical_request_id
 	parentCall       *string         // client_parent_call_id
+	pathModel        *string         // the model the path names (Gemini's), nil when none
 	claim            *capture.Claim  // set by the claiming goroutine before it closes claimed
 	claimed          chan struct{}   // closed once the claim exists (or failed)
 	request          json.RawMessage // for a large body, set by the goroutine that closes requestParsed
@@ -124,6 +125,9 @@ func (h *Handler) serveCaptured(w http.ResponseWriter, r *http.Request, id strin
 	c := &call{h: h, rolloutID: id, dialect: d, modelCallID: capture.NewModelCallID(), start: time.Now(), contentLength: -1}
 	c.session, c.assistantMessage = clientIDs(r.Header)
 	c.logicalRequest, c.parentCall = lineageIDs(r.Header)
+	if m := dialect.ModelOfPath(r.URL.Path); m != "" {
+		c.pathModel = &m
+	}
 	c.noteTrace(r.Header)
 	h.inflight.add()
 	h.metrics.inFlight.Inc()
@@ -490,6 +494,7 @@ func (c *call) conclude(o outcome, held bool) {
 		PayloadsChecked:          true, // request by captureRequest, response by c.response
 		RequestCompact:           c.requestCompact,
 		TokenCapture:             c.tokenCaptureJSON(),
+		PathModel:                c.pathModel,
 	}
 	if c.firstByte {
 		ex.LatencyTTFTMS = ptr(capture.RoundMS(milliseconds(c.ttft)))

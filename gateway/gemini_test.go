@@ -88,3 +88,27 @@ func TestGeminiLocalErrors(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
 }
+
+// TestGeminiPathModel: a Gemini call's line keeps the model its path names, and a response without
+// modelVersion (an error body here) takes its record's model from it; a Chat call's line has no
+// path_model.
+func TestGeminiPathModel(t *testing.T) {
+	e := newEnv(t, capturetest.Replay(http.StatusTooManyRequests, "application/json",
+		[]byte(`{"error":{"code":429,"message":"Resource has been exhausted.","status":"RESOURCE_EXHAUSTED"}}`)))
+	if resp, _ := e.post("g-3", "/v1beta/models/gemini-2.5-flash:generateContent", `{"contents":[]}`, nil); resp.StatusCode != 429 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	l := e.one("g-3")
+	if l.PathModel == nil || *l.PathModel != "gemini-2.5-flash" {
+		t.Errorf("path_model = %v, want gemini-2.5-flash", l.PathModel)
+	}
+	if l.Record == nil || l.Record.Model == nil || *l.Record.Model != "gemini-2.5-flash" {
+		t.Errorf("record model = %v, want gemini-2.5-flash", l.Record)
+	}
+	if resp, _ := e.post("c-3", "/v1/chat/completions", `{"model":"m","messages":[]}`, nil); resp.StatusCode != 429 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if l := e.one("c-3"); l.Has("path_model") {
+		t.Errorf("a chat line has path_model: %s", l.Data)
+	}
+}

@@ -70,29 +70,12 @@ type requestInfo struct {
 	stream        bool
 }
 
-// scanPayloads reads request.model, request.stream and response.model, else Gemini's
-// response.modelVersion (top-level members only; a response model that is not a non-empty string
-// is none).
+// scanPayloads reads request.model, request.stream and the model the response names in its
+// dialect's members (dialect.ResponseModelUsage; a model that is not a non-empty string is none).
 func scanPayloads(rec *record.ModelCallRecord) requestInfo {
 	ri := scanRequest(rec.Request)
-	var version *string
-	jsonscan.EachMember(rec.Response, func(key, v []byte) bool {
-		switch {
-		case jsonscan.KeyIs(key, "model"):
-			ri.responseModel = nil
-			if s, ok := jsonscan.String(v); ok && s != "" {
-				ri.responseModel = &s
-			}
-		case jsonscan.KeyIs(key, "modelVersion"):
-			version = nil
-			if s, ok := jsonscan.String(v); ok && s != "" {
-				version = &s
-			}
-		}
-		return true
-	})
-	if ri.responseModel == nil {
-		ri.responseModel = version
+	if m, _ := dialect.ResponseModelUsage(rec.Response); m != "" {
+		ri.responseModel = &m
 	}
 	return ri
 }

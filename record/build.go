@@ -84,6 +84,7 @@ type envelope struct {
 	statusCode, errorCategory, request, response, requestRaw, responseRaw            []byte
 	responseSource, upstreamAttempted, upstreamStatusCode, localResponseReason       []byte
 	clientSessionID, clientAssistantMessageID                                        []byte
+	pathModel                                                                        []byte // the model the URL path named
 	// alias: the record's strings may share the line's memory (text): the line is a read buffer
 	// the record owns.
 	alias bool
@@ -138,6 +139,8 @@ func (e *envelope) set(k, v []byte) (isResponse bool) {
 		e.clientSessionID = v
 	case `"` + schema.ClientAssistantMessageID + `"`:
 		e.clientAssistantMessageID = v
+	case `"` + schema.PathModel + `"`:
+		e.pathModel = v
 	default:
 		if d, ok := decodedKey(k); ok {
 			return e.set(d, v)
@@ -260,6 +263,8 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int) error {
 	// First truthy of response.model, response.modelVersion (Gemini's name for the model that
 	// answered), request.model; a truthy non-string response model gives null without falling
 	// back, as NeMo Gym's record builder does. The request is only read for its model when needed.
+	// When request.model is not a string either, the model the URL path named (path_model, ours:
+	// Gemini's requests name it only there).
 	model := f.model
 	if !jsonscan.Truthy(model) && jsonscan.Truthy(f.modelVersion) {
 		model = f.modelVersion
@@ -269,12 +274,13 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int) error {
 		if rec.Request != nil {
 			model = jsonscan.Lookup(rec.Request, "model")
 		}
+		if !jsonscan.IsString(model) && jsonscan.IsString(e.pathModel) {
+			model = e.pathModel // the model the URL path named (Gemini's), when nothing else does
+		}
 	}
 	rec.Model = stringInto(model, &b.model, e.alias)
 	rec.ResponseStatus = stringInto(f.status, &b.responseStatus, e.alias)
-	st := getExtract(f) // what package dialect reads the shapes from, for both rules below
-	defer putExtract(st)
-	if s, ok := finishReasonText(f, st); ok {
+	if s, ok := finishReasonText(f); ok {
 		b.finishReason = s
 		rec.FinishReason = &b.finishReason
 	}
@@ -291,7 +297,7 @@ func (e *envelope) build(rec *ModelCallRecord, callIndex int) error {
 	rec.CacheCreationTokens = stats.CacheCreationTokens
 	rec.CacheHit, rec.CachedTokens = cacheSignal(&u, &b.tokens)
 	var reasoning bool
-	rec.ToolCalls, b.reasoning, reasoning = toolCallsAndReasoningText(f, st)
+	rec.ToolCalls, b.reasoning, reasoning = toolCallsAndReasoningText(f)
 	if reasoning {
 		rec.ReasoningContent = &b.reasoning
 	}

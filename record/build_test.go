@@ -372,24 +372,33 @@ func TestBuildRecordLenient(t *testing.T) {
 }
 
 func TestModelFallback(t *testing.T) {
+	const pathModel = `,"path_model":"gemini-2.5-flash"`
 	cases := []struct {
 		name, request, response string
+		line                    string // more members of the line
 		want                    *string
 	}{
-		{"response model", `{"model":"req"}`, `{"model":"resp"}`, ptr("resp")},
-		{"empty response model falls back", `{"model":"req"}`, `{"model":""}`, ptr("req")},
-		{"null response model falls back", `{"model":"req"}`, `{"model":null}`, ptr("req")},
-		{"no response", `{"model":"req"}`, `null`, ptr("req")},
-		{"truthy non-string response model: null, no fallback", `{"model":"req"}`, `{"model":5}`, nil},
-		{"falsy non-string response model falls back", `{"model":"req"}`, `{"model":0}`, ptr("req")},
-		{"request model not a string", `{"model":["x"]}`, `{}`, nil},
-		{"empty request model kept", `{"model":""}`, `{"model":""}`, ptr("")},
-		{"neither", `{}`, `{}`, nil},
-		{"request not an object", `"x"`, `{}`, nil},
+		{"response model", `{"model":"req"}`, `{"model":"resp"}`, "", ptr("resp")},
+		{"empty response model falls back", `{"model":"req"}`, `{"model":""}`, "", ptr("req")},
+		{"null response model falls back", `{"model":"req"}`, `{"model":null}`, "", ptr("req")},
+		{"no response", `{"model":"req"}`, `null`, "", ptr("req")},
+		{"truthy non-string response model: null, no fallback", `{"model":"req"}`, `{"model":5}`, "", nil},
+		{"falsy non-string response model falls back", `{"model":"req"}`, `{"model":0}`, "", ptr("req")},
+		{"request model not a string", `{"model":["x"]}`, `{}`, "", nil},
+		{"empty request model kept", `{"model":""}`, `{"model":""}`, "", ptr("")},
+		{"neither", `{}`, `{}`, "", nil},
+		{"request not an object", `"x"`, `{}`, "", nil},
+		{"path model when nothing else names one", `{"contents":[]}`, `{"error":{"code":429}}`, pathModel, ptr("gemini-2.5-flash")},
+		{"path model, request not an object", `"x"`, `null`, pathModel, ptr("gemini-2.5-flash")},
+		{"response model version before the path model", `{}`, `{"modelVersion":"gemini-2.5-flash-001"}`, pathModel, ptr("gemini-2.5-flash-001")},
+		{"request model before the path model", `{"model":"req"}`, `{}`, pathModel, ptr("req")},
+		{"empty request model before the path model", `{"model":""}`, `{}`, pathModel, ptr("")},
+		{"path model not a string", `{}`, `{}`, `,"path_model":5`, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			rec, err := BuildRecord([]byte(`{"request":`+c.request+`,"response":`+c.response+`}`), 0)
+			line := `{"request":` + c.request + `,"response":` + c.response + c.line + `}`
+			rec, err := BuildRecord([]byte(line), 0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
-	"sync"
 
 	"github.com/modelcalls/modelcalls/dialect"
 	"github.com/modelcalls/modelcalls/internal/jsonscan"
@@ -546,9 +545,7 @@ func toolCallsAndReasoningJSON(response json.RawMessage) ([]ToolCall, *string) {
 }
 
 func toolCallsAndReasoning(f *responseFields) ([]ToolCall, *string) {
-	st := getExtract(f)
-	defer putExtract(st)
-	calls, reasoning, ok := toolCallsAndReasoningText(f, st)
+	calls, reasoning, ok := toolCallsAndReasoningText(f)
 	if !ok {
 		return calls, nil
 	}
@@ -556,68 +553,18 @@ func toolCallsAndReasoning(f *responseFields) ([]ToolCall, *string) {
 }
 
 // toolCallsAndReasoningText is toolCallsAndReasoning with the reasoning as a value (ok false for
-// nil): the record builder keeps it in the record's box instead of an allocation of its own.
-// st holds f's members (getExtract).
-func toolCallsAndReasoningText(f *responseFields, st *extractState) ([]ToolCall, string, bool) {
-	x := &st.x
-	if !dialect.ToolCalls(&st.m, x) {
-		return nil, "", false
-	}
+// nil): the record builder keeps it in the record's box instead of an allocation of its own. The
+// shapes are the dialects' (dialect.ToolCalls).
+func toolCallsAndReasoningText(f *responseFields) ([]ToolCall, string, bool) {
 	out := toolCallSink{alias: f.alias}
-	for i := range x.Calls {
-		c := &x.Calls[i]
-		var args json.RawMessage
-		switch {
-		case !c.ArgsObject:
-			args = normalizeArguments(c.Args)
-		case jsonscan.Truthy(c.Args):
-			args = normalizeArguments(c.Args)
-		default:
-			args = json.RawMessage("{}")
-		}
-		out.add(c.CallID, c.Name, args)
-	}
-	for _, v := range x.Reasoning {
-		if s, ok := text(v, f.alias); ok {
-			out.reason(s)
-		}
+	if !dialect.ToolCalls(&f.members, dialect.Sink{Call: out.call, Reasoning: out.reasoning}) {
+		return nil, "", false
 	}
 	reasoning := out.first
 	if out.pieces > 1 {
 		reasoning = strings.Join(out.more, "\n")
 	}
 	return out.calls, reasoning, reasoning != ""
-}
-
-// extractState is what package dialect reads a response's shape from and writes its tool calls
-// into. The shapes are the dialects' entries, reached through an interface, which the compiler
-// cannot see into: what passes through it lives on the heap. So the states are reused across
-// records rather than made per record (a garbage collection empties the pool: one ~400-byte state
-// per collection and P).
-type extractState struct {
-	m dialect.ResponseMembers
-	x dialect.Extraction
-}
-
-var extractStates = sync.Pool{New: func() any { return new(extractState) }}
-
-// getExtract returns a state holding f's members; putExtract gives it back.
-func getExtract(f *responseFields) *extractState {
-	st := extractStates.Get().(*extractState)
-	st.m = f.members
-	return st
-}
-
-// putExtract clears st (it must not keep a line's memory alive) and keeps it for reuse.
-func putExtract(st *extractState) {
-	st.m = dialect.ResponseMembers{}
-	clear(st.x.Calls)
-	clear(st.x.Reasoning)
-	st.x.Calls, st.x.Reasoning = st.x.Calls[:0], st.x.Reasoning[:0]
-	if cap(st.x.Calls) > 64 || cap(st.x.Reasoning) > 64 {
-		return // an outsized response: let its arrays go
-	}
-	extractStates.Put(st)
 }
 
 // toolCallSink collects one response's tool calls and reasoning pieces. Most responses have at
@@ -637,6 +584,26 @@ type toolCallSink struct {
 type firstToolCall struct {
 	call     [1]ToolCall
 	id, name string
+}
+
+// call appends a call the response holds: its arguments normalised (normalizeArguments; an
+// object member that is not truthy is {}).
+func (s *toolCallSink) call(c dialect.RawToolCall) {
+	var args json.RawMessage
+	switch {
+	case !c.ArgsObject, jsonscan.Truthy(c.Args):
+		args = normalizeArguments(c.Args)
+	default:
+		args = json.RawMessage("{}")
+	}
+	s.add(c.CallID, c.Name, args)
+}
+
+// reasoning appends a reasoning piece the response holds, when a string.
+func (s *toolCallSink) reasoning(v []byte) {
+	if t, ok := text(v, s.alias); ok {
+		s.reason(t)
+	}
 }
 
 // add appends a call: its id and name from their raw values (nil when not strings).
@@ -694,9 +661,7 @@ func finishReasonJSON(response json.RawMessage) *string {
 }
 
 func finishReason(f *responseFields) *string {
-	st := getExtract(f)
-	defer putExtract(st)
-	if s, ok := finishReasonText(f, st); ok {
+	if s, ok := finishReasonText(f); ok {
 		return &s
 	}
 	return nil
@@ -704,8 +669,8 @@ func finishReason(f *responseFields) *string {
 
 // finishReasonText is finishReason without the pointer: ok false for nil. The shapes and their
 // order are the dialects' (dialect.FinishReason).
-func finishReasonText(f *responseFields, st *extractState) (string, bool) {
-	return text(dialect.FinishReason(&st.m), f.alias)
+func finishReasonText(f *responseFields) (string, bool) {
+	return text(dialect.FinishReason(&f.members), f.alias)
 }
 
 // responseFields are the members of a response object that the rules read: those that tell its

@@ -137,6 +137,7 @@ func TestFromExchangeFollowsSchema(t *testing.T) {
 	src, up, reason, sess, msg, logical, parent := "local", 502, "upstream_timeout", "s1", "m1", "l1", strings.Repeat("c", 32)
 	reqRaw, respRaw := "req text", "resp text"
 	attempted := true
+	pathModel := "gemini-2.5-flash"
 	ex := &capture.Exchange{
 		ModelCallID: strings.Repeat("a", 32), Dialect: "chat",
 		ModelRef:  &rollout.ModelServerRef{Type: rollout.ModelServerRefType, Name: "policy"},
@@ -148,6 +149,7 @@ func TestFromExchangeFollowsSchema(t *testing.T) {
 		ResponseSource: &src, UpstreamAttempted: &attempted, UpstreamStatusCode: &up, LocalResponseReason: &reason,
 		ClientSessionID: &sess, ClientAssistantMessageID: &msg, ClientLogicalRequestID: &logical, ClientParentCallID: &parent,
 		TokenCapture: json.RawMessage(`{"engine":"vllm","added":{}}`),
+		PathModel:    &pathModel,
 	}
 	// Every field of the line is set: a field added to the line must be set here too.
 	v := reflect.ValueOf(ex).Elem()

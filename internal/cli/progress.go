@@ -36,7 +36,10 @@ func newProgress(w io.Writer, size int64) *progress {
 		opts = append(opts, progressbar.OptionShowBytes(true), progressbar.OptionSetPredictTime(true))
 		return &progress{bar: progressbar.NewOptions64(size, opts...), bytes: true}
 	}
-	opts = append(opts, progressbar.OptionShowCount(), progressbar.OptionSetItsString("lines"), progressbar.OptionShowIts())
+	// The spinner turns on each line added, not on a timer: the library's timer goroutine reads the
+	// bar's state without its lock while an add renders (a data race in progressbar v3.19.1).
+	opts = append(opts, progressbar.OptionShowCount(), progressbar.OptionSetItsString("lines"), progressbar.OptionShowIts(),
+		progressbar.OptionSetSpinnerChangeInterval(0))
 	return &progress{bar: progressbar.NewOptions64(-1, opts...)}
 }
 

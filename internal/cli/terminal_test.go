@@ -4,10 +4,12 @@ package cli
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -44,21 +46,34 @@ func onTerminal(t *testing.T, want string, args ...string) (*exec.Cmd, *os.File,
 // returns its exit code and everything else the terminal showed.
 func finish(t *testing.T, cmd *exec.Cmd, ptmx *os.File, seen *strings.Builder) (int, string) {
 	t.Helper()
-	rest := make(chan string, 1)
-	go func() { b, _ := io.ReadAll(ptmx); rest <- string(b) }()
+	type tail struct {
+		out string
+		err error
+	}
+	rest := make(chan tail, 1)
+	go func() { b, err := io.ReadAll(ptmx); rest <- tail{string(b), err} }()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	// The read ends with EIO once the last holder of the terminal's other end has exited and what it
+	// wrote is read. Any other end (EOF, a closed descriptor) loses output the command may still
+	// write, so it is reported with the output, not taken for the command's silence.
+	checkEnd := func(r tail) string {
+		if !errors.Is(r.err, syscall.EIO) && (runtime.GOOS == "linux" || r.err != nil) { // elsewhere: EOF
+			t.Errorf("%v: reading the terminal ended with %v, not EIO; read so far %q", cmd.Args, r.err, seen.String()+r.out)
+		}
+		return seen.String() + r.out
+	}
 	select {
 	case err := <-done:
 		code := exitCode(t, err)
-		// The read ends (EIO) once the output the command left in the terminal is read: closing
-		// ptmx before that would drop it. Close it only if the read does not end by itself.
+		// Closing ptmx before the read ends would drop the output the command left in the terminal.
+		// Close it only if the read does not end by itself.
 		select {
-		case out := <-rest:
-			return code, seen.String() + out
+		case r := <-rest:
+			return code, checkEnd(r)
 		case <-time.After(10 * time.Second):
 			ptmx.Close()
-			return code, seen.String() + <-rest
+			return code, seen.String() + (<-rest).out
 		}
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()

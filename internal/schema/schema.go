@@ -42,6 +42,7 @@ const (
 	TokenCapture             = "token_capture"
 	ClientLogicalRequestID   = "client_logical_request_id"
 	ClientParentCallID       = "client_parent_call_id"
+	PathModel                = "path_model"
 )
 
 // Keys of the record that are not line keys (docs/format.md, section 7.2); the record's other keys
@@ -108,6 +109,8 @@ var Line = [...]LineKey{
 	{Key: TokenCapture, Present: WhenSet, LineOnly: true},
 	{Key: ClientLogicalRequestID, Present: WhenSet, LineOnly: true},
 	{Key: ClientParentCallID, Present: WhenSet, LineOnly: true},
+	// PathModel is not copied: the record's model falls back to it (a derived field).
+	{Key: PathModel, Present: WhenSet, LineOnly: true},
 }
 
 // RecordField is one field of the record.

@@ -1,0 +1,248 @@
+package dialect
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
+	"github.com/modelcalls/modelcalls/sse"
+)
+
+// completionsDialect is the legacy Completions API: POST /v1/completions, whose prompt is text or
+// token ids (the token-in path RL loops use against vLLM, SGLang and llama-server). Its answer is
+// {"id", "object": "text_completion", "created", "model", "choices": [{"index", "text",
+// "logprobs", "finish_reason"}], "usage"}; a stream sends chunks of that shape, each choice's text
+// a piece, and ends with data: [DONE], as Chat's does. Its errors are OpenAI's. Its tool calls,
+// reasoning and finish reason are read by Chat's shape (choices), which it shares.
+type completionsDialect struct{}
+
+func (completionsDialect) observes(path string) bool              { return path == "/v1/completions" }
+func (completionsDialect) path() string                           { return "/v1/completions" }
+func (completionsDialect) pathModel(string) string                { return "" }
+func (completionsDialect) pathStream(string, string) (bool, bool) { return false, false }
+func (completionsDialect) provider() string                       { return "openai" }
+func (completionsDialect) reassembler(sp *spill, lim *budget) reassembler {
+	return &completionsState{sp: sp, lim: lim}
+}
+func (completionsDialect) env(base string) []EnvVar { return openAIEnv(base) }
+
+func (completionsDialect) errorBody(status int, code, message string) []byte {
+	return openAIErrorBody(status, code, message)
+}
+
+// terminal and terminalPrefix are Chat's: [DONE] completes, an error event or object fails.
+func (completionsDialect) terminal(typ string, hasData bool, data, obj []byte) Terminal {
+	return chatDialect{}.terminal(typ, hasData, data, obj)
+}
+
+func (completionsDialect) terminalPrefix(ev *sse.RawEvent) Terminal {
+	return chatDialect{}.terminalPrefix(ev)
+}
+
+// request reads "prompt" as one user message: a string as its text, a list of strings as one text
+// each, token ids (a list of integers) as the ids' JSON text, a list of id lists as one each.
+func (completionsDialect) request(r members, c *Conversation) {
+	p, ok := r["prompt"]
+	if !ok || isNull(p) {
+		return
+	}
+	var parts []Part
+	if s, ok := asString(p); ok {
+		parts = append(parts, Part{Kind: "text", Text: s})
+	} else {
+		var list []json.RawMessage
+		if json.Unmarshal(p, &list) != nil {
+			parts = append(parts, Part{Kind: "other", Text: string(p)})
+		} else if promptIDs(p) {
+			parts = append(parts, Part{Kind: "other", Name: "token_ids", Text: plainJSON(p)})
+		} else {
+			for _, el := range list {
+				if s, ok := asString(el); ok {
+					parts = append(parts, Part{Kind: "text", Text: s})
+				} else {
+					parts = append(parts, Part{Kind: "other", Name: "token_ids", Text: plainJSON(el)})
+				}
+			}
+		}
+	}
+	c.Input = append(c.Input, Message{Role: "user", Parts: parts})
+}
+
+// promptIDs reports whether p is a list of integers (a prompt of token ids).
+func promptIDs(p json.RawMessage) bool {
+	var ids []int64
+	return json.Unmarshal(p, &ids) == nil
+}
+
+// response reads choices[].text, each choice one assistant message, when the response is a
+// text_completion (a Chat answer's choices have no text).
+func (completionsDialect) response(r members, c *Conversation) {
+	if str(r["object"]) != "text_completion" {
+		return
+	}
+	var list []members
+	json.Unmarshal(r["choices"], &list)
+	for _, ch := range list {
+		if t, ok := asString(ch["text"]); ok {
+			c.Output = append(c.Output, Message{Role: "assistant", Parts: []Part{{Kind: "text", Text: t}}})
+		}
+	}
+}
+
+// toolCalls: the Completions shape is Chat's choices, read by Chat's entry; this one reads none.
+func (completionsDialect) toolCalls(*ResponseMembers, Sink) bool { return false }
+
+// finishReason: choices[0].finish_reason, read by Chat's entry; this one decides nothing.
+func (completionsDialect) finishReason(*ResponseMembers) ([]byte, bool) { return nil, false }
+
+// completionsState rebuilds a Completions response from its chunks: the last truthy model and
+// usage, the last string id and created, and per choice index its text pieces joined, its last
+// truthy finish_reason, and what the engine streams as the non-streaming answer carries it: the
+// legacy logprobs arrays (tokens, token_logprobs, top_logprobs, text_offset) concatenated, vLLM's
+// token_ids concatenated and its first prompt_token_ids.
+type completionsState struct {
+	model, id, created, usage []byte
+	choices                   map[int64]*completionsChoice
+	sp                        *spill
+	lim                       *budget
+}
+
+type completionsChoice struct {
+	text          text
+	finish        []byte
+	logprobs      bool // some chunk had a logprobs object
+	tokens        ids
+	tokenLogprobs ids
+	topLogprobs   ids
+	textOffset    ids
+	tokenIDs      ids
+	promptIDs     []byte
+}
+
+func (c *completionsState) add(ev []byte) {
+	if m := jsonscan.Lookup(ev, "model"); jsonscan.Truthy(m) {
+		c.model = keep(c.model, m)
+	}
+	if id := jsonscan.Lookup(ev, "id"); jsonscan.IsString(id) {
+		c.id = keep(c.id, id)
+	}
+	if v := jsonscan.Lookup(ev, "created"); jsonscan.IsInt(v) {
+		c.created = keep(c.created, v)
+	}
+	if u := jsonscan.Lookup(ev, "usage"); jsonscan.Truthy(u) {
+		c.usage = keep(c.usage, u)
+	}
+	jsonscan.EachElement(jsonscan.Lookup(ev, "choices"), func(ch []byte) bool {
+		if jsonscan.IsObject(ch) {
+			c.choice(ch)
+		}
+		return !c.lim.done()
+	})
+}
+
+func (c *completionsState) choice(ch []byte) {
+	idx := int64(0)
+	if v := jsonscan.Lookup(ch, "index"); !jsonscan.IsNull(v) {
+		var ok bool
+		if idx, ok = jsonscan.Int(v); !ok {
+			return // malformed choice index: skip the choice
+		}
+	}
+	st, ok := entry(&c.choices, idx, c.lim)
+	if !ok {
+		return
+	}
+	if v, ok := jsonscan.Text(jsonscan.Lookup(ch, "text")); ok && len(v) > 0 {
+		st.text.append(v, c.sp)
+	}
+	if fr := jsonscan.Lookup(ch, "finish_reason"); jsonscan.Truthy(fr) {
+		st.finish = keep(st.finish, fr)
+	}
+	if lp := jsonscan.Lookup(ch, "logprobs"); jsonscan.IsObject(lp) {
+		st.logprobs = true
+		st.tokens.add(jsonscan.Lookup(lp, "tokens"))
+		st.tokenLogprobs.add(jsonscan.Lookup(lp, "token_logprobs"))
+		st.topLogprobs.add(jsonscan.Lookup(lp, "top_logprobs"))
+		st.textOffset.add(jsonscan.Lookup(lp, "text_offset"))
+	}
+	st.tokenIDs.add(jsonscan.Lookup(ch, "token_ids"))
+	if p := jsonscan.Lookup(ch, "prompt_token_ids"); st.promptIDs == nil && jsonscan.IsArray(p) {
+		st.promptIDs = compact(p)
+	}
+}
+
+func (c *completionsState) has() bool { return len(c.choices) > 0 }
+
+// encode writes {"id", "object": "text_completion", "created", "model", "choices", "usage"}, id,
+// created and usage only when some chunk had them; a choice is {"index", "text", "logprobs",
+// "finish_reason"} (logprobs null when no chunk had one), then token_ids and prompt_token_ids
+// when seen.
+func (c *completionsState) encode(e *enc) {
+	e.raw("{")
+	if c.id != nil {
+		e.raw(`"id":`)
+		e.bytes(c.id)
+		e.raw(",")
+	}
+	e.raw(`"object":"text_completion",`)
+	if c.created != nil {
+		e.raw(`"created":`)
+		e.bytes(c.created)
+		e.raw(",")
+	}
+	e.raw(`"model":`)
+	if c.model != nil {
+		e.bytes(c.model)
+	} else {
+		e.raw("null")
+	}
+	e.raw(`,"choices":[`)
+	for i, idx := range slices.Sorted(maps.Keys(c.choices)) {
+		e.comma(i)
+		c.choices[idx].encode(e, idx)
+	}
+	e.raw("]")
+	if c.usage != nil {
+		e.raw(`,"usage":`)
+		e.bytes(c.usage)
+	}
+	e.raw("}")
+}
+
+func (st *completionsChoice) encode(e *enc, idx int64) {
+	e.raw(`{"index":`)
+	e.b = strconv.AppendInt(e.b, idx, 10)
+	e.raw(`,"text":`)
+	e.text(&st.text)
+	e.raw(`,"logprobs":`)
+	if st.logprobs {
+		e.raw(`{"tokens":`)
+		st.tokens.encode(e)
+		e.raw(`,"token_logprobs":`)
+		st.tokenLogprobs.encode(e)
+		e.raw(`,"top_logprobs":`)
+		st.topLogprobs.encode(e)
+		e.raw(`,"text_offset":`)
+		st.textOffset.encode(e)
+		e.raw("}")
+	} else {
+		e.raw("null")
+	}
+	e.raw(`,"finish_reason":`)
+	if st.finish != nil {
+		e.bytes(st.finish)
+	} else {
+		e.raw("null")
+	}
+	if st.tokenIDs.seen {
+		e.raw(`,"token_ids":`)
+		st.tokenIDs.encode(e)
+	}
+	if st.promptIDs != nil {
+		e.raw(`,"prompt_token_ids":`)
+		e.bytes(st.promptIDs)
+	}
+	e.raw("}")
+}
