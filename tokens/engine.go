@@ -88,8 +88,15 @@ func AddRequestFields(e Engine, dialect string, body []byte) (out, added []byte)
 	}
 	set := make([]bool, len(fields))
 	members := 0
-	jsonscan.EachMember(t, func(k, _ []byte) bool {
+	streams, tools := false, false
+	jsonscan.EachMember(t, func(k, v []byte) bool {
 		members++
+		if jsonscan.KeyIs(k, "stream") {
+			streams = string(jsonscan.TrimWS(v)) == "true"
+		}
+		if jsonscan.KeyIs(k, "tools") {
+			tools = nonEmptyArray(v)
+		}
 		for i, f := range fields {
 			if jsonscan.KeyIs(k, f.Name) {
 				set[i] = true
@@ -97,6 +104,12 @@ func AddRequestFields(e Engine, dialect string, body []byte) (out, added []byte)
 		}
 		return true
 	})
+	if e == EngineLlamaServer && streams && tools {
+		// llama-server answers a streamed call with tools and logprobs with 400 "logprobs is not
+		// supported with tools + stream": asking would break the client's call, so nothing is
+		// added (the prompt is still rendered) and the call reads without generated ids.
+		return body, []byte("{}")
+	}
 	var add bytes.Buffer
 	for i, f := range fields {
 		if set[i] {
@@ -120,4 +133,10 @@ func AddRequestFields(e Engine, dialect string, body []byte) (out, added []byte)
 	out = append(out, add.Bytes()...)
 	out = append(out, '}')
 	return out, append(append([]byte{'{'}, add.Bytes()...), '}')
+}
+
+// nonEmptyArray reports whether the JSON value v is an array with at least one element.
+func nonEmptyArray(v []byte) bool {
+	v = jsonscan.TrimWS(v)
+	return len(v) > 1 && v[0] == '[' && len(jsonscan.TrimWS(v[1:len(v)-1])) > 0
 }

@@ -19,6 +19,11 @@ func TestAddRequestFields(t *testing.T) {
 		{EngineSGLang, "chat", `{ }`, `{ "return_input_ids_in_sglext":true,"return_output_ids_in_sglext":true,"logprobs":true}`, `{"return_input_ids_in_sglext":true,"return_output_ids_in_sglext":true,"logprobs":true}`},
 		{EngineLlamaServer, "chat", `{"messages":[],"top_logprobs":5}`, `{"messages":[],"top_logprobs":5,"logprobs":true}`, `{"logprobs":true}`},
 		{EngineLlamaServer, "responses", `{"input":"x"}`, "", ""},
+		// llama-server refuses logprobs on a streamed call with tools (400).
+		{EngineLlamaServer, "chat", `{"messages":[],"stream":true,"tools":[{"type":"function"}]}`, "", "{}"},
+		{EngineLlamaServer, "chat", `{"messages":[],"stream":true,"tools":[ ]}`, `{"messages":[],"stream":true,"tools":[ ],"logprobs":true,"top_logprobs":1}`, `{"logprobs":true,"top_logprobs":1}`},
+		{EngineLlamaServer, "chat", `{"messages":[],"stream":false,"tools":[{}]}`, `{"messages":[],"stream":false,"tools":[{}],"logprobs":true,"top_logprobs":1}`, `{"logprobs":true,"top_logprobs":1}`},
+		{EngineVLLM, "chat", `{"stream":true,"tools":[{}]}`, `{"stream":true,"tools":[{}],"return_token_ids":true,"logprobs":true}`, `{"return_token_ids":true,"logprobs":true}`},
 		{EngineVLLM, "messages", `{"messages":[]}`, "", ""},
 		{"", "chat", `{"messages":[]}`, "", ""},
 		{EngineVLLM, "chat", `[1,2]`, "", ""},

@@ -31,7 +31,7 @@ import (
 // Environment knobs of the matrix (all optional):
 //
 //	MODELCALLS_E2E_HARNESSES  comma list of harnesses (claude-code,codex,gemini-cli,opencode,pi,qwen-code); default all
-//	MODELCALLS_E2E_UPSTREAMS  comma list of upstreams (scripted,scripted-gzip,llama,llama-tools); default all
+//	MODELCALLS_E2E_UPSTREAMS  comma list of upstreams (scripted,scripted-gzip,llama,llama-tools,llama-tokens); default all
 //	MODELCALLS_E2E_CACHE      cache dir for llama-server and the harnesses (default ~/.cache/modelcalls-e2e)
 //	MODELCALLS_E2E_WORKDIR    keep every file of the run here (default: a temp dir, removed)
 //	MODELCALLS_E2E_REPORT     also write the summary table (markdown) to this file
@@ -95,7 +95,7 @@ func TestE2E(t *testing.T) {
 			t.Fatalf("%s: unknown harness %q (known: %s)", envHarnesses, h, strings.Join(allHarnesses, ","))
 		}
 	}
-	upstreams := listEnv(envUpstreams, []string{"scripted", "scripted-gzip", "llama", "llama-tools"})
+	upstreams := listEnv(envUpstreams, []string{"scripted", "scripted-gzip", "llama", "llama-tools", "llama-tokens"})
 
 	stepStart := time.Now()
 	s.bin = buildModelcalls(t, repo, work)
@@ -123,8 +123,16 @@ func TestE2E(t *testing.T) {
 				s.runLlama(t, "llama-tools", "tiny-tool-exec_command.gguf", []string{"codex"},
 					&ScriptedToolCall{Name: "exec_command", Arguments: map[string]any{"cmd": "cat hello.txt"}})
 			})
+		case "llama-tokens":
+			// pi on Chat under `modelcalls run --upstream ... --tokens llama-server`: the token
+			// ids and logprobs of every call, and their export.
+			if _, ok := s.harnesses["pi"]; !ok {
+				continue
+			}
+			t.Run("llama-tokens", s.runLlamaTokens)
 		default:
-			t.Fatalf("%s: unknown upstream %q (known: scripted, scripted-gzip, llama, llama-tools)", envUpstreams, up)
+			t.Fatalf("%s: unknown upstream %q (known: scripted, scripted-gzip, llama, llama-tools, llama-tokens)",
+				envUpstreams, up)
 		}
 	}
 	s.report.step("total", time.Since(start))
@@ -215,6 +223,8 @@ type upstreamRig struct {
 	toolCall *ScriptedToolCall
 	// stopUpstream closes what stands behind the proxy, so a replay is answered from the capture only.
 	stopUpstream func()
+	// tokens, when set, is the --tokens engine of the runs' gateways (`modelcalls run --tokens`).
+	tokens string
 }
 
 // runScripted runs the harnesses against the scripted upstream, gzip-compressing its answers
@@ -236,6 +246,19 @@ func (s *suite) runScripted(t *testing.T, name string, gz bool) {
 
 // runLlama runs the harnesses (all, or only) against llama-server serving one of the tiny models.
 func (s *suite) runLlama(t *testing.T, name, modelFile string, only []string, toolCall *ScriptedToolCall) {
+	url, dir := s.llamaServer(t, name, modelFile)
+	rig := s.newRig(t, name, dir, url)
+	rig.answer = func(string) string { return tinyAnswer }
+	rig.only, rig.toolCall, rig.twoTurns = only, toolCall, toolCall != nil
+	s.runMatrix(t, rig, func(run harnessRun) string {
+		p := filepath.Join(dir, "projects", run.name)
+		return p
+	})
+}
+
+// llamaServer builds llama-server (or finds it in the cache) and starts it with one of the tiny
+// models, for the upstream name; it returns the server's URL and the upstream's work dir.
+func (s *suite) llamaServer(t *testing.T, name, modelFile string) (url, dir string) {
 	stepStart := time.Now()
 	cmd := exec.Command(filepath.Join(s.repo, "scripts", "build-llama-server.sh"))
 	cmd.Stderr = os.Stderr
@@ -247,18 +270,12 @@ func (s *suite) runLlama(t *testing.T, name, modelFile string, only []string, to
 	server := lines[len(lines)-1]
 	s.report.step(name+": llama-server build or cache hit", time.Since(stepStart))
 
-	dir := filepath.Join(s.work, name)
+	dir = filepath.Join(s.work, name)
 	model := filepath.Join(s.repo, "test", "e2e", "testdata", "models", modelFile)
 	stepStart = time.Now()
-	url := startLlama(t, server, model, filepath.Join(dir, "llama-server.log"))
+	url = startLlama(t, server, model, filepath.Join(dir, "llama-server.log"))
 	s.report.step(name+": llama-server start", time.Since(stepStart))
-	rig := s.newRig(t, name, dir, url)
-	rig.answer = func(string) string { return tinyAnswer }
-	rig.only, rig.toolCall, rig.twoTurns = only, toolCall, toolCall != nil
-	s.runMatrix(t, rig, func(run harnessRun) string {
-		p := filepath.Join(dir, "projects", run.name)
-		return p
-	})
+	return url, dir
 }
 
 func (s *suite) newRig(t *testing.T, name, dir, upstreamURL string) *upstreamRig {
@@ -325,6 +342,11 @@ type runResult struct {
 	// For a replay of the run (nil harness for the probe): what ran, where, with which nonce.
 	harness                   *harnessRun
 	exe, project, home, nonce string
+	// calls are the model calls the upstream saw, in order; renders (--tokens llama-server) the
+	// gateway's own /apply-template and /tokenize calls.
+	calls, renders []TapEntry
+	// tokenCaptures holds each captured line's token_capture object by model_call_id (--tokens).
+	tokenCaptures map[string]json.RawMessage
 }
 
 func (s *suite) runOne(t *testing.T, rig *upstreamRig, run harnessRun, exe, project string) *runResult {
@@ -341,7 +363,11 @@ func (s *suite) runOne(t *testing.T, rig *upstreamRig, run harnessRun, exe, proj
 	// and points the harness at it: by environment variables, or by the harness's own override
 	// mechanism (Codex -c, opencode OPENCODE_CONFIG_CONTENT, pi PI_CODING_AGENT_DIR).
 	harnessArgs, env := run.command(t, home, run.baseURL(rig.upstreamURL), harnessPrompt)
-	args := append([]string{"run", "--rollout", rolloutID, "--upstream", rig.upstreamURL, "--capture-dir", rig.captureDir, "--name", proxyName, "--", exe}, harnessArgs...)
+	args := []string{"run", "--rollout", rolloutID, "--upstream", rig.upstreamURL, "--capture-dir", rig.captureDir, "--name", proxyName}
+	if rig.tokens != "" {
+		args = append(args, "--tokens", rig.tokens)
+	}
+	args = append(append(args, "--", exe), harnessArgs...)
 
 	rig.tap.Take() // nothing from an earlier run may count for this one
 	if rig.scripted != nil {
@@ -376,6 +402,10 @@ func (s *suite) runOne(t *testing.T, rig *upstreamRig, run harnessRun, exe, proj
 			calls = append(calls, e)
 			continue
 		}
+		if isRender(rig.tokens, e) {
+			res.renders = append(res.renders, e)
+			continue
+		}
 		if strings.Contains(e.Path, "ng-rollout") {
 			t.Errorf("non-captured %s %s reached the upstream with the rollout prefix", e.Method, e.Path)
 		}
@@ -394,7 +424,10 @@ func (s *suite) runOne(t *testing.T, rig *upstreamRig, run harnessRun, exe, proj
 	}
 	checkNoGapFiles(t, rig.captureDir, rolloutID)
 	recs := readRecords(t, rig.bin, rig.captureDir, rolloutID)
-	res.records = recs
+	res.records, res.calls = recs, calls
+	if rig.tokens != "" {
+		res.tokenCaptures = readTokenCaptures(t, rig.captureDir, rolloutID)
+	}
 	if len(recs) != len(calls) {
 		t.Fatalf("modelcalls calls: %d records, the upstream answered %d model calls", len(recs), len(calls))
 	}
@@ -434,6 +467,11 @@ func (s *suite) runOne(t *testing.T, rig *upstreamRig, run harnessRun, exe, proj
 		}
 		if rig.scripted != nil && sv == nil {
 			t.Errorf("call %d: the scripted upstream has no account of response %v", i, deref(obs.ResponseID))
+		}
+		if res.tokenCaptures != nil {
+			// The upstream got the client's request plus what --tokens added; the rest of the
+			// record is checked against the client's request.
+			e = checkTokenRequest(t, fmt.Sprintf("call %d", i), rig.tokens, recs[j], res.tokenCaptures[recs[j].ModelCallID], e)
 		}
 		checkRecord(t, fmt.Sprintf("call %d", i), recs[j], e, obs, sv, run.dialect, started, finished)
 	}
@@ -977,12 +1015,12 @@ var listenAddrRE = regexp.MustCompile(`127\.0\.0\.1:([0-9]+)`)
 // startProxy starts `modelcalls proxy --upstream URL --capture-dir DIR --listen 127.0.0.1:0
 // --name NAME` and reads its listening address from the first log line naming one (other than
 // the upstream's); the log is also written to logPath.
-func startProxy(t *testing.T, bin, upstream, capDir, logPath string) *modelcallsProc {
+func startProxy(t *testing.T, bin, upstream, capDir, logPath string, extra ...string) *modelcallsProc {
 	t.Helper()
 	upstreamPort := upstream[strings.LastIndex(upstream, ":")+1:]
 	return startModelcalls(t, bin, modelcallsRun{
-		args: []string{"proxy", "--upstream", upstream, "--capture-dir", capDir,
-			"--listen", "127.0.0.1:0", "--name", proxyName},
+		args: append([]string{"proxy", "--upstream", upstream, "--capture-dir", capDir,
+			"--listen", "127.0.0.1:0", "--name", proxyName}, extra...),
 		logPath: logPath,
 		listening: func(line string) (string, string) {
 			for _, m := range listenAddrRE.FindAllStringSubmatch(line, -1) {
@@ -1200,6 +1238,13 @@ type report struct {
 	mu    sync.Mutex
 	steps []string
 	rows  []string
+	notes []string // free lines after the tables (token counts and findings)
+}
+
+func (r *report) note(line string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notes = append(r.notes, line)
 }
 
 func (r *report) step(name string, d time.Duration) {
@@ -1238,6 +1283,12 @@ func (r *report) String() string {
 	b.WriteString("\n| step | time |\n|---|---|\n")
 	for _, s := range r.steps {
 		b.WriteString(s + "\n")
+	}
+	if len(r.notes) > 0 {
+		b.WriteString("\n")
+		for _, n := range r.notes {
+			b.WriteString("- " + n + "\n")
+		}
 	}
 	return b.String()
 }
