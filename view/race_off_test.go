@@ -1,0 +1,6 @@
+//go:build !race
+
+package view_test
+
+// raceEnabled reports whether the tests run under the race detector (see race_on_test.go).
+const raceEnabled = false
