@@ -218,6 +218,9 @@ type upstreamRig struct {
 	gzip bool
 	// only, when set, names the runs this upstream serves.
 	only []string
+	// dialects, when set, are the dialects this upstream speaks; runs of other dialects are left
+	// out (llama-server has no Gemini generateContent endpoint).
+	dialects []string
 	// toolCall, for a model that calls a tool (llama-tools), is the call it makes on the first
 	// turn (CallID not checked: llama-server makes it up).
 	toolCall *ScriptedToolCall
@@ -250,6 +253,7 @@ func (s *suite) runLlama(t *testing.T, name, modelFile string, only []string, to
 	rig := s.newRig(t, name, dir, url)
 	rig.answer = func(string) string { return tinyAnswer }
 	rig.only, rig.toolCall, rig.twoTurns = only, toolCall, toolCall != nil
+	rig.dialects = []string{DialectChat, DialectResponses, DialectMessages}
 	s.runMatrix(t, rig, func(run harnessRun) string {
 		p := filepath.Join(dir, "projects", run.name)
 		return p
@@ -291,7 +295,8 @@ func (s *suite) runMatrix(t *testing.T, rig *upstreamRig, projectDir func(harnes
 	var done []*runResult
 	for _, run := range harnessRuns() {
 		exe, ok := s.harnesses[run.harness]
-		if !ok || (rig.only != nil && !slices.Contains(rig.only, run.name)) {
+		if !ok || (rig.only != nil && !slices.Contains(rig.only, run.name)) ||
+			(rig.dialects != nil && !slices.Contains(rig.dialects, run.dialect)) {
 			continue
 		}
 		t.Run(run.name, func(t *testing.T) {
