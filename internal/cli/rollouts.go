@@ -56,16 +56,23 @@ func rolloutIDs(dirs []string) (ids []string, from map[string]*capture.Store, er
 	return ids, from, nil
 }
 
+// readRollout reads the records of rollout id that can be read (damaged counts the lines that
+// cannot) and whether its capture has an incomplete marker, as the rollout list and stats report
+// them.
+func readRollout(store *capture.Store, id string) (records []modelcalls.ModelCallRecord, damaged int, incomplete bool, err error) {
+	_, incomplete, err = store.Stat(id)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	records, damaged, err = modelcalls.ReadAvailableRecords(store, id)
+	return records, damaged, incomplete, err
+}
+
 // summarizeRollout reads rollout id from store for the rollout list.
 func summarizeRollout(store *capture.Store, id string) rolloutSummary {
 	rs := rolloutSummary{ID: id, Dir: store.Dir()}
-	_, marker, err := store.Stat(id)
-	if err != nil {
-		rs.err = err
-		return rs
-	}
-	rs.Incomplete = marker
-	records, damaged, err := modelcalls.ReadAvailableRecords(store, id)
+	records, damaged, incomplete, err := readRollout(store, id)
+	rs.Incomplete = incomplete
 	if err != nil {
 		rs.err = err
 		return rs

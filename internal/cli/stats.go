@@ -112,13 +112,8 @@ func statsCall(id string, r *modelcalls.ModelCallRecord) stats.Call {
 
 func readRolloutStats(store *capture.Store, id string, filter *callFilter) rolloutStats {
 	rs := rolloutStats{id: id}
-	_, marker, err := store.Stat(id)
-	if err != nil {
-		rs.err = err
-		return rs
-	}
-	rs.incomplete = marker
-	records, damaged, err := modelcalls.ReadAvailableRecords(store, id)
+	records, damaged, incomplete, err := readRollout(store, id)
+	rs.incomplete = incomplete
 	if err != nil {
 		rs.err = err
 		return rs
