@@ -80,13 +80,20 @@ func (c *chatState) add(ev []byte) {
 	})
 }
 
+// choiceIndex is a streamed choice's "index": 0 when absent or null, as OpenAI's Chat and
+// Completions streams of one choice may omit it; ok is false when it is not an integer.
+func choiceIndex(ch []byte) (idx int64, ok bool) {
+	v := jsonscan.Lookup(ch, "index")
+	if jsonscan.IsNull(v) {
+		return 0, true
+	}
+	return jsonscan.Int(v)
+}
+
 func (c *chatState) choice(ch []byte) {
-	idx := int64(0)
-	if v := jsonscan.Lookup(ch, "index"); !jsonscan.IsNull(v) {
-		var ok bool
-		if idx, ok = jsonscan.Int(v); !ok {
-			return // malformed choice index: skip the choice
-		}
+	idx, ok := choiceIndex(ch)
+	if !ok {
+		return // malformed choice index: skip the choice
 	}
 	st, ok := entry(&c.choices, idx, c.lim)
 	if !ok {

@@ -143,12 +143,9 @@ func (c *completionsState) add(ev []byte) {
 }
 
 func (c *completionsState) choice(ch []byte) {
-	idx := int64(0)
-	if v := jsonscan.Lookup(ch, "index"); !jsonscan.IsNull(v) {
-		var ok bool
-		if idx, ok = jsonscan.Int(v); !ok {
-			return // malformed choice index: skip the choice
-		}
+	idx, ok := choiceIndex(ch)
+	if !ok {
+		return // malformed choice index: skip the choice
 	}
 	st, ok := entry(&c.choices, idx, c.lim)
 	if !ok {
