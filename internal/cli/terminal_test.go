@@ -3,8 +3,8 @@
 package cli
 
 import (
-	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/creack/pty"
 	"github.com/modelcalls/modelcalls/internal/capturetest"
+	"golang.org/x/sys/unix"
 )
 
 // onTerminal starts `modelcalls <args>` (the test binary, see TestMain) with stdin, stdout and
@@ -30,16 +31,48 @@ func onTerminal(t *testing.T, want string, args ...string) (*exec.Cmd, *os.File,
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ptmx.Close(); cmd.Process.Kill() })
+	// Read ptmx directly, not through a buffered reader: finish reads on from ptmx, and bytes a
+	// buffer held past want would be lost to it.
 	var seen strings.Builder
-	r := bufio.NewReader(ptmx)
+	buf := make([]byte, 4096)
 	for !strings.Contains(seen.String(), want) {
-		line, err := r.ReadString('\n')
-		seen.WriteString(line)
+		n, err := ptmx.Read(buf)
+		seen.Write(buf[:n])
 		if err != nil {
 			t.Fatalf("terminal never showed %q: %v; it showed %q", want, err, seen.String())
 		}
 	}
 	return cmd, ptmx, &seen
+}
+
+// ctrlC types Ctrl-C on the terminal whose master is ptmx, with NOFLSH set first. The line
+// discipline handles Ctrl-C by sending SIGINT to the foreground job and then, without NOFLSH,
+// discarding the output not yet read. On a loaded machine the job can handle the signal, write why
+// it stopped and exit before that discard; the test then sees none of it, nor the ^C echo (written
+// once the job has gone and the read has ended). With NOFLSH the signal is the same and what the
+// job writes stays readable.
+func ctrlC(ptmx *os.File) error {
+	conn, err := ptmx.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ioctlErr error
+	err = conn.Control(func(fd uintptr) {
+		var tio *unix.Termios
+		if tio, ioctlErr = unix.IoctlGetTermios(int(fd), ioctlGetTermios); ioctlErr != nil {
+			return
+		}
+		tio.Lflag |= unix.NOFLSH
+		ioctlErr = unix.IoctlSetTermios(int(fd), ioctlSetTermios, tio)
+	})
+	if err == nil && ioctlErr != nil {
+		err = fmt.Errorf("set NOFLSH on the terminal: %w", ioctlErr)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = ptmx.Write([]byte{0x03})
+	return err
 }
 
 // finish waits for cmd (a timeout here is a failure: the command did not stop; it is killed) and
@@ -90,7 +123,7 @@ func TestMergeOnTerminalStopsOnSignal(t *testing.T) {
 		send func(cmd *exec.Cmd, ptmx *os.File) error
 		sig  string
 	}{
-		{"ctrl-c", func(_ *exec.Cmd, ptmx *os.File) error { _, err := ptmx.Write([]byte{0x03}); return err }, "interrupt"},
+		{"ctrl-c", func(_ *exec.Cmd, ptmx *os.File) error { return ctrlC(ptmx) }, "interrupt"},
 		{"sigterm", func(cmd *exec.Cmd, _ *os.File) error { return cmd.Process.Signal(syscall.SIGTERM) }, "terminated"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,7 +168,7 @@ func TestMergeOnTerminalReadsUntilCtrlD(t *testing.T) {
 func TestClearOnTerminalStopsOnCtrlC(t *testing.T) {
 	dir := t.TempDir()
 	cmd, ptmx, seen := onTerminal(t, "modelcalls clear: "+stdinPrompt, "clear", "--capture-dir", dir)
-	if _, err := ptmx.Write([]byte{0x03}); err != nil {
+	if err := ctrlC(ptmx); err != nil {
 		t.Fatal(err)
 	}
 	code, shown := finish(t, cmd, ptmx, seen)
@@ -159,7 +192,7 @@ func TestRunForegroundOnTerminal(t *testing.T) {
 	if lines := strings.Split(seen.String(), "\r\n"); !slices.Contains(lines, "foreground=true own-group=true") {
 		t.Fatalf("child is not the foreground job in its own group: %q", lines)
 	}
-	if _, err := ptmx.Write([]byte{0x03}); err != nil { // Ctrl-C
+	if err := ctrlC(ptmx); err != nil {
 		t.Fatal(err)
 	}
 	code, shown := finish(t, cmd, ptmx, seen)
