@@ -98,9 +98,16 @@ func testChild(args []string) int {
 }
 
 // wrapper returns the command `modelcalls <args>` played by the test binary.
+//
+// Under -race a process sleeps 1 s on exit (GORACE option atexit_sleep_ms) so that goroutines still
+// running may yet report a race. The tests wait for each command to exit, and that second per
+// process was three quarters of this package's test time, so the wrapper and the children it runs
+// skip it (an atexit_sleep_ms already in GORACE wins). Races met while a command runs are reported
+// as before.
 func wrapper(args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), roleEnv+"=cli", "KEEP_ME=kept", "OPENAI_BASE_URL=http://overridden.invalid")
+	cmd.Env = append(os.Environ(), roleEnv+"=cli", "KEEP_ME=kept", "OPENAI_BASE_URL=http://overridden.invalid",
+		"GORACE="+strings.TrimSpace("atexit_sleep_ms=0 "+os.Getenv("GORACE")))
 	return cmd
 }
 
