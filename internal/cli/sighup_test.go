@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net/http"
 	"os"
@@ -51,13 +52,21 @@ func startServing(t *testing.T, re *regexp.Regexp, args ...string) (*exec.Cmd, *
 }
 
 // awaitReadyz polls the admin /readyz until it answers 503 (the drain began): a bounded loop, each
-// step a real request.
+// step a real request, all within one 10 s deadline (a slow answer on a loaded machine is no
+// failure unless the deadline passes).
 func awaitReadyz(t *testing.T, admin string) {
 	t.Helper()
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		res, err := client.Get(admin + "/readyz")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, admin+"/readyz", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil && ctx.Err() != nil {
+			break
+		}
 		if err != nil {
 			t.Fatalf("admin endpoint gone after SIGHUP (the proxy died?): %v", err)
 		}
@@ -94,11 +103,15 @@ func TestProxyDrainsOnSIGHUP(t *testing.T) {
 				"proxy", "--upstream", up.URL, "--capture-dir", dir, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
 			proxyURL, admin := m[1], m[2]
 			var logTail *capturetest.Buffer
+			logCopied := make(chan struct{})
 			if logGone {
 				stderr.Close() // the next log write meets a broken pipe
+				close(logCopied)
 			} else {
+				// The copy ends when the proxy has exited (it holds the pipe's only write end): the
+				// log is read whole before it is checked.
 				logTail = &capturetest.Buffer{}
-				go io.Copy(logTail, stderr)
+				go func() { io.Copy(logTail, stderr); close(logCopied) }()
 			}
 
 			res, err := http.Post(proxyURL+"/ng-rollout/hup-1/v1/chat/completions", "application/json",
@@ -124,6 +137,7 @@ func TestProxyDrainsOnSIGHUP(t *testing.T) {
 			if err := cmd.Wait(); err != nil {
 				t.Fatalf("proxy exit after SIGHUP: %v, want 0", err)
 			}
+			<-logCopied
 			store, err := capture.Open(dir)
 			if err != nil {
 				t.Fatal(err)
