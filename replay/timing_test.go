@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,16 +19,21 @@ import (
 // first readable by the client, and the time the body ended.
 func arrivals(t *testing.T, url, body string, ends []int) ([]time.Duration, time.Duration, []byte) {
 	t.Helper()
-	at, end, got, err := measure(url, body, ends)
+	at, end, got, err := measure(context.Background(), url, body, ends)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return at, end, got
 }
 
-func measure(url, body string, ends []int) ([]time.Duration, time.Duration, []byte, error) {
+func measure(ctx context.Context, url, body string, ends []int) ([]time.Duration, time.Duration, []byte, error) {
 	start := time.Now()
-	res, err := http.Post(url, "application/json", strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, 0, nil, err
 	}
@@ -127,12 +133,26 @@ func TestTimingRecorded(t *testing.T) {
 			}
 		})
 	}
+	// Fast ignores the recorded delays. The call here was recorded an hour to its first byte and to
+	// its end, so answering at once and following the record are told apart by an hour, not by a
+	// margin of milliseconds that a loaded machine's scheduling delays can eat.
 	t.Run("fast", func(t *testing.T) {
-		rp := newReplay(t, &Server{Source: store, Match: Sequence, Timing: Timing{Fast: true}})
-		_, end, body := arrivals(t, rp+"/ng-rollout/r/v1/chat/completions", `{}`, ends)
-		if string(body) != raw || end > 100*time.Millisecond {
-			t.Errorf("fast: %v for %q", end, body)
+		slow, _ := capture.Open(t.TempDir())
+		appendLine(t, slow, "r", capture.Exchange{Request: json.RawMessage(`{"stream":true}`), StatusCode: ptr(200),
+			ResponseRaw: &raw, Response: json.RawMessage(`{"object":"chat.completion"}`), LatencyMS: 3600e3, LatencyTTFTMS: ptr(3600e3)})
+		rp := newReplay(t, &Server{Source: slow, Match: Sequence, Timing: Timing{Fast: true}})
+		// A minute for what takes milliseconds: enough on any machine, and a replay that waits is
+		// stopped then (the request is cancelled) rather than holding the test for its hour.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, end, body, err := measure(ctx, rp+"/ng-rollout/r/v1/chat/completions", `{}`, ends)
+		if ctx.Err() != nil {
+			t.Fatalf("fast: no answer within a minute to a call recorded at an hour: the replay follows the recorded delays (%v)", err)
 		}
+		if err != nil || string(body) != raw {
+			t.Errorf("fast: %q, %v; want %q", body, err, raw)
+		}
+		t.Logf("fast: the body of a call recorded at an hour ended after %v", end)
 	})
 }
 
@@ -150,7 +170,7 @@ func baselineLateness(events []string, offsets []time.Duration, ends []int) time
 		}
 	}))
 	defer srv.Close()
-	at, _, _, err := measure(srv.URL, `{}`, ends)
+	at, _, _, err := measure(context.Background(), srv.URL, `{}`, ends)
 	if err != nil || len(at) < len(offsets) {
 		return time.Hour
 	}
