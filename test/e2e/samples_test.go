@@ -56,6 +56,7 @@ func (s *suite) runLlamaSamples(t *testing.T) {
 			s.report.note(name + ": " + line)
 		}
 	})
+	t.Run("sft", func(t *testing.T) { s.report.note(name + ": " + checkSFTChain(t, s.bin, rig, res)) })
 	s.report.add(name, res)
 }
 
@@ -211,7 +212,7 @@ type lineageJSON struct {
 // checkLineageChain checks the rollout's lineage and its main chain's token rows against the wire:
 //   - `modelcalls lineage --format json`: call k extends call k-1 (message matching), all calls on
 //     the main chain, the earlier answers in each request authored by the model and attributed
-//     to the latest earlier call that gave that answer, and each edge's token audit equal to the one computed here from
+//     to the call that gave each (turn j to call j), and each edge's token audit equal to the one computed here from
 //     the ids on the wire (the parent's /tokenize answer and logprob entries, the child's
 //     /tokenize answer): exact, or the first differing position, where it lies, and both ids;
 //   - where the audit fails in the parent's generation, llama-server's own /detokenize of the
@@ -276,16 +277,9 @@ func checkLineageChain(t *testing.T, bin string, rig *upstreamRig, res *runResul
 		for _, m := range c.Messages {
 			switch {
 			case m.Role == "assistant":
-				// Attributed to the latest earlier call that gave the same answer (the tiny model
-				// says the same each time, so that is call k-1 for every turn).
-				from := ""
-				for j := range k {
-					if answerText(t, res.records[j].Response) == answerText(t, res.records[min(answers, k-1)].Response) {
-						from = ids[j]
-					}
-				}
-				if m.Author != "model" || m.FromCallID != from {
-					t.Errorf("%s: answer %d authored by %s from %q, want model from %s", what, answers, m.Author, m.FromCallID, from)
+				// Turn j is call j's answer, though the tiny model says the same words each time.
+				if m.Author != "model" || answers >= k || m.FromCallID != ids[answers] {
+					t.Errorf("%s: answer %d authored by %s from %q, want model from call %d", what, answers, m.Author, m.FromCallID, answers)
 				}
 				answers++
 			case m.Author != "client":
@@ -452,3 +446,57 @@ func detokenize(t *testing.T, llamaURL string, ids []int64) string {
 }
 
 func eqInt64p(a, b *int64) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
+
+// checkSFTChain runs `export samples --format sft` on the capture dir: one line, valid by the
+// fine-tuning rules, holding the conversation pi had (each prompt, then the model's answer), every
+// answer with weight 1: each call's generation trained once, though all answers are the same words.
+func checkSFTChain(t *testing.T, bin string, rig *upstreamRig, res *runResult) string {
+	t.Helper()
+	out := filepath.Join(filepath.Dir(rig.captureDir), "samples-sft.jsonl")
+	cmd := exec.Command(bin, "export", "samples", "--capture-dir", rig.captureDir, "--format", "sft", "--out", out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if b, err := cmd.Output(); err != nil {
+		t.Fatalf("modelcalls export samples --format sft: %v\n%s%s", err, b, stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	if len(lines) != 1 {
+		t.Fatalf("export samples --format sft wrote %d lines, want 1 (one rollout)", len(lines))
+	}
+	var line samples.SFTLine
+	if err := json.Unmarshal(lines[0], &line); err != nil {
+		t.Fatalf("sft line: %v", err)
+	}
+	if err := samples.ValidateSFT(&line); err != nil {
+		t.Errorf("sft line breaks a fine-tuning rule: %v", err)
+	}
+	var got, want []string
+	for i, p := range samplesTurns {
+		want = append(want, "user: "+p, fmt.Sprintf("assistant (weight 1): %s", answerText(t, res.records[i].Response)))
+	}
+	for _, m := range line.Messages {
+		if m.Role == "system" {
+			continue
+		}
+		s := m.Role + ": " + derefString(m.Content)
+		if m.Weight != nil {
+			s = fmt.Sprintf("%s (weight %d): %s", m.Role, *m.Weight, derefString(m.Content))
+		}
+		got = append(got, s)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("sft line holds\n%q\nwant\n%q", got, want)
+	}
+	return fmt.Sprintf("export samples sft: one line of %d messages, %d answers with weight 1", len(line.Messages), len(samplesTurns))
+}
+
+func derefString(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
