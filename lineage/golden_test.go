@@ -142,6 +142,52 @@ func TestGoldenCompaction(t *testing.T) {
 	}
 }
 
+// TestGoldenCodexCompaction: in a real Codex run compacted after its first turn (post-turn
+// compaction) and resumed with the prompt again, the summary request (the whole history, then the
+// compaction prompt, no tools) extends the first turn's last call; the call after the compaction
+// keeps the old history's user messages (its first call's context is a prefix of it) and pastes
+// the summary after them, and is a compaction of the summary request, not a fork of the first call.
+// The chain before the compaction, summary request included, is the longer one and the main chain.
+func TestGoldenCodexCompaction(t *testing.T) {
+	store, err := capture.OpenExisting("testdata/captures")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	l, _, err := Read(store, "e2e-scripted-codex-compact")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Calls) != 5 {
+		t.Fatalf("%d calls, want 5", len(l.Calls))
+	}
+	c := l.Calls
+	want := []struct {
+		rel    Relation
+		parent string
+		main   bool
+	}{
+		{RelationRoot, "", true},
+		{RelationExtends, c[0].CallID, true},
+		{RelationExtends, c[1].CallID, true},
+		{RelationCompaction, c[2].CallID, false},
+		{RelationExtends, c[3].CallID, false},
+	}
+	for i, w := range want {
+		parent := ""
+		if c[i].ParentCallID != nil {
+			parent = *c[i].ParentCallID
+		}
+		if c[i].Relation != w.rel || parent != w.parent || c[i].MainChain != w.main {
+			t.Errorf("call %d: %s of %q main %v, want %s of %q main %v", i, c[i].Relation, parent, c[i].MainChain,
+				w.rel, w.parent, w.main)
+		}
+	}
+	if l.Summary.Compactions != 1 || l.Summary.Forks != 0 || l.Summary.OffMainChain != 2 {
+		t.Errorf("summary %+v", l.Summary)
+	}
+}
+
 // TestTokenReaderAudit: ids supplied through a TokenReader reach the audit of a real capture's
 // extends edge, exact and drifted.
 func TestTokenReaderAudit(t *testing.T) {

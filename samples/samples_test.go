@@ -56,9 +56,11 @@ func TestSFTHarnessCaptures(t *testing.T) {
 			}
 			// The model's tool call and final answer are trained; nothing the client wrote is.
 			// After Claude Code's compaction the answer before it is kept verbatim after the
-			// summary: a model turn too, off the main chain, so trained in this line.
+			// summary: a model turn too, off the main chain, so trained in this line. Codex's
+			// main chain is the history before its compaction, the summary request ending it:
+			// its summary is the third model turn.
 			wantWeights := []int{1, 1}
-			if id == "e2e-scripted-claude-code-compact" {
+			if id == "e2e-scripted-claude-code-compact" || id == "e2e-scripted-codex-compact" {
 				wantWeights = []int{1, 1, 1}
 			}
 			var weights []int

@@ -76,7 +76,7 @@ var readTools = []string{"Read", "read", "read_file", "exec_command"}
 // SummaryAnswer is the text the scripted upstream answers a compaction request with (see
 // asksForSummary): an analysis block, then a summary block of numbered lines, the shape Claude
 // Code's compaction prompt asks for (it asks again once when the answer has no summary block, and
-// keeps only the summary block's content in the new history). The lines name the nonce the
+// keeps only the summary block's content in the new history; Codex keeps the whole text). The lines name the nonce the
 // conversation's tool result carried ("" when none) and are long enough (over 64 bytes) to be
 // recognised when pasted into a later context.
 func SummaryAnswer(nonce string) string {
@@ -296,23 +296,40 @@ func (s *Scripted) decide(d string, req map[string]json.RawMessage, bodyLen int)
 	return sv
 }
 
-// asksForSummary reports whether the request is a compaction request: its last message is a
-// user turn whose text asks for the answer inside <summary> tags (Claude Code's /compact and
-// automatic compaction send the whole conversation with such a turn appended). Chat and Messages
-// only; the other dialects never ask.
+// asksForSummary reports whether the request is a compaction request: its last message is a user
+// turn asking for a summary of the conversation, as Claude Code's /compact (the answer inside
+// <summary> tags) and Codex's automatic compaction ("CONTEXT CHECKPOINT COMPACTION ... a handoff
+// summary") send it after the whole conversation: the text names both a summary and compaction
+// (case aside). A summary pasted into a history is not one: Codex's wrapping of it and
+// SummaryAnswer do not name compaction. Chat, Messages and Responses (a message input item; Codex
+// sends its prompt as a user message); Gemini never asks.
 func asksForSummary(d string, req map[string]json.RawMessage) bool {
-	if d != DialectChat && d != DialectMessages {
-		return false
-	}
 	var msgs []struct {
+		Type    string `json:"type"`
 		Role    string `json:"role"`
 		Content any    `json:"content"`
 	}
-	if json.Unmarshal(req["messages"], &msgs) != nil || len(msgs) == 0 {
+	switch d {
+	case DialectChat, DialectMessages:
+		if json.Unmarshal(req["messages"], &msgs) != nil {
+			return false
+		}
+	case DialectResponses:
+		if json.Unmarshal(req["input"], &msgs) != nil { // a string input is the user's prompt alone
+			return false
+		}
+	default:
+		return false
+	}
+	if len(msgs) == 0 {
 		return false
 	}
 	last := msgs[len(msgs)-1]
-	return last.Role == "user" && strings.Contains(textOf(last.Content), "<summary>")
+	if last.Role != "user" || last.Type != "" && last.Type != "message" {
+		return false
+	}
+	text := strings.ToLower(textOf(last.Content))
+	return strings.Contains(text, "summary") && strings.Contains(text, "compaction")
 }
 
 // pickTool returns the first of readTools the request offers, with the first required

@@ -499,7 +499,7 @@ func TestScriptedCompaction(t *testing.T) {
 		m, _ := json.Marshal(msgs)
 		return map[string]json.RawMessage{"messages": m}
 	}
-	ask := map[string]any{"role": "user", "content": "Summarize the conversation inside <summary></summary> tags."}
+	ask := map[string]any{"role": "user", "content": "Before compaction, summarize the conversation inside <summary></summary> tags."}
 	for _, tc := range []struct {
 		name string
 		req  map[string]json.RawMessage
@@ -507,6 +507,7 @@ func TestScriptedCompaction(t *testing.T) {
 	}{
 		{"chat summary request", chat(map[string]any{"role": "user", "content": "hi"}, ask), SummaryAnswer("")},
 		{"mentions summaries", chat(map[string]any{"role": "user", "content": "write a summary of hello.txt"}), PlainAnswer},
+		{"a pasted summary", chat(map[string]any{"role": "user", "content": "An earlier model wrote this summary: " + SummaryAnswer("")}), PlainAnswer},
 		{"answered already", chat(ask, map[string]any{"role": "assistant", "content": "ok"}), PlainAnswer},
 	} {
 		if sv := (&Scripted{FilePath: "/p/hello.txt"}).decide(DialectChat, tc.req, 100); sv.Text != tc.want {
