@@ -463,35 +463,44 @@ func messagesViaSDK(t *testing.T, ctx context.Context, c anthropic.Client, strea
 	return r
 }
 
-// TestScriptedCompaction feeds the scripted upstream the calls of a real Claude Code run compacted
-// with /compact (lineage/testdata: a prompt, /compact, the prompt again): the summary request is
-// answered with SummaryAnswer of the nonce its tool result carries, the calls around it as before.
+// TestScriptedCompaction feeds the scripted upstream the calls of real compacted runs
+// (lineage/testdata): Claude Code (a prompt, /compact, the prompt again) and Codex (a prompt
+// compacted after its turn, then the prompt again). The summary request is answered with
+// SummaryAnswer of the nonce its tool result carries, the calls around it as before, the call
+// after the compaction (the summary pasted in) with the tool call.
 func TestScriptedCompaction(t *testing.T) {
-	b, err := os.ReadFile("../../lineage/testdata/captures/e2e-scripted-claude-code-compact.capture.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	nonce := NoncePattern.FindString(string(b))
-	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
-	want := []string{"tool", AnswerForNonce(nonce), SummaryAnswer(nonce), "tool", AnswerForNonce(nonce)}
-	if len(lines) != len(want) || nonce == "" {
-		t.Fatalf("%d calls, nonce %q", len(lines), nonce)
-	}
-	for i, line := range lines {
-		var l struct {
-			Request map[string]json.RawMessage `json:"request"`
-		}
-		if err := json.Unmarshal(line, &l); err != nil {
-			t.Fatal(err)
-		}
-		sv := (&Scripted{FilePath: "/p/hello.txt"}).decide(DialectMessages, l.Request, len(line))
-		got := sv.Text
-		if sv.ToolCall != nil {
-			got = "tool"
-		}
-		if got != want[i] {
-			t.Errorf("call %d: answered %q, want %q", i, got, want[i])
-		}
+	for _, tc := range []struct{ rollout, dialect string }{
+		{"e2e-scripted-claude-code-compact", DialectMessages},
+		{"e2e-scripted-codex-compact", DialectResponses},
+	} {
+		t.Run(tc.rollout, func(t *testing.T) {
+			b, err := os.ReadFile("../../lineage/testdata/captures/" + tc.rollout + ".capture.jsonl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			nonce := NoncePattern.FindString(string(b))
+			lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+			want := []string{"tool", AnswerForNonce(nonce), SummaryAnswer(nonce), "tool", AnswerForNonce(nonce)}
+			if len(lines) != len(want) || nonce == "" {
+				t.Fatalf("%d calls, nonce %q", len(lines), nonce)
+			}
+			for i, line := range lines {
+				var l struct {
+					Request map[string]json.RawMessage `json:"request"`
+				}
+				if err := json.Unmarshal(line, &l); err != nil {
+					t.Fatal(err)
+				}
+				sv := (&Scripted{FilePath: "/p/hello.txt"}).decide(tc.dialect, l.Request, len(line))
+				got := sv.Text
+				if sv.ToolCall != nil {
+					got = "tool"
+				}
+				if got != want[i] {
+					t.Errorf("call %d: answered %q, want %q", i, got, want[i])
+				}
+			}
+		})
 	}
 	// A Chat conversation asking the same is answered the same; a user turn that only mentions
 	// summaries, or a summary request followed by the model's turn, is not a compaction request.
