@@ -8,7 +8,7 @@
 # run from the repository root. It starts llama-server on 127.0.0.1 (a free port) with the e2e
 # suite's tiny-chatml.gguf, as the e2e suite starts it, records with curl and stops it. The bodies
 # are stored as the server sent them, per-run members (id, created, timings) included.
-# Needs curl and jq. After recording, rewrite the want.json goldens: go test ./tokens -update
+# Needs curl, jq and python3 (for a free port). After recording, rewrite the want.json goldens: go test ./tokens -update
 set -eu
 
 : "${LLAMA_SERVER:?set LLAMA_SERVER to the llama-server binary}"
