@@ -18,6 +18,10 @@ import (
 // there, so a later export knows which files are its own: it replaces and removes only those.
 const gymManifestName = ".modelcalls-tokens-export.json"
 
+// gymLockName is the file in a `--format gym` directory whose exclusive lock an export holds from
+// reading the manifest to writing it, so two exports into one directory run one after the other.
+const gymLockName = ".modelcalls-tokens-export.lock"
+
 // gymSuffix ends every file a Gym export writes: <rollout_id>.tokens.jsonl.
 const gymSuffix = ".tokens.jsonl"
 
@@ -52,7 +56,7 @@ type gymSink struct {
 	exported   map[string]bool // rollout ids this export read
 	staged     map[string]string
 	lines      []byte
-	committed  bool
+	lock       *os.File
 }
 
 func newGymSink(dir, captureDir string, wholeDir bool) (*gymSink, error) {
@@ -64,6 +68,19 @@ func newGymSink(dir, captureDir string, wholeDir bool) (*gymSink, error) {
 		return nil, withExit(ExitFailure, fmt.Errorf("--capture-dir: %w", err))
 	}
 	g := &gymSink{dir: dir, captureDir: abs, wholeDir: wholeDir, exported: map[string]bool{}, staged: map[string]string{}}
+	if g.lock, err = os.OpenFile(filepath.Join(dir, gymLockName), os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+		return nil, withExit(ExitFailure, fmt.Errorf("lock --out directory: %w", err))
+	}
+	if err := fsutil.Lock(g.lock, true); err != nil {
+		g.lock.Close()
+		return nil, withExit(ExitFailure, fmt.Errorf("lock --out directory: %w", err))
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			g.lock.Close()
+		}
+	}()
 	b, err := os.ReadFile(filepath.Join(dir, gymManifestName))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -78,6 +95,12 @@ func newGymSink(dir, captureDir string, wholeDir bool) (*gymSink, error) {
 	if g.manifest.Files == nil {
 		g.manifest.Files = map[string]gymManifestFile{}
 	}
+	for n := range g.manifest.Files {
+		if !isGymFileName(n) {
+			// Not a name an export writes (an edited manifest): never act on it.
+			delete(g.manifest.Files, n)
+		}
+	}
 	// Temp files an interrupted export left behind are ours by their name.
 	if ents, err := os.ReadDir(dir); err == nil {
 		for _, e := range ents {
@@ -88,7 +111,15 @@ func newGymSink(dir, captureDir string, wholeDir bool) (*gymSink, error) {
 			}
 		}
 	}
+	ok = true
 	return g, nil
+}
+
+// isGymFileName reports whether n is a name an export writes in its directory: <id>.tokens.jsonl,
+// no directory part, not hidden.
+func isGymFileName(n string) bool {
+	return strings.HasSuffix(n, gymSuffix) && len(n) > len(gymSuffix) && !strings.HasPrefix(n, ".") &&
+		filepath.Base(n) == n && !strings.ContainsAny(n, `/\`) && filepath.IsLocal(n)
 }
 
 func (g *gymSink) write(r *tokenexport.Row) (bool, error) {
@@ -158,7 +189,6 @@ func (g *gymSink) commit() error {
 		delete(g.staged, n)
 		g.manifest.Files[n] = gymManifestFile{RolloutID: strings.TrimSuffix(n, gymSuffix), CaptureDir: g.captureDir}
 	}
-	g.committed = true
 	written := map[string]bool{}
 	for _, n := range names {
 		written[n] = true
@@ -197,11 +227,16 @@ func (g *gymSink) writeManifest() error {
 	return nil
 }
 
-// abort removes the temp files of an export that did not commit.
+// abort removes the temp files of an export that did not commit, and releases the directory's
+// lock; it runs after commit too.
 func (g *gymSink) abort() {
 	for n, tmp := range g.staged {
 		os.Remove(tmp)
 		delete(g.staged, n)
+	}
+	if g.lock != nil {
+		g.lock.Close()
+		g.lock = nil
 	}
 }
 

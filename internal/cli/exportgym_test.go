@@ -117,7 +117,7 @@ func TestExportGymReexport(t *testing.T) {
 	}
 	export(t, caps, "")
 	first := dirFiles(t, out)
-	if got, want := names(first), ".modelcalls-tokens-export.json notes.txt r1.tokens.jsonl r2.tokens.jsonl r3.tokens.jsonl x9.tokens.jsonl"; got != want {
+	if got, want := names(first), ".modelcalls-tokens-export.json .modelcalls-tokens-export.lock notes.txt r1.tokens.jsonl r2.tokens.jsonl r3.tokens.jsonl x9.tokens.jsonl"; got != want {
 		t.Fatalf("files %q, want %q", got, want)
 	}
 
@@ -138,7 +138,7 @@ func TestExportGymReexport(t *testing.T) {
 		buildTokenCapture(t, caps, map[string][]string{"r1": {"vllm_chat_json", "llamacpp_chat_json"}, "r2": {"messages_plain"}})
 		export(t, caps, "")
 		got := dirFiles(t, out)
-		if n, want := names(got), ".modelcalls-tokens-export.json notes.txt r1.tokens.jsonl x9.tokens.jsonl"; n != want {
+		if n, want := names(got), ".modelcalls-tokens-export.json .modelcalls-tokens-export.lock notes.txt r1.tokens.jsonl x9.tokens.jsonl"; n != want {
 			t.Errorf("files %q, want %q", n, want)
 		}
 		if n := lines(t, "r1.tokens.jsonl"); n != 2 {
@@ -156,13 +156,13 @@ func TestExportGymReexport(t *testing.T) {
 		export(t, caps, `{"_ng_rollout_id":"r2"}`+"\n")
 		// The whole of caps again: q1, from another capture directory, stays.
 		export(t, caps, "")
-		if n, want := names(dirFiles(t, out)), ".modelcalls-tokens-export.json notes.txt q1.tokens.jsonl r1.tokens.jsonl r2.tokens.jsonl x9.tokens.jsonl"; n != want {
+		if n, want := names(dirFiles(t, out)), ".modelcalls-tokens-export.json .modelcalls-tokens-export.lock notes.txt q1.tokens.jsonl r1.tokens.jsonl r2.tokens.jsonl x9.tokens.jsonl"; n != want {
 			t.Errorf("files %q, want %q", n, want)
 		}
 		// A listed rollout that has no token data now loses its file; the others stay.
 		buildTokenCapture(t, caps, map[string][]string{"r1": {"vllm_chat_json", "llamacpp_chat_json"}, "r2": {"messages_plain"}})
 		export(t, caps, `{"_ng_rollout_id":"r2"}`+"\n")
-		if n, want := names(dirFiles(t, out)), ".modelcalls-tokens-export.json notes.txt q1.tokens.jsonl r1.tokens.jsonl x9.tokens.jsonl"; n != want {
+		if n, want := names(dirFiles(t, out)), ".modelcalls-tokens-export.json .modelcalls-tokens-export.lock notes.txt q1.tokens.jsonl r1.tokens.jsonl x9.tokens.jsonl"; n != want {
 			t.Errorf("files %q, want %q", n, want)
 		}
 	})
@@ -187,8 +187,61 @@ func TestExportGymRefusesFilesNotOurs(t *testing.T) {
 	if code != ExitFailure || !strings.Contains(errOut, "r2.tokens.jsonl exists and no export into") {
 		t.Errorf("exit %d, err %q", code, errOut)
 	}
-	// Nothing changed: r1 was staged but not put in place, no temp file and no manifest is left.
-	if got := dirFiles(t, out); names(got) != "r2.tokens.jsonl" || got["r2.tokens.jsonl"] != "theirs\n" {
+	// Nothing changed: r1 was staged but not put in place, no temp file and no manifest is left
+	// (the empty lock file stays).
+	if got := dirFiles(t, out); names(got) != ".modelcalls-tokens-export.lock r2.tokens.jsonl" || got["r2.tokens.jsonl"] != "theirs\n" {
 		t.Errorf("directory after the refused export: %v", got)
+	}
+}
+
+func TestExportGymManifestNamesOutsideTheDirectory(t *testing.T) {
+	caps, root := filepath.Join(t.TempDir(), "caps"), t.TempDir()
+	out := filepath.Join(root, "out")
+	buildTokenCapture(t, caps, map[string][]string{"r1": {"vllm_chat_json"}})
+	// An edited manifest naming files outside the directory, or hidden ones: never removed.
+	victim := filepath.Join(root, "victim.tokens.jsonl")
+	if err := os.WriteFile(victim, []byte("keep\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := `{"files":{"../victim.tokens.jsonl":{"rollout_id":"r1","capture_dir":"` + caps + `"},".x.tokens.jsonl":{"rollout_id":"r1"}}}`
+	if err := os.WriteFile(filepath.Join(out, gymManifestName), []byte(m), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI(t, "", "export", "tokens", "--capture-dir", caps, "--format", "gym", "--out", out); code != ExitOK {
+		t.Fatalf("exit %d, err %q", code, errOut)
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "keep\n" {
+		t.Errorf("a file outside --out was touched: %q, %v", b, err)
+	}
+	if got := names(dirFiles(t, out)); got != ".modelcalls-tokens-export.json .modelcalls-tokens-export.lock r1.tokens.jsonl" {
+		t.Errorf("files %q", got)
+	}
+}
+
+// Two exports into one directory at once run one after the other: the result is one export's.
+func TestExportGymConcurrent(t *testing.T) {
+	caps, out := filepath.Join(t.TempDir(), "caps"), t.TempDir()
+	buildTokenCapture(t, caps, map[string][]string{"r1": {"vllm_chat_json"}, "r2": {"vllm_chat_json", "llamacpp_chat_json"}})
+	codes := make(chan int, 2)
+	for range 2 {
+		go func() {
+			_, _, code := runCLI(t, "", "export", "tokens", "--capture-dir", caps, "--format", "gym", "--out", out)
+			codes <- code
+		}()
+	}
+	for range 2 {
+		if code := <-codes; code != ExitOK {
+			t.Errorf("exit %d", code)
+		}
+	}
+	got := dirFiles(t, out)
+	if n := names(got); n != ".modelcalls-tokens-export.json .modelcalls-tokens-export.lock r1.tokens.jsonl r2.tokens.jsonl" {
+		t.Errorf("files %q", n)
+	}
+	if strings.Count(got["r2.tokens.jsonl"], "\n") != 2 {
+		t.Errorf("r2.tokens.jsonl:\n%s", got["r2.tokens.jsonl"])
 	}
 }
