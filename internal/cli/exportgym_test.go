@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/tokens/tokenexport"
 )
 
 // buildTokenCapture (re)creates a capture directory at dir holding, per rollout, one line per
@@ -94,11 +95,13 @@ func TestExportGymReexport(t *testing.T) {
 	}
 	manifest := func(t *testing.T) string {
 		t.Helper()
-		b, err := os.ReadFile(filepath.Join(out, gymManifestName))
+		b, err := os.ReadFile(filepath.Join(out, tokenexport.GymManifestName))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var m gymManifest
+		var m struct {
+			Files map[string]json.RawMessage `json:"files"`
+		}
 		if err := json.Unmarshal(b, &m); err != nil {
 			t.Fatal(err)
 		}
@@ -207,7 +210,7 @@ func TestExportGymManifestNamesOutsideTheDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := `{"files":{"../victim.tokens.jsonl":{"rollout_id":"r1","capture_dir":"` + caps + `"},".x.tokens.jsonl":{"rollout_id":"r1"}}}`
-	if err := os.WriteFile(filepath.Join(out, gymManifestName), []byte(m), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, tokenexport.GymManifestName), []byte(m), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, errOut, code := runCLI(t, "", "export", "tokens", "--capture-dir", caps, "--format", "gym", "--out", out); code != ExitOK {

@@ -1,7 +1,8 @@
 // Package tokenexport turns capture lines into training rows: one Row per captured call with its
 // prompt ids, generated ids and log probabilities (package tokens reads them), written as JSON
 // Lines, as Parquet (lists as Parquet LIST columns, so DuckDB, pyarrow and Hugging Face datasets
-// read them as lists), or as NeMo Gym's per-call token record (GymRecord, schema_version 1).
+// read them as lists), or as NeMo Gym's per-call token record (GymRecord, schema_version 1), one
+// file per rollout in a directory that GymDir keeps current across exports.
 //
 // A row is about the first choice of its call: calls that ask for several choices are rare in
 // agent rollouts, and NeMo Gym's record has one generation. Choices says how many there were.
