@@ -75,15 +75,17 @@ func TestExportGymReexport(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	export := func(t *testing.T, captureDir, in string) {
+	export := func(t *testing.T, captureDir, in string) string {
 		t.Helper()
 		args := []string{"export", "tokens", "--capture-dir", captureDir, "--format", "gym", "--out", out}
 		if in != "" {
 			args = append(args, "--in", "-")
 		}
-		if stdout, errOut, code := runCLI(t, in, args...); code != ExitOK && code != ExitFailure || strings.Contains(errOut, "Error") {
+		stdout, errOut, code := runCLI(t, in, args...)
+		if code != ExitOK && code != ExitFailure || strings.Contains(errOut, "Error") {
 			t.Fatalf("exit %d, out %q, err %q", code, stdout, errOut)
 		}
+		return stdout
 	}
 	lines := func(t *testing.T, name string) int {
 		t.Helper()
@@ -139,7 +141,9 @@ func TestExportGymReexport(t *testing.T) {
 	t.Run("changed capture: replaced, emptied and gone rollouts", func(t *testing.T) {
 		// r1 gained a call, r2 has no call with token data any more, r3 is gone.
 		buildTokenCapture(t, caps, map[string][]string{"r1": {"vllm_chat_json", "llamacpp_chat_json"}, "r2": {"messages_plain"}})
-		export(t, caps, "")
+		if stdout := export(t, caps, ""); !strings.Contains(stdout, ", 2 stale Gym files of earlier exports removed") {
+			t.Errorf("summary %q", stdout)
+		}
 		got := dirFiles(t, out)
 		if n, want := names(got), ".modelcalls-tokens-export.json .modelcalls-tokens-export.lock notes.txt r1.tokens.jsonl x9.tokens.jsonl"; n != want {
 			t.Errorf("files %q, want %q", n, want)

@@ -63,8 +63,8 @@ generated ids, or when --in lines were skipped; 3 when DIR does not exist.`,
 
 // exportTokensSummary counts what an export wrote.
 type exportTokensSummary struct {
-	rollouts, missing, calls, complete, noTokens, damaged, gymSkipped int
-	findings                                                          map[string]int
+	rollouts, missing, calls, complete, noTokens, damaged, gymSkipped, gymRemoved int
+	findings                                                                      map[string]int
 }
 
 func runExportTokens(ctx context.Context, s *Streams, o *exportTokensOptions) error {
@@ -167,6 +167,9 @@ func runExportTokens(ctx context.Context, s *Streams, o *exportTokensOptions) er
 	if err := sink.commit(); err != nil {
 		return withExit(ExitFailure, err)
 	}
+	if g, ok := sink.(*gymSink); ok {
+		sum.gymRemoved = g.dir.Removed()
+	}
 	summaryTo := s.Out
 	if o.out == "-" {
 		summaryTo = s.ErrOut // the rows are on stdout
@@ -183,6 +186,9 @@ func printExportTokensSummary(w io.Writer, sum *exportTokensSummary, format stri
 		sum.calls, sum.rollouts, format, sum.complete, sum.noTokens)
 	if format == "gym" {
 		fmt.Fprintf(w, ", %d not written as Gym records", sum.gymSkipped)
+		if sum.gymRemoved > 0 {
+			fmt.Fprintf(w, ", %d stale Gym files of earlier exports removed", sum.gymRemoved)
+		}
 	}
 	if sum.missing > 0 {
 		fmt.Fprintf(w, "; %d rollouts without captures", sum.missing)

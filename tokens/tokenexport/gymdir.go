@@ -60,6 +60,7 @@ type GymDir struct {
 	exported   map[string]bool // rollout ids this export read
 	staged     map[string]string
 	lock       *os.File
+	removed    int
 }
 
 // OpenGymDir creates dir when missing, takes its lock (waiting for an export that holds it), reads
@@ -203,9 +204,13 @@ func (g *GymDir) Commit() error {
 			return fmt.Errorf("remove the stale %s: %w", filepath.Join(g.dir, n), err)
 		}
 		delete(g.manifest.Files, n)
+		g.removed++
 	}
 	return g.writeManifest()
 }
+
+// Removed is how many files of earlier exports Commit removed as stale.
+func (g *GymDir) Removed() int { return g.removed }
 
 // writeManifest replaces the manifest atomically and makes the directory's entries durable.
 func (g *GymDir) writeManifest() error {
