@@ -76,6 +76,97 @@ func promptIDs(p json.RawMessage) bool {
 	return json.Unmarshal(p, &ids) == nil
 }
 
+// PromptKind says what a Completions request's prompt is.
+type PromptKind int
+
+// The kinds of Completions prompt.
+const (
+	// PromptNone: no prompt, null, or a value of no documented shape.
+	PromptNone PromptKind = iota
+	// PromptText: one prompt with text in it: a string, or a list mixing token ids and strings
+	// (llama-server reads such a list as one prompt, tokenizing its strings in place).
+	PromptText
+	// PromptIDs: one prompt of token ids only.
+	PromptIDs
+	// PromptBatch: several prompts (a list of several strings or id lists), one answer choice each.
+	PromptBatch
+)
+
+// CompletionsPrompt returns the one prompt of a Completions request body, as its JSON value, and
+// its kind. A list of one prompt (one string, one id list) is that prompt. For PromptBatch and
+// PromptNone the value is nil. body that is not one valid JSON object has PromptNone.
+func CompletionsPrompt(body []byte) (json.RawMessage, PromptKind) {
+	t := jsonscan.TrimWS(body)
+	if !jsonscan.IsObject(t) || jsonscan.Validate(t) != nil {
+		return nil, PromptNone
+	}
+	p := jsonscan.Lookup(t, "prompt")
+	kind := promptKind(p, true)
+	if kind == PromptNone || kind == PromptBatch {
+		return nil, kind
+	}
+	if jsonscan.IsArray(p) {
+		var only []byte
+		n := 0
+		jsonscan.EachElement(p, func(e []byte) bool {
+			only = e
+			n++
+			return true
+		})
+		if n == 1 && (jsonscan.IsString(only) || jsonscan.IsArray(only)) {
+			p = only // a list of one prompt
+		}
+	}
+	return json.RawMessage(p), kind
+}
+
+// promptKind classifies a prompt value; top is false inside a list, where only one level of
+// lists (of ids, or of ids and strings) may follow.
+func promptKind(p []byte, top bool) PromptKind {
+	if jsonscan.IsString(p) {
+		return PromptText
+	}
+	if !jsonscan.IsArray(p) {
+		return PromptNone
+	}
+	var ints, strs, lists int
+	var kinds []PromptKind
+	ok := true
+	jsonscan.EachElement(p, func(e []byte) bool {
+		switch {
+		case jsonscan.IsInt(e):
+			ints++
+		case jsonscan.IsString(e):
+			strs++
+		case top && jsonscan.IsArray(e):
+			lists++
+			kinds = append(kinds, promptKind(e, false))
+		default:
+			ok = false
+		}
+		return ok
+	})
+	n := ints + strs + lists
+	switch {
+	case !ok || n == 0:
+		return PromptNone
+	case ints > 0 && lists == 0 && strs == 0:
+		return PromptIDs
+	case ints > 0 && lists == 0:
+		return PromptText // ids and strings: one prompt
+	case ints > 0:
+		return PromptNone
+	case n > 1:
+		return PromptBatch
+	case strs == 1:
+		return PromptText
+	}
+	if k := kinds[0]; k == PromptIDs || k == PromptText {
+		return k
+	}
+	return PromptNone
+}
+
 // response reads choices[].text, each choice one assistant message, when the response is a
 // text_completion (a Chat answer's choices have no text).
 func (completionsDialect) response(r members, c *Conversation) {

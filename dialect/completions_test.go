@@ -56,3 +56,38 @@ func TestCompletionsConversation(t *testing.T) {
 		t.Errorf("ParseResponse = %+v, %q; want %+v", out, errMsg, want)
 	}
 }
+
+// TestCompletionsPrompt: the one prompt of a Completions request and its kind, in each shape the
+// API takes (text, ids, a list of one, llama-server's mix of ids and text, a batch).
+func TestCompletionsPrompt(t *testing.T) {
+	for _, tc := range []struct {
+		body   string
+		prompt string
+		kind   PromptKind
+	}{
+		{`{"prompt":"Say hi"}`, `"Say hi"`, PromptText},
+		{`{"prompt":""}`, `""`, PromptText},
+		{`{"prompt":[1,2,3]}`, `[1,2,3]`, PromptIDs},
+		{`{"prompt":[[1,2,3]]}`, `[1,2,3]`, PromptIDs},
+		{`{"prompt":["Say hi"]}`, `"Say hi"`, PromptText},
+		{`{"prompt":[1,"Say hi",2]}`, `[1,"Say hi",2]`, PromptText},
+		{`{"prompt":[[1,"Say hi"]]}`, `[1,"Say hi"]`, PromptText},
+		{`{"prompt":["a","b"]}`, ``, PromptBatch},
+		{`{"prompt":[[1],[2]]}`, ``, PromptBatch},
+		{`{"prompt":["a",[2]]}`, ``, PromptBatch},
+		{`{"prompt":[]}`, ``, PromptNone},
+		{`{"prompt":null}`, ``, PromptNone},
+		{`{"prompt":{"prompt_string":"x"}}`, ``, PromptNone},
+		{`{"prompt":[1.5]}`, ``, PromptNone},
+		{`{"prompt":[[[1]]]}`, ``, PromptNone},
+		{`{"prompt":[1,[2]]}`, ``, PromptNone},
+		{`{"model":"m"}`, ``, PromptNone},
+		{`{"prompt":"x"`, ``, PromptNone},
+		{`["x"]`, ``, PromptNone},
+	} {
+		p, kind := CompletionsPrompt([]byte(tc.body))
+		if string(p) != tc.prompt || kind != tc.kind {
+			t.Errorf("%s: got %s kind %d, want %s kind %d", tc.body, p, kind, tc.prompt, tc.kind)
+		}
+	}
+}
