@@ -191,8 +191,9 @@ func (completionsDialect) finishReason(*ResponseMembers) ([]byte, bool) { return
 // completionsState rebuilds a Completions response from its chunks: the last truthy model and
 // usage, the last string id and created, and per choice index its text pieces joined, its last
 // truthy finish_reason, and what the engine streams as the non-streaming answer carries it: the
-// legacy logprobs arrays (tokens, token_logprobs, top_logprobs, text_offset) concatenated, vLLM's
-// token_ids concatenated and its first prompt_token_ids.
+// legacy logprobs arrays (tokens, token_logprobs, top_logprobs, text_offset) concatenated, or
+// llama-server's logprobs.content entries concatenated (its Completions answers use Chat's
+// shape), vLLM's token_ids concatenated and its first prompt_token_ids.
 type completionsState struct {
 	model, id, created, usage []byte
 	choices                   map[int64]*completionsChoice
@@ -208,6 +209,7 @@ type completionsChoice struct {
 	tokenLogprobs ids
 	topLogprobs   ids
 	textOffset    ids
+	content       ids // llama-server's logprobs.content entries
 	tokenIDs      ids
 	promptIDs     []byte
 }
@@ -254,6 +256,7 @@ func (c *completionsState) choice(ch []byte) {
 		st.tokenLogprobs.add(jsonscan.Lookup(lp, "token_logprobs"))
 		st.topLogprobs.add(jsonscan.Lookup(lp, "top_logprobs"))
 		st.textOffset.add(jsonscan.Lookup(lp, "text_offset"))
+		st.content.add(jsonscan.Lookup(lp, "content"))
 	}
 	st.tokenIDs.add(jsonscan.Lookup(ch, "token_ids"))
 	if p := jsonscan.Lookup(ch, "prompt_token_ids"); st.promptIDs == nil && jsonscan.IsArray(p) {
@@ -265,7 +268,8 @@ func (c *completionsState) has() bool { return len(c.choices) > 0 }
 
 // encode writes {"id", "object": "text_completion", "created", "model", "choices", "usage"}, id,
 // created and usage only when some chunk had them; a choice is {"index", "text", "logprobs",
-// "finish_reason"} (logprobs null when no chunk had one), then token_ids and prompt_token_ids
+// "finish_reason"} (logprobs null when no chunk had one; the legacy arrays, unless the chunks
+// carried only content entries, then {"content": [...]}), then token_ids and prompt_token_ids
 // when seen.
 func (c *completionsState) encode(e *enc) {
 	e.raw("{")
@@ -305,7 +309,9 @@ func (st *completionsChoice) encode(e *enc, idx int64) {
 	e.raw(`,"text":`)
 	e.text(&st.text)
 	e.raw(`,"logprobs":`)
-	if st.logprobs {
+	legacy := st.tokens.seen || st.tokenLogprobs.seen || st.topLogprobs.seen || st.textOffset.seen || !st.content.seen
+	switch {
+	case st.logprobs && legacy:
 		e.raw(`{"tokens":`)
 		st.tokens.encode(e)
 		e.raw(`,"token_logprobs":`)
@@ -314,8 +320,16 @@ func (st *completionsChoice) encode(e *enc, idx int64) {
 		st.topLogprobs.encode(e)
 		e.raw(`,"text_offset":`)
 		st.textOffset.encode(e)
+		if st.content.seen {
+			e.raw(`,"content":`)
+			st.content.encode(e)
+		}
 		e.raw("}")
-	} else {
+	case st.logprobs:
+		e.raw(`{"content":`)
+		st.content.encode(e)
+		e.raw("}")
+	default:
 		e.raw("null")
 	}
 	e.raw(`,"finish_reason":`)
