@@ -555,6 +555,12 @@ func checkCallTokens(t *testing.T, what string, run *runResult, rec record, row 
 	if row.Streamed != streamed {
 		errf("streamed %v, the upstream answered with SSE %v", row.Streamed, streamed)
 	}
+	if streamed {
+		// The stream's rebuilt response keeps the entries, as the JSON answer would carry them.
+		if rebuilt, _ := sentLogprobs(t, rec.Response); !slices.Equal(rebuilt, sent) {
+			errf("the rebuilt response carries logprob entries %v, the stream sent %v", rebuilt, sent)
+		}
+	}
 	if refused {
 		// Not asked (the server refuses logprobs on a streamed call with tools): no ids, and the
 		// finding that says why.
@@ -770,21 +776,29 @@ func tokensProbe(t *testing.T, rig *upstreamRig, logPath string) *runResult {
 }
 
 // completionsProbe sends Completions calls through `modelcalls proxy --tokens llama-server`, the
-// token-in path of RL loops: a text prompt as JSON and as SSE (the gateway has llama-server's
-// /tokenize render it), and a prompt of ids as JSON (its own prompt ids, not rendered), the ids
-// of "Say hello" as the server tokenizes them.
+// token-in path of RL loops, with the server's own chat rendering of "Say hello" as the prompt
+// (so the model answers as on Chat): as text, JSON and SSE (the gateway has llama-server's
+// /tokenize render it), and as ids, JSON (its own prompt ids, not rendered). The test asks the
+// server for the prompt and its ids before the probe's window on the Tap opens.
 func completionsProbe(t *testing.T, rig *upstreamRig, logPath string) *runResult {
-	status, b := capturetest.Post(t, rig.upstreamURL+"/tokenize", "application/json",
-		strings.NewReader(`{"content":"Say hello","add_special":true,"parse_special":true}`))
+	status, b := capturetest.Post(t, rig.upstreamURL+"/apply-template", "application/json",
+		strings.NewReader(`{"messages":[{"role":"user","content":"Say hello"}]}`))
+	var tmpl struct{ Prompt string }
+	if status != http.StatusOK || json.Unmarshal([]byte(b), &tmpl) != nil || tmpl.Prompt == "" {
+		t.Fatalf("/apply-template: %d %.300s", status, b)
+	}
+	status, b = capturetest.Post(t, rig.upstreamURL+"/tokenize", "application/json",
+		strings.NewReader(`{"content":`+mustJSON(tmpl.Prompt)+`,"add_special":true,"parse_special":true}`))
 	var tok struct{ Tokens []int64 }
 	if status != http.StatusOK || json.Unmarshal([]byte(b), &tok) != nil || len(tok.Tokens) == 0 {
 		t.Fatalf("/tokenize: %d %.300s", status, b)
 	}
+	prompt := mustJSON(tmpl.Prompt)
 	return probeCalls(t, rig, logPath, "probe-completions", "/v1/completions", DialectCompletions, []string{
-		`{"model":"e2e-model","prompt":"Say hello","max_tokens":32}`,
-		`{"model":"e2e-model","prompt":"Say hi","max_tokens":32,"stream":true,"stream_options":{"include_usage":true}}`,
+		`{"model":"e2e-model","prompt":` + prompt + `,"max_tokens":32}`,
+		`{"model":"e2e-model","prompt":` + prompt + `,"max_tokens":32,"stream":true,"stream_options":{"include_usage":true}}`,
 		`{"model":"e2e-model","prompt":` + mustJSON(tok.Tokens) + `,"max_tokens":32}`,
-	}, "")
+	}, "tiny")
 }
 
 // probeCalls sends bodies, one call each, to path through `modelcalls proxy --tokens` under the
