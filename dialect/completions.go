@@ -120,8 +120,14 @@ func CompletionsPrompt(body []byte) (json.RawMessage, PromptKind) {
 	return json.RawMessage(p), kind
 }
 
+// fitsInt64 reports whether an integer literal is a token id an int64 holds.
+func fitsInt64(v []byte) bool {
+	_, err := strconv.ParseInt(string(v), 10, 64)
+	return err == nil
+}
+
 // promptKind classifies a prompt value; top is false inside a list, where only one level of
-// lists (of ids, or of ids and strings) may follow.
+// lists (of ids, or of ids and strings) may follow. An integer beyond int64 is no token id.
 func promptKind(p []byte, top bool) PromptKind {
 	if jsonscan.IsString(p) {
 		return PromptText
@@ -134,7 +140,7 @@ func promptKind(p []byte, top bool) PromptKind {
 	ok := true
 	jsonscan.EachElement(p, func(e []byte) bool {
 		switch {
-		case jsonscan.IsInt(e):
+		case jsonscan.IsInt(e) && fitsInt64(e):
 			ints++
 		case jsonscan.IsString(e):
 			strs++
