@@ -468,8 +468,8 @@ func (r *reader) readTokenCapture(tc []byte) {
 	if v, ok := present(o, "not_asked"); ok {
 		switch s, _ := asString(v); NotAsked(s) {
 		case NotAskedStreamWithTools:
-			r.find(FindingNotAskedStreamWithTools, nil, "the gateway did not ask %s for logprobs: it refuses them on a streamed request with tools, so the call has no generated ids",
-				engineName(o))
+			r.find(FindingNotAskedStreamWithTools, nil, "the gateway did not ask %s for logprobs: it refuses them on a "+
+				"streamed request with tools, so the call has no generated ids", engineName(o))
 		default:
 			r.find(FindingNotAsked, nil, "the gateway did not ask %s for token ids (token_capture.not_asked %s)", engineName(o), v)
 		}
