@@ -343,30 +343,42 @@ func (c *collector) readSpans(t *testing.T) []otlpSpan {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var doc struct {
-			ResourceSpans []struct {
-				Resource struct {
-					Attributes []otlpKV `json:"attributes"`
-				} `json:"resource"`
-				ScopeSpans []struct {
-					Spans []otlpSpan `json:"spans"`
-				} `json:"scopeSpans"`
-			} `json:"resourceSpans"`
-		}
-		if err := json.Unmarshal(line, &doc); err != nil {
+		spans, err := decodeTracesData(line)
+		if err != nil {
 			continue // a line still being written
 		}
-		for _, rs := range doc.ResourceSpans {
-			res := kvMap(rs.Resource.Attributes)
-			for _, ss := range rs.ScopeSpans {
-				for _, s := range ss.Spans {
-					s.resource, s.attrs = res, kvMap(s.Attributes)
-					out = append(out, s)
-				}
+		out = append(out, spans...)
+	}
+	return out
+}
+
+// decodeTracesData reads the spans of one OTLP JSON TracesData document ({"resourceSpans": ...}),
+// each with its resource's attributes.
+func decodeTracesData(b []byte) ([]otlpSpan, error) {
+	var doc struct {
+		ResourceSpans []struct {
+			Resource struct {
+				Attributes []otlpKV `json:"attributes"`
+			} `json:"resource"`
+			ScopeSpans []struct {
+				Spans []otlpSpan `json:"spans"`
+			} `json:"scopeSpans"`
+		} `json:"resourceSpans"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	var out []otlpSpan
+	for _, rs := range doc.ResourceSpans {
+		res := kvMap(rs.Resource.Attributes)
+		for _, ss := range rs.ScopeSpans {
+			for _, s := range ss.Spans {
+				s.resource, s.attrs = res, kvMap(s.Attributes)
+				out = append(out, s)
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // waitSpans waits (30 s at most) until the Collector wrote at least n spans that match.
