@@ -50,7 +50,7 @@ func TestJaeger(t *testing.T) {
 			calls := 0
 			var in strings.Builder
 			for i, r := range rollouts {
-				sent[r] = sendOTelCalls(t, p.base, r)
+				sent[r] = sendOTelCalls(t, p, r)
 				calls += len(sent[r])
 				fmt.Fprintf(&in, `{"_ng_rollout_id":%q,"reward":%d.5,"_ng_task_index":%d}`+"\n", r, i, i)
 			}
@@ -116,7 +116,7 @@ func TestJaeger(t *testing.T) {
 		p := startOTelProxy(t, bin, up.URL, capDir, "--otlp-endpoint", j.otlpHTTP, "--otlp-content")
 		sent := map[string][]sentCall{}
 		for _, r := range rollouts {
-			sent[r] = sendOTelCalls(t, p.base, r)
+			sent[r] = sendOTelCalls(t, p, r)
 		}
 		// The spans reach Jaeger while the proxy runs (every 100 ms here), not only at its exit.
 		for _, r := range rollouts {
@@ -426,5 +426,10 @@ func (j *jaeger) rolloutSpans(t *testing.T, r string, n int, clientTraces bool) 
 	if len(out) != n {
 		t.Fatalf("%s: api/v3 gives %d spans, want %d", r, len(out), n)
 	}
+	ids := []string{}
+	for _, tr := range traces {
+		ids = append(ids, fmt.Sprintf("%s (%d spans)", tr.TraceID, len(tr.Spans)))
+	}
+	t.Logf("%s: Jaeger's search finds %s; %d spans of the rollout", r, strings.Join(ids, ", "), n)
 	return out
 }
