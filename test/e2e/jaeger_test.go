@@ -27,7 +27,7 @@ import (
 // people run, and reads back through Jaeger's own query APIs what modelcalls sent it: `export otlp`
 // of a capture dir of two rollouts, over OTLP/HTTP and over OTLP/gRPC, and a live `modelcalls proxy`
 // exporting to it. Jaeger has no metrics endpoint: each sender warns once and does not fail. Each
-// rollout must be found as exactly one trace (the UI's search by the rollout id tag), holding its
+// rollout must be found as exactly one trace (the search Jaeger's UI makes, by the rollout id tag), holding its
 // root span and every call's span, each with every GenAI attribute (the full attribute check
 // TestOTelCollector makes, on the spans Jaeger's api/v3 returns).
 func TestJaeger(t *testing.T) {
@@ -300,7 +300,7 @@ func getJSON(url string, v any) (int, string, error) {
 	return resp.StatusCode, string(b), json.Unmarshal(b, v)
 }
 
-// searchRollout is the UI's search: service modelcalls, tag modelcalls.rollout_id=r, the last hour.
+// searchRollout is the search Jaeger's UI makes: service modelcalls, tag modelcalls.rollout_id=r, the last hour.
 func (j *jaeger) searchRollout(r string) ([]jaegerV1Trace, error) {
 	now := time.Now()
 	tags, _ := json.Marshal(map[string]string{"modelcalls.rollout_id": r})
