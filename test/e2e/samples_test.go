@@ -130,7 +130,7 @@ func (s *suite) runPiContinued(t *testing.T, rig *upstreamRig, exe, dir string) 
 		tcs := readTokenCaptures(t, rig.captureDir, id)
 		res.tokenCaptures[r.ModelCallID] = tcs[r.ModelCallID]
 		what := fmt.Sprintf("run %d call", k)
-		if refusesLogprobs(rig.tokens, r.Request) {
+		if refusesLogprobs(rig.tokens, r) {
 			t.Errorf("%s: pi --no-tools sent a streamed request with tools; llama-server gives no logprobs on it", what)
 		}
 		checked := checkTokenRequest(t, what, rig.tokens, r, tcs[r.ModelCallID], e)
@@ -248,7 +248,7 @@ func checkLineageChain(t *testing.T, bin string, rig *upstreamRig, res *runResul
 	// the logprob entries.
 	prompts, gens := make([][]int64, len(ids)), make([][]int64, len(ids))
 	for k, r := range res.records {
-		p, err := renderedPrompt(t, res.renders, r.Request)
+		p, err := renderedPrompt(t, res.renders, DialectChat, r.Request)
 		if err != nil {
 			t.Fatalf("call %d: %v", k, err)
 		}
