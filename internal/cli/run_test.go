@@ -321,6 +321,28 @@ func TestRunWiresConfigHarnesses(t *testing.T) {
 	}
 }
 
+// TestRunKeepsPiSession: a user whose pi agent dir has no sessions dir yet (pi's first run) finds
+// the session pi wrote during run in their own agent dir afterwards, not in the removed temporary one.
+func TestRunKeepsPiSession(t *testing.T) {
+	gw := listeningGateway(t)
+	home, bin := t.TempDir(), t.TempDir()
+	t.Setenv("PI_CODING_AGENT_DIR", "")
+	t.Setenv("HOME", home)
+	agent := filepath.Join(home, ".pi", "agent")
+	os.MkdirAll(agent, 0o755)
+	capturetest.WriteFile(t, filepath.Join(agent, "models.json"), []byte(`{"providers": {}}`), 0o644)
+	pi := filepath.Join(bin, "pi")
+	capturetest.WriteFile(t, pi, []byte("#!/bin/sh\n"+
+		`mkdir -p "$PI_CODING_AGENT_DIR/sessions/--work--" && echo '{"type":"session"}' > "$PI_CODING_AGENT_DIR/sessions/--work--/s1.jsonl"`+"\n"), 0o755)
+	if _, errOut, code := runCLI(t, "", "run", "--rollout", "r1", "--gateway", gw, "--", pi, "-p", "hi"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	b, err := os.ReadFile(filepath.Join(agent, "sessions", "--work--", "s1.jsonl"))
+	if err != nil || string(b) != "{\"type\":\"session\"}\n" {
+		t.Errorf("the session pi wrote under run is not in the user's agent dir: %q, %v", b, err)
+	}
+}
+
 // TestRunGatewayURL: --gateway is the gateway's address; a path (one that already holds the rollout
 // prefix too) is a usage error naming the address to give, before anything is dialled.
 func TestRunGatewayURL(t *testing.T) {
