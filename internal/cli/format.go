@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/mattn/go-runewidth"
+	"github.com/modelcalls/modelcalls/rollout"
 	"golang.org/x/term"
 )
 
@@ -206,6 +207,15 @@ func captureDirArgs(cmd string, flagDirs []string, args []string, want ...string
 		return nil, nil, usageErrorf("%s: unexpected argument %q", cmd, args[len(want)+1])
 	case len(args) == 0 && len(want) > 0:
 		return nil, nil, usageErrorf("%s: missing --capture-dir DIR and %s", cmd, strings.Join(want, " and "))
+	case len(args) > 0 && isDir(args[0]):
+		return nil, nil, usageErrorf("%s: missing %s after the capture dir %s", cmd, strings.Join(want[len(args)-1:], " and "), args[0])
+	case len(args) > 0 && rollout.Validate(args[0]) != nil:
+		// Not a rollout id (a path: ./captures, /data/run1): meant as the capture dir, which is
+		// not there.
+		return nil, nil, checkDir(args[0])
+	case len(args) > 0:
+		return nil, nil, usageErrorf("%s: missing --capture-dir DIR (or the capture dir as the first argument: there is no directory %s here%s)",
+			cmd, args[0], strings.Replace(didYouMean(similarPaths(args[0], true)), ";", ",", 1))
 	default:
 		return nil, nil, usageErrorf("%s: missing --capture-dir DIR (or the capture dir as the first argument)", cmd)
 	}
