@@ -138,6 +138,28 @@ func renderTable(w io.Writer, header []string, right []bool, rows [][]string, wi
 	return nil
 }
 
+// wrapParts joins parts with sep into lines at most width columns wide (0: one line), breaking
+// only between parts; a part wider than width has a line of its own.
+func wrapParts(parts []string, sep string, width int) []string {
+	var lines []string
+	cur := ""
+	for _, p := range parts {
+		switch {
+		case cur == "":
+			cur = p
+		case width > 0 && runewidth.StringWidth(cur+sep+p) > width:
+			lines = append(lines, cur)
+			cur = p
+		default:
+			cur += sep + p
+		}
+	}
+	if cur != "" {
+		lines = append(lines, cur)
+	}
+	return lines
+}
+
 // tsvCell makes a value safe for one TSV field: tabs, newlines and carriage returns become spaces.
 var tsvCell = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace
 

@@ -40,24 +40,31 @@ func onPTY(t *testing.T, cols int, args ...string) string {
 }
 
 func TestTableOnTerminalTSVOtherwise(t *testing.T) {
-	// Each width gets its layout, fits it, and no header is cut.
+	// Each width gets its layout, every line fits (the summary wraps), no header is cut, and a
+	// layout picked by width says what it leaves out.
 	for _, tc := range []struct {
 		cols      int
 		has, hasn []string // header cells
+		hint      string   // the line under the table
 	}{
-		{200, []string{"dialect", "reasoning tok", "tok in", "tok out", "source"}, nil},
-		{160, []string{"dialect", "reasoning tok", "ttft ms"}, nil},
-		{120, []string{"model", "tok in", "tok out", "cached tok", "ttft ms", "tool calls", "error"}, []string{"dialect", "source"}},
-		{80, []string{"#", "model", "status", "tok in/out", "latency", "tools", "error"}, []string{"finish", "ttft ms"}},
+		{200, []string{"dialect", "reasoning tok", "tok in", "tok out", "source"}, nil, ""},
+		{160, []string{"dialect", "reasoning tok", "ttft ms"}, nil, ""},
+		{120, []string{"model", "tok in", "tok out", "cached tok", "ttft ms", "tool calls", "error"}, []string{"dialect", "source"},
+			"wide layout for 120 columns; not shown: dialect, reasoning tok, total tok, source (--columns full shows every column)"},
+		{80, []string{"#", "model", "status", "tok in/out", "latency", "tools", "error"}, []string{"finish", "ttft ms"},
+			"compact layout for 80 columns; not shown: dialect, finish, reasoning tok, total tok, cached tok, ttft ms, source"},
 	} {
 		shown := onPTY(t, tc.cols, "calls", "--capture-dir", gymCapture, "3-0")
 		if !strings.Contains(shown, "│ # ") || !strings.Contains(shown, "calls 6  tokens in 439") {
 			t.Fatalf("%d columns: no table on the terminal:\n%s", tc.cols, shown)
 		}
 		for _, line := range strings.Split(shown, "\n") {
-			if strings.ContainsRune(line, '│') && runewidth.StringWidth(line) > tc.cols {
+			if runewidth.StringWidth(line) > tc.cols {
 				t.Errorf("%d columns: line is %d wide: %s", tc.cols, runewidth.StringWidth(line), line)
 			}
+		}
+		if tc.hint == "" && strings.Contains(shown, "not shown:") || !strings.Contains(strings.ReplaceAll(shown, "\n", " "), tc.hint) {
+			t.Errorf("%d columns: want the hint %q:\n%s", tc.cols, tc.hint, shown)
 		}
 		header, rows := tableCells(shown)
 		for _, h := range header {
