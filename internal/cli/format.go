@@ -120,6 +120,20 @@ func fitColumns(header []string, rows [][]string, width int, shrinkable []int) {
 	}
 }
 
+// tableWidth is how many columns a table of header and rows takes with no cell cut: each column
+// its widest cell with a space each side and a border, and the first border.
+func tableWidth(header []string, rows [][]string) int {
+	total := 3*len(header) + 1
+	for i, h := range header {
+		w := runewidth.StringWidth(h)
+		for _, r := range rows {
+			w = max(w, runewidth.StringWidth(r[i]))
+		}
+		total += w
+	}
+	return total
+}
+
 // minHeaderWidth is the narrowest a header is cut to ("la…").
 const minHeaderWidth = 3
 

@@ -109,6 +109,49 @@ func TestTableOnTerminalTSVOtherwise(t *testing.T) {
 		!strings.Contains(shown, "│ output tokens per second ") || !strings.Contains(shown, "out tok/s") {
 		t.Errorf("stats on a terminal:\n%s", shown)
 	}
+	// Narrower terminals: the per-model table keeps the columns whose headers and names fit whole
+	// and names the rest; the run table wraps its notes instead of cutting them.
+	for _, tc := range []struct {
+		cols      int
+		has, hasn []string
+		hint      string
+	}{
+		{200, []string{"reasoning tok", "p99 ms", "latency sum s"}, nil, ""},
+		{120, []string{"cache hit", "ttft p50 ms", "elapsed s", "out tok/s"}, []string{"reasoning tok", "p99 ms"},
+			"120 columns; not shown: reasoning tok, total tok, p90 ms, p99 ms, latency sum s"},
+		{80, []string{"calls", "errors", "tok in", "tok out", "p50 ms", "out tok/s"}, []string{"cache hit", "ttft p50 ms"},
+			"80 columns; not shown: reasoning tok, total tok, cache hit, p90 ms, p99 ms, ttft p50 ms, elapsed s, latency sum s"},
+	} {
+		shown := onPTY(t, tc.cols, "stats", "--capture-dir", gymCapture)
+		for _, line := range strings.Split(shown, "\n") {
+			if runewidth.StringWidth(line) > tc.cols {
+				t.Errorf("stats at %d columns: line is %d wide: %s", tc.cols, runewidth.StringWidth(line), line)
+			}
+			// Only model names are cut, and only to 20 columns or more.
+			if cells := strings.Split(line, "│"); len(cells) > 2 && (strings.Contains(strings.Join(cells[2:], "|"), "…") ||
+				strings.Contains(cells[1], "…") && runewidth.StringWidth(strings.TrimSpace(cells[1])) < 18) {
+				t.Errorf("stats at %d columns: a cell was cut: %s", tc.cols, line)
+			}
+		}
+		if tc.hint == "" && strings.Contains(shown, "not shown:") || !strings.Contains(strings.ReplaceAll(shown, "\n", " "), tc.hint) {
+			t.Errorf("stats at %d columns: want the hint %q:\n%s", tc.cols, tc.hint, shown)
+		}
+		tables := strings.SplitN(shown, "\n\n", 2)
+		if len(tables) != 2 {
+			t.Fatalf("stats at %d columns: want two tables:\n%s", tc.cols, shown)
+		}
+		header, _ := tableCells(tables[1])
+		for _, h := range tc.has {
+			if !slices.Contains(header, h) {
+				t.Errorf("stats at %d columns: no %q column in %q", tc.cols, h, header)
+			}
+		}
+		for _, h := range tc.hasn {
+			if slices.Contains(header, h) {
+				t.Errorf("stats at %d columns: a %q column in %q", tc.cols, h, header)
+			}
+		}
+	}
 	if shown := onPTY(t, 200, "stats", "--capture-dir", gymCapture, "--format", "tsv"); !strings.HasPrefix(shown, "model\tcalls\t") {
 		t.Errorf("--format tsv on a terminal:\n%s", shown)
 	}
