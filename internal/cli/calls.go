@@ -365,7 +365,8 @@ func resolveCallsColumns(spec string) ([]callColumn, error) {
 			for j, c := range callColumns {
 				known[j] = c.key
 			}
-			return nil, usageErrorf("--columns: unknown column %q (layouts: compact, wide, full; columns: %s)", k, strings.Join(known, ", "))
+			return nil, usageErrorf("--columns: unknown column %q%s (layouts: compact, wide, full; columns: %s)", k,
+				didYouMean(similarNames(k, append([]string{"compact", "wide", "full"}, known...))), strings.Join(known, ", "))
 		}
 		cols = append(cols, callColumns[i])
 	}

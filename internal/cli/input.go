@@ -156,6 +156,28 @@ func similarPaths(name string, dir bool) []string {
 	return like
 }
 
+// similarNames returns up to maxSuggestions of names within a third of name's length in edits
+// (at least 1), closest first.
+func similarNames(name string, names []string) []string {
+	limit := max(1, len(name)/3)
+	type cand struct {
+		name string
+		d    int
+	}
+	var cs []cand
+	for _, n := range names {
+		if d := editdist.Levenshtein(strings.ToLower(name), strings.ToLower(n)); d <= limit {
+			cs = append(cs, cand{n, d})
+		}
+	}
+	slices.SortStableFunc(cs, func(a, b cand) int { return a.d - b.d })
+	var like []string
+	for i := 0; i < len(cs) && i < maxSuggestions; i++ {
+		like = append(like, cs[i].name)
+	}
+	return like
+}
+
 // didYouMean is the "; did you mean A or B?" an error adds for the names like, "" for none.
 func didYouMean(like []string) string {
 	if len(like) == 0 {
