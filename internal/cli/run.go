@@ -143,7 +143,7 @@ func childEnv(env []string, gatewayBase, id string) []string {
 func checkGatewayURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return nil, usageErrorf("--gateway: must be an absolute http:// or https:// URL with a host, no query or fragment, e.g. http://127.0.0.1:8080")
+		return nil, usageErrorf("--gateway: must be an absolute http:// or https:// URL with a host, no query or fragment, e.g. http://127.0.0.1:8080%s", schemeHint(raw))
 	}
 	if p := strings.TrimRight(u.EscapedPath(), "/"); p != "" {
 		root := (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
