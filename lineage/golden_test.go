@@ -61,6 +61,30 @@ func TestGoldenHarnessCaptures(t *testing.T) {
 	}
 }
 
+// TestGoldenSideCall: in a real opencode run the session-title call (its own system prompt and the
+// user's prompt quoted, no tools, sent first under the same session id) is a root off the main
+// chain, and the main conversation (tool call, then answer) is the main chain.
+func TestGoldenSideCall(t *testing.T) {
+	store, err := capture.OpenExisting("testdata/captures")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	l, _, err := Read(store, "e2e-scripted-opencode")
+	if err != nil {
+		t.Fatal(err)
+	}
+	title, first, answer := l.Calls[0], l.Calls[1], l.Calls[2]
+	if title.Relation != RelationRoot || title.MainChain || first.Relation != RelationRoot || !first.MainChain ||
+		answer.Relation != RelationExtends || answer.ParentCallID == nil || *answer.ParentCallID != first.CallID || !answer.MainChain {
+		t.Errorf("title %s main %v, first %s main %v, answer %s main %v", title.Relation, title.MainChain, first.Relation,
+			first.MainChain, answer.Relation, answer.MainChain)
+	}
+	if l.Summary.Roots != 2 || l.Summary.OffMainChain != 1 || len(l.MainChain) != 2 {
+		t.Errorf("summary %+v, main chain %v", l.Summary, l.MainChain)
+	}
+}
+
 // TestTokenReaderAudit: ids supplied through a TokenReader reach the audit of a real capture's
 // extends edge, exact and drifted.
 func TestTokenReaderAudit(t *testing.T) {

@@ -351,3 +351,31 @@ func TestLeaves(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthorsAlongChain: when the model gives the same answer on every call of a chain, each
+// turn is attributed to the call that gave it there (the chain's own calls), not to the latest
+// call with that answer; a turn the chain does not explain falls back to the latest such call.
+func TestAuthorsAlongChain(t *testing.T) {
+	steps := []step{
+		{history: []turn{sys("S"), user("hi")}, answer: asst("OK")},
+		{history: []turn{sys("S"), user("hi"), asst("OK"), user("again")}, answer: asst("OK")},
+		{history: []turn{sys("S"), user("hi"), asst("OK"), user("again"), asst("OK"), user("more")}, answer: asst("OK")},
+		// A new root quoting an answer: the latest call that gave it.
+		{history: []turn{sys("T"), user("x"), asst("OK"), user("y")}, answer: asst("done")},
+	}
+	want := [][]string{{}, {"c0"}, {"c0", "c1"}, {"c2"}}
+	for _, d := range dialects {
+		l := Derive(render(d, steps))
+		for i, w := range want {
+			var got []string
+			for k, m := range l.Calls[i].Messages {
+				if m.Author == AuthorModel && (k == 0 || l.Calls[i].Messages[k-1].Role != "assistant") {
+					got = append(got, m.FromCallID)
+				}
+			}
+			if !slices.Equal(got, w) {
+				t.Errorf("%s call %d: model turns from %v, want %v", d.name, i, got, w)
+			}
+		}
+	}
+}

@@ -18,7 +18,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/golden")
 
-// harnessCaptures are real Claude Code, Codex and pi captures (lineage/testdata/README.md).
+// harnessCaptures are real Claude Code, Codex, pi and opencode captures (lineage/testdata/README.md).
 const harnessCaptures = "../lineage/testdata/captures"
 
 func readRollout(t *testing.T, id string) ([]lineage.Call, *lineage.Lineage) {

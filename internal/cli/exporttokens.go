@@ -322,5 +322,5 @@ func addTokensFlag(f *pflag.FlagSet, v *string, prefix string) {
 	for i, e := range tokens.Engines {
 		names[i] = string(e)
 	}
-	f.StringVar(v, "tokens", "", prefix+"ask the engine ("+strings.Join(names, ", ")+") for token ids and logprobs on captured Chat calls; the line records what was added (default: nothing added)")
+	f.StringVar(v, "tokens", "", prefix+"ask the engine ("+strings.Join(names, ", ")+") for token ids and logprobs on captured Chat and Completions calls; the line records what was added (default: nothing added)")
 }

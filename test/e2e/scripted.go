@@ -19,6 +19,9 @@ const (
 	// DialectGemini is Google's Gemini API: POST /v1beta/models/{model}:generateContent, or
 	// :streamGenerateContent?alt=sse.
 	DialectGemini = "gemini"
+	// DialectCompletions is OpenAI's legacy Completions API, POST /v1/completions: no harness
+	// speaks it; the tokens probe sends it to llama-server.
+	DialectCompletions = "completions"
 )
 
 // DialectOfPath maps a request path (query ignored) to its dialect, or "" when the path is not
@@ -32,6 +35,8 @@ func DialectOfPath(path string) string {
 		return DialectResponses
 	case "/v1/messages":
 		return DialectMessages
+	case "/v1/completions":
+		return DialectCompletions
 	}
 	if _, _, ok := geminiPath(path); ok {
 		return DialectGemini
@@ -177,7 +182,7 @@ func (s *Scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := DialectOfPath(path)
-	if d == "" || r.Method != http.MethodPost {
+	if d == "" || d == DialectCompletions || r.Method != http.MethodPost { // no harness speaks Completions
 		writeJSON(w, http.StatusNotFound, openAIError("not found: "+r.Method+" "+path))
 		return
 	}
