@@ -284,9 +284,6 @@ func stripJSONC(b []byte) []byte {
 	return out.Bytes()
 }
 
-// piSessionsDir is the entry of pi's agent dir that holds its sessions (one dir per working dir).
-const piSessionsDir = "sessions"
-
 // piBuiltins are pi's built-in providers run redirects besides the user's own, with the API each
 // speaks (which decides /v1).
 var piBuiltins = []struct{ name, api string }{{"openai", "openai-responses"}, {"anthropic", "anthropic-messages"}}
