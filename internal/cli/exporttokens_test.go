@@ -101,7 +101,8 @@ func TestExportTokens(t *testing.T) {
 		}
 	})
 	t.Run("captured without --tokens: the summary names the fix", func(t *testing.T) {
-		stdout, errOut, code := runCLI(t, "", "export", "tokens", "--capture-dir", lineageCaptures, "--out", filepath.Join(out, "none.jsonl"))
+		stdout, errOut, code := runCLI(t, `{"_ng_rollout_id":"e2e-scripted-codex"}`+"\n", "export", "tokens", "--capture-dir", lineageCaptures,
+			"--in", "-", "--out", filepath.Join(out, "none.jsonl"))
 		if code != ExitFailure || !strings.Contains(stdout, ": 0 with prompt ids, generated ids and logprobs,") ||
 			!strings.Contains(stdout, "no call carries token ids: capture with modelcalls proxy (or run) --tokens vllm|sglang|llama-server") {
 			t.Errorf("exit %d, out %q, err %q", code, stdout, errOut)
