@@ -258,3 +258,17 @@ func TestStatsBy(t *testing.T) {
 		}
 	}
 }
+
+// TestLineageOnNarrowTerminal: at 80 columns every line of the lineage tree fits, the summary
+// wrapped between its parts.
+func TestLineageOnNarrowTerminal(t *testing.T) {
+	shown := onPTY(t, 80, "lineage", "--capture-dir", lineageCaptures, "claude-code-replay-misses")
+	for _, line := range strings.Split(strings.TrimSuffix(shown, "\n"), "\n") {
+		if runewidth.StringWidth(line) > 80 {
+			t.Errorf("line is %d wide: %s", runewidth.StringWidth(line), line)
+		}
+	}
+	if !strings.Contains(shown, "\nmain chain 2 calls; 3 roots,") || !strings.Contains(shown, "6 calls off the main chain\n") {
+		t.Errorf("no summary:\n%s", shown)
+	}
+}
