@@ -76,6 +76,103 @@ func promptIDs(p json.RawMessage) bool {
 	return json.Unmarshal(p, &ids) == nil
 }
 
+// PromptKind says what a Completions request's prompt is.
+type PromptKind int
+
+// The kinds of Completions prompt.
+const (
+	// PromptNone: no prompt, null, or a value of no documented shape.
+	PromptNone PromptKind = iota
+	// PromptText: one prompt with text in it: a string, or a list mixing token ids and strings
+	// (llama-server reads such a list as one prompt, tokenizing its strings in place).
+	PromptText
+	// PromptIDs: one prompt of token ids only.
+	PromptIDs
+	// PromptBatch: several prompts (a list of several strings or id lists), one answer choice each.
+	PromptBatch
+)
+
+// CompletionsPrompt returns the one prompt of a Completions request body, as its JSON value, and
+// its kind. A list of one prompt (one string, one id list) is that prompt. For PromptBatch and
+// PromptNone the value is nil. body that is not one valid JSON object has PromptNone.
+func CompletionsPrompt(body []byte) (json.RawMessage, PromptKind) {
+	t := jsonscan.TrimWS(body)
+	if !jsonscan.IsObject(t) || jsonscan.Validate(t) != nil {
+		return nil, PromptNone
+	}
+	p := jsonscan.Lookup(t, "prompt")
+	kind := promptKind(p, true)
+	if kind == PromptNone || kind == PromptBatch {
+		return nil, kind
+	}
+	if jsonscan.IsArray(p) {
+		var only []byte
+		n := 0
+		jsonscan.EachElement(p, func(e []byte) bool {
+			only = e
+			n++
+			return true
+		})
+		if n == 1 && (jsonscan.IsString(only) || jsonscan.IsArray(only)) {
+			p = only // a list of one prompt
+		}
+	}
+	return json.RawMessage(p), kind
+}
+
+// fitsInt64 reports whether an integer literal is a token id an int64 holds.
+func fitsInt64(v []byte) bool {
+	_, err := strconv.ParseInt(string(v), 10, 64)
+	return err == nil
+}
+
+// promptKind classifies a prompt value; top is false inside a list, where only one level of
+// lists (of ids, or of ids and strings) may follow. An integer beyond int64 is no token id.
+func promptKind(p []byte, top bool) PromptKind {
+	if jsonscan.IsString(p) {
+		return PromptText
+	}
+	if !jsonscan.IsArray(p) {
+		return PromptNone
+	}
+	var ints, strs, lists int
+	var kinds []PromptKind
+	ok := true
+	jsonscan.EachElement(p, func(e []byte) bool {
+		switch {
+		case jsonscan.IsInt(e) && fitsInt64(e):
+			ints++
+		case jsonscan.IsString(e):
+			strs++
+		case top && jsonscan.IsArray(e):
+			lists++
+			kinds = append(kinds, promptKind(e, false))
+		default:
+			ok = false
+		}
+		return ok
+	})
+	n := ints + strs + lists
+	switch {
+	case !ok || n == 0:
+		return PromptNone
+	case ints > 0 && lists == 0 && strs == 0:
+		return PromptIDs
+	case ints > 0 && lists == 0:
+		return PromptText // ids and strings: one prompt
+	case ints > 0:
+		return PromptNone
+	case n > 1:
+		return PromptBatch
+	case strs == 1:
+		return PromptText
+	}
+	if k := kinds[0]; k == PromptIDs || k == PromptText {
+		return k
+	}
+	return PromptNone
+}
+
 // response reads choices[].text, each choice one assistant message, when the response is a
 // text_completion (a Chat answer's choices have no text).
 func (completionsDialect) response(r members, c *Conversation) {
@@ -100,8 +197,9 @@ func (completionsDialect) finishReason(*ResponseMembers) ([]byte, bool) { return
 // completionsState rebuilds a Completions response from its chunks: the last truthy model and
 // usage, the last string id and created, and per choice index its text pieces joined, its last
 // truthy finish_reason, and what the engine streams as the non-streaming answer carries it: the
-// legacy logprobs arrays (tokens, token_logprobs, top_logprobs, text_offset) concatenated, vLLM's
-// token_ids concatenated and its first prompt_token_ids.
+// legacy logprobs arrays (tokens, token_logprobs, top_logprobs, text_offset) concatenated, or
+// llama-server's logprobs.content entries concatenated (its Completions answers use Chat's
+// shape), vLLM's token_ids concatenated and its first prompt_token_ids.
 type completionsState struct {
 	model, id, created, usage []byte
 	choices                   map[int64]*completionsChoice
@@ -117,6 +215,7 @@ type completionsChoice struct {
 	tokenLogprobs ids
 	topLogprobs   ids
 	textOffset    ids
+	content       ids // llama-server's logprobs.content entries
 	tokenIDs      ids
 	promptIDs     []byte
 }
@@ -163,6 +262,7 @@ func (c *completionsState) choice(ch []byte) {
 		st.tokenLogprobs.add(jsonscan.Lookup(lp, "token_logprobs"))
 		st.topLogprobs.add(jsonscan.Lookup(lp, "top_logprobs"))
 		st.textOffset.add(jsonscan.Lookup(lp, "text_offset"))
+		st.content.add(jsonscan.Lookup(lp, "content"))
 	}
 	st.tokenIDs.add(jsonscan.Lookup(ch, "token_ids"))
 	if p := jsonscan.Lookup(ch, "prompt_token_ids"); st.promptIDs == nil && jsonscan.IsArray(p) {
@@ -174,7 +274,8 @@ func (c *completionsState) has() bool { return len(c.choices) > 0 }
 
 // encode writes {"id", "object": "text_completion", "created", "model", "choices", "usage"}, id,
 // created and usage only when some chunk had them; a choice is {"index", "text", "logprobs",
-// "finish_reason"} (logprobs null when no chunk had one), then token_ids and prompt_token_ids
+// "finish_reason"} (logprobs null when no chunk had one; the legacy arrays, unless the chunks
+// carried only content entries, then {"content": [...]}), then token_ids and prompt_token_ids
 // when seen.
 func (c *completionsState) encode(e *enc) {
 	e.raw("{")
@@ -214,7 +315,9 @@ func (st *completionsChoice) encode(e *enc, idx int64) {
 	e.raw(`,"text":`)
 	e.text(&st.text)
 	e.raw(`,"logprobs":`)
-	if st.logprobs {
+	legacy := st.tokens.seen || st.tokenLogprobs.seen || st.topLogprobs.seen || st.textOffset.seen || !st.content.seen
+	switch {
+	case st.logprobs && legacy:
 		e.raw(`{"tokens":`)
 		st.tokens.encode(e)
 		e.raw(`,"token_logprobs":`)
@@ -223,8 +326,16 @@ func (st *completionsChoice) encode(e *enc, idx int64) {
 		st.topLogprobs.encode(e)
 		e.raw(`,"text_offset":`)
 		st.textOffset.encode(e)
+		if st.content.seen {
+			e.raw(`,"content":`)
+			st.content.encode(e)
+		}
 		e.raw("}")
-	} else {
+	case st.logprobs:
+		e.raw(`{"content":`)
+		st.content.encode(e)
+		e.raw("}")
+	default:
 		e.raw("null")
 	}
 	e.raw(`,"finish_reason":`)

@@ -66,3 +66,29 @@ func FuzzStreamGemini(f *testing.F) {
 	f.Add([]byte("data: {\"candidates\":[{\"index\":2,\"content\":{\"parts\":[{\"text\":\"a\",\"thought\":true},{\"text\":\"b\"}]}},{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"f\",\"args\":{}}}]},\"finishReason\":\"STOP\"}]}\r\n\r\n"), uint8(4))
 	fuzzStream(f, Gemini)
 }
+
+// FuzzCompletionsPrompt: whatever the body, no panic; a text or ids prompt is valid JSON taken
+// from the body, a prompt of ids is a list of integers, and the other kinds return no value.
+func FuzzCompletionsPrompt(f *testing.F) {
+	for _, s := range []string{`{"prompt":"hi"}`, `{"prompt":[1,2]}`, `{"prompt":[[1,"a"]]}`, `{"prompt":["a","b"]}`,
+		`{"prompt":[[[1]]]}`, `{"prompt":{"prompt_string":"x"}}`, `{"prompt":[1,"x",[2]]}`, `{"prompt":`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, kind := CompletionsPrompt(b)
+		switch kind {
+		case PromptText, PromptIDs:
+			if !json.Valid(p) || !bytes.Contains(b, p) {
+				t.Fatalf("%q: prompt %q", b, p)
+			}
+			var ids []int64
+			if kind == PromptIDs && json.Unmarshal(p, &ids) != nil {
+				t.Fatalf("%q: ids prompt %q", b, p)
+			}
+		default:
+			if p != nil {
+				t.Fatalf("%q: kind %d with prompt %q", b, kind, p)
+			}
+		}
+	})
+}

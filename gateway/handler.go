@@ -120,12 +120,14 @@ type Handler struct {
 	NoAdminEndpoints bool
 
 	// Tokens, when set, asks that engine for the token ids and logprobs of every captured Chat
-	// Completions call: the members it needs (tokens.Engine.RequestFields) are appended to the
-	// forwarded request when the client did not set them, and the capture line keeps the request
-	// the client sent plus a token_capture object naming what was added. For llama-server the
-	// prompt ids are fetched from the same server's /apply-template and /tokenize beside the call.
-	// The response reaches the client unchanged, the ids and logprobs the engine added included.
-	// A request with a Content-Encoding is forwarded as sent. "" changes nothing.
+	// Completions and Completions call: the members it needs (tokens.Engine.RequestFields) are
+	// appended to the forwarded request when the client did not set them, and the capture line
+	// keeps the request the client sent plus a token_capture object naming what was added, or why
+	// nothing was (a streamed llama-server Chat call with tools, which the server refuses logprobs
+	// on). For llama-server the prompt ids are fetched from the same server beside the call: a
+	// Chat request through /apply-template and /tokenize, a Completions text prompt through
+	// /tokenize. The response reaches the client unchanged, the ids and logprobs the engine added
+	// included. A request with a Content-Encoding is forwarded as sent. "" changes nothing.
 	Tokens tokens.Engine
 
 	// AllowedOrigins are the web origins (scheme://host[:port]) besides the gateway's own whose

@@ -27,6 +27,7 @@ const maxRenderBody = 64 << 20
 type tokenCapture struct {
 	Engine           tokens.Engine   `json:"engine"`
 	Added            json.RawMessage `json:"added"`
+	NotAsked         tokens.NotAsked `json:"not_asked,omitempty"`
 	PromptTokenIDs   []int64         `json:"prompt_token_ids,omitempty"`
 	PromptTokenError string          `json:"prompt_token_error,omitempty"`
 }
@@ -35,33 +36,54 @@ type tokenCapture struct {
 // client's, with the members the engine needs appended when the client did not set them) and,
 // for llama-server, starts fetching the prompt ids from the server's own template and tokenizer
 // beside the call. A body with a Content-Encoding, or that is not a JSON object, is forwarded as
-// sent and gets no token_capture.
+// sent and gets no token_capture. A call the engine would refuse when asked is forwarded as sent
+// and its token_capture says why (not_asked).
 func (c *call) askTokens(r *http.Request, body []byte, codings []string) []byte {
 	e := c.h.Tokens
 	if e == "" || len(codings) > 0 {
 		return body
 	}
-	out, added := tokens.AddRequestFields(e, string(c.dialect), body)
+	out, added, not := tokens.AddRequestFields(e, string(c.dialect), body)
 	if added == nil {
 		return body
 	}
-	c.tokens = &tokenCapture{Engine: e, Added: added}
-	if e == tokens.EngineLlamaServer && c.dialect == dialect.Chat {
-		done := make(chan struct{})
-		c.render = done
-		hdr := renderHeaders(r.Header)
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), renderTimeout)
-		go func() {
-			defer close(done)
-			defer cancel()
-			ids, err := c.h.renderPrompt(ctx, hdr, body)
-			if err != nil {
-				c.tokens.PromptTokenError = err.Error()
-				return
-			}
-			c.tokens.PromptTokenIDs = ids
-		}()
+	c.tokens = &tokenCapture{Engine: e, Added: added, NotAsked: not}
+	if e != tokens.EngineLlamaServer {
+		return out
 	}
+	var render func(context.Context, http.Header) ([]int64, error)
+	switch c.dialect {
+	case dialect.Chat:
+		render = func(ctx context.Context, hdr http.Header) ([]int64, error) { return c.h.renderPrompt(ctx, hdr, body) }
+	case dialect.Completions:
+		switch p, kind := dialect.CompletionsPrompt(body); kind {
+		case dialect.PromptText:
+			render = func(ctx context.Context, hdr http.Header) ([]int64, error) { return c.h.tokenize(ctx, hdr, p) }
+		case dialect.PromptIDs:
+			// The prompt is ids already: the reader takes them from the request.
+		case dialect.PromptBatch:
+			c.tokens.PromptTokenError = "the prompt is a batch of several prompts: not rendered"
+		default:
+			c.tokens.PromptTokenError = "the request has no prompt of a documented shape: not rendered"
+		}
+	}
+	if render == nil {
+		return out
+	}
+	done := make(chan struct{})
+	c.render = done
+	hdr := renderHeaders(r.Header)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), renderTimeout)
+	go func() {
+		defer close(done)
+		defer cancel()
+		ids, err := render(ctx, hdr)
+		if err != nil {
+			c.tokens.PromptTokenError = err.Error()
+			return
+		}
+		c.tokens.PromptTokenIDs = ids
+	}()
 	return out
 }
 
@@ -95,8 +117,8 @@ func renderHeaders(in http.Header) http.Header {
 
 // renderPrompt asks llama-server for the prompt ids of a Chat request the way it renders one:
 // POST /apply-template with the request (its chat template applied to the messages and tools,
-// giving {"prompt": text}), then POST /tokenize with that text, special tokens added and parsed
-// as its chat endpoint does (giving {"tokens": [ids]}).
+// giving {"prompt": text}), then tokenize with that text, special tokens added and parsed as its
+// chat endpoint does.
 func (h *Handler) renderPrompt(ctx context.Context, hdr http.Header, request []byte) ([]int64, error) {
 	var tmpl struct {
 		Prompt *string `json:"prompt"`
@@ -107,7 +129,23 @@ func (h *Handler) renderPrompt(ctx context.Context, hdr http.Header, request []b
 	if tmpl.Prompt == nil {
 		return nil, errors.New("/apply-template: answer has no prompt")
 	}
-	req, err := json.Marshal(map[string]any{"content": *tmpl.Prompt, "add_special": true, "parse_special": true})
+	p, err := json.Marshal(*tmpl.Prompt)
+	if err != nil {
+		return nil, err
+	}
+	return h.tokenize(ctx, hdr, p)
+}
+
+// tokenize asks llama-server for the ids of a prompt the way its completion endpoints tokenize
+// one: POST /tokenize with {"content": prompt, "add_special": true, "parse_special": true}
+// (giving {"tokens": [ids]}). prompt is a JSON string, or a list mixing ids and strings, which
+// the server tokenizes in place as its /v1/completions does.
+func (h *Handler) tokenize(ctx context.Context, hdr http.Header, prompt json.RawMessage) ([]int64, error) {
+	req, err := json.Marshal(struct {
+		Content      json.RawMessage `json:"content"`
+		AddSpecial   bool            `json:"add_special"`
+		ParseSpecial bool            `json:"parse_special"`
+	}{prompt, true, true})
 	if err != nil {
 		return nil, err
 	}

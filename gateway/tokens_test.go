@@ -153,3 +153,98 @@ func TestTokensRenderFailure(t *testing.T) {
 		t.Errorf("findings %+v", got.Findings)
 	}
 }
+
+// TestTokensAsk: what --tokens sends the engine, renders beside the call and records on the line,
+// per engine and request shape. A streamed llama-server Chat call with tools is forwarded as sent
+// (the server refuses logprobs there) and the line says why; Completions calls are asked in the
+// legacy API's terms, and a llama-server text prompt is tokenized by the server.
+func TestTokensAsk(t *testing.T) {
+	const rendered = `"prompt_token_ids":[151644,872,198,6023,151645,198,151644,77091,198]`
+	for _, tc := range []struct {
+		name    string
+		engine  tokens.Engine
+		path    string
+		client  string
+		sent    string // "" means the client's request unchanged
+		capture string // the line's token_capture
+		render  []string
+		finding string // a finding the call reads with, "" for none of the not_asked ones
+	}{
+		{"llama-server chat stream with tools", tokens.EngineLlamaServer, "/v1/chat/completions",
+			`{"messages":[{"role":"user","content":"hi"}],"stream":true,"tools":[{"type":"function","function":{"name":"ls"}}]}`, "",
+			`{"engine":"llama-server","added":{},"not_asked":"stream_with_tools",` + rendered + `}`,
+			[]string{"/apply-template", "/tokenize"}, tokens.FindingNotAskedStreamWithTools},
+		{"llama-server chat JSON with tools", tokens.EngineLlamaServer, "/v1/chat/completions",
+			`{"messages":[],"tools":[{"type":"function","function":{"name":"ls"}}]}`,
+			`{"messages":[],"tools":[{"type":"function","function":{"name":"ls"}}],"logprobs":true,"top_logprobs":1}`,
+			`{"engine":"llama-server","added":{"logprobs":true,"top_logprobs":1},` + rendered + `}`,
+			[]string{"/apply-template", "/tokenize"}, ""},
+		{"llama-server chat stream without tools", tokens.EngineLlamaServer, "/v1/chat/completions",
+			`{"messages":[],"stream":true}`, `{"messages":[],"stream":true,"logprobs":true,"top_logprobs":1}`,
+			`{"engine":"llama-server","added":{"logprobs":true,"top_logprobs":1},` + rendered + `}`,
+			[]string{"/apply-template", "/tokenize"}, ""},
+		{"llama-server completions text", tokens.EngineLlamaServer, "/v1/completions",
+			`{"prompt":"Say hi","stream":true}`, `{"prompt":"Say hi","stream":true,"logprobs":1}`,
+			`{"engine":"llama-server","added":{"logprobs":1},` + rendered + `}`,
+			[]string{"/tokenize"}, ""},
+		{"llama-server completions ids", tokens.EngineLlamaServer, "/v1/completions",
+			`{"prompt":[1,2,3]}`, `{"prompt":[1,2,3],"logprobs":1}`,
+			`{"engine":"llama-server","added":{"logprobs":1}}`, nil, ""},
+		{"llama-server completions batch", tokens.EngineLlamaServer, "/v1/completions",
+			`{"prompt":["a","b"],"n_probs":2}`, "",
+			`{"engine":"llama-server","added":{},"prompt_token_error":"the prompt is a batch of several prompts: not rendered"}`, nil,
+			tokens.FindingServerRenderFailed},
+		{"vllm completions", tokens.EngineVLLM, "/v1/completions",
+			`{"prompt":"Say hi"}`, `{"prompt":"Say hi","return_token_ids":true,"logprobs":0}`,
+			`{"engine":"vllm","added":{"return_token_ids":true,"logprobs":0}}`, nil, ""},
+		{"sglang completions", tokens.EngineSGLang, "/v1/completions",
+			`{"prompt":[5,6],"stream":true,"logprobs":2}`, `{"prompt":[5,6],"stream":true,"logprobs":2,"return_token_ids":true}`,
+			`{"engine":"sglang","added":{"return_token_ids":true}}`, nil, ""},
+		{"vllm chat stream with tools", tokens.EngineVLLM, "/v1/chat/completions",
+			`{"messages":[],"stream":true,"tools":[{}]}`, `{"messages":[],"stream":true,"tools":[{}],"return_token_ids":true,"logprobs":true}`,
+			`{"engine":"vllm","added":{"return_token_ids":true,"logprobs":true}}`, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, engine(`{"id":"x","choices":[]}`, "application/json"), func(h *gateway.Handler) { h.Tokens = tc.engine })
+			resp, body := e.post("r1", tc.path, tc.client, nil)
+			if resp.StatusCode != 200 || string(body) != `{"id":"x","choices":[]}` {
+				t.Fatalf("client got %d %s", resp.StatusCode, body)
+			}
+			e.drain()
+			want := tc.sent
+			if want == "" {
+				want = tc.client
+			}
+			if got, _ := e.sent(tc.path); len(got) != 1 || got[0] != want {
+				t.Errorf("engine got %q, want %s", got, want)
+			}
+			var render []string
+			for _, r := range e.up.Requests() {
+				if r.Path != tc.path {
+					render = append(render, r.Path)
+				}
+			}
+			if strings.Join(render, ",") != strings.Join(tc.render, ",") {
+				t.Errorf("render calls %v, want %v", render, tc.render)
+			}
+			if tc.path == "/v1/completions" && len(tc.render) > 0 {
+				if got, _ := e.sent("/tokenize"); len(got) != 1 || got[0] != `{"content":"Say hi","add_special":true,"parse_special":true}` {
+					t.Errorf("/tokenize got %q", got)
+				}
+			}
+			l := e.one("r1")
+			if string(l.Request) != tc.client {
+				t.Errorf("line request %s, want the client's", l.Request)
+			}
+			if string(l.Keys["token_capture"]) != tc.capture {
+				t.Errorf("token_capture %s\nwant %s", l.Keys["token_capture"], tc.capture)
+			}
+			got := tokens.Read(tokens.Call{Dialect: l.Dialect, Request: l.Request, Response: l.Response, TokenCapture: l.Keys["token_capture"]})
+			for _, code := range []string{tokens.FindingNotAskedStreamWithTools, tokens.FindingServerRenderFailed} {
+				if got.Has(code) != (code == tc.finding) {
+					t.Errorf("finding %s: %v, findings %+v", code, got.Has(code), got.Findings)
+				}
+			}
+		})
+	}
+}

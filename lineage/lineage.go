@@ -123,8 +123,9 @@ type Node struct {
 type MessageAuthor struct {
 	Role   string `json:"role"`
 	Author Author `json:"author"`
-	// FromCallID names the call whose answer a model-written message is (the latest earlier call
-	// that answered it), "" for a client message.
+	// FromCallID names the call whose answer a model-written message is, "" for a client message:
+	// where the call keeps its parent's context and answer, the call that gave the turn at that
+	// place of the chain; elsewhere the latest earlier call that answered it.
 	FromCallID string `json:"from_call_id,omitempty"`
 }
 
@@ -180,7 +181,8 @@ type call struct {
 	prevResp string    // previous_response_id of the request
 	summary  []string  // answer texts long enough to be recognised as a summary
 	node     *Node
-	keptBy   bool // some later call continued this call's answer
+	keptBy   bool  // some later call continued this call's answer
+	from     []int // per segment of ctx: the index of the call whose answer it is, -1 for the client's
 }
 
 // path is the call's context followed by its first answer; nil when it has no answer.
@@ -232,7 +234,7 @@ func Derive(calls []Call) *Lineage {
 			c.ctx = own
 		}
 		place(c, cs[:i], byID, byResponse)
-		authors(c, cs, answered)
+		authors(c, cs, byID, answered)
 
 		byID[calls[i].ID] = i
 		if id := calls[i].ResponseID; id != "" {
@@ -305,6 +307,14 @@ func place(c *call, earlier []*call, byID, byResponse map[string]int) {
 	}
 	if len(c.ctx) > 0 {
 		if p, rel, kept, covered := byMessages(c, earlier); p != nil {
+			// A fork from a bare context that also holds the summary a later call wrote is a
+			// compaction that kept the old history's first messages (Codex keeps the user's).
+			if rel == RelationFork && !kept {
+				if s := bySummary(c, earlier[slices.Index(earlier, p)+1:]); s != nil {
+					set(s, RelationCompaction, EvidenceMessages, false, 0)
+					return
+				}
+			}
 			set(p, rel, EvidenceMessages, kept, covered)
 			return
 		}
@@ -455,21 +465,42 @@ func coveredMessages(ctx []segment, n int) int {
 	return covered
 }
 
-// authors sets the author of each message of c's request context.
-func authors(c *call, cs []*call, answered map[string]int) {
+// authors sets the author of each message of c's request context. Where c keeps its parent's
+// context and answer, the turns there are the ones the parent had, attributed as the parent's
+// (its answer to the parent), so a chain of equal answers ("OK" each time) names each turn's own
+// call; a turn past that is the latest earlier call's that gave that answer.
+func authors(c *call, cs []*call, byID, answered map[string]int) {
 	c.node.Messages = make([]MessageAuthor, len(c.msgs))
 	for i, m := range c.msgs {
 		c.node.Messages[i] = MessageAuthor{Role: m.Role, Author: AuthorClient}
 	}
-	for _, s := range c.ctx {
-		if !s.assistant || s.first < 0 {
+	var p *call
+	pi := -1
+	if id := c.node.ParentCallID; id != nil && c.node.AnswerKept {
+		if i, ok := byID[*id]; ok && len(cs[i].answers) > 0 {
+			p, pi = cs[i], i
+		}
+	}
+	c.from = make([]int, len(c.ctx))
+	for k, s := range c.ctx {
+		c.from[k] = -1
+		if !s.assistant {
 			continue
 		}
-		if from, ok := answered[s.key]; ok {
-			for i := s.first; i < s.end; i++ {
-				c.node.Messages[i].Author = AuthorModel
-				c.node.Messages[i].FromCallID = cs[from].in.ID
-			}
+		switch from, ok := answered[s.key]; {
+		case p != nil && k < len(p.ctx):
+			c.from[k] = p.from[k]
+		case p != nil && k == len(p.ctx) && s.key == p.answers[0]:
+			c.from[k] = pi
+		case ok:
+			c.from[k] = from
+		}
+		if c.from[k] < 0 || s.first < 0 {
+			continue
+		}
+		for i := s.first; i < s.end; i++ {
+			c.node.Messages[i].Author = AuthorModel
+			c.node.Messages[i].FromCallID = cs[c.from[k]].in.ID
 		}
 	}
 }

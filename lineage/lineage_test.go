@@ -145,6 +145,26 @@ var lineageCases = []struct {
 		sum:  Summary{Calls: 3, Roots: 1, Extends: 1, Compactions: 1, MainChainLength: 2, OffMainChain: 1},
 	},
 	{
+		// Codex's compaction keeps the user's messages of the old history (its first context, up
+		// to the prompt) and appends the summary and the next prompt: the old first call's context
+		// is a prefix, but the summary, answered later, says where the history continues.
+		name: "compaction: the user's messages kept before the summary",
+		steps: []step{
+			{history: []turn{sys("S"), user("read a.txt")}, answer: asst("", callRead)},
+			{history: []turn{sys("S"), user("read a.txt"), asst("", callRead), result("call_1", "hello")}, answer: asst("a.txt says hello")},
+			{history: []turn{sys("S"), user("read a.txt"), asst("", callRead), result("call_1", "hello"), asst("a.txt says hello"), user("Summarize for a handoff.")}, answer: asst(summaryText)},
+			{history: []turn{sys("S"), user("read a.txt"), user("Another model wrote this summary: " + summaryText), user("read a.txt again")}, answer: asst("", callRead)},
+		},
+		want: []want{
+			{"", RelationRoot, 2, "CC"},
+			{"c0", RelationExtends, 1, "CCMC"},
+			{"c1", RelationExtends, 1, "CCMCMC"},
+			{"c2", RelationCompaction, 4, "CCCC"},
+		},
+		main: []string{"c0", "c1", "c2"},
+		sum:  Summary{Calls: 4, Roots: 1, Extends: 2, Compactions: 1, MainChainLength: 3, OffMainChain: 1},
+	},
+	{
 		name: "side call is a root, the main conversation goes on",
 		steps: []step{
 			{history: []turn{sys("S"), user("read a.txt")}, answer: asst("", callRead)},
@@ -348,6 +368,34 @@ func TestLeaves(t *testing.T) {
 		l := Derive(render(dialects[0], tc.steps))
 		if got := l.Leaves(); !slices.Equal(got, w) {
 			t.Errorf("%s: leaves %v, want %v", tc.name, got, w)
+		}
+	}
+}
+
+// TestAuthorsAlongChain: when the model gives the same answer on every call of a chain, each
+// turn is attributed to the call that gave it there (the chain's own calls), not to the latest
+// call with that answer; a turn the chain does not explain falls back to the latest such call.
+func TestAuthorsAlongChain(t *testing.T) {
+	steps := []step{
+		{history: []turn{sys("S"), user("hi")}, answer: asst("OK")},
+		{history: []turn{sys("S"), user("hi"), asst("OK"), user("again")}, answer: asst("OK")},
+		{history: []turn{sys("S"), user("hi"), asst("OK"), user("again"), asst("OK"), user("more")}, answer: asst("OK")},
+		// A new root quoting an answer: the latest call that gave it.
+		{history: []turn{sys("T"), user("x"), asst("OK"), user("y")}, answer: asst("done")},
+	}
+	want := [][]string{{}, {"c0"}, {"c0", "c1"}, {"c2"}}
+	for _, d := range dialects {
+		l := Derive(render(d, steps))
+		for i, w := range want {
+			var got []string
+			for k, m := range l.Calls[i].Messages {
+				if m.Author == AuthorModel && (k == 0 || l.Calls[i].Messages[k-1].Role != "assistant") {
+					got = append(got, m.FromCallID)
+				}
+			}
+			if !slices.Equal(got, w) {
+				t.Errorf("%s call %d: model turns from %v, want %v", d.name, i, got, w)
+			}
 		}
 	}
 }

@@ -28,7 +28,7 @@ func ExampleRead() {
 
 // What --tokens vllm appends to a Chat request, and what the capture line records as added.
 func ExampleAddRequestFields() {
-	out, added := tokens.AddRequestFields(tokens.EngineVLLM, "chat", []byte(`{"model":"m","logprobs":false,"messages":[]}`))
+	out, added, _ := tokens.AddRequestFields(tokens.EngineVLLM, "chat", []byte(`{"model":"m","logprobs":false,"messages":[]}`))
 	fmt.Println(string(out))
 	fmt.Println(string(added))
 	// Output:

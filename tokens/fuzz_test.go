@@ -46,18 +46,23 @@ func FuzzAddRequestFields(f *testing.F) {
 	f.Add([]byte(`[1]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, e := range Engines {
-			out, added := AddRequestFields(e, "chat", b)
-			if added == nil {
-				if string(out) != string(b) {
-					t.Fatalf("%s: body changed without additions", e)
+			for _, d := range []string{"chat", "completions"} {
+				out, added, not := AddRequestFields(e, d, b)
+				if added == nil {
+					if string(out) != string(b) || not != "" {
+						t.Fatalf("%s %s: body changed without additions", e, d)
+					}
+					continue
 				}
-				continue
-			}
-			if !json.Valid(out) || !json.Valid(added) || added[0] != '{' {
-				t.Fatalf("%s: %q -> %q, added %q", e, b, out, added)
-			}
-			if string(added) != "{}" && !bytes.HasPrefix(out, bytes.TrimRight(b, " \t\r\n")[:len(bytes.TrimRight(b, " \t\r\n"))-1]) {
-				t.Fatalf("%s: client bytes not kept: %q -> %q", e, b, out)
+				if !json.Valid(out) || !json.Valid(added) || added[0] != '{' {
+					t.Fatalf("%s %s: %q -> %q, added %q", e, d, b, out, added)
+				}
+				if not != "" && (string(added) != "{}" || string(out) != string(b)) {
+					t.Fatalf("%s %s: not asked (%s) but added %q", e, d, not, added)
+				}
+				if string(added) != "{}" && !bytes.HasPrefix(out, bytes.TrimRight(b, " \t\r\n")[:len(bytes.TrimRight(b, " \t\r\n"))-1]) {
+					t.Fatalf("%s %s: client bytes not kept: %q -> %q", e, d, b, out)
+				}
 			}
 		}
 	})

@@ -448,7 +448,8 @@ func (r *reader) readRequest(req []byte) {
 }
 
 // readTokenCapture takes the prompt ids the gateway fetched from the server's own template and
-// tokenizer, or the error it got doing so.
+// tokenizer, or the error it got doing so, and why the gateway did not ask the engine when it
+// deliberately did not.
 func (r *reader) readTokenCapture(tc []byte) {
 	o, ok := parseObj(tc)
 	if !ok {
@@ -464,6 +465,23 @@ func (r *reader) readTokenCapture(tc []byte) {
 	if s, ok := asString(o.get("prompt_token_error")); ok && s != "" {
 		r.find(FindingServerRenderFailed, nil, "prompt ids from the server's template and tokenizer: %s", s)
 	}
+	if v, ok := present(o, "not_asked"); ok {
+		switch s, _ := asString(v); NotAsked(s) {
+		case NotAskedStreamWithTools:
+			r.find(FindingNotAskedStreamWithTools, nil, "the gateway did not ask %s for logprobs: it refuses them on a "+
+				"streamed request with tools, so the call has no generated ids", engineName(o))
+		default:
+			r.find(FindingNotAsked, nil, "the gateway did not ask %s for token ids (token_capture.not_asked %s)", engineName(o), v)
+		}
+	}
+}
+
+// engineName is the engine a token_capture object names, "the engine" when it names none.
+func engineName(tc obj) string {
+	if s, ok := asString(tc.get("engine")); ok && s != "" {
+		return s
+	}
+	return "the engine"
 }
 
 func (r *reader) addPrompt(v json.RawMessage, src Source, from string) {

@@ -146,6 +146,13 @@ const (
 	// FindingServerRenderFailed: the gateway could not get the prompt ids from the server's
 	// template and tokenizer; the detail is its error.
 	FindingServerRenderFailed = "server_render_failed"
+	// FindingNotAskedStreamWithTools: the gateway deliberately did not ask llama-server for
+	// logprobs on a streamed Chat request with tools (token_capture.not_asked "stream_with_tools"):
+	// the server refuses them there, so the call has no generated ids.
+	FindingNotAskedStreamWithTools = "not_asked_stream_with_tools"
+	// FindingNotAsked: the gateway deliberately did not ask the engine, for a reason this reader
+	// does not know (token_capture.not_asked, named in the detail).
+	FindingNotAsked = "not_asked"
 )
 
 // Has reports whether t carries a finding with code.

@@ -69,7 +69,8 @@ type harnessWiring struct {
 //     provider.<name>.options.baseURL = "<base>/v1" for every provider the user's configs name,
 //     and for openai and anthropic (whose SDK base URLs end in /v1 too).
 //   - pi: PI_CODING_AGENT_DIR pointed at a temporary agent dir whose entries are links to the
-//     user's (~/.pi/agent: settings, auth, sessions stay theirs) but for models.json, a copy with
+//     user's (~/.pi/agent: settings, auth, sessions stay theirs; sessions/ is created when missing,
+//     so a session written under run is there for the next `pi -c`) but for models.json, a copy with
 //     every provider's baseUrl (and every model's) replaced: "<base>" for the anthropic-messages
 //     API, "<base>/v1" for the others, plus overrides of the built-in openai and anthropic
 //     providers.
@@ -350,6 +351,12 @@ func wirePi(w *harnessWiring, base, home string) error {
 		return fmt.Errorf("pi agent dir: %w", err)
 	}
 	w.tmp = tmp
+	// pi writes each session under sessions/ of its agent dir, and -c continues the latest one
+	// there: the user's sessions dir must exist to be linked, or a first run's session would be
+	// written into the temporary dir and removed with it (as pi itself would, it is created).
+	if err := os.MkdirAll(filepath.Join(src, "sessions"), 0o755); err != nil {
+		return fmt.Errorf("pi's sessions dir: %w", err)
+	}
 	ents, err := os.ReadDir(src)
 	if err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("read pi's agent dir: %w", err)

@@ -292,7 +292,8 @@ func TestRunWiresConfigHarnesses(t *testing.T) {
 	scripts := map[string]string{
 		"codex":    `printf '%s\n' "$@"`,
 		"opencode": `printf '%s\n' "$OPENCODE_CONFIG_CONTENT"`,
-		"pi":       `cat "$PI_CODING_AGENT_DIR/models.json"; echo; readlink "$PI_CODING_AGENT_DIR/settings.json"; echo "$PI_CODING_AGENT_DIR"`,
+		"pi": `cat "$PI_CODING_AGENT_DIR/models.json"; echo; readlink "$PI_CODING_AGENT_DIR/settings.json";` +
+			` mkdir -p "$PI_CODING_AGENT_DIR/sessions/p" && echo s > "$PI_CODING_AGENT_DIR/sessions/p/s.jsonl"; echo "$PI_CODING_AGENT_DIR"`,
 	}
 	base := gw + "/ng-rollout/r1"
 	want := map[string][]string{
@@ -320,6 +321,10 @@ func TestRunWiresConfigHarnesses(t *testing.T) {
 				t.Errorf("pi: the temporary agent dir %s is still there after run: %v", lines[len(lines)-1], err)
 			}
 		}
+	}
+	// The session pi wrote under run is in the user's sessions dir, which run created.
+	if b, err := os.ReadFile(filepath.Join(home, ".pi", "agent", "sessions", "p", "s.jsonl")); string(b) != "s\n" {
+		t.Errorf("pi's session written under run is not in the user's sessions dir: %q %v", b, err)
 	}
 	for name, content := range files {
 		if b, _ := os.ReadFile(filepath.Join(home, name)); string(b) != content {

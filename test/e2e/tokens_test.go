@@ -56,6 +56,11 @@ func (s *suite) runLlamaTokens(t *testing.T) {
 			done = append(done, res)
 		}
 	})
+	t.Run("probe-completions", func(t *testing.T) {
+		if res := completionsProbe(t, rig, filepath.Join(dir, "proxy-completions.log")); res != nil {
+			done = append(done, res)
+		}
+	})
 	t.Run("tokens", func(t *testing.T) {
 		for _, line := range checkTokens(t, s.bin, rig, done) {
 			s.report.note(name + ": " + line)
@@ -85,6 +90,7 @@ func checkRunLog(t *testing.T, res *runResult) {
 type tokenCaptureLine struct {
 	Engine           string          `json:"engine"`
 	Added            json.RawMessage `json:"added"`
+	NotAsked         string          `json:"not_asked"`
 	PromptTokenIDs   []int64         `json:"prompt_token_ids"`
 	PromptTokenError string          `json:"prompt_token_error"`
 }
@@ -116,9 +122,16 @@ func readTokenCaptures(t *testing.T, dir, id string) map[string]json.RawMessage 
 	return out
 }
 
-// tokenRequestFields are the members --tokens adds for each engine, in the order it appends them.
-var tokenRequestFields = map[string][]struct{ key, value string }{
-	"llama-server": {{"logprobs", "true"}, {"top_logprobs", "1"}},
+// tokenRequestFields are the members --tokens adds for each engine and dialect, in the order it
+// appends them; a client member named by one of aliases counts as the member set.
+var tokenRequestFields = map[string]map[string][]struct {
+	key, value string
+	aliases    []string
+}{
+	"llama-server": {
+		DialectChat:        {{"logprobs", "true", nil}, {"top_logprobs", "1", nil}},
+		DialectCompletions: {{"logprobs", "1", []string{"n_probs"}}}, // llama-server's n_probs
+	},
 }
 
 // checkTokenRequest checks the request the upstream received against the captured one: the
@@ -143,11 +156,20 @@ func checkTokenRequest(t *testing.T, what, engine string, r record, tcRaw json.R
 	for _, m := range client {
 		wantKeys = append(wantKeys, m.Key)
 	}
-	for _, f := range tokenRequestFields[engine] {
-		if refusesLogprobs(engine, r.Request) {
+	refused := refusesLogprobs(engine, r)
+	if wantNot := map[bool]string{true: "stream_with_tools"}[refused]; tc.NotAsked != wantNot {
+		errf("token_capture.not_asked %q, want %q", tc.NotAsked, wantNot)
+	}
+	for _, f := range tokenRequestFields[engine][deref(r.Dialect)] {
+		if refused {
 			break // the server would answer 400: nothing is added
 		}
-		if _, set := jsonmember.Last(client, f.key); !set {
+		set := false
+		for _, k := range append([]string{f.key}, f.aliases...) {
+			_, ok := jsonmember.Last(client, k)
+			set = set || ok
+		}
+		if !set {
 			wantAdded[f.key] = json.RawMessage(f.value)
 			wantKeys = append(wantKeys, f.key)
 		}
@@ -172,15 +194,16 @@ func checkTokenRequest(t *testing.T, what, engine string, r record, tcRaw json.R
 	return e
 }
 
-// refusesLogprobs reports whether engine refuses logprobs on this request: llama-server answers a
-// streamed Chat call with tools and logprobs with 400 "logprobs is not supported with tools +
-// stream".
-func refusesLogprobs(engine string, request []byte) bool {
+// refusesLogprobs reports whether engine refuses logprobs on the request of r: llama-server
+// answers a streamed Chat call with tools and logprobs with 400 "logprobs is not supported with
+// tools + stream".
+func refusesLogprobs(engine string, r record) bool {
 	var req struct {
 		Stream bool              `json:"stream"`
 		Tools  []json.RawMessage `json:"tools"`
 	}
-	return engine == "llama-server" && json.Unmarshal(request, &req) == nil && req.Stream && len(req.Tools) > 0
+	return engine == "llama-server" && deref(r.Dialect) == DialectChat && json.Unmarshal(r.Request, &req) == nil &&
+		req.Stream && len(req.Tools) > 0
 }
 
 // logprobEntry is one llama-server logprob entry of a generated token, as the tap saw it.
@@ -235,10 +258,25 @@ func sentLogprobs(t *testing.T, body []byte) (entries []logprobEntry, streamed b
 	return entries, true
 }
 
-// renderedPrompt finds the gateway's /apply-template call for a client request among renders,
-// then the /tokenize call of the prompt it returned, and returns the ids /tokenize answered.
-func renderedPrompt(t *testing.T, renders []TapEntry, request []byte) ([]int64, error) {
+// renderedPrompt finds the gateway's /apply-template call for a Chat request among renders, then
+// the /tokenize call of the prompt it returned, and returns the ids /tokenize answered. For a
+// Completions request, the /tokenize call of its prompt (a text has no template).
+func renderedPrompt(t *testing.T, renders []TapEntry, dialect string, request []byte) ([]int64, error) {
 	t.Helper()
+	if dialect == DialectCompletions {
+		var req struct {
+			Prompt json.RawMessage `json:"prompt"`
+		}
+		if err := json.Unmarshal(request, &req); err != nil {
+			return nil, err
+		}
+		p := req.Prompt
+		var one []json.RawMessage // a list of one prompt is that prompt
+		if json.Unmarshal(p, &one) == nil && len(one) == 1 {
+			p = one[0]
+		}
+		return tokenized(renders, p)
+	}
 	for _, a := range renders {
 		if a.Path != "/apply-template" || !jsonEqual(a.ReqBody, request) {
 			continue
@@ -250,27 +288,61 @@ func renderedPrompt(t *testing.T, renders []TapEntry, request []byte) ([]int64, 
 		if err := json.Unmarshal(a.RespBody, &tmpl); err != nil {
 			return nil, fmt.Errorf("/apply-template: %v", err)
 		}
-		for _, tk := range renders {
-			var req struct {
-				Content      string `json:"content"`
-				AddSpecial   bool   `json:"add_special"`
-				ParseSpecial bool   `json:"parse_special"`
-			}
-			if tk.Path != "/tokenize" || json.Unmarshal(tk.ReqBody, &req) != nil || req.Content != tmpl.Prompt {
-				continue
-			}
-			if !req.AddSpecial || !req.ParseSpecial {
-				return nil, fmt.Errorf("/tokenize asked with add_special %v, parse_special %v", req.AddSpecial, req.ParseSpecial)
-			}
-			var ids struct{ Tokens []int64 }
-			if tk.Status != http.StatusOK || json.Unmarshal(tk.RespBody, &ids) != nil {
-				return nil, fmt.Errorf("/tokenize answered %d: %s", tk.Status, tk.RespBody)
-			}
-			return ids.Tokens, nil
-		}
-		return nil, fmt.Errorf("no /tokenize call for the prompt /apply-template rendered")
+		return tokenized(renders, []byte(mustJSON(tmpl.Prompt)))
 	}
 	return nil, fmt.Errorf("no /apply-template call with the client's request (%d render calls)", len(renders))
+}
+
+// tokenized finds the /tokenize call among renders whose content is prompt (a JSON value) and
+// returns the ids it answered; the call must add and parse special tokens, as llama-server's
+// chat and completion endpoints tokenize.
+func tokenized(renders []TapEntry, prompt []byte) ([]int64, error) {
+	for _, tk := range renders {
+		var req struct {
+			Content      json.RawMessage `json:"content"`
+			AddSpecial   bool            `json:"add_special"`
+			ParseSpecial bool            `json:"parse_special"`
+		}
+		if tk.Path != "/tokenize" || json.Unmarshal(tk.ReqBody, &req) != nil || !jsonEqual(req.Content, prompt) {
+			continue
+		}
+		if !req.AddSpecial || !req.ParseSpecial {
+			return nil, fmt.Errorf("/tokenize asked with add_special %v, parse_special %v", req.AddSpecial, req.ParseSpecial)
+		}
+		var ids struct{ Tokens []int64 }
+		if tk.Status != http.StatusOK || json.Unmarshal(tk.RespBody, &ids) != nil {
+			return nil, fmt.Errorf("/tokenize answered %d: %s", tk.Status, tk.RespBody)
+		}
+		return ids.Tokens, nil
+	}
+	return nil, fmt.Errorf("no /tokenize call for the prompt %.200s", prompt)
+}
+
+// promptIDs returns a Completions request's prompt when it is token ids (a list of integers, or
+// a list of one such list).
+func promptIDs(dialect string, request []byte) ([]int64, bool) {
+	var req struct {
+		Prompt json.RawMessage `json:"prompt"`
+	}
+	if dialect != DialectCompletions || json.Unmarshal(request, &req) != nil {
+		return nil, false
+	}
+	var ids []int64
+	if json.Unmarshal(req.Prompt, &ids) == nil {
+		return ids, true
+	}
+	var one [][]int64
+	if json.Unmarshal(req.Prompt, &one) == nil && len(one) == 1 {
+		return one[0], true
+	}
+	return nil, false
+}
+
+// jsonmemberValue returns the raw value of a top-level member of a JSON object, nil when absent.
+func jsonmemberValue(obj []byte, key string) json.RawMessage {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(obj, &m)
+	return m[key]
 }
 
 // exportTokens runs `modelcalls export tokens --capture-dir DIR --in IN --out OUT [extra...]` and
@@ -334,7 +406,7 @@ func checkTokens(t *testing.T, bin string, rig *upstreamRig, runs []*runResult) 
 	incomplete, complete := false, 0
 	for _, r := range runs {
 		for _, rec := range r.records {
-			if refusesLogprobs(rig.tokens, rec.Request) {
+			if refusesLogprobs(rig.tokens, rec) {
 				incomplete = true
 			} else {
 				complete++
@@ -412,7 +484,7 @@ func checkTokens(t *testing.T, bin string, rig *upstreamRig, runs []*runResult) 
 	for _, run := range runs {
 		b, err := os.ReadFile(filepath.Join(gymDir, run.rolloutID+".tokens.jsonl"))
 		if os.IsNotExist(err) && !slices.ContainsFunc(run.records, func(r record) bool {
-			return !refusesLogprobs(rig.tokens, r.Request)
+			return !refusesLogprobs(rig.tokens, r)
 		}) {
 			continue // no call of the rollout has complete token data: no Gym file
 		}
@@ -454,9 +526,9 @@ func checkCallTokens(t *testing.T, what string, run *runResult, rec record, row 
 	reward float64) string {
 	t.Helper()
 	errf := func(format string, args ...any) { t.Errorf(what+": "+format, args...) }
-	if row.RolloutID != run.rolloutID || row.CallIndex != int64(rec.CallIndex) || row.Dialect != DialectChat {
-		errf("row names rollout %s call_index %d dialect %s, want %s %d chat", row.RolloutID, row.CallIndex, row.Dialect,
-			run.rolloutID, rec.CallIndex)
+	if row.RolloutID != run.rolloutID || row.CallIndex != int64(rec.CallIndex) || row.Dialect != deref(rec.Dialect) {
+		errf("row names rollout %s call_index %d dialect %s, want %s %d %s", row.RolloutID, row.CallIndex, row.Dialect,
+			run.rolloutID, rec.CallIndex, deref(rec.Dialect))
 	}
 	if row.Reward == nil || *row.Reward != reward {
 		errf("reward %v, the rollouts file says %v", derefAny(row.Reward), reward)
@@ -473,7 +545,7 @@ func checkCallTokens(t *testing.T, what string, run *runResult, rec record, row 
 
 	// Generated ids and logprobs: llama-server's logprob entries, one per token with text.
 	sent, streamed := sentLogprobs(t, mustDecode(t, e))
-	refused := refusesLogprobs("llama-server", rec.Request)
+	refused := refusesLogprobs("llama-server", rec)
 	var ids []int64
 	var lps []float64
 	for _, en := range sent {
@@ -483,11 +555,22 @@ func checkCallTokens(t *testing.T, what string, run *runResult, rec record, row 
 	if row.Streamed != streamed {
 		errf("streamed %v, the upstream answered with SSE %v", row.Streamed, streamed)
 	}
+	if streamed {
+		// The stream's rebuilt response keeps the entries, as the JSON answer would carry them.
+		if rebuilt, _ := sentLogprobs(t, rec.Response); !slices.Equal(rebuilt, sent) {
+			errf("the rebuilt response carries logprob entries %v, the stream sent %v", rebuilt, sent)
+		}
+	}
 	if refused {
-		// Not asked (the server refuses logprobs on a streamed call with tools): no ids.
+		// Not asked (the server refuses logprobs on a streamed call with tools): no ids, and the
+		// finding that says why.
 		if len(sent) != 0 || row.GenerationTokenIDs != nil || row.TokenSource != "absent" {
 			errf("streamed with tools, not asked for logprobs: server sent %d entries, row has %v (%s)", len(sent),
 				row.GenerationTokenIDs, row.TokenSource)
+		}
+		explained["not_asked_stream_with_tools"] = true
+		if !hasFinding(row, "not_asked_stream_with_tools", "the gateway did not ask llama-server for logprobs: it refuses them on a streamed request with tools, so the call has no generated ids") {
+			errf("streamed with tools, not asked: want finding not_asked_stream_with_tools, findings %s", mustJSON(row.Findings))
 		}
 	} else if row.TokenSource != "logprob_entry_ids" {
 		errf("token_source %q, want logprob_entry_ids", row.TokenSource)
@@ -512,8 +595,18 @@ func checkCallTokens(t *testing.T, what string, run *runResult, rec record, row 
 		}
 	}
 
-	// Prompt ids: the server's render of the client's request, as the gateway asked for it.
-	want, err := renderedPrompt(t, run.renders, rec.Request)
+	// Prompt ids: the server's render of the client's request, as the gateway asked for it, or
+	// the ids the client sent as its Completions prompt.
+	wantSource := "server_render"
+	want, err := renderedPrompt(t, run.renders, deref(rec.Dialect), rec.Request)
+	if ids, ok := promptIDs(deref(rec.Dialect), rec.Request); ok {
+		want, err, wantSource = ids, nil, "request_ids"
+		for _, r := range run.renders { // a prompt of ids is not rendered
+			if jsonEqual(jsonmemberValue(r.ReqBody, "content"), jsonmemberValue(rec.Request, "prompt")) {
+				errf("a prompt of ids was sent to %s", r.Path)
+			}
+		}
+	}
 	if err != nil {
 		errf("%v", err)
 	}
@@ -522,15 +615,18 @@ func checkCallTokens(t *testing.T, what string, run *runResult, rec record, row 
 	if tc.PromptTokenError != "" {
 		errf("token_capture.prompt_token_error %q", tc.PromptTokenError)
 	}
-	if !slices.Equal(tc.PromptTokenIDs, want) || !slices.Equal(row.PromptTokenIDs, want) {
-		errf("prompt ids: token_capture %v, row %v; /tokenize answered %v", tc.PromptTokenIDs, row.PromptTokenIDs, want)
+	if wantSource == "request_ids" && tc.PromptTokenIDs != nil {
+		errf("token_capture.prompt_token_ids %v for a prompt of ids", tc.PromptTokenIDs)
 	}
-	if row.PromptTokenSource != "server_render" {
-		errf("prompt_token_source %q, want server_render", row.PromptTokenSource)
+	if (wantSource == "server_render" && !slices.Equal(tc.PromptTokenIDs, want)) || !slices.Equal(row.PromptTokenIDs, want) {
+		errf("prompt ids: token_capture %v, row %v; want %v (%s)", tc.PromptTokenIDs, row.PromptTokenIDs, want, wantSource)
+	}
+	if row.PromptTokenSource != wantSource {
+		errf("prompt_token_source %q, want %s", row.PromptTokenSource, wantSource)
 	}
 	if len(want) != *obs.TokensIn {
 		explained["prompt_count_mismatch"] = true
-		w := fmt.Sprintf("%d prompt ids, usage.prompt_tokens is %d (server_render)", len(want), *obs.TokensIn)
+		w := fmt.Sprintf("%d prompt ids, usage.prompt_tokens is %d (%s)", len(want), *obs.TokensIn, wantSource)
 		if !hasFinding(row, "prompt_count_mismatch", w) {
 			errf("want finding prompt_count_mismatch %q, findings %s", w, mustJSON(row.Findings))
 		}
@@ -549,9 +645,13 @@ func checkCallTokens(t *testing.T, what string, run *runResult, rec record, row 
 	if refused {
 		not = " (streamed with tools: logprobs not asked, llama-server refuses them)"
 	}
-	return fmt.Sprintf("prompt %d ids (usage %d), generated %d ids and %d logprobs (usage %d)%s, findings %s",
-		len(row.PromptTokenIDs), *obs.TokensIn, len(row.GenerationTokenIDs), len(row.GenerationLogProbs), completion,
-		not, strings.Join(codes, ","))
+	how := "JSON"
+	if streamed {
+		how = "SSE"
+	}
+	return fmt.Sprintf("%s %s: prompt %d ids (%s, usage %d), generated %d ids and %d logprobs (usage %d)%s, findings %s",
+		deref(rec.Dialect), how, len(row.PromptTokenIDs), row.PromptTokenSource, *obs.TokensIn, len(row.GenerationTokenIDs),
+		len(row.GenerationLogProbs), completion, not, strings.Join(codes, ","))
 }
 
 // hasFinding reports whether row carries a call-level finding code whose detail is detail.
@@ -600,7 +700,7 @@ func checkSamples(t *testing.T, bin string, rig *upstreamRig, runs []*runResult,
 	var notes []string
 	for _, run := range runs {
 		rows := byRollout[run.rolloutID]
-		if len(rows) == 0 && slices.ContainsFunc(run.records, func(r record) bool { return refusesLogprobs(rig.tokens, r.Request) }) {
+		if len(rows) == 0 && slices.ContainsFunc(run.records, func(r record) bool { return refusesLogprobs(rig.tokens, r) }) {
 			notes = append(notes, "export samples tokens "+run.rolloutID+": no row (its calls have no generated ids)")
 			continue
 		}
@@ -666,46 +766,79 @@ func checkSamples(t *testing.T, bin string, rig *upstreamRig, runs []*runResult,
 // streamed, and a streamed second turn that carries the first answer, so the logprob path and
 // the lineage's token-prefix audit meet the real server.
 func tokensProbe(t *testing.T, rig *upstreamRig, logPath string) *runResult {
-	id := "e2e-" + rig.name + "-probe"
-	p := startProxy(t, rig.bin, rig.upstreamURL, rig.captureDir, logPath, "--tokens", rig.tokens)
-	rig.tap.Take()
-	started := time.Now()
 	first := `{"role":"user","content":"Say hello"}`
-	for i, body := range []string{
+	return probeCalls(t, rig, logPath, "probe", "/v1/chat/completions", DialectChat, []string{
 		`{"model":"e2e-model","messages":[` + first + `]}`,
 		`{"model":"e2e-model","messages":[` + first + `],"stream":true,"stream_options":{"include_usage":true}}`,
 		`{"model":"e2e-model","messages":[` + first + `,{"role":"assistant","content":"` + tinyAnswer +
 			`"},{"role":"user","content":"Again"}],"stream":true,"stream_options":{"include_usage":true}}`,
-	} {
-		status, b := capturetest.Post(t, p.base+"/ng-rollout/"+id+"/v1/chat/completions", "application/json", strings.NewReader(body))
-		if status != http.StatusOK || !strings.Contains(b, "tiny") {
-			t.Fatalf("probe call %d: status %d: %.300s", i, status, b)
+	}, "tiny")
+}
+
+// completionsProbe sends Completions calls through `modelcalls proxy --tokens llama-server`, the
+// token-in path of RL loops, with the server's own chat rendering of "Say hello" as the prompt
+// (so the model answers as on Chat): as text, JSON and SSE (the gateway has llama-server's
+// /tokenize render it), and as ids, JSON (its own prompt ids, not rendered). The test asks the
+// server for the prompt and its ids before the probe's window on the Tap opens.
+func completionsProbe(t *testing.T, rig *upstreamRig, logPath string) *runResult {
+	status, b := capturetest.Post(t, rig.upstreamURL+"/apply-template", "application/json",
+		strings.NewReader(`{"messages":[{"role":"user","content":"Say hello"}]}`))
+	var tmpl struct{ Prompt string }
+	if status != http.StatusOK || json.Unmarshal([]byte(b), &tmpl) != nil || tmpl.Prompt == "" {
+		t.Fatalf("/apply-template: %d %.300s", status, b)
+	}
+	status, b = capturetest.Post(t, rig.upstreamURL+"/tokenize", "application/json",
+		strings.NewReader(`{"content":`+mustJSON(tmpl.Prompt)+`,"add_special":true,"parse_special":true}`))
+	var tok struct{ Tokens []int64 }
+	if status != http.StatusOK || json.Unmarshal([]byte(b), &tok) != nil || len(tok.Tokens) == 0 {
+		t.Fatalf("/tokenize: %d %.300s", status, b)
+	}
+	prompt := mustJSON(tmpl.Prompt)
+	return probeCalls(t, rig, logPath, "probe-completions", "/v1/completions", DialectCompletions, []string{
+		`{"model":"e2e-model","prompt":` + prompt + `,"max_tokens":32}`,
+		`{"model":"e2e-model","prompt":` + prompt + `,"max_tokens":32,"stream":true,"stream_options":{"include_usage":true}}`,
+		`{"model":"e2e-model","prompt":` + mustJSON(tok.Tokens) + `,"max_tokens":32}`,
+	}, "tiny")
+}
+
+// probeCalls sends bodies, one call each, to path through `modelcalls proxy --tokens` under the
+// rollout e2e-<rig>-<name>, and checks each capture line against what the upstream received:
+// the token request fields and every record field. Each answer must be 200 and contain want.
+func probeCalls(t *testing.T, rig *upstreamRig, logPath, name, path, dialect string, bodies []string, want string) *runResult {
+	id := "e2e-" + rig.name + "-" + name
+	p := startProxy(t, rig.bin, rig.upstreamURL, rig.captureDir, logPath, "--tokens", rig.tokens)
+	rig.tap.Take()
+	started := time.Now()
+	for i, body := range bodies {
+		status, b := capturetest.Post(t, p.base+"/ng-rollout/"+id+path, "application/json", strings.NewReader(body))
+		if status != http.StatusOK || !strings.Contains(b, want) {
+			t.Fatalf("%s call %d: status %d: %.300s", name, i, status, b)
 		}
 	}
 	finished := time.Now()
 	if err := p.stop(); err != nil {
 		t.Errorf("proxy --tokens did not shut down cleanly: %v\n%s", err, p.logTail())
 	}
-	res := &runResult{run: "probe", dialect: DialectChat, rolloutID: id, wall: finished.Sub(started)}
+	res := &runResult{run: name, dialect: dialect, rolloutID: id, wall: finished.Sub(started)}
 	for _, e := range rig.tap.Take() {
 		if e.Dialect() != "" {
 			res.calls = append(res.calls, e)
 		} else if isRender(rig.tokens, e) {
 			res.renders = append(res.renders, e)
 		} else {
-			t.Errorf("probe: unexpected %s %s reached the upstream", e.Method, e.Path)
+			t.Errorf("%s: unexpected %s %s reached the upstream", name, e.Method, e.Path)
 		}
 	}
 	res.records = readRecords(t, rig.bin, rig.captureDir, id)
 	res.tokenCaptures = readTokenCaptures(t, rig.captureDir, id)
-	if len(res.records) != 3 || len(res.calls) != 3 {
-		t.Fatalf("probe: %d records, %d calls upstream, want 3", len(res.records), len(res.calls))
+	if len(res.records) != len(bodies) || len(res.calls) != len(bodies) {
+		t.Fatalf("%s: %d records, %d calls upstream, want %d", name, len(res.records), len(res.calls), len(bodies))
 	}
 	for i, e := range res.calls {
 		r := res.records[i]
-		e = checkTokenRequest(t, fmt.Sprintf("probe call %d", i), rig.tokens, r, res.tokenCaptures[r.ModelCallID], e)
-		checkRecord(t, fmt.Sprintf("probe call %d", i), r, e, Observe(DialectChat, mustDecode(t, e)), nil, DialectChat,
-			started, finished)
+		what := fmt.Sprintf("%s call %d", name, i)
+		e = checkTokenRequest(t, what, rig.tokens, r, res.tokenCaptures[r.ModelCallID], e)
+		checkRecord(t, what, r, e, Observe(dialect, mustDecode(t, e)), nil, dialect, started, finished)
 	}
 	return res
 }

@@ -54,7 +54,7 @@ func Observe(dialect string, body []byte) Observed {
 			continue // [DONE], keep-alives
 		}
 		switch dialect {
-		case DialectChat:
+		case DialectChat, DialectCompletions:
 			setOnce(&obs.ResponseID, str(ev["id"]))
 			setOnce(&obs.Model, str(ev["model"]))
 			if u, ok := ev["usage"].(map[string]any); ok {
