@@ -2,8 +2,10 @@ package tokens
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"sort"
 	"strconv"
@@ -34,7 +36,9 @@ type reader struct {
 	streamed bool
 	choices  map[int]*choiceAcc
 
-	prompt       []idSet // candidate prompt id lists, in the order of their sources' rank
+	prompt       []idSet          // candidate prompt id lists, in the order of their sources' rank
+	promptSeen   map[uint64][]int // addPrompt's lists by hash of where they were read and their ids: indexes into prompt
+	seed         maphash.Seed
 	usagePrompt  *int64
 	usageCompl   *int64
 	findings     []Finding
@@ -490,11 +494,27 @@ func (r *reader) addPrompt(v json.RawMessage, src Source, from string) {
 		r.malformed(from, "a list of integer ids")
 		return
 	}
-	for _, p := range r.prompt {
-		if p.from == from && slices.Equal(p.ids, ids) {
-			return // the same list again (one per choice, or repeated in a stream)
+	// The same list again (one per choice, or repeated in a stream) is not another source. Lists
+	// are found by hash, so a stream whose every chunk carries another list costs its length, not
+	// its length times its chunks.
+	if r.promptSeen == nil {
+		r.promptSeen, r.seed = map[uint64][]int{}, maphash.MakeSeed()
+	}
+	var h maphash.Hash
+	h.SetSeed(r.seed)
+	h.WriteString(from)
+	var buf [8]byte
+	for _, id := range ids {
+		binary.LittleEndian.PutUint64(buf[:], uint64(id))
+		h.Write(buf[:])
+	}
+	key := h.Sum64()
+	for _, i := range r.promptSeen[key] {
+		if p := r.prompt[i]; p.from == from && slices.Equal(p.ids, ids) {
+			return
 		}
 	}
+	r.promptSeen[key] = append(r.promptSeen[key], len(r.prompt))
 	r.prompt = append(r.prompt, idSet{src, from, ids})
 }
 
@@ -509,6 +529,7 @@ func (r *reader) finish() *Tokens {
 		idx = append(idx, i)
 	}
 	sort.Ints(idx)
+	t.Choices = make([]Choice, 0, len(idx))
 	for _, i := range idx {
 		t.Choices = append(t.Choices, r.finishChoice(t, r.choices[i]))
 	}
