@@ -529,7 +529,9 @@ func (r *reader) finish() *Tokens {
 		idx = append(idx, i)
 	}
 	sort.Ints(idx)
-	t.Choices = make([]Choice, 0, len(idx))
+	if len(idx) > 0 {
+		t.Choices = make([]Choice, 0, len(idx))
+	}
 	for _, i := range idx {
 		t.Choices = append(t.Choices, r.finishChoice(t, r.choices[i]))
 	}
