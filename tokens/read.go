@@ -161,6 +161,10 @@ func (r *reader) readObject(o obj) {
 			r.malformed("choices", "a list")
 			return
 		}
+		var seen map[int]bool // a whole answer's choice indexes: each names one choice
+		if !r.streamed {
+			seen = make(map[int]bool, len(arr))
+		}
 		for pos, cv := range arr {
 			co, ok := asObj(cv)
 			if !ok {
@@ -171,6 +175,15 @@ func (r *reader) readObject(o obj) {
 				idx = int(n)
 			} else if r.streamed {
 				idx = 0 // a chunk's choice without an index is choice 0
+			}
+			if seen != nil {
+				if seen[idx] {
+					// Only a stream's chunks continue a choice; joining two answers' ids would make
+					// a sample no engine produced.
+					r.malformed("choices[].index", "unique in the answer (a later choice with the same index is not read)")
+					continue
+				}
+				seen[idx] = true
 			}
 			r.readChoice(r.choice(idx), co)
 		}
@@ -224,7 +237,7 @@ func (r *reader) readChoice(a *choiceAcc, co obj) {
 	if v, ok := present(co, "token_ids"); ok {
 		ids, ok := asIDs(v)
 		if !ok {
-			r.malformed("choices[].token_ids", "a list of integer ids")
+			r.malformed("choices[].token_ids", idsWant)
 			hasIDs = false
 		} else {
 			a.engine = append(a.engine, ids...)
@@ -261,7 +274,7 @@ func (r *reader) readGymFields(a *choiceAcc, o obj, where string) bool {
 	}
 	ids, ok := asIDs(v)
 	if !ok {
-		r.malformed(where+".generation_token_ids", "a list of integer ids")
+		r.malformed(where+".generation_token_ids", idsWant)
 		return false
 	}
 	a.gym, a.hasGym = ids, true
@@ -322,7 +335,7 @@ func (r *reader) readLogprobs(a *choiceAcc, v json.RawMessage) {
 			}
 			lp := LogProb{}
 			lp.Token, _ = asString(eo.get("token"))
-			lp.ID = entryID(eo, lp.Token)
+			lp.ID = r.entryID(eo, lp.Token, "choices[].logprobs.content[].id")
 			lp.LogProb = r.entryLogProb(a, eo)
 			if tv, ok := asArr(eo.get("top_logprobs")); ok {
 				for _, t := range tv {
@@ -332,7 +345,7 @@ func (r *reader) readLogprobs(a *choiceAcc, v json.RawMessage) {
 					}
 					tl := TopLogProb{}
 					tl.Token, _ = asString(to.get("token"))
-					tl.ID = entryID(to, tl.Token)
+					tl.ID = r.entryID(to, tl.Token, "choices[].logprobs.content[].top_logprobs[].id")
 					if f, ok := asFloat(to.get("logprob")); ok {
 						tl.LogProb = &f
 					}
@@ -380,8 +393,12 @@ func (r *reader) readLogprobs(a *choiceAcc, v json.RawMessage) {
 // entryLogProb returns an entry's logprob; an entry with null, or with only llama-server's
 // post-sampling prob, has none and is counted.
 func (r *reader) entryLogProb(a *choiceAcc, eo obj) *float64 {
-	if f, ok := asFloat(eo.get("logprob")); ok {
+	v := eo.get("logprob")
+	if f, ok := asFloat(v); ok {
 		return &f
+	}
+	if v != nil && !jsonscan.IsNull(v) {
+		r.malformed("choices[].logprobs.content[].logprob", "a number")
 	}
 	if _, ok := present(eo, "prob"); ok {
 		a.probsOnly = true
@@ -391,10 +408,15 @@ func (r *reader) entryLogProb(a *choiceAcc, eo obj) *float64 {
 }
 
 // entryID returns the id of a logprob entry: its id member (llama-server), else the id its token
-// names as "token_id:N" (vLLM's return_tokens_as_token_ids).
-func entryID(o obj, token string) *int64 {
-	if n, ok := asInt(o.get("id")); ok {
-		return &n
+// names as "token_id:N" (vLLM's return_tokens_as_token_ids). An id member that is not an integer
+// from 0 up is named (path) and gives no id.
+func (r *reader) entryID(o obj, token, path string) *int64 {
+	if v, ok := present(o, "id"); ok {
+		if n, ok := asInt(v); ok && n >= 0 {
+			return &n
+		}
+		r.malformed(path, "a token id (an integer from 0 up)")
+		return nil
 	}
 	return tokenIDString(token)
 }
@@ -463,7 +485,7 @@ func (r *reader) readTokenCapture(tc []byte) {
 		if ids, ok := asIDs(v); ok {
 			r.prompt = append(r.prompt, idSet{SourceServerRender, "token_capture.prompt_token_ids", ids})
 		} else {
-			r.malformed("token_capture.prompt_token_ids", "a list of integer ids")
+			r.malformed("token_capture.prompt_token_ids", idsWant)
 		}
 	}
 	if s, ok := asString(o.get("prompt_token_error")); ok && s != "" {
@@ -491,7 +513,7 @@ func engineName(tc obj) string {
 func (r *reader) addPrompt(v json.RawMessage, src Source, from string) {
 	ids, ok := asIDs(v)
 	if !ok {
-		r.malformed(from, "a list of integer ids")
+		r.malformed(from, idsWant)
 		return
 	}
 	// The same list again (one per choice, or repeated in a stream) is not another source. Lists
@@ -764,7 +786,11 @@ func asFloat(v json.RawMessage) (float64, bool) {
 	return f, err == nil
 }
 
-// asIDs reads a list of integer token ids; an empty list is a list.
+// idsWant is what a malformed id list should have been.
+const idsWant = "a list of token ids (integers from 0 up)"
+
+// asIDs reads a list of token ids: integers from 0 up, within int64 (a negative id is no token,
+// and a trainer indexing by it would read another row); an empty list is a list.
 func asIDs(v json.RawMessage) ([]int64, bool) {
 	if !jsonscan.IsArray(v) {
 		return nil, false
@@ -772,8 +798,8 @@ func asIDs(v json.RawMessage) ([]int64, bool) {
 	ids := []int64{}
 	ok := true
 	jsonscan.EachElement(v, func(e []byte) bool {
-		var n int64
-		if n, ok = asInt(e); ok {
+		n, isInt := asInt(e)
+		if ok = isInt && n >= 0; ok {
 			ids = append(ids, n)
 		}
 		return ok

@@ -105,4 +105,3 @@ func TestReadWorkLinear(t *testing.T) {
 		}
 	}
 }
-
