@@ -2,7 +2,9 @@ package lineage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"hash/maphash"
 	"slices"
 	"strings"
 )
@@ -181,8 +183,62 @@ type call struct {
 	prevResp string    // previous_response_id of the request
 	summary  []string  // answer texts long enough to be recognised as a summary
 	node     *Node
-	keptBy   bool  // some later call continued this call's answer
-	from     []int // per segment of ctx: the index of the call whose answer it is, -1 for the client's
+	keptBy   bool      // some later call continued this call's answer
+	from     []int     // per segment of ctx: the index of the call whose answer it is, -1 for the client's
+	own      []segment // segments of the request's own messages (ctx without an inherited history)
+	// prefix[k] is the hash of ctx's first k segments' keys (k = 0..len(ctx)); pathHash the hash
+	// of the path (ctx, then the first answer), valid when the call has an answer.
+	prefix   []uint64
+	pathHash uint64
+}
+
+// index finds earlier calls by the hash of their context or path, so that matching a call costs
+// the length of its own context, not the contexts of all calls before it. Each list holds
+// positions in capture order; a hash only narrows the search, the segments are compared.
+type index struct {
+	seed   maphash.Seed
+	byCtx  map[uint64][]int
+	byPath map[uint64][]int
+	byPrev map[string][]int // calls by their request's previous_response_id
+}
+
+// extend returns the hash of a list of segments whose first part hashes to h, followed by key.
+func (x *index) extend(h uint64, key string) uint64 {
+	var m maphash.Hash
+	m.SetSeed(x.seed)
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], h)
+	m.Write(b[:])
+	m.WriteString(key)
+	return m.Sum64()
+}
+
+// hash computes c's prefix hashes and path hash.
+func (x *index) hash(c *call) {
+	c.prefix = make([]uint64, len(c.ctx)+1)
+	for k, s := range c.ctx {
+		c.prefix[k+1] = x.extend(c.prefix[k], s.key)
+	}
+	if len(c.answers) > 0 {
+		c.pathHash = x.extend(c.prefix[len(c.ctx)], c.answers[0])
+	}
+}
+
+// add makes the call at position i findable by later calls.
+func (x *index) add(c *call, i int) {
+	h := c.prefix[len(c.ctx)]
+	x.byCtx[h] = append(x.byCtx[h], i)
+	if len(c.answers) > 0 {
+		x.byPath[c.pathHash] = append(x.byPath[c.pathHash], i)
+	}
+	if c.prevResp != "" {
+		x.byPrev[c.prevResp] = append(x.byPrev[c.prevResp], i)
+	}
+}
+
+// pathIsPrefix reports whether e's path (its context, then its first answer) is a prefix of ctx.
+func pathIsPrefix(e *call, ctx []segment) bool {
+	return len(e.answers) > 0 && len(e.ctx) < len(ctx) && isPrefix(e.ctx, ctx) && ctx[len(e.ctx)].key == e.answers[0]
 }
 
 // path is the call's context followed by its first answer; nil when it has no answer.
@@ -207,6 +263,7 @@ func Derive(calls []Call) *Lineage {
 	byID := map[string]int{}
 	byResponse := map[string]int{}
 	answered := map[string]int{} // answer key -> latest call that answered it
+	x := &index{seed: maphash.MakeSeed(), byCtx: map[uint64][]int{}, byPath: map[uint64][]int{}, byPrev: map[string][]int{}}
 	for i := range calls {
 		c := &call{in: &calls[i], node: &l.Calls[i]}
 		cs[i] = c
@@ -222,6 +279,7 @@ func Derive(calls []Call) *Lineage {
 			c.answers, c.summary = answerKeys(calls[i].Dialect, parseResponse(calls[i].Response))
 		}
 		own := segments(c.msgs)
+		c.own = own
 		if p, ok := byResponse[c.prevResp]; ok && c.prevResp != "" {
 			if pp := cs[p].path(); pp != nil {
 				for k := range pp {
@@ -233,8 +291,10 @@ func Derive(calls []Call) *Lineage {
 		if c.ctx == nil {
 			c.ctx = own
 		}
-		place(c, cs[:i], byID, byResponse)
+		x.hash(c)
+		place(c, cs[:i], byID, byResponse, x)
 		authors(c, cs, byID, answered)
+		x.add(c, i)
 
 		byID[calls[i].ID] = i
 		if id := calls[i].ResponseID; id != "" {
@@ -260,7 +320,7 @@ func Derive(calls []Call) *Lineage {
 
 // place finds c's parent among the earlier calls and sets its relation, evidence and new-message
 // count.
-func place(c *call, earlier []*call, byID, byResponse map[string]int) {
+func place(c *call, earlier []*call, byID, byResponse map[string]int, x *index) {
 	n := c.node
 	n.Relation, n.Evidence, n.NewMessages = RelationRoot, EvidenceNone, len(c.msgs)
 	set := func(p *call, rel Relation, ev Evidence, kept bool, covered int) {
@@ -294,9 +354,9 @@ func place(c *call, earlier []*call, byID, byResponse map[string]int) {
 	if c.prevResp != "" {
 		if i, ok := byResponse[c.prevResp]; ok {
 			// Another call on the same response with the same new input is repeated by this one.
-			own := segments(c.msgs)
-			for k := len(earlier) - 1; k > i; k-- {
-				if earlier[k].prevResp == c.prevResp && sameKeys(segments(earlier[k].msgs), own) && earlier[k].tools == c.tools {
+			same := x.byPrev[c.prevResp]
+			for j := len(same) - 1; j >= 0 && same[j] > i; j-- {
+				if k := same[j]; sameKeys(earlier[k].own, c.own) && earlier[k].tools == c.tools {
 					set(earlier[k], repeat(earlier[k]), EvidencePreviousResponse, false, len(c.msgs))
 					return
 				}
@@ -306,7 +366,7 @@ func place(c *call, earlier []*call, byID, byResponse map[string]int) {
 		}
 	}
 	if len(c.ctx) > 0 {
-		if p, rel, kept, covered := byMessages(c, earlier); p != nil {
+		if p, rel, kept, covered := byMessages(c, earlier, x); p != nil {
 			set(p, rel, EvidenceMessages, kept, covered)
 			return
 		}
@@ -335,33 +395,46 @@ func repeat(p *call) Relation {
 
 // byMessages finds the parent by message matching: the earlier call with the same context (a
 // repeat), else the one whose context and answer is the longest prefix of c's context (extends),
-// else the one whose context alone is (fork: its answer not kept). Ties go to the later call.
-func byMessages(c *call, earlier []*call) (p *call, rel Relation, kept bool, covered int) {
-	for i := len(earlier) - 1; i >= 0; i-- {
-		e := earlier[i]
-		if e.in.Request != nil && sameKeys(e.ctx, c.ctx) && e.tools == c.tools {
+// else the one whose context alone is (fork: its answer not kept). Ties go to the later call, and
+// between a path and a bare context of the same length, to the path (its answer kept). The
+// candidates are found through x by the hash of each prefix of c's context.
+func byMessages(c *call, earlier []*call, x *index) (p *call, rel Relation, kept bool, covered int) {
+	n := len(c.ctx)
+	same := x.byCtx[c.prefix[n]]
+	for j := len(same) - 1; j >= 0; j-- {
+		if e := earlier[same[j]]; e.in.Request != nil && e.tools == c.tools && sameKeys(e.ctx, c.ctx) {
 			return e, repeat(e), false, len(c.msgs)
 		}
 	}
-	best, bestLen := -1, 0
-	for i := len(earlier) - 1; i >= 0; i-- {
-		e := earlier[i]
-		// On a tie, a later call's path (its answer kept) replaces a later call's bare context.
-		if pp := e.path(); pp != nil && (len(pp) > bestLen || len(pp) == bestLen && !kept) && isPrefix(pp, c.ctx) {
-			best, bestLen, kept = i, len(pp), true
+	// The longest earlier path that is a prefix of the context: a path of k segments ends at k.
+	pathAt, pathLen := -1, 0
+	for k := n; k >= 1 && pathAt < 0; k-- {
+		list := x.byPath[c.prefix[k]]
+		for j := len(list) - 1; j >= 0; j-- {
+			if e := earlier[list[j]]; len(e.ctx)+1 == k && pathIsPrefix(e, c.ctx) {
+				pathAt, pathLen = list[j], k
+				break
+			}
 		}
-		if len(e.ctx) > bestLen && len(e.ctx) < len(c.ctx) && isPrefix(e.ctx, c.ctx) {
-			best, bestLen, kept = i, len(e.ctx), false
+	}
+	// The longest earlier context shorter than c's that is a prefix of it, if longer than the path.
+	ctxAt, ctxLen := -1, 0
+	for k := n - 1; k > pathLen && ctxAt < 0; k-- {
+		list := x.byCtx[c.prefix[k]]
+		for j := len(list) - 1; j >= 0; j-- {
+			if e := earlier[list[j]]; len(e.ctx) == k && isPrefix(e.ctx, c.ctx) {
+				ctxAt, ctxLen = list[j], k
+				break
+			}
 		}
 	}
-	if best < 0 {
-		return nil, "", false, 0
+	switch {
+	case ctxAt >= 0:
+		return earlier[ctxAt], RelationFork, false, coveredMessages(c.ctx, ctxLen)
+	case pathAt >= 0:
+		return earlier[pathAt], RelationExtends, true, coveredMessages(c.ctx, pathLen)
 	}
-	rel = RelationExtends
-	if !kept {
-		rel = RelationFork
-	}
-	return earlier[best], rel, kept, coveredMessages(c.ctx, bestLen)
+	return nil, "", false, 0
 }
 
 // compare relates c to a parent given by declaration.
@@ -500,11 +573,12 @@ func authors(c *call, cs []*call, byID, answered map[string]int) {
 // mainChain picks the main chain (package doc) and marks its calls.
 func mainChain(l *Lineage, cs []*call, byID map[string]int) {
 	var best []int
+	pos := l.positions()
 	for end := len(cs) - 1; end >= 0; end-- {
 		if !cs[end].in.Completed {
 			continue
 		}
-		if chain := l.ChainTo(end); len(chain) > len(best) { // scanning from the last call, a tie keeps the later end
+		if chain := l.chainTo(end, pos); len(chain) > len(best) { // scanning from the last call, a tie keeps the later end
 			best = chain
 		}
 	}
@@ -518,11 +592,19 @@ func mainChain(l *Lineage, cs []*call, byID map[string]int) {
 // call first: the call, then its parent while the edge keeps the parent's answer (extends, or a
 // fork after the answer), passing through retry and resample edges to the parent of the call
 // repeated (package doc: Main chain).
-func (l *Lineage) ChainTo(end int) []int {
+func (l *Lineage) ChainTo(end int) []int { return l.chainTo(end, l.positions()) }
+
+// positions maps each call's model_call_id to its position in l.Calls.
+func (l *Lineage) positions() map[string]int {
 	pos := make(map[string]int, len(l.Calls))
 	for i := range l.Calls {
 		pos[l.Calls[i].CallID] = i
 	}
+	return pos
+}
+
+// chainTo is ChainTo with the positions of the calls by id.
+func (l *Lineage) chainTo(end int, pos map[string]int) []int {
 	chain := []int{end}
 	cur := end
 	for steps := 0; steps < len(l.Calls); steps++ { // bounded: parents are always earlier calls
@@ -554,12 +636,13 @@ func (l *Lineage) ChainTo(end int) []int {
 func (l *Lineage) Leaves() []int {
 	inner := make([]bool, len(l.Calls))
 	var ends []int
+	pos := l.positions()
 	for i := range l.Calls {
 		if !l.Calls[i].Completed {
 			continue
 		}
 		ends = append(ends, i)
-		chain := l.ChainTo(i)
+		chain := l.chainTo(i, pos)
 		for _, k := range chain[:len(chain)-1] {
 			inner[k] = true
 		}

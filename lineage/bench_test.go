@@ -1,0 +1,161 @@
+package lineage
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/maphash"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// chatCall is one Chat Completions call with the given context and answer.
+func chatCall(i int, msgs []map[string]string, answer string) Call {
+	req, _ := json.Marshal(map[string]any{"model": "m", "messages": msgs})
+	resp, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"index": 0, "message": map[string]string{"role": "assistant", "content": answer}}}})
+	return Call{ID: fmt.Sprintf("c%d", i), Index: i, Dialect: "chat", Completed: true, Request: req, Response: resp}
+}
+
+// rolloutShapes are rollouts of n calls in the shapes where message matching could compare each
+// call with every earlier one, message by message.
+var rolloutShapes = map[string]func(n int) []Call{
+	// chain: each call continues the previous one's answer; call k has 2k+2 messages.
+	"chain": func(n int) []Call {
+		msgs := []map[string]string{{"role": "system", "content": "You are terse."}, {"role": "user", "content": "start"}}
+		calls := make([]Call, n)
+		for i := range calls {
+			ans := fmt.Sprintf("answer %d", i)
+			calls[i] = chatCall(i, msgs, ans)
+			msgs = append(msgs[:len(msgs):len(msgs)], map[string]string{"role": "assistant", "content": ans}, map[string]string{"role": "user", "content": fmt.Sprintf("next %d", i)})
+		}
+		return calls
+	},
+	// same: n calls with one 40-message context (resamples).
+	"same prompt": func(n int) []Call {
+		var msgs []map[string]string
+		for k := 0; k < 40; k++ {
+			msgs = append(msgs, map[string]string{"role": "user", "content": fmt.Sprintf("message %d", k)})
+		}
+		calls := make([]Call, n)
+		for i := range calls {
+			calls[i] = chatCall(i, msgs, "the same answer")
+		}
+		return calls
+	},
+	// forks: n calls sharing a 200-message history, each ending in its own question.
+	"forks of a long history": func(n int) []Call {
+		var shared []map[string]string
+		for k := 0; k < 100; k++ {
+			shared = append(shared, map[string]string{"role": "user", "content": fmt.Sprintf("q %d", k)}, map[string]string{"role": "assistant", "content": fmt.Sprintf("a %d", k)})
+		}
+		calls := make([]Call, n)
+		for i := range calls {
+			msgs := append(shared[:len(shared):len(shared)], map[string]string{"role": "user", "content": fmt.Sprintf("branch %d", i)})
+			calls[i] = chatCall(i, msgs, fmt.Sprintf("branch answer %d", i))
+		}
+		return calls
+	},
+	// roots: n unrelated calls with long answers (sub-agents): each is checked as a compaction.
+	"unrelated roots": func(n int) []Call {
+		calls := make([]Call, n)
+		for i := range calls {
+			calls[i] = chatCall(i, []map[string]string{{"role": "user", "content": fmt.Sprintf("task %d %s", i, strings.Repeat("context ", 50))}},
+				fmt.Sprintf("a long answer line number %d that is well over sixty-four bytes long, as summaries are", i))
+		}
+		return calls
+	},
+}
+
+// BenchmarkDerive: Derive's time, allocations and throughput (MB/s of requests and responses) at
+// 10, 100 and 1000 calls per shape. A chain's input grows as the square of its calls (each call
+// repeats the history); the other shapes' inputs grow with their calls.
+func BenchmarkDerive(b *testing.B) {
+	for _, name := range []string{"chain", "same prompt", "forks of a long history", "unrelated roots"} {
+		for _, n := range []int{10, 100, 1000} {
+			calls := rolloutShapes[name](n)
+			var size int64
+			for _, c := range calls {
+				size += int64(len(c.Request) + len(c.Response))
+			}
+			b.Run(fmt.Sprintf("%s/%d", name, n), func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetBytes(size)
+				for b.Loop() {
+					Derive(calls)
+				}
+			})
+		}
+	}
+}
+
+// byMessagesScan is message matching as a scan of every earlier call, segment by segment: the
+// definition byMessages's hash index must agree with.
+func byMessagesScan(c *call, earlier []*call) (p *call, rel Relation, kept bool, covered int) {
+	for i := len(earlier) - 1; i >= 0; i-- {
+		e := earlier[i]
+		if e.in.Request != nil && sameKeys(e.ctx, c.ctx) && e.tools == c.tools {
+			return e, repeat(e), false, len(c.msgs)
+		}
+	}
+	best, bestLen := -1, 0
+	for i := len(earlier) - 1; i >= 0; i-- {
+		e := earlier[i]
+		if pp := e.path(); pp != nil && (len(pp) > bestLen || len(pp) == bestLen && !kept) && isPrefix(pp, c.ctx) {
+			best, bestLen, kept = i, len(pp), true
+		}
+		if len(e.ctx) > bestLen && len(e.ctx) < len(c.ctx) && isPrefix(e.ctx, c.ctx) {
+			best, bestLen, kept = i, len(e.ctx), false
+		}
+	}
+	if best < 0 {
+		return nil, "", false, 0
+	}
+	rel = RelationExtends
+	if !kept {
+		rel = RelationFork
+	}
+	return earlier[best], rel, kept, coveredMessages(c.ctx, bestLen)
+}
+
+// TestByMessagesIndexAgreesWithScan: on random rollouts over a tiny alphabet of messages and
+// answers (so that equal contexts, prefixes, ties and repeated answers abound), matching through
+// the hash index picks the same parent, relation and coverage as the scan of every earlier call.
+func TestByMessagesIndexAgreesWithScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := 0; round < 300; round++ {
+		n := 2 + rng.IntN(12)
+		calls := make([]Call, n)
+		for i := range calls {
+			var msgs []map[string]string
+			for k := rng.IntN(6); k > 0; k-- {
+				role := "user"
+				if rng.IntN(2) == 0 {
+					role = "assistant"
+				}
+				msgs = append(msgs, map[string]string{"role": role, "content": fmt.Sprintf("m%d", rng.IntN(3))})
+			}
+			calls[i] = chatCall(i, msgs, fmt.Sprintf("m%d", rng.IntN(3)))
+			calls[i].Completed = rng.IntN(4) > 0
+		}
+		x := &index{seed: maphash.MakeSeed(), byCtx: map[uint64][]int{}, byPath: map[uint64][]int{}, byPrev: map[string][]int{}}
+		var cs []*call
+		for i := range calls {
+			c := &call{in: &calls[i], node: &Node{}}
+			c.msgs, _ = parseRequest(calls[i].Request)
+			if calls[i].Completed {
+				c.answers, c.summary = answerKeys("chat", parseResponse(calls[i].Response))
+			}
+			c.ctx = segments(c.msgs)
+			x.hash(c)
+			if len(c.ctx) > 0 {
+				p1, r1, k1, v1 := byMessages(c, cs, x)
+				p2, r2, k2, v2 := byMessagesScan(c, cs)
+				if p1 != p2 || r1 != r2 || k1 != k2 || v1 != v2 {
+					t.Fatalf("round %d call %d: index gives %v %s %v %d, scan %v %s %v %d", round, i, p1, r1, k1, v1, p2, r2, k2, v2)
+				}
+			}
+			x.add(c, i)
+			cs = append(cs, c)
+		}
+	}
+}
