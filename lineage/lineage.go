@@ -484,19 +484,43 @@ func byTokens(c *call, earlier []*call) (p *call, rel Relation, kept bool) {
 
 // bySummary finds a compaction parent: the latest earlier call whose answer is pasted into a
 // client message of c, or whose answer is a model turn of c that does not sit where it would in an
-// extension.
+// extension. Only calls whose answers have a line long enough to be a summary can be one.
 func bySummary(c *call, earlier []*call) *call {
+	turns := make(map[string]bool)
+	for _, s := range c.ctx {
+		if s.assistant {
+			turns[s.key] = true
+		}
+	}
 	for i := len(earlier) - 1; i >= 0; i-- {
-		if containsSummary(c, earlier[i]) {
-			return earlier[i]
+		if p := earlier[i]; len(p.summary) > 0 && (slices.ContainsFunc(p.answers, func(a string) bool { return turns[a] }) || pastedSummary(c, p)) {
+			return p
 		}
 	}
 	return nil
 }
 
 // containsSummary reports whether c's context holds p's answer: its text in a client message, or
-// the answer itself as an assistant turn.
+// the answer itself as an assistant turn (when the answer has a line long enough to be a summary).
 func containsSummary(c, p *call) bool {
+	if len(p.summary) == 0 {
+		return false
+	}
+	if pastedSummary(c, p) {
+		return true
+	}
+	for _, a := range p.answers {
+		for _, s := range c.ctx {
+			if s.assistant && s.key == a {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pastedSummary reports whether a line of p's answer is in the text of a client message of c.
+func pastedSummary(c, p *call) bool {
 	for _, s := range p.summary {
 		for _, m := range c.msgs {
 			if m.Role == "assistant" {
@@ -506,13 +530,6 @@ func containsSummary(c, p *call) bool {
 				if (part.Kind == "text" || part.Kind == "tool_result") && strings.Contains(part.Text, s) {
 					return true
 				}
-			}
-		}
-	}
-	for _, a := range p.answers {
-		for _, s := range c.ctx {
-			if s.assistant && s.key == a && len(p.summary) > 0 {
-				return true
 			}
 		}
 	}
