@@ -57,6 +57,22 @@ var rolloutShapes = map[string]func(n int) []Call{
 		}
 		return calls
 	},
+	// responses chain: each call names the previous response and sends one new message; the
+	// input grows with the calls, the effective context as their square.
+	"responses chain": func(n int) []Call {
+		calls := make([]Call, n)
+		for i := range calls {
+			r := map[string]any{"model": "m", "input": []any{map[string]string{"role": "user", "content": fmt.Sprintf("step %d", i)}}}
+			if i > 0 {
+				r["previous_response_id"] = fmt.Sprintf("resp_%d", i-1)
+			}
+			req, _ := json.Marshal(r)
+			resp, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("resp_%d", i), "output": []any{map[string]any{"type": "message", "role": "assistant",
+				"content": []any{map[string]string{"type": "output_text", "text": fmt.Sprintf("done %d", i)}}}}})
+			calls[i] = Call{ID: fmt.Sprintf("c%d", i), Index: i, Dialect: "responses", Completed: true, Request: req, Response: resp, ResponseID: fmt.Sprintf("resp_%d", i)}
+		}
+		return calls
+	},
 	// roots: n unrelated calls with long answers (sub-agents): each is checked as a compaction.
 	"unrelated roots": func(n int) []Call {
 		calls := make([]Call, n)
@@ -72,7 +88,7 @@ var rolloutShapes = map[string]func(n int) []Call{
 // 10, 100 and 1000 calls per shape. A chain's input grows as the square of its calls (each call
 // repeats the history); the other shapes' inputs grow with their calls.
 func BenchmarkDerive(b *testing.B) {
-	for _, name := range []string{"chain", "same prompt", "forks of a long history", "unrelated roots"} {
+	for _, name := range []string{"chain", "same prompt", "forks of a long history", "unrelated roots", "responses chain"} {
 		for _, n := range []int{10, 100, 1000} {
 			calls := rolloutShapes[name](n)
 			var size int64

@@ -119,6 +119,10 @@ type Node struct {
 	// Audit is the token-prefix audit of the edge to the parent, nil when the edge does not chain or
 	// either side lacks token ids.
 	Audit *Audit `json:"token_audit,omitempty"`
+	// DeclaredParentIgnored is the parent id the client declared when it names no earlier call of
+	// the rollout (the call itself, a later call, or an id the rollout does not have): that
+	// declaration was not used, and the call was placed by the other evidence.
+	DeclaredParentIgnored string `json:"declared_parent_ignored,omitempty"`
 }
 
 // MessageAuthor is the author of one context message.
@@ -341,6 +345,7 @@ func place(c *call, earlier []*call, byID, byResponse map[string]int, x *index) 
 			set(earlier[i], rel, EvidenceDeclared, kept, covered)
 			return
 		}
+		n.DeclaredParentIgnored = id
 	}
 	if lr := c.in.LogicalRequestID; lr != "" {
 		for i := len(earlier) - 1; i >= 0; i-- {

@@ -379,3 +379,44 @@ func TestAuthorsAlongChain(t *testing.T) {
 		}
 	}
 }
+
+// TestDeclaredParentNotEarlier: a declared parent that is the call itself, a later call, an
+// unknown id, or a later call declaring back (a cycle), is no parent: the call is placed by the
+// other evidence and the chain stays acyclic.
+func TestDeclaredParentNotEarlier(t *testing.T) {
+	d := dialects[0]
+	steps := []step{
+		{history: []turn{sys("S"), user("a")}, answer: asst("A")},
+		{history: []turn{sys("S"), user("a"), asst("A"), user("b")}, answer: asst("B")},
+		{history: []turn{sys("S"), user("a"), asst("A"), user("b"), asst("B"), user("c")}, answer: asst("C")},
+		{history: []turn{sys("S"), user("x")}, answer: asst("X")},
+	}
+	calls := render(d, steps)
+	calls[0].DeclaredParentID = "c2"      // a later call, which declares back: a cycle
+	calls[2].DeclaredParentID = "c0"      // wrong but earlier: declared wins
+	calls[1].DeclaredParentID = "c1"      // itself
+	calls[3].DeclaredParentID = "nowhere" // unknown
+	l := Derive(calls)
+	for i, want := range []struct {
+		parent   string
+		evidence Evidence
+		ignored  string
+	}{{"", EvidenceNone, "c2"}, {"c0", EvidenceMessages, "c1"}, {"c0", EvidenceDeclared, ""}, {"", EvidenceNone, "nowhere"}} {
+		n := l.Calls[i]
+		got := ""
+		if n.ParentCallID != nil {
+			got = *n.ParentCallID
+		}
+		if got != want.parent || n.Evidence != want.evidence || n.DeclaredParentIgnored != want.ignored {
+			t.Errorf("call %d: parent %q by %s, ignored %q; want %q by %s, ignored %q", i, got, n.Evidence, n.DeclaredParentIgnored, want.parent, want.evidence, want.ignored)
+		}
+	}
+	for i := range l.Calls {
+		if c := l.ChainTo(i); len(c) > len(l.Calls) {
+			t.Errorf("chain to %d: %v", i, c)
+		}
+	}
+	if len(l.Leaves()) == 0 || len(l.MainChain) == 0 {
+		t.Errorf("leaves %v, main chain %v", l.Leaves(), l.MainChain)
+	}
+}
