@@ -144,6 +144,9 @@ func writeDiff(w io.Writer, res *rundiff.Result) {
 			fmt.Fprintf(w, ", message %d", *f.Message)
 		}
 		fmt.Fprintf(w, "\n  A: %s\n  B: %s\n", f.A, f.B)
+		if f.Note != nil {
+			fmt.Fprintf(w, "  (%s)\n", *f.Note)
+		}
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
