@@ -137,7 +137,8 @@ func byMessagesScan(c *call, earlier []*call) (p *call, rel Relation, kept bool,
 
 // TestByMessagesIndexAgreesWithScan: on random rollouts over a tiny alphabet of messages and
 // answers (so that equal contexts, prefixes, ties and repeated answers abound), matching through
-// the hash index picks the same parent, relation and coverage as the scan of every earlier call.
+// the hash index picks the same parent, relation and coverage as the scan of every earlier call,
+// and the main chain and leaves are what ChainTo defines them as.
 func TestByMessagesIndexAgreesWithScan(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := 0; round < 300; round++ {
@@ -155,6 +156,7 @@ func TestByMessagesIndexAgreesWithScan(t *testing.T) {
 			calls[i] = chatCall(i, msgs, fmt.Sprintf("m%d", rng.IntN(3)))
 			calls[i].Completed = rng.IntN(4) > 0
 		}
+		checkChains(t, Derive(calls))
 		x := &index{seed: maphash.MakeSeed(), byCtx: map[uint64][]int{}, byPath: map[uint64][]int{}, byPrev: map[string][]int{}}
 		var cs []*call
 		for i := range calls {
@@ -207,5 +209,44 @@ func TestDeriveWorkLinear(t *testing.T) {
 		if float64(al)/float64(as) > 32 || float64(tl)/float64(ts) > 100 {
 			t.Errorf("%s: 16 times the calls cost more than linear", name)
 		}
+	}
+}
+
+// checkChains compares the main chain and the leaves with their definitions through ChainTo: the
+// longest chain ending in a completed call (the later end on a tie), and the completed calls no
+// other completed call's chain runs through.
+func checkChains(t *testing.T, l *Lineage) {
+	t.Helper()
+	var best []int
+	inner := map[int]bool{}
+	var ends []int
+	for end := len(l.Calls) - 1; end >= 0; end-- {
+		if !l.Calls[end].Completed {
+			continue
+		}
+		ends = append([]int{end}, ends...)
+		chain := l.ChainTo(end)
+		if len(chain) > len(best) {
+			best = chain
+		}
+		for _, k := range chain[:len(chain)-1] {
+			inner[k] = true
+		}
+	}
+	var main []string
+	for _, i := range best {
+		main = append(main, l.Calls[i].CallID)
+	}
+	var leaves []int
+	for _, i := range ends {
+		if !inner[i] {
+			leaves = append(leaves, i)
+		}
+	}
+	if fmt.Sprint(main) != fmt.Sprint(l.MainChain) && !(len(main) == 0 && len(l.MainChain) == 0) {
+		t.Fatalf("main chain %v, by definition %v", l.MainChain, main)
+	}
+	if fmt.Sprint(leaves) != fmt.Sprint(l.Leaves()) {
+		t.Fatalf("leaves %v, by definition %v", l.Leaves(), leaves)
 	}
 }

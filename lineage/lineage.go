@@ -592,22 +592,49 @@ func authors(c *call, cs []*call, byID, answered map[string]int) {
 	}
 }
 
-// mainChain picks the main chain (package doc) and marks its calls.
+// mainChain picks the main chain (package doc) and marks its calls. Each call's chain length is
+// its parent's plus one (or the same, through a repeat), so all are found in one pass.
 func mainChain(l *Lineage, cs []*call, byID map[string]int) {
-	var best []int
 	pos := l.positions()
-	for end := len(cs) - 1; end >= 0; end-- {
-		if !cs[end].in.Completed {
-			continue
-		}
-		if chain := l.chainTo(end, pos); len(chain) > len(best) { // scanning from the last call, a tie keeps the later end
-			best = chain
+	// beyond[i] is how many calls ChainTo adds before i, walking from i.
+	beyond := make([]int, len(l.Calls))
+	for i := range l.Calls {
+		p, rel, ok := l.step(i, pos)
+		switch {
+		case !ok:
+		case rel == RelationRetry || rel == RelationResample:
+			beyond[i] = beyond[p]
+		case l.Calls[i].AnswerKept:
+			beyond[i] = 1 + beyond[p]
 		}
 	}
-	for _, i := range best {
+	end := -1
+	for i := len(cs) - 1; i >= 0; i-- { // scanning from the last call, a tie keeps the later end
+		if cs[i].in.Completed && (end < 0 || beyond[i] > beyond[end]) {
+			end = i
+		}
+	}
+	if end < 0 {
+		return
+	}
+	for _, i := range l.chainTo(end, pos) {
 		l.MainChain = append(l.MainChain, cs[i].in.ID)
 		cs[i].node.MainChain = true
 	}
+}
+
+// step returns the position of the parent of the call at position cur and the edge's relation;
+// ok is false for a root, or a parent that is not an earlier call (a repeated model_call_id).
+func (l *Lineage) step(cur int, pos map[string]int) (p int, rel Relation, ok bool) {
+	n := &l.Calls[cur]
+	if n.ParentCallID == nil {
+		return 0, "", false
+	}
+	p, ok = pos[*n.ParentCallID]
+	if !ok || p >= cur {
+		return 0, "", false
+	}
+	return p, n.Relation, true
 }
 
 // ChainTo returns the chain ending in the call at position end of l.Calls, as positions, first
@@ -629,20 +656,16 @@ func (l *Lineage) positions() map[string]int {
 func (l *Lineage) chainTo(end int, pos map[string]int) []int {
 	chain := []int{end}
 	cur := end
-	for steps := 0; steps < len(l.Calls); steps++ { // bounded: parents are always earlier calls
-		n := &l.Calls[cur]
-		if n.ParentCallID == nil {
+	for {
+		p, rel, ok := l.step(cur, pos) // parents are always earlier calls: the walk ends
+		if !ok {
 			break
 		}
-		p, ok := pos[*n.ParentCallID]
-		if !ok || p >= cur { // a repeated model_call_id; ids are unique in a capture
-			break
-		}
-		if n.Relation == RelationRetry || n.Relation == RelationResample {
+		if rel == RelationRetry || rel == RelationResample {
 			cur = p // the repeated call has the same context; its own parent continues the chain
 			continue
 		}
-		if !n.AnswerKept {
+		if !l.Calls[cur].AnswerKept {
 			break
 		}
 		chain = append(chain, p)
@@ -656,17 +679,25 @@ func (l *Lineage) chainTo(end int, pos map[string]int) []int {
 // through them), in capture order: the main chain's end and every other path's (an abandoned
 // branch, a resampled answer, a side call).
 func (l *Lineage) Leaves() []int {
-	inner := make([]bool, len(l.Calls))
-	var ends []int
 	pos := l.positions()
+	inner := make([]bool, len(l.Calls))
+	walked := make([]bool, len(l.Calls)) // the chain on from here is marked already
+	var ends []int
 	for i := range l.Calls {
 		if !l.Calls[i].Completed {
 			continue
 		}
 		ends = append(ends, i)
-		chain := l.chainTo(i, pos)
-		for _, k := range chain[:len(chain)-1] {
-			inner[k] = true
+		for cur := i; !walked[cur]; {
+			walked[cur] = true
+			p, rel, ok := l.step(cur, pos)
+			if !ok || rel != RelationRetry && rel != RelationResample && !l.Calls[cur].AnswerKept {
+				break
+			}
+			if rel != RelationRetry && rel != RelationResample {
+				inner[p] = true
+			}
+			cur = p
 		}
 	}
 	var out []int
