@@ -250,3 +250,34 @@ func checkChains(t *testing.T, l *Lineage) {
 		t.Fatalf("leaves %v, by definition %v", l.Leaves(), leaves)
 	}
 }
+
+// TestSharedContextsAgreeWithCopies: on random Responses rollouts where calls continue earlier
+// responses (chains, branches off one response, repeats, unknown ids, failed calls), Derive gives
+// the same lineage whether a continuing call extends its parent's arrays in place or copies them.
+func TestSharedContextsAgreeWithCopies(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for round := 0; round < 300; round++ {
+		n := 2 + rng.IntN(14)
+		calls := make([]Call, n)
+		for i := range calls {
+			r := map[string]any{"model": "m", "input": []any{map[string]string{"role": "user", "content": fmt.Sprintf("u%d", rng.IntN(3))}}}
+			if i > 0 && rng.IntN(5) > 0 {
+				r["previous_response_id"] = fmt.Sprintf("resp_%d", rng.IntN(i+1)) // resp_i is not there yet
+			}
+			req, _ := json.Marshal(r)
+			resp, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("resp_%d", i), "output": []any{map[string]any{"type": "message", "role": "assistant",
+				"content": []any{map[string]string{"type": "output_text", "text": fmt.Sprintf("a%d", rng.IntN(3))}}}}})
+			calls[i] = Call{ID: fmt.Sprintf("c%d", i), Index: i, Dialect: "responses", Completed: rng.IntN(5) > 0, Request: req, Response: resp, ResponseID: fmt.Sprintf("resp_%d", i)}
+			if rng.IntN(8) == 0 {
+				calls[i].DeclaredParentID = fmt.Sprintf("c%d", rng.IntN(n))
+			}
+		}
+		shared, _ := json.Marshal(Derive(calls))
+		shareContexts = false
+		copied, _ := json.Marshal(Derive(calls))
+		shareContexts = true
+		if string(shared) != string(copied) {
+			t.Fatalf("round %d: shared contexts give\n%s\ncopies give\n%s", round, shared, copied)
+		}
+	}
+}

@@ -190,6 +190,9 @@ type call struct {
 	keptBy   bool      // some later call continued this call's answer
 	from     []int     // per segment of ctx: the index of the call whose answer it is, -1 for the client's
 	own      []segment // segments of the request's own messages (ctx without an inherited history)
+	inherit  *call     // the call whose path starts ctx (previous_response_id), nil when none
+	inPlace  bool      // ctx, prefix and from extend inherit's arrays in place
+	grown    bool      // a later call inherited this call's path
 	// prefix[k] is the hash of ctx's first k segments' keys (k = 0..len(ctx)); pathHash the hash
 	// of the path (ctx, then the first answer), valid when the call has an answer.
 	prefix   []uint64
@@ -217,11 +220,13 @@ func (x *index) extend(h uint64, key string) uint64 {
 	return m.Sum64()
 }
 
-// hash computes c's prefix hashes and path hash.
+// hash computes c's prefix hashes past those it inherited, and its path hash.
 func (x *index) hash(c *call) {
-	c.prefix = make([]uint64, len(c.ctx)+1)
-	for k, s := range c.ctx {
-		c.prefix[k+1] = x.extend(c.prefix[k], s.key)
+	if c.prefix == nil {
+		c.prefix = make([]uint64, 1, len(c.ctx)+1)
+	}
+	for k := len(c.prefix) - 1; k < len(c.ctx); k++ {
+		c.prefix = append(c.prefix, x.extend(c.prefix[k], c.ctx[k].key))
 	}
 	if len(c.answers) > 0 {
 		c.pathHash = x.extend(c.prefix[len(c.ctx)], c.answers[0])
@@ -243,6 +248,31 @@ func (x *index) add(c *call, i int) {
 // pathIsPrefix reports whether e's path (its context, then its first answer) is a prefix of ctx.
 func pathIsPrefix(e *call, ctx []segment) bool {
 	return len(e.answers) > 0 && len(e.ctx) < len(ctx) && isPrefix(e.ctx, ctx) && ctx[len(e.ctx)].key == e.answers[0]
+}
+
+// shareContexts lets a call that continues a previous response extend that call's context, prefix
+// hashes and authors in their arrays when no other call has (a Responses chain then costs its
+// input, not the square of its length); tests turn it off to check the copies give the same.
+var shareContexts = true
+
+// inherit starts c's context with p's path (p's context, then its first answer), for a call
+// that names p's response as its previous_response_id: the segments (as no message of c's
+// request: first and end -1), their prefix hashes and their authors. When p's arrays are not yet
+// extended by another call, c extends them in place (a chain shares one array); else it copies.
+// An earlier call's segment bounds are read only while it is placed, so marking p's own segments
+// as inherited in place is safe.
+func inherit(c, p *call) {
+	c.inherit, c.inPlace = p, shareContexts && !p.grown
+	p.grown = true
+	ctx, prefix := p.ctx, p.prefix
+	if !c.inPlace {
+		ctx, prefix = slices.Clone(ctx), slices.Clone(prefix)
+	}
+	for k := max(len(ctx)-len(p.own), 0); k < len(ctx); k++ {
+		ctx[k].first, ctx[k].end = -1, -1
+	}
+	c.ctx = append(ctx, segment{key: p.answers[0], assistant: true, first: -1, end: -1})
+	c.prefix = prefix
 }
 
 // path is the call's context followed by its first answer; nil when it has no answer.
@@ -284,13 +314,9 @@ func Derive(calls []Call) *Lineage {
 		}
 		own := segments(c.msgs)
 		c.own = own
-		if p, ok := byResponse[c.prevResp]; ok && c.prevResp != "" {
-			if pp := cs[p].path(); pp != nil {
-				for k := range pp {
-					pp[k].first, pp[k].end = -1, -1
-				}
-				c.ctx = append(pp, own...)
-			}
+		if p, ok := byResponse[c.prevResp]; ok && c.prevResp != "" && len(cs[p].answers) > 0 {
+			inherit(c, cs[p])
+			c.ctx = append(c.ctx, own...)
 		}
 		if c.ctx == nil {
 			c.ctx = own
@@ -568,8 +594,20 @@ func authors(c *call, cs []*call, byID, answered map[string]int) {
 			p, pi = cs[i], i
 		}
 	}
-	c.from = make([]int, len(c.ctx))
-	for k, s := range c.ctx {
+	start := 0
+	if p != nil && p == c.inherit {
+		// c's context starts with p's path: the authors there are p's, in p's array or a copy.
+		start = len(p.ctx)
+		c.from = p.from[:start]
+		if !c.inPlace {
+			c.from = slices.Clone(c.from)
+		}
+		c.from = append(c.from, make([]int, len(c.ctx)-start)...)
+	} else {
+		c.from = make([]int, len(c.ctx))
+	}
+	for k := start; k < len(c.ctx); k++ {
+		s := c.ctx[k]
 		c.from[k] = -1
 		if !s.assistant {
 			continue
