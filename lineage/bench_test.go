@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -252,22 +253,50 @@ func checkChains(t *testing.T, l *Lineage) {
 }
 
 // TestSharedContextsAgreeWithCopies: on random Responses rollouts where calls continue earlier
-// responses (chains, branches off one response, repeats, unknown ids, failed calls), Derive gives
-// the same lineage whether a continuing call extends its parent's arrays in place or copies them.
+// responses (chains, branches off one response, failed calls, unknown ids), others resend a whole
+// history as input (matched by messages against the inherited contexts) and some declare a parent,
+// Derive gives the same lineage whether a continuing call extends its parent's arrays in place or
+// copies them.
 func TestSharedContextsAgreeWithCopies(t *testing.T) {
+	type item = map[string]any
+	msg := func(role, text string) item {
+		if role == "assistant" {
+			return item{"type": "message", "role": "assistant", "content": []any{item{"type": "output_text", "text": text}}}
+		}
+		return item{"role": role, "content": text}
+	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	for round := 0; round < 300; round++ {
+	for round := 0; round < 400; round++ {
 		n := 2 + rng.IntN(14)
 		calls := make([]Call, n)
+		hist := make([][]item, n) // each call's whole history: what it saw, then its answer
 		for i := range calls {
-			r := map[string]any{"model": "m", "input": []any{map[string]string{"role": "user", "content": fmt.Sprintf("u%d", rng.IntN(3))}}}
-			if i > 0 && rng.IntN(5) > 0 {
-				r["previous_response_id"] = fmt.Sprintf("resp_%d", rng.IntN(i+1)) // resp_i is not there yet
+			u := msg("user", fmt.Sprintf("u%d", rng.IntN(3)))
+			a := fmt.Sprintf("a%d", rng.IntN(3))
+			r := item{"model": "m"}
+			var seen []item
+			switch j := rng.IntN(i + 1); rng.IntN(3) {
+			case 0: // continues resp_j (resp_i is not there yet)
+				r["previous_response_id"] = fmt.Sprintf("resp_%d", j)
+				r["input"] = []any{u}
+				if j < i {
+					seen = append(slices.Clone(hist[j]), u)
+				}
+			case 1: // resends call j's whole history
+				if j < i {
+					seen = append(slices.Clone(hist[j]), u)
+				} else {
+					seen = []item{u}
+				}
+				r["input"] = seen
+			default:
+				seen = []item{u}
+				r["input"] = seen
 			}
 			req, _ := json.Marshal(r)
-			resp, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("resp_%d", i), "output": []any{map[string]any{"type": "message", "role": "assistant",
-				"content": []any{map[string]string{"type": "output_text", "text": fmt.Sprintf("a%d", rng.IntN(3))}}}}})
+			resp, _ := json.Marshal(item{"id": fmt.Sprintf("resp_%d", i), "output": []any{msg("assistant", a)}})
 			calls[i] = Call{ID: fmt.Sprintf("c%d", i), Index: i, Dialect: "responses", Completed: rng.IntN(5) > 0, Request: req, Response: resp, ResponseID: fmt.Sprintf("resp_%d", i)}
+			hist[i] = append(seen, msg("assistant", a))
 			if rng.IntN(8) == 0 {
 				calls[i].DeclaredParentID = fmt.Sprintf("c%d", rng.IntN(n))
 			}
