@@ -266,12 +266,12 @@ func TestSharedContextsAgreeWithCopies(t *testing.T) {
 		return item{"role": role, "content": text}
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	for round := 0; round < 400; round++ {
+	for round := 0; round < 1000; round++ {
 		n := 2 + rng.IntN(14)
 		calls := make([]Call, n)
 		hist := make([][]item, n) // each call's whole history: what it saw, then its answer
 		for i := range calls {
-			u := msg("user", fmt.Sprintf("u%d", rng.IntN(3)))
+			u := msg("user", fmt.Sprintf("u%d", rng.IntN(10)))
 			a := fmt.Sprintf("a%d", rng.IntN(3))
 			r := item{"model": "m"}
 			var seen []item
