@@ -112,7 +112,15 @@ func SFTPath(calls []lineage.Call, l *lineage.Lineage, chain []int, trained map[
 	var prevAnswer []lineage.Message
 	var prevID string
 	var tools json.RawMessage
-	for k, i := range chain {
+	// A call that does not continue a stored response resends its whole history, which starts the
+	// conversation over: the chain is read from the last such call on (reading each call's context
+	// would cost the chain's length times its history).
+	start := len(chain) - 1
+	for start > 0 && lineage.UsesPreviousResponse(&calls[chain[start]]) {
+		start--
+	}
+	for k, i := range chain[start:] {
+		k += start
 		ctx, _, answer := lineage.Conversation(&calls[i])
 		if k > 0 && lineage.UsesPreviousResponse(&calls[i]) {
 			for _, m := range prevAnswer {
