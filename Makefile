@@ -39,7 +39,7 @@ build:
 bench:
 	$(GO) run ./test/bench $(BENCH_FLAGS)
 
-.PHONY: e2e e2e-ci e2e-otel
+.PHONY: e2e e2e-ci e2e-otel e2e-jaeger
 
 # End to end: every agent harness (Claude Code, Codex, opencode, pi, Qwen Code; pinned, installed
 # from npm into ~/.cache/modelcalls-e2e) through `modelcalls proxy`, against a scripted tool-loop
@@ -57,3 +57,9 @@ e2e-ci:
 # proxies over OTLP/HTTP and gRPC and of `export otlp`; then the Collector is down. See docs/otel.md.
 e2e-otel:
 	scripts/e2e-otel.sh
+
+# The traces-only backend people run: Jaeger v2 (built from its Go modules, test/e2e/jaeger, cached in
+# ~/.cache/modelcalls-e2e) takes the spans of `export otlp` (HTTP and gRPC) and of a live proxy, refuses
+# their metrics (a warning, not a failure), and its query API gives each rollout back as one trace.
+e2e-jaeger:
+	scripts/e2e-jaeger.sh

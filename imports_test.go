@@ -43,7 +43,7 @@ var importRules = map[string][]string{
 
 	// Token ids and logprobs an engine reports, and their export.
 	"tokens":             {"capture", "dialect", "internal/jsonscan", "internal/schema", "rollout", "sse"},
-	"tokens/tokenexport": {"capture", "internal/jsonscan", "internal/schema", "record", "rollout", "tokens"},
+	"tokens/tokenexport": {"capture", "internal/fsutil", "internal/jsonscan", "internal/schema", "record", "rollout", "tokens"},
 
 	// What captures, shows or ships records; none of them links the merge (the root).
 	"gateway":    {"capture", "dialect", "internal/fsutil", "internal/hostcheck", "internal/jsonscan", "internal/schema", "record", "rollout", "sse", "tokens"},

@@ -2,11 +2,8 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -43,7 +40,10 @@ lists and token_source "absent".
 parquet (the default when PATH ends in .parquet) writes one Parquet file whose id and logprob
 columns are Parquet lists. --format gym writes NeMo Gym's token record, schema_version 1, to
 PATH/<rollout_id>.tokens.jsonl, one file per rollout and one line per call that has prompt ids,
-generated ids and one logprob per generated id.
+generated ids and one logprob per generated id. Files go into place only once every rollout is
+read; an exported rollout without such calls loses the file an earlier export wrote for it; files
+no export wrote (not listed in PATH/.modelcalls-tokens-export.json) are never overwritten or
+removed.
 
 Exits 1 when a listed rollout has no capture file, when any exported call has no prompt or no
 generated ids, or when --in lines were skipped; 3 when DIR does not exist.`,
@@ -63,8 +63,8 @@ generated ids, or when --in lines were skipped; 3 when DIR does not exist.`,
 
 // exportTokensSummary counts what an export wrote.
 type exportTokensSummary struct {
-	rollouts, missing, calls, complete, noTokens, damaged, gymSkipped int
-	findings                                                          map[string]int
+	rollouts, missing, calls, complete, noTokens, damaged, gymSkipped, gymRemoved int
+	findings                                                                      map[string]int
 }
 
 func runExportTokens(ctx context.Context, s *Streams, o *exportTokensOptions) error {
@@ -100,7 +100,7 @@ func runExportTokens(ctx context.Context, s *Streams, o *exportTokensOptions) er
 	var sink rowSink
 	switch format {
 	case "gym":
-		sink, err = newGymSink(o.out)
+		sink, err = newGymSink(o.out, o.captureDir, o.in == "")
 	default:
 		sink, err = newFileSink(s, o.out, format)
 	}
@@ -167,6 +167,9 @@ func runExportTokens(ctx context.Context, s *Streams, o *exportTokensOptions) er
 	if err := sink.commit(); err != nil {
 		return withExit(ExitFailure, err)
 	}
+	if g, ok := sink.(*gymSink); ok {
+		sum.gymRemoved = g.dir.Removed()
+	}
 	summaryTo := s.Out
 	if o.out == "-" {
 		summaryTo = s.ErrOut // the rows are on stdout
@@ -183,6 +186,9 @@ func printExportTokensSummary(w io.Writer, sum *exportTokensSummary, format stri
 		sum.calls, sum.rollouts, format, sum.complete, sum.noTokens)
 	if format == "gym" {
 		fmt.Fprintf(w, ", %d not written as Gym records", sum.gymSkipped)
+		if sum.gymRemoved > 0 {
+			fmt.Fprintf(w, ", %d stale Gym files of earlier exports removed", sum.gymRemoved)
+		}
 	}
 	if sum.missing > 0 {
 		fmt.Fprintf(w, "; %d rollouts without captures", sum.missing)
@@ -251,66 +257,6 @@ func (f *fileSink) commit() error {
 	return f.out.commit()
 }
 func (f *fileSink) abort() { f.out.abort() }
-
-// gymSink writes DIR/<rollout_id>.tokens.jsonl per rollout, each through a temp file renamed into
-// place when the rollout is done, so a file is never half written.
-type gymSink struct {
-	dir   string
-	lines []byte
-}
-
-func newGymSink(dir string) (*gymSink, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, withExit(ExitFailure, fmt.Errorf("create --out directory: %w", err))
-	}
-	return &gymSink{dir: dir}, nil
-}
-
-func (g *gymSink) write(r *tokenexport.Row) (bool, error) {
-	rec, ok := r.Gym()
-	if !ok {
-		return false, nil
-	}
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return false, fmt.Errorf("encode Gym record: %w", err)
-	}
-	g.lines = append(append(g.lines, b...), '\n')
-	return true, nil
-}
-
-func (g *gymSink) endRollout(id string) error {
-	defer func() { g.lines = g.lines[:0] }()
-	if len(g.lines) == 0 {
-		return nil
-	}
-	target := filepath.Join(g.dir, id+".tokens.jsonl")
-	f, err := os.CreateTemp(g.dir, "."+id+".tokens.jsonl.tmp-*")
-	if err != nil {
-		return fmt.Errorf("create %s: %w", target, err)
-	}
-	if _, err := f.Write(g.lines); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", target, err)
-	}
-	if err := f.Chmod(0o644); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), target)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", target, err)
-	}
-	return nil
-}
-func (g *gymSink) commit() error { return nil }
-func (g *gymSink) abort()        {}
 
 // addTokensFlag adds --tokens ENGINE, which makes the gateway ask that engine for token ids and
 // logprobs (gateway.Handler.Tokens); prefix starts its help text.

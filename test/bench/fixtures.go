@@ -34,6 +34,7 @@ type fixtures struct {
 	// recording's chunk envelope (same id, model, fingerprint), about half of each event being text
 	// the reassembly must keep.
 	contentMiddle [][]byte
+	tok           *tokenBodies // the token rows' Chat request and vLLM answers (tokens.go)
 }
 
 // contentText is the text of one content delta of the content-heavy stream (about 200 bytes).
@@ -91,6 +92,10 @@ func loadFixtures() (*fixtures, error) {
 			"data: {\"id\":\"chatcmpl-ABfw8AOXnoa2kzy11vVTSjuQhHCQr\",\"object\":\"chat.completion.chunk\",\"created\":1727346176,"+
 				"\"model\":\"gpt-4o-2024-08-06\",\"system_fingerprint\":\"fp_7568d46099\",\"choices\":[{\"index\":0,"+
 				"\"delta\":{\"content\":\"%d %s\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n", i, contentText))
+	}
+
+	if f.tok, err = newTokenBodies(f.sseRequest); err != nil {
+		return nil, err
 	}
 
 	ents, err := os.ReadDir(capturetest.GymCaptureDir())

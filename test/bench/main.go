@@ -28,6 +28,7 @@ type plan struct {
 	mRollouts int           // merge data set: rollouts
 	mCalls    int           // merge data set: calls per rollout
 	mRounds   int           // ABAB rounds of the merge row
+	tRollouts int           // token export data set: rollouts (of mCalls calls each)
 }
 
 var fullPlan = plan{
@@ -35,6 +36,7 @@ var fullPlan = plan{
 	sseRounds: 6, streams: 10, pace: time.Millisecond,
 	bigBytes:  100 << 20,
 	mRollouts: 10000, mCalls: 20, mRounds: 2,
+	tRollouts: 200,
 }
 
 var quickPlan = plan{
@@ -42,6 +44,7 @@ var quickPlan = plan{
 	sseRounds: 2, streams: 3, pace: time.Millisecond,
 	bigBytes:  8 << 20,
 	mRollouts: 200, mCalls: 20, mRounds: 1,
+	tRollouts: 50,
 }
 
 func main() {
@@ -53,7 +56,7 @@ func main() {
 		micro      = flag.Bool("micro", true, "also run the go test -bench micro-benchmarks and include them")
 		tmpBase    = flag.String("dir", "", "directory for capture files and the merge data set (default: the system temp dir)")
 		keep       = flag.Bool("keep", false, "keep the capture files and data set")
-		only       = flag.String("only", "", "comma-separated rows to run (latency,sse,rss,merge,store,otel,view); default all")
+		only       = flag.String("only", "", "comma-separated rows to run (latency,sse,rss,merge,store,otel,view,tokexport,tokens); default all")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run (clients, upstream and proxies) to this file")
 		ioUring    = flag.String("io-uring", "on", "on: capture writes use io_uring where the kernel offers it; off: plain system calls only (sets "+uring.EnvVar+"=off for the run and its child processes), to A/B the capture rows")
 
@@ -135,8 +138,11 @@ type runner struct {
 	store *storeRow
 	otel  *otelResult // row 7, otel.go
 	view  *viewResult // row 8, view.go
-	micro []string
-	mErr  string
+	// rows 9 and 10, tokens.go
+	tokExport  *tokExportResult
+	tokCapture *tokCaptureResult
+	micro      []string
+	mErr       string
 }
 
 type phase struct {
@@ -194,6 +200,8 @@ func (r *runner) run(base, out string) error {
 		{"store", "capture store alone (store row)", r.runStoreRow},
 		{"otel", "live OTLP export (row 7)", func() error { return r.runOTelRow(ctx) }},
 		{"view", "viewer first page (row 8)", r.runViewRow},
+		{"tokexport", "export tokens throughput (row 9)", r.runTokExportRow},
+		{"tokens", "--tokens capture cost (row 10)", func() error { return r.runTokCaptureRow(ctx) }},
 	} {
 		if !r.want(row.name) {
 			continue

@@ -227,6 +227,7 @@ func (r *runner) checks() []check {
 	}
 	cs = append(cs, r.otelChecks()...)
 	cs = append(cs, r.viewChecks()...)
+	cs = append(cs, r.tokenChecks()...)
 	return cs
 }
 

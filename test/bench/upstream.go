@@ -27,7 +27,9 @@ const (
 //	POST .../v1/responses          the recorded Responses JSON body (application/json, Content-Length)
 //	POST .../v1/chat/completions   the 200-event Chat Completions SSE stream, in one write; paced (one
 //	                               write+flush per event) with X-Bench-Pace-Us; or, with
-//	                               X-Bench-Stream-Bytes, a stream of that many bytes in 32 KiB writes
+//	                               X-Bench-Stream-Bytes, a stream of that many bytes in 32 KiB writes;
+//	                               with X-Bench-Chat-Json, vLLM's JSON answer, with token ids and
+//	                               logprobs when the request asks for them (tokens.go)
 //
 // The path may carry a /ng-rollout/<id> prefix (the bare proxy forwards it unchanged).
 type upstream struct {
@@ -58,6 +60,10 @@ func (u *upstream) takeSends(id string) []time.Time {
 }
 
 func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get(hdrChatJSON) != "" && strings.HasSuffix(r.URL.Path, "/v1/chat/completions") {
+		u.serveChatJSON(w, r)
+		return
+	}
 	io.Copy(io.Discard, r.Body)
 	r.Body.Close()
 	switch {

@@ -54,7 +54,7 @@ func TestOTelCollector(t *testing.T) {
 			}
 			rollout := "otel-" + strings.ReplaceAll(proto, "/", "-")
 			p := startOTelProxy(t, bin, up.URL, capDir, "--otlp-endpoint", endpoint, "--otlp-protocol", proto, "--otlp-content")
-			sent := sendOTelCalls(t, p.base, rollout)
+			sent := sendOTelCalls(t, p, rollout)
 			stopProxy(t, p)
 			if !strings.Contains(p.log.String(), "otlp export stopped") {
 				t.Errorf("proxy log lacks the export summary:\n%s", p.log.String())
@@ -70,7 +70,7 @@ func TestOTelCollector(t *testing.T) {
 		capDir := filepath.Join(work, "cap-export")
 		rollout := "otel-export"
 		p := startOTelProxy(t, bin, up.URL, capDir) // no export: capture only
-		sent := sendOTelCalls(t, p.base, rollout)
+		sent := sendOTelCalls(t, p, rollout)
 		stopProxy(t, p)
 		in := filepath.Join(work, "rollouts.jsonl")
 		writeFile(t, in, `{"_ng_rollout_id":"`+rollout+`","reward":0.75,"_ng_task_index":4}`+"\n")
@@ -133,7 +133,7 @@ func TestOTelCollector(t *testing.T) {
 		capDir := filepath.Join(work, "cap-down")
 		rollout := "otel-down"
 		p := startOTelProxy(t, bin, up.URL, capDir, "--otlp-endpoint", dead)
-		sent := sendOTelCalls(t, p.base, rollout)
+		sent := sendOTelCalls(t, p, rollout)
 		if n := len(readCaptureMaps(t, capDir, rollout)); n != len(sent) {
 			t.Errorf("%d capture lines, want %d", n, len(sent))
 		}
@@ -343,30 +343,42 @@ func (c *collector) readSpans(t *testing.T) []otlpSpan {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var doc struct {
-			ResourceSpans []struct {
-				Resource struct {
-					Attributes []otlpKV `json:"attributes"`
-				} `json:"resource"`
-				ScopeSpans []struct {
-					Spans []otlpSpan `json:"spans"`
-				} `json:"scopeSpans"`
-			} `json:"resourceSpans"`
-		}
-		if err := json.Unmarshal(line, &doc); err != nil {
+		spans, err := decodeTracesData(line)
+		if err != nil {
 			continue // a line still being written
 		}
-		for _, rs := range doc.ResourceSpans {
-			res := kvMap(rs.Resource.Attributes)
-			for _, ss := range rs.ScopeSpans {
-				for _, s := range ss.Spans {
-					s.resource, s.attrs = res, kvMap(s.Attributes)
-					out = append(out, s)
-				}
+		out = append(out, spans...)
+	}
+	return out
+}
+
+// decodeTracesData reads the spans of one OTLP JSON TracesData document ({"resourceSpans": ...}),
+// each with its resource's attributes.
+func decodeTracesData(b []byte) ([]otlpSpan, error) {
+	var doc struct {
+		ResourceSpans []struct {
+			Resource struct {
+				Attributes []otlpKV `json:"attributes"`
+			} `json:"resource"`
+			ScopeSpans []struct {
+				Spans []otlpSpan `json:"spans"`
+			} `json:"scopeSpans"`
+		} `json:"resourceSpans"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	var out []otlpSpan
+	for _, rs := range doc.ResourceSpans {
+		res := kvMap(rs.Resource.Attributes)
+		for _, ss := range rs.ScopeSpans {
+			for _, s := range ss.Spans {
+				s.resource, s.attrs = res, kvMap(s.Attributes)
+				out = append(out, s)
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // waitSpans waits (30 s at most) until the Collector wrote at least n spans that match.
@@ -510,8 +522,10 @@ const clientTraceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-
 
 // sendOTelCalls sends, under rollout id: each dialect JSON and SSE, one upstream error, one
 // cancelled stream, and one call with a client traceparent.
-func sendOTelCalls(t *testing.T, base, id string) []sentCall {
+func sendOTelCalls(t *testing.T, p *modelcallsProc, id string) []sentCall {
 	t.Helper()
+	base := p.base
+	before := capturedCalls(p.admin) // the count is cumulative over the proxy's rollouts
 	paths := map[string]string{"chat": "/v1/chat/completions", "responses": "/v1/responses", "messages": "/v1/messages"}
 	body := func(d, model string, stream bool) string {
 		switch d {
@@ -567,16 +581,21 @@ func sendOTelCalls(t *testing.T, base, id string) []sentCall {
 	do(sentCall{dialect: "messages", stream: true, model: "hang-messages", errorType: "cancelled", status: 200}, true)
 	do(sentCall{dialect: "responses", model: "ok-responses", traceparent: clientTraceparent, status: 200}, false)
 	// The cancelled call's line is written when the gateway sees the client leave: wait for it.
+	want := before + len(sent)
 	deadline := time.Now().Add(10 * time.Second)
-	for capturedCalls(base) < len(sent) && time.Now().Before(deadline) {
+	for capturedCalls(p.admin) < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("the proxy counts %d captured calls after 10s, want %d", capturedCalls(p.admin), want)
+		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	return sent
 }
 
-// capturedCalls is the proxy's count of captured calls (modelcalls_gateway_calls_total, all series).
-func capturedCalls(base string) int {
-	resp, err := http.Get(base + "/metrics")
+// capturedCalls is the proxy's count of captured calls (modelcalls_gateway_calls_total, all
+// series), read from its admin listener (the proxy's own port forwards every path upstream).
+func capturedCalls(admin string) int {
+	resp, err := http.Get(admin + "/metrics")
 	if err != nil {
 		return 0
 	}

@@ -1,7 +1,8 @@
 // Package tokenexport turns capture lines into training rows: one Row per captured call with its
 // prompt ids, generated ids and log probabilities (package tokens reads them), written as JSON
 // Lines, as Parquet (lists as Parquet LIST columns, so DuckDB, pyarrow and Hugging Face datasets
-// read them as lists), or as NeMo Gym's per-call token record (GymRecord, schema_version 1).
+// read them as lists), or as NeMo Gym's per-call token record (GymRecord, schema_version 1), one
+// file per rollout in a directory that GymDir keeps current across exports.
 //
 // A row is about the first choice of its call: calls that ask for several choices are rare in
 // agent rollouts, and NeMo Gym's record has one generation. Choices says how many there were.
@@ -83,22 +84,38 @@ func FromLine(rolloutID string, callIndex int, b []byte) (Row, error) {
 	if err := jsonscan.Validate(line); err != nil {
 		return Row{}, fmt.Errorf("decode capture line: %w", err)
 	}
-	get := func(k string) []byte { return nonNull(jsonscan.Lookup(line, k)) }
+	// One walk over the line's members (the last of a repeated name wins, as with Lookup): a token
+	// line is mostly its response, which a lookup per member would skip over again each time.
+	var m struct{ mcid, dialect, raw, completed, status, request, response, tokenCapture []byte }
+	jsonscan.EachMember(line, func(k, v []byte) bool {
+		for _, f := range []struct {
+			key  string
+			into *[]byte
+		}{{"model_call_id", &m.mcid}, {"dialect", &m.dialect}, {"response_raw", &m.raw}, {"completed_at", &m.completed},
+			{"status_code", &m.status}, {"request", &m.request}, {"response", &m.response}, {"token_capture", &m.tokenCapture}} {
+			if jsonscan.KeyIs(k, f.key) {
+				*f.into = nonNull(v)
+				break
+			}
+		}
+		return true
+	})
 	var mcid, dialect string
 	var raw *string
 	var completed float64
 	var status *int64
 	for _, f := range []struct {
 		key  string
+		val  []byte
 		into any
-	}{{"model_call_id", &mcid}, {"dialect", &dialect}, {"response_raw", &raw}, {"completed_at", &completed}, {"status_code", &status}} {
-		if v := get(f.key); v != nil {
-			if err := json.Unmarshal(v, f.into); err != nil {
+	}{{"model_call_id", m.mcid, &mcid}, {"dialect", m.dialect, &dialect}, {"response_raw", m.raw, &raw}, {"completed_at", m.completed, &completed}, {"status_code", m.status, &status}} {
+		if f.val != nil {
+			if err := json.Unmarshal(f.val, f.into); err != nil {
 				return Row{}, fmt.Errorf("decode capture line: %s: %w", f.key, err)
 			}
 		}
 	}
-	c := tokens.Call{Dialect: dialect, Request: get("request"), Response: get("response"), TokenCapture: get("token_capture")}
+	c := tokens.Call{Dialect: dialect, Request: m.request, Response: m.response, TokenCapture: m.tokenCapture}
 	if raw != nil {
 		c.ResponseRaw = []byte(*raw)
 	}
@@ -155,17 +172,16 @@ var tokenFields = []string{"prompt_token_ids", "generation_token_ids", "generati
 // items, or each Chat choice's message as a {"type":"message","role":"assistant",...} item; the
 // token members removed. Other answers give none.
 func outputItems(resp []byte) []json.RawMessage {
-	var r struct {
-		Output  []json.RawMessage `json:"output"`
-		Choices []struct {
-			Message json.RawMessage `json:"message"`
-		} `json:"choices"`
+	// The response was validated with its line: walk it, and decode only the items themselves.
+	if !jsonscan.IsObject(resp) {
+		return nil
 	}
-	if resp == nil || json.Unmarshal(resp, &r) != nil {
+	output, choices := nonNull(jsonscan.Lookup(resp, "output")), nonNull(jsonscan.Lookup(resp, "choices"))
+	if (output != nil && !jsonscan.IsArray(output)) || (choices != nil && !jsonscan.IsArray(choices)) {
 		return nil
 	}
 	var items []json.RawMessage
-	strip := func(raw json.RawMessage, defaults bool) {
+	strip := func(raw []byte, defaults bool) {
 		var m map[string]json.RawMessage
 		if json.Unmarshal(raw, &m) != nil || m == nil {
 			return
@@ -186,14 +202,32 @@ func outputItems(resp []byte) []json.RawMessage {
 			items = append(items, b)
 		}
 	}
-	if len(r.Output) > 0 {
-		for _, it := range r.Output {
+	var outs [][]byte
+	jsonscan.EachElement(output, func(v []byte) bool { outs = append(outs, v); return true })
+	if len(outs) > 0 {
+		for _, it := range outs {
 			strip(it, false)
 		}
 		return items
 	}
-	for _, c := range r.Choices {
-		strip(c.Message, true)
+	var msgs [][]byte
+	ok := true
+	jsonscan.EachElement(choices, func(c []byte) bool {
+		switch {
+		case jsonscan.IsNull(c):
+			msgs = append(msgs, nil)
+		case jsonscan.IsObject(c):
+			msgs = append(msgs, jsonscan.Lookup(c, "message"))
+		default:
+			ok = false // a choice that is not an object: the answer is not a Chat answer
+		}
+		return ok
+	})
+	if !ok {
+		return nil
+	}
+	for _, m := range msgs {
+		strip(m, true)
 	}
 	return items
 }
