@@ -56,12 +56,20 @@ type tokenCapture struct {
 // askTokens prepares a captured call for Handler.Tokens: it returns the body to forward (the
 // client's, with the members the engine needs appended when the client did not set them) and,
 // for llama-server, starts fetching the prompt ids from the server's own template and tokenizer
-// beside the call. A body with a Content-Encoding, or that is not a JSON object, is forwarded as
-// sent and gets no token_capture. A call the engine would refuse when asked is forwarded as sent
-// and its token_capture says why (not_asked).
+// beside the call. A body that is not a JSON object is forwarded as sent and gets no
+// token_capture (the engine refuses it). A call the engine would refuse when asked, and a body
+// with a Content-Encoding, are forwarded as sent and their token_capture says why (not_asked).
 func (c *call) askTokens(r *http.Request, body []byte, codings []string) []byte {
 	e := c.h.Tokens
-	if e == "" || len(codings) > 0 {
+	if e == "" {
+		return body
+	}
+	if len(codings) > 0 {
+		// A compressed body is forwarded as sent; the line says the call was not asked, so that
+		// its missing ids read as a decision, not a loss.
+		if len(e.RequestFields(string(c.dialect))) > 0 {
+			c.tokens = &tokenCapture{Engine: e, Added: json.RawMessage("{}"), NotAsked: tokens.NotAskedRequestEncoded}
+		}
 		return body
 	}
 	out, added, not := tokens.AddRequestFields(e, string(c.dialect), body)

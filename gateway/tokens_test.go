@@ -1,6 +1,8 @@
 package gateway_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -357,5 +359,34 @@ func TestTokensRenderHangTiming(t *testing.T) {
 	// Loose bounds for a loaded machine: the render timeout (10 s) would break them.
 	if ttft1 > ttft0+time.Second || end1 > end0+2*time.Second {
 		t.Errorf("the client waited longer with --tokens")
+	}
+}
+
+// TestTokensCompressedRequest: a compressed Chat request is forwarded as sent, and its line says
+// the engine was not asked and why, so its missing ids read as a decision.
+func TestTokensCompressedRequest(t *testing.T) {
+	e := newEnv(t, engine(llamaAnswer, "application/json"), func(h *gateway.Handler) { h.Tokens = tokens.EngineLlamaServer })
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(`{"messages":[{"role":"user","content":"hi"}]}`))
+	zw.Close()
+	resp, body := e.post("r1", "/v1/chat/completions", gz.String(), map[string]string{"Content-Encoding": "gzip"})
+	if resp.StatusCode != 200 || string(body) != llamaAnswer {
+		t.Fatalf("client got %d %s", resp.StatusCode, body)
+	}
+	e.drain()
+	if got, _ := e.sent("/v1/chat/completions"); len(got) != 1 || got[0] != gz.String() {
+		t.Errorf("engine got another body")
+	}
+	if got, _ := e.sent("/apply-template"); got != nil {
+		t.Errorf("a compressed request was rendered")
+	}
+	l := e.one("r1")
+	if string(l.Keys["token_capture"]) != `{"engine":"llama-server","added":{},"not_asked":"request_encoded"}` {
+		t.Errorf("token_capture %s", l.Keys["token_capture"])
+	}
+	got := tokens.Read(tokens.Call{Dialect: l.Dialect, Request: l.Request, Response: l.Response, TokenCapture: l.Keys["token_capture"]})
+	if !got.Has(tokens.FindingNotAsked) {
+		t.Errorf("findings %+v", got.Findings)
 	}
 }

@@ -496,6 +496,9 @@ func (r *reader) readTokenCapture(tc []byte) {
 		case NotAskedStreamWithTools:
 			r.find(FindingNotAskedStreamWithTools, nil, "the gateway did not ask %s for logprobs: it refuses them on a "+
 				"streamed request with tools, so the call has no generated ids", engineName(o))
+		case NotAskedRequestEncoded:
+			r.find(FindingNotAsked, nil, "the gateway did not ask %s for token ids: the client sent the request compressed, "+
+				"which it forwards as sent (token_capture.not_asked %s)", engineName(o), v)
 		default:
 			r.find(FindingNotAsked, nil, "the gateway did not ask %s for token ids (token_capture.not_asked %s)", engineName(o), v)
 		}
