@@ -294,3 +294,24 @@ func TestSamplesAcrossCompactions(t *testing.T) {
 		}
 	}
 }
+
+// TestSFTPathsRealCompaction: with every path, Claude Code's compacted rollout adds no line to its
+// main chain's two: the one other path (the first prompt's two calls) holds only generations the
+// main chain's lines train already.
+func TestSFTPathsRealCompaction(t *testing.T) {
+	calls, l := readRollout(t, "e2e-scripted-claude-code-compact")
+	main, err := SFT(calls, l, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := SFTPaths(calls, l, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(main) != 2 || len(all) != 2 {
+		t.Errorf("%d main-chain lines and %d lines of every path, want 2 and 2", len(main), len(all))
+	}
+	if leaves := l.Leaves(); fmt.Sprint(leaves) != "[1 4]" {
+		t.Errorf("leaves %v, want the first prompt's answer and the last call", leaves)
+	}
+}
