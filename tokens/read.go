@@ -15,7 +15,7 @@ import (
 
 // Read returns the token data of c. It never fails: what it cannot read becomes a Finding.
 func Read(c Call) *Tokens {
-	r := &reader{choices: map[int]*choiceAcc{}}
+	r := &reader{choices: map[int]*choiceAcc{}, checked: c.Checked}
 	r.readResponse(c)
 	r.readRequest(c.Request)
 	r.readTokenCapture(c.TokenCapture)
@@ -48,6 +48,7 @@ func (o obj) fields(keys []string, vals []json.RawMessage) {
 // reader gathers what the response objects (one, or one per SSE event) say, then checks it.
 type reader struct {
 	streamed bool
+	checked  bool // the call's Request, Response and TokenCapture were checked by its caller
 	choices  map[int]*choiceAcc
 
 	prompt       []idSet // candidate prompt id lists, in the order of their sources' rank
@@ -140,7 +141,7 @@ func (r *reader) readResponse(c Call) {
 			r.find(FindingUnreadableResponse, nil, "response_raw holds no SSE event with a JSON object")
 		}
 	case c.Response != nil:
-		o, ok := parseObj(c.Response)
+		o, ok := r.member(c.Response)
 		if !ok {
 			r.find(FindingUnreadableResponse, nil, "response is not a JSON object")
 			return
@@ -488,7 +489,7 @@ var requestKeys = []string{"prompt", "input_ids"}
 // readRequest takes the prompt ids the client itself sent: a Completions prompt given as ids (one
 // list, or a batch of one), or SGLang's input_ids.
 func (r *reader) readRequest(req []byte) {
-	o, ok := parseObj(req)
+	o, ok := r.member(req)
 	if !ok {
 		return
 	}
@@ -514,7 +515,7 @@ func (r *reader) readRequest(req []byte) {
 // tokenizer, or the error it got doing so, and why the gateway did not ask the engine when it
 // deliberately did not.
 func (r *reader) readTokenCapture(tc []byte) {
-	o, ok := parseObj(tc)
+	o, ok := r.member(tc)
 	if !ok {
 		return
 	}
@@ -750,6 +751,19 @@ func nonNull(v json.RawMessage) (json.RawMessage, bool) {
 func parseObj(v []byte) (obj, bool) {
 	t := jsonscan.TrimWS(v)
 	if !jsonscan.IsObject(t) || jsonscan.Validate(t) != nil {
+		return nil, false
+	}
+	return obj(t), true
+}
+
+// member is parseObj for the call's Request, Response and TokenCapture, which are not checked
+// again when the caller says it checked them (Call.Checked).
+func (r *reader) member(v []byte) (obj, bool) {
+	if !r.checked {
+		return parseObj(v)
+	}
+	t := jsonscan.TrimWS(v)
+	if !jsonscan.IsObject(t) {
 		return nil, false
 	}
 	return obj(t), true

@@ -22,6 +22,10 @@ type Call struct {
 	// TokenCapture is the line's token_capture object (what the gateway added to the request and
 	// the prompt ids it fetched itself), or nil.
 	TokenCapture []byte
+	// Checked says that Request, Response and TokenCapture are values inside a text that already
+	// passed the capture store's strict JSON check (a capture line its reader checked whole), so
+	// Read does not check them again. ResponseRaw is always checked.
+	Checked bool
 }
 
 // Source says where token ids came from.

@@ -115,7 +115,8 @@ func FromLine(rolloutID string, callIndex int, b []byte) (Row, error) {
 			}
 		}
 	}
-	c := tokens.Call{Dialect: dialect, Request: m.request, Response: m.response, TokenCapture: m.tokenCapture}
+	// The line was checked whole above: the reader need not check its members again.
+	c := tokens.Call{Dialect: dialect, Request: m.request, Response: m.response, TokenCapture: m.tokenCapture, Checked: true}
 	if raw != nil {
 		c.ResponseRaw = []byte(*raw)
 	}
@@ -137,8 +138,25 @@ func FromLine(rolloutID string, callIndex int, b []byte) (Row, error) {
 		}
 		r.Findings = append(r.Findings, Finding{Code: f.Code, Choice: ch, Detail: f.Detail})
 	}
-	r.Model = modelOf(c.Response, c.Request)
-	r.outputItems = outputItems(c.Response)
+	// One walk over the response's members (the last of a repeated name wins, as with Lookup).
+	var model, output, choices []byte
+	jsonscan.EachMember(c.Response, func(k, v []byte) bool {
+		switch {
+		case jsonscan.KeyIs(k, "model"):
+			model = v
+		case jsonscan.KeyIs(k, "output"):
+			output = v
+		case jsonscan.KeyIs(k, "choices"):
+			choices = v
+		}
+		return true
+	})
+	if r.Model = modelOf(model); r.Model == nil {
+		r.Model = modelOf(jsonscan.Lookup(c.Request, "model"))
+	}
+	if jsonscan.IsObject(c.Response) {
+		r.outputItems = outputItems(nonNull(output), nonNull(choices))
+	}
 	if r.GenerationTokenIDs != nil && len(r.outputItems) > 0 {
 		i := len(r.outputItems) - 1
 		r.tokenItemIndex = &i
@@ -153,13 +171,11 @@ func nonNull(v []byte) []byte {
 	return v
 }
 
-// modelOf returns the model a response names, else the request's.
-func modelOf(objs ...[]byte) *string {
-	for _, o := range objs {
-		var m string
-		if v := jsonscan.Lookup(o, "model"); jsonscan.IsString(v) && json.Unmarshal(v, &m) == nil && m != "" {
-			return &m
-		}
+// modelOf returns the model a model member names, nil when it is absent, not a string or empty.
+func modelOf(v []byte) *string {
+	var m string
+	if jsonscan.IsString(v) && json.Unmarshal(v, &m) == nil && m != "" {
+		return &m
 	}
 	return nil
 }
@@ -168,15 +184,12 @@ func modelOf(objs ...[]byte) *string {
 // once on the record, not on its items.
 var tokenFields = []string{"prompt_token_ids", "generation_token_ids", "generation_log_probs", "routed_experts"}
 
-// outputItems returns the answer as NeMo Gym's record holds it: a Responses answer's output
-// items, or each Chat choice's message as a {"type":"message","role":"assistant",...} item; the
-// token members removed. Other answers give none.
-func outputItems(resp []byte) []json.RawMessage {
+// outputItems returns the answer as NeMo Gym's record holds it, given the response object's
+// output and choices members (nil when absent or null): a Responses answer's output items, or each
+// Chat choice's message as a {"type":"message","role":"assistant",...} item; the token members
+// removed. Other answers give none.
+func outputItems(output, choices []byte) []json.RawMessage {
 	// The response was validated with its line: walk it, and decode only the items themselves.
-	if !jsonscan.IsObject(resp) {
-		return nil
-	}
-	output, choices := nonNull(jsonscan.Lookup(resp, "output")), nonNull(jsonscan.Lookup(resp, "choices"))
 	if (output != nil && !jsonscan.IsArray(output)) || (choices != nil && !jsonscan.IsArray(choices)) {
 		return nil
 	}
