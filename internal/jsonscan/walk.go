@@ -41,6 +41,22 @@ func SkipValue(data []byte, i int) int {
 	case '{', '[':
 		depth := 0
 		for i < len(data) {
+			// Step over 8 bytes at a time while none can open a string or open or close a
+			// container: the numbers, literals, commas, colons and whitespace between them (an
+			// array of token ids is all of these). Clearing bit 5 of each lane maps '{' and '}'
+			// onto '[' and ']' and no other byte onto them.
+			for i+8 <= len(data) {
+				x := load64(data, i)
+				y := x &^ (lanes1 * 0x20)
+				if m := hasByte(x, '"') | hasByte(y, '[') | hasByte(y, ']'); m != 0 {
+					i += firstByte(m)
+					break
+				}
+				i += 8
+			}
+			if i >= len(data) {
+				break
+			}
 			switch data[i] {
 			case '"':
 				i = SkipString(data, i)
