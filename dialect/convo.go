@@ -50,7 +50,7 @@ type members map[string]json.RawMessage
 // first.
 func ParseRequest(req []byte) (msgs []Message, tools []string) {
 	var r members
-	if json.Unmarshal(req, &r) != nil {
+	if decodeMembers(req, &r) != nil {
 		return nil, nil
 	}
 	var c Conversation
@@ -66,12 +66,12 @@ func ParseRequest(req []byte) (msgs []Message, tools []string) {
 // ...} of Anthropic) gives its message.
 func ParseResponse(resp []byte) (msgs []Message, errMsg string) {
 	var r members
-	if json.Unmarshal(resp, &r) != nil {
+	if decodeMembers(resp, &r) != nil {
 		return nil, ""
 	}
 	if e, ok := r["error"]; ok && !isNull(e) {
 		var eo members
-		if json.Unmarshal(e, &eo) == nil && str(eo["message"]) != "" {
+		if decodeMembers(e, &eo) == nil && str(eo["message"]) != "" {
 			errMsg = str(eo["message"])
 		} else if s := str(e); s != "" {
 			errMsg = s
@@ -90,7 +90,7 @@ func ParseResponse(resp []byte) (msgs []Message, errMsg string) {
 // Chat's tool_calls, tool_call_id and reasoning_content / reasoning.
 func chatMessage(raw json.RawMessage) Message {
 	var m members
-	if json.Unmarshal(raw, &m) != nil {
+	if decodeMembers(raw, &m) != nil {
 		return Message{Role: "?", Parts: []Part{{Kind: "other", Text: string(raw)}}}
 	}
 	msg := Message{Role: str(m["role"])}
@@ -105,10 +105,10 @@ func chatMessage(raw json.RawMessage) Message {
 		msg.Parts = append(msg.Parts, contentParts(m["content"])...)
 	}
 	var tcs []members
-	json.Unmarshal(m["tool_calls"], &tcs)
+	decodeMemberList(m["tool_calls"], &tcs)
 	for _, tc := range tcs {
 		var fn members
-		json.Unmarshal(tc["function"], &fn)
+		decodeMembers(tc["function"], &fn)
 		msg.Parts = append(msg.Parts, Part{Kind: "tool_call", CallID: str(tc["id"]), Name: str(fn["name"]), Arguments: argText(fn["arguments"])})
 	}
 	return msg
@@ -120,7 +120,7 @@ func items(raw json.RawMessage) []Message {
 		return []Message{{Role: "user", Parts: []Part{{Kind: "text", Text: s}}}}
 	}
 	var list []members
-	json.Unmarshal(raw, &list)
+	decodeMemberList(raw, &list)
 	var msgs []Message
 	for _, it := range list {
 		typ := str(it["type"])
@@ -167,7 +167,7 @@ func contentParts(raw json.RawMessage) []Part {
 		return []Part{{Kind: "text", Text: s}}
 	}
 	var blocks []members
-	if json.Unmarshal(raw, &blocks) != nil {
+	if decodeMemberList(raw, &blocks) != nil {
 		return []Part{{Kind: "other", Text: string(raw)}}
 	}
 	var parts []Part
@@ -201,7 +201,7 @@ func contentParts(raw json.RawMessage) []Part {
 // the Gemini entry.
 func toolNames(r members, c *Conversation) {
 	var tl []members
-	json.Unmarshal(r["tools"], &tl)
+	decodeMemberList(r["tools"], &tl)
 	for _, t := range tl {
 		if isGeminiTool(t) {
 			continue
@@ -209,7 +209,7 @@ func toolNames(r members, c *Conversation) {
 		name := str(t["name"])
 		if name == "" {
 			var fn members
-			json.Unmarshal(t["function"], &fn)
+			decodeMembers(t["function"], &fn)
 			name = str(fn["name"])
 		}
 		if name == "" {
@@ -246,6 +246,9 @@ func asString(raw json.RawMessage) (string, bool) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", false
+	}
+	if n := len(raw); n >= 2 && raw[n-1] == '"' && plainString(raw[1:n-1]) {
+		return string(raw[1 : n-1]), true
 	}
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
