@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // Part is one piece of a message as a person reads it (modelcalls show, the viewer, OpenTelemetry
@@ -249,6 +251,9 @@ func asString(raw json.RawMessage) (string, bool) {
 	}
 	if n := len(raw); n >= 2 && raw[n-1] == '"' && plainString(raw[1:n-1]) {
 		return string(raw[1 : n-1]), true
+	}
+	if jsonscan.Validate(raw) == nil {
+		return jsonscan.String(raw) // decoded as encoding/json decodes a string that passed the strict check
 	}
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
