@@ -38,6 +38,21 @@ type Conversation struct {
 	Error string `json:"error,omitempty"`
 
 	system []Message // system prompts, put before Input by ParseRequest
+
+	// tools is the request's "tools" list, decoded once for the dialects that read it.
+	tools     []members
+	toolsRead bool
+}
+
+// requestTools returns the objects of a request's "tools" list (nil elements for null ones, none
+// when it is not a list of objects), decoded on the first call and kept for the next dialect: a
+// coding agent's tool list, with each tool's parameter schema, is a large part of its request.
+func (c *Conversation) requestTools(r members) []members {
+	if !c.toolsRead {
+		decodeMemberList(r["tools"], &c.tools)
+		c.toolsRead = true
+	}
+	return c.tools
 }
 
 // members maps the members of a request or response object.
@@ -202,9 +217,7 @@ func contentParts(raw json.RawMessage) []Part {
 // object of functionDeclarations or built-in tool members, without "name" or "type") is left to
 // the Gemini entry.
 func toolNames(r members, c *Conversation) {
-	var tl []members
-	decodeMemberList(r["tools"], &tl)
-	for _, t := range tl {
+	for _, t := range c.requestTools(r) {
 		if isGeminiTool(t) {
 			continue
 		}

@@ -190,9 +190,7 @@ func (geminiDialect) request(r members, c *Conversation) {
 			c.Input = append(c.Input, Message{Role: role, Parts: parts})
 		}
 	}
-	var tl []members
-	decodeMemberList(r["tools"], &tl)
-	for _, t := range tl {
+	for _, t := range c.requestTools(r) {
 		if !isGeminiTool(t) {
 			continue
 		}
