@@ -41,22 +41,6 @@ func SkipValue(data []byte, i int) int {
 	case '{', '[':
 		depth := 0
 		for i < len(data) {
-			// Step over 8 bytes at a time while none can open a string or open or close a
-			// container: the numbers, literals, commas, colons and whitespace between them (an
-			// array of token ids is all of these). Clearing bit 5 of each lane maps '{' and '}'
-			// onto '[' and ']' and no other byte onto them.
-			for i+8 <= len(data) {
-				x := load64(data, i)
-				y := x &^ (lanes1 * 0x20)
-				if m := hasByte(x, '"') | hasByte(y, '[') | hasByte(y, ']'); m != 0 {
-					i += firstByte(m)
-					break
-				}
-				i += 8
-			}
-			if i >= len(data) {
-				break
-			}
 			switch data[i] {
 			case '"':
 				i = SkipString(data, i)
@@ -67,6 +51,21 @@ func SkipValue(data []byte, i int) int {
 				depth--
 				if depth == 0 {
 					return i + 1
+				}
+			default:
+				// A byte between tokens: step over the rest of the run 8 bytes at a time while
+				// none can open a string or open or close a container (the numbers, literals,
+				// commas, colons and whitespace of an array of token ids). Clearing bit 5 of each
+				// lane maps '{' and '}' onto '[' and ']' and no other byte onto them. A run of one
+				// byte before a string (the colon or comma of an object) is left to the switch.
+				for j := i + 1; j+8 <= len(data) && data[j] != '"'; j += 8 {
+					x := load64(data, j)
+					y := x &^ (lanes1 * 0x20)
+					if m := hasByte(x, '"') | hasByte(y, '[') | hasByte(y, ']'); m != 0 {
+						i = j + firstByte(m) - 1
+						break
+					}
+					i = j + 7
 				}
 			}
 			i++
