@@ -26,7 +26,9 @@
 //     but not its answer (the answer dropped, replaced or edited);
 //   - compaction: its history is replaced by what an earlier call answered: a line of that answer
 //     (at least 64 bytes) pasted into a client message (a summary), or the answer itself as a turn
-//     of a history that no longer starts the same way;
+//     of a history that no longer starts the same way. The new history may keep the old one's first
+//     messages (Codex keeps the user's): a call that would fork from an earlier call's bare context
+//     but holds the summary a later call wrote is a compaction of that later call;
 //   - root: no earlier call explains it (the first call, a side call such as a title, a sub-agent).
 //
 // How the parent was found is the Evidence, strongest first: a declared header carried by the

@@ -85,6 +85,109 @@ func TestGoldenSideCall(t *testing.T) {
 	}
 }
 
+// TestGoldenCompaction: in a real Claude Code run compacted with /compact between two prompts of one
+// session, the summary request (the conversation up to the tool result, then the instruction;
+// Claude Code leaves the latest answer out of it and keeps that answer verbatim after the summary)
+// is a fork after the first call's answer, which the first prompt's answer already continued; the
+// call after the compaction is a compaction of the summary request, with the kept answer the
+// model's (the call that gave it); its tool round trip extends it and is the main chain.
+func TestGoldenCompaction(t *testing.T) {
+	store, err := capture.OpenExisting("testdata/captures")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	l, _, err := Read(store, "e2e-scripted-claude-code-compact")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Calls) != 5 {
+		t.Fatalf("%d calls, want 5", len(l.Calls))
+	}
+	c := l.Calls
+	parent := func(n Node) string {
+		if n.ParentCallID == nil {
+			return ""
+		}
+		return *n.ParentCallID
+	}
+	want := []struct {
+		rel    Relation
+		parent string
+		main   bool
+	}{
+		{RelationRoot, "", false},
+		{RelationExtends, c[0].CallID, false},
+		{RelationFork, c[0].CallID, false},
+		{RelationCompaction, c[2].CallID, true},
+		{RelationExtends, c[3].CallID, true},
+	}
+	for i, w := range want {
+		if c[i].Relation != w.rel || parent(c[i]) != w.parent || c[i].MainChain != w.main {
+			t.Errorf("call %d: %s of %q main %v, want %s of %q main %v", i, c[i].Relation, parent(c[i]), c[i].MainChain,
+				w.rel, w.parent, w.main)
+		}
+	}
+	var kept []string
+	for _, m := range c[3].Messages {
+		if m.Author == AuthorModel {
+			kept = append(kept, m.FromCallID)
+		}
+	}
+	if len(kept) != 1 || kept[0] != c[1].CallID {
+		t.Errorf("model turns after the compaction from %v, want the first prompt's answer %s", kept, c[1].CallID)
+	}
+	if l.Summary.Compactions != 1 || l.Summary.Forks != 1 || l.Summary.OffMainChain != 3 {
+		t.Errorf("summary %+v", l.Summary)
+	}
+}
+
+// TestGoldenCodexCompaction: in a real Codex run compacted after its first turn (post-turn
+// compaction) and resumed with the prompt again, the summary request (the whole history, then the
+// compaction prompt, no tools) extends the first turn's last call; the call after the compaction
+// keeps the old history's user messages (its first call's context is a prefix of it) and pastes
+// the summary after them, and is a compaction of the summary request, not a fork of the first call.
+// The chain before the compaction, summary request included, is the longer one and the main chain.
+func TestGoldenCodexCompaction(t *testing.T) {
+	store, err := capture.OpenExisting("testdata/captures")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	l, _, err := Read(store, "e2e-scripted-codex-compact")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Calls) != 5 {
+		t.Fatalf("%d calls, want 5", len(l.Calls))
+	}
+	c := l.Calls
+	want := []struct {
+		rel    Relation
+		parent string
+		main   bool
+	}{
+		{RelationRoot, "", true},
+		{RelationExtends, c[0].CallID, true},
+		{RelationExtends, c[1].CallID, true},
+		{RelationCompaction, c[2].CallID, false},
+		{RelationExtends, c[3].CallID, false},
+	}
+	for i, w := range want {
+		parent := ""
+		if c[i].ParentCallID != nil {
+			parent = *c[i].ParentCallID
+		}
+		if c[i].Relation != w.rel || parent != w.parent || c[i].MainChain != w.main {
+			t.Errorf("call %d: %s of %q main %v, want %s of %q main %v", i, c[i].Relation, parent, c[i].MainChain,
+				w.rel, w.parent, w.main)
+		}
+	}
+	if l.Summary.Compactions != 1 || l.Summary.Forks != 0 || l.Summary.OffMainChain != 2 {
+		t.Errorf("summary %+v", l.Summary)
+	}
+}
+
 // TestTokenReaderAudit: ids supplied through a TokenReader reach the audit of a real capture's
 // extends edge, exact and drifted.
 func TestTokenReaderAudit(t *testing.T) {

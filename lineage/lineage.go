@@ -307,6 +307,14 @@ func place(c *call, earlier []*call, byID, byResponse map[string]int) {
 	}
 	if len(c.ctx) > 0 {
 		if p, rel, kept, covered := byMessages(c, earlier); p != nil {
+			// A fork from a bare context that also holds the summary a later call wrote is a
+			// compaction that kept the old history's first messages (Codex keeps the user's).
+			if rel == RelationFork && !kept {
+				if s := bySummary(c, earlier[slices.Index(earlier, p)+1:]); s != nil {
+					set(s, RelationCompaction, EvidenceMessages, false, 0)
+					return
+				}
+			}
 			set(p, rel, EvidenceMessages, kept, covered)
 			return
 		}

@@ -145,6 +145,26 @@ var lineageCases = []struct {
 		sum:  Summary{Calls: 3, Roots: 1, Extends: 1, Compactions: 1, MainChainLength: 2, OffMainChain: 1},
 	},
 	{
+		// Codex's compaction keeps the user's messages of the old history (its first context, up
+		// to the prompt) and appends the summary and the next prompt: the old first call's context
+		// is a prefix, but the summary, answered later, says where the history continues.
+		name: "compaction: the user's messages kept before the summary",
+		steps: []step{
+			{history: []turn{sys("S"), user("read a.txt")}, answer: asst("", callRead)},
+			{history: []turn{sys("S"), user("read a.txt"), asst("", callRead), result("call_1", "hello")}, answer: asst("a.txt says hello")},
+			{history: []turn{sys("S"), user("read a.txt"), asst("", callRead), result("call_1", "hello"), asst("a.txt says hello"), user("Summarize for a handoff.")}, answer: asst(summaryText)},
+			{history: []turn{sys("S"), user("read a.txt"), user("Another model wrote this summary: " + summaryText), user("read a.txt again")}, answer: asst("", callRead)},
+		},
+		want: []want{
+			{"", RelationRoot, 2, "CC"},
+			{"c0", RelationExtends, 1, "CCMC"},
+			{"c1", RelationExtends, 1, "CCMCMC"},
+			{"c2", RelationCompaction, 4, "CCCC"},
+		},
+		main: []string{"c0", "c1", "c2"},
+		sum:  Summary{Calls: 4, Roots: 1, Extends: 2, Compactions: 1, MainChainLength: 3, OffMainChain: 1},
+	},
+	{
 		name: "side call is a root, the main conversation goes on",
 		steps: []step{
 			{history: []turn{sys("S"), user("read a.txt")}, answer: asst("", callRead)},

@@ -31,7 +31,7 @@ import (
 // Environment knobs of the matrix (all optional):
 //
 //	MODELCALLS_E2E_HARNESSES  comma list of harnesses (claude-code,codex,gemini-cli,opencode,pi,qwen-code); default all
-//	MODELCALLS_E2E_UPSTREAMS  comma list of upstreams (scripted,scripted-gzip,llama,llama-tools,llama-tokens,llama-samples); default all
+//	MODELCALLS_E2E_UPSTREAMS  comma list of upstreams (scripted,scripted-gzip,scripted-compact,llama,llama-tools,llama-tokens,llama-samples); default all
 //	MODELCALLS_E2E_CACHE      cache dir for llama-server and the harnesses (default ~/.cache/modelcalls-e2e)
 //	MODELCALLS_E2E_WORKDIR    keep every file of the run here (default: a temp dir, removed)
 //	MODELCALLS_E2E_REPORT     also write the summary table (markdown) to this file
@@ -95,7 +95,7 @@ func TestE2E(t *testing.T) {
 			t.Fatalf("%s: unknown harness %q (known: %s)", envHarnesses, h, strings.Join(allHarnesses, ","))
 		}
 	}
-	upstreams := listEnv(envUpstreams, []string{"scripted", "scripted-gzip", "llama", "llama-tools", "llama-tokens", "llama-samples"})
+	upstreams := listEnv(envUpstreams, []string{"scripted", "scripted-gzip", "scripted-compact", "llama", "llama-tools", "llama-tokens", "llama-samples"})
 
 	stepStart := time.Now()
 	s.bin = buildModelcalls(t, repo, work)
@@ -111,6 +111,10 @@ func TestE2E(t *testing.T) {
 			t.Run("scripted", func(t *testing.T) { s.runScripted(t, "scripted", false) })
 		case "scripted-gzip":
 			t.Run("scripted-gzip", func(t *testing.T) { s.runScripted(t, "scripted-gzip", true) })
+		case "scripted-compact":
+			// Claude Code (/compact) and Codex (compacting after a turn) continuing one session
+			// under one rollout: real compactions and their lineage.
+			t.Run("scripted-compact", s.runScriptedCompact)
 		case "llama":
 			t.Run("llama", func(t *testing.T) { s.runLlama(t, "llama", "tiny-chatml.gguf", nil, nil) })
 		case "llama-tools":
@@ -139,7 +143,7 @@ func TestE2E(t *testing.T) {
 			}
 			t.Run("llama-samples", s.runLlamaSamples)
 		default:
-			t.Fatalf("%s: unknown upstream %q (known: scripted, scripted-gzip, llama, llama-tools, llama-tokens, llama-samples)",
+			t.Fatalf("%s: unknown upstream %q (known: scripted, scripted-gzip, scripted-compact, llama, llama-tools, llama-tokens, llama-samples)",
 				envUpstreams, up)
 		}
 	}

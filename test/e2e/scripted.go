@@ -78,6 +78,24 @@ const (
 // Qwen Code and Gemini CLI "read_file", Codex "exec_command" (a shell command line).
 var readTools = []string{"Read", "read", "read_file", "exec_command"}
 
+// SummaryAnswer is the text the scripted upstream answers a compaction request with (see
+// asksForSummary): an analysis block, then a summary block of numbered lines, the shape Claude
+// Code's compaction prompt asks for (it asks again once when the answer has no summary block, and
+// keeps only the summary block's content in the new history; Codex keeps the whole text). The lines name the nonce the
+// conversation's tool result carried ("" when none) and are long enough (over 64 bytes) to be
+// recognised when pasted into a later context.
+func SummaryAnswer(nonce string) string {
+	if nonce == "" {
+		nonce = "(no nonce was read)"
+	}
+	return "<analysis>\nThe user asked for the content of hello.txt; the read tool returned it once.\n</analysis>\n\n" +
+		"<summary>\n" +
+		"1. Primary Request and Intent: the user asked to read hello.txt and to say what it says.\n" +
+		"2. Files and Code Sections: hello.txt was read with the read tool; it says: " + nonce + "\n" +
+		"3. Pending Tasks: none; the answer was given and no further work was requested.\n" +
+		"</summary>"
+}
+
 // ScriptedToolCall is one tool call the scripted upstream made: the call id it sent, the tool
 // name, and the arguments object (one string parameter).
 type ScriptedToolCall struct {
@@ -116,6 +134,9 @@ type Served struct {
 //   - else it offers one of the read tools: answer a call of it (with reasoning text first),
 //     reading FilePath (Codex: exec_command "cat <FilePath>");
 //   - else (a title-generation call, say): answer PlainAnswer.
+//
+// Before all these, a compaction request (asksForSummary) is answered with SummaryAnswer of the
+// nonce its tool result carries.
 //
 // Usage is deterministic: tokens in = max(1, len(request body)/4), half of it reported cached;
 // tokens out = max(1, len(answer)/4). The zero value is not usable: set FilePath.
@@ -243,7 +264,11 @@ func (s *Scripted) decide(d string, req map[string]json.RawMessage, bodyLen int)
 	sv.TokensIn = max(1, bodyLen/4)
 	sv.CachedTokens = sv.TokensIn / 2
 
-	if result, ok := toolResult(d, req); ok {
+	if asksForSummary(d, req) {
+		result, _ := toolResult(d, req)
+		sv.ToolResult = result
+		sv.Text = SummaryAnswer(NoncePattern.FindString(result))
+	} else if result, ok := toolResult(d, req); ok {
 		sv.ToolResult = result
 		if nonce := NoncePattern.FindString(result); nonce != "" {
 			sv.Text = AnswerForNonce(nonce)
@@ -274,6 +299,42 @@ func (s *Scripted) decide(d string, req map[string]json.RawMessage, bodyLen int)
 		sv.TokensOut = max(1, len(sv.Text)/4)
 	}
 	return sv
+}
+
+// asksForSummary reports whether the request is a compaction request: its last message is a user
+// turn asking for a summary of the conversation, as Claude Code's /compact (the answer inside
+// <summary> tags) and Codex's automatic compaction ("CONTEXT CHECKPOINT COMPACTION ... a handoff
+// summary") send it after the whole conversation: the text names both a summary and compaction
+// (case aside). A summary pasted into a history is not one: Codex's wrapping of it and
+// SummaryAnswer do not name compaction. Chat, Messages and Responses (a message input item; Codex
+// sends its prompt as a user message); Gemini never asks.
+func asksForSummary(d string, req map[string]json.RawMessage) bool {
+	var msgs []struct {
+		Type    string `json:"type"`
+		Role    string `json:"role"`
+		Content any    `json:"content"`
+	}
+	switch d {
+	case DialectChat, DialectMessages:
+		if json.Unmarshal(req["messages"], &msgs) != nil {
+			return false
+		}
+	case DialectResponses:
+		if json.Unmarshal(req["input"], &msgs) != nil { // a string input is the user's prompt alone
+			return false
+		}
+	default:
+		return false
+	}
+	if len(msgs) == 0 {
+		return false
+	}
+	last := msgs[len(msgs)-1]
+	if last.Role != "user" || last.Type != "" && last.Type != "message" {
+		return false
+	}
+	text := strings.ToLower(textOf(last.Content))
+	return strings.Contains(text, "summary") && strings.Contains(text, "compaction")
 }
 
 // pickTool returns the first of readTools the request offers, with the first required

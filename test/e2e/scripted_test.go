@@ -462,3 +462,65 @@ func messagesViaSDK(t *testing.T, ctx context.Context, c anthropic.Client, strea
 	}
 	return r
 }
+
+// TestScriptedCompaction feeds the scripted upstream the calls of real compacted runs
+// (lineage/testdata): Claude Code (a prompt, /compact, the prompt again) and Codex (a prompt
+// compacted after its turn, then the prompt again). The summary request is answered with
+// SummaryAnswer of the nonce its tool result carries, the calls around it as before, the call
+// after the compaction (the summary pasted in) with the tool call.
+func TestScriptedCompaction(t *testing.T) {
+	for _, tc := range []struct{ rollout, dialect string }{
+		{"e2e-scripted-claude-code-compact", DialectMessages},
+		{"e2e-scripted-codex-compact", DialectResponses},
+	} {
+		t.Run(tc.rollout, func(t *testing.T) {
+			b, err := os.ReadFile("../../lineage/testdata/captures/" + tc.rollout + ".capture.jsonl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			nonce := NoncePattern.FindString(string(b))
+			lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+			want := []string{"tool", AnswerForNonce(nonce), SummaryAnswer(nonce), "tool", AnswerForNonce(nonce)}
+			if len(lines) != len(want) || nonce == "" {
+				t.Fatalf("%d calls, nonce %q", len(lines), nonce)
+			}
+			for i, line := range lines {
+				var l struct {
+					Request map[string]json.RawMessage `json:"request"`
+				}
+				if err := json.Unmarshal(line, &l); err != nil {
+					t.Fatal(err)
+				}
+				sv := (&Scripted{FilePath: "/p/hello.txt"}).decide(tc.dialect, l.Request, len(line))
+				got := sv.Text
+				if sv.ToolCall != nil {
+					got = "tool"
+				}
+				if got != want[i] {
+					t.Errorf("call %d: answered %q, want %q", i, got, want[i])
+				}
+			}
+		})
+	}
+	// A Chat conversation asking the same is answered the same; a user turn that only mentions
+	// summaries, or a summary request followed by the model's turn, is not a compaction request.
+	chat := func(msgs ...any) map[string]json.RawMessage {
+		m, _ := json.Marshal(msgs)
+		return map[string]json.RawMessage{"messages": m}
+	}
+	ask := map[string]any{"role": "user", "content": "Before compaction, summarize the conversation inside <summary></summary> tags."}
+	for _, tc := range []struct {
+		name string
+		req  map[string]json.RawMessage
+		want string
+	}{
+		{"chat summary request", chat(map[string]any{"role": "user", "content": "hi"}, ask), SummaryAnswer("")},
+		{"mentions summaries", chat(map[string]any{"role": "user", "content": "write a summary of hello.txt"}), PlainAnswer},
+		{"a pasted summary", chat(map[string]any{"role": "user", "content": "An earlier model wrote this summary: " + SummaryAnswer("")}), PlainAnswer},
+		{"answered already", chat(ask, map[string]any{"role": "assistant", "content": "ok"}), PlainAnswer},
+	} {
+		if sv := (&Scripted{FilePath: "/p/hello.txt"}).decide(DialectChat, tc.req, 100); sv.Text != tc.want {
+			t.Errorf("%s: answered %q, want %q", tc.name, sv.Text, tc.want)
+		}
+	}
+}
