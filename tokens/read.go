@@ -15,7 +15,7 @@ import (
 
 // Read returns the token data of c. It never fails: what it cannot read becomes a Finding.
 func Read(c Call) *Tokens {
-	r := &reader{choices: map[int]*choiceAcc{}, checked: c.Checked}
+	r := &reader{choices: map[int]*choiceAcc{}, checked: c.Checked, tree: c.Index}
 	r.readResponse(c)
 	r.readRequest(c.Request)
 	r.readTokenCapture(c.TokenCapture)
@@ -32,9 +32,10 @@ func (o obj) get(key string) json.RawMessage { return jsonscan.Lookup(o, key) }
 // fields reads the members of o named in keys in one walk over o, into vals by the position of
 // their name in keys: the raw value of the last member of each name, as get gives it, nil when
 // there is none. A reader that wants several members walks o once this way instead of once per
-// name: the members it skips (an answer's logprobs, its prompt ids) are most of its bytes.
-func (o obj) fields(keys []string, vals []json.RawMessage) {
-	jsonscan.EachMember(o, func(k, v []byte) bool {
+// name: the members it skips (an answer's logprobs, its prompt ids) are most of its bytes. With
+// an index, the walk steps from member to member without reading what lies between.
+func (r *reader) fields(o obj, keys []string, vals []json.RawMessage) {
+	r.tree.EachMember(o, func(k, v []byte) bool {
 		for i, key := range keys {
 			if jsonscan.KeyIs(k, key) {
 				vals[i] = v
@@ -48,7 +49,8 @@ func (o obj) fields(keys []string, vals []json.RawMessage) {
 // reader gathers what the response objects (one, or one per SSE event) say, then checks it.
 type reader struct {
 	streamed bool
-	checked  bool // the call's Request, Response and TokenCapture were checked by its caller
+	checked  bool           // the call's Request, Response and TokenCapture were checked by its caller
+	tree     *jsonscan.Tree // the index of the checked text Response aliases, nil (walk the text) without one
 	choices  map[int]*choiceAcc
 
 	prompt       []idSet // candidate prompt id lists, in the order of their sources' rank
@@ -159,7 +161,7 @@ var (
 // readObject folds one response object (a whole response or one stream chunk) in.
 func (r *reader) readObject(o obj) {
 	var f [5]json.RawMessage
-	o.fields(objectKeys, f[:])
+	r.fields(o, objectKeys, f[:])
 	if v, ok := nonNull(f[0]); ok {
 		r.addPrompt(v, SourceEngineIDs, "prompt_token_ids")
 	}
@@ -169,7 +171,7 @@ func (r *reader) readObject(o obj) {
 	if v, ok := nonNull(f[2]); ok {
 		if u, ok := asObj(v); ok {
 			var uf [2]json.RawMessage
-			u.fields(usageKeys, uf[:])
+			r.fields(u, usageKeys, uf[:])
 			if n, ok := asInt(uf[0]); ok {
 				r.usagePrompt = &n
 			}
@@ -184,7 +186,7 @@ func (r *reader) readObject(o obj) {
 			return
 		}
 		pos := 0
-		jsonscan.EachElement(v, func(cv []byte) bool {
+		r.tree.EachElement(v, func(cv []byte) bool {
 			if co, ok := asObj(cv); ok {
 				r.readChoice(pos, co)
 			}
@@ -214,7 +216,7 @@ func (r *reader) readSglext(v json.RawMessage) {
 		return
 	}
 	var f [3]json.RawMessage
-	s.fields(sglextKeys, f[:])
+	r.fields(s, sglextKeys, f[:])
 	if re, ok := nonNull(f[0]); ok {
 		r.choice(0).routed = re
 	}
@@ -246,7 +248,7 @@ var choiceKeys = []string{"index", "token_ids", "prompt_token_ids", "routed_expe
 // readChoice folds in the choice co, at position pos of its object's choices.
 func (r *reader) readChoice(pos int, co obj) {
 	var f [8]json.RawMessage
-	co.fields(choiceKeys, f[:])
+	r.fields(co, choiceKeys, f[:])
 	idx := pos
 	if n, ok := asInt(f[0]); ok {
 		idx = int(n)
@@ -277,7 +279,7 @@ func (r *reader) readChoice(pos int, co obj) {
 	if m, ok := asObj(f[5]); ok {
 		r.readGymFields(a, m, "choices[].message")
 	}
-	if r.streamed && chunkHasText(f[6], f[7]) {
+	if r.streamed && r.chunkHasText(f[6], f[7]) {
 		a.textChunks++
 		if !hasIDs {
 			a.textChunksNoIDs++
@@ -292,7 +294,7 @@ var gymKeys = []string{"generation_token_ids", "prompt_token_ids", "generation_l
 // carried generated ids.
 func (r *reader) readGymFields(a *choiceAcc, o obj, where string) bool {
 	var f [3]json.RawMessage
-	o.fields(gymKeys, f[:])
+	r.fields(o, gymKeys, f[:])
 	v, ok := nonNull(f[0])
 	if !ok {
 		return false
@@ -321,7 +323,7 @@ var deltaKeys = []string{"content", "reasoning_content", "reasoning", "tool_call
 
 // chunkHasText reports whether a stream chunk's choice, whose text and delta members are given,
 // carries generated text: delta content, reasoning or tool calls (Chat), or text (Completions).
-func chunkHasText(text, delta json.RawMessage) bool {
+func (r *reader) chunkHasText(text, delta json.RawMessage) bool {
 	if s, ok := asString(text); ok && s != "" {
 		return true
 	}
@@ -330,7 +332,7 @@ func chunkHasText(text, delta json.RawMessage) bool {
 		return false
 	}
 	var f [4]json.RawMessage
-	d.fields(deltaKeys, f[:])
+	r.fields(d, deltaKeys, f[:])
 	for _, v := range f[:3] {
 		if s, ok := asString(v); ok && s != "" {
 			return true
@@ -357,33 +359,33 @@ func (r *reader) readLogprobs(a *choiceAcc, v json.RawMessage) {
 		return
 	}
 	var f [4]json.RawMessage
-	lo.fields(logprobsKeys, f[:])
+	r.fields(lo, logprobsKeys, f[:])
 	if cv, ok := nonNull(f[0]); ok {
 		if !jsonscan.IsArray(cv) {
 			r.malformed("choices[].logprobs.content", "a list")
 			return
 		}
 		a.hasLogp = true
-		jsonscan.EachElement(cv, func(ev []byte) bool {
+		r.tree.EachElement(cv, func(ev []byte) bool {
 			eo, ok := asObj(ev)
 			if !ok {
 				r.malformed("choices[].logprobs.content[]", "an object")
 				return true
 			}
 			var ef [5]json.RawMessage
-			eo.fields(entryKeys, ef[:])
+			r.fields(eo, entryKeys, ef[:])
 			lp := LogProb{}
 			lp.Token, _ = asString(ef[0])
 			lp.ID = entryID(ef[1], lp.Token)
 			lp.LogProb = r.entryLogProb(a, ef[2], ef[3])
 			if jsonscan.IsArray(ef[4]) {
-				jsonscan.EachElement(ef[4], func(t []byte) bool {
+				r.tree.EachElement(ef[4], func(t []byte) bool {
 					to, ok := asObj(t)
 					if !ok {
 						return true
 					}
 					var tf [3]json.RawMessage
-					to.fields(topKeys, tf[:])
+					r.fields(to, topKeys, tf[:])
 					tl := TopLogProb{}
 					tl.Token, _ = asString(tf[0])
 					tl.ID = entryID(tf[1], tl.Token)
@@ -494,7 +496,7 @@ func (r *reader) readRequest(req []byte) {
 		return
 	}
 	var f [2]json.RawMessage
-	o.fields(requestKeys, f[:])
+	r.fields(o, requestKeys, f[:])
 	if v, ok := nonNull(f[0]); ok {
 		if ids, ok := asIDs(v); ok && len(ids) > 0 {
 			r.prompt = append(r.prompt, idSet{SourceRequestIDs, "request prompt", ids})

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
@@ -73,6 +74,22 @@ func (r *Row) Complete() bool {
 // HasTokenData reports whether the row has prompt ids and generated ids.
 func (r *Row) HasTokenData() bool { return r.PromptTokenIDs != nil && r.GenerationTokenIDs != nil }
 
+// lineScanner is FromLine's reusable check of a line: the scanner (the response indexed) and the
+// slice the line's top-level members go into.
+type lineScanner struct {
+	sc      jsonscan.Scanner
+	members []jsonscan.Member
+}
+
+var lineScanners = sync.Pool{New: func() any { return &lineScanner{sc: jsonscan.Scanner{Nested: "response"}} }}
+
+// release drops the references to the last line (its index) and pools s.
+func (s *lineScanner) release() {
+	s.members = s.members[:0]
+	s.sc.Reset()
+	lineScanners.Put(s)
+}
+
 // FromLine builds the row of one capture line (a JSON object as the capture file stores it) of
 // rollout rolloutID at capture index callIndex. It fails only when the line is not a JSON object;
 // everything about its tokens becomes the row's sources and findings.
@@ -81,13 +98,19 @@ func FromLine(rolloutID string, callIndex int, b []byte) (Row, error) {
 	if !jsonscan.IsObject(line) {
 		return Row{}, errors.New("decode capture line: not a JSON object")
 	}
-	if err := jsonscan.Validate(line); err != nil {
+	// The check maps the line's members and indexes its response (the last of a repeated name
+	// wins, as with Lookup): a token line is mostly its response, which every later read then
+	// steps through by the index instead of reading its long lists again.
+	ls := lineScanners.Get().(*lineScanner)
+	defer ls.release()
+	members, err := ls.sc.Members(line, ls.members[:0])
+	ls.members = members
+	if err != nil {
 		return Row{}, fmt.Errorf("decode capture line: %w", err)
 	}
-	// One walk over the line's members (the last of a repeated name wins, as with Lookup): a token
-	// line is mostly its response, which a lookup per member would skip over again each time.
 	var m struct{ mcid, dialect, raw, completed, status, request, response, tokenCapture []byte }
-	jsonscan.EachMember(line, func(k, v []byte) bool {
+	for _, mb := range members {
+		k, v := line[mb.KeyStart:mb.KeyEnd], line[mb.ValStart:mb.ValEnd]
 		for _, f := range []struct {
 			key  string
 			into *[]byte
@@ -98,8 +121,8 @@ func FromLine(rolloutID string, callIndex int, b []byte) (Row, error) {
 				break
 			}
 		}
-		return true
-	})
+	}
+	tree := &ls.sc.Tree
 	var mcid, dialect string
 	var raw *string
 	var completed float64
@@ -116,7 +139,7 @@ func FromLine(rolloutID string, callIndex int, b []byte) (Row, error) {
 		}
 	}
 	// The line was checked whole above: the reader need not check its members again.
-	c := tokens.Call{Dialect: dialect, Request: m.request, Response: m.response, TokenCapture: m.tokenCapture, Checked: true}
+	c := tokens.Call{Dialect: dialect, Request: m.request, Response: m.response, TokenCapture: m.tokenCapture, Checked: true, Index: tree}
 	if raw != nil {
 		c.ResponseRaw = []byte(*raw)
 	}
@@ -140,7 +163,7 @@ func FromLine(rolloutID string, callIndex int, b []byte) (Row, error) {
 	}
 	// One walk over the response's members (the last of a repeated name wins, as with Lookup).
 	var model, output, choices []byte
-	jsonscan.EachMember(c.Response, func(k, v []byte) bool {
+	tree.EachMember(c.Response, func(k, v []byte) bool {
 		switch {
 		case jsonscan.KeyIs(k, "model"):
 			model = v
@@ -155,7 +178,7 @@ func FromLine(rolloutID string, callIndex int, b []byte) (Row, error) {
 		r.Model = modelOf(jsonscan.Lookup(c.Request, "model"))
 	}
 	if jsonscan.IsObject(c.Response) {
-		r.outputItems = outputItems(nonNull(output), nonNull(choices))
+		r.outputItems = outputItems(tree, nonNull(output), nonNull(choices))
 	}
 	if r.GenerationTokenIDs != nil && len(r.outputItems) > 0 {
 		i := len(r.outputItems) - 1
@@ -188,7 +211,7 @@ var tokenFields = []string{"prompt_token_ids", "generation_token_ids", "generati
 // output and choices members (nil when absent or null): a Responses answer's output items, or each
 // Chat choice's message as a {"type":"message","role":"assistant",...} item; the token members
 // removed. Other answers give none.
-func outputItems(output, choices []byte) []json.RawMessage {
+func outputItems(tree *jsonscan.Tree, output, choices []byte) []json.RawMessage {
 	// The response was validated with its line: walk it, and decode only the items themselves.
 	if (output != nil && !jsonscan.IsArray(output)) || (choices != nil && !jsonscan.IsArray(choices)) {
 		return nil
@@ -216,7 +239,7 @@ func outputItems(output, choices []byte) []json.RawMessage {
 		}
 	}
 	var outs [][]byte
-	jsonscan.EachElement(output, func(v []byte) bool { outs = append(outs, v); return true })
+	tree.EachElement(output, func(v []byte) bool { outs = append(outs, v); return true })
 	if len(outs) > 0 {
 		for _, it := range outs {
 			strip(it, false)
@@ -225,12 +248,12 @@ func outputItems(output, choices []byte) []json.RawMessage {
 	}
 	var msgs [][]byte
 	ok := true
-	jsonscan.EachElement(choices, func(c []byte) bool {
+	tree.EachElement(choices, func(c []byte) bool {
 		switch {
 		case jsonscan.IsNull(c):
 			msgs = append(msgs, nil)
 		case jsonscan.IsObject(c):
-			msgs = append(msgs, jsonscan.Lookup(c, "message"))
+			msgs = append(msgs, tree.Lookup(c, "message"))
 		default:
 			ok = false // a choice that is not an object: the answer is not a Chat answer
 		}
