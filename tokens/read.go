@@ -51,6 +51,7 @@ type reader struct {
 	streamed bool
 	checked  bool           // the call's Request, Response and TokenCapture were checked by its caller
 	tree     *jsonscan.Tree // the index of the checked text Response aliases, nil (walk the text) without one
+	floats   []float64      // where float gives its pointers from
 	choices  map[int]*choiceAcc
 
 	prompt       []idSet // candidate prompt id lists, in the order of their sources' rank
@@ -96,6 +97,16 @@ func (r *reader) choice(i int) *choiceAcc {
 		r.choices[i] = a
 	}
 	return a
+}
+
+// float returns a pointer to a copy of f. The copies are kept in blocks (16 values, then twice
+// the last block, up to 512), one allocation for many log probabilities instead of one each.
+func (r *reader) float(f float64) *float64 {
+	if len(r.floats) == cap(r.floats) {
+		r.floats = make([]float64, 0, min(max(16, 2*cap(r.floats)), 512))
+	}
+	r.floats = append(r.floats, f)
+	return &r.floats[len(r.floats)-1]
 }
 
 func (r *reader) find(code string, choice *int, format string, args ...any) {
@@ -390,7 +401,7 @@ func (r *reader) readLogprobs(a *choiceAcc, v json.RawMessage) {
 					tl.Token, _ = asString(tf[0])
 					tl.ID = entryID(tf[1], tl.Token)
 					if f, ok := asFloat(tf[2]); ok {
-						tl.LogProb = &f
+						tl.LogProb = r.float(f)
 					}
 					lp.Top = append(lp.Top, tl)
 					return true
@@ -439,7 +450,7 @@ func (r *reader) readLogprobs(a *choiceAcc, v json.RawMessage) {
 // or with only llama-server's post-sampling prob, has none and is counted.
 func (r *reader) entryLogProb(a *choiceAcc, logprob, prob json.RawMessage) *float64 {
 	if f, ok := asFloat(logprob); ok {
-		return &f
+		return r.float(f)
 	}
 	if _, ok := nonNull(prob); ok {
 		a.probsOnly = true
@@ -452,7 +463,9 @@ func (r *reader) entryLogProb(a *choiceAcc, logprob, prob json.RawMessage) *floa
 // names as "token_id:N" (vLLM's return_tokens_as_token_ids).
 func entryID(id json.RawMessage, token string) *int64 {
 	if n, ok := asInt(id); ok {
-		return &n
+		p := new(int64) // only here: a pointer to n would move n to the heap on every call
+		*p = n
+		return p
 	}
 	return tokenIDString(token)
 }
