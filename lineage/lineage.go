@@ -722,7 +722,7 @@ func canonicalJSON(s string) string {
 
 // previousResponseID returns a Responses request's previous_response_id, "" when none.
 func previousResponseID(req []byte) string {
-	if !containsAt(req, `"previous_response_id"`, 3) { // most requests: no second decode
+	if !containsAt(req, `"previous_response_id"`, 4) { // most requests: no second decode
 		return ""
 	}
 	var r struct {
