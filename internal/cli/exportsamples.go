@@ -125,7 +125,7 @@ func runExportSamples(s *Streams, o *samplesOptions, minReward bool) error {
 			progressbar.OptionSetDescription("exporting"), progressbar.OptionShowCount(),
 			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish(), progressbar.OptionSetWidth(30))
 	}
-	var written, exported, lowReward, notClean, noChain, invalid, unreadable int
+	var written, exported, lowReward, noCalls, notClean, noChain, noIDs, invalid, unreadable int
 	for _, r := range rollouts {
 		if bar != nil {
 			bar.Add(1)
@@ -146,7 +146,11 @@ func runExportSamples(s *Streams, o *samplesOptions, minReward bool) error {
 			fmt.Fprintf(s.ErrOut, "modelcalls export: rollout %s not exported: %v\n", r.id, err)
 			continue
 		}
-		if o.status == "clean" && (damaged > 0 || marker || len(calls) == 0 || !calls[len(calls)-1].Completed) {
+		if len(calls) == 0 {
+			noCalls++
+			continue
+		}
+		if o.status == "clean" && (damaged > 0 || marker || !calls[len(calls)-1].Completed) {
 			notClean++
 			continue
 		}
@@ -179,6 +183,10 @@ func runExportSamples(s *Streams, o *samplesOptions, minReward bool) error {
 			}
 		case "tokens":
 			rows := samples.TokenRows(r.id, r.reward, calls, l)
+			if len(rows) == 0 {
+				noIDs++
+				continue
+			}
 			if tokenPQ != nil {
 				err = tokenPQ.Write(rows)
 			} else {
@@ -219,8 +227,12 @@ func runExportSamples(s *Streams, o *samplesOptions, minReward bool) error {
 	if err := out.commit(); err != nil {
 		return withExit(ExitFailure, err)
 	}
-	fmt.Fprintf(s.ErrOut, "modelcalls export: %d %s rows from %d of %d rollouts; skipped: %d below --min-reward, %d not clean (--status), %d without a main chain, %d invalid sft lines, %d unreadable\n",
-		written, o.format, exported, len(rollouts), lowReward, notClean, noChain, invalid, unreadable)
+	fmt.Fprintf(s.ErrOut, "modelcalls export: %d %s rows from %d of %d rollouts; skipped: %d below --min-reward, %d without captured calls, %d not clean (--status), %d without a main chain, %d without token ids, %d invalid sft lines, %d unreadable\n",
+		written, o.format, exported, len(rollouts), lowReward, noCalls, notClean, noChain, noIDs, invalid, unreadable)
+	if noIDs > 0 {
+		fmt.Fprintf(s.ErrOut, "modelcalls export: %s no main-chain call with prompt and generated token ids: capture with modelcalls proxy (or run) --tokens vllm|sglang|llama-server to have the engine return them\n",
+			plural(noIDs, "rollout has", "rollouts have"))
+	}
 	if unreadable > 0 {
 		return withExit(ExitFailure, errors.New("some rollouts could not be read"))
 	}

@@ -60,6 +60,26 @@ func TestExportSamplesSFT(t *testing.T) {
 }
 
 // TestExportSamplesParquet: the Parquet file reads back as the same rows the JSONL export writes.
+// TestExportSamplesTokensWithoutIDs: rollouts captured without token ids give no tokens rows, and
+// the summary says why and how to capture them; a rollout with no captured calls is counted as
+// such, not as unclean.
+func TestExportSamplesTokensWithoutIDs(t *testing.T) {
+	in := writeRollouts(t, `{"_ng_rollout_id":"e2e-scripted-codex","reward":1.0}`, `{"_ng_rollout_id":"never-ran","reward":0.0}`)
+	_, errOut, code := runCLI(t, "", "export", "samples", "--capture-dir", lineageCaptures, "--in", in, "--format", "tokens",
+		"--out", filepath.Join(t.TempDir(), "tokens.jsonl"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"0 tokens rows from 0 of 2 rollouts; skipped: 0 below --min-reward, 1 without captured calls, 0 not clean (--status), 0 without a main chain, 1 without token ids,",
+		"1 rollout has no main-chain call with prompt and generated token ids: capture with modelcalls proxy (or run) --tokens vllm|sglang|llama-server",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+}
+
 func TestExportSamplesParquet(t *testing.T) {
 	dir := t.TempDir()
 	pq, js := filepath.Join(dir, "t.parquet"), filepath.Join(dir, "t.jsonl")
