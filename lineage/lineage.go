@@ -762,7 +762,7 @@ func canonicalJSON(s string) string {
 
 // previousResponseID returns a Responses request's previous_response_id, "" when none.
 func previousResponseID(req []byte) string {
-	if !bytes.Contains(req, []byte(`"previous_response_id"`)) { // most requests: no second decode
+	if !containsAt(req, `"previous_response_id"`, 4) { // most requests: no second decode
 		return ""
 	}
 	var r struct {
@@ -772,6 +772,24 @@ func previousResponseID(req []byte) string {
 		return ""
 	}
 	return *r.Prev
+}
+
+// containsAt is bytes.Contains(b, []byte(tok)), found by looking for tok's byte at anchor (a
+// byte rarer in JSON than its quote: bytes.Contains starts from the first byte, and a request's
+// text has a quote every few bytes) and comparing tok around each one.
+func containsAt(b []byte, tok string, anchor int) bool {
+	a := tok[anchor]
+	for i := anchor; i < len(b); i++ {
+		j := bytes.IndexByte(b[i:], a)
+		if j < 0 {
+			return false
+		}
+		i += j
+		if start := i - anchor; start+len(tok) <= len(b) && string(b[start:start+len(tok)]) == tok {
+			return true
+		}
+	}
+	return false
 }
 
 func isPrefix(p, s []segment) bool {
