@@ -650,7 +650,7 @@ func mainChain(l *Lineage, cs []*call, byID map[string]int) {
 		case !ok:
 		case rel == RelationRetry || rel == RelationResample:
 			beyond[i] = beyond[p]
-		case l.Calls[i].AnswerKept:
+		case continues(&l.Calls[i]):
 			beyond[i] = 1 + beyond[p]
 		}
 	}
@@ -669,6 +669,11 @@ func mainChain(l *Lineage, cs []*call, byID map[string]int) {
 	}
 }
 
+// continues reports whether the edge from n to its parent carries a chain on: the parent's answer
+// kept (extends, or a fork after the answer), or a compaction (the same conversation, its history
+// replaced by the summary the parent wrote).
+func continues(n *Node) bool { return n.AnswerKept || n.Relation == RelationCompaction }
+
 // step returns the position of the parent of the call at position cur and the edge's relation;
 // ok is false for a root, or a parent that is not an earlier call (a repeated model_call_id).
 func (l *Lineage) step(cur int, pos map[string]int) (p int, rel Relation, ok bool) {
@@ -685,8 +690,9 @@ func (l *Lineage) step(cur int, pos map[string]int) (p int, rel Relation, ok boo
 
 // ChainTo returns the chain ending in the call at position end of l.Calls, as positions, first
 // call first: the call, then its parent while the edge keeps the parent's answer (extends, or a
-// fork after the answer), passing through retry and resample edges to the parent of the call
-// repeated (package doc: Main chain).
+// fork after the answer) or is a compaction (the same conversation, its history replaced by the
+// summary the parent wrote), passing through retry and resample edges to the parent of the call
+// repeated (package doc: Main chain). Segments splits a chain at its compactions.
 func (l *Lineage) ChainTo(end int) []int { return l.chainTo(end, l.positions()) }
 
 // positions maps each call's model_call_id to its position in l.Calls.
@@ -711,7 +717,7 @@ func (l *Lineage) chainTo(end int, pos map[string]int) []int {
 			cur = p // the repeated call has the same context; its own parent continues the chain
 			continue
 		}
-		if !l.Calls[cur].AnswerKept {
+		if !continues(&l.Calls[cur]) {
 			break
 		}
 		chain = append(chain, p)
@@ -719,6 +725,45 @@ func (l *Lineage) chainTo(end int, pos map[string]int) []int {
 	}
 	slices.Reverse(chain)
 	return chain
+}
+
+// Segments splits a chain (positions in l.Calls, first call first, as ChainTo gives them) where a
+// call is a compaction of the call before it: each segment is one coherent conversation, its
+// history as its last call saw it, and the first call of every segment but the first is a
+// compaction. A chain without a compaction is one segment.
+func (l *Lineage) Segments(chain []int) [][]int {
+	pos := make(map[string]int, len(l.Calls))
+	for i := range l.Calls {
+		pos[l.Calls[i].CallID] = i
+	}
+	// edge is the relation that joins the call at i to the chain: a retry or resample joins it as
+	// the call it repeated did.
+	edge := func(i int) Relation {
+		for steps := 0; steps < len(l.Calls); steps++ { // bounded: parents are always earlier calls
+			n := &l.Calls[i]
+			if n.Relation != RelationRetry && n.Relation != RelationResample || n.ParentCallID == nil {
+				return n.Relation
+			}
+			p, ok := pos[*n.ParentCallID]
+			if !ok || p >= i {
+				return n.Relation
+			}
+			i = p
+		}
+		return l.Calls[i].Relation
+	}
+	var out [][]int
+	start := 0
+	for k := 1; k < len(chain); k++ {
+		if edge(chain[k]) == RelationCompaction {
+			out = append(out, chain[start:k])
+			start = k
+		}
+	}
+	if start < len(chain) {
+		out = append(out, chain[start:])
+	}
+	return out
 }
 
 // Leaves returns the positions of the completed calls that end a chain (no other chain runs
@@ -737,7 +782,7 @@ func (l *Lineage) Leaves() []int {
 		for cur := i; !walked[cur]; {
 			walked[cur] = true
 			p, rel, ok := l.step(cur, pos)
-			if !ok || rel != RelationRetry && rel != RelationResample && !l.Calls[cur].AnswerKept {
+			if !ok || rel != RelationRetry && rel != RelationResample && !continues(&l.Calls[cur]) {
 				break
 			}
 			if rel != RelationRetry && rel != RelationResample {
@@ -896,7 +941,7 @@ func canonicalJSON(s string) string {
 
 // previousResponseID returns a Responses request's previous_response_id, "" when none.
 func previousResponseID(req []byte) string {
-	if !bytes.Contains(req, []byte(`"previous_response_id"`)) { // most requests: no second decode
+	if !containsAt(req, `"previous_response_id"`, 4) { // most requests: no second decode
 		return ""
 	}
 	var r struct {
@@ -906,6 +951,24 @@ func previousResponseID(req []byte) string {
 		return ""
 	}
 	return *r.Prev
+}
+
+// containsAt is bytes.Contains(b, []byte(tok)), found by looking for tok's byte at anchor (a
+// byte rarer in JSON than its quote: bytes.Contains starts from the first byte, and a request's
+// text has a quote every few bytes) and comparing tok around each one.
+func containsAt(b []byte, tok string, anchor int) bool {
+	a := tok[anchor]
+	for i := anchor; i < len(b); i++ {
+		j := bytes.IndexByte(b[i:], a)
+		if j < 0 {
+			return false
+		}
+		i += j
+		if start := i - anchor; start+len(tok) <= len(b) && string(b[start:start+len(tok)]) == tok {
+			return true
+		}
+	}
+	return false
 }
 
 func isPrefix(p, s []segment) bool {

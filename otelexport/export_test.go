@@ -520,6 +520,15 @@ func TestEnabledAndProtocol(t *testing.T) {
 	if _, err := New(context.Background(), Config{Endpoint: "127.0.0.1:4318"}); err == nil {
 		t.Error("endpoint without scheme accepted")
 	}
+	for _, tc := range []struct{ endpoint, want string }{
+		{"http://127.0.0.1:4318/v1/traces", `otlp endpoint "http://127.0.0.1:4318/v1/traces" ends in /v1/traces: give the base URL (http://127.0.0.1:4318)`},
+		{"https://lf.example/api/public/otel/v1/traces/", "give the base URL (https://lf.example/api/public/otel)"},
+		{"http://c:4318/v1/metrics", "ends in /v1/metrics"},
+	} {
+		if _, err := New(context.Background(), Config{Endpoint: tc.endpoint, Protocol: ProtocolHTTP}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("endpoint %s: %v, want an error containing %q", tc.endpoint, err, tc.want)
+		}
+	}
 	u, _ := url.Parse("http://c:4318/base/")
 	if got := signalURL(u, "traces"); got != "http://c:4318/base/v1/traces" {
 		t.Errorf("signalURL %s", got)

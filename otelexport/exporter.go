@@ -326,7 +326,28 @@ func exporterURL(proto, endpoint, signal string) (string, error) {
 	if proto == ProtocolGRPC {
 		return u.String(), nil
 	}
+	if err := checkBaseURL(u, endpoint); err != nil {
+		return "", err
+	}
 	return signalURL(u, signal), nil
+}
+
+// otlpSignalPaths are the paths OTLP/HTTP adds to a base URL, one per signal.
+var otlpSignalPaths = []string{"/v1/traces", "/v1/metrics", "/v1/logs"}
+
+// checkBaseURL refuses an OTLP/HTTP endpoint that already ends in a signal's path, as the
+// per-signal URL of OTEL_EXPORTER_OTLP_TRACES_ENDPOINT does (and as backends' setup pages give
+// it): appended again it would be .../v1/traces/v1/traces, refused with 404 call after call.
+func checkBaseURL(u *url.URL, endpoint string) error {
+	p := strings.TrimSuffix(u.Path, "/")
+	for _, sp := range otlpSignalPaths {
+		if strings.HasSuffix(p, sp) {
+			base := *u
+			base.Path = strings.TrimSuffix(p, sp)
+			return fmt.Errorf("otlp endpoint %q ends in %s: give the base URL (%s); /v1/traces and /v1/metrics are added to it", endpoint, sp, base.String())
+		}
+	}
+	return nil
 }
 
 // endpointURL is the exporter option that sets the endpoint URL u, none when u is empty (the

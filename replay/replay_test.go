@@ -163,7 +163,7 @@ func TestStrictMatching(t *testing.T) {
 			`{"metadata":{"s":"other"},"messages":[{"content":"hi","role":"user"}],"model":"m"}`, 200, []string{"first hi"}},
 		{"then the second recording", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, 200, []string{"second hi"}},
 		{"each once", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, MissStatus,
-			[]string{"replay_exhausted", "recorded this request 2 times"}},
+			[]string{"replay_exhausted", "recorded this request 2 times", "restart modelcalls replay to replay the run again"}},
 		{"numbers compare by value", `{"model":"m","messages":[{"role":"user","content":"bye"}],"temperature":0.50}`, 200, []string{`"bye"`}},
 		{"a changed prompt is a miss naming the path", `{"model":"m","messages":[{"role":"user","content":"bye!"}],"temperature":0.5}`, MissStatus,
 			[]string{"replay_miss", "nearest is call 2", "$.messages[0].content", `recorded "bye", request "bye!"`}},

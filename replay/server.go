@@ -312,8 +312,8 @@ func (s *Server) match(id string, d dialect.Dialect, want answerKind, body []byt
 	}
 	if s.Match == Sequence {
 		if st.next >= len(st.calls) {
-			return nil, ReasonExhausted, fmt.Sprintf("%s: rollout %q recorded %d calls and all were answered (match sequence)",
-				ReasonExhausted, id, len(st.calls))
+			return nil, ReasonExhausted, fmt.Sprintf("%s: rollout %q recorded %d calls and all were answered (match sequence)%s",
+				ReasonExhausted, id, len(st.calls), againHint)
 		}
 		rc := st.calls[st.next]
 		st.next++
@@ -366,8 +366,8 @@ func (s *Server) match(id string, d dialect.Dialect, want answerKind, body []byt
 		}
 	}
 	if equal > 0 {
-		return nil, ReasonExhausted, fmt.Sprintf("%s: rollout %q recorded this request %s and every answer was served",
-			ReasonExhausted, id, timesText(equal))
+		return nil, ReasonExhausted, fmt.Sprintf("%s: rollout %q recorded this request %s and every answer was served%s",
+			ReasonExhausted, id, timesText(equal), againHint)
 	}
 	if nearest == nil {
 		return nil, ReasonMiss, fmt.Sprintf("%s: rollout %q has no completed recorded call (all were cancelled while recording; --match sequence replays them)", ReasonMiss, id)
@@ -376,6 +376,10 @@ func (s *Server) match(id string, d dialect.Dialect, want answerKind, body []byt
 	return nil, ReasonMiss, fmt.Sprintf("%s: no recorded %s call of rollout %q matches this request; nearest is call %d (capture line %d, model_call_id %s), first difference at %s: recorded %s, request %s",
 		ReasonMiss, d, id, nearest.rc.index, nearest.rc.line, nearest.rc.modelCallID, f.path, f.recorded, f.got)
 }
+
+// againHint ends an exhausted call's message: a replay serves each recorded answer once, so a
+// harness run a second time against the same replay is exhausted from its first call on.
+const againHint = "; each recorded answer is served once: restart modelcalls replay to replay the run again"
 
 // answerKind is what a request's URL asks for: an event stream, a JSON answer, or (when the URL
 // does not say) either.

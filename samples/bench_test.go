@@ -3,6 +3,7 @@ package samples
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/modelcalls/modelcalls/lineage"
@@ -32,10 +33,27 @@ func BenchmarkSFTChain(b *testing.B) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := SFT(calls, l); err != nil {
+				if _, err := SFT(calls, l, Options{}); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
+	}
+}
+
+// TestSFTToolsBeforeTheLastHistory: the line's tools are the last offered along the chain, also
+// when the call whose history the line is read from offers none (a summary request).
+func TestSFTToolsBeforeTheLastHistory(t *testing.T) {
+	calls := chainRollout(3)
+	var r map[string]any
+	json.Unmarshal(calls[1].Request, &r)
+	r["tools"] = []any{map[string]any{"type": "function", "function": map[string]any{"name": "ls"}}}
+	calls[1].Request, _ = json.Marshal(r)
+	lines, err := SFT(calls, lineage.Derive(calls), Options{})
+	if err != nil || len(lines) != 1 {
+		t.Fatalf("%d lines, %v", len(lines), err)
+	}
+	if b, _ := json.Marshal(lines[0].Tools); !strings.Contains(string(b), `"name":"ls"`) {
+		t.Errorf("tools %s", b)
 	}
 }

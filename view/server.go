@@ -83,18 +83,31 @@ func New(opts Options) (*Server, error) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Write(b)
 	})
-	s.mux.HandleFunc("GET /api/overview", s.overview)
-	s.mux.HandleFunc("GET /api/rollouts", s.list)
-	s.mux.HandleFunc("GET /api/rollouts/{id}", s.bounded(s.rollout))
-	s.mux.HandleFunc("GET /api/rollouts/{id}/calls/{index}", s.bounded(s.call))
-	s.mux.HandleFunc("GET /api/rollouts/{id}/calls/{index}/raw", s.bounded(s.raw))
-	s.mux.HandleFunc("GET /api/rollouts/{id}/lineage", s.bounded(s.lineage))
-	s.mux.HandleFunc("GET /api/rollouts/{id}/transcript", s.bounded(s.transcript))
-	s.mux.HandleFunc("GET /api/search", s.bounded(s.search))
-	s.mux.HandleFunc("GET /api/diff", s.bounded(s.diff))
-	s.mux.HandleFunc("GET /api/changes", s.changes)
+	api := []struct {
+		path string
+		h    http.HandlerFunc
+	}{
+		{"/api/overview", s.overview},
+		{"/api/rollouts", s.list},
+		{"/api/rollouts/{id}", s.bounded(s.rollout)},
+		{"/api/rollouts/{id}/calls/{index}", s.bounded(s.call)},
+		{"/api/rollouts/{id}/calls/{index}/raw", s.bounded(s.raw)},
+		{"/api/rollouts/{id}/lineage", s.bounded(s.lineage)},
+		{"/api/rollouts/{id}/transcript", s.bounded(s.transcript)},
+		{"/api/search", s.bounded(s.search)},
+		{"/api/diff", s.bounded(s.diff)},
+		{"/api/changes", s.changes},
+	}
+	paths := make([]string, len(api))
+	for i, e := range api {
+		s.mux.HandleFunc("GET "+e.path, e.h)
+		paths[i] = e.path
+	}
+	// A path that is none of them (/api/ itself, a typo) gets the list, so the API can be found
+	// from any wrong guess.
+	notFound := "no such API endpoint: %s; the endpoints (GET): " + strings.Join(paths, ", ")
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		apiError(w, http.StatusNotFound, "no such API endpoint: "+r.URL.Path)
+		apiError(w, http.StatusNotFound, fmt.Sprintf(notFound, r.URL.Path))
 	})
 	return s, nil
 }

@@ -147,7 +147,15 @@ func TestAPIOnGatewayCaptures(t *testing.T) {
 		t.Errorf("CSP %q", csp)
 	}
 	getJSON(t, ts.URL+"/api/rollouts/demo-messages-sse/calls/1/raw?part=request_raw", 404, nil)
-	getJSON(t, ts.URL+"/api/nope", 404, nil)
+	// A wrong API path, /api/ itself included, lists the endpoints there are.
+	for _, p := range []string{"/api/nope", "/api/"} {
+		var e struct{ Error string }
+		getJSON(t, ts.URL+p, 404, &e)
+		if want := "no such API endpoint: " + p + "; the endpoints (GET): /api/overview, /api/rollouts, /api/rollouts/{id},"; !strings.HasPrefix(e.Error, want) ||
+			!strings.HasSuffix(e.Error, "/api/diff, /api/changes") {
+			t.Errorf("GET %s: error %q, want it to start %q and list every endpoint", p, e.Error, want)
+		}
+	}
 
 	// The change token answers at once for an old token and holds for the current one.
 	var ch struct{ Version uint64 }

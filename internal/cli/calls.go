@@ -205,7 +205,7 @@ func runCalls(s *Streams, o *callsOptions, dirs []string, id string) error {
 		return err
 	}
 	width := outputWidth(s.Out)
-	cols, err := resolveCallsColumns(o.columns, width)
+	cols, err := resolveCallsColumns(o.columns)
 	if err != nil {
 		return err
 	}
@@ -259,8 +259,18 @@ func runCalls(s *Streams, o *callsOptions, dirs []string, id string) error {
 	case formatTSV:
 		writeCallsTSV(w, rc.records)
 	default:
+		layout := ""
+		if cols == nil {
+			layout = callsLayoutFor(width)
+			cols, _ = resolveCallsColumns(layout)
+		}
 		if err := printCallsTable(w, rc, cols, width); err != nil {
 			return withExit(ExitFailure, err)
+		}
+		if layout != "" && width > 0 {
+			for _, l := range wrapParts(layoutHint(layout, width), " ", width) {
+				fmt.Fprintln(w, l)
+			}
 		}
 	}
 	if err := w.Flush(); err != nil {
@@ -322,11 +332,25 @@ func callsLayoutFor(width int) string {
 	return "compact"
 }
 
-// resolveCallsColumns turns --columns (a layout name, or comma-separated column keys; "" picks the
-// layout by width) into columns. An unknown name is a usage error listing the known ones.
-func resolveCallsColumns(spec string, width int) ([]callColumn, error) {
+// callsRows are the cells of the calls table: one row per record, one cell per column.
+func callsRows(cols []callColumn, records []modelcalls.ModelCallRecord) [][]string {
+	rows := make([][]string, 0, len(records))
+	for i := range records {
+		row := make([]string, len(cols))
+		for j, c := range cols {
+			row[j] = c.cell(&records[i])
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// resolveCallsColumns turns --columns (a layout name, or comma-separated column keys) into
+// columns, nil for "" (the layout callsLayoutFor picks by width). An unknown name is a usage error
+// listing the known ones.
+func resolveCallsColumns(spec string) ([]callColumn, error) {
 	if spec == "" {
-		spec = callsLayoutFor(width)
+		return nil, nil
 	}
 	keys, ok := callsLayouts[spec]
 	if !ok {
@@ -341,7 +365,8 @@ func resolveCallsColumns(spec string, width int) ([]callColumn, error) {
 			for j, c := range callColumns {
 				known[j] = c.key
 			}
-			return nil, usageErrorf("--columns: unknown column %q (layouts: compact, wide, full; columns: %s)", k, strings.Join(known, ", "))
+			return nil, usageErrorf("--columns: unknown column %q%s (layouts: compact, wide, full; columns: %s)", k,
+				didYouMean(similarNames(k, append([]string{"compact", "wide", "full"}, known...))), strings.Join(known, ", "))
 		}
 		cols = append(cols, callColumns[i])
 	}
@@ -382,35 +407,61 @@ func printCallsTable(w io.Writer, rc *rolloutCalls, cols []callColumn, width int
 			shrinkable = append(shrinkable, i)
 		}
 	}
-	rows := make([][]string, 0, len(rc.records))
-	for i := range rc.records {
-		row := make([]string, len(cols))
-		for j, c := range cols {
-			row[j] = c.cell(&rc.records[i])
-		}
-		rows = append(rows, row)
-	}
-	if err := renderTable(w, names, right, rows, width, shrinkable); err != nil {
+	if err := renderTable(w, names, right, callsRows(cols, rc.records), width, shrinkable); err != nil {
 		return err
 	}
 	m := modelcalls.AggregateRecords(rc.records)
-	fmt.Fprintf(w, "calls %d  tokens in %s out %s reasoning %s total %s  cached %s  latency total %s ms",
-		m.NumCalls, i64p(m.TokensIn), i64p(m.TokensOut), i64p(m.TokensReasoning), i64p(m.TokensTotal),
-		i64p(m.CachedTokens), msp(m.LatencyTotalMS))
+	parts := []string{fmt.Sprintf("calls %d", m.NumCalls),
+		fmt.Sprintf("tokens in %s out %s reasoning %s total %s", i64p(m.TokensIn), i64p(m.TokensOut), i64p(m.TokensReasoning), i64p(m.TokensTotal)),
+		"cached " + i64p(m.CachedTokens), "latency total " + msp(m.LatencyTotalMS) + " ms"}
 	if rc.total > len(rc.records) {
-		fmt.Fprintf(w, "  (%d of %d calls match the filter)", len(rc.records), rc.total)
+		parts = append(parts, fmt.Sprintf("(%d of %d calls match the filter)", len(rc.records), rc.total))
 	}
 	if len(rc.damages) > 0 {
-		fmt.Fprintf(w, "  damaged lines %d", len(rc.damages))
+		parts = append(parts, fmt.Sprintf("damaged lines %d", len(rc.damages)))
 	}
 	if rc.incomplete {
-		fmt.Fprint(w, "  incomplete")
+		parts = append(parts, "incomplete")
 	}
 	if rc.claims.Live > 0 {
-		fmt.Fprintf(w, "  pending writes %d", rc.claims.Live)
+		parts = append(parts, fmt.Sprintf("pending writes %d", rc.claims.Live))
 	}
-	fmt.Fprintln(w)
+	for _, l := range wrapParts(parts, "  ", width) {
+		fmt.Fprintln(w, l)
+	}
 	return nil
+}
+
+// layoutHint is the words of the line under a table whose layout was chosen by the terminal's
+// width: which layout, and the headers of the full layout's columns it leaves out, so a person at
+// 80 columns knows finish reasons and TTFT are there and how to ask for them. nil when none is
+// left out. A header is one word, so lines break only between headers.
+func layoutHint(layout string, width int) []string {
+	shown := callsLayouts[layout]
+	covers := func(k string) bool { // the compact layout's merged columns stand for the full ones
+		switch k {
+		case "tokens_in", "tokens_out":
+			return slices.Contains(shown, "tokens_in_out")
+		case "latency_total_ms":
+			return slices.Contains(shown, "latency")
+		case "tool_calls":
+			return slices.Contains(shown, "tool_count")
+		}
+		return false
+	}
+	var hidden []string
+	for _, k := range callsLayouts["full"] {
+		if !slices.Contains(shown, k) && !covers(k) {
+			i := slices.IndexFunc(callColumns, func(c callColumn) bool { return c.key == k })
+			hidden = append(hidden, callColumns[i].header+",")
+		}
+	}
+	if len(hidden) == 0 {
+		return nil
+	}
+	hidden[len(hidden)-1] = strings.TrimSuffix(hidden[len(hidden)-1], ",")
+	words := append([]string{fmt.Sprintf("%s layout for %d columns; not shown:", layout, width)}, hidden...)
+	return append(words, "(--columns full shows every column)")
 }
 
 // newTable returns a table with the given header; right[i] right-aligns column i.

@@ -336,6 +336,35 @@ func TestCallsRecordDamageKeepsIndex(t *testing.T) {
 	}
 }
 
+// TestTypoPaths: a capture dir or input file that is not there, given as a person types it, gets
+// the paths next to it a typo could have meant, and a lone argument that names no directory says
+// which reading was taken (a path is the capture dir; an id-like name is not a dir here).
+func TestTypoPaths(t *testing.T) {
+	base := t.TempDir()
+	for _, d := range []string{"captures", "captures-old", ".hidden-captures", "other"} {
+		os.Mkdir(filepath.Join(base, d), 0o755)
+	}
+	capturetest.WriteFile(t, filepath.Join(base, "rollouts.jsonl"), nil, 0o644)
+	capturetest.WriteFile(t, filepath.Join(base, "capture"), nil, 0o644) // a file is no dir to suggest
+	t.Chdir(base)
+	checkExits(t, []exitCase{
+		{"positional dir typo", []string{"calls", "./captrues"}, ExitNotFound,
+			"capture dir ./captrues does not exist; did you mean ./captures?"},
+		{"positional dir typo, absolute", []string{"calls", filepath.Join(base, "captrues"), "r1"}, ExitNotFound,
+			"did you mean " + filepath.Join(base, "captures") + "?"},
+		{"flag dir typo, trailing slash", []string{"stats", "--capture-dir", "captrues/"}, ExitNotFound,
+			"capture dir captrues/ does not exist; did you mean captures?"},
+		{"prefix of two dirs", []string{"merge", "--capture-dir", "captur", "--in", "rollouts.jsonl"}, ExitNotFound,
+			"did you mean captures or captures-old?"},
+		{"in file typo", []string{"merge", "--capture-dir", "captures", "--in", "rollout.jsonl"}, ExitNotFound,
+			"--in rollout.jsonl does not exist; did you mean rollouts.jsonl?"},
+		{"nothing like it", []string{"stats", "zzzzzzzz"}, ExitNotFound, "capture dir zzzzzzzz does not exist\n"},
+		{"id-like lone argument", []string{"calls", "captrues"}, ExitUsage,
+			"calls: missing --capture-dir DIR (or the capture dir as the first argument: there is no directory captrues here, did you mean captures?)"},
+		{"lone dir, rollout missing", []string{"lineage", "captures"}, ExitUsage, "lineage: missing ROLLOUT_ID after the capture dir captures"},
+	})
+}
+
 func TestCallsExitCodes(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "plain")
 	capturetest.WriteFile(t, file, nil, 0o644)
@@ -348,6 +377,9 @@ func TestCallsExitCodes(t *testing.T) {
 		{"too long", []string{"calls", gymCapture, strings.Repeat("a", 201)}, ExitUsage, "at most 200"},
 		{"one argument, not a dir", []string{"calls", "0-0"}, ExitUsage, "calls: missing --capture-dir DIR"},
 		{"no arguments", []string{"calls"}, ExitUsage, "calls: missing --capture-dir DIR and ROLLOUT_ID"},
+		{"mistyped column", []string{"calls", gymCapture, "3-0", "--columns", "model,latnecy"}, ExitUsage,
+			`--columns: unknown column "latnecy"; did you mean latency? (layouts: compact, wide, full; columns: call_index,`},
+		{"mistyped layout", []string{"calls", gymCapture, "3-0", "--columns", "compcat"}, ExitUsage, "did you mean compact?"},
 		{"unknown rollout", []string{"calls", gymCapture, "0-9"}, ExitNotFound, "did you mean 0-0"},
 		{"flag dir and positional dir", []string{"calls", "--capture-dir", gymCapture, gymCapture, "0-0"}, ExitUsage, "calls: unexpected argument"},
 		{"three arguments", []string{"calls", gymCapture, "0-0", "x"}, ExitUsage, `calls: unexpected argument "x"`},

@@ -113,7 +113,7 @@ func loadRun(r runRef) (*rundiff.Run, error) {
 		return nil, withExit(ExitFailure, err)
 	}
 	if !hasCapture && !marker {
-		return nil, withExit(ExitNotFound, fmt.Errorf("diff: no rollout %s in %s", r.id, r.dir))
+		return nil, withExit(ExitNotFound, fmt.Errorf("diff: no rollout %s in %s%s", r.id, r.dir, unknownRolloutHint("calls", []string{r.dir}, r.id)))
 	}
 	run, err := rundiff.Load(store, r.dir, r.id)
 	if err != nil {

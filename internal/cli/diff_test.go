@@ -65,6 +65,8 @@ func TestDiff(t *testing.T) {
 		{"three dirs", []string{"diff", "--capture-dir", a, "--capture-dir", b, "--capture-dir", a, "r"}, ExitUsage, "given 3 times"},
 		{"bad id", []string{"diff", "--capture-dir", a, "r", "../x"}, ExitUsage, "ROLLOUT2"},
 		{"unknown rollout", []string{"diff", "--capture-dir", a, "demo-chat-json", "nope"}, ExitNotFound, "no rollout nope in"},
+		{"mistyped rollout", []string{"diff", "--capture-dir", a, "demo-chat-json", "demo-chat-jsn"}, ExitNotFound,
+			"no rollout demo-chat-jsn in " + a + "; did you mean demo-chat-json or demo-chat-sse?"},
 		{"missing dir", []string{"diff", "--capture-dir", filepath.Join(a, "missing"), "--capture-dir", b, "r"}, ExitNotFound, ""},
 		{"no dir", []string{"diff", "r1", "r2"}, ExitUsage, "--capture-dir is required"},
 	})

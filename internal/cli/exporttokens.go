@@ -200,6 +200,9 @@ func printExportTokensSummary(w io.Writer, sum *exportTokensSummary, format stri
 		fmt.Fprintf(w, "; %d --in lines skipped", skippedLines)
 	}
 	fmt.Fprintln(w)
+	if sum.complete == 0 && sum.noTokens > 0 {
+		fmt.Fprintln(w, "no call carries token ids: capture with modelcalls proxy (or run) --tokens vllm|sglang|llama-server, which asks the engine for them on Chat and Completions calls")
+	}
 	if len(sum.findings) > 0 {
 		codes := make([]string, 0, len(sum.findings))
 		for c := range sum.findings {

@@ -100,6 +100,14 @@ func TestExportTokens(t *testing.T) {
 			t.Errorf("rows %+v", rows)
 		}
 	})
+	t.Run("captured without --tokens: the summary names the fix", func(t *testing.T) {
+		stdout, errOut, code := runCLI(t, `{"_ng_rollout_id":"e2e-scripted-codex"}`+"\n", "export", "tokens", "--capture-dir", lineageCaptures,
+			"--in", "-", "--out", filepath.Join(out, "none.jsonl"))
+		if code != ExitFailure || !strings.Contains(stdout, ": 0 with prompt ids, generated ids and logprobs,") ||
+			!strings.Contains(stdout, "no call carries token ids: capture with modelcalls proxy (or run) --tokens vllm|sglang|llama-server") {
+			t.Errorf("exit %d, out %q, err %q", code, stdout, errOut)
+		}
+	})
 	t.Run("--in: only its rollouts, with their reward", func(t *testing.T) {
 		p := filepath.Join(out, "r1.jsonl")
 		stdout, errOut, code := runCLI(t, `{"_ng_rollout_id":"r1","reward":0.75}`+"\n", "export", "tokens", "--capture-dir", dir, "--in", "-", "--out", p)

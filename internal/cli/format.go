@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/mattn/go-runewidth"
+	"github.com/modelcalls/modelcalls/rollout"
 	"golang.org/x/term"
 )
 
@@ -119,6 +120,20 @@ func fitColumns(header []string, rows [][]string, width int, shrinkable []int) {
 	}
 }
 
+// tableWidth is how many columns a table of header and rows takes with no cell cut: each column
+// its widest cell with a space each side and a border, and the first border.
+func tableWidth(header []string, rows [][]string) int {
+	total := 3*len(header) + 1
+	for i, h := range header {
+		w := runewidth.StringWidth(h)
+		for _, r := range rows {
+			w = max(w, runewidth.StringWidth(r[i]))
+		}
+		total += w
+	}
+	return total
+}
+
 // minHeaderWidth is the narrowest a header is cut to ("la…").
 const minHeaderWidth = 3
 
@@ -135,6 +150,28 @@ func renderTable(w io.Writer, header []string, right []bool, rows [][]string, wi
 		return fmt.Errorf("table: %w", err)
 	}
 	return nil
+}
+
+// wrapParts joins parts with sep into lines at most width columns wide (0: one line), breaking
+// only between parts; a part wider than width has a line of its own.
+func wrapParts(parts []string, sep string, width int) []string {
+	var lines []string
+	cur := ""
+	for _, p := range parts {
+		switch {
+		case cur == "":
+			cur = p
+		case width > 0 && runewidth.StringWidth(cur+sep+p) > width:
+			lines = append(lines, cur)
+			cur = p
+		default:
+			cur += sep + p
+		}
+	}
+	if cur != "" {
+		lines = append(lines, cur)
+	}
+	return lines
 }
 
 // tsvCell makes a value safe for one TSV field: tabs, newlines and carriage returns become spaces.
@@ -206,6 +243,15 @@ func captureDirArgs(cmd string, flagDirs []string, args []string, want ...string
 		return nil, nil, usageErrorf("%s: unexpected argument %q", cmd, args[len(want)+1])
 	case len(args) == 0 && len(want) > 0:
 		return nil, nil, usageErrorf("%s: missing --capture-dir DIR and %s", cmd, strings.Join(want, " and "))
+	case len(args) > 0 && isDir(args[0]):
+		return nil, nil, usageErrorf("%s: missing %s after the capture dir %s", cmd, strings.Join(want[len(args)-1:], " and "), args[0])
+	case len(args) > 0 && rollout.Validate(args[0]) != nil:
+		// Not a rollout id (a path: ./captures, /data/run1): meant as the capture dir, which is
+		// not there.
+		return nil, nil, checkDir(args[0])
+	case len(args) > 0:
+		return nil, nil, usageErrorf("%s: missing --capture-dir DIR (or the capture dir as the first argument: there is no directory %s here%s)",
+			cmd, args[0], strings.Replace(didYouMean(similarPaths(args[0], true)), ";", ",", 1))
 	default:
 		return nil, nil, usageErrorf("%s: missing --capture-dir DIR (or the capture dir as the first argument)", cmd)
 	}

@@ -1,16 +1,20 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
+	"github.com/modelcalls/modelcalls/internal/editdist"
 	"github.com/modelcalls/modelcalls/rollout"
 	"github.com/spf13/pflag"
 )
@@ -63,7 +67,7 @@ func checkDir(dir string) error {
 	st, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return withExit(ExitNotFound, fmt.Errorf("capture dir %s does not exist", dir))
+		return withExit(ExitNotFound, fmt.Errorf("capture dir %s does not exist%s", dir, didYouMean(similarPaths(dir, true))))
 	case err != nil:
 		return withExit(ExitNotFound, fmt.Errorf("capture dir: %w", err))
 	case !st.IsDir():
@@ -79,13 +83,107 @@ func checkInputFile(flag, name string) error {
 	st, err := os.Stat(name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return withExit(ExitNotFound, fmt.Errorf("%s %s does not exist", flag, name))
+		return withExit(ExitNotFound, fmt.Errorf("%s %s does not exist%s", flag, name, didYouMean(similarPaths(name, false))))
 	case err != nil:
 		return withExit(ExitNotFound, fmt.Errorf("%s: %w", flag, err))
 	case st.IsDir():
 		return withExit(ExitNotFound, fmt.Errorf("%s %s is a directory, not a file", flag, name))
 	}
 	return nil
+}
+
+// isDir reports whether path names a directory (following a symlink).
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
+}
+
+// maxPathEntries bounds how many entries of a directory similarPaths looks at.
+const maxPathEntries = 10000
+
+// similarPaths returns up to maxSuggestions paths next to name that a typo could have meant:
+// entries of name's directory (directories when dir, else files) whose name is within a third of
+// its length in edits (at least 1) or contains it, closest first (then by name), each written as
+// name was (same directory part). Hidden entries count only when name's own base is hidden. A
+// directory that cannot be read gives none.
+func similarPaths(name string, dir bool) []string {
+	trimmed := strings.TrimRight(name, string(os.PathSeparator))
+	if trimmed == "" {
+		return nil
+	}
+	base := filepath.Base(trimmed)
+	prefix := strings.TrimSuffix(trimmed, base)
+	f, err := os.Open(filepath.Dir(trimmed))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	ents, _ := f.ReadDir(maxPathEntries)
+	type cand struct {
+		path string
+		d    int
+	}
+	var cs []cand
+	lower := strings.ToLower(base)
+	limit := max(1, len(base)/3)
+	for _, e := range ents {
+		n := e.Name()
+		if strings.HasPrefix(n, ".") && !strings.HasPrefix(base, ".") {
+			continue
+		}
+		isDir := e.IsDir()
+		if e.Type()&fs.ModeSymlink != 0 {
+			st, err := os.Stat(filepath.Join(filepath.Dir(trimmed), n))
+			isDir = err == nil && st.IsDir()
+		}
+		if isDir != dir {
+			continue
+		}
+		ln := strings.ToLower(n)
+		d := editdist.Levenshtein(lower, ln)
+		if strings.Contains(ln, lower) {
+			d = 0
+		}
+		if d <= limit {
+			cs = append(cs, cand{prefix + n, d})
+		}
+	}
+	slices.SortFunc(cs, func(a, b cand) int { return cmp.Or(a.d-b.d, strings.Compare(a.path, b.path)) })
+	var like []string
+	for i := 0; i < len(cs) && i < maxSuggestions; i++ {
+		like = append(like, cs[i].path)
+	}
+	return like
+}
+
+// similarNames returns up to maxSuggestions of names within a third of name's length in edits
+// (at least 1), closest first.
+func similarNames(name string, names []string) []string {
+	limit := max(1, len(name)/3)
+	type cand struct {
+		name string
+		d    int
+	}
+	var cs []cand
+	for _, n := range names {
+		if d := editdist.Levenshtein(strings.ToLower(name), strings.ToLower(n)); d <= limit {
+			cs = append(cs, cand{n, d})
+		}
+	}
+	slices.SortStableFunc(cs, func(a, b cand) int { return a.d - b.d })
+	var like []string
+	for i := 0; i < len(cs) && i < maxSuggestions; i++ {
+		like = append(like, cs[i].name)
+	}
+	return like
+}
+
+// didYouMean is the "; did you mean A or B?" an error adds for the names like, "" for none.
+func didYouMean(like []string) string {
+	if len(like) == 0 {
+		return ""
+	}
+	return "; did you mean " + strings.Join(like, " or ") + "?"
 }
 
 // openCaptureDir opens the existing capture dir named on the command line, creating nothing: an

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mattn/go-runewidth"
 	"github.com/spf13/cobra"
 
 	modelcalls "github.com/modelcalls/modelcalls"
@@ -94,13 +95,15 @@ func runLineage(s *Streams, o *lineageOptions, dirs []string, id string) error {
 		w.Write(b)
 		w.WriteByte('\n')
 	} else {
-		writeLineageTree(w, id, rc.records, l)
+		writeLineageTree(w, id, rc.records, l, outputWidth(s.Out))
 	}
 	return w.Flush()
 }
 
-// writeLineageTree writes l as a tree (runLineage's text format).
-func writeLineageTree(w io.Writer, id string, recs []modelcalls.ModelCallRecord, l *lineage.Lineage) {
+// writeLineageTree writes l as a tree (runLineage's text format): one line per call, its relation
+// indented by depth, the columns as wide as their widest value; then the summary, wrapped between
+// its parts to width (0: one line).
+func writeLineageTree(w io.Writer, id string, recs []modelcalls.ModelCallRecord, l *lineage.Lineage, width int) {
 	pos := make(map[string]int, len(l.Calls))
 	for i := range l.Calls {
 		pos[l.Calls[i].CallID] = i
@@ -125,24 +128,24 @@ func writeLineageTree(w io.Writer, id string, recs []modelcalls.ModelCallRecord,
 		}
 	}
 	fmt.Fprintf(w, "rollout %s: %d calls\n", id, len(l.Calls))
+	type line struct {
+		i, depth                int
+		index, rel, model, toks string
+	}
+	var lines []line
+	var wIndex, wRel, wModel, wToks int
 	var walk func(i, depth int)
 	walk = func(i, depth int) {
 		n := &l.Calls[i]
-		mark := " "
-		if n.MainChain {
-			mark = "*"
-		}
 		rel := string(n.Relation)
 		if n.Evidence != lineage.EvidenceMessages && n.Evidence != lineage.EvidenceNone {
 			rel += " (" + string(n.Evidence) + ")"
 		}
-		r := &recs[i]
-		fmt.Fprintf(w, "%s #%-4d %-36s %-24s +%-3d %-18s %s\n", mark, n.CallIndex, strings.Repeat("  ", depth)+rel,
-			orDash(r.Model), n.NewMessages, tokensInOut(r), finishOf(r))
-		if a := n.Audit; a != nil && !a.OK {
-			fmt.Fprintf(w, "        %s  token audit: differs at %d (%s): expected %s, got %s\n", strings.Repeat("  ", depth),
-				*a.Position, a.In, idText(a.Expected), idText(a.Got))
-		}
+		ln := line{i: i, depth: depth, index: "#" + strconv.Itoa(n.CallIndex), rel: strings.Repeat("  ", depth) + rel,
+			model: orDash(recs[i].Model), toks: tokensInOut(&recs[i])}
+		wIndex, wRel = max(wIndex, len(ln.index)), max(wRel, runewidth.StringWidth(ln.rel))
+		wModel, wToks = max(wModel, runewidth.StringWidth(ln.model)), max(wToks, len(ln.toks))
+		lines = append(lines, ln)
 		for _, c := range children[i] {
 			walk(c, depth+1)
 		}
@@ -150,13 +153,32 @@ func writeLineageTree(w io.Writer, id string, recs []modelcalls.ModelCallRecord,
 	for _, r := range roots {
 		walk(r, 0)
 	}
-	s := l.Summary
-	fmt.Fprintf(w, "main chain %d calls; %d roots, %d extends, %d forks, %d retries, %d resamples, %d compactions; %d calls off the main chain",
-		s.MainChainLength, s.Roots, s.Extends, s.Forks, s.Retries, s.Resamples, s.Compactions, s.OffMainChain)
-	if s.AuditedEdges > 0 {
-		fmt.Fprintf(w, "; token audit %d/%d edges exact", s.AuditedEdges-s.AuditFailures, s.AuditedEdges)
+	pad := func(s string, n int) string { return s + strings.Repeat(" ", max(0, n-runewidth.StringWidth(s))) }
+	for _, ln := range lines {
+		n := &l.Calls[ln.i]
+		mark := " "
+		if n.MainChain {
+			mark = "*"
+		}
+		fmt.Fprintf(w, "%s %s  %s  %s  +%-3d %s  %s\n", mark, pad(ln.index, wIndex), pad(ln.rel, wRel), pad(ln.model, wModel),
+			n.NewMessages, pad(ln.toks, wToks), finishOf(&recs[ln.i]))
+		if a := n.Audit; a != nil && !a.OK {
+			fmt.Fprintf(w, "        %s  token audit: differs at %d (%s): expected %s, got %s\n", strings.Repeat("  ", ln.depth),
+				*a.Position, a.In, idText(a.Expected), idText(a.Got))
+		}
 	}
-	fmt.Fprintln(w)
+	s := l.Summary
+	parts := []string{fmt.Sprintf("main chain %d calls;", s.MainChainLength), fmt.Sprintf("%d roots,", s.Roots),
+		fmt.Sprintf("%d extends,", s.Extends), fmt.Sprintf("%d forks,", s.Forks), fmt.Sprintf("%d retries,", s.Retries),
+		fmt.Sprintf("%d resamples,", s.Resamples), fmt.Sprintf("%d compactions;", s.Compactions),
+		fmt.Sprintf("%d calls off the main chain", s.OffMainChain)}
+	if s.AuditedEdges > 0 {
+		parts[len(parts)-1] += ";"
+		parts = append(parts, fmt.Sprintf("token audit %d/%d edges exact", s.AuditedEdges-s.AuditFailures, s.AuditedEdges))
+	}
+	for _, l := range wrapParts(parts, " ", width) {
+		fmt.Fprintln(w, l)
+	}
 }
 
 func orDash(s *string) string {

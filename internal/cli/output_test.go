@@ -40,24 +40,31 @@ func onPTY(t *testing.T, cols int, args ...string) string {
 }
 
 func TestTableOnTerminalTSVOtherwise(t *testing.T) {
-	// Each width gets its layout, fits it, and no header is cut.
+	// Each width gets its layout, every line fits (the summary wraps), no header is cut, and a
+	// layout picked by width says what it leaves out.
 	for _, tc := range []struct {
 		cols      int
 		has, hasn []string // header cells
+		hint      string   // the line under the table
 	}{
-		{200, []string{"dialect", "reasoning tok", "tok in", "tok out", "source"}, nil},
-		{160, []string{"dialect", "reasoning tok", "ttft ms"}, nil},
-		{120, []string{"model", "tok in", "tok out", "cached tok", "ttft ms", "tool calls", "error"}, []string{"dialect", "source"}},
-		{80, []string{"#", "model", "status", "tok in/out", "latency", "tools", "error"}, []string{"finish", "ttft ms"}},
+		{200, []string{"dialect", "reasoning tok", "tok in", "tok out", "source"}, nil, ""},
+		{160, []string{"dialect", "reasoning tok", "ttft ms"}, nil, ""},
+		{120, []string{"model", "tok in", "tok out", "cached tok", "ttft ms", "tool calls", "error"}, []string{"dialect", "source"},
+			"wide layout for 120 columns; not shown: dialect, reasoning tok, total tok, source (--columns full shows every column)"},
+		{80, []string{"#", "model", "status", "tok in/out", "latency", "tools", "error"}, []string{"finish", "ttft ms"},
+			"compact layout for 80 columns; not shown: dialect, finish, reasoning tok, total tok, cached tok, ttft ms, source"},
 	} {
 		shown := onPTY(t, tc.cols, "calls", "--capture-dir", gymCapture, "3-0")
 		if !strings.Contains(shown, "│ # ") || !strings.Contains(shown, "calls 6  tokens in 439") {
 			t.Fatalf("%d columns: no table on the terminal:\n%s", tc.cols, shown)
 		}
 		for _, line := range strings.Split(shown, "\n") {
-			if strings.ContainsRune(line, '│') && runewidth.StringWidth(line) > tc.cols {
+			if runewidth.StringWidth(line) > tc.cols {
 				t.Errorf("%d columns: line is %d wide: %s", tc.cols, runewidth.StringWidth(line), line)
 			}
+		}
+		if tc.hint == "" && strings.Contains(shown, "not shown:") || !strings.Contains(strings.ReplaceAll(shown, "\n", " "), tc.hint) {
+			t.Errorf("%d columns: want the hint %q:\n%s", tc.cols, tc.hint, shown)
 		}
 		header, rows := tableCells(shown)
 		for _, h := range header {
@@ -101,6 +108,49 @@ func TestTableOnTerminalTSVOtherwise(t *testing.T) {
 	if !strings.Contains(shown, "│ dialect ") || !strings.Contains(shown, "│ responses ") || !strings.Contains(shown, "│ elapsed / summed latency ") ||
 		!strings.Contains(shown, "│ output tokens per second ") || !strings.Contains(shown, "out tok/s") {
 		t.Errorf("stats on a terminal:\n%s", shown)
+	}
+	// Narrower terminals: the per-model table keeps the columns whose headers and names fit whole
+	// and names the rest; the run table wraps its notes instead of cutting them.
+	for _, tc := range []struct {
+		cols      int
+		has, hasn []string
+		hint      string
+	}{
+		{200, []string{"reasoning tok", "p99 ms", "latency sum s"}, nil, ""},
+		{120, []string{"cache hit", "ttft p50 ms", "elapsed s", "out tok/s"}, []string{"reasoning tok", "p99 ms"},
+			"120 columns; not shown: reasoning tok, total tok, p90 ms, p99 ms, latency sum s"},
+		{80, []string{"calls", "errors", "tok in", "tok out", "p50 ms", "out tok/s"}, []string{"cache hit", "ttft p50 ms"},
+			"80 columns; not shown: reasoning tok, total tok, cache hit, p90 ms, p99 ms, ttft p50 ms, elapsed s, latency sum s"},
+	} {
+		shown := onPTY(t, tc.cols, "stats", "--capture-dir", gymCapture)
+		for _, line := range strings.Split(shown, "\n") {
+			if runewidth.StringWidth(line) > tc.cols {
+				t.Errorf("stats at %d columns: line is %d wide: %s", tc.cols, runewidth.StringWidth(line), line)
+			}
+			// Only model names are cut, and only to 20 columns or more.
+			if cells := strings.Split(line, "│"); len(cells) > 2 && (strings.Contains(strings.Join(cells[2:], "|"), "…") ||
+				strings.Contains(cells[1], "…") && runewidth.StringWidth(strings.TrimSpace(cells[1])) < 18) {
+				t.Errorf("stats at %d columns: a cell was cut: %s", tc.cols, line)
+			}
+		}
+		if tc.hint == "" && strings.Contains(shown, "not shown:") || !strings.Contains(strings.ReplaceAll(shown, "\n", " "), tc.hint) {
+			t.Errorf("stats at %d columns: want the hint %q:\n%s", tc.cols, tc.hint, shown)
+		}
+		tables := strings.SplitN(shown, "\n\n", 2)
+		if len(tables) != 2 {
+			t.Fatalf("stats at %d columns: want two tables:\n%s", tc.cols, shown)
+		}
+		header, _ := tableCells(tables[1])
+		for _, h := range tc.has {
+			if !slices.Contains(header, h) {
+				t.Errorf("stats at %d columns: no %q column in %q", tc.cols, h, header)
+			}
+		}
+		for _, h := range tc.hasn {
+			if slices.Contains(header, h) {
+				t.Errorf("stats at %d columns: a %q column in %q", tc.cols, h, header)
+			}
+		}
 	}
 	if shown := onPTY(t, 200, "stats", "--capture-dir", gymCapture, "--format", "tsv"); !strings.HasPrefix(shown, "model\tcalls\t") {
 		t.Errorf("--format tsv on a terminal:\n%s", shown)
@@ -206,5 +256,19 @@ func TestStatsBy(t *testing.T) {
 		if _, errOut, code := runCLI(t, "", args...); code != ExitUsage || !strings.Contains(errOut, "modelcalls: stats: ") {
 			t.Errorf("%v: exit %d, %q", args, code, errOut)
 		}
+	}
+}
+
+// TestLineageOnNarrowTerminal: at 80 columns every line of the lineage tree fits, the summary
+// wrapped between its parts.
+func TestLineageOnNarrowTerminal(t *testing.T) {
+	shown := onPTY(t, 80, "lineage", "--capture-dir", lineageCaptures, "claude-code-replay-misses")
+	for _, line := range strings.Split(strings.TrimSuffix(shown, "\n"), "\n") {
+		if runewidth.StringWidth(line) > 80 {
+			t.Errorf("line is %d wide: %s", runewidth.StringWidth(line), line)
+		}
+	}
+	if !strings.Contains(shown, "\nmain chain 2 calls; 3 roots,") || !strings.Contains(shown, "6 calls off the main chain\n") {
+		t.Errorf("no summary:\n%s", shown)
 	}
 }

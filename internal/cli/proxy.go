@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"net"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -117,6 +119,19 @@ type proxyConfig struct {
 	tokens     tokens.Engine
 }
 
+// schemeHint is what a URL flag's error adds when the value is a bare HOST:PORT (the scheme left
+// out, as in 127.0.0.1:8000 or localhost:8000): "; did you mean http://HOST:PORT?". Nothing for
+// anything else, nor for a value holding "@" (it may carry credentials, which are never echoed).
+func schemeHint(raw string) string {
+	if strings.Contains(raw, "://") || strings.Contains(raw, "@") {
+		return ""
+	}
+	if host, port, err := net.SplitHostPort(strings.TrimRight(raw, "/")); err != nil || host == "" || port == "" {
+		return ""
+	}
+	return "; did you mean http://" + strings.TrimRight(raw, "/") + "?"
+}
+
 // resolveProxyConfig checks the flags and merges them with the Gym config. Every error names the
 // flag or config key and the rule.
 func resolveProxyConfig(o *proxyOptions, overrides []string) (*proxyConfig, error) {
@@ -130,7 +145,7 @@ func resolveProxyConfig(o *proxyOptions, overrides []string) (*proxyConfig, erro
 	u, err := url.Parse(o.upstream)
 	if err != nil {
 		// The text may hold credentials; url.Parse's error quotes it, so neither is repeated.
-		return nil, usageErrorf("--upstream: not a URL; it must be an absolute http:// or https:// URL with a host")
+		return nil, usageErrorf("--upstream: not a URL; it must be an absolute http:// or https:// URL with a host%s", schemeHint(o.upstream))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		// Quoted as typed ("http://", not the "http:" a URL without a host prints as), unless it
@@ -139,7 +154,7 @@ func resolveProxyConfig(o *proxyOptions, overrides []string) (*proxyConfig, erro
 		if _, hasPassword := u.User.Password(); hasPassword {
 			shown = u.Redacted()
 		}
-		return nil, usageErrorf("--upstream %q: must be an absolute http:// or https:// URL with a host", shown)
+		return nil, usageErrorf("--upstream %q: must be an absolute http:// or https:// URL with a host%s", shown, schemeHint(o.upstream))
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
 		u.RawQuery = ""

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -200,7 +199,7 @@ func noRolloutArg(flagDirs, args []string) ([]string, bool) {
 	case len(flagDirs) > 0 && len(args) == 0:
 		return flagDirs, true
 	case len(flagDirs) == 0 && len(args) == 1:
-		if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
+		if isDir(args[0]) {
 			return args, true
 		}
 	}
@@ -248,7 +247,7 @@ func unknownRolloutHint(cmd string, dirs []string, id string) string {
 	like, total := similarRollouts(dirs, id)
 	switch {
 	case len(like) > 0:
-		return "; did you mean " + strings.Join(like, " or ") + "?"
+		return didYouMean(like)
 	case total > 0:
 		return fmt.Sprintf("; %s holds %s (modelcalls %s %s lists them)", strings.Join(dirs, ", "),
 			plural(total, "rollout", "rollouts"), cmd, dirs[0])

@@ -116,11 +116,11 @@ child exits waits for every capture write in flight (up to --shutdown-timeout) b
 	f.StringVar(&o.gatewayURL, "gateway", "", "base URL of a running capture gateway, e.g. http://127.0.0.1:8080")
 	f.StringVar(&o.upstream, "upstream", "", "start a gateway of its own in front of this model server URL (needs --capture-dir)")
 	f.StringVar(&o.captureDir, "capture-dir", "", "with --upstream: capture directory the gateway writes to")
-	f.StringVar(&o.listen, "listen", "127.0.0.1:0", "with --upstream: the address of the gateway run starts (default a free loopback port)")
+	f.StringVar(&o.listen, "listen", "127.0.0.1:0", "with --upstream: the address of the gateway run starts (127.0.0.1:0: a free loopback port)")
 	f.StringVar(&o.name, "name", "", "with --upstream: model server name recorded as model_ref.name")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "with --upstream: how long to let calls in flight finish after the child exits")
 	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "with --upstream: a web origin (scheme://host[:port]) whose browser requests the gateway serves (repeatable; others get 403)")
-	f.StringVar(&o.logLevel, "log-level", "warn", "with --upstream: the gateway's log level on stderr (debug, info, warn, error)")
+	f.StringVar(&o.logLevel, "log-level", "warn", "with --upstream: the gateway's log level on stderr (debug, info, warn, error); info shows its address, how the command was pointed at it and each captured call")
 	addTokensFlag(f, &o.tokens, "with --upstream: ")
 	return cmd
 }
@@ -143,7 +143,7 @@ func childEnv(env []string, gatewayBase, id string) []string {
 func checkGatewayURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return nil, usageErrorf("--gateway: must be an absolute http:// or https:// URL with a host, no query or fragment, e.g. http://127.0.0.1:8080")
+		return nil, usageErrorf("--gateway: must be an absolute http:// or https:// URL with a host, no query or fragment, e.g. http://127.0.0.1:8080%s", schemeHint(raw))
 	}
 	if p := strings.TrimRight(u.EscapedPath(), "/"); p != "" {
 		root := (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()

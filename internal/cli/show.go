@@ -38,7 +38,8 @@ func newShowCmd(s *Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show --capture-dir DIR ROLLOUT_ID [CALL_INDEX | MODEL_CALL_ID] [--raw[=request|response]] [--full]",
 		Short: "Show one captured model call as a person reads it, or a one-screen summary of a rollout",
-		Long: `With a call (its call_index, as calls lists it, or its 32-hex model_call_id): the request's system
+		Long: `With a call (its call_index, as calls lists it, or its 32-hex model_call_id, or the first 6 or more
+characters of that id when no other call's id starts with them): the request's system
 prompt, messages and tool names; the response's text, reasoning and tool calls with their arguments;
 usage, with the usage field each number came from (and the Anthropic cache fold spelled out);
 the token ids and logprobs the engine returned (counts, where they came from, the least likely
@@ -157,8 +158,12 @@ func runShow(s *Streams, o *showOptions, dirs []string, id, call string) error {
 	return nil
 }
 
-// findCall picks the call named by a model_call_id or a call_index (all digits). The id is looked
-// up first: a 32-hex id can be all digits, and no call_index is that long.
+// minIDPrefix is the shortest leading part of a model_call_id findCall takes for the id.
+const minIDPrefix = 6
+
+// findCall picks the call named by a model_call_id, a call_index (all digits), or a leading part
+// of a model_call_id (minIDPrefix characters or more, not all digits) that one call's id starts
+// with. The id is looked up first: a 32-hex id can be all digits, and no call_index is that long.
 func findCall(rc *rolloutCalls, call string) (*modelcalls.ModelCallRecord, error) {
 	for i := range rc.records {
 		if id := rc.records[i].ModelCallID; id != nil && *id == call {
@@ -178,6 +183,22 @@ func findCall(rc *rolloutCalls, call string) (*modelcalls.ModelCallRecord, error
 		}
 		return nil, withExit(ExitNotFound, fmt.Errorf("call %d: no call with that call_index (the rollout has %s; modelcalls calls lists them)",
 			n, plural(len(rc.records), "call", "calls")))
+	}
+	// A leading part of a model_call_id, as git takes a commit's: the one call whose id starts
+	// with it, at least minIDPrefix characters.
+	var like []string
+	var found *modelcalls.ModelCallRecord
+	for i := range rc.records {
+		if id := rc.records[i].ModelCallID; id != nil && len(call) >= minIDPrefix && strings.HasPrefix(*id, call) {
+			like, found = append(like, *id), &rc.records[i]
+		}
+	}
+	switch {
+	case len(like) == 1:
+		return found, nil
+	case len(like) > 1:
+		return nil, withExit(ExitUsage, fmt.Errorf("call %q: the model_call_id of %d calls starts with it (%s); give more of it",
+			call, len(like), strings.Join(like, ", ")))
 	}
 	return nil, withExit(ExitNotFound, fmt.Errorf("call %q: neither a call_index nor a model_call_id of this rollout", call))
 }

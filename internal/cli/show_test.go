@@ -134,6 +134,34 @@ func TestShowCallByDigitID(t *testing.T) {
 	}
 }
 
+// TestShowCallByIDPrefix: a leading part of a model_call_id (6 characters or more, as copied from
+// a table) names the one call whose id starts with it; a part two ids share says so and names them.
+func TestShowCallByIDPrefix(t *testing.T) {
+	st := capturetest.NewStore(t)
+	dir := st.Dir()
+	ok := 200
+	ids := []string{"abcdef01" + strings.Repeat("1", 24), "abcdef02" + strings.Repeat("2", 24), "0123456a" + strings.Repeat("3", 24)}
+	for i, id := range ids {
+		ex := &capture.Exchange{ModelCallID: id, Dialect: "chat", StatusCode: &ok,
+			Request: []byte(`{"model":"m","messages":[{"role":"user","content":"question ` + string(rune('A'+i)) + `"}]}`)}
+		if err := st.AppendExchange("ids", ex); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ arg, want string }{{"abcdef01", "question A"}, {"abcdef02", "question B"}, {"0123456a", "question C"}} {
+		out, errOut, code := runCLI(t, "", "show", "--capture-dir", dir, "ids", tc.arg)
+		if code != ExitOK || !strings.Contains(out, tc.want) {
+			t.Errorf("show %s: exit %d, %s, want %q in:\n%s", tc.arg, code, errOut, tc.want, clipText(out))
+		}
+	}
+	checkExits(t, []exitCase{
+		{"shared prefix", []string{"show", "--capture-dir", dir, "ids", "abcdef"}, ExitUsage,
+			`call "abcdef": the model_call_id of 2 calls starts with it (` + ids[0] + ", " + ids[1] + "); give more of it"},
+		{"too short", []string{"show", "--capture-dir", dir, "ids", "abcde"}, ExitNotFound, "neither a call_index nor a model_call_id"},
+		{"digits are a call_index", []string{"show", "--capture-dir", dir, "ids", "0123456"}, ExitNotFound, "no call with that call_index"},
+	})
+}
+
 func TestShowErrors(t *testing.T) {
 	dir := showStore(t)
 	checkExits(t, []exitCase{

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mattn/go-runewidth"
 	"github.com/spf13/cobra"
 
 	modelcalls "github.com/modelcalls/modelcalls"
@@ -370,7 +371,7 @@ func printStatsTables(w io.Writer, r *stats.Report, by string, width int) error 
 		{"elapsed / summed latency", secondsPair(r.ElapsedMS, r.LatencySumMS)},
 		{"output tokens per second", rateOf(r.TokensOutPerSecond) + " (of the elapsed time)"},
 	}
-	if err := renderTable(w, []string{"run", "value"}, []bool{false, false}, rows, width, []int{0, 1}); err != nil {
+	if err := renderTable(w, []string{"run", "value"}, []bool{false, false}, rows, wrapValues(rows, width), []int{0, 1}); err != nil {
 		return err
 	}
 	groups := statsGroups(r, by)
@@ -378,18 +379,146 @@ func printStatsTables(w io.Writer, r *stats.Report, by string, width int) error 
 		return nil
 	}
 	fmt.Fprintln(w)
-	rows = rows[:0]
-	for _, g := range groups {
-		m := g.s
-		rows = append(rows, []string{g.name, strconv.Itoa(m.Calls), strconv.Itoa(m.Errors),
-			i64p(m.Tokens.In), i64p(m.Tokens.Out), i64p(m.Tokens.Reasoning), i64p(m.Tokens.Total),
-			rateCell(m.Cache.HitRate), msp(m.LatencyMS.P50), msp(m.LatencyMS.P90), msp(m.LatencyMS.P99), msp(m.TTFTMS.P50),
-			secondsCell1(m.ElapsedMS), secondsCell1(m.LatencySumMS), rateOf(m.TokensOutPerSecond)})
+	cols := statsColumnsFor(groups, by, width)
+	header := make([]string, len(cols))
+	right := make([]bool, len(cols))
+	for i, c := range cols {
+		header[i], right[i] = c.header, c.right
 	}
-	return renderTable(w,
-		[]string{by, "calls", "errors", "tok in", "tok out", "reasoning tok", "total tok", "cache hit", "p50 ms", "p90 ms", "p99 ms", "ttft p50 ms",
-			"elapsed s", "latency sum s", "out tok/s"},
-		[]bool{false, true, true, true, true, true, true, true, true, true, true, true, true, true, true}, rows, width, []int{0})
+	if err := renderTable(w, header, right, statsRows(cols, groups), width, []int{0}); err != nil {
+		return err
+	}
+	if len(cols)-1 < len(statsColumns) {
+		var hidden []string
+		for _, c := range statsColumns {
+			if !slices.ContainsFunc(cols, func(k statsColumn) bool { return k.header == c.header }) {
+				hidden = append(hidden, c.header+",")
+			}
+		}
+		hidden[len(hidden)-1] = strings.TrimSuffix(hidden[len(hidden)-1], ",")
+		words := append([]string{fmt.Sprintf("%d columns; not shown:", width)}, hidden...)
+		for _, l := range wrapParts(append(words, "(--format tsv or json carries every figure)"), " ", width) {
+			fmt.Fprintln(w, l)
+		}
+	}
+	return nil
+}
+
+// wrapValues breaks each value (rows' second cell) too wide for width into lines between its
+// words, so that the run table keeps every figure and note instead of cutting them with "…", and
+// returns the width left to fit the table to: 0 once every line fits, width when it cannot be
+// done (the labels leave fewer than minValueWidth columns, or one word is too wide) and the values
+// are left whole, to be cut.
+func wrapValues(rows [][]string, width int) int {
+	if width <= 0 {
+		return width
+	}
+	label := 0
+	for _, r := range rows {
+		label = max(label, runewidth.StringWidth(r[0]))
+	}
+	room := width - label - 7 // borders and padding of two columns
+	if room < minValueWidth {
+		return width
+	}
+	wrapped := make([]string, len(rows))
+	for i, r := range rows {
+		lines := wrapParts(strings.Fields(r[1]), " ", room)
+		for _, l := range lines {
+			if runewidth.StringWidth(l) > room {
+				return width
+			}
+		}
+		wrapped[i] = strings.Join(lines, "\n")
+	}
+	for i := range rows {
+		rows[i][1] = wrapped[i]
+	}
+	return 0
+}
+
+// minValueWidth is the narrowest value column wrapValues wraps to.
+const minValueWidth = 20
+
+// statsColumn is one column of the per-group stats table.
+type statsColumn struct {
+	header string
+	right  bool
+	narrow bool // in the narrowest set, kept at any width
+	wide   bool // in the set for about 120 columns
+	cell   func(m *stats.Summary) string
+}
+
+// statsColumns are the per-group table's columns after the group's name, in table order.
+var statsColumns = []statsColumn{
+	{"calls", true, true, true, func(m *stats.Summary) string { return strconv.Itoa(m.Calls) }},
+	{"errors", true, true, true, func(m *stats.Summary) string { return strconv.Itoa(m.Errors) }},
+	{"tok in", true, true, true, func(m *stats.Summary) string { return i64p(m.Tokens.In) }},
+	{"tok out", true, true, true, func(m *stats.Summary) string { return i64p(m.Tokens.Out) }},
+	{"reasoning tok", true, false, false, func(m *stats.Summary) string { return i64p(m.Tokens.Reasoning) }},
+	{"total tok", true, false, false, func(m *stats.Summary) string { return i64p(m.Tokens.Total) }},
+	{"cache hit", true, false, true, func(m *stats.Summary) string { return rateCell(m.Cache.HitRate) }},
+	{"p50 ms", true, true, true, func(m *stats.Summary) string { return msp(m.LatencyMS.P50) }},
+	{"p90 ms", true, false, false, func(m *stats.Summary) string { return msp(m.LatencyMS.P90) }},
+	{"p99 ms", true, false, false, func(m *stats.Summary) string { return msp(m.LatencyMS.P99) }},
+	{"ttft p50 ms", true, false, true, func(m *stats.Summary) string { return msp(m.TTFTMS.P50) }},
+	{"elapsed s", true, false, true, func(m *stats.Summary) string { return secondsCell1(m.ElapsedMS) }},
+	{"latency sum s", true, false, false, func(m *stats.Summary) string { return secondsCell1(m.LatencySumMS) }},
+	{"out tok/s", true, true, true, func(m *stats.Summary) string { return rateOf(m.TokensOutPerSecond) }},
+}
+
+// statsColumnsFor is the group's name column and the widest set of statsColumns (every one, the
+// wide set, the narrow set) that fits in width columns (0: no limit) with every header and figure
+// whole and each group's name cut to no fewer than minGroupWidth characters; the narrow set, its
+// names cut to fit, when none does.
+func statsColumnsFor(groups []statsGroup, by string, width int) []statsColumn {
+	name := statsColumn{header: by}
+	sets := [][]statsColumn{statsColumns, nil, nil}
+	for _, c := range statsColumns {
+		if c.wide {
+			sets[1] = append(sets[1], c)
+		}
+		if c.narrow {
+			sets[2] = append(sets[2], c)
+		}
+	}
+	for i, set := range sets {
+		cols := append([]statsColumn{name}, set...)
+		if width <= 0 || i == len(sets)-1 {
+			return cols
+		}
+		header := make([]string, len(cols))
+		for j, c := range cols {
+			header[j] = c.header
+		}
+		rows := statsRows(cols, groups)
+		for _, r := range rows {
+			if runewidth.StringWidth(r[0]) > minGroupWidth {
+				r[0] = runewidth.Truncate(r[0], minGroupWidth, "…")
+			}
+		}
+		if tableWidth(header, rows) <= width {
+			return cols
+		}
+	}
+	return nil
+}
+
+// minGroupWidth is how far statsColumnsFor counts on cutting a group's name (a model name such as
+// claude-sonnet-4-5-20250929 keeps claude-sonnet-4-5-20…) to show more figures.
+const minGroupWidth = 20
+
+// statsRows are the per-group table's cells: the group's name, then one per column.
+func statsRows(cols []statsColumn, groups []statsGroup) [][]string {
+	rows := make([][]string, len(groups))
+	for i, g := range groups {
+		row := []string{g.name}
+		for _, c := range cols[1:] {
+			row = append(row, c.cell(g.s))
+		}
+		rows[i] = row
+	}
+	return rows
 }
 
 // secondsCell1 shows milliseconds as seconds with two decimals; "-" when unknown.

@@ -1,7 +1,7 @@
 // Command scripted-upstream runs the e2e tests' scripted model server on its own, to try a
 // harness against it by hand:
 //
-//	go run ./e2e/cmd/scripted-upstream -file /abs/path/hello.txt -listen 127.0.0.1:0
+//	go run ./test/e2e/cmd/scripted-upstream -file /abs/path/hello.txt -listen 127.0.0.1:0
 //
 // It prints "listening on http://ADDR" and then one JSON line per model call it answers.
 package main
