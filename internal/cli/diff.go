@@ -131,7 +131,7 @@ func writeDiff(w io.Writer, res *rundiff.Result, width int) {
 		name string
 		t    rundiff.Totals
 	}{{"A", res.A}, {"B", res.B}} {
-		parts := []string{t.name + ": " + t.t.Rollout, "in " + t.t.Dir + ":", plural(t.t.Calls, "call,", "calls,"),
+		parts := []string{t.name + ": " + t.t.Rollout, "in", t.t.Dir + ":", plural(t.t.Calls, "call,", "calls,"),
 			strconv.Itoa(t.t.Errors) + " with an error,", "tokens in " + strconv.FormatInt(t.t.TokensIn, 10) + ",",
 			"out " + strconv.FormatInt(t.t.TokensOut, 10) + ",", "latency " + strconv.FormatFloat(t.t.LatencyMS, 'f', 1, 64) + " ms (sum),",
 			plural(t.t.ToolCalls, "tool call", "tool calls")}
@@ -139,11 +139,11 @@ func writeDiff(w io.Writer, res *rundiff.Result, width int) {
 			parts[len(parts)-1] += ","
 			parts = append(parts, plural(t.t.Damaged, "unreadable line", "unreadable lines"))
 		}
-		writeWrapped(w, "", "   ", parts, width)
+		writeWrapped(w, "", "   ", parts, width, false)
 	}
 	fmt.Fprintln(w)
 	if res.Same {
-		writeWrapped(w, "", "", strings.Fields(fmt.Sprintf("The runs match: %d calls, same models, messages, statuses, tool calls and answers.", len(res.Pairs))), width)
+		writeWrapped(w, "", "", strings.Fields(fmt.Sprintf("The runs match: %d calls, same models, messages, statuses, tool calls and answers.", len(res.Pairs))), width, false)
 	} else {
 		f := res.First
 		head := []string{"First difference:", fmt.Sprintf("call #%d", f.Position), "(A call_index " + optInt(f.CallA) + ",",
@@ -152,9 +152,9 @@ func writeDiff(w io.Writer, res *rundiff.Result, width int) {
 			head[len(head)-1] += ","
 			head = append(head, fmt.Sprintf("message %d", *f.Message))
 		}
-		writeWrapped(w, "", "", head, width)
-		writeWrapped(w, "  A: ", "     ", strings.Fields(f.A), width)
-		writeWrapped(w, "  B: ", "     ", strings.Fields(f.B), width)
+		writeWrapped(w, "", "", head, width, false)
+		writeWrapped(w, "  A: ", "     ", strings.Fields(f.A), width, true)
+		writeWrapped(w, "  B: ", "     ", strings.Fields(f.B), width, true)
 	}
 	fmt.Fprintln(w)
 	layout, lines := diffTable(res.Pairs, width)
@@ -173,8 +173,8 @@ func writeDiff(w io.Writer, res *rundiff.Result, width int) {
 // writeWrapped writes parts (words, or groups of words that belong together: "2 calls,") after
 // first, joined by spaces and broken between parts into lines at most width columns wide (0: one
 // line), each further line after indent. A part too long for a line of its own is broken inside
-// (an excerpt's long token; a name the table shows never is).
-func writeWrapped(w io.Writer, first, indent string, parts []string, width int) {
+// when breakLong is set (an excerpt's long token), else left whole (a rollout id, a path).
+func writeWrapped(w io.Writer, first, indent string, parts []string, width int, breakLong bool) {
 	room := width - runewidth.StringWidth(indent)
 	if width <= 0 || room < minWrapWidth {
 		fmt.Fprintln(w, strings.TrimRight(first+strings.Join(parts, " "), " "))
@@ -182,7 +182,7 @@ func writeWrapped(w io.Writer, first, indent string, parts []string, width int) 
 	}
 	var words []string
 	for _, word := range parts {
-		for runewidth.StringWidth(word) > room {
+		for breakLong && runewidth.StringWidth(word) > room {
 			head := runewidth.Truncate(word, room, "")
 			words = append(words, head)
 			word = word[len(head):]
