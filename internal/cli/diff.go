@@ -32,8 +32,12 @@ request sent, HTTP status, finish reason, tool calls (names and arguments), the 
 category; ids that name one run's objects (response, message and tool call ids, signatures) are
 left out of the comparison, and tokens and latency are summarised, never compared. The output
 names the first pair that differs (and, for messages, the first message, with an excerpt of
-both), then one line per pair: what differs, status, tokens in and out, latency and tool calls of
+both), then one row per pair: what differs, status, tokens in and out, latency and tool calls of
 A / B. --json prints the comparison as one JSON object (the rundiff.Result fields).
+
+On a terminal the report fits its width: lines wrap between words, and the table drops columns
+(latency, then the tool names, counted instead, then tokens) until it fits, what differs breaking
+after a comma; names are never cut, and a line says which columns are not shown.
 
 Exit code: 0 when the runs match, 1 when they differ (as diff(1)), 2 for a usage error, 3 when a
 capture dir or a rollout does not exist.`,
