@@ -524,8 +524,9 @@ func mainChain(l *Lineage, cs []*call, byID map[string]int) {
 
 // ChainTo returns the chain ending in the call at position end of l.Calls, as positions, first
 // call first: the call, then its parent while the edge keeps the parent's answer (extends, or a
-// fork after the answer), passing through retry and resample edges to the parent of the call
-// repeated (package doc: Main chain).
+// fork after the answer) or is a compaction (the same conversation, its history replaced by the
+// summary the parent wrote), passing through retry and resample edges to the parent of the call
+// repeated (package doc: Main chain). Segments splits a chain at its compactions.
 func (l *Lineage) ChainTo(end int) []int {
 	pos := make(map[string]int, len(l.Calls))
 	for i := range l.Calls {
@@ -546,7 +547,7 @@ func (l *Lineage) ChainTo(end int) []int {
 			cur = p // the repeated call has the same context; its own parent continues the chain
 			continue
 		}
-		if !n.AnswerKept {
+		if !n.AnswerKept && n.Relation != RelationCompaction {
 			break
 		}
 		chain = append(chain, p)
@@ -554,6 +555,45 @@ func (l *Lineage) ChainTo(end int) []int {
 	}
 	slices.Reverse(chain)
 	return chain
+}
+
+// Segments splits a chain (positions in l.Calls, first call first, as ChainTo gives them) where a
+// call is a compaction of the call before it: each segment is one coherent conversation, its
+// history as its last call saw it, and the first call of every segment but the first is a
+// compaction. A chain without a compaction is one segment.
+func (l *Lineage) Segments(chain []int) [][]int {
+	pos := make(map[string]int, len(l.Calls))
+	for i := range l.Calls {
+		pos[l.Calls[i].CallID] = i
+	}
+	// edge is the relation that joins the call at i to the chain: a retry or resample joins it as
+	// the call it repeated did.
+	edge := func(i int) Relation {
+		for steps := 0; steps < len(l.Calls); steps++ { // bounded: parents are always earlier calls
+			n := &l.Calls[i]
+			if n.Relation != RelationRetry && n.Relation != RelationResample || n.ParentCallID == nil {
+				return n.Relation
+			}
+			p, ok := pos[*n.ParentCallID]
+			if !ok || p >= i {
+				return n.Relation
+			}
+			i = p
+		}
+		return l.Calls[i].Relation
+	}
+	var out [][]int
+	start := 0
+	for k := 1; k < len(chain); k++ {
+		if edge(chain[k]) == RelationCompaction {
+			out = append(out, chain[start:k])
+			start = k
+		}
+	}
+	if start < len(chain) {
+		out = append(out, chain[start:])
+	}
+	return out
 }
 
 // Leaves returns the positions of the completed calls that end a chain (no other chain runs
@@ -722,7 +762,7 @@ func canonicalJSON(s string) string {
 
 // previousResponseID returns a Responses request's previous_response_id, "" when none.
 func previousResponseID(req []byte) string {
-	if !bytes.Contains(req, []byte(`"previous_response_id"`)) { // most requests: no second decode
+	if !containsAt(req, `"previous_response_id"`, 4) { // most requests: no second decode
 		return ""
 	}
 	var r struct {
@@ -732,6 +772,24 @@ func previousResponseID(req []byte) string {
 		return ""
 	}
 	return *r.Prev
+}
+
+// containsAt is bytes.Contains(b, []byte(tok)), found by looking for tok's byte at anchor (a
+// byte rarer in JSON than its quote: bytes.Contains starts from the first byte, and a request's
+// text has a quote every few bytes) and comparing tok around each one.
+func containsAt(b []byte, tok string, anchor int) bool {
+	a := tok[anchor]
+	for i := anchor; i < len(b); i++ {
+		j := bytes.IndexByte(b[i:], a)
+		if j < 0 {
+			return false
+		}
+		i += j
+		if start := i - anchor; start+len(tok) <= len(b) && string(b[start:start+len(tok)]) == tok {
+			return true
+		}
+	}
+	return false
 }
 
 func isPrefix(p, s []segment) bool {
