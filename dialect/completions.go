@@ -180,7 +180,7 @@ func (completionsDialect) response(r members, c *Conversation) {
 		return
 	}
 	var list []members
-	json.Unmarshal(r["choices"], &list)
+	decodeMemberList(r["choices"], &list)
 	for _, ch := range list {
 		if t, ok := asString(ch["text"]); ok {
 			c.Output = append(c.Output, Message{Role: "assistant", Parts: []Part{{Kind: "text", Text: t}}})

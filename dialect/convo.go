@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // Part is one piece of a message as a person reads it (modelcalls show, the viewer, OpenTelemetry
@@ -36,6 +38,21 @@ type Conversation struct {
 	Error string `json:"error,omitempty"`
 
 	system []Message // system prompts, put before Input by ParseRequest
+
+	// tools is the request's "tools" list, decoded once for the dialects that read it.
+	tools     []members
+	toolsRead bool
+}
+
+// requestTools returns the objects of a request's "tools" list (nil elements for null ones, none
+// when it is not a list of objects), decoded on the first call and kept for the next dialect: a
+// coding agent's tool list, with each tool's parameter schema, is a large part of its request.
+func (c *Conversation) requestTools(r members) []members {
+	if !c.toolsRead {
+		decodeMemberList(r["tools"], &c.tools)
+		c.toolsRead = true
+	}
+	return c.tools
 }
 
 // members maps the members of a request or response object.
@@ -50,7 +67,7 @@ type members map[string]json.RawMessage
 // first.
 func ParseRequest(req []byte) (msgs []Message, tools []string) {
 	var r members
-	if json.Unmarshal(req, &r) != nil {
+	if decodeMembers(req, &r) != nil {
 		return nil, nil
 	}
 	var c Conversation
@@ -66,12 +83,12 @@ func ParseRequest(req []byte) (msgs []Message, tools []string) {
 // ...} of Anthropic) gives its message.
 func ParseResponse(resp []byte) (msgs []Message, errMsg string) {
 	var r members
-	if json.Unmarshal(resp, &r) != nil {
+	if decodeMembers(resp, &r) != nil {
 		return nil, ""
 	}
 	if e, ok := r["error"]; ok && !isNull(e) {
 		var eo members
-		if json.Unmarshal(e, &eo) == nil && str(eo["message"]) != "" {
+		if decodeMembers(e, &eo) == nil && str(eo["message"]) != "" {
 			errMsg = str(eo["message"])
 		} else if s := str(e); s != "" {
 			errMsg = s
@@ -90,7 +107,7 @@ func ParseResponse(resp []byte) (msgs []Message, errMsg string) {
 // Chat's tool_calls, tool_call_id and reasoning_content / reasoning.
 func chatMessage(raw json.RawMessage) Message {
 	var m members
-	if json.Unmarshal(raw, &m) != nil {
+	if decodeMembers(raw, &m) != nil {
 		return Message{Role: "?", Parts: []Part{{Kind: "other", Text: string(raw)}}}
 	}
 	msg := Message{Role: str(m["role"])}
@@ -105,10 +122,10 @@ func chatMessage(raw json.RawMessage) Message {
 		msg.Parts = append(msg.Parts, contentParts(m["content"])...)
 	}
 	var tcs []members
-	json.Unmarshal(m["tool_calls"], &tcs)
+	decodeMemberList(m["tool_calls"], &tcs)
 	for _, tc := range tcs {
 		var fn members
-		json.Unmarshal(tc["function"], &fn)
+		decodeMembers(tc["function"], &fn)
 		msg.Parts = append(msg.Parts, Part{Kind: "tool_call", CallID: str(tc["id"]), Name: str(fn["name"]), Arguments: argText(fn["arguments"])})
 	}
 	return msg
@@ -120,7 +137,7 @@ func items(raw json.RawMessage) []Message {
 		return []Message{{Role: "user", Parts: []Part{{Kind: "text", Text: s}}}}
 	}
 	var list []members
-	json.Unmarshal(raw, &list)
+	decodeMemberList(raw, &list)
 	var msgs []Message
 	for _, it := range list {
 		typ := str(it["type"])
@@ -167,7 +184,7 @@ func contentParts(raw json.RawMessage) []Part {
 		return []Part{{Kind: "text", Text: s}}
 	}
 	var blocks []members
-	if json.Unmarshal(raw, &blocks) != nil {
+	if decodeMemberList(raw, &blocks) != nil {
 		return []Part{{Kind: "other", Text: string(raw)}}
 	}
 	var parts []Part
@@ -200,16 +217,14 @@ func contentParts(raw json.RawMessage) []Part {
 // object of functionDeclarations or built-in tool members, without "name" or "type") is left to
 // the Gemini entry.
 func toolNames(r members, c *Conversation) {
-	var tl []members
-	json.Unmarshal(r["tools"], &tl)
-	for _, t := range tl {
+	for _, t := range c.requestTools(r) {
 		if isGeminiTool(t) {
 			continue
 		}
 		name := str(t["name"])
 		if name == "" {
 			var fn members
-			json.Unmarshal(t["function"], &fn)
+			decodeMembers(t["function"], &fn)
 			name = str(fn["name"])
 		}
 		if name == "" {
@@ -246,6 +261,12 @@ func asString(raw json.RawMessage) (string, bool) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", false
+	}
+	if n := len(raw); n >= 2 && raw[n-1] == '"' && plainString(raw[1:n-1]) {
+		return string(raw[1 : n-1]), true
+	}
+	if jsonscan.Validate(raw) == nil {
+		return jsonscan.String(raw) // decoded as encoding/json decodes a string that passed the strict check
 	}
 	var s string
 	if json.Unmarshal(raw, &s) != nil {

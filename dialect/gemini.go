@@ -184,15 +184,13 @@ func (geminiDialect) request(r members, c *Conversation) {
 	}
 	if cs, ok := r["contents"]; ok {
 		var list []json.RawMessage
-		json.Unmarshal(cs, &list)
+		decodeList(cs, &list)
 		for _, raw := range list {
 			role, parts := geminiContent(raw)
 			c.Input = append(c.Input, Message{Role: role, Parts: parts})
 		}
 	}
-	var tl []members
-	json.Unmarshal(r["tools"], &tl)
-	for _, t := range tl {
+	for _, t := range c.requestTools(r) {
 		if !isGeminiTool(t) {
 			continue
 		}
@@ -202,7 +200,7 @@ func (geminiDialect) request(r members, c *Conversation) {
 				continue
 			}
 			var fds []members
-			json.Unmarshal(t[k], &fds)
+			decodeMemberList(t[k], &fds)
 			for _, fd := range fds {
 				c.Tools = append(c.Tools, str(fd["name"]))
 			}
@@ -226,7 +224,7 @@ func (geminiDialect) response(r members, c *Conversation) {
 		return
 	}
 	var list []members
-	json.Unmarshal(cands, &list)
+	decodeMemberList(cands, &list)
 	for _, cand := range list {
 		_, parts := geminiContent(cand["content"])
 		c.Output = append(c.Output, Message{Role: "assistant", Parts: parts})
@@ -257,11 +255,11 @@ func geminiContent(raw json.RawMessage) (role string, parts []Part) {
 			parts = append(parts, Part{Kind: kind, Text: str(p["text"])})
 		case p["functionCall"] != nil:
 			var fc members
-			json.Unmarshal(p["functionCall"], &fc)
+			decodeMembers(p["functionCall"], &fc)
 			parts = append(parts, Part{Kind: "tool_call", CallID: str(fc["id"]), Name: str(fc["name"]), Arguments: argText(fc["args"])})
 		case p["functionResponse"] != nil:
 			var fr members
-			json.Unmarshal(p["functionResponse"], &fr)
+			decodeMembers(p["functionResponse"], &fr)
 			parts = append(parts, Part{Kind: "tool_result", CallID: str(fr["id"]), Name: str(fr["name"]), Text: argText(fr["response"])})
 			results++
 		case p["inlineData"] != nil || p["fileData"] != nil:

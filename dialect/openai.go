@@ -118,7 +118,7 @@ func (chatDialect) terminalPrefix(ev *sse.RawEvent) Terminal {
 func (chatDialect) request(r members, c *Conversation) {
 	if m, ok := r["messages"]; ok {
 		var list []json.RawMessage
-		json.Unmarshal(m, &list)
+		decodeList(m, &list)
 		for _, raw := range list {
 			c.Input = append(c.Input, chatMessage(raw))
 		}
@@ -130,7 +130,7 @@ func (chatDialect) request(r members, c *Conversation) {
 func (chatDialect) response(r members, c *Conversation) {
 	if ch, ok := r["choices"]; ok {
 		var list []members
-		json.Unmarshal(ch, &list)
+		decodeMemberList(ch, &list)
 		for _, ci := range list {
 			if m, ok := ci["message"]; ok {
 				c.Output = append(c.Output, chatMessage(m))

@@ -112,8 +112,9 @@ type call struct {
 	category  string
 	unsettled bool
 
-	tokens *tokenCapture // what Handler.Tokens did to the call (tokens.go), nil when nothing
-	render chan struct{} // closed when the prompt render of a llama-server call is done
+	tokens       *tokenCapture      // what Handler.Tokens did to the call (tokens.go), nil when nothing
+	render       chan renderResult  // the prompt render of a llama-server call, when one runs
+	renderCancel context.CancelFunc // stops that render
 
 	traceparent string          // the client's traceparent header, kept only for OnCaptured (captured.go)
 	summary     json.RawMessage // a streamed reconstruction's Summary, for the access log and OnCaptured

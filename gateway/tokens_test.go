@@ -1,11 +1,14 @@
 package gateway_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcalls/modelcalls/gateway"
 	"github.com/modelcalls/modelcalls/tokens"
@@ -246,5 +249,144 @@ func TestTokensAsk(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTokensRenderHostile: a llama-server whose /apply-template or /tokenize hangs, answers
+// garbage, an empty list or far more bytes than the prompt can tokenize to: the client gets the
+// engine's answer unchanged and no later than the render grace after it, and the line names what
+// failed (server_render_failed with the reason).
+func TestTokensRenderHostile(t *testing.T) {
+	huge := `{"tokens":[` + strings.Repeat("1,", 4<<20) + `1]}`
+	for _, tc := range []struct {
+		name     string
+		path     string // the render call that misbehaves
+		answer   func(w http.ResponseWriter, r *http.Request)
+		errorHas string
+	}{
+		{"tokenize hangs", "/tokenize", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }, "did not finish"},
+		{"apply-template hangs", "/apply-template", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }, "did not finish"},
+		{"tokenize garbage", "/tokenize", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"tokens":"1,2,3"}`) }, "/tokenize: answer is not the expected JSON"},
+		{"tokenize not JSON", "/tokenize", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `<html>`) }, "/tokenize: answer is not the expected JSON"},
+		{"tokenize empty list", "/tokenize", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"tokens":[]}`) }, "/tokenize: answer has no tokens"},
+		{"tokenize fractional id", "/tokenize", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"tokens":[1.5]}`) }, "/tokenize: answer is not the expected JSON"},
+		{"tokenize huge", "/tokenize", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, huge) }, "/tokenize: answer is longer than"},
+		{"apply-template no prompt", "/apply-template", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"prompt":null}`) }, "/apply-template: answer has no prompt"},
+		{"tokenize 500", "/tokenize", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500); io.WriteString(w, huge) }, "/tokenize: status 500"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := engine(llamaAnswer, "application/json")
+			e := newEnv(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == tc.path {
+					tc.answer(w, r)
+					return
+				}
+				base(w, r)
+			}, func(h *gateway.Handler) { h.Tokens = tokens.EngineLlamaServer })
+			start := time.Now()
+			resp, body := e.post("r1", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}]}`, nil)
+			took := time.Since(start)
+			if resp.StatusCode != 200 || string(body) != llamaAnswer {
+				t.Fatalf("client got %d %s", resp.StatusCode, body)
+			}
+			// The render grace, with room for a loaded machine; the render timeout is 10 s.
+			if took > 3*time.Second {
+				t.Errorf("the client waited %v for its answer", took)
+			}
+			e.drain()
+			var capt struct {
+				PromptTokenIDs   []int64 `json:"prompt_token_ids"`
+				PromptTokenError string  `json:"prompt_token_error"`
+			}
+			l := e.one("r1")
+			if err := json.Unmarshal(l.Keys["token_capture"], &capt); err != nil || capt.PromptTokenIDs != nil || !strings.Contains(capt.PromptTokenError, tc.errorHas) {
+				t.Errorf("token_capture %.300s, want an error with %q", l.Keys["token_capture"], tc.errorHas)
+			}
+			got := tokens.Read(tokens.Call{Dialect: l.Dialect, Request: l.Request, Response: l.Response, TokenCapture: l.Keys["token_capture"]})
+			if !got.Has(tokens.FindingServerRenderFailed) || got.PromptSource != tokens.SourceAbsent {
+				t.Errorf("read back: prompt source %s, findings %+v", got.PromptSource, got.Findings)
+			}
+		})
+	}
+}
+
+// TestTokensRenderHangTiming: against the same streaming upstream, whose /tokenize never answers,
+// the client's first byte and terminal event come as soon with --tokens llama-server as without,
+// give or take the render grace (100 ms) on the terminal event; the numbers are logged.
+func TestTokensRenderHangTiming(t *testing.T) {
+	const chunks = 5
+	chunk := "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}]}\n\n"
+	up := func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/apply-template":
+			io.WriteString(w, `{"prompt":"hi"}`)
+		case "/tokenize":
+			<-r.Context().Done()
+		default:
+			w.Header().Set("Content-Type", "text/event-stream")
+			for i := 0; i < chunks; i++ {
+				io.WriteString(w, chunk)
+				w.(http.Flusher).Flush()
+				time.Sleep(20 * time.Millisecond) // the engine's pace, not synchronization
+			}
+			io.WriteString(w, "data: [DONE]\n\n")
+		}
+	}
+	measure := func(engine tokens.Engine) (ttft, end time.Duration) {
+		e := newEnv(t, up, func(h *gateway.Handler) { h.Tokens = engine })
+		req, _ := http.NewRequest(http.MethodPost, e.url("r1", "/v1/chat/completions"), strings.NewReader(`{"stream":true,"messages":[]}`))
+		start := time.Now()
+		resp, err := rawClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		buf := make([]byte, 1)
+		if _, err := io.ReadFull(resp.Body, buf); err != nil {
+			t.Fatal(err)
+		}
+		ttft = time.Since(start)
+		rest, err := io.ReadAll(resp.Body)
+		end = time.Since(start)
+		if err != nil || !strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
+			t.Fatalf("client got %q, %v", rest, err)
+		}
+		return ttft, end
+	}
+	ttft0, end0 := measure("")
+	ttft1, end1 := measure(tokens.EngineLlamaServer)
+	t.Logf("without --tokens: TTFT %v, terminal event %v; with llama-server and a hanging /tokenize: TTFT %v, terminal event %v", ttft0, end0, ttft1, end1)
+	// Loose bounds for a loaded machine: the render timeout (10 s) would break them.
+	if ttft1 > ttft0+time.Second || end1 > end0+2*time.Second {
+		t.Errorf("the client waited longer with --tokens")
+	}
+}
+
+// TestTokensCompressedRequest: a compressed Chat request is forwarded as sent, and its line says
+// the engine was not asked and why, so its missing ids read as a decision.
+func TestTokensCompressedRequest(t *testing.T) {
+	e := newEnv(t, engine(llamaAnswer, "application/json"), func(h *gateway.Handler) { h.Tokens = tokens.EngineLlamaServer })
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(`{"messages":[{"role":"user","content":"hi"}]}`))
+	zw.Close()
+	resp, body := e.post("r1", "/v1/chat/completions", gz.String(), map[string]string{"Content-Encoding": "gzip"})
+	if resp.StatusCode != 200 || string(body) != llamaAnswer {
+		t.Fatalf("client got %d %s", resp.StatusCode, body)
+	}
+	e.drain()
+	if got, _ := e.sent("/v1/chat/completions"); len(got) != 1 || got[0] != gz.String() {
+		t.Errorf("engine got another body")
+	}
+	if got, _ := e.sent("/apply-template"); got != nil {
+		t.Errorf("a compressed request was rendered")
+	}
+	l := e.one("r1")
+	if string(l.Keys["token_capture"]) != `{"engine":"llama-server","added":{},"not_asked":"request_encoded"}` {
+		t.Errorf("token_capture %s", l.Keys["token_capture"])
+	}
+	got := tokens.Read(tokens.Call{Dialect: l.Dialect, Request: l.Request, Response: l.Response, TokenCapture: l.Keys["token_capture"]})
+	if !got.Has(tokens.FindingNotAsked) {
+		t.Errorf("findings %+v", got.Findings)
 	}
 }

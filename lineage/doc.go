@@ -55,10 +55,12 @@
 // # Main chain
 //
 // The main chain is the longest path of extends edges (and forks that continue the parent's
-// answer: the child's context still holds the parent's context and answer exactly) ending in a
-// completed call; a retry or resample edge is passed through to the call it repeats, which is not
-// itself on the chain (its answer was not continued). Ties: the chain that ends in the later call
-// (higher capture index) wins.
+// answer: the child's context still holds the parent's context and answer exactly) and compaction
+// edges (the same conversation going on with its history replaced by the summary the parent wrote)
+// ending in a completed call; a retry or resample edge is passed through to the call it repeats,
+// which is not itself on the chain (its answer was not continued). Ties: the chain that ends in the
+// later call (higher capture index) wins. Lineage.Segments splits a chain at its compactions into
+// coherent conversations, as package samples exports them.
 //
 // # Token audit
 //

@@ -7,7 +7,7 @@ import (
 
 // FuzzDerive feeds arbitrary request and response bytes to Derive: it must not panic, every
 // parent must be an earlier call, and the main chain must be calls in capture order ending in a
-// completed call.
+// completed call, split into segments that join back to it.
 func FuzzDerive(f *testing.F) {
 	for _, d := range dialects {
 		for _, tc := range lineageCases {
@@ -45,6 +45,24 @@ func FuzzDerive(f *testing.F) {
 		}
 		if last >= 0 && !calls[last].Completed {
 			t.Fatalf("main chain ends in a call that did not complete")
+		}
+		// The segments of the main chain are the chain, in order, each after the first starting
+		// at a compaction.
+		var chain []int
+		for _, id := range l.MainChain {
+			chain = append(chain, slices.Index(ids, id))
+		}
+		var joined []string
+		for k, seg := range l.Segments(chain) {
+			if len(seg) == 0 || k > 0 && l.Calls[seg[0]].Relation != RelationCompaction && l.Calls[seg[0]].Relation != RelationRetry && l.Calls[seg[0]].Relation != RelationResample {
+				t.Fatalf("segment %d %v of main chain %v", k, seg, l.MainChain)
+			}
+			for _, i := range seg {
+				joined = append(joined, ids[i])
+			}
+		}
+		if !slices.Equal(joined, l.MainChain) {
+			t.Fatalf("segments %v, main chain %v", joined, l.MainChain)
 		}
 	})
 }

@@ -90,7 +90,10 @@ func TestGoldenSideCall(t *testing.T) {
 // Claude Code leaves the latest answer out of it and keeps that answer verbatim after the summary)
 // is a fork after the first call's answer, which the first prompt's answer already continued; the
 // call after the compaction is a compaction of the summary request, with the kept answer the
-// model's (the call that gave it); its tool round trip extends it and is the main chain.
+// model's (the call that gave it); its tool round trip extends it. The main chain is the longest
+// chain across the compaction: the first call, the summary request, the call after the compaction
+// and its tool round trip; the first prompt's answer (#1), whose context the summary request branched
+// from, is the only call off it.
 func TestGoldenCompaction(t *testing.T) {
 	store, err := capture.OpenExisting("testdata/captures")
 	if err != nil {
@@ -116,9 +119,9 @@ func TestGoldenCompaction(t *testing.T) {
 		parent string
 		main   bool
 	}{
-		{RelationRoot, "", false},
+		{RelationRoot, "", true},
 		{RelationExtends, c[0].CallID, false},
-		{RelationFork, c[0].CallID, false},
+		{RelationFork, c[0].CallID, true},
 		{RelationCompaction, c[2].CallID, true},
 		{RelationExtends, c[3].CallID, true},
 	}
@@ -137,7 +140,7 @@ func TestGoldenCompaction(t *testing.T) {
 	if len(kept) != 1 || kept[0] != c[1].CallID {
 		t.Errorf("model turns after the compaction from %v, want the first prompt's answer %s", kept, c[1].CallID)
 	}
-	if l.Summary.Compactions != 1 || l.Summary.Forks != 1 || l.Summary.OffMainChain != 3 {
+	if l.Summary.Compactions != 1 || l.Summary.Forks != 1 || l.Summary.OffMainChain != 1 {
 		t.Errorf("summary %+v", l.Summary)
 	}
 }
@@ -147,7 +150,8 @@ func TestGoldenCompaction(t *testing.T) {
 // compaction prompt, no tools) extends the first turn's last call; the call after the compaction
 // keeps the old history's user messages (its first call's context is a prefix of it) and pastes
 // the summary after them, and is a compaction of the summary request, not a fork of the first call.
-// The chain before the compaction, summary request included, is the longer one and the main chain.
+// The main chain crosses the compaction: every call, the summary request included, ending in the
+// conversation's last call.
 func TestGoldenCodexCompaction(t *testing.T) {
 	store, err := capture.OpenExisting("testdata/captures")
 	if err != nil {
@@ -170,8 +174,8 @@ func TestGoldenCodexCompaction(t *testing.T) {
 		{RelationRoot, "", true},
 		{RelationExtends, c[0].CallID, true},
 		{RelationExtends, c[1].CallID, true},
-		{RelationCompaction, c[2].CallID, false},
-		{RelationExtends, c[3].CallID, false},
+		{RelationCompaction, c[2].CallID, true},
+		{RelationExtends, c[3].CallID, true},
 	}
 	for i, w := range want {
 		parent := ""
@@ -183,7 +187,7 @@ func TestGoldenCodexCompaction(t *testing.T) {
 				w.rel, w.parent, w.main)
 		}
 	}
-	if l.Summary.Compactions != 1 || l.Summary.Forks != 0 || l.Summary.OffMainChain != 2 {
+	if l.Summary.Compactions != 1 || l.Summary.Forks != 0 || l.Summary.OffMainChain != 0 {
 		t.Errorf("summary %+v", l.Summary)
 	}
 }

@@ -2,7 +2,9 @@ package lineage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"hash/maphash"
 	"slices"
 	"strings"
 )
@@ -117,6 +119,10 @@ type Node struct {
 	// Audit is the token-prefix audit of the edge to the parent, nil when the edge does not chain or
 	// either side lacks token ids.
 	Audit *Audit `json:"token_audit,omitempty"`
+	// DeclaredParentIgnored is the parent id the client declared when it names no earlier call of
+	// the rollout (the call itself, a later call, or an id the rollout does not have): that
+	// declaration was not used, and the call was placed by the other evidence.
+	DeclaredParentIgnored string `json:"declared_parent_ignored,omitempty"`
 }
 
 // MessageAuthor is the author of one context message.
@@ -181,8 +187,92 @@ type call struct {
 	prevResp string    // previous_response_id of the request
 	summary  []string  // answer texts long enough to be recognised as a summary
 	node     *Node
-	keptBy   bool  // some later call continued this call's answer
-	from     []int // per segment of ctx: the index of the call whose answer it is, -1 for the client's
+	keptBy   bool      // some later call continued this call's answer
+	from     []int     // per segment of ctx: the index of the call whose answer it is, -1 for the client's
+	own      []segment // segments of the request's own messages (ctx without an inherited history)
+	inherit  *call     // the call whose path starts ctx (previous_response_id), nil when none
+	inPlace  bool      // ctx, prefix and from extend inherit's arrays in place
+	grown    bool      // a later call inherited this call's path
+	// prefix[k] is the hash of ctx's first k segments' keys (k = 0..len(ctx)); pathHash the hash
+	// of the path (ctx, then the first answer), valid when the call has an answer.
+	prefix   []uint64
+	pathHash uint64
+}
+
+// index finds earlier calls by the hash of their context or path, so that matching a call costs
+// the length of its own context, not the contexts of all calls before it. Each list holds
+// positions in capture order; a hash only narrows the search, the segments are compared.
+type index struct {
+	seed   maphash.Seed
+	byCtx  map[uint64][]int
+	byPath map[uint64][]int
+	byPrev map[string][]int // calls by their request's previous_response_id
+}
+
+// extend returns the hash of a list of segments whose first part hashes to h, followed by key.
+func (x *index) extend(h uint64, key string) uint64 {
+	var m maphash.Hash
+	m.SetSeed(x.seed)
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], h)
+	m.Write(b[:])
+	m.WriteString(key)
+	return m.Sum64()
+}
+
+// hash computes c's prefix hashes past those it inherited, and its path hash.
+func (x *index) hash(c *call) {
+	if c.prefix == nil {
+		c.prefix = make([]uint64, 1, len(c.ctx)+1)
+	}
+	for k := len(c.prefix) - 1; k < len(c.ctx); k++ {
+		c.prefix = append(c.prefix, x.extend(c.prefix[k], c.ctx[k].key))
+	}
+	if len(c.answers) > 0 {
+		c.pathHash = x.extend(c.prefix[len(c.ctx)], c.answers[0])
+	}
+}
+
+// add makes the call at position i findable by later calls.
+func (x *index) add(c *call, i int) {
+	h := c.prefix[len(c.ctx)]
+	x.byCtx[h] = append(x.byCtx[h], i)
+	if len(c.answers) > 0 {
+		x.byPath[c.pathHash] = append(x.byPath[c.pathHash], i)
+	}
+	if c.prevResp != "" {
+		x.byPrev[c.prevResp] = append(x.byPrev[c.prevResp], i)
+	}
+}
+
+// pathIsPrefix reports whether e's path (its context, then its first answer) is a prefix of ctx.
+func pathIsPrefix(e *call, ctx []segment) bool {
+	return len(e.answers) > 0 && len(e.ctx) < len(ctx) && isPrefix(e.ctx, ctx) && ctx[len(e.ctx)].key == e.answers[0]
+}
+
+// shareContexts lets a call that continues a previous response extend that call's context, prefix
+// hashes and authors in their arrays when no other call has (a Responses chain then costs its
+// input, not the square of its length); tests turn it off to check the copies give the same.
+var shareContexts = true
+
+// inherit starts c's context with p's path (p's context, then its first answer), for a call
+// that names p's response as its previous_response_id: the segments (as no message of c's
+// request: first and end -1), their prefix hashes and their authors. When p's arrays are not yet
+// extended by another call, c extends them in place (a chain shares one array); else it copies.
+// An earlier call's segment bounds are read only while it is placed, so marking p's own segments
+// as inherited in place is safe.
+func inherit(c, p *call) {
+	c.inherit, c.inPlace = p, shareContexts && !p.grown
+	p.grown = true
+	ctx, prefix := p.ctx, p.prefix
+	if !c.inPlace {
+		ctx, prefix = slices.Clone(ctx), slices.Clone(prefix)
+	}
+	for k := max(len(ctx)-len(p.own), 0); k < len(ctx); k++ {
+		ctx[k].first, ctx[k].end = -1, -1
+	}
+	c.ctx = append(ctx, segment{key: p.answers[0], assistant: true, first: -1, end: -1})
+	c.prefix = prefix
 }
 
 // path is the call's context followed by its first answer; nil when it has no answer.
@@ -207,6 +297,7 @@ func Derive(calls []Call) *Lineage {
 	byID := map[string]int{}
 	byResponse := map[string]int{}
 	answered := map[string]int{} // answer key -> latest call that answered it
+	x := &index{seed: maphash.MakeSeed(), byCtx: map[uint64][]int{}, byPath: map[uint64][]int{}, byPrev: map[string][]int{}}
 	for i := range calls {
 		c := &call{in: &calls[i], node: &l.Calls[i]}
 		cs[i] = c
@@ -222,19 +313,18 @@ func Derive(calls []Call) *Lineage {
 			c.answers, c.summary = answerKeys(calls[i].Dialect, parseResponse(calls[i].Response))
 		}
 		own := segments(c.msgs)
-		if p, ok := byResponse[c.prevResp]; ok && c.prevResp != "" {
-			if pp := cs[p].path(); pp != nil {
-				for k := range pp {
-					pp[k].first, pp[k].end = -1, -1
-				}
-				c.ctx = append(pp, own...)
-			}
+		c.own = own
+		if p, ok := byResponse[c.prevResp]; ok && c.prevResp != "" && len(cs[p].answers) > 0 {
+			inherit(c, cs[p])
+			c.ctx = append(c.ctx, own...)
 		}
 		if c.ctx == nil {
 			c.ctx = own
 		}
-		place(c, cs[:i], byID, byResponse)
+		x.hash(c)
+		place(c, cs[:i], byID, byResponse, x)
 		authors(c, cs, byID, answered)
+		x.add(c, i)
 
 		byID[calls[i].ID] = i
 		if id := calls[i].ResponseID; id != "" {
@@ -260,7 +350,7 @@ func Derive(calls []Call) *Lineage {
 
 // place finds c's parent among the earlier calls and sets its relation, evidence and new-message
 // count.
-func place(c *call, earlier []*call, byID, byResponse map[string]int) {
+func place(c *call, earlier []*call, byID, byResponse map[string]int, x *index) {
 	n := c.node
 	n.Relation, n.Evidence, n.NewMessages = RelationRoot, EvidenceNone, len(c.msgs)
 	set := func(p *call, rel Relation, ev Evidence, kept bool, covered int) {
@@ -281,6 +371,7 @@ func place(c *call, earlier []*call, byID, byResponse map[string]int) {
 			set(earlier[i], rel, EvidenceDeclared, kept, covered)
 			return
 		}
+		n.DeclaredParentIgnored = id
 	}
 	if lr := c.in.LogicalRequestID; lr != "" {
 		for i := len(earlier) - 1; i >= 0; i-- {
@@ -294,9 +385,9 @@ func place(c *call, earlier []*call, byID, byResponse map[string]int) {
 	if c.prevResp != "" {
 		if i, ok := byResponse[c.prevResp]; ok {
 			// Another call on the same response with the same new input is repeated by this one.
-			own := segments(c.msgs)
-			for k := len(earlier) - 1; k > i; k-- {
-				if earlier[k].prevResp == c.prevResp && sameKeys(segments(earlier[k].msgs), own) && earlier[k].tools == c.tools {
+			same := x.byPrev[c.prevResp]
+			for j := len(same) - 1; j >= 0 && same[j] > i; j-- {
+				if k := same[j]; sameKeys(earlier[k].own, c.own) && earlier[k].tools == c.tools {
 					set(earlier[k], repeat(earlier[k]), EvidencePreviousResponse, false, len(c.msgs))
 					return
 				}
@@ -306,7 +397,7 @@ func place(c *call, earlier []*call, byID, byResponse map[string]int) {
 		}
 	}
 	if len(c.ctx) > 0 {
-		if p, rel, kept, covered := byMessages(c, earlier); p != nil {
+		if p, rel, kept, covered := byMessages(c, earlier, x); p != nil {
 			// A fork from a bare context that also holds the summary a later call wrote is a
 			// compaction that kept the old history's first messages (Codex keeps the user's).
 			if rel == RelationFork && !kept {
@@ -343,33 +434,46 @@ func repeat(p *call) Relation {
 
 // byMessages finds the parent by message matching: the earlier call with the same context (a
 // repeat), else the one whose context and answer is the longest prefix of c's context (extends),
-// else the one whose context alone is (fork: its answer not kept). Ties go to the later call.
-func byMessages(c *call, earlier []*call) (p *call, rel Relation, kept bool, covered int) {
-	for i := len(earlier) - 1; i >= 0; i-- {
-		e := earlier[i]
-		if e.in.Request != nil && sameKeys(e.ctx, c.ctx) && e.tools == c.tools {
+// else the one whose context alone is (fork: its answer not kept). Ties go to the later call, and
+// between a path and a bare context of the same length, to the path (its answer kept). The
+// candidates are found through x by the hash of each prefix of c's context.
+func byMessages(c *call, earlier []*call, x *index) (p *call, rel Relation, kept bool, covered int) {
+	n := len(c.ctx)
+	same := x.byCtx[c.prefix[n]]
+	for j := len(same) - 1; j >= 0; j-- {
+		if e := earlier[same[j]]; e.in.Request != nil && e.tools == c.tools && sameKeys(e.ctx, c.ctx) {
 			return e, repeat(e), false, len(c.msgs)
 		}
 	}
-	best, bestLen := -1, 0
-	for i := len(earlier) - 1; i >= 0; i-- {
-		e := earlier[i]
-		// On a tie, a later call's path (its answer kept) replaces a later call's bare context.
-		if pp := e.path(); pp != nil && (len(pp) > bestLen || len(pp) == bestLen && !kept) && isPrefix(pp, c.ctx) {
-			best, bestLen, kept = i, len(pp), true
+	// The longest earlier path that is a prefix of the context: a path of k segments ends at k.
+	pathAt, pathLen := -1, 0
+	for k := n; k >= 1 && pathAt < 0; k-- {
+		list := x.byPath[c.prefix[k]]
+		for j := len(list) - 1; j >= 0; j-- {
+			if e := earlier[list[j]]; len(e.ctx)+1 == k && pathIsPrefix(e, c.ctx) {
+				pathAt, pathLen = list[j], k
+				break
+			}
 		}
-		if len(e.ctx) > bestLen && len(e.ctx) < len(c.ctx) && isPrefix(e.ctx, c.ctx) {
-			best, bestLen, kept = i, len(e.ctx), false
+	}
+	// The longest earlier context shorter than c's that is a prefix of it, if longer than the path.
+	ctxAt, ctxLen := -1, 0
+	for k := n - 1; k > pathLen && ctxAt < 0; k-- {
+		list := x.byCtx[c.prefix[k]]
+		for j := len(list) - 1; j >= 0; j-- {
+			if e := earlier[list[j]]; len(e.ctx) == k && isPrefix(e.ctx, c.ctx) {
+				ctxAt, ctxLen = list[j], k
+				break
+			}
 		}
 	}
-	if best < 0 {
-		return nil, "", false, 0
+	switch {
+	case ctxAt >= 0:
+		return earlier[ctxAt], RelationFork, false, coveredMessages(c.ctx, ctxLen)
+	case pathAt >= 0:
+		return earlier[pathAt], RelationExtends, true, coveredMessages(c.ctx, pathLen)
 	}
-	rel = RelationExtends
-	if !kept {
-		rel = RelationFork
-	}
-	return earlier[best], rel, kept, coveredMessages(c.ctx, bestLen)
+	return nil, "", false, 0
 }
 
 // compare relates c to a parent given by declaration.
@@ -419,19 +523,43 @@ func byTokens(c *call, earlier []*call) (p *call, rel Relation, kept bool) {
 
 // bySummary finds a compaction parent: the latest earlier call whose answer is pasted into a
 // client message of c, or whose answer is a model turn of c that does not sit where it would in an
-// extension.
+// extension. Only calls whose answers have a line long enough to be a summary can be one.
 func bySummary(c *call, earlier []*call) *call {
+	turns := make(map[string]bool)
+	for _, s := range c.ctx {
+		if s.assistant {
+			turns[s.key] = true
+		}
+	}
 	for i := len(earlier) - 1; i >= 0; i-- {
-		if containsSummary(c, earlier[i]) {
-			return earlier[i]
+		if p := earlier[i]; len(p.summary) > 0 && (slices.ContainsFunc(p.answers, func(a string) bool { return turns[a] }) || pastedSummary(c, p)) {
+			return p
 		}
 	}
 	return nil
 }
 
 // containsSummary reports whether c's context holds p's answer: its text in a client message, or
-// the answer itself as an assistant turn.
+// the answer itself as an assistant turn (when the answer has a line long enough to be a summary).
 func containsSummary(c, p *call) bool {
+	if len(p.summary) == 0 {
+		return false
+	}
+	if pastedSummary(c, p) {
+		return true
+	}
+	for _, a := range p.answers {
+		for _, s := range c.ctx {
+			if s.assistant && s.key == a {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pastedSummary reports whether a line of p's answer is in the text of a client message of c.
+func pastedSummary(c, p *call) bool {
 	for _, s := range p.summary {
 		for _, m := range c.msgs {
 			if m.Role == "assistant" {
@@ -441,13 +569,6 @@ func containsSummary(c, p *call) bool {
 				if (part.Kind == "text" || part.Kind == "tool_result") && strings.Contains(part.Text, s) {
 					return true
 				}
-			}
-		}
-	}
-	for _, a := range p.answers {
-		for _, s := range c.ctx {
-			if s.assistant && s.key == a && len(p.summary) > 0 {
-				return true
 			}
 		}
 	}
@@ -481,8 +602,20 @@ func authors(c *call, cs []*call, byID, answered map[string]int) {
 			p, pi = cs[i], i
 		}
 	}
-	c.from = make([]int, len(c.ctx))
-	for k, s := range c.ctx {
+	start := 0
+	if p != nil && p == c.inherit {
+		// c's context starts with p's path: the authors there are p's, in p's array or a copy.
+		start = len(p.ctx)
+		c.from = p.from[:start]
+		if !c.inPlace {
+			c.from = slices.Clone(c.from)
+		}
+		c.from = append(c.from, make([]int, len(c.ctx)-start)...)
+	} else {
+		c.from = make([]int, len(c.ctx))
+	}
+	for k := start; k < len(c.ctx); k++ {
+		s := c.ctx[k]
 		c.from[k] = -1
 		if !s.assistant {
 			continue
@@ -505,48 +638,86 @@ func authors(c *call, cs []*call, byID, answered map[string]int) {
 	}
 }
 
-// mainChain picks the main chain (package doc) and marks its calls.
+// mainChain picks the main chain (package doc) and marks its calls. Each call's chain length is
+// its parent's plus one (or the same, through a repeat), so all are found in one pass.
 func mainChain(l *Lineage, cs []*call, byID map[string]int) {
-	var best []int
-	for end := len(cs) - 1; end >= 0; end-- {
-		if !cs[end].in.Completed {
-			continue
-		}
-		if chain := l.ChainTo(end); len(chain) > len(best) { // scanning from the last call, a tie keeps the later end
-			best = chain
+	pos := l.positions()
+	// beyond[i] is how many calls ChainTo adds before i, walking from i.
+	beyond := make([]int, len(l.Calls))
+	for i := range l.Calls {
+		p, rel, ok := l.step(i, pos)
+		switch {
+		case !ok:
+		case rel == RelationRetry || rel == RelationResample:
+			beyond[i] = beyond[p]
+		case continues(&l.Calls[i]):
+			beyond[i] = 1 + beyond[p]
 		}
 	}
-	for _, i := range best {
+	end := -1
+	for i := len(cs) - 1; i >= 0; i-- { // scanning from the last call, a tie keeps the later end
+		if cs[i].in.Completed && (end < 0 || beyond[i] > beyond[end]) {
+			end = i
+		}
+	}
+	if end < 0 {
+		return
+	}
+	for _, i := range l.chainTo(end, pos) {
 		l.MainChain = append(l.MainChain, cs[i].in.ID)
 		cs[i].node.MainChain = true
 	}
 }
 
+// continues reports whether the edge from n to its parent carries a chain on: the parent's answer
+// kept (extends, or a fork after the answer), or a compaction (the same conversation, its history
+// replaced by the summary the parent wrote).
+func continues(n *Node) bool { return n.AnswerKept || n.Relation == RelationCompaction }
+
+// step returns the position of the parent of the call at position cur and the edge's relation;
+// ok is false for a root, or a parent that is not an earlier call (a repeated model_call_id).
+func (l *Lineage) step(cur int, pos map[string]int) (p int, rel Relation, ok bool) {
+	n := &l.Calls[cur]
+	if n.ParentCallID == nil {
+		return 0, "", false
+	}
+	p, ok = pos[*n.ParentCallID]
+	if !ok || p >= cur {
+		return 0, "", false
+	}
+	return p, n.Relation, true
+}
+
 // ChainTo returns the chain ending in the call at position end of l.Calls, as positions, first
 // call first: the call, then its parent while the edge keeps the parent's answer (extends, or a
-// fork after the answer), passing through retry and resample edges to the parent of the call
-// repeated (package doc: Main chain).
-func (l *Lineage) ChainTo(end int) []int {
+// fork after the answer) or is a compaction (the same conversation, its history replaced by the
+// summary the parent wrote), passing through retry and resample edges to the parent of the call
+// repeated (package doc: Main chain). Segments splits a chain at its compactions.
+func (l *Lineage) ChainTo(end int) []int { return l.chainTo(end, l.positions()) }
+
+// positions maps each call's model_call_id to its position in l.Calls.
+func (l *Lineage) positions() map[string]int {
 	pos := make(map[string]int, len(l.Calls))
 	for i := range l.Calls {
 		pos[l.Calls[i].CallID] = i
 	}
+	return pos
+}
+
+// chainTo is ChainTo with the positions of the calls by id.
+func (l *Lineage) chainTo(end int, pos map[string]int) []int {
 	chain := []int{end}
 	cur := end
-	for steps := 0; steps < len(l.Calls); steps++ { // bounded: parents are always earlier calls
-		n := &l.Calls[cur]
-		if n.ParentCallID == nil {
+	for {
+		p, rel, ok := l.step(cur, pos) // parents are always earlier calls: the walk ends
+		if !ok {
 			break
 		}
-		p, ok := pos[*n.ParentCallID]
-		if !ok || p >= cur { // a repeated model_call_id; ids are unique in a capture
-			break
-		}
-		if n.Relation == RelationRetry || n.Relation == RelationResample {
+		if rel == RelationRetry || rel == RelationResample {
 			cur = p // the repeated call has the same context; its own parent continues the chain
 			continue
 		}
-		if !n.AnswerKept {
+		if !continues(&l.Calls[cur]) {
 			break
 		}
 		chain = append(chain, p)
@@ -556,20 +727,68 @@ func (l *Lineage) ChainTo(end int) []int {
 	return chain
 }
 
+// Segments splits a chain (positions in l.Calls, first call first, as ChainTo gives them) where a
+// call is a compaction of the call before it: each segment is one coherent conversation, its
+// history as its last call saw it, and the first call of every segment but the first is a
+// compaction. A chain without a compaction is one segment.
+func (l *Lineage) Segments(chain []int) [][]int {
+	pos := make(map[string]int, len(l.Calls))
+	for i := range l.Calls {
+		pos[l.Calls[i].CallID] = i
+	}
+	// edge is the relation that joins the call at i to the chain: a retry or resample joins it as
+	// the call it repeated did.
+	edge := func(i int) Relation {
+		for steps := 0; steps < len(l.Calls); steps++ { // bounded: parents are always earlier calls
+			n := &l.Calls[i]
+			if n.Relation != RelationRetry && n.Relation != RelationResample || n.ParentCallID == nil {
+				return n.Relation
+			}
+			p, ok := pos[*n.ParentCallID]
+			if !ok || p >= i {
+				return n.Relation
+			}
+			i = p
+		}
+		return l.Calls[i].Relation
+	}
+	var out [][]int
+	start := 0
+	for k := 1; k < len(chain); k++ {
+		if edge(chain[k]) == RelationCompaction {
+			out = append(out, chain[start:k])
+			start = k
+		}
+	}
+	if start < len(chain) {
+		out = append(out, chain[start:])
+	}
+	return out
+}
+
 // Leaves returns the positions of the completed calls that end a chain (no other chain runs
 // through them), in capture order: the main chain's end and every other path's (an abandoned
 // branch, a resampled answer, a side call).
 func (l *Lineage) Leaves() []int {
+	pos := l.positions()
 	inner := make([]bool, len(l.Calls))
+	walked := make([]bool, len(l.Calls)) // the chain on from here is marked already
 	var ends []int
 	for i := range l.Calls {
 		if !l.Calls[i].Completed {
 			continue
 		}
 		ends = append(ends, i)
-		chain := l.ChainTo(i)
-		for _, k := range chain[:len(chain)-1] {
-			inner[k] = true
+		for cur := i; !walked[cur]; {
+			walked[cur] = true
+			p, rel, ok := l.step(cur, pos)
+			if !ok || rel != RelationRetry && rel != RelationResample && !continues(&l.Calls[cur]) {
+				break
+			}
+			if rel != RelationRetry && rel != RelationResample {
+				inner[p] = true
+			}
+			cur = p
 		}
 	}
 	var out []int
@@ -722,7 +941,7 @@ func canonicalJSON(s string) string {
 
 // previousResponseID returns a Responses request's previous_response_id, "" when none.
 func previousResponseID(req []byte) string {
-	if !bytes.Contains(req, []byte(`"previous_response_id"`)) { // most requests: no second decode
+	if !containsAt(req, `"previous_response_id"`, 4) { // most requests: no second decode
 		return ""
 	}
 	var r struct {
@@ -732,6 +951,24 @@ func previousResponseID(req []byte) string {
 		return ""
 	}
 	return *r.Prev
+}
+
+// containsAt is bytes.Contains(b, []byte(tok)), found by looking for tok's byte at anchor (a
+// byte rarer in JSON than its quote: bytes.Contains starts from the first byte, and a request's
+// text has a quote every few bytes) and comparing tok around each one.
+func containsAt(b []byte, tok string, anchor int) bool {
+	a := tok[anchor]
+	for i := anchor; i < len(b); i++ {
+		j := bytes.IndexByte(b[i:], a)
+		if j < 0 {
+			return false
+		}
+		i += j
+		if start := i - anchor; start+len(tok) <= len(b) && string(b[start:start+len(tok)]) == tok {
+			return true
+		}
+	}
+	return false
 }
 
 func isPrefix(p, s []segment) bool {

@@ -23,6 +23,7 @@ var (
 	// The same call as callRead as a harness may resend it: other id, keys reordered, spaced.
 	callReadResent = toolCall{"toolu_99", "read", `{ "limit": 10, "path": "a.txt" }`}
 	summaryText    = "Summary of the work so far: the user asked to read a.txt, which says hello; the answer was given."
+	summaryText2   = "Summary of the work so far: a.txt says hello and b.txt says world; the user may ask about them."
 )
 
 var lineageCases = []struct {
@@ -126,8 +127,8 @@ var lineageCases = []struct {
 			{"c0", RelationExtends, 2, "CCMCC"},
 			{"c1", RelationCompaction, 3, "CCC"},
 		},
-		main: []string{"c0", "c1"},
-		sum:  Summary{Calls: 3, Roots: 1, Extends: 1, Compactions: 1, MainChainLength: 2, OffMainChain: 1},
+		main: []string{"c0", "c1", "c2"},
+		sum:  Summary{Calls: 3, Roots: 1, Extends: 1, Compactions: 1, MainChainLength: 3},
 	},
 	{
 		name: "compaction: only the summary part of the answer is pasted",
@@ -141,8 +142,8 @@ var lineageCases = []struct {
 			{"c0", RelationExtends, 1, "CCMC"},
 			{"c1", RelationCompaction, 2, "CC"},
 		},
-		main: []string{"c0", "c1"},
-		sum:  Summary{Calls: 3, Roots: 1, Extends: 1, Compactions: 1, MainChainLength: 2, OffMainChain: 1},
+		main: []string{"c0", "c1", "c2"},
+		sum:  Summary{Calls: 3, Roots: 1, Extends: 1, Compactions: 1, MainChainLength: 3},
 	},
 	{
 		// Codex's compaction keeps the user's messages of the old history (its first context, up
@@ -161,8 +162,46 @@ var lineageCases = []struct {
 			{"c1", RelationExtends, 1, "CCMCMC"},
 			{"c2", RelationCompaction, 4, "CCCC"},
 		},
-		main: []string{"c0", "c1", "c2"},
-		sum:  Summary{Calls: 4, Roots: 1, Extends: 2, Compactions: 1, MainChainLength: 3, OffMainChain: 1},
+		main: []string{"c0", "c1", "c2", "c3"},
+		sum:  Summary{Calls: 4, Roots: 1, Extends: 2, Compactions: 1, MainChainLength: 4},
+	},
+	{
+		// A compaction continues the conversation: the main chain runs across both, from the first
+		// prompt to the last answer, summary requests included.
+		name: "compaction twice: the main chain crosses both",
+		steps: []step{
+			{history: []turn{sys("S"), user("read a.txt")}, answer: asst("", callRead)},
+			{history: []turn{sys("S"), user("read a.txt"), asst("", callRead), result("call_1", "hello"), user("Summarize the conversation.")}, answer: asst(summaryText)},
+			{history: []turn{sys("S"), user("This session continues an earlier one. " + summaryText), user("read b.txt")}, answer: asst("", callRead2)},
+			{history: []turn{sys("S"), user("This session continues an earlier one. " + summaryText), user("read b.txt"), asst("", callRead2), result("call_2", "world"), user("Summarize the conversation.")}, answer: asst(summaryText2)},
+			{history: []turn{sys("S"), user("This session continues an earlier one. " + summaryText2), user("what did they say?")}, answer: asst("hello world")},
+		},
+		want: []want{
+			{"", RelationRoot, 2, "CC"},
+			{"c0", RelationExtends, 2, "CCMCC"},
+			{"c1", RelationCompaction, 3, "CCC"},
+			{"c2", RelationExtends, 2, "CCCMCC"},
+			{"c3", RelationCompaction, 3, "CCC"},
+		},
+		main: []string{"c0", "c1", "c2", "c3", "c4"},
+		sum:  Summary{Calls: 5, Roots: 1, Extends: 2, Compactions: 2, MainChainLength: 5},
+	},
+	{
+		// A side call sent last (a title, a check of who speaks next) is a root of one call: not
+		// longer than the conversation, so not the main chain.
+		name: "side call sent last is off the main chain",
+		steps: []step{
+			{history: []turn{sys("S"), user("read a.txt")}, answer: asst("", callRead)},
+			{history: []turn{sys("S"), user("read a.txt"), asst("", callRead), result("call_1", "hello")}, answer: asst("a.txt says hello")},
+			{history: []turn{sys("Write a 5-word title."), user("read a.txt")}, answer: asst("Reading a file")},
+		},
+		want: []want{
+			{"", RelationRoot, 2, "CC"},
+			{"c0", RelationExtends, 1, "CCMC"},
+			{"", RelationRoot, 2, "CC"},
+		},
+		main: []string{"c0", "c1"},
+		sum:  Summary{Calls: 3, Roots: 2, Extends: 1, MainChainLength: 2, OffMainChain: 1},
 	},
 	{
 		name: "side call is a root, the main conversation goes on",
@@ -359,6 +398,8 @@ func TestLeaves(t *testing.T) {
 		"resample of a completed call":                       {0, 1},
 		"fork: a second continuation of the same answer":     {1, 2},
 		"side call is a root, the main conversation goes on": {1, 3},
+		"compaction twice: the main chain crosses both":      {4},
+		"side call sent last is off the main chain":          {1, 2},
 	}
 	for _, tc := range lineageCases {
 		w, ok := want[tc.name]
@@ -398,4 +439,94 @@ func TestAuthorsAlongChain(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDeclaredParentNotEarlier: a declared parent that is the call itself, a later call, an
+// unknown id, or a later call declaring back (a cycle), is no parent: the call is placed by the
+// other evidence and the chain stays acyclic.
+func TestDeclaredParentNotEarlier(t *testing.T) {
+	d := dialects[0]
+	steps := []step{
+		{history: []turn{sys("S"), user("a")}, answer: asst("A")},
+		{history: []turn{sys("S"), user("a"), asst("A"), user("b")}, answer: asst("B")},
+		{history: []turn{sys("S"), user("a"), asst("A"), user("b"), asst("B"), user("c")}, answer: asst("C")},
+		{history: []turn{sys("S"), user("x")}, answer: asst("X")},
+	}
+	calls := render(d, steps)
+	calls[0].DeclaredParentID = "c2"      // a later call, which declares back: a cycle
+	calls[2].DeclaredParentID = "c0"      // wrong but earlier: declared wins
+	calls[1].DeclaredParentID = "c1"      // itself
+	calls[3].DeclaredParentID = "nowhere" // unknown
+	l := Derive(calls)
+	for i, want := range []struct {
+		parent   string
+		evidence Evidence
+		ignored  string
+	}{{"", EvidenceNone, "c2"}, {"c0", EvidenceMessages, "c1"}, {"c0", EvidenceDeclared, ""}, {"", EvidenceNone, "nowhere"}} {
+		n := l.Calls[i]
+		got := ""
+		if n.ParentCallID != nil {
+			got = *n.ParentCallID
+		}
+		if got != want.parent || n.Evidence != want.evidence || n.DeclaredParentIgnored != want.ignored {
+			t.Errorf("call %d: parent %q by %s, ignored %q; want %q by %s, ignored %q", i, got, n.Evidence, n.DeclaredParentIgnored, want.parent, want.evidence, want.ignored)
+		}
+	}
+	for i := range l.Calls {
+		if c := l.ChainTo(i); len(c) > len(l.Calls) {
+			t.Errorf("chain to %d: %v", i, c)
+		}
+	}
+	if len(l.Leaves()) == 0 || len(l.MainChain) == 0 {
+		t.Errorf("leaves %v, main chain %v", l.Leaves(), l.MainChain)
+	}
+}
+
+// TestSegments: a chain is split where a call is a compaction of the call before it, also when
+// that call is a retry of a failed compaction call; the main chain crosses every compaction.
+func TestSegments(t *testing.T) {
+	after := []turn{sys("S"), user("This session continues an earlier one. " + summaryText), user("read b.txt")}
+	retried := []step{
+		{history: []turn{sys("S"), user("read a.txt")}, answer: asst("", callRead)},
+		{history: []turn{sys("S"), user("read a.txt"), asst("", callRead), result("call_1", "hello"), user("Summarize the conversation.")}, answer: asst(summaryText)},
+		{history: after, failed: true},
+		{history: after, answer: asst("", callRead2)},
+		{history: append(slices.Clone(after), asst("", callRead2), result("call_2", "world")), answer: asst("hello world")},
+	}
+	cases := []struct {
+		name  string
+		steps []step
+		want  [][]int
+	}{
+		{"no compaction", lineageCases[0].steps, [][]int{{0, 1}}},
+		{"one compaction", caseSteps(t, "compaction: history replaced by a summary the model wrote"), [][]int{{0, 1}, {2}}},
+		{"two compactions", caseSteps(t, "compaction twice: the main chain crosses both"), [][]int{{0, 1}, {2, 3}, {4}}},
+		{"the call after the compaction retried", retried, [][]int{{0, 1}, {3, 4}}},
+	}
+	for _, d := range dialects {
+		for _, tc := range cases {
+			l := Derive(render(d, tc.steps))
+			chain := l.ChainTo(len(l.Calls) - 1)
+			got := l.Segments(chain)
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("%s/%s: segments %v of chain %v, want %v", d.name, tc.name, got, chain, tc.want)
+			}
+			if len(l.MainChain) != len(chain) {
+				t.Errorf("%s/%s: main chain %v, want the chain to the last call %v", d.name, tc.name, l.MainChain, chain)
+			}
+		}
+	}
+	if got := (&Lineage{}).Segments(nil); len(got) != 0 {
+		t.Errorf("segments of an empty chain %v", got)
+	}
+}
+
+func caseSteps(t *testing.T, name string) []step {
+	for _, tc := range lineageCases {
+		if tc.name == name {
+			return tc.steps
+		}
+	}
+	t.Fatalf("no case %q", name)
+	return nil
 }

@@ -23,7 +23,7 @@ type Pair struct {
 	Position int   `json:"position"` // 0-based, in started_at order
 	A        *Call `json:"a"`
 	B        *Call `json:"b"`
-	// Differs lists what differs: "missing" (one side has no such call), "model", "messages",
+	// Differs lists what differs: "missing" (one side has no such call), "dialect", "model", "messages",
 	// "status", "finish_reason", "tool_calls", "answer", "error". Empty when the calls match.
 	Differs []string `json:"differs"`
 }
@@ -36,10 +36,12 @@ type Difference struct {
 	What     string `json:"what"` // the first entry of the pair's Differs
 	// Message is the 0-based index of the first request message that differs when What is
 	// "messages" (one run may have fewer messages: the other's extra one is shown), else null.
-	Message *int    `json:"message"`
-	A       string  `json:"a"` // A's side of it: the message (role: excerpt), the model, the status, ...
-	B       string  `json:"b"`
-	Note    *string `json:"note,omitempty"`
+	Message *int   `json:"message"`
+	A       string `json:"a"` // A's side of it: the message (role: excerpt), the model, the status, ...
+	B       string `json:"b"`
+	// Note is set when A and B read the same although the values differ: past the excerpt's
+	// first ExcerptLen characters, or in their JSON (another shape, a part without text).
+	Note *string `json:"note,omitempty"`
 }
 
 // Result is the comparison of two runs.
@@ -92,6 +94,9 @@ func differs(a, b *Call) []string {
 	if a == nil || b == nil {
 		return append(d, "missing")
 	}
+	if deref(a.Dialect) != deref(b.Dialect) {
+		d = append(d, "dialect")
+	}
 	if deref(a.Model) != deref(b.Model) {
 		d = append(d, "model")
 	}
@@ -138,6 +143,8 @@ func first(p *Pair) *Difference {
 	switch d.What {
 	case "missing":
 		d.A, d.B = callText(a), callText(b)
+	case "dialect":
+		d.A, d.B = deref(a.Dialect), deref(b.Dialect)
 	case "model":
 		d.A, d.B = deref(a.Model), deref(b.Model)
 	case "messages":
@@ -154,6 +161,11 @@ func first(p *Pair) *Difference {
 		d.A, d.B = a.Answer, b.Answer
 	case "error":
 		d.A, d.B = deref(a.Error), deref(b.Error)
+	}
+	if d.A == d.B {
+		note := "both sides read the same here, yet the values differ: past the first " + strconv.Itoa(ExcerptLen) +
+			" characters, or in their JSON (another shape, a part without text)"
+		d.Note = &note
 	}
 	return d
 }

@@ -3,6 +3,7 @@ package rundiff
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/modelcalls/modelcalls/internal/demo"
@@ -195,5 +196,37 @@ func TestLoadDemo(t *testing.T) {
 	}
 	if none := load("no-such-rollout"); len(none.Calls) != 0 {
 		t.Errorf("a rollout without capture has %d calls", len(none.Calls))
+	}
+}
+
+// TestCompareEdges: runs in different dialects part at the dialect, named first (every message
+// and answer differs in shape after it); empty runs match; a run with no calls against one with
+// calls is missing them all.
+func TestCompareEdges(t *testing.T) {
+	chat := call{start: 1, model: "m", status: 200, msgs: [][2]string{{"system", "S"}, {"user", "hi"}}, answer: "hello"}
+	chatRec := chat.record(0)
+	msgsRec := chat.record(0)
+	msgsRec.Request = json.RawMessage(`{"model":"m","system":"S","messages":[{"role":"user","content":"hi"}]}`)
+	msgsRec.Response = json.RawMessage(`{"id":"x","content":[{"type":"text","text":"hello"}]}`)
+	chatDialect, messagesDialect := "chat", "messages"
+	chatRec.Dialect, msgsRec.Dialect = &chatDialect, &messagesDialect
+	a := &Run{Calls: []Call{summarise(chatRec)}}
+	b := &Run{Calls: []Call{summarise(msgsRec)}}
+	res := Compare(a, b)
+	if res.Same || res.First.What != "dialect" || res.First.A != "chat" || res.First.B != "messages" {
+		t.Errorf("dialects: first %+v", res.First)
+	}
+	long := strings.Repeat("word ", 40)
+	res = Compare(run(call{msgs: [][2]string{{"user", long + "A"}}}), run(call{msgs: [][2]string{{"user", long + "B"}}}))
+	if res.First == nil || res.First.What != "messages" || res.First.A != res.First.B || res.First.Note == nil {
+		t.Errorf("a difference past the excerpt: %+v", res.First)
+	}
+	empty := &Run{Calls: []Call{}}
+	if res := Compare(empty, &Run{Calls: []Call{}}); !res.Same || len(res.Pairs) != 0 {
+		t.Errorf("two empty runs: %+v", res)
+	}
+	res = Compare(empty, run(chat, chat))
+	if res.Same || len(res.Pairs) != 2 || res.First.What != "missing" || res.First.A != "(no such call)" || res.Pairs[1].Differs[0] != "missing" {
+		t.Errorf("empty against two calls: %+v", res)
 	}
 }

@@ -10,6 +10,8 @@
 // the first call of A with the first of B, and so on; a call only one run made is "missing" in
 // the other. A pair differs when any of these differ:
 //
+//   - "dialect": the API the call used (chat, responses, messages, ...); named first, since the
+//     messages and answers of two dialects differ in shape even when they say the same;
 //   - "model": the record's model;
 //   - "messages": what the request sent, taken generically from the request object: its
 //     top-level "system" and "instructions" (when not null), then each element of "messages"
@@ -52,6 +54,7 @@ type Message struct {
 type Call struct {
 	Index     int       `json:"call_index"`
 	StartedAt *float64  `json:"started_at"` // seconds since the Unix epoch
+	Dialect   *string   `json:"dialect"`    // chat, responses, messages, ...
 	Model     *string   `json:"model"`
 	Status    *int      `json:"status_code"`
 	Finish    *string   `json:"finish_reason"` // finish_reason, else response_status
@@ -108,7 +111,7 @@ func sortCalls(r *Run) {
 }
 
 func summarise(rec *record.ModelCallRecord) Call {
-	c := Call{Index: rec.CallIndex, StartedAt: rec.StartedAt, Model: rec.Model, Status: rec.StatusCode,
+	c := Call{Index: rec.CallIndex, StartedAt: rec.StartedAt, Dialect: rec.Dialect, Model: rec.Model, Status: rec.StatusCode,
 		Finish: cmp.Or(rec.FinishReason, rec.ResponseStatus), Error: rec.ErrorCategory, TokensIn: rec.TokensIn,
 		TokensOut: rec.TokensOut, LatencyMS: rec.LatencyTotalMS, ToolCalls: []string{}, Messages: []Message{}}
 	var tools strings.Builder

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,8 +37,9 @@ func readRollout(t *testing.T, id string) ([]lineage.Call, *lineage.Lineage) {
 	return calls, lineage.Derive(calls)
 }
 
-// TestSFTHarnessCaptures: the main chain of every real harness capture becomes a line that passes
-// the fine-tuning rules; the lines are pinned (checked by eye once).
+// TestSFTHarnessCaptures: the main chain of every real harness capture becomes lines that pass the
+// fine-tuning rules, one per segment (the chain split at each compaction); the lines are pinned
+// (checked by eye once), one indented JSON object after another.
 func TestSFTHarnessCaptures(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(harnessCaptures, "*"+capture.CaptureSuffix))
 	if len(files) == 0 {
@@ -47,41 +49,70 @@ func TestSFTHarnessCaptures(t *testing.T) {
 		id := strings.TrimSuffix(filepath.Base(f), capture.CaptureSuffix)
 		t.Run(id, func(t *testing.T) {
 			calls, l := readRollout(t, id)
-			line, err := SFT(calls, l)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := ValidateSFT(line); err != nil {
-				t.Fatalf("invalid line: %v", err)
-			}
 			// The model's tool call and final answer are trained; nothing the client wrote is.
-			// After Claude Code's compaction the answer before it is kept verbatim after the
-			// summary: a model turn too, off the main chain, so trained in this line. Codex's
-			// main chain is the history before its compaction, the summary request ending it:
-			// its summary is the third model turn.
-			wantWeights := []int{1, 1}
-			if id == "e2e-scripted-claude-code-compact" || id == "e2e-scripted-codex-compact" {
-				wantWeights = []int{1, 1, 1}
+			// Across a compaction the main chain is two lines: the history up to the summary
+			// request, its summary the last model turn, then the conversation after it. Claude
+			// Code's summary request branches after the first call's tool call and its summary is
+			// trained there; the answer before the compaction, kept verbatim after the summary,
+			// is a model turn of the second line. Codex's first line is the whole first turn and
+			// the summary, its second the resumed turn. With summaries as context only, each
+			// summary is weight 0.
+			wantWeights := [][]int{{1, 1}}
+			wantContext := wantWeights
+			switch id {
+			case "e2e-scripted-claude-code-compact":
+				wantWeights = [][]int{{1, 1}, {1, 1, 1}}
+				wantContext = [][]int{{1, 0}, {1, 1, 1}}
+			case "e2e-scripted-codex-compact":
+				wantWeights = [][]int{{1, 1, 1}, {1, 1}}
+				wantContext = [][]int{{1, 1, 0}, {1, 1}}
 			}
-			var weights []int
-			for _, m := range line.Messages {
-				if m.Weight != nil {
-					weights = append(weights, *m.Weight)
+			for _, opt := range []Options{{}, {ContextOnlySummaries: true}} {
+				lines, err := SFT(calls, l, opt)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			if !slices.Equal(weights, wantWeights) {
-				t.Errorf("assistant weights %v, want %v", weights, wantWeights)
-			}
-			got, _ := json.MarshalIndent(line, "", " ")
-			golden := filepath.Join("testdata", "golden", id+".sft.json")
-			if *update {
-				os.MkdirAll(filepath.Dir(golden), 0o755)
-				os.WriteFile(golden, got, 0o644)
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil || !bytes.Equal(got, want) {
-				t.Errorf("differs from %s (go test -update rewrites it): %v", golden, err)
+				var weights [][]int
+				for _, line := range lines {
+					if err := ValidateSFT(line); err != nil {
+						t.Fatalf("invalid line: %v", err)
+					}
+					var w []int
+					for _, m := range line.Messages {
+						if m.Weight != nil {
+							w = append(w, *m.Weight)
+						}
+					}
+					weights = append(weights, w)
+				}
+				want := wantWeights
+				if opt.ContextOnlySummaries {
+					want = wantContext
+				}
+				if fmt.Sprint(weights) != fmt.Sprint(want) {
+					t.Errorf("%+v: assistant weights per line %v, want %v", opt, weights, want)
+				}
+				if opt.ContextOnlySummaries {
+					continue
+				}
+				var got []byte
+				for i, line := range lines {
+					b, _ := json.MarshalIndent(line, "", " ")
+					if i > 0 {
+						got = append(got, '\n')
+					}
+					got = append(got, b...)
+				}
+				golden := filepath.Join("testdata", "golden", id+".sft.json")
+				if *update {
+					os.MkdirAll(filepath.Dir(golden), 0o755)
+					os.WriteFile(golden, got, 0o644)
+					continue
+				}
+				want2, err := os.ReadFile(golden)
+				if err != nil || !bytes.Equal(got, want2) {
+					t.Errorf("differs from %s (go test -update rewrites it): %v", golden, err)
+				}
 			}
 		})
 	}
@@ -155,9 +186,13 @@ func TestSFTWeights(t *testing.T) {
 		{ID: "c1", Index: 1, Dialect: "chat", Completed: true, Request: chat(`{"role":"user","content":"hi"},{"role":"assistant","content":"hello"},{"role":"user","content":"go"},{"role":"assistant","content":"injected"},{"role":"user","content":"on"}`), Response: answer("done")},
 	}
 	l := lineage.Derive(calls)
-	line, err := SFT(calls, l)
+	lines, err := SFT(calls, l, Options{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	line := lines[0]
+	if len(lines) != 1 {
+		t.Fatalf("%d lines, want 1", len(lines))
 	}
 	if err := ValidateSFT(line); err != nil {
 		t.Fatal(err)
@@ -186,7 +221,7 @@ func TestTokenRows(t *testing.T) {
 	// The lineage is given (the drift would keep c2 off the chain if derived from ids).
 	l := &lineage.Lineage{MainChain: []string{"c0", "c1", "c2"}, Calls: []lineage.Node{{CallID: "c0"}, {CallID: "c1"}, {CallID: "c2"}}}
 	reward := 1.0
-	rows := TokenRows("r1", &reward, calls, l)
+	rows := TokenRows("r1", &reward, calls, l, Options{})
 	if len(rows) != 2 {
 		t.Fatalf("%d rows: %+v", len(rows), rows)
 	}
@@ -201,7 +236,7 @@ func TestTokenRows(t *testing.T) {
 	}
 
 	calls[1].Tokens = nil
-	rows = TokenRows("r1", nil, calls, l)
+	rows = TokenRows("r1", nil, calls, l, Options{})
 	if len(rows) != 2 || rows[1].SplitReason != SplitNoTokenIDs || !slices.Equal(rows[1].ModelCallIDs, []string{"c2"}) {
 		t.Errorf("without ids in the middle: %+v", rows)
 	}
@@ -219,7 +254,7 @@ func TestSFTPaths(t *testing.T) {
 		{ID: "c1", Index: 1, Dialect: "chat", Completed: true, Request: chat(`{"role":"user","content":"hi"},{"role":"assistant","content":"hello"},{"role":"user","content":"a"}`), Response: answer("A")},
 		{ID: "c2", Index: 2, Dialect: "chat", Completed: true, Request: chat(`{"role":"user","content":"hi"},{"role":"assistant","content":"hello"},{"role":"user","content":"b"}`), Response: answer("B")},
 	}
-	lines, err := SFTPaths(calls, lineage.Derive(calls))
+	lines, err := SFTPaths(calls, lineage.Derive(calls), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +317,7 @@ func TestTokensFromCapture(t *testing.T) {
 	if a := l.Calls[1].Audit; a == nil || !a.OK || l.Calls[1].Relation != lineage.RelationExtends {
 		t.Fatalf("call 1: %+v", l.Calls[1])
 	}
-	rows := TokenRows("r", nil, calls, l)
+	rows := TokenRows("r", nil, calls, l, Options{})
 	if len(rows) != 1 {
 		t.Fatalf("%d rows", len(rows))
 	}

@@ -1,16 +1,18 @@
 // Package samples turns a rollout's calls and their lineage (package lineage) into training
 // samples a trainer reads:
 //
-//   - SFT: one line per main chain in the OpenAI chat fine-tuning shape ({"messages", "tools"}),
-//     assistant turns the model wrote with weight 1 and those the client wrote with weight 0;
+//   - SFT: one line per segment of the main chain (the chain split at each compaction) in the
+//     OpenAI chat fine-tuning shape ({"messages", "tools"}), assistant turns the model wrote with
+//     weight 1 and those the client wrote with weight 0;
 //   - TokenRows: the main chain as token ids with a loss mask and the rollout's log probabilities,
-//     split where the token-prefix audit fails;
+//     split at each compaction and where the token-prefix audit fails;
 //   - Transitions: one row per call.
 //
 // docs/lineage.md describes each schema and rule.
 package samples
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,46 +49,98 @@ type SFTToolCall struct {
 	} `json:"function"`
 }
 
+// Options choose what samples train. The zero value trains every generation once.
+type Options struct {
+	// ContextOnlySummaries makes a compaction summary (the answer of a call that a compaction
+	// continues from: the model writing the summary the next history holds) context only: weight
+	// 0 in SFT lines, loss mask 0 in token rows. By default a summary is trained like any other
+	// generation of the conversation.
+	ContextOnlySummaries bool
+}
+
+// summaryCalls returns the ids of the calls a compaction continues from (their answer is a
+// summary).
+func summaryCalls(l *lineage.Lineage) map[string]bool {
+	out := map[string]bool{}
+	for i := range l.Calls {
+		if n := &l.Calls[i]; n.Relation == lineage.RelationCompaction && n.ParentCallID != nil {
+			out[*n.ParentCallID] = true
+		}
+	}
+	return out
+}
+
 // ErrNoMainChain is returned by SFT for a rollout whose lineage has no main chain (no call
 // completed).
 var ErrNoMainChain = errors.New("samples: no main chain (no call completed)")
 
-// SFT returns the main chain of a rollout as one fine-tuning line: the conversation the chain's
-// last call saw, then its answer. Each assistant turn gets weight 1 when the model wrote it
-// (lineage's author) and the turn's generation has not already been given weight 1 in this line,
-// else 0. Reasoning, images and other non-text parts are left out (the format has no place for
-// them). calls and l are one rollout's calls and their lineage (lineage.Derive(calls)).
+// SFT returns the main chain of a rollout as fine-tuning lines, one per segment
+// (lineage.Segments: the chain split at each compaction), first segment first: the conversation
+// the segment's last call saw, then its answer. Each assistant turn gets weight 1 when the model
+// wrote it (lineage's author) and the turn's generation has not already been given weight 1 in an
+// earlier line or earlier in this one, else 0; a compaction summary is weight 0 when
+// opt.ContextOnlySummaries. A segment left with nothing to train is dropped, unless no segment
+// has anything: then the last is returned alone (ValidateSFT rejects it). Reasoning, images and
+// other non-text parts are left out (the format has no place for them). calls and l are one
+// rollout's calls and their lineage (lineage.Derive(calls)).
 //
 // A chain whose calls continue stored responses (Responses previous_response_id) sends only new
 // input per call; the conversation is then rebuilt by appending each call's answer and the next
 // call's input.
-func SFT(calls []lineage.Call, l *lineage.Lineage) (*SFTLine, error) {
+func SFT(calls []lineage.Call, l *lineage.Lineage, opt Options) ([]*SFTLine, error) {
 	chain := chainCalls(l)
 	if len(chain) == 0 {
 		return nil, ErrNoMainChain
 	}
-	return SFTPath(calls, l, chain, map[string]bool{}), nil
+	lines, last := sftChain(calls, l, chain, opt.trained(l))
+	if len(lines) == 0 {
+		lines = []*SFTLine{last}
+	}
+	return lines, nil
 }
 
-// SFTPaths returns the lines of every path of a rollout: the main chain first, then the path of
-// each other leaf (lineage.Leaves: abandoned branches, resampled answers, side calls) in capture
-// order. A generation is trained once across the lines: a model turn already given weight 1 in an
-// earlier line has weight 0 in later ones, and a line left with nothing to train is dropped.
-func SFTPaths(calls []lineage.Call, l *lineage.Lineage) ([]*SFTLine, error) {
+// trained returns the start of a rollout's set of trained generations: empty, or the summaries
+// when they are context only.
+func (o Options) trained(l *lineage.Lineage) map[string]bool {
+	if o.ContextOnlySummaries {
+		return summaryCalls(l)
+	}
+	return map[string]bool{}
+}
+
+// sftChain returns the lines of a chain's segments that have something to train, and the last
+// segment's line whatever it holds.
+func sftChain(calls []lineage.Call, l *lineage.Lineage, chain []int, trained map[string]bool) (lines []*SFTLine, last *SFTLine) {
+	for _, seg := range l.Segments(chain) {
+		last = SFTPath(calls, l, seg, trained)
+		if hasWeight(last) {
+			lines = append(lines, last)
+		}
+	}
+	return lines, last
+}
+
+// SFTPaths returns the lines of every path of a rollout: the main chain's first (SFT), then the
+// path of each other leaf (lineage.Leaves: abandoned branches, resampled answers, side calls) in
+// capture order, each split at its compactions as the main chain is. A generation is trained once
+// across the lines: a model turn already given weight 1 in an earlier line has weight 0 in later
+// ones, and a line left with nothing to train is dropped.
+func SFTPaths(calls []lineage.Call, l *lineage.Lineage, opt Options) ([]*SFTLine, error) {
 	main := chainCalls(l)
 	if len(main) == 0 {
 		return nil, ErrNoMainChain
 	}
-	trained := map[string]bool{}
-	out := []*SFTLine{SFTPath(calls, l, main, trained)}
+	trained := opt.trained(l)
+	out, last := sftChain(calls, l, main, trained)
+	if len(out) == 0 {
+		out = []*SFTLine{last}
+	}
 	for _, leaf := range l.Leaves() {
 		if leaf == main[len(main)-1] {
 			continue
 		}
-		line := SFTPath(calls, l, l.ChainTo(leaf), trained)
-		if hasWeight(line) {
-			out = append(out, line)
-		}
+		lines, _ := sftChain(calls, l, l.ChainTo(leaf), trained)
+		out = append(out, lines...)
 	}
 	return out, nil
 }
@@ -100,9 +154,12 @@ func hasWeight(l *SFTLine) bool {
 	return false
 }
 
-// SFTPath returns the line of one chain (positions in l.Calls, first call first, as
-// lineage.ChainTo gives them); trained holds the calls whose generation already has weight 1 and
-// gets this line's added.
+// SFTPath returns the line of one chain segment (positions in l.Calls, first call first, as
+// lineage.Segments gives them: no compaction inside; given a chain across a compaction, the line
+// is the last segment's conversation); trained holds the calls whose generation already has
+// weight 1 and gets this line's added. The line's tools are those of the segment's last call that
+// offered any (a summary request ending a segment may offer none, its conversation's calls still
+// used them).
 func SFTPath(calls []lineage.Call, l *lineage.Lineage, chain []int, trained map[string]bool) *SFTLine {
 	type authored struct {
 		msg  lineage.Message
@@ -112,7 +169,15 @@ func SFTPath(calls []lineage.Call, l *lineage.Lineage, chain []int, trained map[
 	var prevAnswer []lineage.Message
 	var prevID string
 	var tools json.RawMessage
-	for k, i := range chain {
+	// A call that does not continue a stored response resends its whole history, which starts the
+	// conversation over: the chain is read from the last such call on (reading each call's context
+	// would cost the chain's length times its history).
+	start := len(chain) - 1
+	for start > 0 && lineage.UsesPreviousResponse(&calls[chain[start]]) {
+		start--
+	}
+	for k, i := range chain[start:] {
+		k += start
 		ctx, _, answer := lineage.Conversation(&calls[i])
 		if k > 0 && lineage.UsesPreviousResponse(&calls[i]) {
 			for _, m := range prevAnswer {
@@ -129,10 +194,19 @@ func SFTPath(calls []lineage.Call, l *lineage.Lineage, chain []int, trained map[
 			conv = append(conv, a)
 		}
 		prevAnswer, prevID = answer, calls[i].ID
-		tools = rawTools(calls[i].Request)
+		if t := rawTools(calls[i].Request); t != nil { // a summary request may offer none
+			tools = t
+		}
 	}
 	for _, m := range prevAnswer {
 		conv = append(conv, authored{m, prevID})
+	}
+	// The tools are the last offered along the chain, also before the calls read above (a request
+	// without the text "tools" offers none: most are passed over without decoding them).
+	for k := start - 1; k >= 0 && tools == nil; k-- {
+		if req := calls[chain[k]].Request; bytes.Contains(req, []byte(`"tools"`)) {
+			tools = rawTools(req)
+		}
 	}
 
 	line := &SFTLine{Messages: []SFTMessage{}}

@@ -38,57 +38,94 @@ const (
 	// SplitTokenDrift: this call's prompt ids do not start with the previous call's prompt and
 	// generated ids (the detail names the position).
 	SplitTokenDrift = "token_prefix_mismatch"
+	// SplitCompaction: this call is a compaction of the previous main-chain call: its history was
+	// replaced by the summary that call wrote, so its prompt does not continue the row.
+	SplitCompaction = "compaction"
 )
 
-// TokenRows returns the main chain of a rollout as token rows (TokenRow). A main-chain call
-// without prompt or generated ids is left out and the next call starts a new row; a call whose
-// prompt ids do not start with the previous call's prompt and generated ids starts a new row
-// with the audit's position in its SplitReason: rows are never glued across a drift. reward is the
+// TokenRows returns the main chain of a rollout as token rows (TokenRow). A call that is a
+// compaction of the previous one starts a new row (SplitCompaction); a main-chain call without
+// prompt or generated ids is left out and the next call starts a new row; a call whose prompt ids
+// do not start with the previous call's prompt and generated ids starts a new row with the audit's
+// position in its SplitReason: rows are never glued across a drift. With
+// opt.ContextOnlySummaries a compaction summary's generated ids have loss mask 0. reward is the
 // rollout's reward, nil when unknown.
-func TokenRows(rolloutID string, reward *float64, calls []lineage.Call, l *lineage.Lineage) []TokenRow {
-	var rows []TokenRow
-	var cur *TokenRow
-	var prev *lineage.TokenIDs
-	reason := ""
-	for _, i := range chainCalls(l) {
-		t := calls[i].Tokens
-		if t == nil || t.Prompt == nil || t.Generated == nil {
-			cur, prev, reason = nil, nil, SplitNoTokenIDs
-			continue
-		}
-		start := 0
-		if cur != nil {
-			if a := lineage.AuditPrefix(prev.Prompt, prev.Generated, t.Prompt); a.OK {
-				start = len(prev.Prompt) + len(prev.Generated)
-			} else {
-				cur, reason = nil, fmt.Sprintf("%s at %d (%s)", SplitTokenDrift, *a.Position, a.In)
-			}
-		}
-		if cur == nil {
-			rows = append(rows, TokenRow{RolloutID: rolloutID, Reward: reward, Segment: len(rows), SplitReason: reason})
-			cur = &rows[len(rows)-1]
-		}
-		cur.ModelCallIDs = append(cur.ModelCallIDs, calls[i].ID)
-		cur.PromptStarts = append(cur.PromptStarts, int32(len(cur.InputIDs)))
-		for _, id := range t.Prompt[start:] {
-			cur.InputIDs = append(cur.InputIDs, id)
-			cur.LossMask = append(cur.LossMask, 0)
-			cur.RolloutLogprobs = append(cur.RolloutLogprobs, 0)
-		}
-		cur.GenerationStarts = append(cur.GenerationStarts, int32(len(cur.InputIDs)))
-		for k, id := range t.Generated {
-			lp := 0.0
-			if len(t.LogProbs) == len(t.Generated) {
-				lp = t.LogProbs[k]
-			}
-			cur.InputIDs = append(cur.InputIDs, id)
-			cur.LossMask = append(cur.LossMask, 1)
-			cur.RolloutLogprobs = append(cur.RolloutLogprobs, lp)
-		}
-		cur.Ends = append(cur.Ends, int32(len(cur.InputIDs)))
-		prev, reason = t, ""
+func TokenRows(rolloutID string, reward *float64, calls []lineage.Call, l *lineage.Lineage, opt Options) []TokenRow {
+	b := rowBuilder{rolloutID: rolloutID, reward: reward}
+	untrained := map[string]bool{}
+	if opt.ContextOnlySummaries {
+		untrained = summaryCalls(l)
 	}
-	return rows
+	for k, seg := range l.Segments(chainCalls(l)) {
+		if k > 0 {
+			b.split(SplitCompaction)
+		}
+		for _, i := range seg {
+			b.add(&calls[i], !untrained[calls[i].ID])
+		}
+	}
+	return b.rows
+}
+
+// rowBuilder glues main-chain calls into token rows.
+type rowBuilder struct {
+	rolloutID string
+	reward    *float64
+	rows      []TokenRow
+	cur       *TokenRow         // the row being glued; nil when the next call starts a new one
+	prev      *lineage.TokenIDs // the ids of the last call glued into cur
+	reason    string            // the split reason of the next new row
+}
+
+// split ends the current row: the next call starts a new one, for reason.
+func (b *rowBuilder) split(reason string) { b.cur, b.prev, b.reason = nil, nil, reason }
+
+// add glues c onto the current row, or starts a new row when c does not continue it; trained is
+// false when c's generated ids get loss mask 0.
+func (b *rowBuilder) add(c *lineage.Call, trained bool) {
+	t := c.Tokens
+	if t == nil || t.Prompt == nil || t.Generated == nil {
+		if b.reason != SplitCompaction { // a compaction still explains the next row
+			b.split(SplitNoTokenIDs)
+		}
+		return
+	}
+	start := 0
+	if b.cur != nil {
+		if a := lineage.AuditPrefix(b.prev.Prompt, b.prev.Generated, t.Prompt); a.OK {
+			start = len(b.prev.Prompt) + len(b.prev.Generated)
+		} else {
+			b.split(fmt.Sprintf("%s at %d (%s)", SplitTokenDrift, *a.Position, a.In))
+		}
+	}
+	if b.cur == nil {
+		b.rows = append(b.rows, TokenRow{RolloutID: b.rolloutID, Reward: b.reward, Segment: len(b.rows), SplitReason: b.reason})
+		b.cur = &b.rows[len(b.rows)-1]
+	}
+	cur := b.cur
+	cur.ModelCallIDs = append(cur.ModelCallIDs, c.ID)
+	cur.PromptStarts = append(cur.PromptStarts, int32(len(cur.InputIDs)))
+	for _, id := range t.Prompt[start:] {
+		cur.InputIDs = append(cur.InputIDs, id)
+		cur.LossMask = append(cur.LossMask, 0)
+		cur.RolloutLogprobs = append(cur.RolloutLogprobs, 0)
+	}
+	cur.GenerationStarts = append(cur.GenerationStarts, int32(len(cur.InputIDs)))
+	mask := int32(0)
+	if trained {
+		mask = 1
+	}
+	for k, id := range t.Generated {
+		lp := 0.0
+		if len(t.LogProbs) == len(t.Generated) {
+			lp = t.LogProbs[k]
+		}
+		cur.InputIDs = append(cur.InputIDs, id)
+		cur.LossMask = append(cur.LossMask, mask)
+		cur.RolloutLogprobs = append(cur.RolloutLogprobs, lp)
+	}
+	cur.Ends = append(cur.Ends, int32(len(cur.InputIDs)))
+	b.prev, b.reason = t, ""
 }
 
 // Transition is one call as a training row: its ids, log probabilities and place in the lineage.

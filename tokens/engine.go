@@ -56,6 +56,11 @@ type NotAsked string
 // generated ids (the finding FindingNotAskedStreamWithTools).
 const NotAskedStreamWithTools NotAsked = "stream_with_tools"
 
+// NotAskedRequestEncoded: the client sent the request compressed (a Content-Encoding); the
+// gateway forwards such a body as sent rather than decode, edit and encode it again, so it adds
+// nothing and renders no prompt (the finding FindingNotAsked names why).
+const NotAskedRequestEncoded NotAsked = "request_encoded"
+
 // RequestFields returns the members a request of dialect ("chat" or "completions") needs for the
 // engine to return the prompt ids, the generated ids and one logprob per generated token, in the
 // order they are added; nil for another dialect (none of these engines returns ids on the

@@ -44,6 +44,16 @@ func TestAddRequestFields(t *testing.T) {
 		{EngineSGLang, "gemini", `{"contents":[]}`, "", "", ""},
 		{"", "chat", `{"messages":[]}`, "", "", ""},
 		{"", "completions", `{"prompt":"x"}`, "", "", ""},
+		// Members of odd types, an escaped name, a repeated name: a member the client set is left
+		// as it is, whatever its value (the engine answers for it); the last of a repeated name
+		// decides, as the engines' JSON readers do.
+		{EngineVLLM, "chat", `{"logprobs":"yes","return_token_ids":[1]}`, "", "{}", ""},
+		{EngineVLLM, "chat", `{"logpr\u006fbs":{"a":1}}`, `{"logpr\u006fbs":{"a":1},"return_token_ids":true}`, `{"return_token_ids":true}`, ""},
+		{EngineLlamaServer, "chat", `{"stream":true,"stream":false,"tools":[{}]}`, `{"stream":true,"stream":false,"tools":[{}],"logprobs":true,"top_logprobs":1}`, `{"logprobs":true,"top_logprobs":1}`, ""},
+		{EngineLlamaServer, "chat", `{"stream":false,"stream":true,"tools":[{}]}`, "", "{}", NotAskedStreamWithTools},
+		{EngineLlamaServer, "chat", `{"stream":"true","tools":[{}]}`, `{"stream":"true","tools":[{}],"logprobs":true,"top_logprobs":1}`, `{"logprobs":true,"top_logprobs":1}`, ""},
+		{EngineLlamaServer, "chat", `{"stream":true,"tools":null}`, `{"stream":true,"tools":null,"logprobs":true,"top_logprobs":1}`, `{"logprobs":true,"top_logprobs":1}`, ""},
+		{EngineLlamaServer, "completions", `{"prompt":"hi","logprobs":-1}`, "", "{}", ""},
 		{EngineVLLM, "chat", `[1,2]`, "", "", ""},
 		{EngineVLLM, "completions", `"hi"`, "", "", ""},
 		{EngineVLLM, "chat", `{"a":1`, "", "", ""},

@@ -21,6 +21,8 @@ func FuzzRead(f *testing.F) {
 	}
 	f.Add([]byte(`data: {"choices":[{"token_ids":[1,2],"logprobs":{"content":[{"id":1}]}}]}` + "\n\n"))
 	f.Add([]byte(`{"sglext":{"output_ids":[[1],"x",[2]]},"choices":[{"index":-1}]}`))
+	f.Add([]byte(`{"prompt_token_ids":[1,-2],"choices":[{"index":0,"token_ids":[99999999999999999999]},{"index":0,"logprobs":{"content":[{"id":-5,"logprob":"NaN"}]}}]}`))
+	f.Add([]byte("data: {\"prompt_token_ids\":[1]}\n\ndata: {\"prompt_token_ids\":[2]}\n\ndata: {\"choices\":[{\"tok"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, c := range []Call{{Response: b}, {ResponseRaw: b}, {Request: b, TokenCapture: b}} {
 			got := Read(c)

@@ -2,8 +2,10 @@ package tokens
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"sort"
 	"strconv"
@@ -15,7 +17,7 @@ import (
 
 // Read returns the token data of c. It never fails: what it cannot read becomes a Finding.
 func Read(c Call) *Tokens {
-	r := &reader{choices: map[int]*choiceAcc{}}
+	r := &reader{choices: map[int]*choiceAcc{}, checked: c.Checked, tree: c.Index}
 	r.readResponse(c)
 	r.readRequest(c.Request)
 	r.readTokenCapture(c.TokenCapture)
@@ -29,12 +31,36 @@ type obj []byte
 // get returns the raw value of o's last member named key, nil when there is none.
 func (o obj) get(key string) json.RawMessage { return jsonscan.Lookup(o, key) }
 
+// fields reads the members of o named in keys in one walk over o, into vals by the position of
+// their name in keys: the raw value of the last member of each name, as get gives it, nil when
+// there is none. A reader that wants several members walks o once this way instead of once per
+// name: the members it skips (an answer's logprobs, its prompt ids) are most of its bytes. With
+// an index, the walk steps from member to member without reading what lies between.
+func (r *reader) fields(o obj, keys []string, vals []json.RawMessage) {
+	r.tree.EachMember(o, func(k, v []byte) bool {
+		for i, key := range keys {
+			if jsonscan.KeyIs(k, key) {
+				vals[i] = v
+				break
+			}
+		}
+		return true
+	})
+}
+
 // reader gathers what the response objects (one, or one per SSE event) say, then checks it.
 type reader struct {
 	streamed bool
+	checked  bool           // the call's Request, Response and TokenCapture were checked by its caller
+	tree     *jsonscan.Tree // the index of the checked text Response aliases, nil (walk the text) without one
+	floats   []float64      // where float gives its pointers from
 	choices  map[int]*choiceAcc
+	// answerIdx holds the choice indexes read so far of a whole (not streamed) answer's choices.
+	answerIdx map[int]bool
 
-	prompt       []idSet // candidate prompt id lists, in the order of their sources' rank
+	prompt       []idSet          // candidate prompt id lists, in the order of their sources' rank
+	promptSeen   map[uint64][]int // addPrompt's lists by hash of where they were read and their ids: indexes into prompt
+	seed         maphash.Seed
 	usagePrompt  *int64
 	usageCompl   *int64
 	findings     []Finding
@@ -77,6 +103,16 @@ func (r *reader) choice(i int) *choiceAcc {
 		r.choices[i] = a
 	}
 	return a
+}
+
+// float returns a pointer to a copy of f. The copies are kept in blocks (16 values, then twice
+// the last block, up to 512), one allocation for many log probabilities instead of one each.
+func (r *reader) float(f float64) *float64 {
+	if len(r.floats) == cap(r.floats) {
+		r.floats = make([]float64, 0, min(max(16, 2*cap(r.floats)), 512))
+	}
+	r.floats = append(r.floats, f)
+	return &r.floats[len(r.floats)-1]
 }
 
 func (r *reader) find(code string, choice *int, format string, args ...any) {
@@ -124,7 +160,7 @@ func (r *reader) readResponse(c Call) {
 			r.find(FindingUnreadableResponse, nil, "response_raw holds no SSE event with a JSON object")
 		}
 	case c.Response != nil:
-		o, ok := parseObj(c.Response)
+		o, ok := r.member(c.Response)
 		if !ok {
 			r.find(FindingUnreadableResponse, nil, "response is not a JSON object")
 			return
@@ -133,45 +169,53 @@ func (r *reader) readResponse(c Call) {
 	}
 }
 
+// The members of a response object that readObject reads, and of its usage.
+var (
+	objectKeys = []string{"prompt_token_ids", "sglext", "usage", "choices", "output"}
+	usageKeys  = []string{"prompt_tokens", "completion_tokens"}
+)
+
 // readObject folds one response object (a whole response or one stream chunk) in.
 func (r *reader) readObject(o obj) {
-	if v, ok := present(o, "prompt_token_ids"); ok {
+	var f [5]json.RawMessage
+	r.fields(o, objectKeys, f[:])
+	if v, ok := nonNull(f[0]); ok {
 		r.addPrompt(v, SourceEngineIDs, "prompt_token_ids")
 	}
-	if v, ok := present(o, "sglext"); ok {
+	if v, ok := nonNull(f[1]); ok {
 		r.readSglext(v)
 	}
-	if v, ok := present(o, "usage"); ok {
+	if v, ok := nonNull(f[2]); ok {
 		if u, ok := asObj(v); ok {
-			if n, ok := asInt(u.get("prompt_tokens")); ok {
+			var uf [2]json.RawMessage
+			r.fields(u, usageKeys, uf[:])
+			if n, ok := asInt(uf[0]); ok {
 				r.usagePrompt = &n
 			}
-			if n, ok := asInt(u.get("completion_tokens")); ok {
+			if n, ok := asInt(uf[1]); ok {
 				r.usageCompl = &n
 			}
 		}
 	}
-	if v, ok := present(o, "choices"); ok {
-		arr, ok := asArr(v)
-		if !ok {
+	if v, ok := nonNull(f[3]); ok {
+		if !jsonscan.IsArray(v) {
 			r.malformed("choices", "a list")
 			return
 		}
-		for pos, cv := range arr {
-			co, ok := asObj(cv)
-			if !ok {
-				continue
-			}
-			idx := pos
-			if n, ok := asInt(co.get("index")); ok {
-				idx = int(n)
-			} else if r.streamed {
-				idx = 0 // a chunk's choice without an index is choice 0
-			}
-			r.readChoice(r.choice(idx), co)
+		if !r.streamed {
+			r.answerIdx = map[int]bool{} // a whole answer's choice indexes: each names one choice
 		}
+		pos := 0
+		r.tree.EachElement(v, func(cv []byte) bool {
+			if co, ok := asObj(cv); ok {
+				r.readChoice(pos, co)
+			}
+			pos++
+			return true
+		})
+		r.answerIdx = nil
 	}
-	if v, ok := present(o, "output"); ok {
+	if v, ok := nonNull(f[4]); ok {
 		// A NeMo Gym model server's Responses answer: the ids ride the last output item carrying them.
 		if arr, ok := asArr(v); ok {
 			for i := len(arr) - 1; i >= 0; i-- {
@@ -183,6 +227,8 @@ func (r *reader) readObject(o obj) {
 	}
 }
 
+var sglextKeys = []string{"routed_experts", "input_ids", "output_ids"}
+
 // readSglext reads SGLang's response-level extension: input_ids (the prompt) and output_ids (one
 // id list per choice, by position).
 func (r *reader) readSglext(v json.RawMessage) {
@@ -190,13 +236,15 @@ func (r *reader) readSglext(v json.RawMessage) {
 	if !ok {
 		return
 	}
-	if re, ok := present(s, "routed_experts"); ok {
+	var f [3]json.RawMessage
+	r.fields(s, sglextKeys, f[:])
+	if re, ok := nonNull(f[0]); ok {
 		r.choice(0).routed = re
 	}
-	if in, ok := present(s, "input_ids"); ok {
+	if in, ok := nonNull(f[1]); ok {
 		r.addPrompt(in, SourceEngineIDs, "sglext.input_ids")
 	}
-	if out, ok := present(s, "output_ids"); ok {
+	if out, ok := nonNull(f[2]); ok {
 		lists, ok := asArr(out)
 		if !ok {
 			r.malformed("sglext.output_ids", "a list of id lists")
@@ -215,31 +263,53 @@ func (r *reader) readSglext(v json.RawMessage) {
 	}
 }
 
-func (r *reader) readChoice(a *choiceAcc, co obj) {
-	_, hasIDs := present(co, "token_ids")
-	if v, ok := present(co, "token_ids"); ok {
+// The members of a choice that readChoice reads.
+var choiceKeys = []string{"index", "token_ids", "prompt_token_ids", "routed_experts", "logprobs", "message", "text", "delta"}
+
+// readChoice folds in the choice co, at position pos of its object's choices.
+func (r *reader) readChoice(pos int, co obj) {
+	var f [8]json.RawMessage
+	r.fields(co, choiceKeys, f[:])
+	idx := pos
+	if n, ok := asInt(f[0]); ok {
+		idx = int(n)
+	} else if r.streamed {
+		idx = 0 // a chunk's choice without an index is choice 0
+	}
+	if r.answerIdx != nil {
+		if r.answerIdx[idx] {
+			// Only a stream's chunks continue a choice; joining two answers' ids would make a
+			// sample no engine produced.
+			r.malformed("choices[].index", "unique in the answer (a later choice with the same index is not read)")
+			return
+		}
+		r.answerIdx[idx] = true
+	}
+	a := r.choice(idx)
+	_, hasIDs := nonNull(f[1])
+	if v, ok := nonNull(f[1]); ok {
 		ids, ok := asIDs(v)
 		if !ok {
-			r.malformed("choices[].token_ids", "a list of integer ids")
+			r.malformed("choices[].token_ids", idsWant)
 			hasIDs = false
 		} else {
 			a.engine = append(a.engine, ids...)
 			a.hasEngine = true
 		}
 	}
-	if v, ok := present(co, "prompt_token_ids"); ok {
+	if v, ok := nonNull(f[2]); ok {
 		r.addPrompt(v, SourceEngineIDs, "choices[].prompt_token_ids")
 	}
-	if v, ok := present(co, "routed_experts"); ok {
+	if v, ok := nonNull(f[3]); ok {
 		a.routed = v
 	}
-	if v, ok := present(co, "logprobs"); ok {
+	if v, ok := nonNull(f[4]); ok {
 		r.readLogprobs(a, v)
 	}
-	if m, ok := asObj(co.get("message")); ok {
+	if m, ok := asObj(f[5]); ok {
 		r.readGymFields(a, m, "choices[].message")
 	}
-	if r.streamed && chunkHasText(co) {
+	if r.streamed && r.chunkHasText(f[6], f[7]) {
 		a.textChunks++
 		if !hasIDs {
 			a.textChunksNoIDs++
@@ -247,24 +317,28 @@ func (r *reader) readChoice(a *choiceAcc, co obj) {
 	}
 }
 
+var gymKeys = []string{"generation_token_ids", "prompt_token_ids", "generation_log_probs"}
+
 // readGymFields reads the token fields a NeMo Gym model server attaches to an answer item
 // (prompt_token_ids, generation_token_ids, generation_log_probs); it reports whether the item
 // carried generated ids.
 func (r *reader) readGymFields(a *choiceAcc, o obj, where string) bool {
-	v, ok := present(o, "generation_token_ids")
+	var f [3]json.RawMessage
+	r.fields(o, gymKeys, f[:])
+	v, ok := nonNull(f[0])
 	if !ok {
 		return false
 	}
 	ids, ok := asIDs(v)
 	if !ok {
-		r.malformed(where+".generation_token_ids", "a list of integer ids")
+		r.malformed(where+".generation_token_ids", idsWant)
 		return false
 	}
 	a.gym, a.hasGym = ids, true
-	if p, ok := present(o, "prompt_token_ids"); ok {
+	if p, ok := nonNull(f[1]); ok {
 		r.addPrompt(p, SourceEngineIDs, where+".prompt_token_ids")
 	}
-	if lv, ok := present(o, "generation_log_probs"); ok {
+	if lv, ok := nonNull(f[2]); ok {
 		var lps []float64
 		if json.Unmarshal(lv, &lps) != nil {
 			r.malformed(where+".generation_log_probs", "a list of numbers")
@@ -275,71 +349,89 @@ func (r *reader) readGymFields(a *choiceAcc, o obj, where string) bool {
 	return true
 }
 
-// chunkHasText reports whether a stream chunk's choice carries generated text: delta content,
-// reasoning or tool calls (Chat), or text (Completions).
-func chunkHasText(co obj) bool {
-	if s, ok := asString(co.get("text")); ok && s != "" {
+var deltaKeys = []string{"content", "reasoning_content", "reasoning", "tool_calls"}
+
+// chunkHasText reports whether a stream chunk's choice, whose text and delta members are given,
+// carries generated text: delta content, reasoning or tool calls (Chat), or text (Completions).
+func (r *reader) chunkHasText(text, delta json.RawMessage) bool {
+	if s, ok := asString(text); ok && s != "" {
 		return true
 	}
-	d, ok := asObj(co.get("delta"))
+	d, ok := asObj(delta)
 	if !ok {
 		return false
 	}
-	for _, k := range []string{"content", "reasoning_content", "reasoning"} {
-		if s, ok := asString(d.get(k)); ok && s != "" {
+	var f [4]json.RawMessage
+	r.fields(d, deltaKeys, f[:])
+	for _, v := range f[:3] {
+		if s, ok := asString(v); ok && s != "" {
 			return true
 		}
 	}
-	tc, ok := asArr(d.get("tool_calls"))
+	tc, ok := asArr(f[3])
 	return ok && len(tc) > 0
 }
 
 // readLogprobs reads a choice's logprobs in either documented shape: {content: [entry]} (Chat,
 // and llama-server's Completions) or the legacy Completions {tokens, token_logprobs,
 // top_logprobs}.
+// The members readLogprobs reads: of the logprobs object, of a content entry, of a top entry.
+var (
+	logprobsKeys = []string{"content", "tokens", "token_logprobs", "top_logprobs"}
+	entryKeys    = []string{"token", "id", "logprob", "prob", "top_logprobs"}
+	topKeys      = []string{"token", "id", "logprob"}
+)
+
 func (r *reader) readLogprobs(a *choiceAcc, v json.RawMessage) {
 	lo, ok := asObj(v)
 	if !ok {
 		r.malformed("choices[].logprobs", "an object")
 		return
 	}
-	if cv, ok := present(lo, "content"); ok {
-		entries, ok := asArr(cv)
-		if !ok {
+	var f [4]json.RawMessage
+	r.fields(lo, logprobsKeys, f[:])
+	if cv, ok := nonNull(f[0]); ok {
+		if !jsonscan.IsArray(cv) {
 			r.malformed("choices[].logprobs.content", "a list")
 			return
 		}
 		a.hasLogp = true
-		for _, ev := range entries {
+		r.tree.EachElement(cv, func(ev []byte) bool {
 			eo, ok := asObj(ev)
 			if !ok {
 				r.malformed("choices[].logprobs.content[]", "an object")
-				continue
+				return true
 			}
+			var ef [5]json.RawMessage
+			r.fields(eo, entryKeys, ef[:])
 			lp := LogProb{}
-			lp.Token, _ = asString(eo.get("token"))
-			lp.ID = entryID(eo, lp.Token)
-			lp.LogProb = r.entryLogProb(a, eo)
-			if tv, ok := asArr(eo.get("top_logprobs")); ok {
-				for _, t := range tv {
+			lp.Token, _ = asString(ef[0])
+			lp.ID = r.entryID(ef[1], lp.Token, "choices[].logprobs.content[].id")
+			lp.LogProb = r.entryLogProb(a, ef[2], ef[3])
+			if jsonscan.IsArray(ef[4]) {
+				r.tree.EachElement(ef[4], func(t []byte) bool {
 					to, ok := asObj(t)
 					if !ok {
-						continue
+						return true
 					}
+					var tf [3]json.RawMessage
+					r.fields(to, topKeys, tf[:])
 					tl := TopLogProb{}
-					tl.Token, _ = asString(to.get("token"))
-					tl.ID = entryID(to, tl.Token)
-					if f, ok := asFloat(to.get("logprob")); ok {
-						tl.LogProb = &f
+					tl.Token, _ = asString(tf[0])
+					tl.ID = r.entryID(tf[1], tl.Token, "choices[].logprobs.content[].top_logprobs[].id")
+					if f, ok := asFloat(tf[2]); ok {
+						tl.LogProb = r.float(f)
 					}
 					lp.Top = append(lp.Top, tl)
-				}
+					return true
+				})
 			}
 			a.logprobs = append(a.logprobs, lp)
-		}
+			return true
+		})
 		return
 	}
-	if tv, ok := present(lo, "tokens"); ok {
+	if tv, ok := nonNull(f[1]); ok {
 		elems, ok := asArr(tv)
 		toks := make([]string, len(elems))
 		for i, e := range elems {
@@ -351,8 +443,8 @@ func (r *reader) readLogprobs(a *choiceAcc, v json.RawMessage) {
 			r.malformed("choices[].logprobs.tokens", "a list of strings")
 			return
 		}
-		vals, _ := asArr(lo.get("token_logprobs"))
-		tops, _ := asArr(lo.get("top_logprobs"))
+		vals, _ := asArr(f[2])
+		tops, _ := asArr(f[3])
 		a.hasLogp = true
 		for i, tok := range toks {
 			lp := LogProb{Token: tok, ID: tokenIDString(tok)}
@@ -373,13 +465,16 @@ func (r *reader) readLogprobs(a *choiceAcc, v json.RawMessage) {
 	}
 }
 
-// entryLogProb returns an entry's logprob; an entry with null, or with only llama-server's
-// post-sampling prob, has none and is counted.
-func (r *reader) entryLogProb(a *choiceAcc, eo obj) *float64 {
-	if f, ok := asFloat(eo.get("logprob")); ok {
-		return &f
+// entryLogProb returns an entry's logprob from its logprob and prob members; an entry with null,
+// or with only llama-server's post-sampling prob, has none and is counted.
+func (r *reader) entryLogProb(a *choiceAcc, logprob, prob json.RawMessage) *float64 {
+	if f, ok := asFloat(logprob); ok {
+		return r.float(f)
 	}
-	if _, ok := present(eo, "prob"); ok {
+	if _, ok := nonNull(logprob); ok {
+		r.malformed("choices[].logprobs.content[].logprob", "a number")
+	}
+	if _, ok := nonNull(prob); ok {
 		a.probsOnly = true
 	}
 	a.nullLogp++
@@ -387,10 +482,18 @@ func (r *reader) entryLogProb(a *choiceAcc, eo obj) *float64 {
 }
 
 // entryID returns the id of a logprob entry: its id member (llama-server), else the id its token
-// names as "token_id:N" (vLLM's return_tokens_as_token_ids).
-func entryID(o obj, token string) *int64 {
-	if n, ok := asInt(o.get("id")); ok {
-		return &n
+// names as "token_id:N" (vLLM's return_tokens_as_token_ids). An id member that is not an integer
+// from 0 up is named (path) and gives no id.
+func (r *reader) entryID(id json.RawMessage, token, path string) *int64 {
+	if _, ok := nonNull(id); ok {
+		n, ok := asInt(id)
+		if !ok || n < 0 {
+			r.malformed(path, "a token id (an integer from 0 up)")
+			return nil
+		}
+		p := new(int64) // only here: a pointer to n would move n to the heap on every call
+		*p = n
+		return p
 	}
 	return tokenIDString(token)
 }
@@ -424,14 +527,18 @@ func orderedTop(v json.RawMessage) []TopLogProb {
 	return out
 }
 
+var requestKeys = []string{"prompt", "input_ids"}
+
 // readRequest takes the prompt ids the client itself sent: a Completions prompt given as ids (one
 // list, or a batch of one), or SGLang's input_ids.
 func (r *reader) readRequest(req []byte) {
-	o, ok := parseObj(req)
+	o, ok := r.member(req)
 	if !ok {
 		return
 	}
-	if v, ok := present(o, "prompt"); ok {
+	var f [2]json.RawMessage
+	r.fields(o, requestKeys, f[:])
+	if v, ok := nonNull(f[0]); ok {
 		if ids, ok := asIDs(v); ok && len(ids) > 0 {
 			r.prompt = append(r.prompt, idSet{SourceRequestIDs, "request prompt", ids})
 		} else if lists, ok := asArr(v); ok && len(lists) == 1 {
@@ -440,7 +547,7 @@ func (r *reader) readRequest(req []byte) {
 			}
 		}
 	}
-	if v, ok := present(o, "input_ids"); ok {
+	if v, ok := nonNull(f[1]); ok {
 		if ids, ok := asIDs(v); ok {
 			r.prompt = append(r.prompt, idSet{SourceRequestIDs, "request input_ids", ids})
 		}
@@ -451,7 +558,7 @@ func (r *reader) readRequest(req []byte) {
 // tokenizer, or the error it got doing so, and why the gateway did not ask the engine when it
 // deliberately did not.
 func (r *reader) readTokenCapture(tc []byte) {
-	o, ok := parseObj(tc)
+	o, ok := r.member(tc)
 	if !ok {
 		return
 	}
@@ -459,7 +566,7 @@ func (r *reader) readTokenCapture(tc []byte) {
 		if ids, ok := asIDs(v); ok {
 			r.prompt = append(r.prompt, idSet{SourceServerRender, "token_capture.prompt_token_ids", ids})
 		} else {
-			r.malformed("token_capture.prompt_token_ids", "a list of integer ids")
+			r.malformed("token_capture.prompt_token_ids", idsWant)
 		}
 	}
 	if s, ok := asString(o.get("prompt_token_error")); ok && s != "" {
@@ -470,6 +577,9 @@ func (r *reader) readTokenCapture(tc []byte) {
 		case NotAskedStreamWithTools:
 			r.find(FindingNotAskedStreamWithTools, nil, "the gateway did not ask %s for logprobs: it refuses them on a "+
 				"streamed request with tools, so the call has no generated ids", engineName(o))
+		case NotAskedRequestEncoded:
+			r.find(FindingNotAsked, nil, "the gateway did not ask %s for token ids: the client sent the request compressed, "+
+				"which it forwards as sent (token_capture.not_asked %s)", engineName(o), v)
 		default:
 			r.find(FindingNotAsked, nil, "the gateway did not ask %s for token ids (token_capture.not_asked %s)", engineName(o), v)
 		}
@@ -487,14 +597,30 @@ func engineName(tc obj) string {
 func (r *reader) addPrompt(v json.RawMessage, src Source, from string) {
 	ids, ok := asIDs(v)
 	if !ok {
-		r.malformed(from, "a list of integer ids")
+		r.malformed(from, idsWant)
 		return
 	}
-	for _, p := range r.prompt {
-		if p.from == from && slices.Equal(p.ids, ids) {
-			return // the same list again (one per choice, or repeated in a stream)
+	// The same list again (one per choice, or repeated in a stream) is not another source. Lists
+	// are found by hash, so a stream whose every chunk carries another list costs its length, not
+	// its length times its chunks.
+	if r.promptSeen == nil {
+		r.promptSeen, r.seed = map[uint64][]int{}, maphash.MakeSeed()
+	}
+	var h maphash.Hash
+	h.SetSeed(r.seed)
+	h.WriteString(from)
+	var buf [8]byte
+	for _, id := range ids {
+		binary.LittleEndian.PutUint64(buf[:], uint64(id))
+		h.Write(buf[:])
+	}
+	key := h.Sum64()
+	for _, i := range r.promptSeen[key] {
+		if p := r.prompt[i]; p.from == from && slices.Equal(p.ids, ids) {
+			return
 		}
 	}
+	r.promptSeen[key] = append(r.promptSeen[key], len(r.prompt))
 	r.prompt = append(r.prompt, idSet{src, from, ids})
 }
 
@@ -509,6 +635,9 @@ func (r *reader) finish() *Tokens {
 		idx = append(idx, i)
 	}
 	sort.Ints(idx)
+	if len(idx) > 0 {
+		t.Choices = make([]Choice, 0, len(idx))
+	}
 	for _, i := range idx {
 		t.Choices = append(t.Choices, r.finishChoice(t, r.choices[i]))
 	}
@@ -671,8 +800,11 @@ func firstDiff(a, b []int64) string {
 }
 
 // present returns a member's value when the member is there and not null.
-func present(o obj, key string) (json.RawMessage, bool) {
-	v := o.get(key)
+func present(o obj, key string) (json.RawMessage, bool) { return nonNull(o.get(key)) }
+
+// nonNull returns a member's raw value (as get or fields give it) when the member is there and
+// not null.
+func nonNull(v json.RawMessage) (json.RawMessage, bool) {
 	if jsonscan.IsNull(v) {
 		return nil, false
 	}
@@ -684,6 +816,19 @@ func present(o obj, key string) (json.RawMessage, bool) {
 func parseObj(v []byte) (obj, bool) {
 	t := jsonscan.TrimWS(v)
 	if !jsonscan.IsObject(t) || jsonscan.Validate(t) != nil {
+		return nil, false
+	}
+	return obj(t), true
+}
+
+// member is parseObj for the call's Request, Response and TokenCapture, which are not checked
+// again when the caller says it checked them (Call.Checked).
+func (r *reader) member(v []byte) (obj, bool) {
+	if !r.checked {
+		return parseObj(v)
+	}
+	t := jsonscan.TrimWS(v)
+	if !jsonscan.IsObject(t) {
 		return nil, false
 	}
 	return obj(t), true
@@ -724,33 +869,29 @@ func asString(v json.RawMessage) (string, bool) {
 	return s, true
 }
 
-// asInt reads an integer literal (no fraction or exponent).
-func asInt(v json.RawMessage) (int64, bool) {
-	if !jsonscan.IsInt(v) {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(string(v), 10, 64)
-	return n, err == nil
-}
+// asInt reads an integer literal (no fraction or exponent) that fits in an int64.
+func asInt(v json.RawMessage) (int64, bool) { return jsonscan.Int(v) }
 
-func asFloat(v json.RawMessage) (float64, bool) {
-	if !jsonscan.IsNumber(v) {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(string(v), 64)
-	return f, err == nil
-}
+// asFloat reads a number whose value as a double is finite.
+func asFloat(v json.RawMessage) (float64, bool) { return jsonscan.Float(v) }
 
-// asIDs reads a list of integer token ids; an empty list is a list.
+// idsWant is what a malformed id list should have been.
+const idsWant = "a list of token ids (integers from 0 up)"
+
+// asIDs reads a list of token ids: integers from 0 up, within int64 (a negative id is no token,
+// and a trainer indexing by it would read another row); an empty list is a list.
 func asIDs(v json.RawMessage) ([]int64, bool) {
 	if !jsonscan.IsArray(v) {
 		return nil, false
 	}
+	if ids, ok := plainIDs(v); ok {
+		return ids, true
+	}
 	ids := []int64{}
 	ok := true
 	jsonscan.EachElement(v, func(e []byte) bool {
-		var n int64
-		if n, ok = asInt(e); ok {
+		n, isInt := asInt(e)
+		if ok = isInt && n >= 0; ok {
 			ids = append(ids, n)
 		}
 		return ok
@@ -759,4 +900,49 @@ func asIDs(v json.RawMessage) ([]int64, bool) {
 		return nil, false
 	}
 	return ids, true
+}
+
+// plainIDs is asIDs for the common text, the array arr of integers of 1 to 18 digits (which
+// cannot overflow), not negative, separated by commas and JSON whitespace: read in one pass,
+// into a list sized by its commas. ok is false for any other text (an element that is not such an
+// integer, a stray comma), which asIDs then reads element by element; for the text it accepts,
+// that reading gives the same ids.
+func plainIDs(arr []byte) (ids []int64, ok bool) {
+	i := jsonscan.SkipWS(arr, 1)
+	if i < len(arr) && arr[i] == ']' {
+		return []int64{}, true
+	}
+	ids = make([]int64, 0, bytes.Count(arr, []byte{','})+1)
+	for i < len(arr) {
+		neg := arr[i] == '-'
+		if neg {
+			i++
+		}
+		start := i
+		var n int64
+		for i < len(arr) && arr[i] >= '0' && arr[i] <= '9' {
+			n = n*10 + int64(arr[i]-'0')
+			i++
+		}
+		if i == start || i-start > 18 {
+			return nil, false
+		}
+		if neg {
+			return nil, false // no token id is negative: asIDs names the list
+		}
+		ids = append(ids, n)
+		i = jsonscan.SkipWS(arr, i)
+		if i >= len(arr) {
+			return nil, false
+		}
+		switch arr[i] {
+		case ']':
+			return ids, true
+		case ',':
+			i = jsonscan.SkipWS(arr, i+1)
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
 }

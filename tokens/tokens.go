@@ -3,6 +3,8 @@ package tokens
 import (
 	"encoding/json"
 	"slices"
+
+	"github.com/modelcalls/modelcalls/internal/jsonscan"
 )
 
 // Call is one captured model call as its capture line stores it. Every field may be nil.
@@ -22,6 +24,15 @@ type Call struct {
 	// TokenCapture is the line's token_capture object (what the gateway added to the request and
 	// the prompt ids it fetched itself), or nil.
 	TokenCapture []byte
+	// Checked says that Request, Response and TokenCapture are values inside a text that already
+	// passed the capture store's strict JSON check (a capture line its reader checked whole), so
+	// Read does not check them again. ResponseRaw is always checked.
+	Checked bool
+	// Index, when not nil, is the structural index (jsonscan.Scanner's Tree) of the checked text
+	// that Response aliases: Read walks the values it indexes through it instead of their text, so
+	// the answer's long lists are not stepped over again for every member read. Values it does not
+	// index are walked as text; the result is the same either way.
+	Index *jsonscan.Tree
 }
 
 // Source says where token ids came from.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mattn/go-runewidth"
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
@@ -40,10 +41,11 @@ a header line when it is not (a pipe or a file; unknown values are empty fields)
 --format json (or --json) one ModelCallRecord per line (the records merge attaches, every field
 present, null when unknown); --include-payloads adds request, response, request_raw and response_raw.
 
-The table fits the terminal: from 160 columns (and off a terminal) every column ("full"); from 120
-"wide" (#, model, status, finish, tok in, tok out, cached tok, latency ms, ttft ms, tool calls,
-error); below that "compact" (#, model, status, tok in/out, latency, tools, error); cells that still
-do not fit are cut with "…". --columns picks a layout by name, or the columns by key: call_index,
+The table fits the terminal: it shows the widest layout whose cells fit whole (a long tool calls
+cell may be cut to 20 columns): every column ("full", also off a terminal), "wide" (#, model,
+status, finish, tok in, tok out, cached tok, latency ms, ttft ms, tool calls, error) or "compact"
+(#, model, status, tok in/out, latency, tools, error), where cells that still do not fit are cut
+with "…"; a line under the table names the columns left out. --columns picks a layout by name, or the columns by key: call_index,
 dialect, model, status_code, finish_reason, tokens_in, tokens_out, tokens_in_out, tokens_reasoning,
 tokens_total, cached_tokens, latency_total_ms, latency, latency_ttft_ms, tool_calls, tool_count,
 error_category, response_source.
@@ -261,7 +263,7 @@ func runCalls(s *Streams, o *callsOptions, dirs []string, id string) error {
 	default:
 		layout := ""
 		if cols == nil {
-			layout = callsLayoutFor(width)
+			layout = callsLayoutFor(rc.records, width)
 			cols, _ = resolveCallsColumns(layout)
 		}
 		if err := printCallsTable(w, rc, cols, width); err != nil {
@@ -311,8 +313,8 @@ var callColumns = []callColumn{
 }
 
 // callsLayouts are the named column sets of the calls table; --columns takes a name or a list of
-// column keys. Without --columns the table picks the widest layout that fits the terminal: full
-// from 160 columns (and off a terminal), wide from 120, compact below.
+// column keys. Without --columns the table picks the widest layout whose cells fit the terminal
+// (callsLayoutFor).
 var callsLayouts = map[string][]string{
 	"full": {"call_index", "dialect", "model", "status_code", "finish_reason", "tokens_in", "tokens_out", "tokens_reasoning",
 		"tokens_total", "cached_tokens", "latency_total_ms", "latency_ttft_ms", "tool_calls", "error_category", "response_source"},
@@ -321,15 +323,78 @@ var callsLayouts = map[string][]string{
 	"compact": {"call_index", "model", "status_code", "tokens_in_out", "latency", "tool_count", "error_category"},
 }
 
-// callsLayoutFor is the layout for a terminal width columns wide (0: not a terminal, no limit).
-func callsLayoutFor(width int) string {
-	switch {
-	case width <= 0 || width >= 160:
+// callsLayoutFor is the widest layout (full, wide, compact) whose table of records fits in width
+// columns with every header and cell whole but the tool calls, which may be cut to
+// minToolCallsWidth (their count comes first); compact when none does (its cells are then cut).
+// width <= 0 (not a terminal) is full. The layout follows the content: a rollout of short model
+// names gets the full layout on a narrower terminal than one of long names.
+func callsLayoutFor(records []modelcalls.ModelCallRecord, width int) string {
+	if width <= 0 {
 		return "full"
-	case width >= 120:
-		return "wide"
+	}
+	for _, name := range []string{"full", "wide"} {
+		cols, _ := resolveCallsColumns(name)
+		if callsTableWidth(cols, callsRows(cols, records)) <= width {
+			return name
+		}
 	}
 	return "compact"
+}
+
+// minToolCallsWidth is the narrowest the tool calls cells are cut to while a layout counts as
+// fitting ("2: get_weather, sear…").
+const minToolCallsWidth = 20
+
+// callsTableWidth is the width of the table of cols and rows with the tool calls cut to
+// minToolCallsWidth, nothing else cut.
+func callsTableWidth(cols []callColumn, rows [][]string) int {
+	header := make([]string, len(cols))
+	for i, c := range cols {
+		header[i] = c.header
+	}
+	total := tableWidth(header, rows)
+	if i := slices.IndexFunc(cols, func(c callColumn) bool { return c.key == "tool_calls" }); i >= 0 {
+		total -= toolCallsExcess(rows, i, runewidth.StringWidth(header[i]), minToolCallsWidth)
+	}
+	return total
+}
+
+// toolCallsExcess is how many columns the widest cell of column i of rows is over the larger of
+// floor and the header's width hw.
+func toolCallsExcess(rows [][]string, i, hw, floor int) int {
+	widest := 0
+	for _, r := range rows {
+		widest = max(widest, runewidth.StringWidth(r[i]))
+	}
+	return max(0, widest-max(hw, floor))
+}
+
+// cutToolCalls cuts the tool calls cells of rows (column i of cols) so that the table is no wider
+// than width, never below minToolCallsWidth: a layout that fits with them cut keeps every other
+// cell whole (fitColumns would cut the widest text column first, often the model).
+func cutToolCalls(cols []callColumn, rows [][]string, width int) {
+	i := slices.IndexFunc(cols, func(c callColumn) bool { return c.key == "tool_calls" })
+	if i < 0 || width <= 0 {
+		return
+	}
+	header := make([]string, len(cols))
+	for j, c := range cols {
+		header[j] = c.header
+	}
+	over := tableWidth(header, rows) - width
+	if over <= 0 {
+		return
+	}
+	widest := 0
+	for _, r := range rows {
+		widest = max(widest, runewidth.StringWidth(r[i]))
+	}
+	to := max(widest-over, minToolCallsWidth, runewidth.StringWidth(header[i]))
+	for _, r := range rows {
+		if runewidth.StringWidth(r[i]) > to {
+			r[i] = runewidth.Truncate(r[i], to, "…")
+		}
+	}
 }
 
 // callsRows are the cells of the calls table: one row per record, one cell per column.
@@ -407,7 +472,9 @@ func printCallsTable(w io.Writer, rc *rolloutCalls, cols []callColumn, width int
 			shrinkable = append(shrinkable, i)
 		}
 	}
-	if err := renderTable(w, names, right, callsRows(cols, rc.records), width, shrinkable); err != nil {
+	rows := callsRows(cols, rc.records)
+	cutToolCalls(cols, rows, width)
+	if err := renderTable(w, names, right, rows, width, shrinkable); err != nil {
 		return err
 	}
 	m := modelcalls.AggregateRecords(rc.records)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	modelcalls "github.com/modelcalls/modelcalls"
 	"github.com/modelcalls/modelcalls/capture"
 	"github.com/modelcalls/modelcalls/internal/capturetest"
 )
@@ -453,5 +454,49 @@ func TestModelFilterNoMatch(t *testing.T) {
 				t.Errorf("records although no call matched: %s", out)
 			}
 		})
+	}
+}
+
+// TestCallsLayoutByContent: the layout is the widest whose cells fit whole, so long model names
+// get a narrower layout than short ones at the same width; a long tool-call list counts at 20
+// columns and is the one cell cut, the model staying whole.
+func TestCallsLayoutByContent(t *testing.T) {
+	rec := func(model string, tools ...string) modelcalls.ModelCallRecord {
+		r := modelcalls.ModelCallRecord{Model: &model}
+		for _, n := range tools {
+			r.ToolCalls = append(r.ToolCalls, modelcalls.ToolCall{Name: &n})
+		}
+		return r
+	}
+	short := []modelcalls.ModelCallRecord{rec("m")}
+	long := []modelcalls.ModelCallRecord{rec("claude-sonnet-4-5-20250929")}
+	tools := []modelcalls.ModelCallRecord{rec("m", "read_file", "read_file", "bash", "grep", "write_file")}
+	width := func(layout string, recs []modelcalls.ModelCallRecord) int {
+		cols, _ := resolveCallsColumns(layout)
+		return callsTableWidth(cols, callsRows(cols, recs))
+	}
+	for _, tc := range []struct {
+		recs  []modelcalls.ModelCallRecord
+		width int
+		want  string
+	}{
+		{short, 0, "full"},
+		{short, width("full", short), "full"},
+		{long, width("full", short), "wide"},
+		{long, width("full", long), "full"},
+		{long, width("wide", long) - 1, "compact"},
+		{tools, width("full", short) + minToolCallsWidth - len("tool calls"), "full"},
+		{short, 20, "compact"},
+	} {
+		if got := callsLayoutFor(tc.recs, tc.width); got != tc.want {
+			t.Errorf("%s at %d columns: layout %s, want %s", *tc.recs[0].Model, tc.width, got, tc.want)
+		}
+	}
+	cols, _ := resolveCallsColumns("full")
+	rows := callsRows(cols, tools)
+	w := width("full", tools)
+	cutToolCalls(cols, rows, w)
+	if rows[0][12] != "5: read_file, read_…" || rows[0][2] != "m" {
+		t.Errorf("cut to %d columns: %q", w, rows[0])
 	}
 }

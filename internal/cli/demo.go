@@ -64,7 +64,7 @@ func printDemo(s *Streams, res *demo.Result) error {
 		}
 		if len(rc.records) > 0 {
 			width := outputWidth(s.Out)
-			cols, _ := resolveCallsColumns(callsLayoutFor(width))
+			cols, _ := resolveCallsColumns(callsLayoutFor(rc.records, width))
 			if err := printCallsTable(w, rc, cols, width); err != nil {
 				return err
 			}

@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mattn/go-runewidth"
+
 	"github.com/modelcalls/modelcalls/internal/demo"
+	"github.com/modelcalls/modelcalls/rundiff"
 )
 
 // TestDiff runs diff on captures the real gateway wrote: the demo run twice into two dirs (two
@@ -70,4 +73,70 @@ func TestDiff(t *testing.T) {
 		{"missing dir", []string{"diff", "--capture-dir", filepath.Join(a, "missing"), "--capture-dir", b, "r"}, ExitNotFound, ""},
 		{"no dir", []string{"diff", "r1", "r2"}, ExitUsage, "--capture-dir is required"},
 	})
+}
+
+// TestDiffFitsWidth: at each width every line of the report fits, nothing is cut (what differs
+// wraps between its items, names stay whole), the widest layout that fits is used, and a
+// narrower one names the columns it leaves out.
+func TestDiffFitsWidth(t *testing.T) {
+	res, err := demo.Run(context.Background(), demo.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	compare := func(a, b string) *rundiff.Result {
+		ra, err := loadRun(runRef{res.CaptureDir, a})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb, err := loadRun(runRef{res.CaptureDir, b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rundiff.Compare(ra, rb)
+	}
+	chat := compare("demo-chat-json", "demo-chat-sse")                     // model,messages,answer; one tool call each
+	limited := compare("demo-messages-rate-limited", "demo-messages-json") // a 44-character differs list
+	for _, tc := range []struct {
+		name   string
+		res    *rundiff.Result
+		width  int
+		header string // the table's header line
+		hint   string // the line under it, "" for none
+	}{
+		{"chat", chat, 0, "#  A call  B call  differs                status A/B  tokens in A/B  tokens out A/B  latency ms A/B  tool calls A / B", ""},
+		{"chat", chat, 126, "#  A call  B call  differs                status A/B  tokens in A/B  tokens out A/B  latency ms A/B  tool calls A / B", ""},
+		{"chat", chat, 100, "#  call A/B  differs                status A/B  tok in A/B  tok out A/B  tools A/B",
+			"100 columns; not shown: latency ms A/B, tool calls A / B (--json has every field)"},
+		{"chat", chat, 80, "#  call A/B  differs              status A/B  tok in A/B  tok out A/B  tools A/B",
+			"80 columns; not shown: latency ms A/B, tool calls A / B (--json has every field)"},
+		{"limited", limited, 142, "#  A call  B call  differs                                       status A/B  tokens in A/B  tokens out A/B  latency ms A/B  tool calls A / B", ""},
+		{"limited", limited, 80, "#  call A/B  differs              status A/B  tok in A/B  tok out A/B  tools A/B",
+			"80 columns; not shown: latency ms A/B, tool calls A / B (--json has every field)"},
+		{"limited", limited, 50, "#  differs                   status A/B  tools A/B",
+			"50 columns; not shown: A call, B call, tokens in A/B, tokens out A/B, latency ms A/B, tool calls A / B (--json has every field)"},
+	} {
+		var b strings.Builder
+		writeDiff(&b, tc.res, tc.width)
+		out := b.String()
+		for _, l := range strings.Split(out, "\n") {
+			if tc.width > 0 && runewidth.StringWidth(l) > tc.width {
+				t.Errorf("%s at %d: line is %d wide: %s", tc.name, tc.width, runewidth.StringWidth(l), l)
+			}
+		}
+		if strings.Contains(out, "…") {
+			t.Errorf("%s at %d: something was cut:\n%s", tc.name, tc.width, out)
+		}
+		if !strings.Contains(out, "\n"+tc.header+"\n") {
+			t.Errorf("%s at %d: want the header\n%s\nin\n%s", tc.name, tc.width, tc.header, out)
+		}
+		if got := strings.Contains(out, "not shown:"); got != (tc.hint != "") || !strings.Contains(strings.ReplaceAll(out, "\n", " "), tc.hint) {
+			t.Errorf("%s at %d: want the hint %q:\n%s", tc.name, tc.width, tc.hint, out)
+		}
+		// Every item of what differs is there whole, wrapped or not, and the dirs are never broken.
+		for _, item := range []string{"status,", "finish_reason,", "tool_calls,", "answer,", "error", " " + res.CaptureDir + ":"} {
+			if tc.res == limited && !strings.Contains(out, item) {
+				t.Errorf("%s at %d: no %q:\n%s", tc.name, tc.width, item, out)
+			}
+		}
+	}
 }

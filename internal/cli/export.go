@@ -303,7 +303,9 @@ func isConnRefused(err error) bool {
 
 // readExportRollouts reads the --in records: one rollout per distinct id, with reward (a number)
 // and _ng_task_index (an integer) when the record has them. Blank lines and records without rollout
-// fields are skipped silently; a line that is not a JSON object, or whose rollout id cannot be
+// fields are skipped silently; a line whose reward is there but not a number (its rollout is
+// exported without one), or that lists a rollout again with another reward (the first is used),
+// is reported and counted the same way; a line that is not a JSON object, or whose rollout id cannot be
 // derived or is invalid, is skipped and reported on stderr as
 // "modelcalls export: <file>:<line>: not exported: <reason>" (file "stdin" for -), and counted in
 // skipped, as merge and clear report the lines they cannot use; the caller exits 1 after exporting
@@ -319,7 +321,7 @@ func readExportRollouts(s *Streams, name string) (rollouts []exportRollout, skip
 		file = "stdin"
 	}
 	var out []exportRollout
-	seen := map[string]bool{}
+	seen := map[string]int{} // rollout id -> its position in out
 	lr := jsonl.NewReader(in)
 	for {
 		l, ok, err := lr.Next()
@@ -338,10 +340,9 @@ func readExportRollouts(s *Streams, name string) (rollouts []exportRollout, skip
 			fmt.Fprintf(s.ErrOut, "modelcalls export: %s:%d: not exported: %v\n", file, l.Num, err)
 			continue
 		}
-		if !ok || seen[id] {
+		if !ok {
 			continue
 		}
-		seen[id] = true
 		r := exportRollout{id: id, root: true}
 		var fields struct {
 			Reward    json.RawMessage `json:"reward"`
@@ -351,12 +352,29 @@ func readExportRollouts(s *Streams, name string) (rollouts []exportRollout, skip
 			var f float64
 			if json.Unmarshal(fields.Reward, &f) == nil && len(fields.Reward) > 0 && fields.Reward[0] != 'n' {
 				r.reward = &f
+			} else if len(fields.Reward) > 0 && string(fields.Reward) != "null" {
+				// A reward of another type would silently export the rollout as unrewarded.
+				skipped++
+				fmt.Fprintf(s.ErrOut, "modelcalls export: %s:%d: reward %.40s is not a number: rollout %s exported without a reward\n", file, l.Num, fields.Reward, id)
 			}
 			var n int64
 			if json.Unmarshal(fields.TaskIndex, &n) == nil && len(fields.TaskIndex) > 0 && fields.TaskIndex[0] != 'n' {
 				r.taskIndex = &n
 			}
 		}
+		if line, ok := seen[id]; ok {
+			if first := out[line]; !sameReward(first.reward, r.reward) {
+				skipped++
+				fmt.Fprintf(s.ErrOut, "modelcalls export: %s:%d: rollout %s listed again with another reward: the first record's is used\n", file, l.Num, id)
+			}
+			continue
+		}
+		seen[id] = len(out)
 		out = append(out, r)
 	}
+}
+
+// sameReward reports whether two optional rewards are equal (both absent included).
+func sameReward(a, b *float64) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
 }

@@ -24,28 +24,33 @@ type samplesOptions struct {
 	minReward  float64
 	status     string
 	paths      string
+	summaries  string
 }
 
 func newExportSamplesCmd(s *Streams) *cobra.Command {
 	var o samplesOptions
 	cmd := &cobra.Command{
-		Use:   "samples --capture-dir DIR [--in ROLLOUTS.jsonl] --format sft|tokens|transitions --out PATH [--min-reward R] [--status clean|any] [--paths main|all]",
+		Use:   "samples --capture-dir DIR [--in ROLLOUTS.jsonl] --format sft|tokens|transitions --out PATH [--min-reward R] [--status clean|any] [--paths main|all] [--summaries train|context]",
 		Short: "Write training samples of captured rollouts: chat fine-tuning lines, token rows or one row per call",
 		Long: `Derive each rollout's lineage (modelcalls lineage) and write training samples:
 
-  sft          one line per rollout: its main chain in the OpenAI chat fine-tuning shape
+  sft          per rollout, its main chain in the OpenAI chat fine-tuning shape
                ({"messages", "tools"}); assistant turns the model wrote have weight 1, those the
-               client wrote or edited weight 0; each generation is trained once. JSONL only.
+               client wrote or edited weight 0; each generation is trained once. A chain that
+               crosses a compaction is one line per segment (before, after). JSONL only.
                --paths all adds a line per other path (abandoned branch, resampled answer,
                side call), a generation already trained in an earlier line weighted 0 there.
   tokens       the main chain as token rows: input_ids, loss_mask (1 on generated ids),
-               rollout_logprobs, the calls glued and their spans, the reward; a chain is split where
-               the token-prefix audit fails or a call has no ids, with the reason on the row.
+               rollout_logprobs, the calls glued and their spans, the reward; a chain is split at a
+               compaction, where the token-prefix audit fails or a call has no ids, with the
+               reason on the row.
   transitions  one row per call: prompt and generated ids, logprobs, reward, relation, parent.
 
 Rollouts come from --in (JSONL rollout records: their ids and "reward"), else every rollout of
 DIR (no reward). --min-reward keeps only rollouts whose reward is at least R (a rollout without a
-reward is then skipped). --status clean (the default) skips rollouts whose capture has damaged lines
+reward is then skipped). --summaries context makes a compaction summary (the answer of the request
+that asked for it) context only: weight 0 in sft, loss mask 0 in tokens; by default it is trained
+like any generation. --status clean (the default) skips rollouts whose capture has damaged lines
 or the incomplete marker, or whose last call did not complete; --status any keeps them.
 
 --out PATH is written as JSON Lines, or as Parquet when PATH ends in .parquet (tokens and
@@ -68,6 +73,7 @@ has empty id lists, and the tokens rows of a chain skip it.`,
 	f.StringVar(&o.out, "out", "", "output file (.parquet for Parquet), or - for stdout")
 	f.Float64Var(&o.minReward, "min-reward", 0, "keep only rollouts with a reward of at least this")
 	f.StringVar(&o.paths, "paths", "main", "sft: main (the main chain) or all (also every other path: abandoned branches, resampled answers, side calls; each generation trained once)")
+	f.StringVar(&o.summaries, "summaries", "train", "sft, tokens: train (a compaction summary is trained like any generation) or context (weight 0, loss mask 0)")
 	f.StringVar(&o.status, "status", "clean", "clean: skip rollouts with damaged or incomplete captures or a failed last call; any: keep them")
 	return cmd
 }
@@ -84,6 +90,8 @@ func runExportSamples(s *Streams, o *samplesOptions, minReward bool) error {
 		return usageErrorf("--status %q: want clean or any", o.status)
 	case o.paths != "main" && o.paths != "all":
 		return usageErrorf("--paths %q: want main or all", o.paths)
+	case o.summaries != "train" && o.summaries != "context":
+		return usageErrorf("--summaries %q: want train or context", o.summaries)
 	case o.paths == "all" && o.format != "sft":
 		return usageErrorf("--paths all is for --format sft")
 	case minReward && math.IsNaN(o.minReward):
@@ -125,6 +133,7 @@ func runExportSamples(s *Streams, o *samplesOptions, minReward bool) error {
 			progressbar.OptionSetDescription("exporting"), progressbar.OptionShowCount(),
 			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish(), progressbar.OptionSetWidth(30))
 	}
+	opt := samples.Options{ContextOnlySummaries: o.summaries == "context"}
 	var written, exported, lowReward, noCalls, notClean, noChain, noIDs, invalid, unreadable int
 	for _, r := range rollouts {
 		if bar != nil {
@@ -163,11 +172,9 @@ func runExportSamples(s *Streams, o *samplesOptions, minReward bool) error {
 		case "sft":
 			var lines []*samples.SFTLine
 			if o.paths == "all" {
-				lines, err = samples.SFTPaths(calls, l)
+				lines, err = samples.SFTPaths(calls, l, opt)
 			} else {
-				var line *samples.SFTLine
-				line, err = samples.SFT(calls, l)
-				lines = []*samples.SFTLine{line}
+				lines, err = samples.SFT(calls, l, opt)
 			}
 			for i := 0; i < len(lines) && err == nil; i++ {
 				err = samples.ValidateSFT(lines[i])
@@ -182,7 +189,7 @@ func runExportSamples(s *Streams, o *samplesOptions, minReward bool) error {
 				written++
 			}
 		case "tokens":
-			rows := samples.TokenRows(r.id, r.reward, calls, l)
+			rows := samples.TokenRows(r.id, r.reward, calls, l, opt)
 			if len(rows) == 0 {
 				noIDs++
 				continue

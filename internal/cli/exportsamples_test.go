@@ -59,6 +59,34 @@ func TestExportSamplesSFT(t *testing.T) {
 	}
 }
 
+// TestExportSamplesCompaction: a rollout whose main chain crosses a real compaction (Codex) is two
+// sft lines and two token-less... rows; the summary, the first line's last turn, is trained by
+// default and weight 0 with --summaries context.
+func TestExportSamplesCompaction(t *testing.T) {
+	for _, tc := range []struct {
+		summaries string
+		weight    int
+	}{{"train", 1}, {"context", 0}} {
+		in := writeRollouts(t, `{"_ng_rollout_id":"e2e-scripted-codex-compact","reward":1.0}`)
+		out, errOut, code := runCLI(t, "", "export", "samples", "--capture-dir", lineageCaptures, "--in", in, "--format", "sft", "--out", "-", "--summaries", tc.summaries)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 2 || !strings.Contains(errOut, "2 sft rows from 1 of 1 rollouts") {
+			t.Fatalf("--summaries %s: %d lines: %s", tc.summaries, len(lines), errOut)
+		}
+		var first samples.SFTLine
+		if err := json.Unmarshal([]byte(lines[0]), &first); err != nil {
+			t.Fatal(err)
+		}
+		last := first.Messages[len(first.Messages)-1]
+		if last.Role != "assistant" || last.Weight == nil || *last.Weight != tc.weight || !strings.Contains(*last.Content, "<summary>") {
+			t.Errorf("--summaries %s: first line ends %+v, want the summary with weight %d", tc.summaries, last, tc.weight)
+		}
+	}
+}
+
 // TestExportSamplesParquet: the Parquet file reads back as the same rows the JSONL export writes.
 // TestExportSamplesTokensWithoutIDs: rollouts captured without token ids give no tokens rows, and
 // the summary says why and how to capture them; a rollout with no captured calls is counted as
@@ -126,6 +154,7 @@ func TestExportSamplesExits(t *testing.T) {
 		{"sft parquet", []string{"export", "samples", "--capture-dir", lineageCaptures, "--format", "sft", "--out", "x.parquet"}, ExitUsage, "JSON Lines only"},
 		{"no out", []string{"export", "samples", "--capture-dir", lineageCaptures, "--format", "sft"}, ExitUsage, "--out"},
 		{"bad status", []string{"export", "samples", "--capture-dir", lineageCaptures, "--format", "sft", "--out", "-", "--status", "x"}, ExitUsage, "--status"},
+		{"bad summaries", []string{"export", "samples", "--capture-dir", lineageCaptures, "--format", "sft", "--out", "-", "--summaries", "x"}, ExitUsage, "--summaries"},
 		{"missing dir", []string{"export", "samples", "--capture-dir", "/nonexistent-dir", "--format", "sft", "--out", "-"}, ExitNotFound, "does not exist"},
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -56,6 +57,28 @@ type harnessWiring struct {
 	env  []string
 	tmp  string
 	note string
+	// keepIn is the user's dir that tmp stands in for ("" when none): what the child leaves in tmp
+	// but links and generated is theirs, and finish moves it there (see keepChildFiles).
+	keepIn    string
+	linked    []string // entries of tmp that are links to keepIn's
+	generated []string // entries of tmp run wrote itself, never kept
+}
+
+// finish is called after the child exited: it keeps what the child wrote into the temporary dir
+// (keepChildFiles) and removes the dir. It returns a line for stderr about each file that could
+// not be kept; the dir then stays where it is, so nothing the child wrote is lost.
+func (w *harnessWiring) finish() []string {
+	if w.tmp == "" {
+		return nil
+	}
+	var problems []string
+	if w.keepIn != "" {
+		problems = keepChildFiles(w.tmp, w.keepIn, w.linked, w.generated)
+	}
+	if len(problems) == 0 {
+		os.RemoveAll(w.tmp)
+	}
+	return problems
 }
 
 // wireHarness points a child that takes its base URL from its own config at the rollout's base
@@ -73,7 +96,9 @@ type harnessWiring struct {
 //     so a session written under run is there for the next `pi -c`) but for models.json, a copy with
 //     every provider's baseUrl (and every model's) replaced: "<base>" for the anthropic-messages
 //     API, "<base>/v1" for the others, plus overrides of the built-in openai and anthropic
-//     providers.
+//     providers. What pi creates in that dir while it runs (auth.json after a first /login,
+//     settings.json, the tools it downloads into bin/) is moved into the user's agent dir after it
+//     exits, as it would have been written there without run.
 //
 // base is the rollout's base URL on the gateway (no /v1), home the user's home dir (where the
 // harnesses' default config dirs are), cwd the working directory (where opencode looks for a
@@ -350,7 +375,7 @@ func wirePi(w *harnessWiring, base, home string) error {
 	if err != nil {
 		return fmt.Errorf("pi agent dir: %w", err)
 	}
-	w.tmp = tmp
+	w.tmp, w.keepIn, w.generated = tmp, src, []string{"models.json"}
 	// pi writes each session under sessions/ of its agent dir, and -c continues the latest one
 	// there: the user's sessions dir must exist to be linked, or a first run's session would be
 	// written into the temporary dir and removed with it (as pi itself would, it is created).
@@ -368,6 +393,7 @@ func wirePi(w *harnessWiring, base, home string) error {
 		if err := os.Symlink(filepath.Join(src, e.Name()), filepath.Join(tmp, e.Name())); err != nil {
 			return fmt.Errorf("pi agent dir: %w", err)
 		}
+		w.linked = append(w.linked, e.Name())
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "models.json"), out, 0o600); err != nil {
 		return fmt.Errorf("pi agent dir: %w", err)
@@ -376,4 +402,111 @@ func wirePi(w *harnessWiring, base, home string) error {
 	w.env = setEnv(w.env, "PI_CODING_AGENT_DIR="+tmp)
 	w.note = "pi: PI_CODING_AGENT_DIR is a temporary agent dir whose models.json sets baseUrl for " + strings.Join(names, ", ")
 	return nil
+}
+
+// keepChildFiles moves what a child wrote into tmp, a stand-in for the user's dir dst whose
+// entries linked (by name) are links to dst's, into dst. An entry that is not such a link and not
+// one of generated is new (a file the child created on its first run there) or replaced a link (a
+// file the child rewrote by renaming a new copy over it); either way it is what the child would
+// have left in dst without run. A new entry whose name dst gained meanwhile (another run of the
+// child) never replaces it: it is left in tmp and named in the returned lines, as is anything
+// that cannot be moved.
+func keepChildFiles(tmp, dst string, linked, generated []string) []string {
+	ents, err := os.ReadDir(tmp)
+	if err != nil {
+		return []string{fmt.Sprintf("read %s: %v; it is left in place", tmp, err)}
+	}
+	var problems []string
+	for _, e := range ents {
+		name := e.Name()
+		from, to := filepath.Join(tmp, name), filepath.Join(dst, name)
+		if slices.Contains(generated, name) {
+			continue
+		}
+		if target, err := os.Readlink(from); err == nil && target == to {
+			continue // still the link run made: what the child wrote went to the user's entry
+		}
+		_, err := os.Lstat(to)
+		switch {
+		case err == nil && !slices.Contains(linked, name):
+			problems = append(problems, fmt.Sprintf("%s written under run is left in %s: %s appeared meanwhile and is kept", name, tmp, to))
+			continue
+		case err == nil && e.IsDir():
+			problems = append(problems, fmt.Sprintf("%s replaced by a directory under run is left in %s: %s is kept", name, tmp, to))
+			continue
+		}
+		if err := moveEntry(from, to); err != nil {
+			problems = append(problems, fmt.Sprintf("keep %s: %v; it is left in %s", name, err, tmp))
+		}
+	}
+	return problems
+}
+
+// moveEntry renames from to to, or, across file systems (a temporary dir on tmpfs, the user's on
+// disk), copies it (files with their mode, directories, links) to a temporary name beside to, then
+// renames that into place and removes from.
+func moveEntry(from, to string) error {
+	if os.Rename(from, to) == nil {
+		return nil
+	}
+	tmp := filepath.Join(filepath.Dir(to), "."+filepath.Base(to)+".modelcalls-"+strconv.Itoa(os.Getpid()))
+	if err := copyTree(from, tmp); err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, to); err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	return os.RemoveAll(from)
+}
+
+// copyTree copies the file, directory or symbolic link from to to, which must not exist.
+func copyTree(from, to string) error {
+	fi, err := os.Lstat(from)
+	if err != nil {
+		return err
+	}
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		target, err := os.Readlink(from)
+		if err != nil {
+			return err
+		}
+		return os.Symlink(target, to)
+	case fi.IsDir():
+		if err := os.Mkdir(to, fi.Mode().Perm()); err != nil {
+			return err
+		}
+		ents, err := os.ReadDir(from)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if err := copyTree(filepath.Join(from, e.Name()), filepath.Join(to, e.Name())); err != nil {
+				return err
+			}
+		}
+		return nil
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file", from)
+	}
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }

@@ -284,7 +284,10 @@ func runMerge(ctx context.Context, s *Streams, o *mergeOptions) error {
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%v: --out %s was not replaced", context.Cause(ctx), out.target)
-			if out.file == nil {
+			switch {
+			case out.direct != nil:
+				err = fmt.Errorf("%v: the output written to %s is incomplete", context.Cause(ctx), out.target)
+			case out.file == nil:
 				err = fmt.Errorf("%v: the output on stdout is incomplete", context.Cause(ctx))
 			}
 		}

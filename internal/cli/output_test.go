@@ -40,17 +40,21 @@ func onPTY(t *testing.T, cols int, args ...string) string {
 }
 
 func TestTableOnTerminalTSVOtherwise(t *testing.T) {
-	// Each width gets its layout, every line fits (the summary wraps), no header is cut, and a
-	// layout picked by width says what it leaves out.
+	// Each width gets the widest layout whose cells fit whole (rollout 3-0's full table is 176
+	// columns wide, its wide one 129), every line fits (the summary wraps), no header or cell is
+	// cut, and a layout picked by width says what it leaves out.
 	for _, tc := range []struct {
 		cols      int
 		has, hasn []string // header cells
 		hint      string   // the line under the table
 	}{
 		{200, []string{"dialect", "reasoning tok", "tok in", "tok out", "source"}, nil, ""},
-		{160, []string{"dialect", "reasoning tok", "ttft ms"}, nil, ""},
-		{120, []string{"model", "tok in", "tok out", "cached tok", "ttft ms", "tool calls", "error"}, []string{"dialect", "source"},
-			"wide layout for 120 columns; not shown: dialect, reasoning tok, total tok, source (--columns full shows every column)"},
+		{176, []string{"dialect", "reasoning tok", "ttft ms"}, nil, ""},
+		{175, []string{"model", "tok in", "tok out", "cached tok", "ttft ms", "tool calls", "error"}, []string{"dialect", "source"},
+			"wide layout for 175 columns; not shown: dialect, reasoning tok, total tok, source (--columns full shows every column)"},
+		{129, []string{"model", "finish", "ttft ms", "tool calls"}, []string{"dialect", "source"}, "wide layout for 129 columns"},
+		{128, []string{"#", "model", "status", "tok in/out", "latency", "tools", "error"}, []string{"finish", "ttft ms"},
+			"compact layout for 128 columns; not shown: dialect, finish, reasoning tok, total tok, cached tok, ttft ms, source"},
 		{80, []string{"#", "model", "status", "tok in/out", "latency", "tools", "error"}, []string{"finish", "ttft ms"},
 			"compact layout for 80 columns; not shown: dialect, finish, reasoning tok, total tok, cached tok, ttft ms, source"},
 	} {
@@ -84,6 +88,11 @@ func TestTableOnTerminalTSVOtherwise(t *testing.T) {
 		}
 		if len(rows) != 6 {
 			t.Errorf("%d columns: %d rows, want 6", tc.cols, len(rows))
+		}
+		for _, r := range rows {
+			if c := strings.Join(r, "|"); strings.Contains(c, "…") {
+				t.Errorf("%d columns: a cell was cut: %s", tc.cols, c)
+			}
 		}
 	}
 	shown := onPTY(t, 80, "calls", "--capture-dir", gymCapture, "3-0", "--columns", "call_index,model,latency_total_ms")

@@ -209,9 +209,11 @@ func runRun(ctx context.Context, s *Streams, o *runOptions, args []string) error
 		}
 		return withExit(ExitFailure, fmt.Errorf("run: point %s at the gateway: %w", filepath.Base(args[0]), err))
 	}
-	if wired.tmp != "" {
-		defer os.RemoveAll(wired.tmp)
-	}
+	defer func() {
+		for _, p := range wired.finish() {
+			fmt.Fprintf(s.ErrOut, "modelcalls run: %s\n", p)
+		}
+	}()
 	if wired.note != "" && gw != nil {
 		gw.log.Info("modelcalls run: "+wired.note, "rollout_id", o.rolloutID)
 	}

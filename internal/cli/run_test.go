@@ -284,6 +284,8 @@ func TestRunWiresConfigHarnesses(t *testing.T) {
  "ant": {"baseUrl": "http://127.0.0.1:8000", "api": "anthropic-messages", "models": [{"id": "c"}]}}}`,
 		".pi/agent/settings.json": `{"defaultModel": "m"}`,
 	}
+	os.MkdirAll(filepath.Join(home, ".pi", "agent"), 0o755)
+	capturetest.WriteFile(t, filepath.Join(home, ".pi", "agent", "keybindings.json"), []byte("old\n"), 0o644)
 	for name, content := range files {
 		p := filepath.Join(home, name)
 		os.MkdirAll(filepath.Dir(p), 0o755)
@@ -293,7 +295,12 @@ func TestRunWiresConfigHarnesses(t *testing.T) {
 		"codex":    `printf '%s\n' "$@"`,
 		"opencode": `printf '%s\n' "$OPENCODE_CONFIG_CONTENT"`,
 		"pi": `cat "$PI_CODING_AGENT_DIR/models.json"; echo; readlink "$PI_CODING_AGENT_DIR/settings.json";` +
-			` mkdir -p "$PI_CODING_AGENT_DIR/sessions/p" && echo s > "$PI_CODING_AGENT_DIR/sessions/p/s.jsonl"; echo "$PI_CODING_AGENT_DIR"`,
+			` mkdir -p "$PI_CODING_AGENT_DIR/sessions/p" && echo s > "$PI_CODING_AGENT_DIR/sessions/p/s.jsonl";` +
+			// What pi creates on a first run (a login, a downloaded tool), a file it rewrites by a
+			// rename, and a change to run's own models.json.
+			` echo '{"openai":{}}' > "$PI_CODING_AGENT_DIR/auth.json"; mkdir "$PI_CODING_AGENT_DIR/bin" && echo fd > "$PI_CODING_AGENT_DIR/bin/fd" && chmod 755 "$PI_CODING_AGENT_DIR/bin/fd";` +
+			` echo new > "$PI_CODING_AGENT_DIR/k.tmp" && mv "$PI_CODING_AGENT_DIR/k.tmp" "$PI_CODING_AGENT_DIR/keybindings.json"; echo x >> "$PI_CODING_AGENT_DIR/models.json";` +
+			` echo "$PI_CODING_AGENT_DIR"`,
 	}
 	base := gw + "/ng-rollout/r1"
 	want := map[string][]string{
@@ -330,6 +337,16 @@ func TestRunWiresConfigHarnesses(t *testing.T) {
 		if b, _ := os.ReadFile(filepath.Join(home, name)); string(b) != content {
 			t.Errorf("the user's %s changed:\n%s", name, b)
 		}
+	}
+	// What pi created or rewrote in its agent dir under run is in the user's, as without run.
+	agent := filepath.Join(home, ".pi", "agent")
+	for name, want := range map[string]string{"auth.json": "{\"openai\":{}}\n", "bin/fd": "fd\n", "keybindings.json": "new\n"} {
+		if b, err := os.ReadFile(filepath.Join(agent, name)); string(b) != want {
+			t.Errorf("pi's %s written under run: %q %v; want %q in the user's agent dir", name, b, err, want)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(agent, "bin", "fd")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("pi's bin/fd: %v %v, want mode 0755", fi, err)
 	}
 }
 

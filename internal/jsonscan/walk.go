@@ -52,6 +52,21 @@ func SkipValue(data []byte, i int) int {
 				if depth == 0 {
 					return i + 1
 				}
+			default:
+				// A byte between tokens: step over the rest of the run 8 bytes at a time while
+				// none can open a string or open or close a container (the numbers, literals,
+				// commas, colons and whitespace of an array of token ids). Clearing bit 5 of each
+				// lane maps '{' and '}' onto '[' and ']' and no other byte onto them. A run of one
+				// byte before a string (the colon or comma of an object) is left to the switch.
+				for j := i + 1; j+8 <= len(data) && data[j] != '"'; j += 8 {
+					x := load64(data, j)
+					y := x &^ (lanes1 * 0x20)
+					if m := hasByte(x, '"') | hasByte(y, '[') | hasByte(y, ']'); m != 0 {
+						i = j + firstByte(m) - 1
+						break
+					}
+					i = j + 7
+				}
 			}
 			i++
 		}

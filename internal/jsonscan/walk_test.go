@@ -571,3 +571,44 @@ func TestKeyName(t *testing.T) {
 		}
 	}
 }
+
+// skipValueBytes is SkipValue's container rule read one byte at a time: the reference the
+// word-at-a-time SkipValue must agree with on any input, malformed included.
+func skipValueBytes(data []byte, i int) int {
+	if i >= len(data) || (data[i] != '{' && data[i] != '[') {
+		return SkipValue(data, i)
+	}
+	depth := 0
+	for i < len(data) {
+		switch data[i] {
+		case '"':
+			i = SkipString(data, i)
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		}
+		i++
+	}
+	return len(data)
+}
+
+// FuzzSkipValue: SkipValue ends every value where the byte-at-a-time rule ends it, from every
+// offset of the input.
+func FuzzSkipValue(f *testing.F) {
+	f.Add([]byte(`[1,2,3,{"a":[4,5]},"]}",-6e7,true,null] x`))
+	f.Add([]byte(`{"ids":[151000,12,9,77777,3,4,5,6,7,8,9],"k":{"n":[[],{}]}}`))
+	f.Add([]byte(`[[[[[[[[[[1234567890123]]]]]]]]]]]`))
+	f.Add([]byte("[1 ,\t2\n,3\r,YyDEL_\x7f{}]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for i := range data {
+			if got, want := SkipValue(data, i), skipValueBytes(data, i); got != want {
+				t.Fatalf("SkipValue(%q, %d) = %d, byte at a time %d", data, i, got, want)
+			}
+		}
+	})
+}

@@ -40,7 +40,9 @@ type compactionCall struct {
 // Codex compacts on its own after a turn whose usage passes the post-turn threshold of the context
 // window given on the command line (the scripted upstream reports about 10,300 tokens for the
 // first turn's last call, over 20% of 40,000), with a summary request extending the turn's last
-// call, and the resumed run's first call keeps the user's messages before the summary.
+// call, and the resumed run's first call keeps the user's messages before the summary. The main
+// chain crosses the compaction and ends in the last call; for Claude Code it runs through the
+// summary request, so the first prompt's answer is off it.
 func compactionCases() []compactionCase {
 	return []compactionCase{
 		{
@@ -48,7 +50,7 @@ func compactionCases() []compactionCase {
 			runs:    [][]string{{"-p", harnessPrompt}, {"-p", "-c", "/compact"}, {"-p", "-c", harnessPrompt}},
 			prints:  []bool{true, false, true},
 			want: []compactionCall{
-				{"root", -1, false}, {"extends", 0, false}, {"fork", 0, false},
+				{"root", -1, true}, {"extends", 0, false}, {"fork", 0, true},
 				{"compaction", 2, true}, {"extends", 3, true},
 			},
 		},
@@ -62,7 +64,7 @@ func compactionCases() []compactionCase {
 			prints: []bool{true, true},
 			want: []compactionCall{
 				{"root", -1, true}, {"extends", 0, true}, {"extends", 1, true},
-				{"compaction", 2, false}, {"extends", 3, false},
+				{"compaction", 2, true}, {"extends", 3, true},
 			},
 		},
 	}

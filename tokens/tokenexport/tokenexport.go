@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
@@ -73,6 +74,22 @@ func (r *Row) Complete() bool {
 // HasTokenData reports whether the row has prompt ids and generated ids.
 func (r *Row) HasTokenData() bool { return r.PromptTokenIDs != nil && r.GenerationTokenIDs != nil }
 
+// lineScanner is FromLine's reusable check of a line: the scanner (the response indexed) and the
+// slice the line's top-level members go into.
+type lineScanner struct {
+	sc      jsonscan.Scanner
+	members []jsonscan.Member
+}
+
+var lineScanners = sync.Pool{New: func() any { return &lineScanner{sc: jsonscan.Scanner{Nested: "response"}} }}
+
+// release drops the references to the last line (its index) and pools s.
+func (s *lineScanner) release() {
+	s.members = s.members[:0]
+	s.sc.Reset()
+	lineScanners.Put(s)
+}
+
 // FromLine builds the row of one capture line (a JSON object as the capture file stores it) of
 // rollout rolloutID at capture index callIndex. It fails only when the line is not a JSON object;
 // everything about its tokens becomes the row's sources and findings.
@@ -81,13 +98,19 @@ func FromLine(rolloutID string, callIndex int, b []byte) (Row, error) {
 	if !jsonscan.IsObject(line) {
 		return Row{}, errors.New("decode capture line: not a JSON object")
 	}
-	if err := jsonscan.Validate(line); err != nil {
+	// The check maps the line's members and indexes its response (the last of a repeated name
+	// wins, as with Lookup): a token line is mostly its response, which every later read then
+	// steps through by the index instead of reading its long lists again.
+	ls := lineScanners.Get().(*lineScanner)
+	defer ls.release()
+	members, err := ls.sc.Members(line, ls.members[:0])
+	ls.members = members
+	if err != nil {
 		return Row{}, fmt.Errorf("decode capture line: %w", err)
 	}
-	// One walk over the line's members (the last of a repeated name wins, as with Lookup): a token
-	// line is mostly its response, which a lookup per member would skip over again each time.
 	var m struct{ mcid, dialect, raw, completed, status, request, response, tokenCapture []byte }
-	jsonscan.EachMember(line, func(k, v []byte) bool {
+	for _, mb := range members {
+		k, v := line[mb.KeyStart:mb.KeyEnd], line[mb.ValStart:mb.ValEnd]
 		for _, f := range []struct {
 			key  string
 			into *[]byte
@@ -98,8 +121,8 @@ func FromLine(rolloutID string, callIndex int, b []byte) (Row, error) {
 				break
 			}
 		}
-		return true
-	})
+	}
+	tree := &ls.sc.Tree
 	var mcid, dialect string
 	var raw *string
 	var completed float64
@@ -115,7 +138,8 @@ func FromLine(rolloutID string, callIndex int, b []byte) (Row, error) {
 			}
 		}
 	}
-	c := tokens.Call{Dialect: dialect, Request: m.request, Response: m.response, TokenCapture: m.tokenCapture}
+	// The line was checked whole above: the reader need not check its members again.
+	c := tokens.Call{Dialect: dialect, Request: m.request, Response: m.response, TokenCapture: m.tokenCapture, Checked: true, Index: tree}
 	if raw != nil {
 		c.ResponseRaw = []byte(*raw)
 	}
@@ -137,8 +161,25 @@ func FromLine(rolloutID string, callIndex int, b []byte) (Row, error) {
 		}
 		r.Findings = append(r.Findings, Finding{Code: f.Code, Choice: ch, Detail: f.Detail})
 	}
-	r.Model = modelOf(c.Response, c.Request)
-	r.outputItems = outputItems(c.Response)
+	// One walk over the response's members (the last of a repeated name wins, as with Lookup).
+	var model, output, choices []byte
+	tree.EachMember(c.Response, func(k, v []byte) bool {
+		switch {
+		case jsonscan.KeyIs(k, "model"):
+			model = v
+		case jsonscan.KeyIs(k, "output"):
+			output = v
+		case jsonscan.KeyIs(k, "choices"):
+			choices = v
+		}
+		return true
+	})
+	if r.Model = modelOf(model); r.Model == nil {
+		r.Model = modelOf(jsonscan.Lookup(c.Request, "model"))
+	}
+	if jsonscan.IsObject(c.Response) {
+		r.outputItems = outputItems(tree, nonNull(output), nonNull(choices))
+	}
 	if r.GenerationTokenIDs != nil && len(r.outputItems) > 0 {
 		i := len(r.outputItems) - 1
 		r.tokenItemIndex = &i
@@ -153,13 +194,11 @@ func nonNull(v []byte) []byte {
 	return v
 }
 
-// modelOf returns the model a response names, else the request's.
-func modelOf(objs ...[]byte) *string {
-	for _, o := range objs {
-		var m string
-		if v := jsonscan.Lookup(o, "model"); jsonscan.IsString(v) && json.Unmarshal(v, &m) == nil && m != "" {
-			return &m
-		}
+// modelOf returns the model a model member names, nil when it is absent, not a string or empty.
+func modelOf(v []byte) *string {
+	var m string
+	if jsonscan.IsString(v) && json.Unmarshal(v, &m) == nil && m != "" {
+		return &m
 	}
 	return nil
 }
@@ -168,15 +207,12 @@ func modelOf(objs ...[]byte) *string {
 // once on the record, not on its items.
 var tokenFields = []string{"prompt_token_ids", "generation_token_ids", "generation_log_probs", "routed_experts"}
 
-// outputItems returns the answer as NeMo Gym's record holds it: a Responses answer's output
-// items, or each Chat choice's message as a {"type":"message","role":"assistant",...} item; the
-// token members removed. Other answers give none.
-func outputItems(resp []byte) []json.RawMessage {
+// outputItems returns the answer as NeMo Gym's record holds it, given the response object's
+// output and choices members (nil when absent or null): a Responses answer's output items, or each
+// Chat choice's message as a {"type":"message","role":"assistant",...} item; the token members
+// removed. Other answers give none.
+func outputItems(tree *jsonscan.Tree, output, choices []byte) []json.RawMessage {
 	// The response was validated with its line: walk it, and decode only the items themselves.
-	if !jsonscan.IsObject(resp) {
-		return nil
-	}
-	output, choices := nonNull(jsonscan.Lookup(resp, "output")), nonNull(jsonscan.Lookup(resp, "choices"))
 	if (output != nil && !jsonscan.IsArray(output)) || (choices != nil && !jsonscan.IsArray(choices)) {
 		return nil
 	}
@@ -203,7 +239,7 @@ func outputItems(resp []byte) []json.RawMessage {
 		}
 	}
 	var outs [][]byte
-	jsonscan.EachElement(output, func(v []byte) bool { outs = append(outs, v); return true })
+	tree.EachElement(output, func(v []byte) bool { outs = append(outs, v); return true })
 	if len(outs) > 0 {
 		for _, it := range outs {
 			strip(it, false)
@@ -212,12 +248,12 @@ func outputItems(resp []byte) []json.RawMessage {
 	}
 	var msgs [][]byte
 	ok := true
-	jsonscan.EachElement(choices, func(c []byte) bool {
+	tree.EachElement(choices, func(c []byte) bool {
 		switch {
 		case jsonscan.IsNull(c):
 			msgs = append(msgs, nil)
 		case jsonscan.IsObject(c):
-			msgs = append(msgs, jsonscan.Lookup(c, "message"))
+			msgs = append(msgs, tree.Lookup(c, "message"))
 		default:
 			ok = false // a choice that is not an object: the answer is not a Chat answer
 		}
