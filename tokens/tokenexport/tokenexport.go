@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/parquet-go/parquet-go"
@@ -90,9 +91,17 @@ func (s *lineScanner) release() {
 	lineScanners.Put(s)
 }
 
+// FindingMalformedCaptureField is the code of a row's finding that one of the line's own members
+// the row copies (model_call_id, dialect and response_raw strings, completed_at a number,
+// status_code an integer) has another JSON type or an out-of-range value. The member is not read:
+// the row field keeps its zero value ("", 0 or null; response_raw's stream is not read) and the
+// detail names the member and its value. The finding is about the call (choice -1).
+const FindingMalformedCaptureField = "malformed_capture_field"
+
 // FromLine builds the row of one capture line (a JSON object as the capture file stores it) of
 // rollout rolloutID at capture index callIndex. It fails only when the line is not a JSON object;
-// everything about its tokens becomes the row's sources and findings.
+// everything about its tokens becomes the row's sources and findings, and a member of the line
+// that has the wrong type becomes a FindingMalformedCaptureField finding, listed first.
 func FromLine(rolloutID string, callIndex int, b []byte) (Row, error) {
 	line := jsonscan.TrimWS(b)
 	if !jsonscan.IsObject(line) {
@@ -127,15 +136,32 @@ func FromLine(rolloutID string, callIndex int, b []byte) (Row, error) {
 	var raw *string
 	var completed float64
 	var status *int64
+	var malformed []Finding
 	for _, f := range []struct {
 		key  string
 		val  []byte
 		into any
-	}{{"model_call_id", m.mcid, &mcid}, {"dialect", m.dialect, &dialect}, {"response_raw", m.raw, &raw}, {"completed_at", m.completed, &completed}, {"status_code", m.status, &status}} {
-		if f.val != nil {
-			if err := json.Unmarshal(f.val, f.into); err != nil {
-				return Row{}, fmt.Errorf("decode capture line: %s: %w", f.key, err)
+		want string
+	}{{"model_call_id", m.mcid, &mcid, "a string"}, {"dialect", m.dialect, &dialect, "a string"}, {"response_raw", m.raw, &raw, "a string"},
+		{"completed_at", m.completed, &completed, "a number"}, {"status_code", m.status, &status, "an integer"}} {
+		if f.val == nil {
+			continue
+		}
+		// A member of the wrong type is not read (the row keeps its zero value: "", 0 or null)
+		// and is named; the line's token data is still read.
+		if json.Unmarshal(f.val, f.into) != nil {
+			switch p := f.into.(type) { // a failed decode may have set it
+			case *string:
+				*p = ""
+			case **string:
+				*p = nil
+			case *float64:
+				*p = 0
+			case **int64:
+				*p = nil
 			}
+			malformed = append(malformed, Finding{Code: FindingMalformedCaptureField, Choice: -1,
+				Detail: fmt.Sprintf("%s is %s, not %s: not read", f.key, excerpt(f.val), f.want)})
 		}
 	}
 	// The line was checked whole above: the reader need not check its members again.
@@ -149,7 +175,7 @@ func FromLine(rolloutID string, callIndex int, b []byte) (Row, error) {
 		PromptTokenIDs: t.PromptTokenIDs, GenerationTokenIDs: t.GenerationTokenIDs(), GenerationLogProbs: t.GenerationLogProbs(),
 		TokenSource: string(t.Source), PromptTokenSource: string(t.PromptSource), Choices: int64(len(t.Choices)),
 		Streamed: t.Streamed, UsagePromptTokens: t.PromptTokens, UsageCompletionTokens: t.CompletionTokens,
-		StatusCode: status, Findings: []Finding{}, CreatedAt: completed,
+		StatusCode: status, Findings: append([]Finding{}, malformed...), CreatedAt: completed,
 	}
 	if len(t.Choices) > 0 {
 		r.routedExperts = t.Choices[0].RoutedExperts
@@ -185,6 +211,15 @@ func FromLine(rolloutID string, callIndex int, b []byte) (Row, error) {
 		r.tokenItemIndex = &i
 	}
 	return r, nil
+}
+
+// excerpt returns v for a finding's detail: whole up to 40 bytes, else its first 40 and "...".
+func excerpt(v []byte) string {
+	const n = 40
+	if len(v) <= n {
+		return string(v)
+	}
+	return strings.ToValidUTF8(string(v[:n]), "") + "..."
 }
 
 func nonNull(v []byte) []byte {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -177,5 +178,70 @@ func TestGymRecordShape(t *testing.T) {
 	}
 	if _, ok := rs[3].Gym(); ok {
 		t.Error("a row without token data gave a Gym record")
+	}
+}
+
+// TestFromLineMalformedCaptureField checks that a line member of the wrong type is named as a
+// finding on the row, and the row keeps the line's token data and its other members.
+func TestFromLineMalformedCaptureField(t *testing.T) {
+	const tokenData = `"response":{"choices":[{"index":0,"token_ids":[5,6],"message":{"role":"assistant","content":"x"},"logprobs":{"content":[{"logprob":-1},{"logprob":-2}]}}]},"token_capture":{"prompt_token_ids":[1,2]}`
+	long := `"` + strings.Repeat("a", 60) + `"`
+	cases := []struct {
+		name    string
+		members string // the line's other members, before the token data
+		details []string
+		check   func(r *Row) bool
+	}{
+		{"dialect number", `"model_call_id":"m","dialect":7,"status_code":200`,
+			[]string{"dialect is 7, not a string: not read"},
+			func(r *Row) bool { return r.Dialect == "" && r.ModelCallID == "m" && *r.StatusCode == 200 }},
+		{"status_code string", `"model_call_id":"m","dialect":"chat","status_code":"200"`,
+			[]string{`status_code is "200", not an integer: not read`},
+			func(r *Row) bool { return r.StatusCode == nil && r.Dialect == "chat" }},
+		{"status_code float", `"dialect":"chat","status_code":200.0`,
+			[]string{"status_code is 200.0, not an integer: not read"},
+			func(r *Row) bool { return r.StatusCode == nil }},
+		{"completed_at string", `"dialect":"chat","completed_at":"1790000001.5"`,
+			[]string{`completed_at is "1790000001.5", not a number: not read`},
+			func(r *Row) bool { return r.CreatedAt == 0 }},
+		{"model_call_id object, long", `"model_call_id":{"a":` + long + `},"dialect":"chat"`,
+			[]string{`model_call_id is {"a":"` + strings.Repeat("a", 34) + `..., not a string: not read`},
+			func(r *Row) bool { return r.ModelCallID == "" }},
+		{"two members", `"dialect":["chat"],"status_code":true,"completed_at":1.5`,
+			[]string{`dialect is ["chat"], not a string: not read`, "status_code is true, not an integer: not read"},
+			func(r *Row) bool { return r.CreatedAt == 1.5 }},
+		{"response_raw number", `"dialect":"chat","response_raw":3`,
+			[]string{"response_raw is 3, not a string: not read"},
+			func(r *Row) bool { return !r.Streamed }},
+		{"last occurrence wins", `"dialect":7,"dialect":"chat","status_code":null`,
+			nil,
+			func(r *Row) bool { return r.Dialect == "chat" && r.StatusCode == nil }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := FromLine("r1", 3, []byte(`{`+c.members+`,`+tokenData+`}`))
+			if err != nil {
+				t.Fatalf("FromLine: %v", err)
+			}
+			var got []string
+			for _, f := range r.Findings {
+				if f.Code == FindingMalformedCaptureField {
+					if f.Choice != -1 {
+						t.Errorf("finding choice %d, want -1", f.Choice)
+					}
+					got = append(got, f.Detail)
+				}
+			}
+			if !reflect.DeepEqual(got, c.details) {
+				t.Errorf("findings %q\nwant %q", got, c.details)
+			}
+			if !reflect.DeepEqual(r.PromptTokenIDs, []int64{1, 2}) || !reflect.DeepEqual(r.GenerationTokenIDs, []int64{5, 6}) ||
+				!reflect.DeepEqual(r.GenerationLogProbs, []float64{-1, -2}) || !r.Complete() || r.CallIndex != 3 {
+				t.Errorf("token data lost: %+v", r)
+			}
+			if !c.check(&r) {
+				t.Errorf("row fields: %+v", r)
+			}
+		})
 	}
 }
