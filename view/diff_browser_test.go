@@ -2,6 +2,7 @@ package view_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -40,4 +41,19 @@ func TestBrowserDiff(t *testing.T) {
 
 	do(t, ctx, "unknown rollout", chromedp.Navigate(ts.URL+"/#/diff?a=demo-chat-json&b=nope"))
 	waitJS(t, ctx, "named", `document.getElementById("diff-error")?.textContent.includes("nope")`)
+	if n := evalJS[int](t, ctx, `document.querySelectorAll("#diff-first-note").length`); n != 0 {
+		t.Errorf("a note on a page without a difference")
+	}
+
+	// Two runs whose first user messages differ only past the excerpt: both sides read the same,
+	// and the page says why they still differ.
+	dir := t.TempDir()
+	long := strings.Repeat("word ", 40)
+	writeChatRollout(t, dir, "long-a", []chatCall{{msgs: `[{"role":"user","content":` + js(long+"A") + `}]`, answer: "ok"}})
+	writeChatRollout(t, dir, "long-b", []chatCall{{msgs: `[{"role":"user","content":` + js(long+"B") + `}]`, answer: "ok"}})
+	ts2 := startViewer(t, []string{dir}, "")
+	do(t, ctx, "open diff past the excerpt", chromedp.Navigate(ts2.URL+"/#/diff?a=long-a&b=long-b"))
+	waitJS(t, ctx, "note", `(() => { const n = document.getElementById("diff-first-note");
+		return n && n.textContent.startsWith("Note: both sides read the same here") && document.getElementById("diff-first").textContent.includes(": messages, message 0") &&
+			document.getElementById("diff-first-a").textContent === document.getElementById("diff-first-b").textContent; })()`)
 }

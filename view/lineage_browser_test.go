@@ -21,6 +21,7 @@ type chatCall struct {
 	answer   string // the assistant's text; "" for a call that failed with a 500
 	response string // a whole response object instead of answer's ("" for none)
 	tokenCap string // the line's token_capture ("" for none)
+	parent   string // the parent call id the client declared ("" for none)
 }
 
 // writeChatRollout appends calls to rollout id of a new capture dir, one second apart.
@@ -53,6 +54,9 @@ func writeChatRollout(t *testing.T, dir, id string, calls []chatCall) {
 		if c.tokenCap != "" {
 			ex.TokenCapture = json.RawMessage(c.tokenCap)
 		}
+		if c.parent != "" {
+			ex.ClientParentCallID = &c.parent
+		}
 		if err := st.AppendExchange(id, ex); err != nil {
 			t.Fatal(err)
 		}
@@ -83,9 +87,18 @@ var lineageCalls = []chatCall{
 	{msgs: linMsgs(linSys, linU1, linA0ed, linU2b), answer: "Reading lex.go."},                                                // 5 fork of 0 (answer edited)
 }
 
+// declaredCalls declare parents lineage cannot use: call 0 a later call (1), call 1 an id the
+// rollout does not have, call 2 itself. Call 1 still extends call 0 by its messages.
+var declaredCalls = []chatCall{
+	{msgs: linMsgs(linSys, linU1), answer: "Let me read parse.go first.", parent: fmt.Sprintf("%032x", 2)},
+	{msgs: linMsgs(linSys, linU1, linA0, linU2), answer: "parse returns nothing; it should return an error.", parent: "not-a-call-of-this-rollout"},
+	{msgs: linMsgs(linSys, `{"role":"user","content":"Title please."}`), answer: "Title", parent: fmt.Sprintf("%032x", 3)},
+}
+
 func TestBrowserLineage(t *testing.T) {
 	dir := t.TempDir()
 	writeChatRollout(t, dir, "lin-1", lineageCalls)
+	writeChatRollout(t, dir, "lin-2", declaredCalls)
 	ts := startViewer(t, []string{dir}, "")
 
 	// The API answers package lineage's JSON.
@@ -185,6 +198,28 @@ func TestBrowserLineage(t *testing.T) {
 	}
 	if n := evalJS[int](t, ctx, `document.querySelectorAll("#tokens-none").length`); n != 1 {
 		t.Errorf("call 5 has no token data, but the page does not say so")
+	}
+	if n := evalJS[int](t, ctx, `document.querySelectorAll("[data-declared-parent-ignored]").length`); n != 0 {
+		t.Errorf("call 5 declared no parent, yet %d ignored-parent badges", n)
+	}
+
+	// Declared parents lineage did not use: the tree and the call page name each, with what it is.
+	do(t, ctx, "open lin-2", chromedp.Navigate(ts.URL+"/#/rollout/lin-2"))
+	waitJS(t, ctx, "lin-2 tree", `document.querySelectorAll("#lineage li[data-call]").length === 3`)
+	ignored := evalJS[string](t, ctx, `[...document.querySelectorAll("#lineage li[data-call]")].map(li => { const b = li.querySelector(":scope > .lin-row [data-declared-parent-ignored]"); return li.dataset.call + ":" + li.dataset.relation + ":" + (b ? b.textContent : "-"); }).join(" ")`)
+	if want := "0:root:declared parent ignored: #1 1:extends:declared parent ignored: unknown id 2:root:declared parent ignored: itself"; ignored != want {
+		t.Errorf("ignored declared parents %q\nwant %q", ignored, want)
+	}
+	if tip := evalJS[string](t, ctx, `document.querySelector('#lineage li[data-call="1"] > .lin-row [data-declared-parent-ignored]').title`); !strings.Contains(tip, "not-a-call-of-this-rollout") || !strings.Contains(tip, "does not have") {
+		t.Errorf("call 1's badge title %q", tip)
+	}
+	do(t, ctx, "open lin-2 call 0", chromedp.Navigate(ts.URL+"/#/rollout/lin-2/call/0"))
+	waitJS(t, ctx, "call 0 lineage", `document.getElementById("call-lineage") !== null`)
+	if txt := evalJS[string](t, ctx, `document.getElementById("call-lineage").innerText`); !strings.Contains(txt, "declared parent ignored: #1") {
+		t.Errorf("call 0 lineage %q", txt)
+	}
+	if id := evalJS[string](t, ctx, `document.querySelector("#call-lineage [data-declared-parent-ignored]").dataset.declaredParentIgnored`); id != fmt.Sprintf("%032x", 2) {
+		t.Errorf("call 0's ignored parent %q", id)
 	}
 }
 

@@ -623,6 +623,7 @@ function callPage(id, n) {
       if (node) out.push(h("p", { id: "call-lineage" }, "Lineage: ", relationBadge(node.relation),
         node.parent !== null ? [" of ", h("a", { href: callHref(id, node.parent) }, "call " + node.parent)] : " (no parent)",
         node.evidence && node.evidence !== "messages" && node.evidence !== "none" ? ` (evidence: ${node.evidence})` : "",
+        declaredIgnoredBadge(node, d.lineage.byID),
         node.main_chain ? h("span", { class: "badge b-main" }, "main chain") : h("span", { class: "badge b-hist" }, "off the main chain")));
       out.push(conversationView(d.conversation, true, authorsOf(d.lineage, n)));
       out.push(tokensView(d.tokens));
@@ -697,6 +698,19 @@ function relationBadge(rel) {
   return h("span", { class: "badge rel rel-" + rel, title: relationHelp[rel] || "" }, rel);
 }
 
+// declaredIgnoredBadge says that the client declared a parent lineage did not use (the call
+// itself, a later call, or an id the rollout does not have), naming it; "" when there is none.
+function declaredIgnoredBadge(c, byID) {
+  const id = c.declared_parent_ignored;
+  if (!id) return "";
+  const at = byID && byID.has(id) ? byID.get(id) : null;
+  const what = at === null ? "an id this rollout does not have" : at === c.call_index ? "this call itself" : "a later call, #" + at;
+  const el = h("span", { class: "badge b-warn", title: `the client declared parent ${id} (${what}); not used, the call is placed by the other evidence` },
+    "declared parent ignored: " + (at === null ? "unknown id" : at === c.call_index ? "itself" : "#" + at));
+  el.dataset.declaredParentIgnored = id;
+  return el;
+}
+
 function tokenBadge(t) {
   if (!t || (t.token_source === "absent" && t.prompt_token_source === "absent" && !list(t.findings).length)) return "—";
   const tip = `generated ids: ${t.token_source} (${t.generated_tokens}); prompt ids: ${t.prompt_token_source} (${t.prompt_tokens})` + (list(t.findings).length ? "; findings: " + t.findings.join(", ") : "");
@@ -721,6 +735,7 @@ function lineageView(id, lin, selected) {
       relationBadge(c.relation),
       c.parent !== null ? h("span", { class: "lin-parent" }, " of #" + c.parent) : "",
       c.evidence && c.evidence !== "messages" && c.evidence !== "none" ? h("span", { class: "muted" }, ` (${c.evidence})`) : "",
+      declaredIgnoredBadge(c, lin.byID),
       c.main_chain ? h("span", { class: "badge b-main", title: "on the main chain" }, "main chain") : "",
       c.completed ? "" : h("span", { class: "badge b-err" }, "not completed"),
       h("span", { class: "muted" }, ` +${c.new_messages} message${c.new_messages === 1 ? "" : "s"}`), " ",
@@ -838,7 +853,8 @@ function diffPage(params) {
         const f = obj(d.first);
         out.push(h("div", { class: "notice err", id: "diff-first", role: "status" },
           h("strong", {}, `First difference: call #${f.position} (A call ${orDash(f.call_a)}, B call ${orDash(f.call_b)}): ${f.what}` + (f.message !== null && f.message !== undefined ? `, message ${f.message}` : "")),
-          h("div", { class: "sbs" }, h("div", {}, h("div", { class: "label" }, "A"), h("pre", { id: "diff-first-a" }, f.a)), h("div", {}, h("div", { class: "label" }, "B"), h("pre", { id: "diff-first-b" }, f.b)))));
+          h("div", { class: "sbs" }, h("div", {}, h("div", { class: "label" }, "A"), h("pre", { id: "diff-first-a" }, f.a)), h("div", {}, h("div", { class: "label" }, "B"), h("pre", { id: "diff-first-b" }, f.b))),
+          f.note ? h("p", { id: "diff-first-note" }, "Note: " + f.note) : null));
       }
       const link = (id, c) => (c ? h("a", { href: callHref(id, c.call_index) }, String(c.call_index)) : "—");
       const both = (p, f) => (p.a ? f(p.a) : "—") + " / " + (p.b ? f(p.b) : "—");
