@@ -92,6 +92,9 @@ type Server struct {
 	// gateway.DefaultRequestBodyTimeout (1 minute), negative means no limit.
 	RequestBodyTimeout time.Duration
 
+	// clock paces the answers; nil is real time. Tests set a clock that records each wait.
+	clock clock
+
 	once     sync.Once
 	log      *slog.Logger
 	ignore   []ignoreRule
@@ -111,6 +114,9 @@ type rolloutState struct {
 }
 
 func (s *Server) init() {
+	if s.clock == nil {
+		s.clock = wallClock{}
+	}
 	s.log = s.Logger
 	if s.log == nil {
 		s.log = slog.Default()
@@ -158,7 +164,7 @@ func (s *Server) Registry() *prometheus.Registry {
 // else forwarded to Upstream or answered NotRecordedStatus.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.once.Do(s.init)
-	start := time.Now()
+	start := s.clock.Now()
 	id, rawRest, prefixed := rollout.SplitPath(r.URL.EscapedPath())
 	rest := r.URL.Path
 	if prefixed {
@@ -440,18 +446,7 @@ func setProvenance(h http.Header, reason string) {
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, rc *recorded, start time.Time) {
 	ctx := r.Context()
 	wait := func(offset time.Duration) bool {
-		d := time.Until(start.Add(s.Timing.scale(offset)))
-		if d <= 0 {
-			return ctx.Err() == nil
-		}
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return true
-		case <-ctx.Done():
-			return false
-		}
+		return s.clock.WaitUntil(ctx, start.Add(s.Timing.scale(offset)))
 	}
 	if rc.status == 0 {
 		// Recorded without any response (the client left before the headers): nothing to send.

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -79,4 +80,34 @@ func schedule(n int, ttft, latency time.Duration) []time.Duration {
 		out[i] = ttft + time.Duration(int64(span)*int64(i)/int64(n-1))
 	}
 	return out
+}
+
+// clock is the time a Server paces its answers by: the instant a request arrived, and the waits
+// until each piece of the answer is due. Real time (wallClock) unless a test sets another.
+type clock interface {
+	// Now is the current instant.
+	Now() time.Time
+	// WaitUntil returns when the instant t has come (true), or when ctx is done first (false). An
+	// instant already past returns at once, true unless ctx is done.
+	WaitUntil(ctx context.Context, t time.Time) bool
+}
+
+// wallClock is real time: time.Now and a timer.
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+func (wallClock) WaitUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
