@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -102,9 +101,8 @@ func isDir(path string) bool {
 const maxPathEntries = 10000
 
 // similarPaths returns up to maxSuggestions paths next to name that a typo could have meant:
-// entries of name's directory (directories when dir, else files) whose name is within a third of
-// its length in edits (at least 1) or contains it, closest first (then by name), each written as
-// name was (same directory part). Hidden entries count only when name's own base is hidden. A
+// entries of name's directory (directories when dir, else files) near its base name by
+// editdist.Nearest, closest first (then by name), each written as name was (same directory part). Hidden entries count only when name's own base is hidden. A
 // directory that cannot be read gives none.
 func similarPaths(name string, dir bool) []string {
 	trimmed := strings.TrimRight(name, string(os.PathSeparator))
@@ -119,13 +117,7 @@ func similarPaths(name string, dir bool) []string {
 	}
 	defer f.Close()
 	ents, _ := f.ReadDir(maxPathEntries)
-	type cand struct {
-		path string
-		d    int
-	}
-	var cs []cand
-	lower := strings.ToLower(base)
-	limit := max(1, len(base)/3)
+	var names []string
 	for _, e := range ents {
 		n := e.Name()
 		if strings.HasPrefix(n, ".") && !strings.HasPrefix(base, ".") {
@@ -136,46 +128,21 @@ func similarPaths(name string, dir bool) []string {
 			st, err := os.Stat(filepath.Join(filepath.Dir(trimmed), n))
 			isDir = err == nil && st.IsDir()
 		}
-		if isDir != dir {
-			continue
-		}
-		ln := strings.ToLower(n)
-		d := editdist.Levenshtein(lower, ln)
-		if strings.Contains(ln, lower) {
-			d = 0
-		}
-		if d <= limit {
-			cs = append(cs, cand{prefix + n, d})
+		if isDir == dir {
+			names = append(names, n)
 		}
 	}
-	slices.SortFunc(cs, func(a, b cand) int { return cmp.Or(a.d-b.d, strings.Compare(a.path, b.path)) })
-	var like []string
-	for i := 0; i < len(cs) && i < maxSuggestions; i++ {
-		like = append(like, cs[i].path)
+	slices.Sort(names)
+	like := editdist.Nearest(base, names, maxSuggestions)
+	for i := range like {
+		like[i] = prefix + like[i]
 	}
 	return like
 }
 
-// similarNames returns up to maxSuggestions of names within a third of name's length in edits
-// (at least 1), closest first.
+// similarNames returns up to maxSuggestions of names near name (editdist.Nearest), closest first.
 func similarNames(name string, names []string) []string {
-	limit := max(1, len(name)/3)
-	type cand struct {
-		name string
-		d    int
-	}
-	var cs []cand
-	for _, n := range names {
-		if d := editdist.Levenshtein(strings.ToLower(name), strings.ToLower(n)); d <= limit {
-			cs = append(cs, cand{n, d})
-		}
-	}
-	slices.SortStableFunc(cs, func(a, b cand) int { return a.d - b.d })
-	var like []string
-	for i := 0; i < len(cs) && i < maxSuggestions; i++ {
-		like = append(like, cs[i].name)
-	}
-	return like
+	return editdist.Nearest(name, names, maxSuggestions)
 }
 
 // didYouMean is the "; did you mean A or B?" an error adds for the names like, "" for none.

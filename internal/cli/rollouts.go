@@ -209,36 +209,14 @@ func noRolloutArg(flagDirs, args []string) ([]string, bool) {
 // maxSuggestions is how many rollout ids "did you mean" offers.
 const maxSuggestions = 3
 
-// similarRollouts returns up to maxSuggestions ids of dirs like id (a typo away: edit distance at
-// most a third of its length, at least 1; or one contains the other, which comes first), closest
-// first; total is how many rollouts dirs hold.
+// similarRollouts returns up to maxSuggestions ids of dirs like id (editdist.Nearest: a typo away,
+// or one contains the other), closest first; total is how many rollouts dirs hold.
 func similarRollouts(dirs []string, id string) (like []string, total int) {
 	ids, _, err := rolloutIDs(dirs)
 	if err != nil {
 		return nil, 0
 	}
-	type cand struct {
-		id string
-		d  int
-	}
-	var cs []cand
-	lower := strings.ToLower(id)
-	limit := max(1, len(id)/3)
-	for _, c := range ids {
-		lc := strings.ToLower(c)
-		d := editdist.Levenshtein(lower, lc)
-		if strings.Contains(lc, lower) || strings.Contains(lower, lc) {
-			d = 0 // an id with more (or less) around it comes first
-		}
-		if d <= limit {
-			cs = append(cs, cand{c, d})
-		}
-	}
-	slices.SortStableFunc(cs, func(a, b cand) int { return a.d - b.d })
-	for i := 0; i < len(cs) && i < maxSuggestions; i++ {
-		like = append(like, cs[i].id)
-	}
-	return like, len(ids)
+	return editdist.Nearest(id, ids, maxSuggestions), len(ids)
 }
 
 // unknownRolloutHint is what the "no capture" error of a rollout adds: the ids like it, or how to

@@ -1,7 +1,12 @@
 // Package editdist measures how far apart two short strings are, for "did you mean" hints: the
-// CLI's suggestion of a rollout id like an unknown one, the viewer's of a filter field like an
+// CLI's suggestion of a rollout id, path or column like an unknown one, the viewer's of a filter field like an
 // unknown one.
 package editdist
+
+import (
+	"slices"
+	"strings"
+)
 
 // Levenshtein is the edit distance of a and b: the fewest single-byte insertions, deletions and
 // substitutions that turn a into b. It counts bytes, not runes (ids and field names are ASCII);
@@ -24,4 +29,34 @@ func Levenshtein(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// Nearest returns up to n of names that word could have been meant as, closest first: names
+// within a third of word's length in edits (at least 1), compared without case, and names that
+// contain word or are contained in it (distance 0: an id with more, or less, around it). Names at
+// the same distance keep their order in names. Nil when none is near.
+func Nearest(word string, names []string, n int) []string {
+	type cand struct {
+		name string
+		d    int
+	}
+	var cs []cand
+	lower := strings.ToLower(word)
+	limit := max(1, len(word)/3)
+	for _, name := range names {
+		ln := strings.ToLower(name)
+		d := 0
+		if !strings.Contains(ln, lower) && !strings.Contains(lower, ln) {
+			d = Levenshtein(lower, ln)
+		}
+		if d <= limit {
+			cs = append(cs, cand{name, d})
+		}
+	}
+	slices.SortStableFunc(cs, func(a, b cand) int { return a.d - b.d })
+	var like []string
+	for i := 0; i < len(cs) && i < n; i++ {
+		like = append(like, cs[i].name)
+	}
+	return like
 }
