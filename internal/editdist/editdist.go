@@ -1,6 +1,6 @@
 // Package editdist measures how far apart two short strings are, for "did you mean" hints: the
-// CLI's suggestion of a rollout id, path or column like an unknown one, the viewer's of a filter field like an
-// unknown one.
+// CLI's suggestion of a rollout id, path or column like an unknown one, the viewer's of a filter
+// field like an unknown one.
 package editdist
 
 import (
