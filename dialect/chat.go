@@ -34,13 +34,11 @@ type chatChoice struct {
 	hasContent   bool
 	reasoning    text
 	hasReasoning bool
-	finish       []byte // last truthy finish_reason
-	tokenIDs     ids    // token_ids of every chunk, concatenated
-	logprobs     ids    // logprobs.content of every chunk, concatenated
-	promptIDs    []byte // first prompt_token_ids that is an array (SGLang's, per choice)
+	logprobs     ids // logprobs.content of every chunk, concatenated
 	calls        []*toolCall
 	byIndex      map[int64]*toolCall // the latest call of each index, once calls passes toolCallScan
 	last         *toolCall           // the call the previous tool-call delta went to
+	choiceTail
 }
 
 // toolCallScan is the call count up to which a tool-call delta's index is looked up by scanning
@@ -90,6 +88,46 @@ func choiceIndex(ch []byte) (idx int64, ok bool) {
 	return jsonscan.Int(v)
 }
 
+// choiceTail is what a Chat or Completions stream chunk carries per choice beside its own content,
+// in the same members on both APIs: the last truthy finish_reason, the generated ids of every
+// chunk concatenated (vLLM's token_ids) and the first prompt_token_ids that is an array (SGLang's
+// per choice on Chat, vLLM's on Completions).
+type choiceTail struct {
+	finish    []byte
+	tokenIDs  ids
+	promptIDs []byte
+}
+
+// add reads a streamed choice object's tail members.
+func (t *choiceTail) add(ch []byte) {
+	if fr := jsonscan.Lookup(ch, "finish_reason"); jsonscan.Truthy(fr) {
+		t.finish = keep(t.finish, fr)
+	}
+	t.tokenIDs.add(jsonscan.Lookup(ch, "token_ids"))
+	if p := jsonscan.Lookup(ch, "prompt_token_ids"); t.promptIDs == nil && jsonscan.IsArray(p) {
+		t.promptIDs = compact(p)
+	}
+}
+
+// encode writes ,"finish_reason":F (null when none came), then "token_ids" and
+// "prompt_token_ids" when a chunk carried them, as the non-streaming answer's choice ends.
+func (t *choiceTail) encode(e *enc) {
+	e.raw(`,"finish_reason":`)
+	if t.finish != nil {
+		e.bytes(t.finish)
+	} else {
+		e.raw("null")
+	}
+	if t.tokenIDs.seen {
+		e.raw(`,"token_ids":`)
+		t.tokenIDs.encode(e)
+	}
+	if t.promptIDs != nil {
+		e.raw(`,"prompt_token_ids":`)
+		e.bytes(t.promptIDs)
+	}
+}
+
 func (c *chatState) choice(ch []byte) {
 	idx, ok := choiceIndex(ch)
 	if !ok {
@@ -99,15 +137,9 @@ func (c *chatState) choice(ch []byte) {
 	if !ok {
 		return
 	}
-	if fr := jsonscan.Lookup(ch, "finish_reason"); jsonscan.Truthy(fr) {
-		st.finish = keep(st.finish, fr)
-	}
-	st.tokenIDs.add(jsonscan.Lookup(ch, "token_ids"))
+	st.choiceTail.add(ch)
 	if lp := jsonscan.Lookup(ch, "logprobs"); jsonscan.IsObject(lp) {
 		st.logprobs.add(jsonscan.Lookup(lp, "content"))
-	}
-	if p := jsonscan.Lookup(ch, "prompt_token_ids"); st.promptIDs == nil && jsonscan.IsArray(p) {
-		st.promptIDs = compact(p)
 	}
 	delta := jsonscan.Lookup(ch, "delta")
 	if !jsonscan.IsObject(delta) {
@@ -335,19 +367,6 @@ func (st *chatChoice) encode(e *enc, idx int64) {
 		st.logprobs.encode(e)
 		e.raw("}")
 	}
-	e.raw(`,"finish_reason":`)
-	if st.finish != nil {
-		e.bytes(st.finish)
-	} else {
-		e.raw("null")
-	}
-	if st.tokenIDs.seen {
-		e.raw(`,"token_ids":`)
-		st.tokenIDs.encode(e)
-	}
-	if st.promptIDs != nil {
-		e.raw(`,"prompt_token_ids":`)
-		e.bytes(st.promptIDs)
-	}
+	st.choiceTail.encode(e)
 	e.raw("}")
 }

@@ -209,15 +209,13 @@ type completionsState struct {
 
 type completionsChoice struct {
 	text          text
-	finish        []byte
 	logprobs      bool // some chunk had a logprobs object
 	tokens        ids
 	tokenLogprobs ids
 	topLogprobs   ids
 	textOffset    ids
 	content       ids // llama-server's logprobs.content entries
-	tokenIDs      ids
-	promptIDs     []byte
+	choiceTail
 }
 
 func (c *completionsState) add(ev []byte) {
@@ -253,9 +251,7 @@ func (c *completionsState) choice(ch []byte) {
 	if v, ok := jsonscan.Text(jsonscan.Lookup(ch, "text")); ok && len(v) > 0 {
 		st.text.append(v, c.sp)
 	}
-	if fr := jsonscan.Lookup(ch, "finish_reason"); jsonscan.Truthy(fr) {
-		st.finish = keep(st.finish, fr)
-	}
+	st.choiceTail.add(ch)
 	if lp := jsonscan.Lookup(ch, "logprobs"); jsonscan.IsObject(lp) {
 		st.logprobs = true
 		st.tokens.add(jsonscan.Lookup(lp, "tokens"))
@@ -263,10 +259,6 @@ func (c *completionsState) choice(ch []byte) {
 		st.topLogprobs.add(jsonscan.Lookup(lp, "top_logprobs"))
 		st.textOffset.add(jsonscan.Lookup(lp, "text_offset"))
 		st.content.add(jsonscan.Lookup(lp, "content"))
-	}
-	st.tokenIDs.add(jsonscan.Lookup(ch, "token_ids"))
-	if p := jsonscan.Lookup(ch, "prompt_token_ids"); st.promptIDs == nil && jsonscan.IsArray(p) {
-		st.promptIDs = compact(p)
 	}
 }
 
@@ -338,19 +330,6 @@ func (st *completionsChoice) encode(e *enc, idx int64) {
 	default:
 		e.raw("null")
 	}
-	e.raw(`,"finish_reason":`)
-	if st.finish != nil {
-		e.bytes(st.finish)
-	} else {
-		e.raw("null")
-	}
-	if st.tokenIDs.seen {
-		e.raw(`,"token_ids":`)
-		st.tokenIDs.encode(e)
-	}
-	if st.promptIDs != nil {
-		e.raw(`,"prompt_token_ids":`)
-		e.bytes(st.promptIDs)
-	}
+	st.choiceTail.encode(e)
 	e.raw("}")
 }
