@@ -19,6 +19,24 @@ type Part struct {
 	Arguments string `json:"arguments,omitempty"` // tool call arguments, JSON text as sent
 }
 
+// CanonicalArguments is a tool call's argument text in one form, for comparing calls: JSON
+// re-encoded with sorted keys and no spacing; empty (or all white space) text is "{}", as an
+// API answers a call without arguments; text that is not JSON is returned as is.
+func CanonicalArguments(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "{}"
+	}
+	var v any
+	if json.Unmarshal([]byte(s), &v) != nil {
+		return s
+	}
+	b, err := json.Marshal(v) // maps marshal with sorted keys
+	if err != nil {
+		return s
+	}
+	return string(b)
+}
+
 // Message is one message (or Responses input/output item) of a conversation.
 type Message struct {
 	Role  string `json:"role"` // system, developer, user, assistant, tool

@@ -7,6 +7,8 @@ import (
 	"hash/maphash"
 	"slices"
 	"strings"
+
+	"github.com/modelcalls/modelcalls/dialect"
 )
 
 // Relation is how a call relates to its parent.
@@ -500,7 +502,7 @@ func byTokens(c *call, earlier []*call) (p *call, rel Relation, kept bool) {
 		return nil, "", false
 	}
 	for i := len(earlier) - 1; i >= 0; i-- {
-		if et := earlier[i].in.Tokens; et != nil && equalIDs(et.Prompt, t.Prompt) {
+		if et := earlier[i].in.Tokens; et != nil && slices.Equal(et.Prompt, t.Prompt) {
 			return earlier[i], repeat(earlier[i]), false
 		}
 	}
@@ -511,7 +513,7 @@ func byTokens(c *call, earlier []*call) (p *call, rel Relation, kept bool) {
 			continue
 		}
 		n := len(et.Prompt) + len(et.Generated)
-		if n > bestLen && n <= len(t.Prompt) && equalIDs(et.Prompt, t.Prompt[:len(et.Prompt)]) && equalIDs(et.Generated, t.Prompt[len(et.Prompt):n]) {
+		if n > bestLen && n <= len(t.Prompt) && slices.Equal(et.Prompt, t.Prompt[:len(et.Prompt)]) && slices.Equal(et.Generated, t.Prompt[len(et.Prompt):n]) {
 			best, bestLen = i, n
 		}
 	}
@@ -902,7 +904,7 @@ func turnKey(msgs []Message) string {
 				b.WriteString("\x00call\x00")
 				b.WriteString(p.Name)
 				b.WriteByte(0)
-				b.WriteString(canonicalJSON(p.Arguments))
+				b.WriteString(dialect.CanonicalArguments(p.Arguments))
 			default:
 				b.WriteString("\x00" + p.Kind + "\x00" + p.Name)
 			}
@@ -917,26 +919,9 @@ func messageKey(m *Message) string {
 	var b strings.Builder
 	b.WriteString(m.Role)
 	for _, p := range m.Parts {
-		b.WriteString("\x00" + p.Kind + "\x00" + strings.TrimSpace(p.Text) + "\x00" + p.Name + "\x00" + p.CallID + "\x00" + canonicalJSON(p.Arguments))
+		b.WriteString("\x00" + p.Kind + "\x00" + strings.TrimSpace(p.Text) + "\x00" + p.Name + "\x00" + p.CallID + "\x00" + dialect.CanonicalArguments(p.Arguments))
 	}
 	return b.String()
-}
-
-// canonicalJSON re-encodes JSON text with sorted keys and no spacing; text that is not JSON is
-// returned as is. An empty argument text and an empty object are the same call.
-func canonicalJSON(s string) string {
-	if strings.TrimSpace(s) == "" {
-		return "{}"
-	}
-	var v any
-	if json.Unmarshal([]byte(s), &v) != nil {
-		return s
-	}
-	b, err := json.Marshal(v) // maps marshal with sorted keys
-	if err != nil {
-		return s
-	}
-	return string(b)
 }
 
 // previousResponseID returns a Responses request's previous_response_id, "" when none.
@@ -984,18 +969,6 @@ func isPrefix(p, s []segment) bool {
 }
 
 func sameKeys(a, b []segment) bool { return len(a) == len(b) && isPrefix(a, b) }
-
-func equalIDs(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
 
 // Conversation returns what one call saw and answered, as lineage reads it: the request's context
 // messages, the names of the tools it offered and the response's messages (none when the call did

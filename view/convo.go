@@ -1,8 +1,6 @@
 package view
 
 import (
-	"encoding/json"
-
 	"github.com/modelcalls/modelcalls/dialect"
 )
 
@@ -24,24 +22,7 @@ func ParseResponse(resp []byte) ([]Message, string) { return dialect.ParseRespon
 // part's kind, text, name, call id and arguments (JSON arguments compared by value, so key order and
 // spacing do not matter).
 func partKey(role string, p *Part) string {
-	return role + "\x00" + p.Kind + "\x00" + p.Text + "\x00" + p.Name + "\x00" + p.CallID + "\x00" + canonicalJSON(p.Arguments)
-}
-
-// canonicalJSON re-encodes JSON text with sorted keys and no spacing; text that is not JSON is
-// returned as is.
-func canonicalJSON(s string) string {
-	if s == "" {
-		return ""
-	}
-	var v any
-	if json.Unmarshal([]byte(s), &v) != nil {
-		return s
-	}
-	b, err := json.Marshal(v) // maps marshal with sorted keys
-	if err != nil {
-		return s
-	}
-	return string(b)
+	return role + "\x00" + p.Kind + "\x00" + p.Text + "\x00" + p.Name + "\x00" + p.CallID + "\x00" + dialect.CanonicalArguments(p.Arguments)
 }
 
 // markNew sets Message.New on each call's input: a message is new on a call when one of its parts
