@@ -110,18 +110,9 @@ func listRollouts(ctx context.Context, s *Streams, cmd string, dirs []string, fo
 		return nil
 	}
 	var list []rolloutSummary
-	i := 0
-	next := func() (string, int64, bool, error) {
-		if i == len(ids) {
-			return "", 0, false, nil
-		}
-		i++
-		return ids[i-1], 1, true, nil
-	}
 	workers := max(2, runtime.GOMAXPROCS(0))
-	lim := ordered.Limits{Workers: workers, MaxItems: 4 * workers, MaxBytes: int64(4 * workers)}
 	failed := 0
-	err = ordered.Run(ctx, lim, next,
+	err = ordered.Each(ctx, workers, ids,
 		func(_ context.Context, id string) rolloutSummary { return summarizeRollout(from[id], id) },
 		func(rs rolloutSummary) error {
 			if rs.err != nil {

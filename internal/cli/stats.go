@@ -195,17 +195,8 @@ func computeStats(ctx context.Context, dirs []string, o *statsOptions, errOut io
 	}
 	slices.Sort(ids)
 	acc := stats.Accumulator{By: o.by}
-	i := 0
-	next := func() (string, int64, bool, error) {
-		if i == len(ids) {
-			return "", 0, false, nil
-		}
-		i++
-		return ids[i-1], 1, true, nil
-	}
 	workers := max(2, runtime.GOMAXPROCS(0))
-	lim := ordered.Limits{Workers: workers, MaxItems: 4 * workers, MaxBytes: int64(4 * workers)}
-	err = ordered.Run(ctx, lim, next,
+	err = ordered.Each(ctx, workers, ids,
 		func(_ context.Context, id string) rolloutStats { return readRolloutStats(from[id], id, &o.filter) },
 		func(rs rolloutStats) error {
 			if rs.err != nil {

@@ -18,6 +18,22 @@ type Limits struct {
 	MaxBytes int64 // summed job weights read and not yet emitted; below 1 means 1
 }
 
+// Each runs fn on every job of jobs on workers goroutines (at least 1) and hands each result to
+// emit in the order of jobs, at most four jobs per worker read ahead; errors as for Run.
+func Each[J, R any](ctx context.Context, workers int, jobs []J, fn func(context.Context, J) R, emit func(R) error) error {
+	workers = max(1, workers)
+	i := 0
+	next := func() (J, int64, bool, error) {
+		if i == len(jobs) {
+			var zero J
+			return zero, 0, false, nil
+		}
+		i++
+		return jobs[i-1], 1, true, nil
+	}
+	return Run(ctx, Limits{Workers: workers, MaxItems: 4 * workers, MaxBytes: int64(4 * workers)}, next, fn, emit)
+}
+
 // Run reads jobs with next (from the calling goroutine's point of view, sequentially), runs fn
 // on them on lim.Workers goroutines, and hands each result to emit in the order the jobs were read.
 // next returns (job, weight in bytes, ok); ok false means the input is exhausted; a non-nil error stops

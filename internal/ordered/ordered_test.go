@@ -198,3 +198,36 @@ func TestRunOrderedCancelledContext(t *testing.T) {
 		t.Fatalf("err = %v; want context.Canceled", err)
 	}
 }
+
+// TestEach: every job of the slice is run once and its result emitted in the slice's order, with
+// any worker count, none included.
+func TestEach(t *testing.T) {
+	jobs := make([]int, 100)
+	for i := range jobs {
+		jobs[i] = i
+	}
+	for _, workers := range []int{0, 1, 3, 16} {
+		var got []int
+		err := Each(context.Background(), workers, jobs,
+			func(_ context.Context, j int) int {
+				time.Sleep(time.Duration(rand.IntN(50)) * time.Microsecond) // finish out of order
+				return j * 2
+			},
+			func(r int) error { got = append(got, r); return nil })
+		if err != nil {
+			t.Fatalf("workers %d: %v", workers, err)
+		}
+		if len(got) != len(jobs) {
+			t.Fatalf("workers %d: %d results, want %d", workers, len(got), len(jobs))
+		}
+		for i, r := range got {
+			if r != 2*i {
+				t.Fatalf("workers %d: result %d is %d, want %d", workers, i, r, 2*i)
+			}
+		}
+	}
+	if err := Each(context.Background(), 2, []int(nil), func(context.Context, int) int { return 0 },
+		func(int) error { t.Error("emit called for no jobs"); return nil }); err != nil {
+		t.Error(err)
+	}
+}
