@@ -27,36 +27,54 @@ type mergeData struct {
 
 // writeMergeData writes the data set without fsync (it is the reader that is measured).
 func writeMergeData(dir string, fx *fixtures, rollouts, calls int) (*mergeData, error) {
+	k := 0
+	return writeDataSet(dir, "merge data", rollouts, calls, func(_, _ int) ([]byte, error) {
+		line := fx.gymLines[k%len(fx.gymLines)]
+		k++
+		return line, nil
+	})
+}
+
+// writeDataSet writes rollouts capture files ("<r/100>-<r%100>") of calls lines each into dir,
+// line(r, c) giving call c of rollout r, without fsync; what names the data set in errors.
+func writeDataSet(dir, what string, rollouts, calls int, line func(r, c int) ([]byte, error)) (*mergeData, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("merge data dir: %w", err)
+		return nil, fmt.Errorf("%s dir: %w", what, err)
 	}
 	d := &mergeData{dir: dir}
-	k := 0
 	for r := range rollouts {
 		id := fmt.Sprintf("%d-%d", r/100, r%100)
-		f, err := os.Create(filepath.Join(dir, id+capture.CaptureSuffix))
-		if err != nil {
-			return nil, fmt.Errorf("merge data: %w", err)
-		}
-		w := bufio.NewWriterSize(f, 256<<10)
-		for range calls {
-			line := fx.gymLines[k%len(fx.gymLines)]
-			k++
-			w.Write(line)
-			w.WriteByte('\n')
-			d.bytes += int64(len(line) + 1)
-			d.lines++
-		}
-		if err := w.Flush(); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("merge data: %w", err)
-		}
-		if err := f.Close(); err != nil {
-			return nil, fmt.Errorf("merge data: %w", err)
+		if err := writeRollout(filepath.Join(dir, id+capture.CaptureSuffix), d, calls, func(c int) ([]byte, error) { return line(r, c) }); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		d.ids = append(d.ids, id)
 	}
 	return d, nil
+}
+
+// writeRollout writes one capture file of calls lines, counting them into d.
+func writeRollout(path string, d *mergeData, calls int, line func(c int) ([]byte, error)) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 256<<10)
+	for c := range calls {
+		b, err := line(c)
+		if err != nil {
+			f.Close()
+			return err
+		}
+		w.Write(b)
+		w.WriteByte('\n')
+		d.bytes += int64(len(b) + 1)
+		d.lines++
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // mergePass is one timed pass over the whole data set.

@@ -155,48 +155,20 @@ func (u *upstream) serveChatJSON(w http.ResponseWriter, r *http.Request) {
 // `--tokens vllm` call (the client's request, a vLLM answer with ids and logprobs drawn for that
 // line, token_capture), without fsync (it is the export that is measured).
 func writeTokenData(dir string, fx *fixtures, rollouts, calls int) (*mergeData, error) {
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("token data dir: %w", err)
-	}
 	tc := append(append([]byte(`{"engine":"vllm","added":`), fx.tok.added...), '}')
 	status := 200
-	d := &mergeData{dir: dir}
-	for r := range rollouts {
-		id := fmt.Sprintf("%d-%d", r/100, r%100)
-		f, err := os.Create(filepath.Join(dir, id+capture.CaptureSuffix))
+	n := 0
+	return writeDataSet(dir, "token data", rollouts, calls, func(r, c int) ([]byte, error) {
+		n++
+		resp, err := vllmAnswer(uint64(n), fx.tok.promptN, true)
 		if err != nil {
-			return nil, fmt.Errorf("token data: %w", err)
+			return nil, err
 		}
-		w := bufio.NewWriterSize(f, 256<<10)
-		for c := range calls {
-			resp, err := vllmAnswer(uint64(d.lines+1), fx.tok.promptN, true)
-			if err != nil {
-				f.Close()
-				return nil, fmt.Errorf("token data: %w", err)
-			}
-			ex := &capture.Exchange{ModelCallID: fmt.Sprintf("%016x%016x", r, c), Dialect: "chat", StartedAt: 1790000000 + float64(c),
-				CompletedAt: 1790000000.5 + float64(c), LatencyMS: 500, StatusCode: &status,
-				Request: fx.tok.request, Response: resp, TokenCapture: tc}
-			line, err := capture.EncodeExchange(ex)
-			if err != nil {
-				f.Close()
-				return nil, fmt.Errorf("token data: %w", err)
-			}
-			w.Write(line)
-			w.WriteByte('\n')
-			d.bytes += int64(len(line) + 1)
-			d.lines++
-		}
-		if err := w.Flush(); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("token data: %w", err)
-		}
-		if err := f.Close(); err != nil {
-			return nil, fmt.Errorf("token data: %w", err)
-		}
-		d.ids = append(d.ids, id)
-	}
-	return d, nil
+		ex := &capture.Exchange{ModelCallID: fmt.Sprintf("%016x%016x", r, c), Dialect: "chat", StartedAt: 1790000000 + float64(c),
+			CompletedAt: 1790000000.5 + float64(c), LatencyMS: 500, StatusCode: &status,
+			Request: fx.tok.request, Response: resp, TokenCapture: tc}
+		return capture.EncodeExchange(ex)
+	})
 }
 
 // exportTokens is `modelcalls export tokens` over the data set without the command line around
